@@ -1,0 +1,25 @@
+//! The host side of the WIT contract in `wit/`: the one `bindgen!` of this crate.
+//!
+//! Generated types stay in here and in the thin import implementations
+//! (`transport`, `driver`); the public API (`crate::types`) wraps them in ordinary
+//! Rust types so embedders never see generated code.
+
+mod generated {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "mcpbox",
+        // Imports are synchronous (they only queue work or take what is ready) and
+        // may trap on host bugs such as a stale resource handle.
+        imports: { default: trappable },
+        // Exports run on the driver task, which awaits them.
+        exports: { default: async },
+        with: {
+            "wasi": wasmtime_wasi::p2::bindings,
+            "mcpbox:runtime/transport.connection": crate::transport::Connection,
+        },
+    });
+}
+
+pub(crate) use generated::exports::mcpbox::runtime::registry;
+pub(crate) use generated::mcpbox::runtime::{control, transport, types as wit};
+pub(crate) use generated::{Mcpbox, McpboxPre};

@@ -1,0 +1,227 @@
+//! The driver task: the one owner of the guest's store.
+//!
+//! A WASI 0.2 store runs one export at a time, so every caller talks to the
+//! guest through this task. Callers queue [`Job`]s and raise the wake signal;
+//! the driver takes the jobs, then calls the guest's `wait`, which polls every
+//! connection, the nearest deadline and the wake signal at once, so a new job
+//! is picked up within microseconds even while the guest is blocked.
+//! Server status and the tool list are republished as snapshots whenever the
+//! guest reports a change, so reading them never has to enter the guest.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use wasmtime::Store;
+
+use crate::bindings::{Mcpbox, registry};
+use crate::state::{HostState, Wake};
+use crate::types::{CallError, CallResult, Event, ServerStatus, Tool};
+
+/// The longest the guest blocks in `wait` without a reason to return. Only
+/// bounds how soon a caller that gave up on a call gets that call cancelled.
+const IDLE_WAIT_MS: u64 = 1_000;
+
+/// The reply to one call.
+pub(crate) type CallReply = oneshot::Sender<Result<CallResult, CallError>>;
+
+/// Work for the driver.
+#[derive(Debug)]
+pub(crate) enum Job {
+    /// Start a tool call.
+    Call {
+        tool: String,
+        arguments: String,
+        timeout: Option<Duration>,
+        reply: CallReply,
+    },
+    /// Close every connection and stop the driver.
+    Shutdown { reply: oneshot::Sender<()> },
+}
+
+/// What the driver publishes for [`crate::Runtime`] to read.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub servers: watch::Sender<Arc<Vec<ServerStatus>>>,
+    pub tools: watch::Sender<Arc<Vec<Tool>>>,
+    pub events: broadcast::Sender<Event>,
+    /// `Some(reason)` once the driver has stopped.
+    pub stopped: watch::Sender<Option<String>>,
+}
+
+pub(crate) struct Driver {
+    pub store: Store<HostState>,
+    pub guest: Mcpbox,
+    pub jobs: mpsc::UnboundedReceiver<Job>,
+    pub wake: Arc<Wake>,
+    pub published: Published,
+    /// Calls started in the guest, by the guest's handle.
+    pub pending: HashMap<u64, CallReply>,
+}
+
+impl Driver {
+    /// Runs until shut down, until every runtime handle is dropped, or until the guest traps.
+    pub async fn run(mut self) {
+        let reason = match self.serve().await {
+            Ok(()) => "it was shut down".to_owned(),
+            Err(trap) => format!("the guest failed: {trap:#}"),
+        };
+        for (_, reply) in self.pending.drain() {
+            let _ = reply.send(Err(CallError::Runtime(reason.clone())));
+        }
+        // Dropping the store drops every connection, which stops every server.
+        let _ = self.published.stopped.send(Some(reason));
+        self.jobs.close();
+        while let Ok(job) = self.jobs.try_recv() {
+            match job {
+                Job::Call { reply, .. } => {
+                    let _ = reply.send(Err(CallError::Runtime("it was shut down".into())));
+                }
+                Job::Shutdown { reply } => {
+                    let _ = reply.send(());
+                }
+            }
+        }
+    }
+
+    async fn serve(&mut self) -> wasmtime::Result<()> {
+        loop {
+            loop {
+                match self.jobs.try_recv() {
+                    Ok(job) => {
+                        self.wake.take();
+                        if let Some(done) = self.handle(job).await? {
+                            self.shutdown().await?;
+                            let _ = done.send(());
+                            return Ok(());
+                        }
+                    }
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => return self.shutdown().await,
+                }
+            }
+            self.cancel_abandoned().await?;
+
+            let completions = self
+                .guest
+                .mcpbox_runtime_registry()
+                .call_wait(&mut self.store, IDLE_WAIT_MS)
+                .await?;
+            for completion in completions {
+                if let Some(reply) = self.pending.remove(&completion.call) {
+                    let _ = reply.send(completion.outcome.map(Into::into).map_err(Into::into));
+                }
+            }
+
+            let events = self
+                .guest
+                .mcpbox_runtime_registry()
+                .call_events(&mut self.store)
+                .await?;
+            if !events.is_empty() {
+                let changed = events.iter().any(|e| {
+                    matches!(
+                        e,
+                        registry::Event::Status(_) | registry::Event::ToolsChanged(_)
+                    )
+                });
+                if changed {
+                    self.publish_snapshots().await?;
+                }
+                for event in events {
+                    // No subscribers is fine: events are for whoever listens.
+                    let _ = self.published.events.send(event.into());
+                }
+            }
+        }
+    }
+
+    /// Handles one job; returns the shutdown reply when the job asks to stop.
+    async fn handle(&mut self, job: Job) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
+        match job {
+            Job::Call {
+                tool,
+                arguments,
+                timeout,
+                reply,
+            } => {
+                let options = registry::CallOptions {
+                    timeout_ms: timeout.map(|t| t.as_millis() as u64),
+                };
+                match self
+                    .guest
+                    .mcpbox_runtime_registry()
+                    .call_start_call(&mut self.store, &tool, &arguments, options)
+                    .await?
+                {
+                    Ok(call) => {
+                        self.pending.insert(call, reply);
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                }
+                Ok(None)
+            }
+            Job::Shutdown { reply } => Ok(Some(reply)),
+        }
+    }
+
+    /// Cancels calls whose callers stopped waiting (dropped the future).
+    async fn cancel_abandoned(&mut self) -> wasmtime::Result<()> {
+        let abandoned: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, reply)| reply.is_closed())
+            .map(|(call, _)| *call)
+            .collect();
+        for call in abandoned {
+            self.pending.remove(&call);
+            self.guest
+                .mcpbox_runtime_registry()
+                .call_cancel(&mut self.store, call)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn shutdown(&mut self) -> wasmtime::Result<()> {
+        self.guest
+            .mcpbox_runtime_registry()
+            .call_shutdown(&mut self.store)
+            .await?;
+        let completions = self
+            .guest
+            .mcpbox_runtime_registry()
+            .call_wait(&mut self.store, 0)
+            .await?;
+        for completion in completions {
+            if let Some(reply) = self.pending.remove(&completion.call) {
+                let _ = reply.send(completion.outcome.map(Into::into).map_err(Into::into));
+            }
+        }
+        self.publish_snapshots().await
+    }
+
+    async fn publish_snapshots(&mut self) -> wasmtime::Result<()> {
+        let servers = self
+            .guest
+            .mcpbox_runtime_registry()
+            .call_servers(&mut self.store)
+            .await?;
+        let tools = self
+            .guest
+            .mcpbox_runtime_registry()
+            .call_tools(&mut self.store)
+            .await?;
+        // Tools first: a reader that sees a server settled must see its tools.
+        self.published
+            .tools
+            .send_replace(Arc::new(tools.into_iter().map(Into::into).collect()));
+        self.published
+            .servers
+            .send_replace(Arc::new(servers.into_iter().map(Into::into).collect()));
+        Ok(())
+    }
+}

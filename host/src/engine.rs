@@ -1,0 +1,98 @@
+//! The wasmtime engine and the guest component, compiled once and cached on disk.
+//!
+//! Compiling the guest with Cranelift takes tens of milliseconds (seconds in an
+//! unoptimised build); loading a cached compilation takes well under one. The
+//! cache key is a SHA-256 over the wasm bytes and the engine's compatibility
+//! hash (wasmtime version, target, settings), so a new guest or a new wasmtime
+//! never loads a stale artefact.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+use wasmtime::{Config, Engine};
+
+use crate::Error;
+
+/// The guest built with this crate (see `build.rs`).
+pub(crate) static EMBEDDED_GUEST: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/mcpbox_guest.wasm"));
+
+/// The engine every runtime of this process shares.
+pub(crate) fn engine() -> Result<Engine, Error> {
+    let mut config = Config::new();
+    config.wasm_component_model(true);
+    config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+    Engine::new(&config).map_err(|e| Error::Guest(format!("could not create the wasm engine: {e}")))
+}
+
+/// Where compiled components are cached unless the embedder says otherwise:
+/// `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("MCPBOX_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("mcpbox")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache").join("mcpbox")))
+}
+
+/// Loads a component from the cache, or compiles it and stores the result.
+/// A cache that cannot be read or written only costs time, never correctness.
+pub(crate) fn load_component(
+    engine: &Engine,
+    wasm: &[u8],
+    cache_dir: Option<&Path>,
+) -> Result<Component, Error> {
+    let compile = || {
+        Component::new(engine, wasm)
+            .map_err(|e| Error::Guest(format!("the guest component is not valid: {e:#}")))
+    };
+    let Some(dir) = cache_dir else {
+        return compile();
+    };
+    let path = dir.join(format!("{}.cwasm", cache_key(engine, wasm)));
+    if path.is_file() {
+        // SAFETY: the file was written by `store` below into mcpbox's own cache
+        // directory, under a name derived from the wasm bytes and the engine's
+        // compatibility hash, via a rename so it is never seen half-written;
+        // wasmtime checks its header and the engine compatibility again.
+        #[allow(unsafe_code)]
+        if let Ok(component) = unsafe { Component::deserialize_file(engine, &path) } {
+            return Ok(component);
+        }
+    }
+    let component = compile()?;
+    let _ = store(&component, dir, &path);
+    Ok(component)
+}
+
+fn store(component: &Component, dir: &Path, path: &Path) -> std::io::Result<()> {
+    let bytes = component.serialize().map_err(std::io::Error::other)?;
+    std::fs::create_dir_all(dir)?;
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
+    struct ShaHasher(Sha256);
+    impl Hasher for ShaHasher {
+        fn finish(&self) -> u64 {
+            unreachable!("only used to feed the digest")
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.0.update(bytes);
+        }
+    }
+    let mut hasher = ShaHasher(Sha256::new());
+    hasher.0.update(wasm);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    let digest = hasher.0.finalize();
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}

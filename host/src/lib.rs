@@ -1,0 +1,69 @@
+//! mcpbox: use tools from MCP servers through a sandboxed WebAssembly component.
+//!
+//! All MCP logic (JSON-RPC, the client, the multi-server manager and the tool
+//! registry) lives in a WebAssembly component, the *guest*, that has no ambient
+//! authority. This crate is the *host*: it runs the guest with wasmtime and
+//! owns everything that touches the world — server processes, the capability
+//! policy, the component cache — and offers the embedding API and the `mcpbox`
+//! command-line tool.
+//!
+//! ```no_run
+//! use mcpbox::{CallOptions, Options};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = Options::from_config_file(".mcp.json").open().await?;
+//! runtime.ready().await;
+//! let result = runtime
+//!     .call_tool("mcp__demo__echo", serde_json::json!({"text": "hi"}), CallOptions::default())
+//!     .await?;
+//! println!("{}", result.text);
+//! # Ok(()) }
+//! ```
+//!
+//! # Layout
+//!
+//! - [`runtime`](Runtime): the embedding API, safe to use from many tasks at once.
+//! - `driver`: the one task that owns the guest's store and feeds it jobs.
+//! - `transport`: the `mcpbox:runtime/transport` imports — stdio child
+//!   processes with process groups, env scrubbing and a message size cap.
+//! - `state`: the store's data, the capability [`Policy`] and the wake signal.
+//! - `engine`: the wasmtime engine and the on-disk cache of compiled components.
+//! - `bindings`: the one `bindgen!` over `wit/`.
+//! - [`types`](Tool): the public data types.
+
+#![deny(missing_docs)]
+
+mod bindings;
+mod driver;
+mod engine;
+mod runtime;
+mod state;
+mod transport;
+mod types;
+
+pub use engine::default_cache_dir;
+pub use runtime::{CallOptions, Options, Runtime};
+pub use state::Policy;
+pub use types::{CallError, CallResult, ConfigIssue, Event, ServerState, ServerStatus, Tool};
+
+/// The guest component embedded in this build, for hosts that load it elsewhere.
+pub fn embedded_guest() -> &'static [u8] {
+    engine::EMBEDDED_GUEST
+}
+
+/// Why a runtime could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration as a whole is unusable (unreadable file, not JSON).
+    #[error("{origin}: {message}")]
+    Config {
+        /// The file or source the configuration came from.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The guest component could not be loaded, compiled or instantiated.
+    #[error("{0}")]
+    Guest(String),
+}

@@ -1,0 +1,341 @@
+//! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
+//!
+//! Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or
+//! configuration error; 3 server unavailable or timeout.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use mcpbox::{CallError, CallOptions, Options, Runtime, ServerState, ServerStatus};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcpbox",
+    version,
+    about = "Use the tools of MCP servers through a sandboxed WebAssembly component"
+)]
+struct Cli {
+    /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
+    #[arg(long, global = true, default_value = ".mcp.json", value_name = "PATH")]
+    config: PathBuf,
+    /// Load this guest component instead of the embedded one.
+    #[arg(long, global = true, value_name = "PATH")]
+    guest: Option<PathBuf>,
+    /// Print machine-readable JSON.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List configured servers and their state.
+    Servers,
+    /// List the tools of every connected server.
+    Tools {
+        /// Only this server's tools.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Call a tool and print its result.
+    Call {
+        /// The namespaced tool name, e.g. mcp__demo__echo.
+        tool: String,
+        /// The arguments as a JSON object, or `-` to read them from stdin.
+        #[arg(default_value = "{}")]
+        arguments: String,
+        /// Give up after this many seconds (overrides the server's tool timeout).
+        #[arg(long, value_name = "SECS")]
+        timeout: Option<f64>,
+    },
+}
+
+/// A failure with the exit code it maps to.
+struct Failure {
+    code: u8,
+    error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(error: E) -> Self {
+        Failure {
+            code: 2,
+            error: error.into(),
+        }
+    }
+}
+
+fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
+    Failure {
+        code,
+        error: error.into(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: could not start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => ExitCode::from(code),
+        Err(Failure { code, error }) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<u8, Failure> {
+    let mut options = Options::from_config_file(&cli.config);
+    if let Some(guest) = &cli.guest {
+        options = options.guest_file(guest);
+    }
+    let runtime = options.open().await?;
+    for issue in runtime.config_issues() {
+        eprintln!("warning: {}: {issue}", cli.config.display());
+    }
+    let code = match &cli.command {
+        Command::Servers => servers(&runtime, cli.json).await?,
+        Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await?,
+        Command::Call {
+            tool,
+            arguments,
+            timeout,
+        } => call(&runtime, tool, arguments, *timeout, cli.json).await?,
+    };
+    runtime.shutdown().await;
+    Ok(code)
+}
+
+/// Waits for every server to settle, with a spinner on a terminal.
+async fn settle(runtime: &Runtime) -> std::sync::Arc<Vec<ServerStatus>> {
+    let spinner = Spinner::start(runtime);
+    let servers = runtime.ready().await;
+    spinner.finish();
+    servers
+}
+
+async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
+    let servers = settle(runtime).await;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &*servers)?;
+        writeln!(out)?;
+        return Ok(0);
+    }
+    if servers.is_empty() {
+        eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
+    }
+    let width = servers
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for s in servers.iter() {
+        let symbol = match s.state {
+            ServerState::Connected => "●",
+            ServerState::Starting => "○",
+            ServerState::Failed => "✗",
+            ServerState::Closed => "–",
+        };
+        let mut line = format!("{symbol} {:width$}  {:>3} tools", s.name, s.tool_count);
+        if let Some(v) = &s.protocol_version {
+            line.push_str(&format!("  {v}"));
+        }
+        if let Some(name) = &s.server_name {
+            line.push_str(&format!(
+                "  {name} {}",
+                s.server_version.as_deref().unwrap_or("")
+            ));
+        }
+        if let Some(error) = &s.error {
+            line.push_str(&format!("\n    {}", error.replace('\n', "\n    ")));
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(0)
+}
+
+async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8, Failure> {
+    let servers = settle(runtime).await;
+    if let Some(name) = server
+        && !servers.iter().any(|s| s.name == name)
+    {
+        let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        return Err(fail(
+            2,
+            anyhow::anyhow!(
+                "no server named `{name}` (configured: {})",
+                known.join(", ")
+            ),
+        ));
+    }
+    let tools = runtime.tools();
+    let selected: Vec<&mcpbox::Tool> = tools
+        .iter()
+        .filter(|t| server.is_none_or(|s| t.server == s))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &selected)?;
+        writeln!(out)?;
+    } else {
+        let width = selected.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        for t in &selected {
+            let description = t
+                .description
+                .as_deref()
+                .and_then(|d| d.lines().next())
+                .unwrap_or("");
+            writeln!(out, "{:width$}  {description}", t.name)?;
+        }
+    }
+    for s in servers.iter().filter(|s| s.state == ServerState::Failed) {
+        eprintln!(
+            "warning: server `{}` failed: {}",
+            s.name,
+            s.error.as_deref().unwrap_or("unknown error")
+        );
+    }
+    Ok(0)
+}
+
+async fn call(
+    runtime: &Runtime,
+    tool: &str,
+    arguments: &str,
+    timeout: Option<f64>,
+    json: bool,
+) -> Result<u8, Failure> {
+    let arguments = if arguments == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading the arguments from stdin")?;
+        text
+    } else {
+        arguments.to_owned()
+    };
+    let timeout = match timeout {
+        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
+        Some(secs) => {
+            return Err(fail(
+                2,
+                anyhow::anyhow!("--timeout must be a positive number of seconds, not {secs}"),
+            ));
+        }
+        None => None,
+    };
+
+    let spinner = Spinner::start(runtime);
+    let found = runtime.wait_for_tool(tool).await;
+    spinner.finish();
+    if found.is_none() {
+        // Let the registry produce the error, so it names the server's state.
+        let servers = runtime.servers();
+        if let Some(s) = servers
+            .iter()
+            .find(|s| tool.starts_with(&format!("mcp__{}__", s.name)))
+        {
+            if s.state != ServerState::Connected {
+                let why = s.error.as_deref().unwrap_or("not connected");
+                return Err(fail(
+                    3,
+                    anyhow::anyhow!("server `{}` is unavailable: {why}", s.name),
+                ));
+            }
+        }
+    }
+
+    let result = runtime
+        .call_tool_json(tool, arguments, CallOptions { timeout })
+        .await;
+    let result = match result {
+        Ok(result) => result,
+        Err(e) => {
+            let code = match e {
+                CallError::UnknownTool(_) | CallError::InvalidArguments(_) => 2,
+                _ => 3,
+            };
+            return Err(fail(code, e));
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &result)?;
+        writeln!(out)?;
+    } else if result.is_error {
+        eprintln!("{}", result.text);
+    } else {
+        writeln!(out, "{}", result.text)?;
+    }
+    Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// A spinner on stderr while servers connect, shown only on a terminal.
+struct Spinner {
+    bar: Option<ProgressBar>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Spinner {
+    fn start(runtime: &Runtime) -> Spinner {
+        if !std::io::stderr().is_terminal() {
+            return Spinner {
+                bar: None,
+                task: None,
+            };
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(80));
+        let (shown, runtime) = (bar.clone(), runtime.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                let servers = runtime.servers();
+                let starting: Vec<&str> = servers
+                    .iter()
+                    .filter(|s| s.state == ServerState::Starting)
+                    .map(|s| s.name.as_str())
+                    .collect();
+                shown.set_message(format!(
+                    "connecting to {} of {} servers: {}",
+                    starting.len(),
+                    servers.len(),
+                    starting.join(", ")
+                ));
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        });
+        Spinner {
+            bar: Some(bar),
+            task: Some(task),
+        }
+    }
+
+    fn finish(self) {
+        if let Some(task) = self.task {
+            task.abort();
+        }
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,402 @@
+//! The embedding API: open a runtime from a configuration, list servers and
+//! tools, call tools from as many tasks as you like.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use wasmtime::Store;
+use wasmtime::component::{HasSelf, Linker};
+
+use crate::Error;
+use crate::bindings::{McpboxPre, control, transport};
+use crate::driver::{Driver, Job, Published};
+use crate::engine;
+use crate::state::{HostState, Policy, Wake};
+use crate::types::{CallError, CallResult, ConfigIssue, Event, ServerState, ServerStatus, Tool};
+
+/// Where the guest component comes from.
+#[derive(Debug, Clone)]
+enum GuestSource {
+    Embedded,
+    File(PathBuf),
+}
+
+/// Where the configuration comes from.
+#[derive(Debug, Clone)]
+enum ConfigSource {
+    File(PathBuf),
+    Text { origin: String, text: String },
+}
+
+/// How to open a [`Runtime`].
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), mcpbox::Error> {
+/// let runtime = mcpbox::Options::from_config_file(".mcp.json").open().await?;
+/// runtime.ready().await;
+/// for tool in runtime.tools().iter() {
+///     println!("{}", tool.name);
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Options {
+    config: ConfigSource,
+    guest: GuestSource,
+    cache_dir: Option<PathBuf>,
+    policy: Policy,
+    memory_limit: usize,
+}
+
+impl Options {
+    /// Reads the configuration (`.mcp.json` format) from a file. A missing file
+    /// is an empty configuration.
+    pub fn from_config_file(path: impl Into<PathBuf>) -> Self {
+        Self::new(ConfigSource::File(path.into()))
+    }
+
+    /// Uses configuration text; `origin` names it in error messages.
+    pub fn from_config_text(origin: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::new(ConfigSource::Text {
+            origin: origin.into(),
+            text: text.into(),
+        })
+    }
+
+    fn new(config: ConfigSource) -> Self {
+        Options {
+            config,
+            guest: GuestSource::Embedded,
+            cache_dir: engine::default_cache_dir(),
+            policy: Policy::default(),
+            memory_limit: 256 * 1024 * 1024,
+        }
+    }
+
+    /// Loads another build of the guest component instead of the embedded one.
+    pub fn guest_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.guest = GuestSource::File(path.into());
+        self
+    }
+
+    /// Where compiled components are cached; `None` compiles every time.
+    /// Defaults to [`default_cache_dir`](crate::default_cache_dir).
+    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// The capability policy.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The most linear memory the guest may use, in bytes (default 256 MiB).
+    pub fn memory_limit(mut self, bytes: usize) -> Self {
+        self.memory_limit = bytes;
+        self
+    }
+
+    /// Opens the runtime and starts connecting every enabled server. Returns as
+    /// soon as the servers are starting; see [`Runtime::ready`].
+    ///
+    /// Must be called inside a multi-threaded tokio runtime.
+    pub async fn open(self) -> Result<Runtime, Error> {
+        Runtime::open(self).await
+    }
+}
+
+/// Options for one tool call.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Overrides the server's tool timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// A running mcpbox: the guest component, its servers and its tool registry.
+///
+/// Cheap to clone; every clone talks to the same runtime and may be used from
+/// any task. The servers stop when the last clone is dropped or on
+/// [`shutdown`](Runtime::shutdown).
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    jobs: mpsc::UnboundedSender<Job>,
+    wake: Arc<Wake>,
+    servers: watch::Receiver<Arc<Vec<ServerStatus>>>,
+    tools: watch::Receiver<Arc<Vec<Tool>>>,
+    events: broadcast::Sender<Event>,
+    stopped: watch::Receiver<Option<String>>,
+    issues: Vec<ConfigIssue>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.wake.close();
+    }
+}
+
+impl Runtime {
+    async fn open(options: Options) -> Result<Runtime, Error> {
+        let (origin, text) = match &options.config {
+            ConfigSource::Text { origin, text } => (origin.clone(), text.clone()),
+            ConfigSource::File(path) => (path.display().to_string(), read_config(path)?),
+        };
+
+        let guest = options.guest.clone();
+        let cache_dir = options.cache_dir.clone();
+        let (engine, component) = tokio::task::spawn_blocking(move || {
+            let engine = engine::engine()?;
+            let wasm = match &guest {
+                GuestSource::Embedded => std::borrow::Cow::Borrowed(engine::EMBEDDED_GUEST),
+                GuestSource::File(path) => {
+                    std::borrow::Cow::Owned(std::fs::read(path).map_err(|e| {
+                        Error::Guest(format!(
+                            "could not read the guest component {}: {e}",
+                            path.display()
+                        ))
+                    })?)
+                }
+            };
+            let component = engine::load_component(&engine, &wasm, cache_dir.as_deref())?;
+            Ok::<_, Error>((engine, component))
+        })
+        .await
+        .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
+
+        let mut linker = Linker::new(&engine);
+        let link = |linker: &mut Linker<HostState>| -> wasmtime::Result<()> {
+            wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(linker)?;
+            transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            Ok(())
+        };
+        link(&mut linker)
+            .map_err(|e| Error::Guest(format!("linking the host imports failed: {e:#}")))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .and_then(McpboxPre::new)
+            .map_err(|e| Error::Guest(format!("the guest does not fit this host: {e:#}")))?;
+
+        let wake = Arc::new(Wake::default());
+        let mut store = Store::new(
+            &engine,
+            HostState::new(options.policy, wake.clone(), options.memory_limit),
+        );
+        store.limiter(|state| &mut state.limits);
+        let guest = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| Error::Guest(format!("instantiating the guest failed: {e:#}")))?;
+        let registry = guest.mcpbox_runtime_registry();
+        let issues = registry
+            .call_load_config(&mut store, &origin, &text)
+            .await
+            .map_err(|e| {
+                Error::Guest(format!(
+                    "the guest failed while loading the configuration: {e:#}"
+                ))
+            })?
+            .map_err(|message| Error::Config {
+                origin: origin.clone(),
+                message,
+            })?;
+        registry
+            .call_start(&mut store)
+            .await
+            .map_err(|e| Error::Guest(format!("the guest failed while starting servers: {e:#}")))?;
+
+        // The first snapshots are taken here, so they are in place before `open` returns.
+        let snapshot = async {
+            let servers = registry.call_servers(&mut store).await?;
+            let tools = registry.call_tools(&mut store).await?;
+            wasmtime::Result::<_>::Ok((servers, tools))
+        };
+        let (servers, tools) = snapshot.await.map_err(|e: wasmtime::Error| {
+            Error::Guest(format!("the guest failed while listing servers: {e:#}"))
+        })?;
+        let servers: Vec<ServerStatus> = servers.into_iter().map(Into::into).collect();
+        let tools: Vec<Tool> = tools.into_iter().map(Into::into).collect();
+
+        let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
+        let (servers_tx, servers_rx) = watch::channel(Arc::new(servers));
+        let (tools_tx, tools_rx) = watch::channel(Arc::new(tools));
+        let (events_tx, _) = broadcast::channel(1024);
+        let (stopped_tx, stopped_rx) = watch::channel(None);
+        let driver = Driver {
+            store,
+            guest,
+            jobs: jobs_rx,
+            wake: wake.clone(),
+            published: Published {
+                servers: servers_tx,
+                tools: tools_tx,
+                events: events_tx.clone(),
+                stopped: stopped_tx,
+            },
+            pending: HashMap::new(),
+        };
+        tokio::spawn(driver.run());
+
+        Ok(Runtime {
+            inner: Arc::new(Inner {
+                jobs: jobs_tx,
+                wake,
+                servers: servers_rx,
+                tools: tools_rx,
+                events: events_tx,
+                stopped: stopped_rx,
+                issues: issues.into_iter().map(Into::into).collect(),
+            }),
+        })
+    }
+
+    /// Problems found in the configuration. Entries with problems were skipped;
+    /// the rest loaded.
+    pub fn config_issues(&self) -> &[ConfigIssue] {
+        &self.inner.issues
+    }
+
+    /// Every configured server and its current state.
+    pub fn servers(&self) -> Arc<Vec<ServerStatus>> {
+        self.inner.servers.borrow().clone()
+    }
+
+    /// Waits until no server is starting any more (each is connected, failed or
+    /// closed), and returns their states.
+    pub async fn ready(&self) -> Arc<Vec<ServerStatus>> {
+        let mut servers = self.inner.servers.clone();
+        let mut stopped = self.inner.stopped.clone();
+        loop {
+            {
+                let current = servers.borrow_and_update();
+                if !current.iter().any(|s| s.state == ServerState::Starting) {
+                    return current.clone();
+                }
+            }
+            tokio::select! {
+                changed = servers.changed() => if changed.is_err() { return self.servers() },
+                _ = stopped.wait_for(Option::is_some) => return self.servers(),
+            }
+        }
+    }
+
+    /// Every tool in the registry, ordered by name.
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
+        self.inner.tools.borrow().clone()
+    }
+
+    /// Waits until the tool `name` is in the registry and returns it, or returns
+    /// `None` once no server is starting any more and the tool is still absent.
+    /// Lets a caller use one tool without waiting for every slow server.
+    pub async fn wait_for_tool(&self, name: &str) -> Option<Tool> {
+        let mut servers = self.inner.servers.clone();
+        let mut tools = self.inner.tools.clone();
+        let mut stopped = self.inner.stopped.clone();
+        loop {
+            if let Some(tool) = tools.borrow_and_update().iter().find(|t| t.name == name) {
+                return Some(tool.clone());
+            }
+            if !servers
+                .borrow_and_update()
+                .iter()
+                .any(|s| s.state == ServerState::Starting)
+            {
+                // Tools are published together with the status that settled them.
+                return self.tools().iter().find(|t| t.name == name).cloned();
+            }
+            tokio::select! {
+                r = servers.changed() => if r.is_err() { return None },
+                r = tools.changed() => if r.is_err() { return None },
+                _ = stopped.wait_for(Option::is_some) => return None,
+            }
+        }
+    }
+
+    /// Subscribes to registry events (status changes, tool list changes,
+    /// warnings, server logs) from now on.
+    pub fn events(&self) -> broadcast::Receiver<Event> {
+        self.inner.events.subscribe()
+    }
+
+    /// Calls a tool by its namespaced name. `arguments` must be a JSON object
+    /// (or `null` for none). A tool that reports failure is an `Ok` result with
+    /// `is_error` set; `Err` means no tool result was produced.
+    ///
+    /// Dropping the returned future cancels the call.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallResult, CallError> {
+        let arguments = match arguments {
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        self.call_tool_json(name, arguments, options).await
+    }
+
+    /// Like [`call_tool`](Runtime::call_tool), with the arguments as JSON text.
+    pub async fn call_tool_json(
+        &self,
+        name: &str,
+        arguments: String,
+        options: CallOptions,
+    ) -> Result<CallResult, CallError> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(Job::Call {
+            tool: name.to_owned(),
+            arguments,
+            timeout: options.timeout,
+            reply,
+        })
+        .map_err(CallError::Runtime)?;
+        answer
+            .await
+            .unwrap_or_else(|_| Err(CallError::Runtime(self.stop_reason())))
+    }
+
+    /// Closes every connection and stops every server. Pending calls fail with
+    /// [`CallError::ServerUnavailable`]; later calls with [`CallError::Runtime`].
+    pub async fn shutdown(&self) {
+        let (reply, done) = oneshot::channel();
+        if self.submit(Job::Shutdown { reply }).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    fn submit(&self, job: Job) -> Result<(), String> {
+        self.inner.jobs.send(job).map_err(|_| self.stop_reason())?;
+        self.inner.wake.add();
+        Ok(())
+    }
+
+    fn stop_reason(&self) -> String {
+        self.inner
+            .stopped
+            .borrow()
+            .clone()
+            .unwrap_or_else(|| "it stopped".into())
+    }
+}
+
+fn read_config(path: &Path) -> Result<String, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(Error::Config {
+            origin: path.display().to_string(),
+            message: format!("cannot be read: {e}"),
+        }),
+    }
+}

@@ -1,0 +1,130 @@
+//! What the store holds for the guest: its WASI context, its resources, its
+//! limits, the capability policy and the wake signal.
+//!
+//! The WASI context is deliberately empty: no preopened directories, no
+//! environment, no arguments, no sockets. The guest reaches the world only
+//! through `mcpbox:runtime/transport`, which checks [`Policy`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use tokio::sync::Notify;
+use wasmtime::StoreLimits;
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::bindings::control;
+
+/// What the host lets the guest's configuration reach.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Whether stdio servers (child processes) may be started.
+    pub allow_processes: bool,
+    /// Largest message accepted from a server, in bytes; larger ones are dropped
+    /// with a clear error for the request they answer.
+    pub max_message_bytes: usize,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            allow_processes: true,
+            max_message_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// Ready while the embedder has queued work for the guest.
+///
+/// A counter of queued jobs plus a `Notify`: the driver decrements as it takes
+/// jobs, senders increment before notifying, so no wake-up is ever lost.
+#[derive(Debug, Default)]
+pub(crate) struct Wake {
+    queued: AtomicUsize,
+    closed: AtomicBool,
+    notify: Notify,
+}
+
+impl Wake {
+    /// A job was queued.
+    pub fn add(&self) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// The driver took a job.
+    pub fn take(&self) {
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Every handle to the runtime is gone: wake the driver so it can stop.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn pending(&self) -> bool {
+        self.queued.load(Ordering::SeqCst) > 0 || self.closed.load(Ordering::SeqCst)
+    }
+}
+
+/// The resource behind `control.wake-signal`'s pollable.
+pub(crate) struct WakeSignal(Arc<Wake>);
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for WakeSignal {
+    async fn ready(&mut self) {
+        loop {
+            let notified = self.0.notify.notified();
+            tokio::pin!(notified);
+            // Register interest before checking, so a wake between the check and
+            // the await is not missed.
+            notified.as_mut().enable();
+            if self.0.pending() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The data of the guest's store.
+pub(crate) struct HostState {
+    pub wasi: WasiCtx,
+    pub table: ResourceTable,
+    pub limits: StoreLimits,
+    pub policy: Policy,
+    pub wake: Arc<Wake>,
+}
+
+impl HostState {
+    pub fn new(policy: Policy, wake: Arc<Wake>, memory_limit: usize) -> Self {
+        HostState {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            limits: wasmtime::StoreLimitsBuilder::new()
+                .memory_size(memory_limit)
+                .instances(4)
+                .build(),
+            policy,
+            wake,
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl control::Host for HostState {
+    fn wake_signal(&mut self) -> wasmtime::Result<Resource<DynPollable>> {
+        let signal = self.table.push(WakeSignal(self.wake.clone()))?;
+        subscribe(&mut self.table, signal)
+    }
+}

@@ -1,0 +1,206 @@
+//! Turning the guest's endpoint description into something the host can open.
+//!
+//! The guest passes configuration text as written, `${VAR}` references included.
+//! They are resolved here, in the host, so secrets kept in the environment never
+//! enter the sandbox. The child's environment is built here too: a small
+//! allowlist of the ambient environment plus the server's explicit `env`, so
+//! credentials in the host's environment never leak to a server by accident.
+
+use crate::bindings::wit;
+
+/// Ambient variables every child gets (when set): enough to find programs, a
+/// home directory and a locale, and nothing credential-shaped.
+const AMBIENT_ALLOWLIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "TZ",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "SYSTEMROOT",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "USERPROFILE",
+];
+
+/// A stdio server with every reference resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StdioSpec {
+    pub command: String,
+    pub args: Vec<String>,
+    /// The complete environment of the child.
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+}
+
+/// Resolves a stdio endpoint against `lookup` (the host's environment in production).
+pub(crate) fn resolve_stdio(
+    ep: &wit::StdioEndpoint,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<StdioSpec, String> {
+    let command = interpolate(&ep.command, "command", lookup)?;
+    if command.trim().is_empty() {
+        return Err("`command` is empty".into());
+    }
+    let args = ep
+        .args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| interpolate(a, &format!("args[{i}]"), lookup))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cwd = ep
+        .cwd
+        .as_deref()
+        .map(|c| interpolate(c, "cwd", lookup))
+        .transpose()?;
+
+    let mut env: Vec<(String, String)> = AMBIENT_ALLOWLIST
+        .iter()
+        .filter_map(|name| lookup(name).map(|v| ((*name).to_owned(), v)))
+        .collect();
+    for pair in &ep.env {
+        let value = interpolate(&pair.value, &format!("env.{}", pair.name), lookup)?;
+        // Explicit configuration wins over the ambient allowlist.
+        env.retain(|(name, _)| name != &pair.name);
+        env.push((pair.name.clone(), value));
+    }
+    Ok(StdioSpec {
+        command,
+        args,
+        env,
+        cwd,
+    })
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in
+/// error messages. `$` not followed by `{` is kept as it is.
+pub(crate) fn interpolate(
+    text: &str,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            return Err(format!("`{field}` has an unclosed `${{` in {text:?}"));
+        };
+        let reference = &after[..end];
+        let (name, default) = match reference.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (reference, None),
+        };
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!(
+                "`{field}` has an invalid variable reference `${{{reference}}}`"
+            ));
+        }
+        // Like the shell: `:-` also replaces a variable that is set but empty.
+        let value = match default {
+            Some(default) => Some(
+                lookup(name)
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| default.to_owned()),
+            ),
+            None => lookup(name),
+        };
+        match value {
+            Some(value) => out.push_str(&value),
+            None => {
+                return Err(format!(
+                    "`{field}` uses ${{{name}}}, which is not set; set {name} in the environment or write ${{{name}:-default}}"
+                ));
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "HOME" => Some("/home/me".into()),
+            "API_TOKEN" => Some("secret".into()),
+            "EMPTY" => Some(String::new()),
+            "PATH" => Some("/bin".into()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn expands_references_and_defaults() {
+        assert_eq!(interpolate("${HOME}/x", "f", &env).unwrap(), "/home/me/x");
+        assert_eq!(interpolate("a${NOPE:-b}c", "f", &env).unwrap(), "abc");
+        assert_eq!(interpolate("${EMPTY:-d}", "f", &env).unwrap(), "d");
+        assert_eq!(interpolate("[${EMPTY}]", "f", &env).unwrap(), "[]");
+        assert_eq!(
+            interpolate("$HOME ${HOME}", "f", &env).unwrap(),
+            "$HOME /home/me"
+        );
+        assert_eq!(interpolate("no refs", "f", &env).unwrap(), "no refs");
+    }
+
+    #[test]
+    fn unset_variable_is_an_error_naming_field_and_variable() {
+        let err = interpolate("Bearer ${GH_TOKEN}", "headers.Authorization", &env).unwrap_err();
+        assert!(err.contains("headers.Authorization"), "{err}");
+        assert!(err.contains("${GH_TOKEN}"), "{err}");
+        assert!(
+            interpolate("${OOPS", "args[0]", &env)
+                .unwrap_err()
+                .contains("unclosed")
+        );
+        assert!(
+            interpolate("${A B}", "args[0]", &env)
+                .unwrap_err()
+                .contains("invalid")
+        );
+    }
+
+    #[test]
+    fn child_env_is_allowlist_plus_explicit() {
+        let ep = wit::StdioEndpoint {
+            command: "srv".into(),
+            args: vec!["--home=${HOME}".into()],
+            env: vec![
+                wit::Pair {
+                    name: "TOKEN".into(),
+                    value: "${API_TOKEN}".into(),
+                },
+                wit::Pair {
+                    name: "PATH".into(),
+                    value: "/opt/bin".into(),
+                },
+            ],
+            cwd: None,
+        };
+        let spec = resolve_stdio(&ep, &env).unwrap();
+        assert_eq!(spec.args, vec!["--home=/home/me"]);
+        // The ambient API_TOKEN is not passed through by itself…
+        assert!(!spec.env.iter().any(|(n, _)| n == "API_TOKEN"));
+        // …only where the configuration asks for it, and explicit values win.
+        assert!(spec.env.contains(&("TOKEN".into(), "secret".into())));
+        assert!(spec.env.contains(&("PATH".into(), "/opt/bin".into())));
+        assert!(spec.env.contains(&("HOME".into(), "/home/me".into())));
+        assert_eq!(spec.env.iter().filter(|(n, _)| n == "PATH").count(), 1);
+    }
+}

@@ -1,0 +1,259 @@
+//! Newline-delimited JSON framing with a hard size cap.
+//!
+//! MCP's stdio transport sends one JSON-RPC message per line. A server that
+//! prints a 100 MB line, or never prints a newline, must not make the host buffer
+//! without bound: a line over the cap is consumed and dropped while only its
+//! first and last bytes are kept, so the JSON-RPC id can usually still be found
+//! and the one request it answers failed with a clear error.
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// Bytes kept from each end of an oversized line to look for its id.
+const EDGE: usize = 512;
+
+/// One unit read from a newline-delimited stream.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// A complete line, without its line terminator.
+    Line(Vec<u8>),
+    /// A line longer than the cap, dropped.
+    Oversized {
+        /// The line's full length in bytes.
+        size: u64,
+        /// The JSON-RPC id found at the line's top level, as JSON text.
+        id: Option<String>,
+    },
+    /// End of stream.
+    Eof,
+}
+
+/// Reads one frame. `buf` is scratch space reused between calls.
+///
+/// A final line without a trailing newline is still returned as a line.
+pub(crate) async fn read_frame<R>(
+    reader: &mut R,
+    cap: usize,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Frame>
+where
+    R: AsyncBufRead + Unpin,
+{
+    buf.clear();
+    let mut oversized: Option<Oversized> = None;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match oversized {
+                Some(o) => o.finish(),
+                None if buf.is_empty() => Frame::Eof,
+                None => Frame::Line(trim_cr(std::mem::take(buf))),
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        match &mut oversized {
+            Some(o) => o.push(chunk),
+            None if buf.len() + chunk.len() > cap => {
+                let mut o = Oversized::start(buf);
+                o.push(chunk);
+                buf.clear();
+                oversized = Some(o);
+            }
+            None => buf.extend_from_slice(chunk),
+        }
+        let consumed = chunk.len() + usize::from(newline.is_some());
+        reader.consume(consumed);
+        if newline.is_some() {
+            return Ok(match oversized {
+                Some(o) => o.finish(),
+                None => Frame::Line(trim_cr(std::mem::take(buf))),
+            });
+        }
+    }
+}
+
+fn trim_cr(mut line: Vec<u8>) -> Vec<u8> {
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    line
+}
+
+/// What is kept of a line while it is being dropped.
+struct Oversized {
+    size: u64,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl Oversized {
+    fn start(prefix: &[u8]) -> Self {
+        let mut o = Oversized {
+            size: 0,
+            head: Vec::with_capacity(EDGE),
+            tail: Vec::with_capacity(2 * EDGE),
+        };
+        o.push(prefix);
+        o
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        self.size += chunk.len() as u64;
+        if self.head.len() < EDGE {
+            let take = (EDGE - self.head.len()).min(chunk.len());
+            self.head.extend_from_slice(&chunk[..take]);
+        }
+        let start = chunk.len().saturating_sub(EDGE);
+        self.tail.extend_from_slice(&chunk[start..]);
+        if self.tail.len() > 2 * EDGE {
+            self.tail.drain(..self.tail.len() - EDGE);
+        }
+    }
+
+    fn finish(mut self) -> Frame {
+        while matches!(self.tail.last(), Some(b'\r' | b' ' | b'\t')) {
+            self.tail.pop();
+        }
+        let id = id_at_start(&self.head).or_else(|| id_at_end(&self.tail));
+        Frame::Oversized {
+            size: self.size,
+            id,
+        }
+    }
+}
+
+/// Finds `"id": <value>` among the top-level members at the start of an object,
+/// stopping at the first nested value (the id of a response usually comes before
+/// `result` or after it, never inside it).
+fn id_at_start(head: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(head);
+    let mut rest = text.trim_start().strip_prefix('{')?;
+    loop {
+        rest = rest.trim_start();
+        let (key, after) = json_string(rest)?;
+        let after = after.trim_start().strip_prefix(':')?.trim_start();
+        let (value, after) = scalar(after)?;
+        if key == "\"id\"" {
+            return Some(value.to_owned());
+        }
+        rest = after.trim_start().strip_prefix(',')?;
+    }
+}
+
+/// Finds `"id": <value>` as the last member of an object: `…,"id":5}`.
+fn id_at_end(tail: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(tail);
+    let body = text.trim_end().strip_suffix('}')?.trim_end();
+    let key_at = body.rfind("\"id\"")?;
+    let after = body[key_at + 4..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    let (value, rest) = scalar(after)?;
+    rest.trim().is_empty().then(|| value.to_owned())
+}
+
+/// Splits a JSON string token off the front of `s`, quotes included.
+fn json_string(s: &str) -> Option<(&str, &str)> {
+    let bytes = s.as_bytes();
+    if bytes.first() != Some(&b'"') {
+        return None;
+    }
+    let mut i = 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return Some((&s[..=i], &s[i + 1..])),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Splits a string, number, `true`, `false` or `null` off the front of `s`.
+fn scalar(s: &str) -> Option<(&str, &str)> {
+    if s.starts_with('"') {
+        return json_string(s);
+    }
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '.')))
+        .unwrap_or(s.len());
+    (end > 0).then(|| s.split_at(end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::BufReader;
+
+    async fn frames(input: &[u8], cap: usize, buffer: usize) -> Vec<Frame> {
+        let mut reader = BufReader::with_capacity(buffer, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let f = read_frame(&mut reader, cap, &mut buf).await.unwrap();
+            let eof = f == Frame::Eof;
+            out.push(f);
+            if eof {
+                return out;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn splits_lines_across_small_buffers() {
+        let got = frames(b"{\"a\":1}\r\n\n{\"b\":2}\n{\"c\":3}", 100, 3).await;
+        assert_eq!(
+            got,
+            vec![
+                Frame::Line(b"{\"a\":1}".to_vec()),
+                Frame::Line(Vec::new()),
+                Frame::Line(b"{\"b\":2}".to_vec()),
+                Frame::Line(b"{\"c\":3}".to_vec()),
+                Frame::Eof
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn drops_oversized_line_and_keeps_going() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"{}\"}}",
+            "x".repeat(10_000)
+        );
+        let input = format!("{big}\n{{\"ok\":true}}\n");
+        let got = frames(input.as_bytes(), 1000, 64).await;
+        assert_eq!(
+            got,
+            vec![
+                Frame::Oversized {
+                    size: big.len() as u64,
+                    id: Some("7".into())
+                },
+                Frame::Line(b"{\"ok\":true}".to_vec()),
+                Frame::Eof
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn line_exactly_at_cap_is_kept() {
+        let got = frames(b"12345\n123456\n", 5, 2).await;
+        assert_eq!(got[0], Frame::Line(b"12345".to_vec()));
+        assert!(matches!(got[1], Frame::Oversized { size: 6, id: None }));
+    }
+
+    #[test]
+    fn finds_ids_at_either_end() {
+        assert_eq!(
+            id_at_start(br#"{"jsonrpc":"2.0","id":"a\"b","result":{"#),
+            Some(r#""a\"b""#.into())
+        );
+        assert_eq!(id_at_start(br#"{"result":{"id":3}"#), None);
+        assert_eq!(
+            id_at_end(br#"xx"}]},"jsonrpc":"2.0","id":42}"#),
+            Some("42".into())
+        );
+        assert_eq!(id_at_end(br#"xx","id":42,"more":1}"#), None);
+    }
+}

@@ -1,0 +1,209 @@
+//! Connections to MCP servers: the host side of `mcpbox:runtime/transport`.
+//!
+//! | endpoint | module   | wire                                              |
+//! |----------|----------|---------------------------------------------------|
+//! | `stdio`  | [`stdio`] | child process, one JSON-RPC message per line     |
+//! | `http`   | –        | Streamable HTTP: not yet implemented (a clear `unsupported` error) |
+//! | `sse`    | –        | legacy HTTP+SSE: not yet implemented (likewise)   |
+//!
+//! Every transport feeds one [`Connection`]: a queue of [`Inbound`] items that
+//! the guest drains with `receive` and waits on with `subscribe`, and a queue of
+//! outgoing messages that `send` fills without ever blocking on the peer.
+
+pub(crate) mod endpoint;
+pub(crate) mod framing;
+pub(crate) mod stdio;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+use wasmtime::component::Resource;
+use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
+
+use crate::bindings::{transport, wit};
+use crate::state::HostState;
+
+/// At most this many messages are handed over per `receive`, so one busy server
+/// cannot starve the others of the guest's attention.
+const RECEIVE_BATCH: usize = 256;
+
+/// One item from a server, in arrival order.
+#[derive(Debug)]
+pub(crate) enum Inbound {
+    /// A complete JSON-RPC message.
+    Message(String),
+    /// A message over the size cap, dropped.
+    TooLarge(wit::Oversized),
+    /// The connection ended; the text says how. Always the last item.
+    Closed(String),
+}
+
+/// What a transport knows about its own health.
+#[derive(Debug, Default)]
+pub(crate) struct Diagnostics {
+    pub stderr_tail: stdio::StderrTail,
+    pub skipped_lines: u64,
+    pub oversized_messages: u64,
+    pub exit_status: Option<String>,
+}
+
+/// A live connection, stored in the store's resource table.
+#[derive(Debug)]
+pub struct Connection {
+    inbound: mpsc::Receiver<Inbound>,
+    /// Items taken off `inbound` by `ready` but not yet by `receive`.
+    stash: VecDeque<Inbound>,
+    /// Set once `Closed` was seen: every later `receive` reports it again.
+    closed: Option<String>,
+    outbound: mpsc::UnboundedSender<String>,
+    diagnostics: Arc<Mutex<Diagnostics>>,
+    /// Stops the process group when the connection is dropped.
+    _process: Option<stdio::ProcessGuard>,
+}
+
+impl Connection {
+    fn send(&mut self, message: String) -> Result<(), wit::TransportError> {
+        if let Some(reason) = &self.closed {
+            return Err(wit::TransportError::Closed(reason.clone()));
+        }
+        self.outbound
+            .send(message)
+            .map_err(|_| wit::TransportError::Closed("the connection's writer has stopped".into()))
+    }
+
+    fn receive(&mut self) -> Result<Vec<String>, wit::TransportError> {
+        let mut messages = Vec::new();
+        while messages.len() < RECEIVE_BATCH {
+            let item = match self.stash.pop_front() {
+                Some(item) => item,
+                None => match self.inbound.try_recv() {
+                    Ok(item) => item,
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        Inbound::Closed("the connection's reader has stopped".into())
+                    }
+                },
+            };
+            match item {
+                Inbound::Message(m) => messages.push(m),
+                other if !messages.is_empty() => {
+                    // Deliver what came before the error first; the error comes next time.
+                    self.stash.push_front(other);
+                    break;
+                }
+                Inbound::TooLarge(o) => return Err(wit::TransportError::TooLarge(o)),
+                Inbound::Closed(reason) => {
+                    self.closed = Some(reason.clone());
+                    self.stash.push_front(Inbound::Closed(reason.clone()));
+                    return Err(wit::TransportError::Closed(reason));
+                }
+            }
+        }
+        Ok(messages)
+    }
+
+    fn diagnostics(&self) -> wit::Diagnostics {
+        let d = self.diagnostics.lock().unwrap_or_else(|p| p.into_inner());
+        wit::Diagnostics {
+            stderr_tail: d.stderr_tail.iter().cloned().collect(),
+            skipped_lines: d.skipped_lines,
+            oversized_messages: d.oversized_messages,
+            exit_status: d.exit_status.clone(),
+        }
+    }
+}
+
+#[wasmtime_wasi::async_trait]
+impl Pollable for Connection {
+    /// Cancel-safe: an item received here is stashed for the next `receive`.
+    async fn ready(&mut self) {
+        if !self.stash.is_empty() {
+            return;
+        }
+        let item = self.inbound.recv().await;
+        self.stash.push_back(
+            item.unwrap_or_else(|| Inbound::Closed("the connection's reader has stopped".into())),
+        );
+    }
+}
+
+/// Opens a connection for `server`, applying the policy.
+fn open(
+    state: &HostState,
+    server: &str,
+    endpoint: wit::Endpoint,
+) -> Result<Connection, wit::TransportError> {
+    match endpoint {
+        wit::Endpoint::Stdio(ep) => {
+            if !state.policy.allow_processes {
+                return Err(wit::TransportError::Denied(format!(
+                    "server `{server}`: the policy does not allow starting processes"
+                )));
+            }
+            let spec =
+                endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok()).map_err(|e| {
+                    wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}"))
+                })?;
+            let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
+            let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
+            Ok(Connection {
+                inbound: spawned.inbound,
+                stash: VecDeque::new(),
+                closed: None,
+                outbound: spawned.outbound,
+                diagnostics,
+                _process: Some(spawned.process),
+            })
+        }
+        wit::Endpoint::Http(_) | wit::Endpoint::Sse(_) => {
+            Err(wit::TransportError::Unsupported(format!(
+                "server `{server}`: HTTP and SSE transports are not supported by this mcpbox build yet"
+            )))
+        }
+    }
+}
+
+impl transport::Host for HostState {}
+
+impl transport::HostConnection for HostState {
+    fn open(
+        &mut self,
+        server: String,
+        endpoint: wit::Endpoint,
+    ) -> wasmtime::Result<Result<Resource<Connection>, wit::TransportError>> {
+        match open(self, &server, endpoint) {
+            Ok(connection) => Ok(Ok(self.table.push(connection)?)),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    fn send(
+        &mut self,
+        this: Resource<Connection>,
+        message: String,
+        _meta: wit::SendMeta,
+    ) -> wasmtime::Result<Result<(), wit::TransportError>> {
+        Ok(self.table.get_mut(&this)?.send(message))
+    }
+
+    fn receive(
+        &mut self,
+        this: Resource<Connection>,
+    ) -> wasmtime::Result<Result<Vec<String>, wit::TransportError>> {
+        Ok(self.table.get_mut(&this)?.receive())
+    }
+
+    fn subscribe(&mut self, this: Resource<Connection>) -> wasmtime::Result<Resource<DynPollable>> {
+        subscribe(&mut self.table, this)
+    }
+
+    fn diagnostics(&mut self, this: Resource<Connection>) -> wasmtime::Result<wit::Diagnostics> {
+        Ok(self.table.get(&this)?.diagnostics())
+    }
+
+    fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
+        self.table.delete(this)?;
+        Ok(())
+    }
+}

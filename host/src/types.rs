@@ -1,0 +1,252 @@
+//! The public data types of the embedding API, converted from the generated
+//! WIT types so that embedders never depend on generated code.
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::bindings::registry as wit;
+
+/// The life cycle of one configured server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerState {
+    /// Connecting, initialising or listing tools.
+    Starting,
+    /// Ready: its tools are in the registry.
+    Connected,
+    /// Could not start or connect, or lost; see [`ServerStatus::error`].
+    Failed,
+    /// Shut down on purpose, or disabled in the configuration.
+    Closed,
+}
+
+/// What the registry knows about one server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatus {
+    /// The configured name (the key under `mcpServers`).
+    pub name: String,
+    /// Where the server is in its life cycle.
+    pub state: ServerState,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    /// Why the server failed, with its last stderr lines when there are any.
+    pub error: Option<String>,
+    /// How many tools the server contributes to the registry.
+    pub tool_count: u32,
+    /// The negotiated MCP protocol version.
+    pub protocol_version: Option<String>,
+    /// `serverInfo.name` as the server reported it.
+    pub server_name: Option<String>,
+    /// `serverInfo.version` as the server reported it.
+    pub server_version: Option<String>,
+}
+
+/// One tool in the registry.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// The namespaced name to call it by: `mcp__{server}__{tool}`.
+    pub name: String,
+    /// The configured server name.
+    pub server: String,
+    /// The tool's own name on its server.
+    pub tool: String,
+    /// A human-readable title, if the server gave one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool's description.
+    pub description: Option<String>,
+    /// The input schema exactly as the server sent it.
+    pub input_schema: Box<RawValue>,
+    /// The output schema exactly as the server sent it, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Box<RawValue>>,
+    /// The tool's annotations, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Box<RawValue>>,
+}
+
+/// The result of a tool call as the server returned it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallResult {
+    /// The server reported that the tool failed.
+    pub is_error: bool,
+    /// The text content blocks joined with "\n".
+    pub text: String,
+    /// The full `content` list.
+    pub content: Value,
+    /// `structuredContent`, if any.
+    pub structured_content: Option<Value>,
+}
+
+/// Why a call produced no tool result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// No tool of that name is in the registry.
+    #[error("unknown tool: {0}")]
+    UnknownTool(String),
+    /// The arguments are not a JSON object or do not satisfy the tool's input schema.
+    #[error("{0}")]
+    InvalidArguments(String),
+    /// The tool's server is not connected, or went away during the call.
+    #[error("{0}")]
+    ServerUnavailable(String),
+    /// No answer within the timeout; the server was sent `notifications/cancelled`.
+    #[error("{0}")]
+    Timeout(String),
+    /// The call was cancelled.
+    #[error("the call was cancelled")]
+    Cancelled,
+    /// The server answered with a JSON-RPC error or a malformed result.
+    #[error("{0}")]
+    Protocol(String),
+    /// The runtime itself stopped (shut down, or the guest trapped).
+    #[error("the mcpbox runtime stopped: {0}")]
+    Runtime(String),
+}
+
+/// A change reported by the registry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A server changed state.
+    Status(ServerStatus),
+    /// A server's tool list changed.
+    ToolsChanged(String),
+    /// A warning (a name collision, a skipped tool, an ignored message).
+    Warning(String),
+    /// A log message a server sent.
+    Log {
+        /// The server's configured name.
+        server: String,
+        /// The MCP log level.
+        level: String,
+        /// The message.
+        message: String,
+    },
+}
+
+/// A problem in the configuration; the rest of it still loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigIssue {
+    /// The server entry concerned, if any.
+    pub server: Option<String>,
+    /// The field concerned, as a path below the server entry.
+    pub field: Option<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.server, &self.field) {
+            (Some(s), Some(field)) => write!(f, "server `{s}`, field `{field}`: {}", self.message),
+            (Some(s), None) => write!(f, "server `{s}`: {}", self.message),
+            (None, Some(field)) => write!(f, "field `{field}`: {}", self.message),
+            (None, None) => f.write_str(&self.message),
+        }
+    }
+}
+
+impl From<wit::ServerState> for ServerState {
+    fn from(s: wit::ServerState) -> Self {
+        match s {
+            wit::ServerState::Starting => ServerState::Starting,
+            wit::ServerState::Connected => ServerState::Connected,
+            wit::ServerState::Failed => ServerState::Failed,
+            wit::ServerState::Closed => ServerState::Closed,
+        }
+    }
+}
+
+impl From<wit::ServerStatus> for ServerStatus {
+    fn from(s: wit::ServerStatus) -> Self {
+        ServerStatus {
+            name: s.name,
+            state: s.state.into(),
+            transport: s.transport,
+            error: s.error,
+            tool_count: s.tool_count,
+            protocol_version: s.protocol_version,
+            server_name: s.server_name,
+            server_version: s.server_version,
+        }
+    }
+}
+
+/// JSON text from the guest; the guest only passes on JSON it parsed, so a
+/// failure here is a guest bug, reported as JSON `null` rather than a panic.
+fn raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text)
+        .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON"))
+}
+
+impl From<wit::ToolInfo> for Tool {
+    fn from(t: wit::ToolInfo) -> Self {
+        Tool {
+            name: t.name,
+            server: t.server,
+            tool: t.tool,
+            title: t.title,
+            description: t.description,
+            input_schema: raw(t.input_schema),
+            output_schema: t.output_schema.map(raw),
+            annotations: t.annotations.map(raw),
+        }
+    }
+}
+
+impl From<wit::CallResult> for CallResult {
+    fn from(r: wit::CallResult) -> Self {
+        CallResult {
+            is_error: r.is_error,
+            text: r.text,
+            content: serde_json::from_str(&r.content).unwrap_or(Value::Null),
+            structured_content: r
+                .structured_content
+                .and_then(|s| serde_json::from_str(&s).ok()),
+        }
+    }
+}
+
+impl From<wit::CallError> for CallError {
+    fn from(e: wit::CallError) -> Self {
+        match e {
+            wit::CallError::UnknownTool(t) => CallError::UnknownTool(t),
+            wit::CallError::InvalidArguments(m) => CallError::InvalidArguments(m),
+            wit::CallError::ServerUnavailable(m) => CallError::ServerUnavailable(m),
+            wit::CallError::Timeout(m) => CallError::Timeout(m),
+            wit::CallError::Cancelled => CallError::Cancelled,
+            wit::CallError::Protocol(m) => CallError::Protocol(m),
+        }
+    }
+}
+
+impl From<wit::Event> for Event {
+    fn from(e: wit::Event) -> Self {
+        match e {
+            wit::Event::Status(s) => Event::Status(s.into()),
+            wit::Event::ToolsChanged(server) => Event::ToolsChanged(server),
+            wit::Event::Warning(w) => Event::Warning(w),
+            wit::Event::Log(l) => Event::Log {
+                server: l.server,
+                level: l.level,
+                message: l.message,
+            },
+        }
+    }
+}
+
+impl From<wit::ConfigIssue> for ConfigIssue {
+    fn from(i: wit::ConfigIssue) -> Self {
+        ConfigIssue {
+            server: i.server,
+            field: i.field,
+            message: i.message,
+        }
+    }
+}
