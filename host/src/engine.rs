@@ -73,7 +73,10 @@ pub(crate) fn load_component(
 fn store(component: &Component, dir: &Path, path: &Path) -> std::io::Result<()> {
     let bytes = component.serialize().map_err(std::io::Error::other)?;
     std::fs::create_dir_all(dir)?;
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    // Unique per writer, so concurrent first runs never interleave in one file.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp.{}.{n}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
@@ -95,4 +98,58 @@ fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let digest = hasher.0.finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guest's only way to the world is the host's transport: it must not
+    /// import files, sockets, environment, arguments or randomness.
+    #[test]
+    fn guest_imports_nothing_but_the_contract_io_and_clocks() {
+        let engine = engine().unwrap();
+        let component = load_component(&engine, EMBEDDED_GUEST, None).unwrap();
+        let imports: Vec<String> = component
+            .component_type()
+            .imports(&engine)
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        assert!(
+            imports
+                .iter()
+                .any(|i| i.starts_with("mcpbox:runtime/transport@")),
+            "{imports:?}"
+        );
+        let allowed = [
+            "mcpbox:runtime/",
+            "wasi:io/",
+            "wasi:clocks/monotonic-clock@",
+        ];
+        let unexpected: Vec<&String> = imports
+            .iter()
+            .filter(|i| !allowed.iter().any(|a| i.starts_with(a)))
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "the guest imports more than it may: {unexpected:?}"
+        );
+    }
+
+    #[test]
+    fn cache_round_trips_and_keys_on_content() {
+        let engine = engine().unwrap();
+        let dir = std::env::temp_dir().join(format!("mcpbox-cache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        load_component(&engine, EMBEDDED_GUEST, Some(&dir)).unwrap();
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(files.len(), 1);
+        // A second load comes from the cache and still works.
+        load_component(&engine, EMBEDDED_GUEST, Some(&dir)).unwrap();
+        assert_ne!(
+            cache_key(&engine, EMBEDDED_GUEST),
+            cache_key(&engine, b"\0asm other")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,0 +1,399 @@
+//! The WIT boundary: generated bindings and a thin translation layer.
+//!
+//! This is the only module that sees generated types. It implements the exported
+//! `registry` interface on one [`Manager`] per instance, and the [`Platform`]
+//! trait on the imports: `transport.connection` for connections, the monotonic
+//! clock for time, and `wasi:io/poll` over every connection's pollable, a clock
+//! pollable and the embedder's wake signal for blocking. Everything here only
+//! converts between generated and plain types; the logic lives in the modules it
+//! calls, where it is unit-tested natively.
+
+use core::cell::RefCell;
+
+use crate::client::{CallError, CallOptions, CallResult, Completion};
+use crate::config::ConfigIssue;
+use crate::manager::{Event, LogEntry, Manager, ServerState, ServerStatus};
+use crate::prelude::*;
+use crate::registry::ToolInfo;
+use crate::transport::{
+    Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
+};
+
+// Generated code (and the export glue the macro expands to) needs `unsafe` for
+// the canonical ABI; it is confined to this module.
+#[allow(unsafe_code, missing_docs)]
+mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "mcpbox",
+        // wasi:io and wasi:clocks come from wit/deps; no other crate provides them.
+        generate_all,
+    });
+
+    use super::Component;
+    export!(Component with_types_in self);
+}
+
+use bindings::exports::mcpbox::runtime::registry as wit;
+use bindings::mcpbox::runtime::{control, transport, types};
+use bindings::wasi::clocks::monotonic_clock;
+use bindings::wasi::io::poll;
+
+/// The platform the real component runs on: host imports only.
+struct Host;
+
+/// A host connection.
+struct HostConnection(transport::Connection);
+
+impl Connection for HostConnection {
+    fn send(&mut self, message: &str, meta: &SendMeta) -> Result<(), TransportError> {
+        let meta = types::SendMeta {
+            method: meta.method.clone(),
+            name: meta.name.clone(),
+            protocol_version: meta.protocol_version.clone(),
+        };
+        self.0.send(message, &meta).map_err(from_wit_error)
+    }
+
+    fn receive(&mut self) -> Result<Vec<String>, TransportError> {
+        self.0.receive().map_err(from_wit_error)
+    }
+
+    fn diagnostics(&self) -> Diagnostics {
+        let d = self.0.diagnostics();
+        Diagnostics {
+            stderr_tail: d.stderr_tail,
+            skipped_lines: d.skipped_lines,
+            oversized_messages: d.oversized_messages,
+            exit_status: d.exit_status,
+        }
+    }
+}
+
+impl Platform for Host {
+    type Conn = HostConnection;
+
+    fn open(
+        &mut self,
+        server: &str,
+        endpoint: &Endpoint,
+    ) -> Result<HostConnection, TransportError> {
+        transport::Connection::open(server, &to_wit_endpoint(endpoint))
+            .map(HostConnection)
+            .map_err(from_wit_error)
+    }
+
+    fn now_ms(&self) -> u64 {
+        monotonic_clock::now() / 1_000_000
+    }
+
+    fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {
+        // The pollables are children of their connections: they are created and
+        // dropped here, so they never outlive a connection.
+        let mut pollables: Vec<poll::Pollable> = conns.iter().map(|c| c.0.subscribe()).collect();
+        pollables.push(monotonic_clock::subscribe_instant(
+            deadline_ms.saturating_mul(1_000_000),
+        ));
+        let wake_index = pollables.len();
+        pollables.push(control::wake_signal());
+        let refs: Vec<&poll::Pollable> = pollables.iter().collect();
+        let ready = poll::poll(&refs);
+        drop(refs);
+        drop(pollables);
+        if ready.iter().any(|&i| i as usize == wake_index) {
+            Woken::Signal
+        } else {
+            Woken::Io
+        }
+    }
+}
+
+fn to_wit_pairs(pairs: &[Pair]) -> Vec<types::Pair> {
+    pairs
+        .iter()
+        .map(|p| types::Pair {
+            name: p.name.clone(),
+            value: p.value.clone(),
+        })
+        .collect()
+}
+
+fn to_wit_endpoint(endpoint: &Endpoint) -> types::Endpoint {
+    match endpoint {
+        Endpoint::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => types::Endpoint::Stdio(types::StdioEndpoint {
+            command: command.clone(),
+            args: args.clone(),
+            env: to_wit_pairs(env),
+            cwd: cwd.clone(),
+        }),
+        Endpoint::Http { url, headers } => types::Endpoint::Http(types::HttpEndpoint {
+            url: url.clone(),
+            headers: to_wit_pairs(headers),
+        }),
+        Endpoint::Sse { url, headers } => types::Endpoint::Sse(types::HttpEndpoint {
+            url: url.clone(),
+            headers: to_wit_pairs(headers),
+        }),
+    }
+}
+
+fn from_wit_error(e: types::TransportError) -> TransportError {
+    use types::TransportError as W;
+    match e {
+        W::Denied(m) => TransportError::Denied(m),
+        W::InvalidEndpoint(m) => TransportError::InvalidEndpoint(m),
+        W::Unreachable(m) => TransportError::Unreachable(m),
+        W::Closed(m) => TransportError::Closed(m),
+        W::TooLarge(o) => TransportError::TooLarge(Oversized {
+            size: o.size,
+            cap: o.cap,
+            id: o.id,
+        }),
+        W::Io(m) => TransportError::Io(m),
+        W::Unsupported(m) => TransportError::Unsupported(m),
+    }
+}
+
+fn to_wit_state(s: ServerState) -> wit::ServerState {
+    match s {
+        ServerState::Starting => wit::ServerState::Starting,
+        ServerState::Connected => wit::ServerState::Connected,
+        ServerState::Failed => wit::ServerState::Failed,
+        ServerState::Closed => wit::ServerState::Closed,
+    }
+}
+
+fn to_wit_status(s: ServerStatus) -> wit::ServerStatus {
+    wit::ServerStatus {
+        name: s.name,
+        state: to_wit_state(s.state),
+        transport: s.transport,
+        error: s.error,
+        tool_count: s.tool_count,
+        protocol_version: s.protocol_version,
+        server_name: s.server_name,
+        server_version: s.server_version,
+    }
+}
+
+fn to_wit_tool(t: ToolInfo) -> wit::ToolInfo {
+    wit::ToolInfo {
+        name: t.name,
+        server: t.server,
+        tool: t.tool,
+        title: t.title,
+        description: t.description,
+        input_schema: t.input_schema,
+        output_schema: t.output_schema,
+        annotations: t.annotations,
+    }
+}
+
+fn to_wit_issue(i: ConfigIssue) -> wit::ConfigIssue {
+    wit::ConfigIssue {
+        server: i.server,
+        field: i.field,
+        message: i.message,
+    }
+}
+
+fn to_wit_call_error(e: CallError) -> wit::CallError {
+    match e {
+        CallError::UnknownTool(m) => wit::CallError::UnknownTool(m),
+        CallError::InvalidArguments(m) => wit::CallError::InvalidArguments(m),
+        CallError::ServerUnavailable(m) => wit::CallError::ServerUnavailable(m),
+        CallError::Timeout(m) => wit::CallError::Timeout(m),
+        CallError::Cancelled => wit::CallError::Cancelled,
+        CallError::Protocol(m) => wit::CallError::Protocol(m),
+    }
+}
+
+fn to_wit_result(r: CallResult) -> wit::CallResult {
+    wit::CallResult {
+        is_error: r.is_error,
+        text: r.text,
+        content: r.content,
+        structured_content: r.structured_content,
+    }
+}
+
+fn to_wit_completion(c: Completion) -> wit::Completion {
+    wit::Completion {
+        call: c.call,
+        outcome: c.outcome.map(to_wit_result).map_err(to_wit_call_error),
+    }
+}
+
+fn to_wit_event(e: Event) -> wit::Event {
+    match e {
+        Event::Status(s) => wit::Event::Status(to_wit_status(s)),
+        Event::ToolsChanged(s) => wit::Event::ToolsChanged(s),
+        Event::Warning(w) => wit::Event::Warning(w),
+        Event::Log(LogEntry {
+            server,
+            level,
+            message,
+        }) => wit::Event::Log(wit::LogEntry {
+            server,
+            level,
+            message,
+        }),
+    }
+}
+
+// wasm32-wasip2 without the `atomics` feature has exactly one thread; the `Sync`
+// claim on `Global` below rests on that.
+#[cfg(target_feature = "atomics")]
+compile_error!("the guest assumes a single-threaded wasm target");
+
+/// The one manager of this instance.
+struct Global(RefCell<Option<Manager<Host>>>);
+
+// SAFETY: the component runs on a single thread (checked above) and exports do not
+// re-enter one another, so the cell is never reached from two threads; a re-entrant
+// borrow would still be caught by the `RefCell` (and trap) rather than alias.
+#[allow(unsafe_code)]
+unsafe impl Sync for Global {}
+
+static MANAGER: Global = Global(RefCell::new(None));
+
+fn with<R>(f: impl FnOnce(&mut Manager<Host>) -> R) -> R {
+    let mut slot = MANAGER.0.borrow_mut();
+    f(slot.get_or_insert_with(|| Manager::new(Host)))
+}
+
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
+/// `memcmp`, which core's slice and string comparisons lower to. With std it comes
+/// from wasi-libc; the `no_std` build links no libc, so it is defined here.
+///
+/// # Safety
+///
+/// `a` and `b` must be valid for reads of `n` bytes (the compiler only emits calls
+/// that satisfy this).
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+    let mut i = 0;
+    while i < n {
+        // SAFETY: `i < n` and the caller guarantees `n` readable bytes at both.
+        let (x, y) = unsafe { (*a.add(i), *b.add(i)) };
+        if x != y {
+            return i32::from(x) - i32::from(y);
+        }
+        i += 1;
+    }
+    0
+}
+
+/// The canonical ABI's allocator export, through which the host hands the guest
+/// strings and lists. wasi-libc defines it for std builds on wasip2 (so wit-bindgen
+/// does not link its own there); the `no_std` build defines it here, as wit-bindgen
+/// does for other targets.
+///
+/// # Safety
+///
+/// Called by the host per the canonical ABI: `old_ptr`/`old_len`/`align` describe
+/// an earlier allocation from this function (or `old_len` is 0), and `align` is a
+/// power of two.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+unsafe extern "C" fn cabi_realloc(
+    old_ptr: *mut u8,
+    old_len: usize,
+    align: usize,
+    new_len: usize,
+) -> *mut u8 {
+    use alloc::alloc::{Layout, alloc, realloc};
+    // SAFETY: the canonical ABI guarantees a power-of-two `align` and, for a
+    // non-zero `old_len`, a live allocation of that layout at `old_ptr`.
+    let ptr = unsafe {
+        if old_len == 0 {
+            if new_len == 0 {
+                return align as *mut u8;
+            }
+            alloc(Layout::from_size_align_unchecked(new_len, align))
+        } else {
+            realloc(
+                old_ptr,
+                Layout::from_size_align_unchecked(old_len, align),
+                new_len,
+            )
+        }
+    };
+    if ptr.is_null() {
+        core::arch::wasm32::unreachable();
+    }
+    ptr
+}
+
+/// A panic is a guest bug: trap, and let the host tear down and re-instantiate the
+/// guest. (Printing it would need `wasi:cli/stderr`, which the guest does not import.)
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo<'_>) -> ! {
+    core::arch::wasm32::unreachable()
+}
+
+/// The exported `registry` interface.
+struct Component;
+
+impl wit::Guest for Component {
+    fn load_config(origin: String, text: String) -> Result<Vec<wit::ConfigIssue>, String> {
+        with(|m| m.load_config(&origin, &text))
+            .map(|issues| issues.into_iter().map(to_wit_issue).collect())
+    }
+
+    fn start() {
+        with(Manager::start);
+    }
+
+    fn servers() -> Vec<wit::ServerStatus> {
+        with(|m| m.servers())
+            .into_iter()
+            .map(to_wit_status)
+            .collect()
+    }
+
+    fn tools() -> Vec<wit::ToolInfo> {
+        with(|m| m.tools()).into_iter().map(to_wit_tool).collect()
+    }
+
+    fn start_call(
+        tool: String,
+        arguments: String,
+        options: wit::CallOptions,
+    ) -> Result<u64, wit::CallError> {
+        let options = CallOptions {
+            timeout_ms: options.timeout_ms,
+        };
+        with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
+    }
+
+    fn cancel(call: u64) {
+        with(|m| m.cancel(call));
+    }
+
+    fn wait(timeout_ms: u64) -> Vec<wit::Completion> {
+        with(|m| m.wait(timeout_ms))
+            .into_iter()
+            .map(to_wit_completion)
+            .collect()
+    }
+
+    fn events() -> Vec<wit::Event> {
+        with(Manager::events)
+            .into_iter()
+            .map(to_wit_event)
+            .collect()
+    }
+
+    fn shutdown() {
+        with(Manager::shutdown);
+    }
+}

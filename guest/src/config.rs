@@ -1,0 +1,860 @@
+//! `.mcp.json` configuration text → server entries.
+//!
+//! The host reads the file (only where its policy allows) and hands the guest the
+//! text, so every embedding gets the same semantics. The format is the one Claude
+//! Code, Claude Desktop and Cursor share (`mcpServers`), plus the dialects people
+//! paste from elsewhere: VS Code's `servers`, `env` as a `KEY=VALUE` list, Gemini
+//! CLI's `timeout` and `httpUrl`, `disabled: true`. `${VAR}` references stay as
+//! written: the host resolves them when it opens the transport, so secrets never
+//! enter the sandbox.
+//!
+//! A problem inside one entry becomes a [`ConfigIssue`] naming the server and the
+//! field as a path (`args[2]`, `env.API_KEY`) with a message that says how to fix
+//! it; that entry is skipped and the others load. Only text that is not a JSON
+//! object at all is an error. Entries keep the order they have in the file, since
+//! that order decides which of two colliding tool names wins.
+
+use crate::prelude::*;
+use core::fmt;
+
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::transport::{Endpoint, Pair};
+
+/// How long a server may take to connect, initialise and list its tools.
+pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
+/// How long a tool call may run before it is cancelled.
+pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 60_000;
+
+/// One server entry that loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The key under `mcpServers`.
+    pub name: String,
+    /// How to reach it.
+    pub endpoint: Endpoint,
+    /// False for `enabled: false` or `disabled: true`.
+    pub enabled: bool,
+    /// Budget for open + initialize + the full tool listing.
+    pub startup_timeout_ms: u64,
+    /// Default per-call timeout.
+    pub tool_timeout_ms: u64,
+    /// Replaces the server's name in tool names.
+    pub tool_prefix: Option<String>,
+}
+
+impl ServerConfig {
+    /// The text that goes in the `{server}` segment of tool names.
+    pub fn name_segment(&self) -> &str {
+        self.tool_prefix.as_deref().unwrap_or(&self.name)
+    }
+}
+
+/// A problem found in the configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigIssue {
+    /// The server entry concerned, if the problem is inside one.
+    pub server: Option<String>,
+    /// The field, as a path below the server entry (`args[2]`, `env.API_KEY`).
+    pub field: Option<String>,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.server, &self.field) {
+            (Some(s), Some(field)) => write!(f, "server `{s}`, {field}: {}", self.message),
+            (Some(s), None) => write!(f, "server `{s}`: {}", self.message),
+            (None, Some(field)) => write!(f, "{field}: {}", self.message),
+            (None, None) => f.write_str(&self.message),
+        }
+    }
+}
+
+/// A parsed configuration: the entries that loaded, and every problem found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Loaded entries, in file order.
+    pub servers: Vec<ServerConfig>,
+    /// Problems; entries with a problem are not in `servers`.
+    pub issues: Vec<ConfigIssue>,
+}
+
+/// A JSON object's members in the order they were written. `serde_json::Map`
+/// sorts its keys unless `preserve_order` is on workspace-wide; collecting the
+/// members ourselves keeps file order without changing the host's serde_json.
+struct Members(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for Members {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Members;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members, A::Error> {
+                let mut members = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, Box<RawValue>>()? {
+                    members.push((k, v));
+                }
+                Ok(Members(members))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Members {
+    fn read(raw: &RawValue) -> Option<Members> {
+        serde_json::from_str(raw.get()).ok()
+    }
+
+    /// The last member of that name, as `JSON.parse` (and so every Node-based
+    /// MCP client) reads a repeated key.
+    fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| &**v)
+    }
+}
+
+fn value(raw: &RawValue) -> Value {
+    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+}
+
+/// A short name for a JSON value's type, for messages.
+pub(crate) fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// `env.API_KEY`, or `env["a.b"]` when the key would make the path ambiguous.
+fn member_path(parent: &str, key: &str) -> String {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if plain {
+        format!("{parent}.{key}")
+    } else {
+        format!("{parent}[{}]", Value::String(key.to_string()))
+    }
+}
+
+/// Parses configuration text. `origin` names it in messages (usually its path).
+pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
+    let mut config = Config::default();
+    if text.trim().is_empty() {
+        return Ok(config);
+    }
+    let top: Members = serde_json::from_str(text).map_err(|e| {
+        // serde_json appends " at line L column C"; we put the position first,
+        // where editors and people look for it.
+        let msg = e.to_string();
+        let msg = msg
+            .rsplit_once(" at line ")
+            .map_or(msg.as_str(), |(head, _)| head);
+        if e.is_data() {
+            // A well-formed value of the wrong type: point at where it starts.
+            let (line, column) = start_of_value(text);
+            format!("{origin}:{line}:{column}: the configuration is not a JSON object: {msg}")
+        } else {
+            format!(
+                "{origin}:{}:{}: the configuration is not valid JSON: {msg}",
+                e.line(),
+                e.column()
+            )
+        }
+    })?;
+
+    let (key, servers) = match (top.get("mcpServers"), top.get("servers")) {
+        (Some(s), other) => {
+            if other.is_some() {
+                config.issues.push(ConfigIssue {
+                    server: None,
+                    field: Some("servers".into()),
+                    message: "ignored because `mcpServers` is present; move these entries into `mcpServers`".into(),
+                });
+            }
+            ("mcpServers", s)
+        }
+        (None, Some(s)) => ("servers", s),
+        (None, None) => {
+            if !top.0.is_empty() {
+                config.issues.push(ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "{origin} has no `mcpServers` object, so no server is configured; \
+                         write {{\"mcpServers\": {{\"name\": {{\"command\": \"…\"}}}}}}"
+                    ),
+                });
+            }
+            return Ok(config);
+        }
+    };
+    let Some(entries) = Members::read(servers) else {
+        config.issues.push(ConfigIssue {
+            server: None,
+            field: Some(key.into()),
+            message: format!(
+                "must be an object mapping server names to entries, but is {}",
+                kind_of(&value(servers))
+            ),
+        });
+        return Ok(config);
+    };
+
+    for (i, (name, raw)) in entries.0.iter().enumerate() {
+        if entries.0[i + 1..].iter().any(|(later, _)| later == name) {
+            config.issues.push(ConfigIssue {
+                server: Some(name.clone()),
+                field: None,
+                message: "is defined more than once; the last definition is used".into(),
+            });
+            continue;
+        }
+        let mut entry = Entry {
+            server: name,
+            issues: Vec::new(),
+        };
+        let parsed = entry.parse(raw);
+        if entry.issues.is_empty()
+            && let Some(server) = parsed
+        {
+            config.servers.push(server);
+        }
+        config.issues.append(&mut entry.issues);
+    }
+    Ok(config)
+}
+
+/// The 1-based line and column of the first non-whitespace character.
+fn start_of_value(text: &str) -> (usize, usize) {
+    let (mut line, mut column) = (1, 1);
+    for c in text.chars() {
+        match c {
+            '\n' => {
+                line += 1;
+                column = 1;
+            }
+            c if c.is_whitespace() => column += 1,
+            _ => break,
+        }
+    }
+    (line, column)
+}
+
+/// Parses one server entry, collecting every problem rather than stopping at the
+/// first: one round of fixes should be enough.
+struct Entry<'a> {
+    server: &'a str,
+    issues: Vec<ConfigIssue>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Stdio,
+    Http,
+    Sse,
+}
+
+impl Entry<'_> {
+    fn issue(&mut self, field: Option<String>, message: impl Into<String>) {
+        self.issues.push(ConfigIssue {
+            server: Some(self.server.to_string()),
+            field,
+            message: message.into(),
+        });
+    }
+
+    fn parse(&mut self, raw: &RawValue) -> Option<ServerConfig> {
+        if self.server.is_empty() {
+            self.issue(
+                None,
+                "server names must not be empty; give the entry a name",
+            );
+        }
+        let Some(fields) = Members::read(raw) else {
+            self.issue(
+                None,
+                format!(
+                    "must be an object like {{\"command\": \"…\"}} or {{\"url\": \"…\"}}, but is {}",
+                    kind_of(&value(raw))
+                ),
+            );
+            return None;
+        };
+
+        let kind = self.kind(&fields)?;
+        let endpoint = match kind {
+            Kind::Stdio => self.stdio(&fields),
+            Kind::Http | Kind::Sse => self.http(&fields, kind),
+        };
+
+        let mut enabled = true;
+        if let Some(v) = self.boolean(&fields, "enabled") {
+            enabled &= v;
+        }
+        if let Some(v) = self.boolean(&fields, "disabled") {
+            enabled &= !v;
+        }
+        let startup_timeout_ms = self
+            .millis(&fields, "startupTimeoutMs")
+            .unwrap_or(DEFAULT_STARTUP_TIMEOUT_MS);
+        let tool_timeout_ms = match fields.get("toolTimeoutMs") {
+            Some(_) => self.millis(&fields, "toolTimeoutMs"),
+            None => self.millis(&fields, "timeout"),
+        }
+        .unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
+        let tool_prefix = self.string(&fields, "toolPrefix");
+        if tool_prefix.as_deref() == Some("") {
+            self.issue(
+                Some("toolPrefix".into()),
+                "must not be empty; remove it to use the server name",
+            );
+        }
+
+        Some(ServerConfig {
+            name: self.server.to_string(),
+            endpoint: endpoint?,
+            enabled,
+            startup_timeout_ms,
+            tool_timeout_ms,
+            tool_prefix,
+        })
+    }
+
+    fn kind(&mut self, fields: &Members) -> Option<Kind> {
+        match fields.get("type").map(value) {
+            Some(Value::String(t)) => match t.to_ascii_lowercase().as_str() {
+                "stdio" => Some(Kind::Stdio),
+                "http" | "streamable-http" | "streamablehttp" | "streamable_http" => {
+                    Some(Kind::Http)
+                }
+                "sse" => Some(Kind::Sse),
+                _ => {
+                    self.issue(
+                        Some("type".into()),
+                        format!("unknown transport type {t:?}; use \"stdio\", \"http\" or \"sse\""),
+                    );
+                    None
+                }
+            },
+            Some(other) => {
+                self.issue(
+                    Some("type".into()),
+                    format!(
+                        "must be a string (\"stdio\", \"http\" or \"sse\"), but is {}",
+                        kind_of(&other)
+                    ),
+                );
+                None
+            }
+            None if fields.get("command").is_some() => Some(Kind::Stdio),
+            None if fields.get("url").is_some() || fields.get("httpUrl").is_some() => {
+                Some(Kind::Http)
+            }
+            None => {
+                self.issue(
+                    None,
+                    "has neither `command` (a local server) nor `url` (a remote server); add one",
+                );
+                None
+            }
+        }
+    }
+
+    fn stdio(&mut self, fields: &Members) -> Option<Endpoint> {
+        let command = self.string(fields, "command");
+        match command.as_deref() {
+            None if fields.get("command").is_none() => {
+                self.issue(
+                    Some("command".into()),
+                    "is required for a stdio server; set it to the program to run, like \"npx\"",
+                );
+            }
+            Some("") => self.issue(
+                Some("command".into()),
+                "must not be empty; set it to the program to run",
+            ),
+            _ => {}
+        }
+        let args = match fields.get("args") {
+            None => Vec::new(),
+            Some(raw) => match value(raw) {
+                Value::Null => Vec::new(),
+                Value::Array(items) => {
+                    let mut args = Vec::with_capacity(items.len());
+                    for (i, item) in items.into_iter().enumerate() {
+                        match item {
+                            Value::String(s) => args.push(s),
+                            other => self.issue(
+                                Some(format!("args[{i}]")),
+                                format!(
+                                    "must be a string, but is {}; quote it, like \"{}\"",
+                                    kind_of(&other),
+                                    unquoted(&other)
+                                ),
+                            ),
+                        }
+                    }
+                    args
+                }
+                other => {
+                    self.issue(
+                        Some("args".into()),
+                        format!(
+                            "must be an array of strings, like [\"-y\", \"package\"], but is {}",
+                            kind_of(&other)
+                        ),
+                    );
+                    Vec::new()
+                }
+            },
+        };
+        let env = self.env(fields);
+        let cwd = self.string(fields, "cwd");
+        Some(Endpoint::Stdio {
+            command: command?,
+            args,
+            env,
+            cwd,
+        })
+    }
+
+    fn http(&mut self, fields: &Members, kind: Kind) -> Option<Endpoint> {
+        let key = if fields.get("url").is_none() && fields.get("httpUrl").is_some() {
+            "httpUrl"
+        } else {
+            "url"
+        };
+        let url = self.string(fields, key);
+        match url.as_deref() {
+            None if fields.get(key).is_none() => self.issue(
+                Some("url".into()),
+                "is required for a remote server; set it to the server's address, like \"https://example.com/mcp\"",
+            ),
+            Some(u) if !(u.starts_with("http://") || u.starts_with("https://") || u.starts_with("${")) => {
+                self.issue(
+                    Some(key.into()),
+                    format!("{u:?} is not an http:// or https:// URL; write the full address, like \"https://example.com/mcp\""),
+                )
+            }
+            _ => {}
+        }
+        let headers = self.string_map(fields, "headers", "header values");
+        let url = url?;
+        Some(if kind == Kind::Sse {
+            Endpoint::Sse { url, headers }
+        } else {
+            Endpoint::Http { url, headers }
+        })
+    }
+
+    fn env(&mut self, fields: &Members) -> Vec<Pair> {
+        let Some(raw) = fields.get("env") else {
+            return Vec::new();
+        };
+        let trimmed = raw.get().trim_start();
+        if trimmed.starts_with('[') {
+            let mut env = Vec::new();
+            for (i, item) in serde_json::from_str::<Vec<Value>>(trimmed)
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+            {
+                let field = Some(format!("env[{i}]"));
+                match item {
+                    Value::String(s) => match s.split_once('=') {
+                        Some(("", _)) => {
+                            self.issue(field, format!("{s:?} has an empty variable name; write \"NAME=value\""))
+                        }
+                        Some((name, value)) => env.push(Pair {
+                            name: name.to_string(),
+                            value: value.to_string(),
+                        }),
+                        None => self.issue(
+                            field,
+                            format!("{s:?} has no `=`; write \"NAME=value\" (or use an object: {{\"NAME\": \"value\"}})"),
+                        ),
+                    },
+                    other => self.issue(
+                        field,
+                        format!("must be a string like \"NAME=value\", but is {}", kind_of(&other)),
+                    ),
+                }
+            }
+            return env;
+        }
+        self.string_map(fields, "env", "environment values")
+    }
+
+    /// An object whose values must all be strings (`env`, `headers`).
+    fn string_map(&mut self, fields: &Members, key: &str, what: &str) -> Vec<Pair> {
+        let Some(raw) = fields.get(key) else {
+            return Vec::new();
+        };
+        let Some(members) = Members::read(raw) else {
+            match value(raw) {
+                Value::Null => {}
+                other => self.issue(
+                    Some(key.into()),
+                    format!(
+                        "must be an object of names to string values, like {{\"NAME\": \"value\"}}, but is {}",
+                        kind_of(&other)
+                    ),
+                ),
+            }
+            return Vec::new();
+        };
+        let mut pairs = Vec::new();
+        for (name, raw) in members.0 {
+            let field = Some(member_path(key, &name));
+            if name.is_empty() || name.contains('=') || name.contains('\0') {
+                self.issue(field, format!("{name:?} is not a valid name"));
+                continue;
+            }
+            match value(&raw) {
+                Value::String(s) => pairs.push(Pair { name, value: s }),
+                other => self.issue(
+                    field,
+                    format!(
+                        "{what} must be strings, but this is {}; quote it, like \"{}\"",
+                        kind_of(&other),
+                        unquoted(&other)
+                    ),
+                ),
+            }
+        }
+        pairs
+    }
+
+    fn string(&mut self, fields: &Members, key: &str) -> Option<String> {
+        match fields.get(key).map(value) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(other) => {
+                self.issue(
+                    Some(key.into()),
+                    format!("must be a string, but is {}", kind_of(&other)),
+                );
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, fields: &Members, key: &str) -> Option<bool> {
+        match fields.get(key).map(value) {
+            None | Some(Value::Null) => None,
+            Some(Value::Bool(b)) => Some(b),
+            Some(other) => {
+                self.issue(
+                    Some(key.into()),
+                    format!("must be true or false, but is {}", kind_of(&other)),
+                );
+                None
+            }
+        }
+    }
+
+    fn millis(&mut self, fields: &Members, key: &str) -> Option<u64> {
+        let v = fields.get(key).map(value)?;
+        let ms = match &v {
+            Value::Null => return None,
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| crate::schema::is_whole(*f) && *f >= 0.0)
+                    .map(|f| f as u64)
+            }),
+            _ => None,
+        };
+        match ms {
+            Some(ms) if ms > 0 => Some(ms),
+            _ => {
+                self.issue(
+                    Some(key.into()),
+                    format!(
+                        "must be a positive whole number of milliseconds, like 30000, but is {}",
+                        match &v {
+                            Value::Number(n) => n.to_string(),
+                            other => kind_of(other).to_string(),
+                        }
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// How a non-string value would look quoted, for "quote it" hints.
+fn unquoted(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(_) | Value::Bool(_) | Value::Null => v.to_string(),
+        _ => "…".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(text: &str) -> Config {
+        parse("test.json", text).expect("parses")
+    }
+
+    fn pair(name: &str, value: &str) -> Pair {
+        Pair {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn empty_text_and_empty_object_mean_no_servers() {
+        assert_eq!(ok(""), Config::default());
+        assert_eq!(ok("  \n"), Config::default());
+        assert_eq!(ok("{}"), Config::default());
+        assert_eq!(ok(r#"{"mcpServers":{}}"#), Config::default());
+    }
+
+    #[test]
+    fn invalid_json_names_origin_line_and_column() {
+        let err = parse("/p/.mcp.json", "{\n  \"mcpServers\": {\n    \"a\": {,\n").unwrap_err();
+        assert!(
+            err.starts_with("/p/.mcp.json:3:11: the configuration is not valid JSON"),
+            "{err}"
+        );
+        let err = parse("cfg", "[1, 2]").unwrap_err();
+        assert!(
+            err.starts_with("cfg:1:1: the configuration is not a JSON object"),
+            "{err}"
+        );
+        assert!(
+            parse("cfg", "\n  \"text\"")
+                .unwrap_err()
+                .starts_with("cfg:2:3:")
+        );
+    }
+
+    #[test]
+    fn parses_every_stdio_field() {
+        let c = ok(r#"{"mcpServers": {"fs": {
+            "type": "stdio",
+            "command": "npx",
+            "args": ["-y", "@mcp/server-filesystem", "${HOME}"],
+            "env": {"API_KEY": "${API_KEY:-none}", "MODE": "fast"},
+            "cwd": "/tmp",
+            "startupTimeoutMs": 5000,
+            "toolTimeoutMs": 7000,
+            "toolPrefix": "files",
+            "unknownField": {"ignored": true}
+        }}}"#);
+        assert_eq!(c.issues, vec![]);
+        assert_eq!(
+            c.servers,
+            vec![ServerConfig {
+                name: "fs".into(),
+                endpoint: Endpoint::Stdio {
+                    command: "npx".into(),
+                    args: vec![
+                        "-y".into(),
+                        "@mcp/server-filesystem".into(),
+                        "${HOME}".into()
+                    ],
+                    env: vec![pair("API_KEY", "${API_KEY:-none}"), pair("MODE", "fast")],
+                    cwd: Some("/tmp".into()),
+                },
+                enabled: true,
+                startup_timeout_ms: 5000,
+                tool_timeout_ms: 7000,
+                tool_prefix: Some("files".into()),
+            }]
+        );
+        assert_eq!(c.servers[0].name_segment(), "files");
+    }
+
+    #[test]
+    fn parses_remote_servers_and_defaults() {
+        let c = ok(r#"{"mcpServers": {
+            "a": {"url": "https://a.example/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+            "b": {"type": "sse", "url": "http://b.example/sse"},
+            "c": {"type": "streamable-http", "url": "https://c.example"},
+            "d": {"type": "streamableHttp", "url": "https://d.example"},
+            "e": {"httpUrl": "https://e.example", "timeout": 1234}
+        }}"#);
+        assert_eq!(c.issues, vec![]);
+        let kinds: Vec<_> = c.servers.iter().map(|s| s.endpoint.kind()).collect();
+        assert_eq!(kinds, ["http", "sse", "http", "http", "http"]);
+        assert_eq!(
+            c.servers[0].endpoint,
+            Endpoint::Http {
+                url: "https://a.example/mcp".into(),
+                headers: vec![pair("Authorization", "Bearer ${TOKEN}")],
+            }
+        );
+        assert_eq!(c.servers[0].startup_timeout_ms, DEFAULT_STARTUP_TIMEOUT_MS);
+        assert_eq!(c.servers[0].tool_timeout_ms, DEFAULT_TOOL_TIMEOUT_MS);
+        assert_eq!(c.servers[4].tool_timeout_ms, 1234);
+        assert_eq!(c.servers[0].name_segment(), "a");
+    }
+
+    #[test]
+    fn tool_timeout_wins_over_gemini_timeout() {
+        let c =
+            ok(r#"{"mcpServers": {"a": {"command": "x", "toolTimeoutMs": 10, "timeout": 20}}}"#);
+        assert_eq!(c.servers[0].tool_timeout_ms, 10);
+    }
+
+    #[test]
+    fn env_as_a_list_of_assignments() {
+        let c = ok(r#"{"mcpServers": {"a": {"command": "x", "env": ["A=1", "B=two=2", "C="]}}}"#);
+        assert_eq!(c.issues, vec![]);
+        let Endpoint::Stdio { env, .. } = &c.servers[0].endpoint else {
+            panic!()
+        };
+        assert_eq!(env, &[pair("A", "1"), pair("B", "two=2"), pair("C", "")]);
+    }
+
+    #[test]
+    fn type_is_inferred() {
+        let c = ok(r#"{"mcpServers": {"s": {"command": "x"}, "h": {"url": "https://h"}}}"#);
+        assert_eq!(c.servers[0].endpoint.kind(), "stdio");
+        assert_eq!(c.servers[1].endpoint.kind(), "http");
+    }
+
+    #[test]
+    fn keeps_file_order() {
+        let c = ok(
+            r#"{"mcpServers": {"zeta": {"command": "z"}, "alpha": {"command": "a"}, "mid": {"command": "m"}}}"#,
+        );
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "alpha", "mid"]);
+    }
+
+    #[test]
+    fn vs_code_servers_alias() {
+        let c = ok(
+            r#"{"inputs": [], "servers": {"gh": {"type": "http", "url": "https://api.example/mcp"}}}"#,
+        );
+        assert_eq!(c.issues, vec![]);
+        assert_eq!(c.servers[0].name, "gh");
+    }
+
+    #[test]
+    fn disabled_entries() {
+        let c = ok(r#"{"mcpServers": {
+            "a": {"command": "x", "enabled": false},
+            "b": {"command": "x", "disabled": true},
+            "c": {"command": "x", "disabled": false},
+            "d": {"command": "x"}
+        }}"#);
+        let enabled: Vec<_> = c.servers.iter().map(|s| s.enabled).collect();
+        assert_eq!(enabled, [false, false, true, true]);
+    }
+
+    fn issue(server: &str, field: Option<&str>) -> (Option<String>, Option<String>) {
+        (Some(server.into()), field.map(String::from))
+    }
+
+    #[test]
+    fn bad_entries_are_skipped_with_server_and_field() {
+        let c = ok(r#"{"mcpServers": {
+            "good": {"command": "ok"},
+            "args": {"command": "x", "args": ["a", "b", 8080]},
+            "env": {"command": "x", "env": {"API_KEY": 12}},
+            "envlist": {"command": "x", "env": ["OK=1", "BROKEN"]},
+            "timeout": {"command": "x", "startupTimeoutMs": "30s"},
+            "type": {"type": "websocket", "url": "ws://x"},
+            "nothing": {"name": "x"},
+            "notobj": 5,
+            "url": {"type": "http", "url": "example.com"},
+            "nourl": {"type": "sse"},
+            "dotted": {"url": "https://x", "headers": {"a.b": 1}},
+            "also good": {"url": "https://x"}
+        }}"#);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["good", "also good"]);
+        let where_: Vec<_> = c
+            .issues
+            .iter()
+            .map(|i| (i.server.clone(), i.field.clone()))
+            .collect();
+        assert_eq!(
+            where_,
+            vec![
+                issue("args", Some("args[2]")),
+                issue("env", Some("env.API_KEY")),
+                issue("envlist", Some("env[1]")),
+                issue("timeout", Some("startupTimeoutMs")),
+                issue("type", Some("type")),
+                issue("nothing", None),
+                issue("notobj", None),
+                issue("url", Some("url")),
+                issue("nourl", Some("url")),
+                issue("dotted", Some("headers[\"a.b\"]")),
+            ]
+        );
+        // Messages say how to fix the problem.
+        assert!(
+            c.issues[0].message.contains("quote it, like \"8080\""),
+            "{}",
+            c.issues[0].message
+        );
+        assert!(c.issues[2].message.contains("NAME=value"));
+        assert!(c.issues[3].message.contains("like 30000"));
+        assert!(
+            c.issues[4]
+                .message
+                .contains("\"stdio\", \"http\" or \"sse\"")
+        );
+        assert_eq!(
+            c.issues[0].to_string(),
+            format!("server `args`, args[2]: {}", c.issues[0].message)
+        );
+    }
+
+    #[test]
+    fn top_level_problems_are_issues_not_errors() {
+        let c = ok(r#"{"mcpServers": []}"#);
+        assert_eq!(c.servers, vec![]);
+        assert_eq!(c.issues[0].field.as_deref(), Some("mcpServers"));
+        let c = ok(r#"{"mcp_servers": {"a": {"command": "x"}}}"#);
+        assert_eq!(c.servers, vec![]);
+        assert!(c.issues[0].message.contains("no `mcpServers`"));
+    }
+
+    #[test]
+    fn duplicate_names_keep_the_last() {
+        let c = ok(r#"{"mcpServers": {"a": {"command": "first"}, "a": {"command": "second"}}}"#);
+        assert_eq!(c.servers.len(), 1);
+        assert!(
+            matches!(&c.servers[0].endpoint, Endpoint::Stdio { command, .. } if command == "second")
+        );
+        assert_eq!(c.issues.len(), 1);
+    }
+
+    #[test]
+    fn empty_prefix_and_bad_booleans_are_reported() {
+        let c = ok(
+            r#"{"mcpServers": {"a": {"command": "x", "toolPrefix": ""}, "b": {"command": "x", "enabled": "no"}}}"#,
+        );
+        assert_eq!(c.servers, vec![]);
+        assert_eq!(c.issues[0].field.as_deref(), Some("toolPrefix"));
+        assert_eq!(c.issues[1].field.as_deref(), Some("enabled"));
+    }
+}

@@ -1,0 +1,483 @@
+//! JSON-RPC 2.0, the framing-free message layer MCP is built on.
+//!
+//! Incoming text is classified into requests, notifications, responses and
+//! invalid messages; outgoing messages are built here so every message the guest
+//! sends has the same shape. Ids keep their JSON type: a response answers a request
+//! only when its id matches exactly in type and value (`"5"` does not answer `5`),
+//! as JSON-RPC requires. Payloads (`params`, `result`) stay raw JSON text so schemas
+//! and results pass through byte for byte.
+
+use crate::prelude::*;
+use core::fmt;
+
+use serde::de::Deserializer;
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+/// The JSON-RPC error code for an unknown method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// The JSON-RPC error code for an internal error; used for error objects we
+/// could not read, so the failure still reaches the caller.
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// A request id. JSON-RPC allows strings and numbers; equality is exact.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Id {
+    /// An integer id (what the guest itself sends).
+    Number(i64),
+    /// A string id.
+    String(String),
+    /// Any other id (`null`, a fraction, a huge number) kept as its JSON text, so
+    /// it can be echoed back but never matches an id the guest issued.
+    Other(String),
+}
+
+impl Id {
+    /// Reads an id from its JSON text.
+    pub fn from_json(text: &str) -> Id {
+        match serde_json::from_str::<Value>(text) {
+            Ok(Value::String(s)) => Id::String(s),
+            Ok(Value::Number(n)) if n.is_i64() => Id::Number(n.as_i64().unwrap_or_default()),
+            Ok(v) => Id::Other(v.to_string()),
+            Err(_) => Id::Other(text.trim().to_string()),
+        }
+    }
+
+    /// The id as JSON text.
+    pub fn to_json(&self) -> String {
+        match self {
+            Id::Number(n) => n.to_string(),
+            Id::String(s) => Value::String(s.clone()).to_string(),
+            Id::Other(raw) => raw.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_json())
+    }
+}
+
+impl Serialize for Id {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Id::Number(n) => serializer.serialize_i64(*n),
+            Id::String(s) => serializer.serialize_str(s),
+            Id::Other(raw) => match RawValue::from_string(raw.clone()) {
+                Ok(raw) => raw.serialize(serializer),
+                Err(_) => serializer.serialize_none(),
+            },
+        }
+    }
+}
+
+/// The JSON-RPC error object: what a peer answers instead of a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    /// The error code (`-32601` for an unknown method, …).
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Extra information, as the peer sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    /// An error with no `data`.
+    pub fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+impl fmt::Display for RpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "JSON-RPC error {}: {}", self.code, self.message)?;
+        if let Some(Value::String(data)) = &self.data {
+            write!(f, " ({data})")?;
+        }
+        Ok(())
+    }
+}
+
+impl core::error::Error for RpcError {}
+
+/// A request from the peer: it expects a response with the same id.
+#[derive(Debug)]
+pub struct Request {
+    /// The id to answer with.
+    pub id: Id,
+    /// The method.
+    pub method: String,
+    /// The parameters as raw JSON, if any.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A notification from the peer: no response is expected.
+#[derive(Debug)]
+pub struct Notification {
+    /// The method.
+    pub method: String,
+    /// The parameters as raw JSON, if any.
+    pub params: Option<Box<RawValue>>,
+}
+
+/// A response to one of our requests.
+#[derive(Debug)]
+pub struct Response {
+    /// The id of the request it answers.
+    pub id: Id,
+    /// The result as raw JSON, or the peer's error.
+    pub outcome: Result<Box<RawValue>, RpcError>,
+}
+
+/// One incoming message, classified.
+#[derive(Debug)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A response.
+    Response(Response),
+    /// Not a JSON-RPC 2.0 message; says why.
+    Invalid(String),
+}
+
+/// Keeps a field that is present — even as `null` — apart from an absent one
+/// (`#[serde(default)]` gives `None` only when the key is missing).
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
+    Box::<RawValue>::deserialize(d).map(Some)
+}
+
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Box<RawValue>>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    params: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Box<RawValue>>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Box<RawValue>>,
+}
+
+/// Classifies one message text. A JSON array (a batch, allowed by MCP 2025-03-26)
+/// yields one message per element.
+pub fn parse(text: &str) -> Vec<Message> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') {
+        return match serde_json::from_str::<Vec<Box<RawValue>>>(trimmed) {
+            Ok(items) if items.is_empty() => vec![Message::Invalid("empty batch".into())],
+            Ok(items) => items.iter().map(|item| classify(item.get())).collect(),
+            Err(e) => vec![Message::Invalid(format!("not valid JSON: {e}"))],
+        };
+    }
+    vec![classify(text)]
+}
+
+fn classify(text: &str) -> Message {
+    let env: Envelope = match serde_json::from_str(text) {
+        Ok(env) => env,
+        Err(e) if e.is_data() => return Message::Invalid(format!("not a JSON-RPC object: {e}")),
+        Err(e) => return Message::Invalid(format!("not valid JSON: {e}")),
+    };
+    if env.jsonrpc != Some(Value::String("2.0".into())) {
+        return Message::Invalid("missing \"jsonrpc\": \"2.0\"".into());
+    }
+    if let Some(params) = &env.params
+        && !matches!(
+            params.get().trim_start().as_bytes().first(),
+            Some(b'{' | b'[')
+        )
+    {
+        return Message::Invalid("params must be an object or an array".into());
+    }
+    match env.method {
+        Some(Value::String(method)) => match env.id {
+            None => Message::Notification(Notification {
+                method,
+                params: env.params,
+            }),
+            Some(raw) => match Id::from_json(raw.get()) {
+                Id::Other(other) => {
+                    Message::Invalid(format!("request id {other} is not a string or an integer"))
+                }
+                id => Message::Request(Request {
+                    id,
+                    method,
+                    params: env.params,
+                }),
+            },
+        },
+        Some(_) => Message::Invalid("method must be a string".into()),
+        None => {
+            let Some(raw_id) = env.id else {
+                return Message::Invalid("neither a method nor an id".into());
+            };
+            let id = Id::from_json(raw_id.get());
+            let outcome = match (env.result, env.error) {
+                (Some(result), None) => Ok(result),
+                (None, Some(error)) => Err(read_error(&error)),
+                (Some(_), Some(_)) => Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    "malformed response: it has both result and error",
+                )),
+                (None, None) => Err(RpcError::new(
+                    INTERNAL_ERROR,
+                    "malformed response: it has neither result nor error",
+                )),
+            };
+            Message::Response(Response { id, outcome })
+        }
+    }
+}
+
+/// A response whose id is fine but whose error object is not still answers the
+/// request: turning it into a synthetic error fails the call at once instead of
+/// letting it run into its timeout.
+fn read_error(raw: &RawValue) -> RpcError {
+    serde_json::from_str::<RpcError>(raw.get()).unwrap_or_else(|e| {
+        RpcError::new(
+            INTERNAL_ERROR,
+            format!("malformed error object {}: {e}", truncate(raw.get(), 200)),
+        )
+    })
+}
+
+/// Cuts `text` to at most `max` bytes on a character boundary, marking the cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+#[derive(Serialize)]
+struct OutRequest<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+#[derive(Serialize)]
+struct OutNotification<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a P>,
+}
+
+#[derive(Serialize)]
+struct OutResult<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    result: &'a R,
+}
+
+#[derive(Serialize)]
+struct OutError<'a> {
+    jsonrpc: &'static str,
+    id: &'a Id,
+    error: &'a RpcError,
+}
+
+/// Serialising our own plain structs cannot fail (no maps with non-string keys,
+/// no failing `Serialize` impls), so an empty string would only signal a bug.
+fn to_text(value: &impl Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// Builds a request.
+pub fn request<P: Serialize>(id: &Id, method: &str, params: Option<&P>) -> String {
+    to_text(&OutRequest {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+}
+
+/// Builds a notification.
+pub fn notification<P: Serialize>(method: &str, params: Option<&P>) -> String {
+    to_text(&OutNotification {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// Builds a successful response.
+pub fn result_response<R: Serialize>(id: &Id, result: &R) -> String {
+    to_text(&OutResult {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+}
+
+/// Builds an error response.
+pub fn error_response(id: &Id, error: &RpcError) -> String {
+    to_text(&OutError {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn one(text: &str) -> Message {
+        let mut all = parse(text);
+        assert_eq!(all.len(), 1);
+        all.remove(0)
+    }
+
+    #[test]
+    fn ids_keep_their_type() {
+        assert_eq!(Id::from_json("5"), Id::Number(5));
+        assert_eq!(Id::from_json("\"5\""), Id::String("5".into()));
+        assert_ne!(Id::from_json("5"), Id::from_json("\"5\""));
+        assert_eq!(Id::from_json("5.5"), Id::Other("5.5".into()));
+        assert_ne!(Id::from_json("5.0"), Id::Number(5));
+        assert_eq!(Id::String("a\"b".into()).to_json(), r#""a\"b""#);
+    }
+
+    #[test]
+    fn classifies_requests_notifications_and_responses() {
+        match one(r#"{"jsonrpc":"2.0","id":"x","method":"ping"}"#) {
+            Message::Request(r) => {
+                assert_eq!(r.id, Id::String("x".into()));
+                assert_eq!(r.method, "ping");
+                assert!(r.params.is_none());
+            }
+            other => panic!("{other:?}"),
+        }
+        match one(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"a":1}}"#) {
+            Message::Notification(n) => {
+                assert_eq!(n.method, "notifications/message");
+                assert_eq!(n.params.unwrap().get(), r#"{"a":1}"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        match one(r#"{"jsonrpc":"2.0","id":7,"result":{ "k" : [1, 2] }}"#) {
+            Message::Response(r) => {
+                assert_eq!(r.id, Id::Number(7));
+                // The payload stays byte for byte as sent.
+                assert_eq!(r.outcome.unwrap().get(), r#"{ "k" : [1, 2] }"#);
+            }
+            other => panic!("{other:?}"),
+        }
+        match one(
+            r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad","data":"why"}}"#,
+        ) {
+            Message::Response(r) => {
+                let e = r.outcome.unwrap_err();
+                assert_eq!(e.code, -32602);
+                assert_eq!(e.to_string(), "JSON-RPC error -32602: bad (why)");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_null_result_is_still_a_result() {
+        match one(r#"{"jsonrpc":"2.0","id":1,"result":null}"#) {
+            Message::Response(r) => assert_eq!(r.outcome.unwrap().get(), "null"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_bodies_still_answer_their_request() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":3,"error":{"message":"no code"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{},"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","id":3}"#,
+        ] {
+            match one(text) {
+                Message::Response(r) => {
+                    assert_eq!(r.id, Id::Number(3));
+                    assert_eq!(r.outcome.unwrap_err().code, INTERNAL_ERROR);
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_messages_are_classified_invalid() {
+        for text in [
+            "not json",
+            "42",
+            r#"{"id":1,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":5}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","method":"x","params":3}"#,
+            r#"{"jsonrpc":"2.0"}"#,
+            "[]",
+        ] {
+            assert!(
+                matches!(one(text), Message::Invalid(_)),
+                "{text} should be invalid"
+            );
+        }
+    }
+
+    #[test]
+    fn batches_yield_each_message() {
+        let all = parse(r#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"}]"#);
+        assert!(matches!(all[0], Message::Response(_)));
+        assert!(matches!(all[1], Message::Notification(_)));
+    }
+
+    #[test]
+    fn builds_messages() {
+        let req = request(&Id::Number(1), "tools/list", Some(&json!({"cursor": "c"})));
+        assert_eq!(
+            serde_json::from_str::<Value>(&req).unwrap(),
+            json!({"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"c"}})
+        );
+        let note = notification::<()>("notifications/initialized", None);
+        assert_eq!(
+            note,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        );
+        let ok = result_response(&Id::String("p".into()), &json!({}));
+        assert_eq!(ok, r#"{"jsonrpc":"2.0","id":"p","result":{}}"#);
+        let err = error_response(
+            &Id::Other("1.5".into()),
+            &RpcError::new(METHOD_NOT_FOUND, "nope"),
+        );
+        assert_eq!(
+            err,
+            r#"{"jsonrpc":"2.0","id":1.5,"error":{"code":-32601,"message":"nope"}}"#
+        );
+    }
+
+    #[test]
+    fn truncates_on_char_boundaries() {
+        assert_eq!(truncate("héllo", 2), "h…");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+}

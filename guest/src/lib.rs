@@ -1,0 +1,60 @@
+//! The mcpbox guest: every piece of MCP logic, with no ambient authority.
+//!
+//! This crate compiles to a `wasm32-wasip2` component that imports host-owned
+//! connections (`mcpbox:runtime/transport`), a wake signal (`mcpbox:runtime/control`)
+//! and the monotonic clock, and exports the tool registry (`mcpbox:runtime/registry`).
+//! It never touches files, sockets, the environment or randomness: whatever reaches
+//! the world goes through an import the host controls.
+//!
+//! # Layout
+//!
+//! The logic is plain Rust behind two small traits ([`transport::Connection`] and
+//! [`transport::Platform`]) so that it is unit-tested natively with an in-memory
+//! transport and a controllable clock. Only `component` (compiled for `wasm32`
+//! alone) sees the generated bindings, and it only translates.
+//!
+//! On `wasm32` the crate is `no_std` (with `alloc`): std's panic machinery reads
+//! `RUST_BACKTRACE` and writes to stderr through wasi-libc, which would add
+//! `wasi:cli/*` imports. So the component brings its own allocator (`dlmalloc`), a
+//! panic handler that traps, and the two libc symbols it needs (`memcmp`,
+//! `cabi_realloc`); see `component`.
+//!
+//! | module | MCP concept |
+//! |---|---|
+//! | [`transport`] | the guest's view of a host connection, and the clock/poll platform |
+//! | [`jsonrpc`] | JSON-RPC 2.0 messages: classification, ids, building, the wire error |
+//! | [`config`] | `.mcp.json` text → server entries, with precise issues |
+//! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
+//! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
+//! | [`registry`] | the tool table built from every connected server's list |
+//! | [`client`] | one server's MCP session: handshake, listing, calls, notifications |
+//! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
+
+#![deny(missing_docs)]
+// Native builds (the unit tests) keep std; see "Layout" for why wasm does not.
+#![cfg_attr(target_arch = "wasm32", no_std)]
+
+extern crate alloc;
+
+pub mod client;
+pub mod config;
+pub mod jsonrpc;
+pub mod manager;
+pub mod naming;
+pub mod registry;
+pub mod schema;
+pub mod transport;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+/// The `alloc` names std's prelude provides, for the `no_std` component build.
+mod prelude {
+    pub(crate) use alloc::boxed::Box;
+    pub(crate) use alloc::string::{String, ToString};
+    pub(crate) use alloc::vec::Vec;
+    pub(crate) use alloc::{format, vec};
+}
+
+#[cfg(test)]
+mod testing;

@@ -1,0 +1,224 @@
+//! The guest's view of host-owned connections, the clock and blocking.
+//!
+//! The host owns processes, sockets and framing; the guest owns JSON-RPC and MCP.
+//! Everything the MCP logic needs from the outside world is behind the two traits
+//! here, so the same code runs against the real imports in the component and against
+//! an in-memory transport with a hand-driven clock in native unit tests. The plain
+//! types mirror `mcpbox:runtime/types` one for one; generated types never leave the
+//! `component` module.
+
+use crate::prelude::*;
+use core::fmt;
+
+/// One environment variable or header. Values may hold `${VAR}` references, which
+/// the host resolves: secrets never enter the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pair {
+    /// The variable or header name.
+    pub name: String,
+    /// The value, possibly with unresolved `${VAR}` references.
+    pub value: String,
+}
+
+/// Where a server lives and how to speak to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A child process speaking newline-delimited JSON on its stdio.
+    Stdio {
+        /// The program to run.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Explicit environment, on top of the host's allowlist.
+        env: Vec<Pair>,
+        /// Working directory; the host's own when absent.
+        cwd: Option<String>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The MCP endpoint URL.
+        url: String,
+        /// Extra request headers.
+        headers: Vec<Pair>,
+    },
+    /// The deprecated HTTP+SSE transport.
+    Sse {
+        /// The SSE endpoint URL.
+        url: String,
+        /// Extra request headers.
+        headers: Vec<Pair>,
+    },
+}
+
+impl Endpoint {
+    /// The transport kind as status displays name it: "stdio", "http" or "sse".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Endpoint::Stdio { .. } => "stdio",
+            Endpoint::Http { .. } => "http",
+            Endpoint::Sse { .. } => "sse",
+        }
+    }
+}
+
+/// A message the host dropped because it exceeded its size cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Oversized {
+    /// Bytes seen when the host gave up (at least `cap + 1`).
+    pub size: u64,
+    /// The cap in force.
+    pub cap: u64,
+    /// The JSON-RPC id as JSON text, when the host could see it.
+    pub id: Option<String>,
+}
+
+/// Transport failures the guest handles; host bugs trap instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TransportError {
+    /// The host's policy does not allow this endpoint.
+    Denied(String),
+    /// The configuration could not become a transport (e.g. an unset `${VAR}`).
+    InvalidEndpoint(String),
+    /// The process could not start or the server could not be reached.
+    Unreachable(String),
+    /// The connection is gone for good.
+    Closed(String),
+    /// One message was too large and was dropped; the connection is still usable.
+    TooLarge(Oversized),
+    /// Any other I/O failure.
+    Io(String),
+    /// The host does not implement this transport kind.
+    Unsupported(String),
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TransportError::Denied(m) => write!(f, "denied by policy: {m}"),
+            TransportError::InvalidEndpoint(m) => write!(f, "invalid endpoint: {m}"),
+            // The host says how (spawn failed, connection refused); a prefix adds nothing.
+            TransportError::Unreachable(m) => f.write_str(m),
+            TransportError::Closed(m) => write!(f, "connection closed: {m}"),
+            TransportError::TooLarge(o) => {
+                write!(f, "message too large ({} bytes > cap {})", o.size, o.cap)
+            }
+            TransportError::Io(m) => write!(f, "I/O error: {m}"),
+            TransportError::Unsupported(m) => write!(f, "unsupported transport: {m}"),
+        }
+    }
+}
+
+impl core::error::Error for TransportError {}
+
+/// What the guest tells the host about an outgoing message, so the host can set
+/// transport-level metadata (MCP 2026 HTTP headers) without re-parsing it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SendMeta {
+    /// The JSON-RPC method; none for responses.
+    pub method: Option<String>,
+    /// The tool (prompt, resource) the request is about.
+    pub name: Option<String>,
+    /// The negotiated protocol version, once known.
+    pub protocol_version: Option<String>,
+}
+
+/// Transport health, for status displays and error messages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Diagnostics {
+    /// The server's last stderr lines, oldest first.
+    pub stderr_tail: Vec<String>,
+    /// Non-JSON lines the host skipped.
+    pub skipped_lines: u64,
+    /// Messages dropped for exceeding the size cap.
+    pub oversized_messages: u64,
+    /// How the process ended, once it has ("exit code 1").
+    pub exit_status: Option<String>,
+}
+
+impl Diagnostics {
+    /// A suffix for error messages: `; last stderr: a | b`, or nothing when the
+    /// server wrote nothing. Only the last few lines: the point is a hint, not a log.
+    pub fn stderr_suffix(&self) -> String {
+        const LINES: usize = 5;
+        let lines: Vec<&str> = self
+            .stderr_tail
+            .iter()
+            .map(|l| l.trim_end())
+            .filter(|l| !l.is_empty())
+            .collect();
+        if lines.is_empty() {
+            return String::new();
+        }
+        let start = lines.len().saturating_sub(LINES);
+        format!("; last stderr: {}", lines[start..].join(" | "))
+    }
+}
+
+/// A live connection to one server, owned by the host.
+pub trait Connection {
+    /// Queues one JSON-RPC message; never blocks on the peer.
+    fn send(&mut self, message: &str, meta: &SendMeta) -> Result<(), TransportError>;
+    /// Takes every message received so far (possibly none); never blocks.
+    fn receive(&mut self) -> Result<Vec<String>, TransportError>;
+    /// Transport health.
+    fn diagnostics(&self) -> Diagnostics;
+}
+
+/// Why [`Platform::block`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// A connection has something to receive, or the deadline passed.
+    Io,
+    /// The embedder has queued work: return to it promptly.
+    Signal,
+}
+
+/// Opening connections, reading the clock and blocking: the rest of the world.
+pub trait Platform {
+    /// The connection type this platform opens.
+    type Conn: Connection;
+    /// Opens a connection to the named server.
+    fn open(&mut self, server: &str, endpoint: &Endpoint) -> Result<Self::Conn, TransportError>;
+    /// Monotonic time in milliseconds; only differences are meaningful.
+    fn now_ms(&self) -> u64;
+    /// Blocks until a connection in `conns` is ready, `deadline_ms` is reached, or the
+    /// embedder's wake signal is ready, whichever comes first.
+    fn block(&mut self, conns: &[&Self::Conn], deadline_ms: u64) -> Woken;
+}
+
+/// Formats a duration for people: `30s`, `1.5s`, `250ms`.
+pub fn format_ms(ms: u64) -> String {
+    if ms >= 1000 && ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else if ms >= 1000 && ms.is_multiple_of(100) {
+        format!("{}.{}s", ms / 1000, (ms % 1000) / 100)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(format_ms(30_000), "30s");
+        assert_eq!(format_ms(1_500), "1.5s");
+        assert_eq!(format_ms(250), "250ms");
+        assert_eq!(format_ms(1_234), "1234ms");
+    }
+
+    #[test]
+    fn stderr_suffix_keeps_the_last_lines() {
+        let d = Diagnostics {
+            stderr_tail: (1..=7).map(|i| format!("line {i}")).collect(),
+            ..Diagnostics::default()
+        };
+        assert_eq!(
+            d.stderr_suffix(),
+            "; last stderr: line 3 | line 4 | line 5 | line 6 | line 7"
+        );
+        assert_eq!(Diagnostics::default().stderr_suffix(), "");
+    }
+}

@@ -1,0 +1,188 @@
+//! The `mcpbox` command line, run as a user runs it, against the bundled
+//! Python demo server (`examples/demo-server.py`, stdlib only).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn demo_entry() -> Value {
+    json!({ "command": "python3", "args": [repo().join("examples/demo-server.py")] })
+}
+
+/// Writes `servers` as a config file in a fresh directory and returns its path.
+fn config(tag: &str, servers: Value) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, json!({ "mcpServers": servers }).to_string()).unwrap();
+    path
+}
+
+fn mcpbox(config: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcpbox runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn the_readme_command_works_from_the_repository_root() {
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .current_dir(repo())
+        .args(["call", "mcp__demo__echo", r#"{"text":"hi"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+}
+
+#[test]
+fn servers_tools_and_calls() {
+    let cfg = config("basic", json!({ "demo": demo_entry() }));
+
+    let out = mcpbox(&cfg, &["servers"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("● demo"), "{text}");
+    assert!(text.contains("mcpbox-demo"), "{text}");
+
+    let out = mcpbox(&cfg, &["tools"]);
+    assert!(
+        stdout(&out)
+            .lines()
+            .any(|l| l.starts_with("mcp__demo__echo ")),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = mcpbox(&cfg, &["--json", "tools", "--server", "demo"]);
+    let tools: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__demo__echo")
+        .unwrap();
+    assert_eq!(echo["server"], "demo");
+    assert_eq!(echo["tool"], "echo");
+    assert_eq!(echo["inputSchema"]["type"], "object");
+
+    let out = mcpbox(
+        &cfg,
+        &["--json", "call", "mcp__demo__add", r#"{"a": 2, "b": 3}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["isError"], false);
+    assert_eq!(result["text"], "5");
+    assert!(result["content"].is_array());
+}
+
+#[test]
+fn exit_codes() {
+    let cfg = config(
+        "codes",
+        json!({ "demo": demo_entry(), "gone": { "command": "/nonexistent/server" } }),
+    );
+    // 1: the tool reported an error.
+    let out = mcpbox(&cfg, &["call", "mcp__demo__divide", r#"{"a": 1, "b": 0}"#]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("zero"), "{}", stderr(&out));
+    // 2: unknown tool, invalid arguments, bad usage.
+    assert_eq!(
+        mcpbox(&cfg, &["call", "mcp__demo__nope"]).status.code(),
+        Some(2)
+    );
+    let out = mcpbox(&cfg, &["call", "mcp__demo__echo", r#"{"text": 1}"#]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("text"), "{}", stderr(&out));
+    assert_eq!(
+        mcpbox(&cfg, &["call", "mcp__demo__echo", "{oops"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        mcpbox(&cfg, &["tools", "--server", "nope"]).status.code(),
+        Some(2)
+    );
+    // 3: the server is unavailable.
+    let out = mcpbox(&cfg, &["call", "mcp__gone__anything"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("/nonexistent/server"),
+        "{}",
+        stderr(&out)
+    );
+    // The failed server shows in `servers` with its error.
+    let text = stdout(&mcpbox(&cfg, &["servers"]));
+    assert!(text.lines().any(|l| l.starts_with("✗ gone")), "{text}");
+}
+
+#[test]
+fn arguments_from_stdin() {
+    let cfg = config("stdin", json!({ "demo": demo_entry() }));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(["call", "mcp__demo__reverse", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"text": "abc"}"#)
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "cba\n");
+}
+
+#[test]
+fn configuration_errors_name_the_file() {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("broken.json");
+    std::fs::write(&path, "{ \"mcpServers\": { \"a\": ").unwrap();
+    let out = mcpbox(&path, &["servers"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("broken.json"), "{}", stderr(&out));
+
+    // One bad entry is reported and skipped; the rest load.
+    let cfg = config(
+        "partial",
+        json!({ "demo": demo_entry(), "bad": { "args": ["x"] } }),
+    );
+    let out = mcpbox(&cfg, &["servers"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("bad"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("● demo"), "{}", stdout(&out));
+
+    // A missing file is an empty configuration.
+    let out = mcpbox(&dir.join("absent.json"), &["tools"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "");
+}
