@@ -108,33 +108,44 @@ impl Driver {
                 .mcpbox_runtime_registry()
                 .call_wait(&mut self.store, IDLE_WAIT_MS)
                 .await?;
-            for completion in completions {
-                if let Some(reply) = self.pending.remove(&completion.call) {
-                    let _ = reply.send(completion.outcome.map(Into::into).map_err(Into::into));
-                }
-            }
+            // Publish what changed before answering callers, so a caller whose
+            // call failed because its server died also sees that server failed.
+            self.publish_events().await?;
+            self.answer(completions);
+        }
+    }
 
-            let events = self
-                .guest
-                .mcpbox_runtime_registry()
-                .call_events(&mut self.store)
-                .await?;
-            if !events.is_empty() {
-                let changed = events.iter().any(|e| {
-                    matches!(
-                        e,
-                        registry::Event::Status(_) | registry::Event::ToolsChanged(_)
-                    )
-                });
-                if changed {
-                    self.publish_snapshots().await?;
-                }
-                for event in events {
-                    // No subscribers is fine: events are for whoever listens.
-                    let _ = self.published.events.send(event.into());
-                }
+    fn answer(&mut self, completions: Vec<registry::Completion>) {
+        for completion in completions {
+            if let Some(reply) = self.pending.remove(&completion.call) {
+                let _ = reply.send(completion.outcome.map(Into::into).map_err(Into::into));
             }
         }
+    }
+
+    async fn publish_events(&mut self) -> wasmtime::Result<()> {
+        let events = self
+            .guest
+            .mcpbox_runtime_registry()
+            .call_events(&mut self.store)
+            .await?;
+        if events.is_empty() {
+            return Ok(());
+        }
+        let changed = events.iter().any(|e| {
+            matches!(
+                e,
+                registry::Event::Status(_) | registry::Event::ToolsChanged(_)
+            )
+        });
+        if changed {
+            self.publish_snapshots().await?;
+        }
+        for event in events {
+            // No subscribers is fine: events are for whoever listens.
+            let _ = self.published.events.send(event.into());
+        }
+        Ok(())
     }
 
     /// Handles one job; returns the shutdown reply when the job asks to stop.
@@ -187,20 +198,11 @@ impl Driver {
     }
 
     async fn shutdown(&mut self) -> wasmtime::Result<()> {
-        self.guest
-            .mcpbox_runtime_registry()
-            .call_shutdown(&mut self.store)
-            .await?;
-        let completions = self
-            .guest
-            .mcpbox_runtime_registry()
-            .call_wait(&mut self.store, 0)
-            .await?;
-        for completion in completions {
-            if let Some(reply) = self.pending.remove(&completion.call) {
-                let _ = reply.send(completion.outcome.map(Into::into).map_err(Into::into));
-            }
-        }
+        let registry = self.guest.mcpbox_runtime_registry();
+        registry.call_shutdown(&mut self.store).await?;
+        let completions = registry.call_wait(&mut self.store, 0).await?;
+        self.publish_events().await?;
+        self.answer(completions);
         self.publish_snapshots().await
     }
 

@@ -56,7 +56,8 @@ pub fn embedded_guest() -> &'static [u8] {
 #[non_exhaustive]
 pub enum Error {
     /// The configuration as a whole is unusable (unreadable file, not JSON).
-    #[error("{origin}: {message}")]
+    /// The message names the origin (and the line and column where they apply).
+    #[error("{message}")]
     Config {
         /// The file or source the configuration came from.
         origin: String,

@@ -396,7 +396,7 @@ fn read_config(path: &Path) -> Result<String, Error> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
         Err(e) => Err(Error::Config {
             origin: path.display().to_string(),
-            message: format!("cannot be read: {e}"),
+            message: format!("{}: cannot be read: {e}", path.display()),
         }),
     }
 }
