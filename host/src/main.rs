@@ -36,7 +36,12 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List configured servers and their state.
-    Servers,
+    Servers {
+        /// Keep running and print every change (status, tool lists, warnings,
+        /// server logs) as it happens, until interrupted.
+        #[arg(long)]
+        watch: bool,
+    },
     /// List the tools of every connected server.
     Tools {
         /// Only this server's tools.
@@ -109,7 +114,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         eprintln!("warning: {}: {issue}", cli.config.display());
     }
     let code = match &cli.command {
-        Command::Servers => servers(&runtime, cli.json).await?,
+        Command::Servers { watch: false } => servers(&runtime, cli.json).await?,
+        Command::Servers { watch: true } => watch(&runtime, cli.json).await?,
         Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await?,
         Command::Call {
             tool,
@@ -131,43 +137,110 @@ async fn settle(runtime: &Runtime) -> std::sync::Arc<Vec<ServerStatus>> {
 
 async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     let servers = settle(runtime).await;
+    if servers.is_empty() && !json {
+        eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
+    }
+    print_servers(&servers, json)?;
+    Ok(0)
+}
+
+fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &*servers)?;
+        serde_json::to_writer_pretty(&mut out, servers)?;
         writeln!(out)?;
-        return Ok(0);
-    }
-    if servers.is_empty() {
-        eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
+        return Ok(());
     }
     let width = servers
         .iter()
         .map(|s| s.name.chars().count())
         .max()
         .unwrap_or(0);
-    for s in servers.iter() {
-        let symbol = match s.state {
-            ServerState::Connected => "●",
-            ServerState::Starting => "○",
-            ServerState::Failed => "✗",
-            ServerState::Closed => "–",
-        };
-        let mut line = format!("{symbol} {:width$}  {:>3} tools", s.name, s.tool_count);
-        if let Some(v) = &s.protocol_version {
-            line.push_str(&format!("  {v}"));
-        }
-        if let Some(name) = &s.server_name {
-            line.push_str(&format!(
-                "  {name} {}",
-                s.server_version.as_deref().unwrap_or("")
-            ));
-        }
-        if let Some(error) = &s.error {
-            line.push_str(&format!("\n    {}", error.replace('\n', "\n    ")));
-        }
-        writeln!(out, "{}", line.trim_end())?;
+    for s in servers {
+        writeln!(out, "{}", status_line(s, width))?;
     }
-    Ok(0)
+    Ok(())
+}
+
+/// One server as a line: state symbol, name, tool count, version, error below.
+fn status_line(s: &ServerStatus, width: usize) -> String {
+    let symbol = match s.state {
+        ServerState::Connected => "●",
+        ServerState::Starting => "○",
+        ServerState::Failed => "✗",
+        ServerState::Closed => "–",
+    };
+    let mut line = format!("{symbol} {:width$}  {:>3} tools", s.name, s.tool_count);
+    if let Some(v) = &s.protocol_version {
+        line.push_str(&format!("  {v}"));
+    }
+    if let Some(name) = &s.server_name {
+        line.push_str(&format!(
+            "  {name} {}",
+            s.server_version.as_deref().unwrap_or("")
+        ));
+    }
+    let mut line = line.trim_end().to_owned();
+    if let Some(error) = &s.error {
+        line.push_str(&format!("\n    {}", error.replace('\n', "\n    ")));
+    }
+    line
+}
+
+/// Prints the servers, then every event until Ctrl-C.
+async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
+    use mcpbox::Event;
+    // Subscribe before the first listing, so no change falls between the two.
+    let mut events = runtime.events();
+    print_servers(&runtime.servers(), json)?;
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    loop {
+        let event = tokio::select! {
+            _ = &mut interrupted => return Ok(0),
+            event = events.recv() => event,
+        };
+        let event = match event {
+            Ok(event) => event,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                eprintln!("({n} events were dropped: the display fell behind)");
+                continue;
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(0),
+        };
+        let mut out = std::io::stdout().lock();
+        if json {
+            let value = match &event {
+                Event::Status(s) => serde_json::json!({ "event": "status", "server": s }),
+                Event::ToolsChanged(server) => {
+                    serde_json::json!({ "event": "toolsChanged", "server": server })
+                }
+                Event::Warning(text) => serde_json::json!({ "event": "warning", "message": text }),
+                Event::Log {
+                    server,
+                    level,
+                    message,
+                } => {
+                    serde_json::json!({ "event": "log", "server": server, "level": level, "message": message })
+                }
+                other => serde_json::json!({ "event": format!("{other:?}") }),
+            };
+            writeln!(out, "{value}")?;
+        } else {
+            match &event {
+                Event::Status(s) => writeln!(out, "{}", status_line(s, 0))?,
+                Event::ToolsChanged(server) => writeln!(out, "  {server}: tool list changed")?,
+                Event::Warning(text) => writeln!(out, "  warning: {text}")?,
+                Event::Log {
+                    server,
+                    level,
+                    message,
+                } => writeln!(out, "  {server} [{level}] {message}")?,
+                other => writeln!(out, "  {other:?}")?,
+            }
+        }
+        out.flush()?;
+    }
 }
 
 async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8, Failure> {
