@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use wasmtime::Store;
 
 use crate::bindings::{Mcpbox, registry};
+use crate::instance::{self, Factory};
 use crate::state::{HostState, Wake};
 use crate::types::{CallError, CallResult, Event, ServerStatus, Tool};
 
@@ -51,42 +52,104 @@ pub(crate) struct Published {
 }
 
 pub(crate) struct Driver {
-    pub store: Store<HostState>,
-    pub guest: Mcpbox,
-    pub jobs: mpsc::UnboundedReceiver<Job>,
-    pub wake: Arc<Wake>,
-    pub published: Published,
+    factory: Factory,
+    store: Store<HostState>,
+    guest: Mcpbox,
+    jobs: mpsc::UnboundedReceiver<Job>,
+    wake: Arc<Wake>,
+    published: Published,
     /// Calls started in the guest, by the guest's handle.
-    pub pending: HashMap<u64, CallReply>,
+    pending: HashMap<u64, CallReply>,
+    /// When the guest last trapped, to tell a guest that keeps failing from a one-off.
+    traps: Vec<Instant>,
 }
 
+/// A guest that traps this many times within [`TRAP_WINDOW`] is not restarted again.
+const MAX_TRAPS: usize = 3;
+const TRAP_WINDOW: Duration = Duration::from_secs(60);
+
 impl Driver {
-    /// Runs until shut down, until every runtime handle is dropped, or until the guest traps.
-    pub async fn run(mut self) {
-        let reason = match self.serve().await {
-            Ok(()) => "it was shut down".to_owned(),
-            Err(trap) => format!("the guest failed: {trap:#}"),
-        };
-        for (_, reply) in self.pending.drain() {
-            let _ = reply.send(Err(CallError::Runtime(reason.clone())));
+    pub fn new(
+        factory: Factory,
+        store: Store<HostState>,
+        guest: Mcpbox,
+        jobs: mpsc::UnboundedReceiver<Job>,
+        wake: Arc<Wake>,
+        published: Published,
+    ) -> Self {
+        Driver {
+            factory,
+            store,
+            guest,
+            jobs,
+            wake,
+            published,
+            pending: HashMap::new(),
+            traps: Vec::new(),
         }
-        // Dropping the store drops every connection, which stops every server.
-        let _ = self.published.stopped.send(Some(reason));
+    }
+
+    /// Runs until shut down or until every runtime handle is dropped. A guest
+    /// that traps is replaced by a fresh instance (its servers restart); only a
+    /// guest that keeps trapping stops the runtime.
+    pub async fn run(mut self) {
+        let reason = loop {
+            let trap = match self.serve().await {
+                Ok(()) => break "it was shut down".to_owned(),
+                Err(trap) => format!("{trap:#}"),
+            };
+            self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
+            let now = Instant::now();
+            self.traps.retain(|t| now.duration_since(*t) < TRAP_WINDOW);
+            self.traps.push(now);
+            if self.traps.len() >= MAX_TRAPS {
+                break format!("the guest failed {MAX_TRAPS} times within a minute; last: {trap}");
+            }
+            let _ = self.published.events.send(Event::Warning(format!(
+                "the guest failed and is being restarted: {trap}"
+            )));
+            match self.factory.start().await {
+                Ok(started) => {
+                    // The old store goes with its connections, which stops its servers.
+                    self.store = started.store;
+                    self.guest = started.guest;
+                    self.published.tools.send_replace(Arc::new(started.tools));
+                    self.published
+                        .servers
+                        .send_replace(Arc::new(started.servers));
+                }
+                Err(e) => {
+                    break format!("the guest failed ({trap}) and could not be restarted: {e}");
+                }
+            }
+        };
+        self.fail_pending(&reason);
+        let _ = self.published.stopped.send(Some(reason.clone()));
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {
                 Job::Call { reply, .. } => {
-                    let _ = reply.send(Err(CallError::Runtime("it was shut down".into())));
+                    let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
                 Job::Shutdown { reply } => {
                     let _ = reply.send(());
                 }
             }
         }
+        // Dropping the store drops every connection, which stops every server.
+    }
+
+    fn fail_pending(&mut self, reason: &str) {
+        for (_, reply) in self.pending.drain() {
+            let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
+        }
     }
 
     async fn serve(&mut self) -> wasmtime::Result<()> {
         loop {
+            // One budget covers a whole turn of the loop: the jobs, the wait and
+            // the snapshots. A guest stuck in a loop traps instead of hanging.
+            instance::budget(&mut self.store, IDLE_WAIT_MS);
             loop {
                 match self.jobs.try_recv() {
                     Ok(job) => {

@@ -19,12 +19,33 @@ use crate::Error;
 pub(crate) static EMBEDDED_GUEST: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/mcpbox_guest.wasm"));
 
-/// The engine every runtime of this process shares.
+/// How often the engine's epoch advances; deadlines for the guest are counted in these.
+pub(crate) const EPOCH_TICK: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The engine every runtime of this process shares, with one thread that
+/// advances its epoch so that a runaway guest can be stopped.
 pub(crate) fn engine() -> Result<Engine, Error> {
-    let mut config = Config::new();
-    config.wasm_component_model(true);
-    config.cranelift_opt_level(wasmtime::OptLevel::Speed);
-    Engine::new(&config).map_err(|e| Error::Guest(format!("could not create the wasm engine: {e}")))
+    static ENGINE: std::sync::OnceLock<Result<Engine, String>> = std::sync::OnceLock::new();
+    let engine = ENGINE.get_or_init(|| {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        config.epoch_interruption(true);
+        let engine =
+            Engine::new(&config).map_err(|e| format!("could not create the wasm engine: {e}"))?;
+        let ticking = engine.clone();
+        std::thread::Builder::new()
+            .name("mcpbox-epoch".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(EPOCH_TICK);
+                    ticking.increment_epoch();
+                }
+            })
+            .map_err(|e| format!("could not start the epoch thread: {e}"))?;
+        Ok(engine)
+    });
+    engine.clone().map_err(Error::Guest)
 }
 
 /// Where compiled components are cached unless the embedder says otherwise:

@@ -27,7 +27,10 @@
 //! - `transport`: the `mcpbox:runtime/transport` imports — stdio child
 //!   processes with process groups, env scrubbing and a message size cap.
 //! - `state`: the store's data, the capability [`Policy`] and the wake signal.
-//! - `engine`: the wasmtime engine and the on-disk cache of compiled components.
+//! - `instance`: a fresh guest instance with its configuration loaded, at
+//!   start-up and again when a trapped guest is replaced.
+//! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
+//!   compiled components.
 //! - `bindings`: the one `bindgen!` over `wit/`.
 //! - [`types`](Tool): the public data types.
 
@@ -36,6 +39,7 @@
 mod bindings;
 mod driver;
 mod engine;
+mod instance;
 mod runtime;
 mod state;
 mod transport;

@@ -1,21 +1,18 @@
 //! The embedding API: open a runtime from a configuration, list servers and
 //! tools, call tools from as many tasks as you like.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use wasmtime::Store;
-use wasmtime::component::{HasSelf, Linker};
 
 use crate::Error;
-use crate::bindings::{McpboxPre, control, transport};
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
-use crate::state::{HostState, Policy, Wake};
+use crate::instance::Factory;
+use crate::state::{Policy, Wake};
 use crate::types::{CallError, CallResult, ConfigIssue, Event, ServerState, ServerStatus, Tool};
 
 /// Where the guest component comes from.
@@ -173,78 +170,36 @@ impl Runtime {
         .await
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
 
-        let mut linker = Linker::new(&engine);
-        let link = |linker: &mut Linker<HostState>| -> wasmtime::Result<()> {
-            wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(linker)?;
-            transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
-            control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
-            Ok(())
-        };
-        link(&mut linker)
-            .map_err(|e| Error::Guest(format!("linking the host imports failed: {e:#}")))?;
-        let pre = linker
-            .instantiate_pre(&component)
-            .and_then(McpboxPre::new)
-            .map_err(|e| Error::Guest(format!("the guest does not fit this host: {e:#}")))?;
-
         let wake = Arc::new(Wake::default());
-        let mut store = Store::new(
-            &engine,
-            HostState::new(options.policy, wake.clone(), options.memory_limit),
-        );
-        store.limiter(|state| &mut state.limits);
-        let guest = pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(|e| Error::Guest(format!("instantiating the guest failed: {e:#}")))?;
-        let registry = guest.mcpbox_runtime_registry();
-        let issues = registry
-            .call_load_config(&mut store, &origin, &text)
-            .await
-            .map_err(|e| {
-                Error::Guest(format!(
-                    "the guest failed while loading the configuration: {e:#}"
-                ))
-            })?
-            .map_err(|message| Error::Config {
-                origin: origin.clone(),
-                message,
-            })?;
-        registry
-            .call_start(&mut store)
-            .await
-            .map_err(|e| Error::Guest(format!("the guest failed while starting servers: {e:#}")))?;
-
-        // The first snapshots are taken here, so they are in place before `open` returns.
-        let snapshot = async {
-            let servers = registry.call_servers(&mut store).await?;
-            let tools = registry.call_tools(&mut store).await?;
-            wasmtime::Result::<_>::Ok((servers, tools))
-        };
-        let (servers, tools) = snapshot.await.map_err(|e: wasmtime::Error| {
-            Error::Guest(format!("the guest failed while listing servers: {e:#}"))
-        })?;
-        let servers: Vec<ServerStatus> = servers.into_iter().map(Into::into).collect();
-        let tools: Vec<Tool> = tools.into_iter().map(Into::into).collect();
+        let factory = Factory::new(
+            engine,
+            &component,
+            options.policy,
+            options.memory_limit,
+            wake.clone(),
+            (origin, text),
+        )?;
+        let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
-        let (servers_tx, servers_rx) = watch::channel(Arc::new(servers));
-        let (tools_tx, tools_rx) = watch::channel(Arc::new(tools));
+        let (servers_tx, servers_rx) = watch::channel(Arc::new(started.servers));
+        let (tools_tx, tools_rx) = watch::channel(Arc::new(started.tools));
         let (events_tx, _) = broadcast::channel(1024);
         let (stopped_tx, stopped_rx) = watch::channel(None);
-        let driver = Driver {
-            store,
-            guest,
-            jobs: jobs_rx,
-            wake: wake.clone(),
-            published: Published {
-                servers: servers_tx,
-                tools: tools_tx,
-                events: events_tx.clone(),
-                stopped: stopped_tx,
-            },
-            pending: HashMap::new(),
+        let published = Published {
+            servers: servers_tx,
+            tools: tools_tx,
+            events: events_tx.clone(),
+            stopped: stopped_tx,
         };
+        let driver = Driver::new(
+            factory,
+            started.store,
+            started.guest,
+            jobs_rx,
+            wake.clone(),
+            published,
+        );
         tokio::spawn(driver.run());
 
         Ok(Runtime {
@@ -255,7 +210,7 @@ impl Runtime {
                 tools: tools_rx,
                 events: events_tx,
                 stopped: stopped_rx,
-                issues: issues.into_iter().map(Into::into).collect(),
+                issues: started.issues,
             }),
         })
     }

@@ -1,0 +1,131 @@
+//! Making a guest instance ready to serve: a fresh store with its limits, the
+//! configuration loaded, every server starting, and the first snapshots taken.
+//!
+//! Kept apart from the driver because it runs twice in a runtime's life: when
+//! the runtime opens, and again if the guest traps (a bug, or a memory limit
+//! hit), so the host can replace a broken guest without going down itself.
+
+use std::sync::Arc;
+
+use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::{Engine, Store};
+
+use crate::Error;
+use crate::bindings::{Mcpbox, McpboxPre, control, transport};
+use crate::engine::EPOCH_TICK;
+use crate::state::{HostState, Policy, Wake};
+use crate::types::{ConfigIssue, ServerStatus, Tool};
+
+/// How long one call into the guest may run wasm code before it is stopped as
+/// runaway, beyond the time it asked to block for. Host calls (polling) count
+/// too, so this is a bound, not a budget of pure computation.
+pub(crate) const GUEST_BUDGET_MS: u64 = 10_000;
+
+/// Everything needed to make a new instance of the same guest and configuration.
+pub(crate) struct Factory {
+    engine: Engine,
+    pre: McpboxPre<HostState>,
+    policy: Policy,
+    memory_limit: usize,
+    wake: Arc<Wake>,
+    origin: String,
+    text: String,
+}
+
+/// An instance that has loaded its configuration and started its servers.
+pub(crate) struct Started {
+    pub store: Store<HostState>,
+    pub guest: Mcpbox,
+    pub issues: Vec<ConfigIssue>,
+    pub servers: Vec<ServerStatus>,
+    pub tools: Vec<Tool>,
+}
+
+impl Factory {
+    /// Links the host's imports for `component`.
+    pub fn new(
+        engine: Engine,
+        component: &Component,
+        policy: Policy,
+        memory_limit: usize,
+        wake: Arc<Wake>,
+        (origin, text): (String, String),
+    ) -> Result<Factory, Error> {
+        let mut linker = Linker::new(&engine);
+        let link = |linker: &mut Linker<HostState>| -> wasmtime::Result<()> {
+            // io, clocks, random and stdio with an empty context: nothing here
+            // reaches files, sockets or the environment.
+            wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(linker)?;
+            transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            Ok(())
+        };
+        link(&mut linker)
+            .map_err(|e| Error::Guest(format!("linking the host imports failed: {e:#}")))?;
+        let pre = linker
+            .instantiate_pre(component)
+            .and_then(McpboxPre::new)
+            .map_err(|e| Error::Guest(format!("the guest does not fit this host: {e:#}")))?;
+        Ok(Factory {
+            engine,
+            pre,
+            policy,
+            memory_limit,
+            wake,
+            origin,
+            text,
+        })
+    }
+
+    /// Instantiates the guest, loads the configuration and starts the servers.
+    pub async fn start(&self) -> Result<Started, Error> {
+        let state = HostState::new(self.policy.clone(), self.wake.clone(), self.memory_limit);
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limits);
+        budget(&mut store, 0);
+        let guest = self
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| Error::Guest(format!("instantiating the guest failed: {e:#}")))?;
+        let registry = guest.mcpbox_runtime_registry();
+        let trapped = |what: &str| {
+            let what = what.to_owned();
+            move |e: wasmtime::Error| Error::Guest(format!("the guest failed while {what}: {e:#}"))
+        };
+        let issues = registry
+            .call_load_config(&mut store, &self.origin, &self.text)
+            .await
+            .map_err(trapped("loading the configuration"))?
+            .map_err(|message| Error::Config {
+                origin: self.origin.clone(),
+                message,
+            })?;
+        registry
+            .call_start(&mut store)
+            .await
+            .map_err(trapped("starting servers"))?;
+        let servers = registry
+            .call_servers(&mut store)
+            .await
+            .map_err(trapped("listing servers"))?;
+        let tools = registry
+            .call_tools(&mut store)
+            .await
+            .map_err(trapped("listing tools"))?;
+        Ok(Started {
+            store,
+            guest,
+            issues: issues.into_iter().map(Into::into).collect(),
+            servers: servers.into_iter().map(Into::into).collect(),
+            tools: tools.into_iter().map(Into::into).collect(),
+        })
+    }
+}
+
+/// Allows the guest to run for `blocking_ms` (the time it will deliberately
+/// block) plus [`GUEST_BUDGET_MS`] before it traps as runaway.
+pub(crate) fn budget(store: &mut Store<HostState>, blocking_ms: u64) {
+    let tick_ms = EPOCH_TICK.as_millis() as u64;
+    store.set_epoch_deadline((blocking_ms + GUEST_BUDGET_MS).div_ceil(tick_ms));
+}
