@@ -105,9 +105,6 @@ impl Driver {
             if self.traps.len() >= MAX_TRAPS {
                 break format!("the guest failed {MAX_TRAPS} times within a minute; last: {trap}");
             }
-            let _ = self.published.events.send(Event::Warning(format!(
-                "the guest failed and is being restarted: {trap}"
-            )));
             match self.factory.start().await {
                 Ok(started) => {
                     // The old store goes with its connections, which stops its servers.
@@ -117,6 +114,11 @@ impl Driver {
                     self.published
                         .servers
                         .send_replace(Arc::new(started.servers));
+                    // Told after the new snapshots are out, so a listener that then
+                    // waits for readiness waits for the new instance's servers.
+                    let _ = self.published.events.send(Event::Warning(format!(
+                        "the guest failed and was restarted: {trap}"
+                    )));
                 }
                 Err(e) => {
                     break format!("the guest failed ({trap}) and could not be restarted: {e}");
@@ -223,17 +225,23 @@ impl Driver {
                 let options = registry::CallOptions {
                     timeout_ms: timeout.map(|t| t.as_millis() as u64),
                 };
-                match self
+                let started = self
                     .guest
                     .mcpbox_runtime_registry()
                     .call_start_call(&mut self.store, &tool, &arguments, options)
-                    .await?
-                {
-                    Ok(call) => {
+                    .await;
+                match started {
+                    Ok(Ok(call)) => {
                         self.pending.insert(call, reply);
                     }
-                    Err(e) => {
+                    Ok(Err(e)) => {
                         let _ = reply.send(Err(e.into()));
+                    }
+                    Err(trap) => {
+                        // This caller is not in `pending` yet: answer it here.
+                        let why = format!("the guest failed and was restarted: {trap:#}");
+                        let _ = reply.send(Err(CallError::Runtime(why)));
+                        return Err(trap);
                     }
                 }
                 Ok(None)

@@ -1,0 +1,737 @@
+//! A controllable MCP server for mcpbox's tests.
+//!
+//! It speaks MCP over stdio as newline-delimited JSON-RPC 2.0: one JSON message per
+//! line on stdout, diagnostics only on stderr. It starts instantly, depends on
+//! nothing but `serde_json` and `std`, and its misbehaviour is chosen on the command
+//! line, so a test can aim one fault at the client at a time.
+//!
+//! # Methods
+//!
+//! | method | behaviour |
+//! |---|---|
+//! | `initialize` | answers the client's `protocolVersion` when it is one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, else 2025-11-25; capabilities `tools.listChanged` and `logging` |
+//! | `notifications/initialized` | accepted |
+//! | `ping` | `{}` |
+//! | `tools/list` | every tool, in pages of `--page-size` with an opaque `nextCursor`; a bad cursor is -32602 |
+//! | `tools/call` | runs on its own thread, so a sleeping call never delays another |
+//! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep` or `progress` call, which then sends no response |
+//! | `logging/setLevel` | `{}` |
+//! | anything else | -32601 for requests, ignored for notifications |
+//!
+//! A line that is not JSON gets a -32700 error with id `null`; a batch (JSON array) or
+//! a non-object gets -32600. Stdin closing ends the process at once, in-flight calls
+//! included.
+//!
+//! # Flags
+//!
+//! | flag | effect |
+//! |---|---|
+//! | `--name NAME` | `serverInfo.name` (default `fixture`) |
+//! | `--protocol VERSION` | always answer this `protocolVersion` (e.g. `2024-11-05`, or an unsupported `1999-01-01`) |
+//! | `--tools N` | add tools `tool_0` … `tool_{N-1}` (echo-like, see below) |
+//! | `--page-size K` | `tools/list` returns K tools per page |
+//! | `--weird-names` | add echo-like tools whose names need sanitising ([`fixture::WEIRD_NAMES`]): `read.file`, `héllo wörld`, `a/b:c`, `emoji🚀tool`, the already-valid `ok-name_1`, and two names longer than 64 characters once namespaced that share their first 70 characters |
+//! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
+//! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
+//! | `--no-init-reply` | never answer `initialize` |
+//! | `--start-delay-ms MS` | sleep MS before reading stdin |
+//! | `--garbage` | write a non-JSON line to stdout before every message |
+//! | `--stderr-lines N` | write N lines to stderr at start |
+//!
+//! # Tools
+//!
+//! Always present, each with an object `inputSchema` (`properties`, `required`):
+//!
+//! | tool | arguments | result |
+//! |---|---|---|
+//! | `echo` | `text: string` (required) | text content `text` |
+//! | `add` | `a: number, b: number` (required) | text of the sum, `structuredContent {"sum": …}` (integers stay integers) |
+//! | `sleep` | `ms: integer` (required) | waits, then `slept MS`; cancellable |
+//! | `fail` | `message: string` | `isError: true` with text `message` (default `failed`) |
+//! | `crash` | `code: integer` | writes a stderr line and exits with `code` (default 1) at once |
+//! | `cancellations` | none | text: JSON array of the request ids seen in `notifications/cancelled` |
+//! | `add_tool` | `name: string` (required) | adds an echo-like tool and sends `notifications/tools/list_changed` |
+//! | `log` | `text: string` (required) | writes `text` to stderr and sends `notifications/message` (level `info`) |
+//! | `huge` | `bytes: integer` (required) | one text block of `bytes` ASCII `x` characters |
+//! | `progress` | `steps: integer` (required), `interval_ms: integer` | sends `steps` `notifications/progress` (when the request has `_meta.progressToken`), `interval_ms` apart (default 10), then `done N`; cancellable |
+//! | `multi` | `parts: string[]` (required) | one text block per part |
+//! | `image` | none | a text block `a red pixel` and a 1×1 PNG image block |
+//!
+//! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
+//! optional `text` and return it, or their own name when it is absent, so a test can
+//! tell which of two colliding tools was called.
+//!
+//! Invalid arguments produce a tool result with `isError: true` (as MCP 2025-11-25
+//! asks, so a model can correct itself); an unknown tool is JSON-RPC error -32602.
+
+use std::io::{self, BufRead, Write};
+use std::process;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use mcpbox_tests::fixture;
+use serde_json::{Map, Value, json};
+
+/// Protocol versions of the `initialize` era that the fixture will agree to.
+const SUPPORTED_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// What the fixture answers when the client asks for a version it does not know.
+const LATEST_VERSION: &str = "2025-11-25";
+
+/// A 1×1 red PNG, base64.
+const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// JSON-RPC error codes used here.
+mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+}
+
+/// Behaviour chosen on the command line.
+#[derive(Debug, Clone)]
+struct Options {
+    name: String,
+    protocol: Option<String>,
+    tools: usize,
+    page_size: Option<usize>,
+    weird_names: bool,
+    collide: bool,
+    exit_on_init: Option<i32>,
+    no_init_reply: bool,
+    start_delay: Duration,
+    garbage: bool,
+    stderr_lines: usize,
+}
+
+impl Options {
+    fn parse(mut args: impl Iterator<Item = String>) -> Result<Self, String> {
+        let mut options = Options {
+            name: "fixture".to_owned(),
+            protocol: None,
+            tools: 0,
+            page_size: None,
+            weird_names: false,
+            collide: false,
+            exit_on_init: None,
+            no_init_reply: false,
+            start_delay: Duration::ZERO,
+            garbage: false,
+            stderr_lines: 0,
+        };
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--name" => options.name = value()?,
+                "--protocol" => options.protocol = Some(value()?),
+                "--tools" => options.tools = number(&flag, &value()?)?,
+                "--page-size" => {
+                    let size = number(&flag, &value()?)?;
+                    if size == 0 {
+                        return Err("--page-size must be at least 1".to_owned());
+                    }
+                    options.page_size = Some(size);
+                }
+                "--weird-names" => options.weird_names = true,
+                "--collide" => options.collide = true,
+                "--exit-on-init" => options.exit_on_init = Some(number(&flag, &value()?)?),
+                "--no-init-reply" => options.no_init_reply = true,
+                "--start-delay-ms" => {
+                    options.start_delay = Duration::from_millis(number(&flag, &value()?)?);
+                }
+                "--garbage" => options.garbage = true,
+                "--stderr-lines" => options.stderr_lines = number(&flag, &value()?)?,
+                "--help" | "-h" => {
+                    eprintln!("usage: fixture-server [FLAGS]; see the source's module docs");
+                    process::exit(0);
+                }
+                other => return Err(format!("unknown flag {other:?}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
+    text.parse()
+        .map_err(|_| format!("{flag}: {text:?} is not a valid number"))
+}
+
+/// What a tool does when called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Echo,
+    Add,
+    Sleep,
+    Fail,
+    Crash,
+    Cancellations,
+    AddTool,
+    Log,
+    Huge,
+    Progress,
+    Multi,
+    Image,
+    /// Returns `text`, or the tool's own name.
+    EchoLike,
+}
+
+/// One tool as listed by `tools/list`.
+#[derive(Debug, Clone)]
+struct Tool {
+    name: String,
+    kind: Kind,
+    definition: Value,
+}
+
+impl Tool {
+    fn new(
+        name: &str,
+        kind: Kind,
+        description: &str,
+        properties: Value,
+        required: &[&str],
+    ) -> Self {
+        let definition = json!({
+            "name": name,
+            "description": description,
+            "inputSchema": {
+                "type": "object",
+                "properties": properties,
+                "required": required,
+                "additionalProperties": false,
+            },
+        });
+        Tool {
+            name: name.to_owned(),
+            kind,
+            definition,
+        }
+    }
+
+    fn echo_like(name: &str) -> Self {
+        Tool::new(
+            name,
+            Kind::EchoLike,
+            "Returns `text`, or this tool's own name when `text` is absent.",
+            json!({"text": {"type": "string", "description": "Text to return."}}),
+            &[],
+        )
+    }
+
+    fn with_output_schema(mut self, schema: Value) -> Self {
+        self.definition["outputSchema"] = schema;
+        self
+    }
+}
+
+fn builtin_tools() -> Vec<Tool> {
+    let text = |description: &str| json!({"type": "string", "description": description});
+    vec![
+        Tool::new(
+            "echo",
+            Kind::Echo,
+            "Returns the text it is given.",
+            json!({"text": text("Text to echo.")}),
+            &["text"],
+        ),
+        Tool::new(
+            "add",
+            Kind::Add,
+            "Adds two numbers.",
+            json!({"a": {"type": "number"}, "b": {"type": "number"}}),
+            &["a", "b"],
+        )
+        .with_output_schema(json!({
+            "type": "object",
+            "properties": {"sum": {"type": "number"}},
+            "required": ["sum"],
+        })),
+        Tool::new(
+            "sleep",
+            Kind::Sleep,
+            "Waits `ms` milliseconds, then answers. Stops without answering when cancelled.",
+            json!({"ms": {"type": "integer", "minimum": 0}}),
+            &["ms"],
+        ),
+        Tool::new(
+            "fail",
+            Kind::Fail,
+            "Returns a tool error (isError) with `message`.",
+            json!({"message": text("The error text.")}),
+            &[],
+        ),
+        Tool::new(
+            "crash",
+            Kind::Crash,
+            "Exits the server process immediately with `code`.",
+            json!({"code": {"type": "integer", "minimum": 0, "maximum": 255}}),
+            &[],
+        ),
+        Tool::new(
+            "cancellations",
+            Kind::Cancellations,
+            "Lists the request ids received in notifications/cancelled, as a JSON array.",
+            json!({}),
+            &[],
+        ),
+        Tool::new(
+            "add_tool",
+            Kind::AddTool,
+            "Adds an echo-like tool and sends notifications/tools/list_changed.",
+            json!({"name": text("Name of the new tool.")}),
+            &["name"],
+        ),
+        Tool::new(
+            "log",
+            Kind::Log,
+            "Writes `text` to stderr and sends it as a notifications/message log line.",
+            json!({"text": text("The log line.")}),
+            &["text"],
+        ),
+        Tool::new(
+            "huge",
+            Kind::Huge,
+            "Returns one text block of `bytes` ASCII 'x' characters.",
+            json!({"bytes": {"type": "integer", "minimum": 0}}),
+            &["bytes"],
+        ),
+        Tool::new(
+            "progress",
+            Kind::Progress,
+            "Sends `steps` progress notifications `interval_ms` apart, then answers.",
+            json!({
+                "steps": {"type": "integer", "minimum": 0},
+                "interval_ms": {"type": "integer", "minimum": 0},
+            }),
+            &["steps"],
+        ),
+        Tool::new(
+            "multi",
+            Kind::Multi,
+            "Returns one text block per element of `parts`.",
+            json!({"parts": {"type": "array", "items": {"type": "string"}}}),
+            &["parts"],
+        ),
+        Tool::new(
+            "image",
+            Kind::Image,
+            "Returns a text block and a 1x1 PNG image block.",
+            json!({}),
+            &[],
+        ),
+    ]
+}
+
+fn initial_tools(options: &Options) -> Vec<Tool> {
+    let mut tools = builtin_tools();
+    tools.extend((0..options.tools).map(|i| Tool::echo_like(&format!("tool_{i}"))));
+    if options.weird_names {
+        tools.extend(
+            fixture::WEIRD_NAMES
+                .iter()
+                .map(|name| Tool::echo_like(name)),
+        );
+    }
+    if options.collide {
+        tools.extend(
+            fixture::COLLIDING_NAMES
+                .iter()
+                .map(|name| Tool::echo_like(name)),
+        );
+    }
+    tools
+}
+
+/// State shared by the reader thread and the call threads.
+#[derive(Debug)]
+struct Server {
+    options: Options,
+    out: Mutex<io::Stdout>,
+    tools: Mutex<Vec<Tool>>,
+    /// Request ids from `notifications/cancelled`, in arrival order.
+    cancelled: Mutex<Vec<Value>>,
+    /// Woken whenever `cancelled` grows, so cancellable calls stop promptly.
+    cancelled_signal: Condvar,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panicking call thread must not take the whole server down with it.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Server {
+    /// Writes one message as one line, in a single write under the lock.
+    fn send(&self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        let mut out = lock(&self.out);
+        if self.options.garbage {
+            // Deliberately not JSON: clients must skip it.
+            let _ = out.write_all(b"this line is not JSON {{{\n");
+        }
+        let result = out.write_all(line.as_bytes()).and_then(|()| out.flush());
+        if result.is_err() {
+            // The client is gone; nobody is left to talk to.
+            process::exit(0);
+        }
+    }
+
+    fn respond(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn respond_error(&self, id: &Value, code: i64, message: &str) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+        );
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Waits until `deadline`; false when request `id` was cancelled meanwhile.
+    fn wait_unless_cancelled(&self, id: &Value, deadline: Instant) -> bool {
+        let mut cancelled = lock(&self.cancelled);
+        loop {
+            if cancelled.contains(id) {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return true;
+            }
+            cancelled = self
+                .cancelled_signal
+                .wait_timeout(cancelled, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn handle_line(self: &Arc<Self>, line: &str) {
+        let message: Value = match serde_json::from_str(line) {
+            Ok(message) => message,
+            Err(error) => {
+                eprintln!("fixture: unparseable line: {error}");
+                return self.respond_error(
+                    &Value::Null,
+                    code::PARSE_ERROR,
+                    &format!("parse error: {error}"),
+                );
+            }
+        };
+        let Value::Object(message) = message else {
+            return self.respond_error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                "expected one JSON-RPC object per line",
+            );
+        };
+        let id = message.get("id").cloned();
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            // A response to a request we never sent, or junk: nothing to answer.
+            return;
+        };
+        match (method, id) {
+            ("notifications/cancelled", None) => {
+                let request = params.get("requestId").cloned().unwrap_or(Value::Null);
+                eprintln!("fixture: request {request} cancelled");
+                lock(&self.cancelled).push(request);
+                self.cancelled_signal.notify_all();
+            }
+            (_, None) => {} // notifications/initialized and any other notification
+            ("initialize", Some(id)) => self.initialize(&id, &params),
+            ("ping", Some(id)) | ("logging/setLevel", Some(id)) => self.respond(&id, json!({})),
+            ("tools/list", Some(id)) => self.list_tools(&id, &params),
+            ("tools/call", Some(id)) => {
+                let server = Arc::clone(self);
+                thread::spawn(move || server.call_tool(&id, &params));
+            }
+            (method, Some(id)) => {
+                self.respond_error(
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    &format!("method not found: {method}"),
+                );
+            }
+        }
+    }
+
+    fn initialize(&self, id: &Value, params: &Value) {
+        if let Some(code) = self.options.exit_on_init {
+            eprintln!("fixture: exiting with code {code} on initialize, as asked");
+            process::exit(code);
+        }
+        if self.options.no_init_reply {
+            eprintln!("fixture: not answering initialize, as asked");
+            return;
+        }
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = match (&self.options.protocol, requested) {
+            (Some(forced), _) => forced.as_str(),
+            (None, Some(requested)) if SUPPORTED_VERSIONS.contains(&requested) => requested,
+            (None, _) => LATEST_VERSION,
+        };
+        self.respond(
+            id,
+            json!({
+                "protocolVersion": version,
+                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                "serverInfo": {"name": self.options.name, "version": env!("CARGO_PKG_VERSION")},
+            }),
+        );
+    }
+
+    fn list_tools(&self, id: &Value, params: &Value) {
+        let tools = lock(&self.tools);
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(cursor) => match cursor.as_str().and_then(decode_cursor) {
+                Some(start) if start <= tools.len() => start,
+                _ => {
+                    return self.respond_error(
+                        id,
+                        code::INVALID_PARAMS,
+                        &format!("invalid cursor {cursor}"),
+                    );
+                }
+            },
+        };
+        let end = self
+            .options
+            .page_size
+            .map_or(tools.len(), |size| (start + size).min(tools.len()));
+        let page: Vec<Value> = tools[start..end]
+            .iter()
+            .map(|tool| tool.definition.clone())
+            .collect();
+        let mut result = json!({"tools": page});
+        if end < tools.len() {
+            result["nextCursor"] = Value::String(encode_cursor(end));
+        }
+        drop(tools);
+        self.respond(id, result);
+    }
+
+    fn call_tool(&self, id: &Value, params: &Value) {
+        let Some(name) = params.get("name").and_then(Value::as_str) else {
+            return self.respond_error(
+                id,
+                code::INVALID_PARAMS,
+                "tools/call needs a string `name`",
+            );
+        };
+        let empty = Map::new();
+        let args = match params.get("arguments") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(args)) => args,
+            Some(_) => return self.respond(id, tool_error("`arguments` must be an object")),
+        };
+        let kind = lock(&self.tools)
+            .iter()
+            .find(|tool| tool.name == name)
+            .map(|tool| tool.kind);
+        let Some(kind) = kind else {
+            return self.respond_error(id, code::INVALID_PARAMS, &format!("unknown tool: {name}"));
+        };
+        let progress_token = params.pointer("/_meta/progressToken").cloned();
+        match self.run_tool(kind, name, args, id, progress_token) {
+            Ok(Some(result)) => self.respond(id, result),
+            Ok(None) => {
+                eprintln!("fixture: call {id} to {name} stopped by cancellation; not answering")
+            }
+            Err(message) => self.respond(id, tool_error(&message)),
+        }
+    }
+
+    /// Runs one tool. `Ok(None)` means the call was cancelled and gets no response;
+    /// `Err` is an invalid-arguments tool error.
+    fn run_tool(
+        &self,
+        kind: Kind,
+        name: &str,
+        args: &Map<String, Value>,
+        id: &Value,
+        progress_token: Option<Value>,
+    ) -> Result<Option<Value>, String> {
+        let result = match kind {
+            Kind::Echo => text_result(string_arg(args, "text")?.ok_or("`text` is required")?),
+            Kind::EchoLike => text_result(string_arg(args, "text")?.unwrap_or(name)),
+            Kind::Add => {
+                let (a, b) = (number_arg(args, "a")?, number_arg(args, "b")?);
+                let sum = match (a.as_i64(), b.as_i64()) {
+                    (Some(a), Some(b)) if a.checked_add(b).is_some() => json!(a + b),
+                    _ => json!(a.as_f64().unwrap_or(f64::NAN) + b.as_f64().unwrap_or(f64::NAN)),
+                };
+                json!({
+                    "content": [{"type": "text", "text": sum.to_string()}],
+                    "structuredContent": {"sum": sum},
+                })
+            }
+            Kind::Sleep => {
+                let ms = uint_arg(args, "ms")?.ok_or("`ms` is required")?;
+                let deadline = Instant::now() + Duration::from_millis(ms);
+                if !self.wait_unless_cancelled(id, deadline) {
+                    return Ok(None);
+                }
+                text_result(&format!("slept {ms}"))
+            }
+            Kind::Fail => tool_error(string_arg(args, "message")?.unwrap_or("failed")),
+            Kind::Crash => {
+                let code = uint_arg(args, "code")?.unwrap_or(1);
+                eprintln!("fixture: crashing with exit code {code}, as asked");
+                process::exit(i32::try_from(code).unwrap_or(1));
+            }
+            Kind::Cancellations => {
+                let ids = Value::Array(lock(&self.cancelled).clone());
+                text_result(&ids.to_string())
+            }
+            Kind::AddTool => {
+                let new = string_arg(args, "name")?.ok_or("`name` is required")?;
+                {
+                    let mut tools = lock(&self.tools);
+                    if tools.iter().any(|tool| tool.name == new) {
+                        return Err(format!("a tool named {new:?} already exists"));
+                    }
+                    tools.push(Tool::echo_like(new));
+                }
+                self.notify("notifications/tools/list_changed", json!({}));
+                text_result(&format!("added {new}"))
+            }
+            Kind::Log => {
+                let text = string_arg(args, "text")?.ok_or("`text` is required")?;
+                eprintln!("{text}");
+                self.notify(
+                    "notifications/message",
+                    json!({"level": "info", "logger": self.options.name, "data": text}),
+                );
+                text_result("logged")
+            }
+            Kind::Huge => {
+                let bytes = uint_arg(args, "bytes")?.ok_or("`bytes` is required")?;
+                let bytes =
+                    usize::try_from(bytes).map_err(|_| "`bytes` is too large".to_owned())?;
+                text_result(&"x".repeat(bytes))
+            }
+            Kind::Progress => {
+                let steps = uint_arg(args, "steps")?.ok_or("`steps` is required")?;
+                let interval = Duration::from_millis(uint_arg(args, "interval_ms")?.unwrap_or(10));
+                for step in 1..=steps {
+                    if !self.wait_unless_cancelled(id, Instant::now() + interval) {
+                        return Ok(None);
+                    }
+                    if let Some(token) = &progress_token {
+                        self.notify(
+                            "notifications/progress",
+                            json!({"progressToken": token, "progress": step, "total": steps, "message": format!("step {step}")}),
+                        );
+                    }
+                }
+                text_result(&format!("done {steps}"))
+            }
+            Kind::Multi => {
+                let parts = args
+                    .get("parts")
+                    .and_then(Value::as_array)
+                    .ok_or("`parts` must be an array")?;
+                let content = parts
+                    .iter()
+                    .map(|part| {
+                        part.as_str()
+                            .map(|text| json!({"type": "text", "text": text}))
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("`parts` must hold strings")?;
+                json!({"content": content})
+            }
+            Kind::Image => json!({
+                "content": [
+                    {"type": "text", "text": "a red pixel"},
+                    {"type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"},
+                ],
+            }),
+        };
+        Ok(Some(result))
+    }
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+fn tool_error(message: &str) -> Value {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
+}
+
+fn string_arg<'a>(args: &'a Map<String, Value>, field: &str) -> Result<Option<&'a str>, String> {
+    match args.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(format!("`{field}` must be a string")),
+    }
+}
+
+fn number_arg<'a>(
+    args: &'a Map<String, Value>,
+    field: &str,
+) -> Result<&'a serde_json::Number, String> {
+    match args.get(field) {
+        Some(Value::Number(number)) => Ok(number),
+        Some(_) => Err(format!("`{field}` must be a number")),
+        None => Err(format!("`{field}` is required")),
+    }
+}
+
+fn uint_arg(args: &Map<String, Value>, field: &str) -> Result<Option<u64>, String> {
+    match args.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| format!("`{field}` must be a non-negative integer")),
+    }
+}
+
+/// Cursors are opaque to clients; this one hides an offset behind a prefix so that
+/// a client passing anything but what it was given gets an error.
+fn encode_cursor(offset: usize) -> String {
+    format!("fixture-page-{offset:x}")
+}
+
+fn decode_cursor(cursor: &str) -> Option<usize> {
+    usize::from_str_radix(cursor.strip_prefix("fixture-page-")?, 16).ok()
+}
+
+fn main() {
+    let options = match Options::parse(std::env::args().skip(1)) {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("fixture-server: {message}");
+            process::exit(2);
+        }
+    };
+    for i in 0..options.stderr_lines {
+        eprintln!("fixture: stderr line {i}");
+    }
+    if !options.start_delay.is_zero() {
+        thread::sleep(options.start_delay);
+    }
+    let server = Arc::new(Server {
+        tools: Mutex::new(initial_tools(&options)),
+        options,
+        out: Mutex::new(io::stdout()),
+        cancelled: Mutex::new(Vec::new()),
+        cancelled_signal: Condvar::new(),
+    });
+    for line in io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if !line.trim().is_empty() {
+            server.handle_line(&line);
+        }
+    }
+    // Stdin closed: the client is done with us. In-flight calls die with the process.
+}

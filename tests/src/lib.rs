@@ -1,0 +1,31 @@
+//! Shared helpers for mcpbox's integration tests.
+//!
+//! The tests run mcpbox against real MCP servers rather than mocks:
+//!
+//! - the **fixture server** (`src/bin/fixture-server.rs`), a binary of this crate whose
+//!   behaviour and faults are chosen by flags; [`fixture`] holds the tool names it
+//!   serves and [`fixture_server!`] finds the binary from an integration test;
+//! - **npm peers**, the official reference servers `@modelcontextprotocol/server-everything`,
+//!   `server-filesystem` and `server-memory`, pinned in `tests/peers/package-lock.json`;
+//! - a **Python peer** on the official SDK (PyPI `mcp`, pinned in
+//!   `tests/peers/requirements.txt`), `tests/peers/fastmcp_server.py`.
+//!
+//! The npm and Python peers are installed under `tests/peers/` by `scripts/install-peers`
+//! (which `scripts/test` runs first). The functions in [`peers`] return the command line
+//! that starts each one, as `(command, args)` ready for an `.mcp.json` entry, and panic
+//! with "run scripts/install-peers first" when the peer is not installed.
+//!
+//! [`stdio::StdioPeer`] talks to any of them directly over stdio, with a deadline on
+//! every read; `tests/fixture_server.rs` and `tests/peers.rs` use it to pin down what
+//! the servers do before mcpbox's own tests rely on it.
+
+#![deny(missing_docs)]
+
+pub mod fixture;
+pub mod peers;
+pub mod stdio;
+
+pub use peers::{
+    everything_command, fastmcp_server_command, filesystem_command, memory_command, npm_bin,
+    peers_dir, python_venv,
+};

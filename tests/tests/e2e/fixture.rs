@@ -1,0 +1,404 @@
+//! The registry against the workspace's fixture server: negotiation, paging,
+//! naming, collisions, failures beside working servers, results, timeouts,
+//! list changes and argument validation.
+
+use std::time::Duration;
+
+use mcpbox::{CallError, CallOptions, Event, ServerState};
+use serde_json::json;
+
+use crate::{PATIENCE, assert_connected, fixture, fixture_entry, next_event, open, ready, status};
+
+async fn call(
+    runtime: &mcpbox::Runtime,
+    tool: &str,
+    args: serde_json::Value,
+) -> Result<mcpbox::CallResult, CallError> {
+    tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool(tool, args, CallOptions::default()),
+    )
+    .await
+    .expect("the call finishes in time")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn echo_round_trip_and_status() {
+    let runtime = open(json!({ "fx": fixture_entry(&["--name", "fixture-one"]) })).await;
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "fx");
+    let fx = status(&servers, "fx");
+    assert_eq!(fx.protocol_version.as_deref(), Some("2025-11-25"));
+    assert_eq!(fx.server_name.as_deref(), Some("fixture-one"));
+    assert_eq!(fx.transport, "stdio");
+    assert_eq!(fx.tool_count as usize, runtime.tools().len());
+
+    let result = call(&runtime, "mcp__fx__echo", json!({"text": "hello"}))
+        .await
+        .unwrap();
+    assert!(!result.is_error);
+    assert_eq!(result.text, "hello");
+    assert_eq!(result.content, json!([{"type": "text", "text": "hello"}]));
+
+    let sum = call(&runtime, "mcp__fx__add", json!({"a": 2, "b": 3.5}))
+        .await
+        .unwrap();
+    assert_eq!(sum.structured_content, Some(json!({"sum": 5.5})));
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn negotiates_down_to_2024_11_05_and_rejects_unknown_versions() {
+    let runtime = open(json!({
+        "old": fixture_entry(&["--protocol", "2024-11-05"]),
+        "future": fixture_entry(&["--protocol", "1999-01-01"]),
+    }))
+    .await;
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "old");
+    assert_eq!(
+        status(&servers, "old").protocol_version.as_deref(),
+        Some("2024-11-05")
+    );
+    let future = status(&servers, "future");
+    assert_eq!(future.state, ServerState::Failed);
+    let error = future.error.as_deref().unwrap_or_default();
+    assert!(error.contains("1999-01-01"), "{error}");
+    // The old server's tools work.
+    let r = call(&runtime, "mcp__old__echo", json!({"text": "x"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "x");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn follows_every_page_of_tools() {
+    let runtime =
+        open(json!({ "paged": fixture_entry(&["--tools", "10", "--page-size", "3"]) })).await;
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "paged");
+    let names: Vec<String> = runtime.tools().iter().map(|t| t.name.clone()).collect();
+    for i in 0..10 {
+        assert!(
+            names.contains(&format!("mcp__paged__tool_{i}")),
+            "tool_{i} missing from {names:?}"
+        );
+    }
+    assert!(names.contains(&"mcp__paged__echo".to_owned()));
+    // Sorted by name, and every tool counted.
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(names, sorted);
+    assert_eq!(status(&servers, "paged").tool_count as usize, names.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn names_are_sanitised_capped_and_still_callable() {
+    let runtime = open(json!({ "w": fixture_entry(&["--weird-names"]) })).await;
+    assert_connected(&ready(&runtime).await, "w");
+    let tools = runtime.tools();
+    for t in tools.iter() {
+        assert!(t.name.len() <= 64, "{} is longer than 64", t.name);
+        assert!(
+            t.name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+            "{}",
+            t.name
+        );
+    }
+    let dotted = tools
+        .iter()
+        .find(|t| t.tool == "read.file")
+        .expect("read.file listed");
+    assert_eq!(dotted.name, "mcp__w__read_file");
+    let long: Vec<_> = tools.iter().filter(|t| t.tool.len() > 60).collect();
+    assert!(long.len() >= 2, "the fixture has two long names: {tools:?}");
+    assert_ne!(
+        long[0].name, long[1].name,
+        "long names that share a prefix must stay distinct"
+    );
+    // A sanitised name routes to the original tool name on the server.
+    let r = call(&runtime, &dotted.name, json!({})).await.unwrap();
+    assert!(!r.is_error, "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn collisions_are_reported_and_the_later_tool_skipped() {
+    let runtime = open(json!({ "c": fixture_entry(&["--collide"]) })).await;
+    let mut events = runtime.events();
+    assert_connected(&ready(&runtime).await, "c");
+    let warning = next_event(
+        &mut events,
+        |e| matches!(e, Event::Warning(w) if w.contains("x.y") || w.contains("x_y")),
+    )
+    .await;
+    let Event::Warning(text) = warning else {
+        unreachable!()
+    };
+    assert!(
+        text.contains("x.y") && text.contains("x_y"),
+        "both tools are named: {text}"
+    );
+    let colliding: Vec<_> = runtime
+        .tools()
+        .iter()
+        .filter(|t| t.name == "mcp__c__x_y")
+        .map(|t| t.tool.clone())
+        .collect();
+    assert_eq!(
+        colliding.len(),
+        1,
+        "exactly one of the colliding tools is registered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_server_does_not_stop_the_others() {
+    let runtime = open(json!({
+        "good": fixture_entry(&[]),
+        "missing": { "command": "/nonexistent/mcp-server" },
+        "dies": fixture_entry(&["--exit-on-init", "7"]),
+        "needs_var": { "command": fixture(), "env": { "TOKEN": "${MCPBOX_TEST_SURELY_UNSET}" } },
+    }))
+    .await;
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "good");
+    for name in ["missing", "dies", "needs_var"] {
+        assert_eq!(status(&servers, name).state, ServerState::Failed, "{name}");
+    }
+    let missing = status(&servers, "missing")
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(missing.contains("/nonexistent/mcp-server"), "{missing}");
+    let dies = status(&servers, "dies").error.clone().unwrap_or_default();
+    assert!(
+        dies.contains("exit code 7"),
+        "the exit status is reported: {dies}"
+    );
+    let needs_var = status(&servers, "needs_var")
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        needs_var.contains("MCPBOX_TEST_SURELY_UNSET"),
+        "{needs_var}"
+    );
+
+    let r = call(&runtime, "mcp__good__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "still here");
+    let err = call(&runtime, "mcp__dies__echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            CallError::UnknownTool(_) | CallError::ServerUnavailable(_)
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_errors_are_results_not_failures() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    ready(&runtime).await;
+    let r = call(&runtime, "mcp__fx__fail", json!({"message": "it broke"}))
+        .await
+        .unwrap();
+    assert!(r.is_error);
+    assert!(r.text.contains("it broke"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn timeout_cancels_on_the_server_and_the_server_keeps_working() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    ready(&runtime).await;
+    let options = CallOptions {
+        timeout: Some(Duration::from_millis(300)),
+    };
+    let err = runtime
+        .call_tool("mcp__fx__sleep", json!({"ms": 20_000}), options)
+        .await
+        .unwrap_err();
+    let CallError::Timeout(message) = &err else {
+        panic!("expected a timeout, got {err:?}")
+    };
+    assert!(message.contains("mcp__fx__sleep"), "{message}");
+
+    // The server observed notifications/cancelled for that request.
+    let seen = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let r = call(&runtime, "mcp__fx__cancellations", json!({}))
+                .await
+                .unwrap();
+            let ids: Vec<serde_json::Value> = serde_json::from_str(&r.text).unwrap();
+            if !ids.is_empty() {
+                return ids;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the server sees the cancellation");
+    assert_eq!(seen.len(), 1, "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_changed_updates_the_registry() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    ready(&runtime).await;
+    let mut events = runtime.events();
+    assert!(!runtime.tools().iter().any(|t| t.name == "mcp__fx__fresh"));
+    call(&runtime, "mcp__fx__add_tool", json!({"name": "fresh"}))
+        .await
+        .unwrap();
+    next_event(
+        &mut events,
+        |e| matches!(e, Event::ToolsChanged(s) if s == "fx"),
+    )
+    .await;
+    assert!(
+        runtime.tools().iter().any(|t| t.name == "mcp__fx__fresh"),
+        "{:?}",
+        runtime.tools()
+    );
+    let count = runtime
+        .servers()
+        .iter()
+        .find(|s| s.name == "fx")
+        .unwrap()
+        .tool_count as usize;
+    assert_eq!(count, runtime.tools().len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn schema_invalid_arguments_are_rejected_before_the_call() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    ready(&runtime).await;
+    let err = call(&runtime, "mcp__fx__echo", json!({"text": 5}))
+        .await
+        .unwrap_err();
+    let CallError::InvalidArguments(message) = &err else {
+        panic!("expected invalid arguments, got {err:?}")
+    };
+    assert!(
+        message.contains("text"),
+        "the message names the field: {message}"
+    );
+    let err = call(&runtime, "mcp__fx__echo", json!({}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::InvalidArguments(m) if m.contains("text")),
+        "{err:?}"
+    );
+    let err = runtime
+        .call_tool_json("mcp__fx__echo", "{not json".into(), CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments(_)), "{err:?}");
+    let err = call(&runtime, "mcp__fx__nope", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::UnknownTool(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_mid_call_fails_the_call_and_marks_the_server() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]), "other": fixture_entry(&[]) })).await;
+    ready(&runtime).await;
+    let err = call(&runtime, "mcp__fx__crash", json!({"code": 3}))
+        .await
+        .unwrap_err();
+    let CallError::ServerUnavailable(message) = &err else {
+        panic!("expected unavailable, got {err:?}")
+    };
+    assert!(message.contains("exit code 3"), "{message}");
+    let servers = runtime.servers();
+    assert_eq!(status(&servers, "fx").state, ServerState::Failed);
+    assert!(!runtime.tools().iter().any(|t| t.server == "fx"));
+    let r = call(&runtime, "mcp__other__echo", json!({"text": "ok"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "ok");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn garbage_on_stdout_is_skipped() {
+    let runtime = open(json!({ "noisy": fixture_entry(&["--garbage"]) })).await;
+    assert_connected(&ready(&runtime).await, "noisy");
+    let r = call(&runtime, "mcp__noisy__echo", json!({"text": "clean"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "clean");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn disabled_servers_and_config_issues() {
+    let runtime = open(json!({
+        "off": { "command": fixture(), "enabled": false },
+        "bad": { "command": 42 },
+        "fine": fixture_entry(&[]),
+    }))
+    .await;
+    let servers = ready(&runtime).await;
+    assert_eq!(status(&servers, "off").state, ServerState::Closed);
+    assert_connected(&servers, "fine");
+    let issue = runtime
+        .config_issues()
+        .iter()
+        .find(|i| i.server.as_deref() == Some("bad"))
+        .expect("bad is reported");
+    assert_eq!(issue.field.as_deref(), Some("command"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_config_text_is_an_error_naming_the_origin() {
+    let err = mcpbox::Options::from_config_text("broken.json", "{\"mcpServers\": ")
+        .open()
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("broken.json"), "{text}");
+    assert!(text.starts_with("broken.json:1:"), "names the file, line and column: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_stops_servers_and_later_calls_fail_cleanly() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    ready(&runtime).await;
+    runtime.shutdown().await;
+    let err = call(&runtime, "mcp__fx__echo", json!({"text": "late"}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::Runtime(_)), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trapping_guest_is_replaced_and_the_host_survives() {
+    let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
+    // Room for normal work, not for an 8 MB argument: copying it into the guest
+    // exceeds the memory limit and traps the guest.
+    let runtime = mcpbox::Options::from_config_text("trap.json", text)
+        .memory_limit(4 * 1024 * 1024)
+        .open()
+        .await
+        .unwrap();
+    assert_connected(&ready(&runtime).await, "fx");
+    let mut events = runtime.events();
+
+    let huge = "x".repeat(8 * 1024 * 1024);
+    let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge })).await.unwrap_err();
+    let CallError::Runtime(message) = &err else { panic!("expected a runtime error, got {err:?}") };
+    assert!(message.contains("restarted"), "{message}");
+    next_event(&mut events, |e| matches!(e, Event::Warning(w) if w.contains("restarted"))).await;
+
+    // A fresh guest reconnected the server; calls work again.
+    assert_connected(&ready(&runtime).await, "fx");
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "after"})).await.unwrap();
+    assert_eq!(r.text, "after");
+}

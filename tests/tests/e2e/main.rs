@@ -1,0 +1,81 @@
+//! End-to-end tests: the real host, the real guest component, and real server
+//! processes — the workspace's fixture server and the npm and PyPI reference
+//! servers (installed by `scripts/install-peers`, which `scripts/test` runs).
+//!
+//! One test binary, so the guest is compiled (or loaded from the cache) once
+//! per run and every test shares it.
+
+mod concurrency;
+mod fixture;
+mod peers;
+
+use std::time::Duration;
+
+use mcpbox::{Event, Options, Runtime, ServerState, ServerStatus};
+use serde_json::{Value, json};
+
+/// Generous: tests check behaviour, not speed.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// The fixture server's path.
+pub fn fixture() -> &'static str {
+    env!("CARGO_BIN_EXE_fixture-server")
+}
+
+/// A stdio server entry running the fixture server with `args`.
+pub fn fixture_entry(args: &[&str]) -> Value {
+    json!({ "command": fixture(), "args": args })
+}
+
+/// Opens a runtime over `servers` (the value of `mcpServers`).
+pub async fn open(servers: Value) -> Runtime {
+    let text = json!({ "mcpServers": servers }).to_string();
+    Options::from_config_text("test.mcp.json", text)
+        .open()
+        .await
+        .expect("the runtime opens")
+}
+
+/// Waits for every server to settle; panics after [`PATIENCE`].
+pub async fn ready(runtime: &Runtime) -> Vec<ServerStatus> {
+    tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .expect("servers settle in time")
+        .to_vec()
+}
+
+/// The status of the server called `name`.
+pub fn status<'a>(servers: &'a [ServerStatus], name: &str) -> &'a ServerStatus {
+    servers
+        .iter()
+        .find(|s| s.name == name)
+        .unwrap_or_else(|| panic!("no server {name} in {servers:?}"))
+}
+
+/// Asserts that a server connected, showing its error otherwise.
+pub fn assert_connected(servers: &[ServerStatus], name: &str) {
+    let s = status(servers, name);
+    assert_eq!(
+        s.state,
+        ServerState::Connected,
+        "{name} did not connect: {s:?}"
+    );
+}
+
+/// Waits until an event matching `pred` arrives.
+pub async fn next_event(
+    events: &mut tokio::sync::broadcast::Receiver<Event>,
+    mut pred: impl FnMut(&Event) -> bool,
+) -> Event {
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            match events.recv().await {
+                Ok(e) if pred(&e) => return e,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("event stream ended: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("the event arrives in time")
+}
