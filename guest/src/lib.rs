@@ -58,3 +58,6 @@ mod prelude {
 
 #[cfg(test)]
 mod testing;
+
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;

@@ -10,10 +10,16 @@ Tools:
     fail(message: str) -> str      always raises ToolError: the result has isError: true and
                                    the text "Error executing tool fail: MESSAGE"
 
+With `--http PORT` it serves Streamable HTTP on 127.0.0.1:PORT at `/mcp` instead
+(port 0: the OS picks one, and uvicorn's stderr line "Uvicorn running on
+http://127.0.0.1:PORT" says which).
+
 The pinned SDK is `mcp` 2.x, where FastMCP is called MCPServer
 (`mcp.server.mcpserver`); with `mcp` 1.x the same code runs on FastMCP
 (`mcp.server.fastmcp`). Both speak stdio as newline-delimited JSON-RPC.
 """
+
+import sys
 
 try:  # mcp >= 2
     from mcp.server.mcpserver import MCPServer as Server
@@ -44,5 +50,21 @@ def fail(message: str) -> str:
     raise ToolError(message)
 
 
+def main(argv):
+    if not argv:
+        server.run("stdio")
+    elif len(argv) == 2 and argv[0] == "--http" and argv[1].isdigit():
+        # Streamable HTTP on loopback at /mcp. Port 0 lets the OS choose; uvicorn then
+        # logs the bound address ("Uvicorn running on http://127.0.0.1:PORT") to stderr.
+        port = int(argv[1])
+        try:
+            server.run("streamable-http", host="127.0.0.1", port=port)
+        except TypeError:  # mcp 1.x: host and port are settings
+            server.settings.host, server.settings.port = "127.0.0.1", port
+            server.run("streamable-http")
+    else:
+        sys.exit("usage: fastmcp_server.py [--http PORT]")
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    main(sys.argv[1:])

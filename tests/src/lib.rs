@@ -26,6 +26,6 @@ pub mod peers;
 pub mod stdio;
 
 pub use peers::{
-    everything_command, fastmcp_server_command, filesystem_command, memory_command, npm_bin,
-    peers_dir, python_venv,
+    everything_command, fastmcp_http_command, fastmcp_server_command, filesystem_command,
+    memory_command, npm_bin, peers_dir, python_venv,
 };

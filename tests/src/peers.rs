@@ -55,6 +55,19 @@ pub fn fastmcp_server_command() -> (String, Vec<String>) {
     (display(&python), vec![display(&script)])
 }
 
+/// Starts `tests/peers/fastmcp_server.py` serving Streamable HTTP on `127.0.0.1:port`
+/// at `/mcp`. With port 0 the OS picks the port, and the server's stderr line
+/// `Uvicorn running on http://127.0.0.1:PORT` says which.
+///
+/// # Panics
+///
+/// When the venv is not installed.
+pub fn fastmcp_http_command(port: u16) -> (String, Vec<String>) {
+    let (python, mut args) = fastmcp_server_command();
+    args.extend(["--http".to_owned(), port.to_string()]);
+    (python, args)
+}
+
 /// Starts `@modelcontextprotocol/server-everything` over stdio (it needs the `stdio`
 /// argument; without one it also defaults to stdio).
 ///
