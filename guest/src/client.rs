@@ -701,6 +701,22 @@ impl Client {
         timeout_ms: u64,
         now_ms: u64,
     ) {
+        let deadline_ms = now_ms.saturating_add(timeout_ms);
+        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms);
+    }
+
+    /// Like [`Client::start_call`], with a first deadline set by the caller: a call
+    /// that waited for its server to restart keeps the deadline it started with.
+    /// Progress still pushes the deadline back by the full `timeout_ms`.
+    pub fn start_call_until(
+        &mut self,
+        call: u64,
+        name: &str,
+        tool: &str,
+        arguments: &str,
+        timeout_ms: u64,
+        deadline_ms: u64,
+    ) {
         let Ok(arguments) = RawValue::from_string(arguments.to_string()) else {
             self.events.push(ClientEvent::Completed(Completion {
                 call,
@@ -722,7 +738,7 @@ impl Client {
             call,
             name: name.to_string(),
             timeout_ms,
-            deadline_ms: now_ms.saturating_add(timeout_ms),
+            deadline_ms,
         });
         self.request("tools/call", Some(tool), Some(&params), pending);
     }

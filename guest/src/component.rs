@@ -396,4 +396,8 @@ impl wit::Guest for Component {
     fn shutdown() {
         with(Manager::shutdown);
     }
+
+    fn reconnect(server: String) -> Result<(), String> {
+        with(|m| m.reconnect(&server))
+    }
 }

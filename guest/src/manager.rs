@@ -11,12 +11,41 @@
 //! otherwise it blocks on every live connection, the nearest deadline and the
 //! embedder's wake signal at once (see [`Platform::block`]), so a Store driver that
 //! parks the guest in `wait(10 s)` still gets control back the moment it has work.
+//!
+//! # Restarts
+//!
+//! A server that exits or drops its connection fails every call in flight on it at
+//! once, with the reason (`server `fx` exited (exit code 3)` and its last stderr
+//! lines), and becomes `failed`. Its last tool list is kept on its slot, out of the
+//! registry: [`Manager::tools`] does not offer tools that cannot run, but
+//! [`Manager::start_call`] still recognises them (never "unknown tool"), checks the
+//! arguments against the kept schema, and restarts the server:
+//!
+//! - A *failure* is a lost connection or a failed connect (refused open, failed
+//!   handshake, connect timeout). Failures in a row are counted; the count goes back
+//!   to 0 when a call on the server gets any JSON-RPC answer, on [`Manager::reconnect`]
+//!   and on [`Manager::load_config`]. Connecting alone does not reset it, so a server
+//!   that crashes on every call still runs out of restarts.
+//! - After failure *n* a restart is allowed [`backoff_ms`]`(n)` later: 1 s, doubling,
+//!   at most 30 s. A call before then fails at once with `server-unavailable` saying
+//!   how long to wait. A call after then reopens the connection and is *held*, not
+//!   sent, until the server is connected again (calls arriving meanwhile are held
+//!   too); it fails with `server-unavailable` if connecting fails or its own timeout
+//!   passes first, and is re-checked against the fresh tool list before it is sent.
+//! - After [`CIRCUIT_THRESHOLD`] failures in a row the circuit is open: calls fail at
+//!   once and nothing restarts the server until `reconnect` or a configuration reload.
+//!
+//! Nothing restarts a server on a timer: restarts follow calls, so an idle broken
+//! server costs nothing. A server that never connected has no tool list to recognise
+//! calls by and stays failed until `reconnect` or a reload.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
 use core::fmt;
 
-use crate::client::{CallError, CallOptions, Client, ClientEvent, Completion, Phase, Stats};
+use crate::client::{
+    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Phase, Stats,
+};
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::naming;
 use crate::registry::{self, Registry, Source, Tool, ToolInfo};
@@ -25,6 +54,37 @@ use crate::transport::{Connection, Platform, TransportError, Woken, format_ms};
 /// How many `receive` rounds one connection gets per pump, so one chatty server
 /// cannot starve the others.
 const RECEIVE_ROUNDS: usize = 16;
+
+/// The wait before the first restart.
+pub const BACKOFF_BASE_MS: u64 = 1_000;
+
+/// The longest wait between restarts.
+pub const BACKOFF_CAP_MS: u64 = 30_000;
+
+/// Failures in a row after which a server is no longer restarted (the circuit
+/// opens) until it is reconnected or the configuration is reloaded.
+pub const CIRCUIT_THRESHOLD: u32 = 5;
+
+/// How long after its `failures`-th failure in a row a server may be restarted:
+/// [`BACKOFF_BASE_MS`], doubling with every failure, at most [`BACKOFF_CAP_MS`].
+pub fn backoff_ms(failures: u32) -> u64 {
+    match failures {
+        0 => 0,
+        n => BACKOFF_BASE_MS
+            .saturating_mul(1 << (n - 1).min(16))
+            .min(BACKOFF_CAP_MS),
+    }
+}
+
+/// A wait for people, rounded up to a tenth of a second: `0.7s`, `2s`, `12.5s`.
+fn format_wait(ms: u64) -> String {
+    let tenths = ms.div_ceil(100).max(1);
+    if tenths.is_multiple_of(10) {
+        format!("{}s", tenths / 10)
+    } else {
+        format!("{}.{}s", tenths / 10, tenths % 10)
+    }
+}
 
 /// The life cycle of one configured server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,15 +158,88 @@ pub enum Event {
 struct Slot<C> {
     config: ServerConfig,
     state: ServerState,
+    /// Why it failed (or is closed), without the restart advice `status_of` adds.
     error: Option<String>,
     conn: Option<C>,
     client: Option<Client>,
     /// When a starting server must be connected by.
     connect_deadline: Option<u64>,
-    /// Its tools, named and compiled; empty unless connected.
+    /// Its last tool list, named and compiled. In the registry while connected;
+    /// kept after the connection is lost so calls to them are still recognised
+    /// (and restart it). Empty until it first connects; cleared by `shutdown`.
     tools: Vec<Tool>,
+    /// Calls waiting for it to (re)connect, oldest first.
+    held: Vec<Held>,
+    /// Failures in a row: lost connections and failed connects since a call last
+    /// got an answer (or since `reconnect` / `load_config`).
+    failures: u32,
+    /// When the last failure happened; the backoff counts from here.
+    failed_at: u64,
     /// The status last reported in an event, to report changes only.
     reported: Option<ServerStatus>,
+}
+
+/// A call waiting for its server to reconnect.
+struct Held {
+    call: u64,
+    /// The registry name.
+    name: String,
+    /// Checked arguments, JSON object text.
+    arguments: String,
+    timeout_ms: u64,
+    /// The call fails if its server is not connected by then.
+    deadline_ms: u64,
+}
+
+/// Whether a failed server may be restarted now.
+enum Gate {
+    /// Yes.
+    Open,
+    /// Not for this many milliseconds.
+    Wait(u64),
+    /// Never: the circuit is open.
+    Tripped,
+}
+
+impl<C> Slot<C> {
+    fn new(config: ServerConfig) -> Slot<C> {
+        Slot {
+            state: ServerState::Closed,
+            error: (!config.enabled).then(|| "disabled in configuration".to_string()),
+            config,
+            conn: None,
+            client: None,
+            connect_deadline: None,
+            tools: Vec::new(),
+            held: Vec::new(),
+            failures: 0,
+            failed_at: 0,
+            reported: None,
+        }
+    }
+
+    /// A failed server that calls can restart: it has a tool list to recognise
+    /// them by.
+    fn restartable(&self) -> bool {
+        self.state == ServerState::Failed && !self.tools.is_empty()
+    }
+
+    fn gate(&self, now: u64) -> Gate {
+        if self.failures >= CIRCUIT_THRESHOLD {
+            return Gate::Tripped;
+        }
+        let at = self.failed_at.saturating_add(backoff_ms(self.failures));
+        if now >= at {
+            Gate::Open
+        } else {
+            Gate::Wait(at - now)
+        }
+    }
+
+    /// Its retained tool of that registry name.
+    fn retained(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
 }
 
 /// All servers of one configuration.
@@ -141,12 +274,13 @@ fn lost_message<C: Connection>(
     starting: bool,
 ) -> String {
     let diagnostics = conn.map(Connection::diagnostics).unwrap_or_default();
-    let how = match (&diagnostics.exit_status, error) {
-        (Some(status), _) => format!("server `{server}` exited ({status})"),
-        (None, TransportError::Closed(why)) => {
-            format!("server `{server}` closed the connection ({why})")
-        }
-        (None, other) => format!("server `{server}` lost its connection ({other})"),
+    // The transport's own account comes first: it knows, say, that the server
+    // closed its stdout and was stopped for it, where the exit status alone
+    // would only show the signal that stopped it.
+    let how = match (error, &diagnostics.exit_status) {
+        (TransportError::Closed(why), _) => format!("server `{server}` {why}"),
+        (other, Some(status)) => format!("server `{server}` exited ({status}) after {other}"),
+        (other, None) => format!("server `{server}` lost its connection ({other})"),
     };
     let when = if starting {
         " before it finished connecting"
@@ -187,20 +321,8 @@ impl<P: Platform> Manager<P> {
         let parsed = config::parse(origin, text)?;
         self.shutdown();
         self.origin = origin.to_string();
-        self.slots = parsed
-            .servers
-            .into_iter()
-            .map(|config| Slot {
-                state: ServerState::Closed,
-                error: (!config.enabled).then(|| "disabled in configuration".to_string()),
-                config,
-                conn: None,
-                client: None,
-                connect_deadline: None,
-                tools: Vec::new(),
-                reported: None,
-            })
-            .collect();
+        // Fresh slots: every failure count is 0 and every circuit closed.
+        self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         // Loading is not a state change: statuses are reported from `start` on.
         for slot in &mut self.slots {
             slot.reported = Some(status_of(slot, &self.registry));
@@ -211,41 +333,84 @@ impl<P: Platform> Manager<P> {
 
     /// Starts every enabled server that is not already starting or connected.
     pub fn start(&mut self) {
-        let now = self.platform.now_ms();
         for i in 0..self.slots.len() {
             let slot = &self.slots[i];
-            if !slot.config.enabled
-                || matches!(slot.state, ServerState::Starting | ServerState::Connected)
+            if slot.config.enabled
+                && !matches!(slot.state, ServerState::Starting | ServerState::Connected)
             {
-                continue;
-            }
-            let opened = self.platform.open(&slot.config.name, &slot.config.endpoint);
-            let slot = &mut self.slots[i];
-            slot.tools.clear();
-            match opened {
-                Ok(conn) => {
-                    let mut client = Client::new(&slot.config.name);
-                    client.begin();
-                    slot.conn = Some(conn);
-                    slot.client = Some(client);
-                    slot.state = ServerState::Starting;
-                    slot.error = None;
-                    slot.connect_deadline =
-                        Some(now.saturating_add(slot.config.startup_timeout_ms));
-                    self.flush(i);
-                }
-                Err(e) => {
-                    slot.client = None;
-                    slot.state = ServerState::Failed;
-                    slot.error = Some(format!(
-                        "server `{}` could not be started ({} transport): {e}",
-                        slot.config.name,
-                        slot.config.endpoint.kind()
-                    ));
-                }
+                self.open(i);
             }
         }
         self.sync_statuses();
+    }
+
+    /// Connects the server afresh, now: a live connection is dropped first (its
+    /// calls in flight complete with `server-unavailable`), the failure count goes
+    /// back to 0 and the circuit closes. Calls held for it stay held. `Err` when no
+    /// server of that name is configured, or it is disabled.
+    pub fn reconnect(&mut self, server: &str) -> Result<(), String> {
+        let Some(i) = self.slots.iter().position(|s| s.config.name == server) else {
+            let names: Vec<&str> = self.slots.iter().map(|s| s.config.name.as_str()).collect();
+            return Err(format!(
+                "no server named `{server}` in {} (configured: {})",
+                self.origin,
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        };
+        if !self.slots[i].config.enabled {
+            return Err(format!(
+                "server `{server}` is disabled in the configuration"
+            ));
+        }
+        let slot = &mut self.slots[i];
+        slot.failures = 0;
+        if let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) {
+            let message = format!("server `{server}` was reconnected before the call finished");
+            client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
+        }
+        self.process(i);
+        let slot = &mut self.slots[i];
+        // Dropping the connection stops the old process before the new one starts.
+        slot.conn = None;
+        slot.connect_deadline = None;
+        self.open(i);
+        self.rebuild_registry();
+        self.sync_statuses();
+        Ok(())
+    }
+
+    /// Opens slot `i`'s connection and begins the handshake; the slot is starting,
+    /// or failed (a counted failure) when the connection cannot be opened.
+    fn open(&mut self, i: usize) {
+        let now = self.platform.now_ms();
+        let slot = &self.slots[i];
+        let opened = self.platform.open(&slot.config.name, &slot.config.endpoint);
+        let slot = &mut self.slots[i];
+        match opened {
+            Ok(conn) => {
+                let mut client = Client::new(&slot.config.name);
+                client.begin();
+                slot.conn = Some(conn);
+                slot.client = Some(client);
+                slot.state = ServerState::Starting;
+                slot.error = None;
+                slot.connect_deadline = Some(now.saturating_add(slot.config.startup_timeout_ms));
+                self.flush(i);
+            }
+            Err(e) => {
+                slot.client = None;
+                let message = format!(
+                    "server `{}` could not be started ({} transport): {e}",
+                    slot.config.name,
+                    slot.config.endpoint.kind()
+                );
+                self.fail(i, message);
+            }
+        }
     }
 
     /// Every configured server, in configuration order.
@@ -272,6 +437,10 @@ impl<P: Platform> Manager<P> {
 
     /// Starts a call. Errors known at once return here; the result arrives
     /// through [`Manager::wait`].
+    ///
+    /// A tool of a server that was lost is recognised by the server's last tool
+    /// list: the call restarts the server when its backoff has passed and waits
+    /// for it, or fails at once with `server-unavailable` (see "Restarts").
     pub fn start_call(
         &mut self,
         tool: &str,
@@ -279,7 +448,7 @@ impl<P: Platform> Manager<P> {
         options: CallOptions,
     ) -> Result<u64, CallError> {
         let Some(info) = self.registry.get(tool).cloned() else {
-            return Err(self.missing_tool(tool));
+            return self.start_held_call(tool, arguments, options);
         };
         let arguments = self
             .registry
@@ -291,7 +460,7 @@ impl<P: Platform> Manager<P> {
         let now = self.platform.now_ms();
         let slot = &mut self.slots[i];
         let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) else {
-            return Err(unavailable(tool, slot));
+            return Err(unavailable(tool, slot, now));
         };
         let call = self.next_call;
         self.next_call += 1;
@@ -304,15 +473,64 @@ impl<P: Platform> Manager<P> {
         Ok(call)
     }
 
+    /// A call to a tool that is not in the registry: one of a lost server's kept
+    /// tools (hold the call, restarting the server if it may be), or unknown.
+    fn start_held_call(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        options: CallOptions,
+    ) -> Result<u64, CallError> {
+        let owner = self.slots.iter().enumerate().find_map(|(i, s)| {
+            let kept = s.state != ServerState::Connected;
+            kept.then(|| s.retained(tool)).flatten().map(|t| (i, t))
+        });
+        let Some((i, kept)) = owner else {
+            return Err(self.missing_tool(tool));
+        };
+        let arguments = registry::check_arguments(tool, kept.validator.as_deref(), arguments)
+            .map_err(CallError::InvalidArguments)?;
+        let now = self.platform.now_ms();
+        let slot = &self.slots[i];
+        match slot.state {
+            // A restart is under way: wait for it with the calls already waiting.
+            ServerState::Starting => {}
+            ServerState::Failed if matches!(slot.gate(now), Gate::Open) => {
+                self.open(i);
+                self.sync_statuses();
+                let slot = &self.slots[i];
+                if slot.state != ServerState::Starting {
+                    return Err(unavailable(tool, slot, now));
+                }
+            }
+            _ => return Err(unavailable(tool, slot, now)),
+        }
+        let slot = &mut self.slots[i];
+        let call = self.next_call;
+        self.next_call += 1;
+        let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
+        slot.held.push(Held {
+            call,
+            name: tool.to_string(),
+            arguments,
+            timeout_ms,
+            deadline_ms: now.saturating_add(timeout_ms),
+        });
+        self.calls.insert(call, i);
+        Ok(call)
+    }
+
     /// An unknown name may belong to a server that is not connected: say so, since
-    /// "no such tool" would send the caller looking in the wrong place.
+    /// "no such tool" would send the caller looking in the wrong place. A server
+    /// whose last tool list is known does not claim names outside that list.
     fn missing_tool(&self, tool: &str) -> CallError {
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
+                && s.tools.is_empty()
                 && tool.starts_with(&naming::prefix(s.config.name_segment()))
         });
         match owner {
-            Some(slot) => unavailable(tool, slot),
+            Some(slot) => unavailable(tool, slot, self.platform.now_ms()),
             None => CallError::UnknownTool(format!(
                 "no tool named `{tool}` ({} tools available)",
                 self.registry.len()
@@ -326,6 +544,12 @@ impl<P: Platform> Manager<P> {
         let Some(&i) = self.calls.get(&call) else {
             return;
         };
+        let held = &mut self.slots[i].held;
+        if let Some(pos) = held.iter().position(|h| h.call == call) {
+            held.remove(pos);
+            self.complete(call, Err(CallError::Cancelled));
+            return;
+        }
         if let Some(client) = self.slots[i].client.as_mut() {
             client.cancel(call);
         }
@@ -363,14 +587,17 @@ impl<P: Platform> Manager<P> {
         core::mem::take(&mut self.events)
     }
 
-    /// Closes every connection; calls in flight complete with `server-unavailable`.
+    /// Closes every connection; calls in flight or waiting for a restart complete
+    /// with `server-unavailable`. Kept tool lists are dropped: nothing restarts a
+    /// server that was shut down except `start` or `reconnect`.
     pub fn shutdown(&mut self) {
         for i in 0..self.slots.len() {
             let slot = &mut self.slots[i];
+            let message = format!("server `{}` was shut down", slot.config.name);
             if let Some(client) = slot.client.as_mut() {
-                let message = format!("server `{}` was shut down", slot.config.name);
                 client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
             }
+            self.fail_held(i, |_| message.clone());
             self.process(i);
             let slot = &mut self.slots[i];
             slot.conn = None;
@@ -392,10 +619,87 @@ impl<P: Platform> Manager<P> {
                 [
                     s.connect_deadline,
                     s.client.as_ref().and_then(Client::next_deadline),
+                    s.held.iter().map(|h| h.deadline_ms).min(),
                 ]
             })
             .flatten()
             .min()
+    }
+
+    fn complete(&mut self, call: u64, outcome: Result<CallResult, CallError>) {
+        self.calls.remove(&call);
+        self.completions.push(Completion { call, outcome });
+    }
+
+    /// Completes every held call of slot `i` with `server-unavailable`, with the
+    /// text `why(name)` after "{name} is unavailable: ".
+    fn fail_held(&mut self, i: usize, why: impl Fn(&str) -> String) {
+        for h in core::mem::take(&mut self.slots[i].held) {
+            let message = format!("{} is unavailable: {}", h.name, why(&h.name));
+            self.complete(h.call, Err(CallError::ServerUnavailable(message)));
+        }
+    }
+
+    /// Fails held calls whose own timeout passed before their server reconnected.
+    fn expire_held(&mut self, i: usize, now: u64) {
+        let slot = &mut self.slots[i];
+        if slot.held.iter().all(|h| h.deadline_ms > now) {
+            return;
+        }
+        let (expired, kept): (Vec<Held>, Vec<Held>) = core::mem::take(&mut slot.held)
+            .into_iter()
+            .partition(|h| h.deadline_ms <= now);
+        slot.held = kept;
+        let server = slot.config.name.clone();
+        for h in expired {
+            let message = format!(
+                "{} is unavailable: server `{server}` did not reconnect within the call's timeout of {}",
+                h.name,
+                format_ms(h.timeout_ms)
+            );
+            self.complete(h.call, Err(CallError::ServerUnavailable(message)));
+        }
+    }
+
+    /// Sends the calls that waited for slot `i` to connect, each re-checked
+    /// against the tool list the server has now.
+    fn send_held(&mut self, i: usize) {
+        self.expire_held(i, self.platform.now_ms());
+        let held = core::mem::take(&mut self.slots[i].held);
+        for h in held {
+            let server = &self.slots[i].config.name;
+            let info = self
+                .registry
+                .get(&h.name)
+                .filter(|info| info.server == *server)
+                .cloned();
+            let Some(info) = info else {
+                let message = format!(
+                    "no tool named `{}`: server `{server}` was restarted and no longer lists it",
+                    h.name
+                );
+                self.complete(h.call, Err(CallError::UnknownTool(message)));
+                continue;
+            };
+            let arguments = match self.registry.check_arguments(&h.name, &h.arguments) {
+                Ok(arguments) => arguments,
+                Err(e) => {
+                    self.complete(h.call, Err(CallError::InvalidArguments(e)));
+                    continue;
+                }
+            };
+            if let Some(client) = self.slots[i].client.as_mut() {
+                client.start_call_until(
+                    h.call,
+                    &h.name,
+                    &info.tool,
+                    &arguments,
+                    h.timeout_ms,
+                    h.deadline_ms,
+                );
+            }
+        }
+        self.flush(i);
     }
 
     /// One round over every connection: receive, process, fire deadlines, send.
@@ -408,6 +712,7 @@ impl<P: Platform> Manager<P> {
 
     fn drive(&mut self, i: usize) {
         let now = self.platform.now_ms();
+        self.expire_held(i, now);
         let slot = &mut self.slots[i];
         let (Some(conn), Some(client)) = (slot.conn.as_mut(), slot.client.as_mut()) else {
             return;
@@ -489,6 +794,7 @@ impl<P: Platform> Manager<P> {
                     slot.state = ServerState::Connected;
                     slot.connect_deadline = None;
                     self.rebuild_registry();
+                    self.send_held(i);
                 }
                 ClientEvent::ToolsChanged(defs) => {
                     if self.slots[i].state == ServerState::Connected {
@@ -506,6 +812,11 @@ impl<P: Platform> Manager<P> {
                     self.fail(i, format!("{message}{suffix}"));
                 }
                 ClientEvent::Completed(c) => {
+                    // Any JSON-RPC answer shows the server works: its failures
+                    // are forgiven. Timeouts, cancels and aborts are no answer.
+                    if matches!(c.outcome, Ok(_) | Err(CallError::Protocol(_))) {
+                        self.slots[i].failures = 0;
+                    }
                     self.calls.remove(&c.call);
                     self.completions.push(c);
                 }
@@ -537,18 +848,22 @@ impl<P: Platform> Manager<P> {
         self.fail(i, message);
     }
 
-    /// Marks a server failed: its connection is dropped, its calls complete with
-    /// `server-unavailable`, its tools leave the registry.
+    /// Marks a server failed and counts the failure: its connection is dropped,
+    /// its calls (in flight or held) complete with `server-unavailable`, its tools
+    /// leave the registry but stay on the slot.
     fn fail(&mut self, i: usize, message: String) {
+        let now = self.platform.now_ms();
         let slot = &mut self.slots[i];
         if let Some(client) = slot.client.as_mut() {
             client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
         }
         slot.state = ServerState::Failed;
-        slot.error = Some(message);
         slot.conn = None;
         slot.connect_deadline = None;
-        slot.tools.clear();
+        slot.failures = slot.failures.saturating_add(1);
+        slot.failed_at = now;
+        self.fail_held(i, |_| message.clone());
+        self.slots[i].error = Some(message);
         self.process(i);
         self.rebuild_registry();
     }
@@ -582,11 +897,27 @@ impl<P: Platform> Manager<P> {
 fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
     let client = slot.client.as_ref();
     let info = client.map(Client::server_info);
+    // What happens next, stated without the clock so the status only changes when
+    // something happens: how long the backoff is, or that the circuit is open.
+    let error = match &slot.error {
+        Some(e) if slot.restartable() && slot.failures >= CIRCUIT_THRESHOLD => Some(format!(
+            "{e}; circuit open after {} failures in a row: not restarted until the \
+             configuration is reloaded or the server is reconnected",
+            slot.failures
+        )),
+        Some(e) if slot.restartable() => Some(format!(
+            "{e}; the next call restarts it after a {} backoff (failure {} of {CIRCUIT_THRESHOLD} \
+             before the circuit opens)",
+            format_ms(backoff_ms(slot.failures)),
+            slot.failures
+        )),
+        other => other.clone(),
+    };
     ServerStatus {
         name: slot.config.name.clone(),
         state: slot.state,
         transport: slot.config.endpoint.kind().to_string(),
-        error: slot.error.clone(),
+        error,
         tool_count: registry.count_for(&slot.config.name),
         protocol_version: client.and_then(|c| c.protocol_version().map(String::from)),
         server_name: info.and_then(|i| i.name.clone()),
@@ -594,7 +925,20 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
     }
 }
 
-fn unavailable<C>(tool: &str, slot: &Slot<C>) -> CallError {
+fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
+    if slot.restartable() {
+        let error = slot.error.as_deref().unwrap_or("it failed");
+        let next = match slot.gate(now) {
+            Gate::Tripped => format!(
+                "the circuit is open after {} failures in a row: reload the configuration \
+                 or reconnect `{}` to try again",
+                slot.failures, slot.config.name
+            ),
+            Gate::Wait(ms) => format!("next restart allowed in {}", format_wait(ms)),
+            Gate::Open => "the next call restarts it".to_string(),
+        };
+        return CallError::ServerUnavailable(format!("{tool} is unavailable: {error}; {next}"));
+    }
     let state = match (slot.state, slot.client.as_ref().map(Client::phase)) {
         (ServerState::Starting, Some(Phase::Listing)) => "still listing its tools".to_string(),
         (ServerState::Starting, _) => "still starting".to_string(),

@@ -214,29 +214,42 @@ impl Registry {
     /// Parses and checks call arguments for the tool `name` (which must exist).
     /// Empty text means `{}`. The error text is for the caller, as is.
     pub fn check_arguments(&self, name: &str, arguments: &str) -> Result<String, String> {
-        let text = if arguments.trim().is_empty() {
-            "{}"
-        } else {
-            arguments
-        };
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| format!("arguments for {name} are not valid JSON: {e}"))?;
-        if !value.is_object() {
-            return Err(format!(
-                "arguments for {name} must be a JSON object, but are {}",
-                kind_of(&value)
-            ));
-        }
-        if let Some(validator) = self.by_name.get(name).and_then(|e| e.validator.as_ref()) {
-            validator.validate(&value).map_err(|errors| {
-                format!(
-                    "invalid arguments for {name}: {}",
-                    schema::describe(&errors)
-                )
-            })?;
-        }
-        Ok(text.to_string())
+        let validator = self.by_name.get(name).and_then(|e| e.validator.as_deref());
+        check_arguments(name, validator, arguments)
     }
+}
+
+/// Parses and checks call arguments for the tool `name` against `validator` (none:
+/// only "a JSON object" is checked). Empty text means `{}`. The error text is for
+/// the caller, as is. The registry uses it for its tools, the manager for the
+/// tools a lost server had, so a call that would restart it is checked first.
+pub fn check_arguments(
+    name: &str,
+    validator: Option<&Validator>,
+    arguments: &str,
+) -> Result<String, String> {
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| format!("arguments for {name} are not valid JSON: {e}"))?;
+    if !value.is_object() {
+        return Err(format!(
+            "arguments for {name} must be a JSON object, but are {}",
+            kind_of(&value)
+        ));
+    }
+    if let Some(validator) = validator {
+        validator.validate(&value).map_err(|errors| {
+            format!(
+                "invalid arguments for {name}: {}",
+                schema::describe(&errors)
+            )
+        })?;
+    }
+    Ok(text.to_string())
 }
 
 #[cfg(test)]

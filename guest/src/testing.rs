@@ -153,8 +153,8 @@ impl Connection for FakeConn {
                     sim.scheduled.clear();
                     sim.diagnostics.exit_status = Some(status.clone());
                     sim.diagnostics.stderr_tail = stderr;
-                    sim.closed = Some(format!("process {status}"));
-                    return Err(TransportError::Closed(format!("process {status}")));
+                    sim.closed = Some(format!("exited ({status})"));
+                    return Err(TransportError::Closed(format!("exited ({status})")));
                 }
             }
         }

@@ -24,6 +24,10 @@ use crate::types::{CallError, CallResult, Event, ServerStatus, Tool};
 /// bounds how soon a caller that gave up on a call gets that call cancelled.
 const IDLE_WAIT_MS: u64 = 1_000;
 
+/// How often the driver looks for calls whose callers gave up (see
+/// `cancel_abandoned`); small next to [`IDLE_WAIT_MS`], which bounds it anyway.
+const ABANDON_SCAN: Duration = Duration::from_millis(5);
+
 /// The reply to one call.
 pub(crate) type CallReply = oneshot::Sender<Result<CallResult, CallError>>;
 
@@ -39,6 +43,11 @@ pub(crate) enum Job {
     },
     /// Close every connection and stop the driver.
     Shutdown { reply: oneshot::Sender<()> },
+    /// Connect one server afresh and reset its failure count (`registry.reconnect`).
+    Reconnect {
+        server: String,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
 }
 
 /// What the driver publishes for [`crate::Runtime`] to read.
@@ -62,6 +71,8 @@ pub(crate) struct Driver {
     pending: HashMap<u64, CallReply>,
     /// When the guest last trapped, to tell a guest that keeps failing from a one-off.
     traps: Vec<Instant>,
+    /// When `cancel_abandoned` last looked at every pending call.
+    last_abandon_scan: Instant,
 }
 
 /// A guest that traps this many times within [`TRAP_WINDOW`] is not restarted again.
@@ -86,6 +97,7 @@ impl Driver {
             published,
             pending: HashMap::new(),
             traps: Vec::new(),
+            last_abandon_scan: Instant::now(),
         }
     }
 
@@ -135,6 +147,9 @@ impl Driver {
                 }
                 Job::Shutdown { reply } => {
                     let _ = reply.send(());
+                }
+                Job::Reconnect { reply, .. } => {
+                    let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
             }
         }
@@ -247,11 +262,37 @@ impl Driver {
                 Ok(None)
             }
             Job::Shutdown { reply } => Ok(Some(reply)),
+            Job::Reconnect { server, reply } => {
+                let registry = self.guest.mcpbox_runtime_registry();
+                match registry.call_reconnect(&mut self.store, &server).await {
+                    Ok(result) => {
+                        // The caller sees the server starting once this returns.
+                        self.publish_events().await?;
+                        let _ = reply.send(result);
+                        Ok(None)
+                    }
+                    Err(trap) => {
+                        let why = format!("the guest failed and was restarted: {trap:#}");
+                        let _ = reply.send(Err(why));
+                        Err(trap)
+                    }
+                }
+            }
         }
     }
 
     /// Cancels calls whose callers stopped waiting (dropped the future).
+    ///
+    /// Looks at most once per [`ABANDON_SCAN`]: with a thousand calls in flight a
+    /// scan on every turn of the loop cost a few percent of the whole runtime's CPU.
     async fn cancel_abandoned(&mut self) -> wasmtime::Result<()> {
+        if self.pending.is_empty() || self.last_abandon_scan.elapsed() < ABANDON_SCAN {
+            return Ok(());
+        }
+        self.last_abandon_scan = Instant::now();
+        if !self.pending.values().any(|reply| reply.is_closed()) {
+            return Ok(());
+        }
         let abandoned: Vec<u64> = self
             .pending
             .iter()

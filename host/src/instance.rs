@@ -13,7 +13,7 @@ use wasmtime::{Engine, Store};
 use crate::Error;
 use crate::bindings::{Mcpbox, McpboxPre, control, transport};
 use crate::engine::EPOCH_TICK;
-use crate::state::{HostState, Policy, Wake};
+use crate::state::{DiagnosticsMap, HostState, Policy, Wake};
 use crate::types::{ConfigIssue, ServerStatus, Tool};
 
 /// How long one call into the guest may run wasm code before it is stopped as
@@ -28,6 +28,7 @@ pub(crate) struct Factory {
     policy: Policy,
     memory_limit: usize,
     wake: Arc<Wake>,
+    diagnostics: DiagnosticsMap,
     origin: String,
     text: String,
 }
@@ -49,6 +50,7 @@ impl Factory {
         policy: Policy,
         memory_limit: usize,
         wake: Arc<Wake>,
+        diagnostics: DiagnosticsMap,
         (origin, text): (String, String),
     ) -> Result<Factory, Error> {
         let mut linker = Linker::new(&engine);
@@ -72,6 +74,7 @@ impl Factory {
             policy,
             memory_limit,
             wake,
+            diagnostics,
             origin,
             text,
         })
@@ -79,7 +82,12 @@ impl Factory {
 
     /// Instantiates the guest, loads the configuration and starts the servers.
     pub async fn start(&self) -> Result<Started, Error> {
-        let state = HostState::new(self.policy.clone(), self.wake.clone(), self.memory_limit);
+        let state = HostState::new(
+            self.policy.clone(),
+            self.wake.clone(),
+            self.memory_limit,
+            self.diagnostics.clone(),
+        );
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

@@ -48,7 +48,9 @@ mod types;
 pub use engine::default_cache_dir;
 pub use runtime::{CallOptions, Options, Runtime};
 pub use state::Policy;
-pub use types::{CallError, CallResult, ConfigIssue, Event, ServerState, ServerStatus, Tool};
+pub use types::{
+    CallError, CallResult, ConfigIssue, Event, ServerDiagnostics, ServerState, ServerStatus, Tool,
+};
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.
 pub fn embedded_guest() -> &'static [u8] {

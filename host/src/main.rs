@@ -314,25 +314,11 @@ async fn call(
         None => None,
     };
 
+    // Wait for this tool's server only, not for every slow server; when the tool
+    // never appears, the registry's own error says why (its server failed, …).
     let spinner = Spinner::start(runtime);
-    let found = runtime.wait_for_tool(tool).await;
+    runtime.wait_for_tool(tool).await;
     spinner.finish();
-    if found.is_none() {
-        // Let the registry produce the error, so it names the server's state.
-        let servers = runtime.servers();
-        if let Some(s) = servers
-            .iter()
-            .find(|s| tool.starts_with(&format!("mcp__{}__", s.name)))
-        {
-            if s.state != ServerState::Connected {
-                let why = s.error.as_deref().unwrap_or("not connected");
-                return Err(fail(
-                    3,
-                    anyhow::anyhow!("server `{}` is unavailable: {why}", s.name),
-                ));
-            }
-        }
-    }
 
     let result = runtime
         .call_tool_json(tool, arguments, CallOptions { timeout })

@@ -12,8 +12,10 @@ use crate::Error;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::instance::Factory;
-use crate::state::{Policy, Wake};
-use crate::types::{CallError, CallResult, ConfigIssue, Event, ServerState, ServerStatus, Tool};
+use crate::state::{DiagnosticsMap, Policy, Wake};
+use crate::types::{
+    CallError, CallResult, ConfigIssue, Event, ServerDiagnostics, ServerState, ServerStatus, Tool,
+};
 
 /// Where the guest component comes from.
 #[derive(Debug, Clone)]
@@ -134,6 +136,7 @@ struct Inner {
     events: broadcast::Sender<Event>,
     stopped: watch::Receiver<Option<String>>,
     issues: Vec<ConfigIssue>,
+    diagnostics: DiagnosticsMap,
 }
 
 impl Drop for Inner {
@@ -171,12 +174,14 @@ impl Runtime {
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
 
         let wake = Arc::new(Wake::default());
+        let diagnostics = DiagnosticsMap::default();
         let factory = Factory::new(
             engine,
             &component,
             options.policy,
             options.memory_limit,
             wake.clone(),
+            diagnostics.clone(),
             (origin, text),
         )?;
         let started = factory.start().await?;
@@ -211,6 +216,7 @@ impl Runtime {
                 events: events_tx,
                 stopped: stopped_rx,
                 issues: started.issues,
+                diagnostics,
             }),
         })
     }
@@ -243,6 +249,24 @@ impl Runtime {
                 _ = stopped.wait_for(Option::is_some) => return self.servers(),
             }
         }
+    }
+
+    /// What the host knows about a server's latest connection: its last stderr
+    /// lines, the non-JSON stdout lines it skipped, oversized messages dropped and
+    /// how the process ended. `None` if the server never had a connection.
+    pub fn diagnostics(&self, server: &str) -> Option<ServerDiagnostics> {
+        let map = self
+            .inner
+            .diagnostics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        let d = map.get(server)?.lock().unwrap_or_else(|p| p.into_inner());
+        Some(ServerDiagnostics {
+            stderr_tail: d.stderr_tail.iter().cloned().collect(),
+            skipped_lines: d.skipped_lines,
+            oversized_messages: d.oversized_messages,
+            exit_status: d.exit_status.clone(),
+        })
     }
 
     /// Every tool in the registry, ordered by name.
@@ -328,6 +352,33 @@ impl Runtime {
         if self.submit(Job::Shutdown { reply }).is_ok() {
             let _ = done.await;
         }
+    }
+
+    /// Connects the server `server` afresh, now, and forgets its failures.
+    ///
+    /// A server that exits or drops its connection is restarted by the next call
+    /// to one of its tools, after a backoff (1 s after the first failure in a row,
+    /// doubling up to 30 s); after 5 failures in a row it is no longer restarted
+    /// until this is called (or the runtime reopened). A connected server is
+    /// disconnected first: its calls in flight fail with
+    /// [`CallError::ServerUnavailable`]. When this returns, [`servers`](Runtime::servers)
+    /// shows the server starting (or failed, if it could not be started).
+    ///
+    /// `Err` when no server of that name is configured, it is disabled, or the
+    /// runtime stopped.
+    pub async fn reconnect(&self, server: &str) -> Result<(), String> {
+        let (reply, answer) = oneshot::channel();
+        self.submit(Job::Reconnect {
+            server: server.to_owned(),
+            reply,
+        })
+        .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
+        answer.await.unwrap_or_else(|_| {
+            Err(format!(
+                "the mcpbox runtime stopped: {}",
+                self.stop_reason()
+            ))
+        })
     }
 
     fn submit(&self, job: Job) -> Result<(), String> {

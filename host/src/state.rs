@@ -5,8 +5,9 @@
 //! environment, no arguments, no sockets. The guest reaches the world only
 //! through `mcpbox:runtime/transport`, which checks [`Policy`].
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 use wasmtime::StoreLimits;
@@ -15,6 +16,11 @@ use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::bindings::control;
+use crate::transport::Diagnostics;
+
+/// The diagnostics of each server's latest connection, by server name. Shared
+/// with [`crate::Runtime`], so reading them never has to enter the guest.
+pub(crate) type DiagnosticsMap = Arc<Mutex<BTreeMap<String, Arc<Mutex<Diagnostics>>>>>;
 
 /// What the host lets the guest's configuration reach.
 #[derive(Debug, Clone)]
@@ -96,10 +102,16 @@ pub(crate) struct HostState {
     pub limits: StoreLimits,
     pub policy: Policy,
     pub wake: Arc<Wake>,
+    pub diagnostics: DiagnosticsMap,
 }
 
 impl HostState {
-    pub fn new(policy: Policy, wake: Arc<Wake>, memory_limit: usize) -> Self {
+    pub fn new(
+        policy: Policy,
+        wake: Arc<Wake>,
+        memory_limit: usize,
+        diagnostics: DiagnosticsMap,
+    ) -> Self {
         HostState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
@@ -109,6 +121,7 @@ impl HostState {
                 .build(),
             policy,
             wake,
+            diagnostics,
         }
     }
 }

@@ -43,6 +43,21 @@ pub struct ServerStatus {
     pub server_version: Option<String>,
 }
 
+/// What the host knows about a server's latest connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerDiagnostics {
+    /// The last lines the server wrote to stderr, oldest first (and non-JSON
+    /// lines it wrote to stdout, marked as such).
+    pub stderr_tail: Vec<String>,
+    /// Lines on stdout that were not JSON and were skipped.
+    pub skipped_lines: u64,
+    /// Messages dropped for exceeding the size cap.
+    pub oversized_messages: u64,
+    /// How the process ended ("exit code 1", "signal 9"), once it has.
+    pub exit_status: Option<String>,
+}
+
 /// One tool in the registry.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -18,6 +18,9 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "progress",
     "multi",
     "image",
+    "flood",
+    "close_stdout",
+    "pids",
 ];
 
 /// The first of two tool names that share their first 70 characters, so both

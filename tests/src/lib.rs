@@ -15,6 +15,9 @@
 //! that starts each one, as `(command, args)` ready for an `.mcp.json` entry, and panic
 //! with "run scripts/install-peers first" when the peer is not installed.
 //!
+//! [`http`] starts the npm and PyPI peers in their HTTP modes on free loopback ports,
+//! and runs [`http::ScriptedServer`], a Streamable HTTP server with switchable faults.
+//!
 //! [`stdio::StdioPeer`] talks to any of them directly over stdio, with a deadline on
 //! every read; `tests/fixture_server.rs` and `tests/peers.rs` use it to pin down what
 //! the servers do before mcpbox's own tests rely on it.
@@ -22,6 +25,7 @@
 #![deny(missing_docs)]
 
 pub mod fixture;
+pub mod http;
 pub mod peers;
 pub mod stdio;
 

@@ -1,5 +1,8 @@
 //! Manager behaviour against scripted servers on the in-memory platform.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use serde_json::{Value, json};
 
 use super::*;
@@ -460,22 +463,38 @@ fn server_exit_fails_pending_calls_and_removes_its_tools() {
     let statuses = m.servers();
     let crashy = status(&statuses, "crashy");
     assert_eq!(crashy.state, ServerState::Failed);
-    assert_eq!(crashy.error.as_deref(), Some(expected));
+    assert_eq!(
+        crashy.error.as_deref(),
+        Some(
+            format!(
+                "{expected}; the next call restarts it after a 1s backoff (failure 1 of 5 before the circuit opens)"
+            )
+            .as_str()
+        )
+    );
     assert_eq!(crashy.tool_count, 0);
     assert_eq!(status(&statuses, "steady").state, ServerState::Connected);
+    // Its tools leave the list an agent is offered...
     let names: Vec<String> = m.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["mcp__steady__ok"]);
     assert!(
         m.platform().sim("crashy").borrow().dropped,
         "the connection was dropped"
     );
-    // Calling the gone tool names the server's state rather than "unknown tool".
-    match m.start_call("mcp__crashy__boom", "{}", CallOptions::default()) {
-        Err(CallError::ServerUnavailable(msg)) => {
-            assert!(msg.starts_with("mcp__crashy__boom is unavailable: server `crashy` is failed: server `crashy` exited"), "{msg}")
-        }
-        other => panic!("{other:?}"),
-    }
+    // ...but a call to one is still recognised: not "unknown tool", and within the
+    // backoff not a restart either.
+    assert_eq!(
+        m.start_call("mcp__crashy__boom", "{}", CallOptions::default()),
+        Err(CallError::ServerUnavailable(format!(
+            "mcp__crashy__boom is unavailable: {expected}; next restart allowed in 1s"
+        )))
+    );
+    assert_eq!(m.platform().opened["crashy"].len(), 1);
+    // A name the lost server never listed is unknown.
+    assert!(matches!(
+        m.start_call("mcp__crashy__nope", "{}", CallOptions::default()),
+        Err(CallError::UnknownTool(_))
+    ));
 }
 
 #[test]
@@ -960,4 +979,669 @@ fn an_uncompilable_schema_warns_once_and_calls_go_through() {
         )
         .is_ok()
     );
+}
+
+// ---------------------------------------------------------------------------
+// Restarts: backoff, held calls, the circuit, reconnect.
+
+/// A server with `echo` (answers at once) and `crash` (exits with code 3 at once).
+fn crashing() -> McpServer {
+    McpServer::with_tools(&["echo", "crash"]).on_call(|params, id, out| {
+        if params["name"] == "crash" {
+            out.at(
+                0,
+                Output::Exit {
+                    status: "exit code 3".into(),
+                    stderr: vec![],
+                },
+            );
+        } else {
+            let text = params["arguments"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            out.reply(0, id, json!({"content": [{"type": "text", "text": text}]}));
+        }
+    })
+}
+
+const EXITED: &str = "server `fx` exited (exit code 3)";
+
+/// Calls `mcp__fx__crash` and waits for it to fail with the exit.
+fn crash(m: &mut Manager<FakePlatform>) {
+    m.start_call("mcp__fx__crash", "{}", CallOptions::default())
+        .expect("fx is connected");
+    let done = completions(m, 1);
+    assert_eq!(
+        done[0].outcome,
+        Err(CallError::ServerUnavailable(EXITED.into()))
+    );
+}
+
+/// Lets `ms` of fake time pass with nothing to do.
+fn pass(m: &mut Manager<FakePlatform>, ms: u64) {
+    m.events();
+    let t0 = m.platform().now();
+    assert!(m.wait(ms).is_empty());
+    assert_eq!(m.platform().now(), t0 + ms, "nothing happened meanwhile");
+}
+
+fn echo(m: &mut Manager<FakePlatform>, text: &str) -> Result<u64, CallError> {
+    m.start_call(
+        "mcp__fx__echo",
+        &json!({ "text": text }).to_string(),
+        CallOptions::default(),
+    )
+}
+
+fn states(events: &[Event], server: &str) -> Vec<ServerState> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Status(s) if s.name == server => Some(s.state),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn backoff_doubles_from_one_second_up_to_thirty() {
+    let waits: Vec<u64> = (0..=8).map(backoff_ms).collect();
+    assert_eq!(
+        waits,
+        [
+            0, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000
+        ]
+    );
+    assert_eq!(backoff_ms(u32::MAX), 30_000);
+}
+
+#[test]
+fn a_call_after_the_backoff_restarts_the_server_and_succeeds() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    m.events();
+    crash(&mut m);
+    pass(&mut m, 1_000);
+
+    let call = echo(&mut m, "again").expect("the call restarts fx");
+    assert_eq!(m.platform().opened["fx"].len(), 2, "a fresh connection");
+    assert_eq!(m.servers()[0].state, ServerState::Starting);
+    let done = completions(&mut m, 1);
+    assert_eq!(done[0].call, call);
+    assert_eq!(text_result(&done[0].outcome), "again");
+
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Connected);
+    assert_eq!(s.error, None);
+    assert_eq!(s.tool_count, 2);
+    assert_eq!(m.tools().len(), 2, "its tools are offered again");
+    // The held call went out on the new connection only after it was ready.
+    let sim = m.platform().sim("fx");
+    let methods: Vec<Value> = sim
+        .borrow()
+        .received
+        .iter()
+        .map(|(v, _)| v["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "initialize",
+            "notifications/initialized",
+            "tools/list",
+            "tools/call"
+        ]
+    );
+}
+
+#[test]
+fn restarts_report_every_transition() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    m.events();
+    m.start_call("mcp__fx__crash", "{}", CallOptions::default())
+        .unwrap();
+    let mut events = Vec::new();
+    let mut done = Vec::new();
+    while done.is_empty() {
+        done.extend(m.wait(10_000));
+        events.extend(m.events());
+    }
+    assert_eq!(states(&events, "fx"), [ServerState::Failed]);
+    pass(&mut m, 1_000);
+    echo(&mut m, "x").unwrap();
+    events = m.events();
+    let mut done = Vec::new();
+    while done.is_empty() {
+        done.extend(m.wait(10_000));
+        events.extend(m.events());
+    }
+    let seen = states(&events, "fx");
+    assert_eq!(seen.first(), Some(&ServerState::Starting), "{events:?}");
+    assert_eq!(seen.last(), Some(&ServerState::Connected), "{events:?}");
+}
+
+#[test]
+fn a_call_within_the_backoff_fails_at_once_with_the_wait() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    pass(&mut m, 300);
+    assert_eq!(
+        echo(&mut m, "x"),
+        Err(CallError::ServerUnavailable(format!(
+            "mcp__fx__echo is unavailable: {EXITED}; next restart allowed in 0.7s"
+        )))
+    );
+    assert_eq!(m.platform().opened["fx"].len(), 1, "no restart");
+    // Arguments are still checked against the kept schema, first.
+    assert!(matches!(
+        m.start_call("mcp__fx__echo", r#"{"text": 5}"#, CallOptions::default()),
+        Err(CallError::InvalidArguments(_))
+    ));
+    pass(&mut m, 699);
+    assert!(
+        matches!(echo(&mut m, "x"), Err(CallError::ServerUnavailable(e)) if e.ends_with("in 0.1s"))
+    );
+    pass(&mut m, 1);
+    assert!(echo(&mut m, "x").is_ok(), "exactly 1 s after the failure");
+}
+
+#[test]
+fn each_failure_in_a_row_doubles_the_wait_and_five_open_the_circuit() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    for failure in 1..=4u32 {
+        let wait = backoff_ms(failure);
+        let s = &m.servers()[0];
+        assert_eq!(
+            s.error.as_deref(),
+            Some(
+                format!(
+                    "{EXITED}; the next call restarts it after a {}s backoff (failure {failure} of 5 before the circuit opens)",
+                    wait / 1000
+                )
+                .as_str()
+            )
+        );
+        assert_eq!(
+            echo(&mut m, "x"),
+            Err(CallError::ServerUnavailable(format!(
+                "mcp__fx__echo is unavailable: {EXITED}; next restart allowed in {}s",
+                wait / 1000
+            )))
+        );
+        pass(&mut m, wait);
+        // The crash call itself restarts the server and crashes it again: the
+        // count is not reset by connecting, only by an answer.
+        let call = m
+            .start_call("mcp__fx__crash", "{}", CallOptions::default())
+            .unwrap();
+        let done = completions(&mut m, 1);
+        assert_eq!(done[0].call, call);
+        assert_eq!(
+            done[0].outcome,
+            Err(CallError::ServerUnavailable(EXITED.into()))
+        );
+        assert_eq!(m.platform().opened["fx"].len(), failure as usize + 1);
+    }
+    // Five failures in a row: the circuit is open.
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Failed);
+    assert_eq!(
+        s.error.as_deref(),
+        Some(
+            format!(
+                "{EXITED}; circuit open after 5 failures in a row: not restarted until the \
+                 configuration is reloaded or the server is reconnected"
+            )
+            .as_str()
+        )
+    );
+    let open = CallError::ServerUnavailable(format!(
+        "mcp__fx__echo is unavailable: {EXITED}; the circuit is open after 5 failures in a \
+         row: reload the configuration or reconnect `fx` to try again"
+    ));
+    assert_eq!(echo(&mut m, "x"), Err(open.clone()));
+    // However long it has been.
+    pass(&mut m, 3_600_000);
+    assert_eq!(echo(&mut m, "x"), Err(open));
+    assert_eq!(
+        m.platform().opened["fx"].len(),
+        5,
+        "no connection was opened for the refused calls"
+    );
+}
+
+#[test]
+fn failed_connects_count_and_fail_the_held_call() {
+    let mut p = FakePlatform::new();
+    let opens = Rc::new(Cell::new(0));
+    let counter = opens.clone();
+    p.serve("fx", move || {
+        counter.set(counter.get() + 1);
+        // Only the first process ever answers `initialize`.
+        McpServer {
+            answers_initialize: counter.get() == 1,
+            ..crashing()
+        }
+    });
+    let mut m = manager(p, &[("fx", json!({"startupTimeoutMs": 2000}))]);
+    connect(&mut m);
+    crash(&mut m);
+    for failure in 2..=5u32 {
+        pass(&mut m, backoff_ms(failure - 1));
+        let call = echo(&mut m, "x").expect("held while fx restarts");
+        let done = completions(&mut m, 1);
+        assert_eq!(
+            done[0],
+            Completion {
+                call,
+                outcome: Err(CallError::ServerUnavailable(
+                    "mcp__fx__echo is unavailable: server `fx` did not finish connecting within 2s"
+                        .into()
+                ))
+            }
+        );
+        let error = m.servers()[0].error.clone().unwrap();
+        if failure < 5 {
+            assert!(
+                error.contains(&format!("(failure {failure} of 5")),
+                "{error}"
+            );
+        } else {
+            assert!(error.contains("circuit open after 5 failures"), "{error}");
+        }
+    }
+    assert_eq!(opens.get(), 5);
+    assert!(
+        matches!(echo(&mut m, "x"), Err(CallError::ServerUnavailable(e)) if e.contains("circuit is open"))
+    );
+}
+
+#[test]
+fn a_refused_open_on_restart_fails_the_call_at_once() {
+    let mut p = FakePlatform::new();
+    let opens = Rc::new(Cell::new(0));
+    let counter = opens.clone();
+    p.serve("fx", move || {
+        counter.set(counter.get() + 1);
+        crashing()
+    });
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    m.platform_mut().refuse(
+        "fx",
+        TransportError::Unreachable("spawn fx-server: No such file or directory".into()),
+    );
+    pass(&mut m, 1_000);
+    assert_eq!(
+        echo(&mut m, "x"),
+        Err(CallError::ServerUnavailable(
+            "mcp__fx__echo is unavailable: server `fx` could not be started (stdio transport): \
+             spawn fx-server: No such file or directory; next restart allowed in 2s"
+                .into()
+        ))
+    );
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Failed);
+    assert!(
+        s.error.as_deref().unwrap().contains("failure 2 of 5"),
+        "{s:?}"
+    );
+}
+
+#[test]
+fn calls_during_a_restart_wait_for_it_and_may_time_out_or_be_cancelled() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", || McpServer {
+        list_delay: 5_000,
+        ..crashing()
+    });
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    pass(&mut m, 1_000);
+    let t0 = m.platform().now();
+    let first = echo(&mut m, "one").unwrap();
+    let second = echo(&mut m, "two").unwrap();
+    let short = m
+        .start_call(
+            "mcp__fx__echo",
+            r#"{"text": "short"}"#,
+            CallOptions {
+                timeout_ms: Some(500),
+            },
+        )
+        .unwrap();
+    let cancelled = echo(&mut m, "never").unwrap();
+    assert_eq!(m.platform().opened["fx"].len(), 2, "one restart for all");
+    m.cancel(cancelled);
+    assert_eq!(
+        m.wait(0),
+        vec![Completion {
+            call: cancelled,
+            outcome: Err(CallError::Cancelled)
+        }]
+    );
+    let done = completions(&mut m, 1);
+    assert_eq!(
+        done[0],
+        Completion {
+            call: short,
+            outcome: Err(CallError::ServerUnavailable(
+                "mcp__fx__echo is unavailable: server `fx` did not reconnect within the call's timeout of 500ms"
+                    .into()
+            ))
+        }
+    );
+    assert_eq!(m.platform().now(), t0 + 500);
+    let mut done = completions(&mut m, 2);
+    done.sort_by_key(|c| c.call);
+    assert_eq!(done[0].call, first);
+    assert_eq!(text_result(&done[0].outcome), "one");
+    assert_eq!(done[1].call, second);
+    assert_eq!(text_result(&done[1].outcome), "two");
+    assert_eq!(
+        m.platform().now(),
+        t0 + 5_000,
+        "sent once fx listed its tools"
+    );
+    let sim = m.platform().sim("fx");
+    let texts: Vec<Value> = sim
+        .borrow()
+        .sent("tools/call")
+        .iter()
+        .map(|c| c["params"]["arguments"]["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        ["one", "two"],
+        "neither the expired nor the cancelled call"
+    );
+}
+
+#[test]
+fn a_held_call_is_checked_against_the_fresh_tool_list() {
+    let mut p = FakePlatform::new();
+    let tools = crashing().tools;
+    let shared = tools.clone();
+    p.serve("fx", move || McpServer {
+        tools: shared.clone(),
+        ..crashing()
+    });
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    // The restarted server no longer has `echo`.
+    tools.borrow_mut().retain(|t| t["name"] != "echo");
+    pass(&mut m, 1_000);
+    let call = echo(&mut m, "x").unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(
+        done[0],
+        Completion {
+            call,
+            outcome: Err(CallError::UnknownTool(
+                "no tool named `mcp__fx__echo`: server `fx` was restarted and no longer lists it"
+                    .into()
+            ))
+        }
+    );
+    assert_eq!(m.servers()[0].state, ServerState::Connected);
+    assert!(
+        m.platform()
+            .sim("fx")
+            .borrow()
+            .sent("tools/call")
+            .is_empty()
+    );
+}
+
+#[test]
+fn an_answer_resets_the_failure_count() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    pass(&mut m, 1_000);
+    // Restarted and answered: forgiven.
+    echo(&mut m, "x").unwrap();
+    completions(&mut m, 1);
+    crash(&mut m);
+    assert!(
+        m.servers()[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("after a 1s backoff (failure 1 of 5"),
+        "{:?}",
+        m.servers()[0]
+    );
+    assert!(
+        matches!(echo(&mut m, "x"), Err(CallError::ServerUnavailable(e)) if e.ends_with("next restart allowed in 1s"))
+    );
+}
+
+#[test]
+fn an_error_answer_also_resets_the_count_but_a_timeout_does_not() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", || {
+        McpServer::with_tools(&["crash", "bad", "mute"]).on_call(|params, id, out| {
+            match params["name"].as_str() {
+                Some("crash") => out.at(
+                    0,
+                    Output::Exit {
+                        status: "exit code 3".into(),
+                        stderr: vec![],
+                    },
+                ),
+                Some("bad") => out.later(
+                    0,
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32000, "message": "nope"}}),
+                ),
+                _ => {}
+            }
+        })
+    });
+    let mut m = manager(p, &[("fx", json!({"toolTimeoutMs": 100}))]);
+    connect(&mut m);
+    let failures = |m: &Manager<FakePlatform>| m.slots[0].failures;
+    crash(&mut m);
+    assert_eq!(failures(&m), 1);
+    pass(&mut m, 1_000);
+    m.start_call("mcp__fx__mute", "{}", CallOptions::default())
+        .unwrap();
+    assert!(matches!(
+        completions(&mut m, 1)[0].outcome,
+        Err(CallError::Timeout(_))
+    ));
+    assert_eq!(failures(&m), 1, "a timeout is no answer");
+    m.start_call("mcp__fx__bad", "{}", CallOptions::default())
+        .unwrap();
+    assert!(matches!(
+        completions(&mut m, 1)[0].outcome,
+        Err(CallError::Protocol(_))
+    ));
+    assert_eq!(failures(&m), 0, "an error answer is an answer");
+}
+
+/// Crashes fx five times in a row, waiting out each backoff.
+fn trip(m: &mut Manager<FakePlatform>) {
+    crash(m);
+    for failure in 1..5 {
+        pass(m, backoff_ms(failure));
+        m.start_call("mcp__fx__crash", "{}", CallOptions::default())
+            .unwrap();
+        completions(m, 1);
+    }
+    assert!(
+        matches!(echo(m, "x"), Err(CallError::ServerUnavailable(e)) if e.contains("circuit is open"))
+    );
+}
+
+#[test]
+fn reconnect_closes_the_circuit() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    p.serve("off", crashing);
+    let mut m = manager(p, &[("fx", json!({})), ("off", json!({"enabled": false}))]);
+    connect(&mut m);
+    trip(&mut m);
+    let opened = m.platform().opened["fx"].len();
+    m.events();
+
+    m.reconnect("fx").unwrap();
+    assert_eq!(m.platform().opened["fx"].len(), opened + 1, "connects now");
+    assert_eq!(states(&m.events(), "fx"), [ServerState::Starting]);
+    // A call meanwhile waits for the connection, then runs.
+    echo(&mut m, "back").unwrap();
+    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "back");
+    assert_eq!(m.servers()[0].state, ServerState::Connected);
+    // The count started again from 0.
+    crash(&mut m);
+    assert!(
+        m.servers()[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("(failure 1 of 5")
+    );
+
+    assert_eq!(
+        m.reconnect("nope"),
+        Err("no server named `nope` in test (configured: fx, off)".into())
+    );
+    assert_eq!(
+        m.reconnect("off"),
+        Err("server `off` is disabled in the configuration".into())
+    );
+    assert!(!m.platform().opened.contains_key("off"));
+}
+
+#[test]
+fn reconnecting_a_connected_server_starts_it_fresh() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", || {
+        McpServer::with_tools(&["echo", "wait"]).on_call(|params, id, out| {
+            if params["name"] == "echo" {
+                let text = params["arguments"]["text"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
+                out.reply(0, id, json!({"content": [{"type": "text", "text": text}]}));
+            }
+        })
+    });
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    let waiting = m
+        .start_call("mcp__fx__wait", "{}", CallOptions::default())
+        .unwrap();
+    m.reconnect("fx").unwrap();
+    assert!(
+        m.platform().opened["fx"][0].borrow().dropped,
+        "the old process is stopped"
+    );
+    assert_eq!(m.platform().opened["fx"].len(), 2);
+    assert_eq!(
+        m.wait(0),
+        vec![Completion {
+            call: waiting,
+            outcome: Err(CallError::ServerUnavailable(
+                "server `fx` was reconnected before the call finished".into()
+            ))
+        }]
+    );
+    assert_eq!(m.servers()[0].state, ServerState::Starting);
+    assert!(m.tools().is_empty(), "not offered while it reconnects");
+    echo(&mut m, "fresh").unwrap();
+    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "fresh");
+    assert_eq!(m.tools().len(), 2);
+}
+
+#[test]
+fn load_config_resets_every_circuit() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", crashing);
+    let text = config(&[("fx", json!({}))]);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    trip(&mut m);
+    m.load_config("test", &text).unwrap();
+    let s = &m.servers()[0];
+    assert_eq!((s.state, s.error.as_deref()), (ServerState::Closed, None));
+    // Nothing of the old server is kept: its tools are not recognised before it
+    // connects again.
+    assert!(
+        matches!(echo(&mut m, "x"), Err(CallError::ServerUnavailable(e)) if e.ends_with("is closed"))
+    );
+    connect(&mut m);
+    assert_eq!(m.servers()[0].state, ServerState::Connected);
+    crash(&mut m);
+    assert!(
+        m.servers()[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("(failure 1 of 5")
+    );
+}
+
+#[test]
+fn a_server_that_never_connected_is_not_restarted_by_calls() {
+    let mut p = FakePlatform::new();
+    p.refuse(
+        "gone",
+        TransportError::Unreachable("spawn gone-server: not found".into()),
+    );
+    let mut m = manager(p, &[("gone", json!({}))]);
+    connect(&mut m);
+    pass(&mut m, 60_000);
+    assert_eq!(
+        m.start_call("mcp__gone__t", "{}", CallOptions::default()),
+        Err(CallError::ServerUnavailable(
+            "mcp__gone__t is unavailable: server `gone` is failed: server `gone` could not be \
+             started (stdio transport): spawn gone-server: not found"
+                .into()
+        ))
+    );
+    assert_eq!(m.platform().endpoints.len(), 1, "opened once, at start");
+}
+
+#[test]
+fn shutdown_fails_held_calls() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", || McpServer {
+        list_delay: 5_000,
+        ..crashing()
+    });
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    crash(&mut m);
+    pass(&mut m, 1_000);
+    let call = echo(&mut m, "x").unwrap();
+    m.shutdown();
+    assert_eq!(
+        m.wait(0),
+        vec![Completion {
+            call,
+            outcome: Err(CallError::ServerUnavailable(
+                "mcp__fx__echo is unavailable: server `fx` was shut down".into()
+            ))
+        }]
+    );
+    assert_eq!(m.servers()[0].state, ServerState::Closed);
 }

@@ -84,6 +84,49 @@ pub(crate) fn resolve_stdio(
     })
 }
 
+/// A remote server with every reference resolved.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct HttpSpec {
+    pub url: String,
+    /// Extra request headers, in configuration order.
+    pub headers: Vec<(String, String)>,
+}
+
+/// Header values are usually credentials: never print them.
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("HttpSpec")
+            .field("url", &self.url)
+            .field("headers", &names)
+            .finish()
+    }
+}
+
+/// Resolves an HTTP or SSE endpoint against `lookup`: `${VAR}` in the URL and
+/// in header values. The resolved values stay in the host.
+pub(crate) fn resolve_http(
+    ep: &wit::HttpEndpoint,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<HttpSpec, String> {
+    let url = interpolate(&ep.url, "url", lookup)?;
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Err(format!(
+            "`url` must start with http:// or https:// (got {url:?})"
+        ));
+    }
+    let headers = ep
+        .headers
+        .iter()
+        .map(|p| {
+            let value = interpolate(&p.value, &format!("headers.{}", p.name), lookup)?;
+            Ok((p.name.clone(), value))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(HttpSpec { url, headers })
+}
+
 /// Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in
 /// error messages. `$` not followed by `{` is kept as it is.
 pub(crate) fn interpolate(
@@ -174,6 +217,44 @@ mod tests {
                 .unwrap_err()
                 .contains("invalid")
         );
+    }
+
+    #[test]
+    fn http_endpoints_resolve_url_and_headers() {
+        let ep = wit::HttpEndpoint {
+            url: "http://127.0.0.1:${PORT:-8080}/mcp".into(),
+            headers: vec![wit::Pair {
+                name: "Authorization".into(),
+                value: "Bearer ${API_TOKEN}".into(),
+            }],
+        };
+        let spec = resolve_http(&ep, &env).unwrap();
+        assert_eq!(spec.url, "http://127.0.0.1:8080/mcp");
+        assert_eq!(
+            spec.headers,
+            vec![("Authorization".into(), "Bearer secret".into())]
+        );
+        assert!(
+            !format!("{spec:?}").contains("secret"),
+            "Debug hides header values"
+        );
+        let missing = wit::HttpEndpoint {
+            url: "https://x".into(),
+            headers: vec![wit::Pair {
+                name: "X-Key".into(),
+                value: "${NOPE}".into(),
+            }],
+        };
+        assert!(
+            resolve_http(&missing, &env)
+                .unwrap_err()
+                .contains("headers.X-Key")
+        );
+        let ftp = wit::HttpEndpoint {
+            url: "ftp://x".into(),
+            headers: vec![],
+        };
+        assert!(resolve_http(&ftp, &env).unwrap_err().contains("http://"));
     }
 
     #[test]

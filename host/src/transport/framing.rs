@@ -56,7 +56,9 @@ where
             None if buf.len() + chunk.len() > cap => {
                 let mut o = Oversized::start(buf);
                 o.push(chunk);
+                // Do not keep a cap-sized scratch buffer for the connection's life.
                 buf.clear();
+                buf.shrink_to(EDGE);
                 oversized = Some(o);
             }
             None => buf.extend_from_slice(chunk),
@@ -79,15 +81,19 @@ fn trim_cr(mut line: Vec<u8>) -> Vec<u8> {
     line
 }
 
-/// What is kept of a line while it is being dropped.
-struct Oversized {
+/// What is kept of a message while it is being dropped: its size and its first
+/// and last bytes, where the JSON-RPC id usually is. Shared with the HTTP
+/// transports, which drop oversized bodies and SSE events the same way.
+#[derive(Debug)]
+pub(crate) struct Oversized {
     size: u64,
     head: Vec<u8>,
     tail: Vec<u8>,
 }
 
 impl Oversized {
-    fn start(prefix: &[u8]) -> Self {
+    /// Starts with the bytes kept so far.
+    pub(crate) fn start(prefix: &[u8]) -> Self {
         let mut o = Oversized {
             size: 0,
             head: Vec::with_capacity(EDGE),
@@ -97,7 +103,8 @@ impl Oversized {
         o
     }
 
-    fn push(&mut self, chunk: &[u8]) {
+    /// Counts `chunk` and keeps its edges.
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
         self.size += chunk.len() as u64;
         if self.head.len() < EDGE {
             let take = (EDGE - self.head.len()).min(chunk.len());
@@ -110,7 +117,23 @@ impl Oversized {
         }
     }
 
-    fn finish(mut self) -> Frame {
+    /// Bytes counted so far.
+    pub(crate) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Appends another dropped part of the same message.
+    pub(crate) fn absorb(&mut self, other: Oversized) {
+        self.size += other.size;
+        if self.head.len() < EDGE {
+            let take = (EDGE - self.head.len()).min(other.head.len());
+            self.head.extend_from_slice(&other.head[..take]);
+        }
+        self.tail = other.tail;
+    }
+
+    /// The frame reporting the dropped message.
+    pub(crate) fn finish(mut self) -> Frame {
         while matches!(self.tail.last(), Some(b'\r' | b' ' | b'\t')) {
             self.tail.pop();
         }
@@ -127,7 +150,10 @@ impl Oversized {
 /// `result` or after it, never inside it).
 fn id_at_start(head: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(head);
-    let mut rest = text.trim_start().strip_prefix('{')?;
+    let text = text.trim_start();
+    // An SSE event's data line (`data: {...}`) carries the message after its field name.
+    let text = text.strip_prefix("data:").map_or(text, str::trim_start);
+    let mut rest = text.strip_prefix('{')?;
     loop {
         rest = rest.trim_start();
         let (key, after) = json_string(rest)?;

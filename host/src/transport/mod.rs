@@ -3,8 +3,11 @@
 //! | endpoint | module   | wire                                              |
 //! |----------|----------|---------------------------------------------------|
 //! | `stdio`  | [`stdio`] | child process, one JSON-RPC message per line     |
-//! | `http`   | –        | Streamable HTTP: not yet implemented (a clear `unsupported` error) |
-//! | `sse`    | –        | legacy HTTP+SSE: not yet implemented (likewise)   |
+//! | `http`   | [`http`] | Streamable HTTP: POST per message, JSON or SSE answers, sessions, resumption |
+//! | `sse`    | [`http`] | the deprecated HTTP+SSE transport: one event stream, POSTs to its `endpoint` |
+//!
+//! [`sse`] parses event streams for both HTTP transports; [`framing`] splits
+//! stdio lines; [`endpoint`] resolves `${VAR}` references in the host.
 //!
 //! Every transport feeds one [`Connection`]: a queue of [`Inbound`] items that
 //! the guest drains with `receive` and waits on with `subscribe`, and a queue of
@@ -12,6 +15,8 @@
 
 pub(crate) mod endpoint;
 pub(crate) mod framing;
+pub(crate) mod http;
+pub(crate) mod sse;
 pub(crate) mod stdio;
 
 use std::collections::VecDeque;
@@ -39,6 +44,13 @@ pub(crate) enum Inbound {
     Closed(String),
 }
 
+/// One message for a server, with what the guest said about it (for HTTP headers).
+#[derive(Debug, Clone)]
+pub(crate) struct Outgoing {
+    pub message: String,
+    pub meta: wit::SendMeta,
+}
+
 /// What a transport knows about its own health.
 #[derive(Debug, Default)]
 pub(crate) struct Diagnostics {
@@ -56,20 +68,21 @@ pub struct Connection {
     stash: VecDeque<Inbound>,
     /// Set once `Closed` was seen: every later `receive` reports it again.
     closed: Option<String>,
-    outbound: mpsc::UnboundedSender<String>,
+    outbound: mpsc::UnboundedSender<Outgoing>,
     diagnostics: Arc<Mutex<Diagnostics>>,
-    /// Stops the process group when the connection is dropped.
+    /// Stops the process group when the connection is dropped (stdio only; an
+    /// HTTP session ends when `outbound` closes).
     _process: Option<stdio::ProcessGuard>,
 }
 
 impl Connection {
-    fn send(&mut self, message: String) -> Result<(), wit::TransportError> {
+    fn send(&mut self, message: String, meta: wit::SendMeta) -> Result<(), wit::TransportError> {
         if let Some(reason) = &self.closed {
             return Err(wit::TransportError::Closed(reason.clone()));
         }
-        self.outbound
-            .send(message)
-            .map_err(|_| wit::TransportError::Closed("the connection's writer has stopped".into()))
+        self.outbound.send(Outgoing { message, meta }).map_err(|_| {
+            wit::TransportError::Closed("stopped accepting messages (its writer ended)".into())
+        })
     }
 
     fn receive(&mut self) -> Result<Vec<String>, wit::TransportError> {
@@ -81,7 +94,7 @@ impl Connection {
                     Ok(item) => item,
                     Err(mpsc::error::TryRecvError::Empty) => break,
                     Err(mpsc::error::TryRecvError::Disconnected) => {
-                        Inbound::Closed("the connection's reader has stopped".into())
+                        Inbound::Closed("stopped responding (its reader ended)".into())
                     }
                 },
             };
@@ -123,7 +136,7 @@ impl Pollable for Connection {
         }
         let item = self.inbound.recv().await;
         self.stash.push_back(
-            item.unwrap_or_else(|| Inbound::Closed("the connection's reader has stopped".into())),
+            item.unwrap_or_else(|| Inbound::Closed("stopped responding (its reader ended)".into())),
         );
     }
 }
@@ -146,6 +159,11 @@ fn open(
                     wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}"))
                 })?;
             let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
+            state
+                .diagnostics
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(server.to_owned(), diagnostics.clone());
             let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
             Ok(Connection {
                 inbound: spawned.inbound,
@@ -156,12 +174,40 @@ fn open(
                 _process: Some(spawned.process),
             })
         }
-        wit::Endpoint::Http(_) | wit::Endpoint::Sse(_) => {
-            Err(wit::TransportError::Unsupported(format!(
-                "server `{server}`: HTTP and SSE transports are not supported by this mcpbox build yet"
-            )))
-        }
+        wit::Endpoint::Http(ep) => open_http(state, server, http::Kind::Streamable, &ep),
+        wit::Endpoint::Sse(ep) => open_http(state, server, http::Kind::LegacySse, &ep),
     }
+}
+
+/// Opens a Streamable HTTP or legacy SSE connection.
+fn open_http(
+    state: &HostState,
+    server: &str,
+    kind: http::Kind,
+    ep: &wit::HttpEndpoint,
+) -> Result<Connection, wit::TransportError> {
+    let spec = endpoint::resolve_http(ep, &|name| std::env::var(name).ok())
+        .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
+    let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
+    state
+        .diagnostics
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(server.to_owned(), diagnostics.clone());
+    let spawned = http::connect(
+        kind,
+        &spec,
+        state.policy.max_message_bytes,
+        diagnostics.clone(),
+    )?;
+    Ok(Connection {
+        inbound: spawned.inbound,
+        stash: VecDeque::new(),
+        closed: None,
+        outbound: spawned.outbound,
+        diagnostics,
+        _process: None,
+    })
 }
 
 impl transport::Host for HostState {}
@@ -182,9 +228,9 @@ impl transport::HostConnection for HostState {
         &mut self,
         this: Resource<Connection>,
         message: String,
-        _meta: wit::SendMeta,
+        meta: wit::SendMeta,
     ) -> wasmtime::Result<Result<(), wit::TransportError>> {
-        Ok(self.table.get_mut(&this)?.send(message))
+        Ok(self.table.get_mut(&this)?.send(message, meta))
     }
 
     fn receive(

@@ -19,7 +19,7 @@ use tokio::sync::{Notify, mpsc, watch};
 
 use super::endpoint::StdioSpec;
 use super::framing::{Frame, read_frame};
-use super::{Diagnostics, Inbound};
+use super::{Diagnostics, Inbound, Outgoing};
 use crate::bindings::wit;
 
 /// How many stderr lines are kept for diagnostics.
@@ -37,7 +37,7 @@ const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
 /// The running parts of one stdio server, handed to [`super::Connection`].
 pub(crate) struct Spawned {
     pub inbound: mpsc::Receiver<Inbound>,
-    pub outbound: mpsc::UnboundedSender<String>,
+    pub outbound: mpsc::UnboundedSender<Outgoing>,
     pub process: ProcessGuard,
 }
 
@@ -186,12 +186,12 @@ fn describe(status: ExitStatus) -> String {
 }
 
 /// Writes queued messages, one per line, batching whatever is queued into one flush.
-async fn write_messages(stdin: ChildStdin, mut queue: mpsc::UnboundedReceiver<String>) {
+async fn write_messages(stdin: ChildStdin, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
     let mut writer = BufWriter::with_capacity(64 * 1024, stdin);
     while let Some(first) = queue.recv().await {
         let mut message = Some(first);
         while let Some(m) = message {
-            if writer.write_all(m.as_bytes()).await.is_err()
+            if writer.write_all(m.message.as_bytes()).await.is_err()
                 || writer.write_all(b"\n").await.is_err()
             {
                 return;
@@ -255,14 +255,14 @@ async fn read_messages(
     let reason = if still_running {
         stop.notify_one();
         let how = match read_error {
-            Some(e) => format!("reading its stdout failed ({e})"),
-            None => "it closed its stdout".to_owned(),
+            Some(e) => format!("failed to be read from ({e})"),
+            None => "closed its stdout".to_owned(),
         };
         let _ = exit.wait_for(Option::is_some).await;
-        format!("{how} while still running; it was stopped")
+        format!("{how} while still running, so it was stopped")
     } else {
         let status = exit.borrow().clone().unwrap_or_default();
-        format!("the server exited ({status})")
+        format!("exited ({status})")
     };
     let _ = inbound.send(Inbound::Closed(reason)).await;
 }
@@ -311,7 +311,8 @@ async fn read_stderr(stderr: tokio::process::ChildStderr, diagnostics: Arc<Mutex
 }
 
 impl Diagnostics {
-    fn push_stderr(&mut self, line: String) {
+    /// Keeps `line` in the tail, dropping the oldest beyond [`STDERR_LINES`].
+    pub(crate) fn push_stderr(&mut self, line: String) {
         if self.stderr_tail.len() == STDERR_LINES {
             self.stderr_tail.pop_front();
         }

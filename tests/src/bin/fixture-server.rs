@@ -37,6 +37,8 @@
 //! | `--start-delay-ms MS` | sleep MS before reading stdin |
 //! | `--garbage` | write a non-JSON line to stdout before every message |
 //! | `--stderr-lines N` | write N lines to stderr at start |
+//! | `--bad-ids` | around every response, also send the same response with its id as a string, with an id nobody asked for, and a second time (a duplicate) |
+//! | `--spawn-child` | start a `sleep 600` child process at start (it shares the server's process group; see the `pids` tool) |
 //!
 //! # Tools
 //!
@@ -56,6 +58,9 @@
 //! | `progress` | `steps: integer` (required), `interval_ms: integer` | sends `steps` `notifications/progress` (when the request has `_meta.progressToken`), `interval_ms` apart (default 10), then `done N`; cancellable |
 //! | `multi` | `parts: string[]` (required) | one text block per part |
 //! | `image` | none | a text block `a red pixel` and a 1×1 PNG image block |
+//! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
+//! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
+//! | `pids` | none | text: JSON `{"pid": …, "children": […]}`, the server's pid and its `--spawn-child` child |
 //!
 //! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
 //! optional `text` and return it, or their own name when it is absent, so a test can
@@ -103,6 +108,8 @@ struct Options {
     start_delay: Duration,
     garbage: bool,
     stderr_lines: usize,
+    bad_ids: bool,
+    spawn_child: bool,
 }
 
 impl Options {
@@ -119,6 +126,8 @@ impl Options {
             start_delay: Duration::ZERO,
             garbage: false,
             stderr_lines: 0,
+            bad_ids: false,
+            spawn_child: false,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -142,6 +151,8 @@ impl Options {
                 }
                 "--garbage" => options.garbage = true,
                 "--stderr-lines" => options.stderr_lines = number(&flag, &value()?)?,
+                "--bad-ids" => options.bad_ids = true,
+                "--spawn-child" => options.spawn_child = true,
                 "--help" | "-h" => {
                     eprintln!("usage: fixture-server [FLAGS]; see the source's module docs");
                     process::exit(0);
@@ -173,6 +184,9 @@ enum Kind {
     Progress,
     Multi,
     Image,
+    Flood,
+    CloseStdout,
+    Pids,
     /// Returns `text`, or the tool's own name.
     EchoLike,
 }
@@ -321,6 +335,27 @@ fn builtin_tools() -> Vec<Tool> {
             json!({}),
             &[],
         ),
+        Tool::new(
+            "flood",
+            Kind::Flood,
+            "Sends `count` log notifications as fast as it can, then answers.",
+            json!({"count": {"type": "integer", "minimum": 0}}),
+            &["count"],
+        ),
+        Tool::new(
+            "close_stdout",
+            Kind::CloseStdout,
+            "Closes stdout and keeps running without answering.",
+            json!({}),
+            &[],
+        ),
+        Tool::new(
+            "pids",
+            Kind::Pids,
+            "Returns the server's pid and its children's, as JSON text.",
+            json!({}),
+            &[],
+        ),
     ]
 }
 
@@ -348,7 +383,10 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
 #[derive(Debug)]
 struct Server {
     options: Options,
-    out: Mutex<io::Stdout>,
+    /// `None` once `close_stdout` closed it.
+    out: Mutex<Option<io::Stdout>>,
+    /// The `--spawn-child` child's pid.
+    children: Vec<u32>,
     tools: Mutex<Vec<Tool>>,
     /// Request ids from `notifications/cancelled`, in arrival order.
     cancelled: Mutex<Vec<Value>>,
@@ -366,7 +404,26 @@ impl Server {
     fn send(&self, message: &Value) {
         let mut line = message.to_string();
         line.push('\n');
-        let mut out = lock(&self.out);
+        let mut guard = lock(&self.out);
+        let Some(out) = guard.as_mut() else {
+            return; // stdout was closed on purpose: stay up, say nothing
+        };
+        if self.options.bad_ids
+            && let Some(id) = message.get("id").filter(|id| !id.is_null())
+        {
+            // Responses no client request matches: the id as a string instead of a
+            // number (or the reverse), and an id that was never used.
+            let mut as_string = message.clone();
+            as_string["id"] = match id {
+                Value::String(text) => text.parse::<i64>().map_or(json!(0), |n| json!(n)),
+                other => json!(other.to_string()),
+            };
+            let mut unknown = message.clone();
+            unknown["id"] = json!(987_654_321);
+            for wrong in [as_string, unknown] {
+                let _ = out.write_all(format!("{wrong}\n").as_bytes());
+            }
+        }
         if self.options.garbage {
             // Deliberately not JSON: clients must skip it.
             let _ = out.write_all(b"this line is not JSON {{{\n");
@@ -379,7 +436,11 @@ impl Server {
     }
 
     fn respond(&self, id: &Value, result: Value) {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        let response = json!({"jsonrpc": "2.0", "id": id, "result": result});
+        self.send(&response);
+        if self.options.bad_ids {
+            self.send(&response); // a duplicate: the client already has its answer
+        }
     }
 
     fn respond_error(&self, id: &Value, code: i64, message: &str) {
@@ -648,6 +709,27 @@ impl Server {
                     .ok_or("`parts` must hold strings")?;
                 json!({"content": content})
             }
+            Kind::Flood => {
+                let count = uint_arg(args, "count")?.ok_or("`count` is required")?;
+                for i in 0..count {
+                    self.notify(
+                        "notifications/message",
+                        json!({"level": "debug", "logger": self.options.name, "data": format!("flood {i}")}),
+                    );
+                }
+                text_result(&format!("flooded {count}"))
+            }
+            Kind::CloseStdout => {
+                eprintln!("fixture: closing stdout and carrying on, as asked");
+                // Dropping the only handle closes the stdout pipe (`Stdout` itself
+                // never closes fd 1, so close it explicitly).
+                lock(&self.out).take();
+                close_stdout_fd();
+                return Ok(None);
+            }
+            Kind::Pids => {
+                text_result(&json!({"pid": process::id(), "children": self.children}).to_string())
+            }
             Kind::Image => json!({
                 "content": [
                     {"type": "text", "text": "a red pixel"},
@@ -720,10 +802,28 @@ fn main() {
     if !options.start_delay.is_zero() {
         thread::sleep(options.start_delay);
     }
+    let children = if options.spawn_child {
+        match process::Command::new("sleep")
+            .arg("600")
+            .stdin(process::Stdio::null())
+            .stdout(process::Stdio::null())
+            .spawn()
+        {
+            // Not waited for on purpose: the client must clean up the whole group.
+            Ok(child) => vec![child.id()],
+            Err(e) => {
+                eprintln!("fixture-server: could not start the child: {e}");
+                process::exit(2);
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let server = Arc::new(Server {
         tools: Mutex::new(initial_tools(&options)),
         options,
-        out: Mutex::new(io::stdout()),
+        out: Mutex::new(Some(io::stdout())),
+        children,
         cancelled: Mutex::new(Vec::new()),
         cancelled_signal: Condvar::new(),
     });
@@ -734,4 +834,13 @@ fn main() {
         }
     }
     // Stdin closed: the client is done with us. In-flight calls die with the process.
+}
+
+/// Closes file descriptor 1 for real, so the client sees end of file on the pipe.
+#[allow(unsafe_code)]
+fn close_stdout_fd() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: fd 1 is this process's stdout; the only `Stdout` handle that wrote to
+    // it was taken out of `Server::out` above, so nothing uses the fd afterwards.
+    drop(unsafe { OwnedFd::from_raw_fd(1) });
 }

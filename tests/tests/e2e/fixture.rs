@@ -319,8 +319,25 @@ async fn a_crash_mid_call_fails_the_call_and_marks_the_server() {
     };
     assert!(message.contains("exit code 3"), "{message}");
     let servers = runtime.servers();
-    assert_eq!(status(&servers, "fx").state, ServerState::Failed);
+    let fx = status(&servers, "fx");
+    assert_eq!(fx.state, ServerState::Failed);
+    assert_eq!(fx.tool_count, 0);
+    let error = fx.error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("exit code 3")
+            && error.contains("the next call restarts it after a 1s backoff"),
+        "{error}"
+    );
+    // Its tools leave the registry, but a call to one is still recognised: it is
+    // refused as unavailable (within the backoff), not as an unknown tool.
     assert!(!runtime.tools().iter().any(|t| t.server == "fx"));
+    let err = call(&runtime, "mcp__fx__echo", json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::ServerUnavailable(m) if m.contains("next restart allowed in")),
+        "{err:?}"
+    );
     let r = call(&runtime, "mcp__other__echo", json!({"text": "ok"}))
         .await
         .unwrap();
@@ -364,7 +381,10 @@ async fn invalid_config_text_is_an_error_naming_the_origin() {
         .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("broken.json"), "{text}");
-    assert!(text.starts_with("broken.json:1:"), "names the file, line and column: {text}");
+    assert!(
+        text.starts_with("broken.json:1:"),
+        "names the file, line and column: {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -392,13 +412,84 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
     let mut events = runtime.events();
 
     let huge = "x".repeat(8 * 1024 * 1024);
-    let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge })).await.unwrap_err();
-    let CallError::Runtime(message) = &err else { panic!("expected a runtime error, got {err:?}") };
+    let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge }))
+        .await
+        .unwrap_err();
+    let CallError::Runtime(message) = &err else {
+        panic!("expected a runtime error, got {err:?}")
+    };
     assert!(message.contains("restarted"), "{message}");
-    next_event(&mut events, |e| matches!(e, Event::Warning(w) if w.contains("restarted"))).await;
+    next_event(
+        &mut events,
+        |e| matches!(e, Event::Warning(w) if w.contains("restarted")),
+    )
+    .await;
 
     // A fresh guest reconnected the server; calls work again.
     assert_connected(&ready(&runtime).await, "fx");
-    let r = call(&runtime, "mcp__fx__echo", json!({"text": "after"})).await.unwrap();
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "after"}))
+        .await
+        .unwrap();
     assert_eq!(r.text, "after");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_server_is_restarted_by_the_next_call_or_by_reconnect() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    assert_connected(&ready(&runtime).await, "fx");
+    let mut events = runtime.events();
+    let is = |state: ServerState| move |e: &Event| matches!(e, Event::Status(s) if s.name == "fx" && s.state == state);
+
+    let crashed = std::time::Instant::now();
+    let err = call(&runtime, "mcp__fx__crash", json!({"code": 3}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::ServerUnavailable(m) if m.contains("exit code 3")),
+        "{err:?}"
+    );
+    // Within the 1 s backoff the call is refused at once, saying how long to wait.
+    let err = call(&runtime, "mcp__fx__echo", json!({"text": "too soon"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::ServerUnavailable(m)
+            if m.contains("exit code 3") && m.contains("next restart allowed in")),
+        "{err:?}"
+    );
+    assert_eq!(status(&runtime.servers(), "fx").state, ServerState::Failed);
+
+    // Waiting out the backoff is the behaviour under test: then the next call
+    // restarts the server, waits for it and runs.
+    let backoff = Duration::from_millis(1_100);
+    tokio::time::sleep(backoff.saturating_sub(crashed.elapsed())).await;
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "restarted"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "restarted");
+    assert_connected(&runtime.servers(), "fx");
+    assert!(runtime.tools().iter().any(|t| t.name == "mcp__fx__echo"));
+    // Every transition was an event, in order (what `servers --watch` prints).
+    next_event(&mut events, is(ServerState::Failed)).await;
+    next_event(&mut events, is(ServerState::Starting)).await;
+    next_event(&mut events, is(ServerState::Connected)).await;
+
+    // Crash again; an explicit reconnect does not wait for the backoff.
+    let err = call(&runtime, "mcp__fx__crash", json!({"code": 3}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::ServerUnavailable(_)), "{err:?}");
+    runtime.reconnect("fx").await.unwrap();
+    let state = status(&runtime.servers(), "fx").state;
+    assert!(
+        matches!(state, ServerState::Starting | ServerState::Connected),
+        "{state:?}"
+    );
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "reconnected"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "reconnected");
+
+    let err = runtime.reconnect("nope").await.unwrap_err();
+    assert!(err.contains("no server named `nope`"), "{err}");
 }

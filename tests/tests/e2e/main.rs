@@ -6,7 +6,9 @@
 //! per run and every test shares it.
 
 mod concurrency;
+mod faults;
 mod fixture;
+mod http;
 mod peers;
 
 use std::time::Duration;

@@ -1,0 +1,688 @@
+//! `mcpbox-bench`: mcpbox side by side with rmcp, in one run, interleaved.
+//!
+//! ```text
+//! cargo run --release -p mcpbox-bench -- [--quick] [--reps N] [--only W2,W3]
+//! ```
+//!
+//! Both sides run the same workloads against the same fixture MCP server
+//! (`tests/src/bin/fixture-server.rs`). Every sample is a fresh process (see
+//! [`worker`]); samples alternate between the sides (mcpbox first in even
+//! repetitions, rmcp first in odd ones) and repetitions go round every workload
+//! before the next begins, so a burst of load from elsewhere hits both sides
+//! alike. The table shows medians with their min–max spread, the mcpbox/rmcp
+//! ratio of the medians and whether the target is met. docs/PERFORMANCE.md
+//! explains the workloads, the targets and the results.
+//!
+//! | id  | workload | metric |
+//! |-----|----------|--------|
+//! | W1  | spawn + initialize + tools/list, one server | ms |
+//! | W1c | a cold `mcpbox tools` process (warm component cache) vs `rmcp-tools`, exec→exit | ms |
+//! | W2  | 2,000 sequential echo calls | µs/call, client CPU µs/call |
+//! | W3  | 1,000 echo calls in flight at once | calls/s |
+//! | W4  | spawn + initialize + tools/list of 10,000 tools | ms, peak RSS |
+//! | W5  | 200 concurrent sleeps of 0–50 ms | ms until every (checked) answer |
+//! | W6  | a 17.6 MB tools/list line | ms, peak RSS, or "hung" |
+
+mod worker;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// Which client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    Mcpbox,
+    Rmcp,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Mcpbox => "mcpbox",
+            Side::Rmcp => "rmcp",
+        }
+    }
+}
+
+/// What is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Workload {
+    Connect,
+    ColdProcess,
+    Sequential,
+    Concurrent,
+    BigList,
+    Sleeps,
+    HugeList,
+}
+
+impl Workload {
+    const ALL: [Workload; 7] = [
+        Workload::Connect,
+        Workload::ColdProcess,
+        Workload::Sequential,
+        Workload::Concurrent,
+        Workload::BigList,
+        Workload::Sleeps,
+        Workload::HugeList,
+    ];
+
+    fn id(self) -> &'static str {
+        match self {
+            Workload::Connect => "W1",
+            Workload::ColdProcess => "W1c",
+            Workload::Sequential => "W2",
+            Workload::Concurrent => "W3",
+            Workload::BigList => "W4",
+            Workload::Sleeps => "W5",
+            Workload::HugeList => "W6",
+        }
+    }
+
+    fn from_id(id: &str) -> Option<Workload> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.id().eq_ignore_ascii_case(id))
+    }
+}
+
+/// How a row's ratio (mcpbox/rmcp of the medians) or value is judged.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    /// Reported, not judged.
+    None,
+    RatioAtMost(f64),
+    RatioAtLeast(f64),
+    /// mcpbox's median itself at most this much.
+    ValueAtMost(f64),
+    /// mcpbox completes every sample.
+    Completes,
+}
+
+/// One line of the results table.
+#[derive(Debug)]
+struct Row {
+    workload: Workload,
+    label: &'static str,
+    metric: &'static str,
+    unit: &'static str,
+    target: Target,
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        workload: Workload::Connect,
+        label: "W1 spawn+init+list",
+        metric: "ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Connect,
+        label: "W1 peak RSS",
+        metric: "peak_rss_mib",
+        unit: "MiB",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::ColdProcess,
+        label: "W1c cold `tools` process",
+        metric: "ms",
+        unit: "ms",
+        target: Target::RatioAtMost(1.5),
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "W2 sequential echo",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::RatioAtMost(1.0),
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "W2 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "W3 1,000 in flight",
+        metric: "calls_per_s",
+        unit: "calls/s",
+        target: Target::RatioAtLeast(1.0),
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "W3 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::BigList,
+        label: "W4 10,000-tool list",
+        metric: "ms",
+        unit: "ms",
+        target: Target::RatioAtMost(1.0),
+    },
+    Row {
+        workload: Workload::BigList,
+        label: "W4 peak RSS",
+        metric: "peak_rss_mib",
+        unit: "MiB",
+        target: Target::RatioAtMost(0.5),
+    },
+    Row {
+        workload: Workload::Sleeps,
+        label: "W5 200 sleeps 0-50 ms",
+        metric: "ms",
+        unit: "ms",
+        target: Target::ValueAtMost(50.0 * 1.05),
+    },
+    Row {
+        workload: Workload::HugeList,
+        label: "W6 17.6 MB tools/list",
+        metric: "ms",
+        unit: "ms",
+        target: Target::Completes,
+    },
+    Row {
+        workload: Workload::HugeList,
+        label: "W6 peak RSS",
+        metric: "peak_rss_mib",
+        unit: "MiB",
+        target: Target::None,
+    },
+];
+
+/// The samples of one side of one workload.
+#[derive(Debug, Default)]
+struct Samples {
+    metrics: BTreeMap<String, Vec<f64>>,
+    failures: Vec<String>,
+}
+
+#[derive(Debug)]
+struct Args {
+    reps: usize,
+    only: Vec<Workload>,
+    build: bool,
+}
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args {
+        reps: 7,
+        only: Workload::ALL.to_vec(),
+        build: true,
+    };
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => parsed.reps = 3,
+            "--reps" => {
+                parsed.reps = args
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .ok_or("--reps needs a positive number")?;
+            }
+            "--only" => {
+                let list = args.next().ok_or("--only needs a list such as W2,W3")?;
+                parsed.only = list
+                    .split(',')
+                    .map(|id| Workload::from_id(id.trim()).ok_or(format!("unknown workload {id}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "--no-build" => parsed.build = false,
+            "--help" | "-h" => {
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6] [--no-build]".into());
+            }
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
+        }
+    }
+    Ok(parsed)
+}
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("worker") {
+        args.next();
+        return worker_main(args);
+    }
+    let args = match parse_args(args) {
+        Ok(args) => args,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
+    match harness(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `mcpbox-bench worker SIDE WORKLOAD FIXTURE CACHE_DIR`: one sample, metrics as JSON on stdout.
+fn worker_main(mut args: impl Iterator<Item = String>) -> ExitCode {
+    let mut next = || args.next().unwrap_or_default();
+    let side = match next().as_str() {
+        "mcpbox" => Side::Mcpbox,
+        "rmcp" => Side::Rmcp,
+        other => {
+            eprintln!("unknown side {other:?}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(workload) = Workload::from_id(&next()) else {
+        eprintln!("unknown workload");
+        return ExitCode::from(2);
+    };
+    let job = worker::Job {
+        side,
+        workload,
+        fixture: PathBuf::from(next()),
+        cache_dir: PathBuf::from(next()),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("could not start tokio: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(worker::run(job));
+    // Do not wait for tasks a hung client left behind.
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    match result {
+        Ok(metrics) => {
+            println!("{}", serde_json::to_string(&metrics).unwrap_or_default());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Paths the harness works with.
+#[derive(Debug)]
+struct Setup {
+    me: PathBuf,
+    fixture: PathBuf,
+    mcpbox: PathBuf,
+    rmcp_tools: PathBuf,
+    work: PathBuf,
+    cache_dir: PathBuf,
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.work);
+    }
+}
+
+fn harness(args: &Args) -> Result<(), String> {
+    let setup = setup(args.build)?;
+    print_machine(&setup);
+    warm_cache(&setup)?;
+
+    let mut samples: BTreeMap<(Workload, Side), Samples> = BTreeMap::new();
+    for rep in 0..args.reps {
+        eprint!("rep {}/{}:", rep + 1, args.reps);
+        for &workload in &args.only {
+            eprint!(" {}", workload.id());
+            let sides = if rep % 2 == 0 {
+                [Side::Mcpbox, Side::Rmcp]
+            } else {
+                [Side::Rmcp, Side::Mcpbox]
+            };
+            for side in sides {
+                let entry = samples.entry((workload, side)).or_default();
+                match sample(&setup, workload, side) {
+                    Ok(metrics) => {
+                        for (name, value) in metrics {
+                            entry.metrics.entry(name).or_default().push(value);
+                        }
+                    }
+                    Err(e) => entry.failures.push(e),
+                }
+            }
+        }
+        eprintln!();
+    }
+    print_table(args, &samples);
+    Ok(())
+}
+
+fn setup(build: bool) -> Result<Setup, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let dir = me.parent().ok_or("this program has no directory")?.to_path_buf();
+    let release = dir.file_name().is_some_and(|n| n == "release");
+    if !release {
+        eprintln!("warning: not a release build; numbers will mean little (use --release)");
+    }
+    // The harness runs the CLI and the fixture as programs: build them with the same
+    // profile, every time, so W1c never measures a stale `mcpbox` (a no-op when fresh).
+    if let (true, Some(cargo)) = (build, std::env::var_os("CARGO")) {
+        let mut command = Command::new(cargo);
+        command.args([
+            "build",
+            "-p",
+            "mcpbox",
+            "--bin",
+            "mcpbox",
+            "-p",
+            "mcpbox-tests",
+            "--bin",
+            "fixture-server",
+            "-p",
+            "mcpbox-bench",
+            "--bin",
+            "rmcp-tools",
+        ]);
+        if release {
+            command.arg("--release");
+        }
+        eprintln!("building the CLI, the fixture server and rmcp-tools…");
+        let status = command
+            .status()
+            .map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !status.success() {
+            return Err("building the programs failed".into());
+        }
+    }
+    let program = |name: &str| {
+        let path = dir.join(name);
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{} is missing; build it with `cargo build --release -p mcpbox --bin mcpbox \
+                 -p mcpbox-tests --bin fixture-server -p mcpbox-bench --bin rmcp-tools` \
+                 or run this through `cargo run`",
+                path.display()
+            ))
+        }
+    };
+    let work = std::env::temp_dir().join(format!("mcpbox-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    Ok(Setup {
+        fixture: program("fixture-server")?,
+        mcpbox: program("mcpbox")?,
+        rmcp_tools: program("rmcp-tools")?,
+        cache_dir: work.join("component-cache"),
+        work,
+        me,
+    })
+}
+
+fn print_machine(setup: &Setup) {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = read("/proc/sys/kernel/osrelease");
+    let load = read("/proc/loadavg");
+    println!("machine: {model}, {cores} cores, Linux {}", kernel.trim());
+    println!(
+        "load average at start: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    match huge_list_bytes(setup) {
+        Ok(bytes) => println!(
+            "W6 tools/list line: {:.1} MB ({} tools)",
+            bytes as f64 / 1e6,
+            worker::HUGE_LIST_EXTRA_TOOLS + 12
+        ),
+        Err(e) => println!("W6 tools/list line: could not be measured ({e})"),
+    }
+}
+
+/// Asks the fixture for the huge list directly, to report its size.
+fn huge_list_bytes(setup: &Setup) -> Result<usize, String> {
+    let mut child = Command::new(&setup.fixture)
+        .args(worker::fixture_args(Workload::HugeList))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut stdin = child.stdin.take().ok_or("no stdin")?;
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
+        .map_err(|e| e.to_string())?;
+    drop(stdin);
+    let mut line = Vec::new();
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    BufReader::new(stdout)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| e.to_string())?;
+    let _ = child.wait();
+    Ok(line.len())
+}
+
+/// Compiles the guest into the bench's component cache, so every mcpbox sample
+/// (in-process runtime and CLI alike) starts with a warm cache, as users do.
+fn warm_cache(setup: &Setup) -> Result<(), String> {
+    cold_process(setup, Side::Mcpbox).map(|_| ())
+}
+
+fn sample(setup: &Setup, workload: Workload, side: Side) -> Result<BTreeMap<String, f64>, String> {
+    if workload == Workload::ColdProcess {
+        let ms = cold_process(setup, side)?;
+        return Ok(BTreeMap::from([("ms".to_owned(), ms)]));
+    }
+    let output = Command::new(&setup.me)
+        .arg("worker")
+        .arg(side.name())
+        .arg(workload.id())
+        .arg(&setup.fixture)
+        .arg(&setup.cache_dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start a worker: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().last().unwrap_or("no message").trim();
+        return Err(last.to_owned());
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("a worker printed garbage: {e}"))
+}
+
+/// W1c: `mcpbox tools` or `rmcp-tools`, exec to exit, output checked.
+fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
+    let mut command = match side {
+        Side::Mcpbox => {
+            let config = setup.work.join("w1c.mcp.json");
+            if !config.is_file() {
+                std::fs::write(
+                    &config,
+                    worker::mcpbox_config(&setup.fixture, Workload::ColdProcess),
+                )
+                .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+            }
+            let mut command = Command::new(&setup.mcpbox);
+            command
+                .arg("--config")
+                .arg(&config)
+                .arg("tools")
+                .env("MCPBOX_CACHE_DIR", &setup.cache_dir);
+            command
+        }
+        Side::Rmcp => {
+            let mut command = Command::new(&setup.rmcp_tools);
+            command.arg(&setup.fixture);
+            command
+        }
+    };
+    command.stdin(Stdio::null()).stderr(Stdio::piped());
+    let started = Instant::now();
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", side.name()))?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    let listed = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| l.starts_with("mcp__fixture__"))
+        .count();
+    if !output.status.success() || listed != 12 {
+        return Err(format!(
+            "{} listed {listed} tools ({}): {}",
+            side.name(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(ms)
+}
+
+/// Median, min and max.
+fn summary(values: &[f64]) -> Option<(f64, f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    Some((median, sorted[0], sorted[n - 1]))
+}
+
+fn number(value: f64) -> String {
+    if value >= 10_000.0 {
+        format!("{value:.0}")
+    } else if value >= 100.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
+}
+
+fn cell(samples: Option<&Samples>, metric: &str, unit: &str) -> (String, Option<f64>) {
+    let Some(samples) = samples else {
+        return ("–".into(), None);
+    };
+    let values = samples.metrics.get(metric).map(Vec::as_slice).unwrap_or(&[]);
+    let failed = samples.failures.len();
+    let text = match summary(values) {
+        Some((median, min, max)) => {
+            let mut text = format!("{} {unit} ({}–{})", number(median), number(min), number(max));
+            if failed > 0 {
+                text.push_str(&format!(", {failed} failed"));
+            }
+            text
+        }
+        None => match samples.failures.first() {
+            Some(first) => format!("{failed}/{failed} failed: {first}"),
+            None => "–".into(),
+        },
+    };
+    (text, summary(values).map(|s| s.0))
+}
+
+fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
+    println!();
+    println!(
+        "{} repetitions, interleaved; median (min–max) per side; ratio = mcpbox/rmcp of the medians",
+        args.reps
+    );
+    println!();
+    println!("| workload | mcpbox | rmcp | ratio | target | met? |");
+    println!("|---|---|---|---|---|---|");
+    let mut missed = Vec::new();
+    for row in ROWS.iter().filter(|r| args.only.contains(&r.workload)) {
+        let mine = samples.get(&(row.workload, Side::Mcpbox));
+        let theirs = samples.get(&(row.workload, Side::Rmcp));
+        let (mine_text, mine_median) = cell(mine, row.metric, row.unit);
+        let (theirs_text, theirs_median) = cell(theirs, row.metric, row.unit);
+        let ratio = mine_median.zip(theirs_median).map(|(a, b)| a / b);
+        let mine_failed = mine.is_none_or(|s| !s.failures.is_empty());
+        let (target, met) = match row.target {
+            Target::None => ("–".to_owned(), None),
+            Target::RatioAtMost(limit) => (format!("≤ {limit}"), ratio.map(|r| r <= limit)),
+            Target::RatioAtLeast(limit) => (format!("≥ {limit}"), ratio.map(|r| r >= limit)),
+            Target::ValueAtMost(limit) => (
+                format!("mcpbox ≤ {} ms", number(limit)),
+                mine_median.map(|v| v <= limit),
+            ),
+            Target::Completes => ("mcpbox completes".to_owned(), Some(!mine_failed)),
+        };
+        let met = match met {
+            Some(true) if !mine_failed => "yes",
+            None => "–",
+            _ => {
+                missed.push(row.label);
+                "NO"
+            }
+        };
+        let ratio = ratio.map_or("–".into(), |r| format!("{r:.2}"));
+        println!(
+            "| {} | {mine_text} | {theirs_text} | {ratio} | {target} | {met} |",
+            row.label
+        );
+    }
+    println!();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average at end: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if missed.is_empty() {
+        println!("every target met");
+    } else {
+        println!("targets missed: {}", missed.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_spreads() {
+        assert_eq!(summary(&[3.0, 1.0, 2.0]), Some((2.0, 1.0, 3.0)));
+        assert_eq!(summary(&[4.0, 1.0, 2.0, 3.0]), Some((2.5, 1.0, 4.0)));
+        assert_eq!(summary(&[]), None);
+    }
+
+    #[test]
+    fn sleep_plan_covers_the_range_in_a_fixed_order() {
+        let plan = worker::sleep_plan();
+        assert_eq!(plan.len(), worker::SLEEPS);
+        assert_eq!(plan.iter().max(), Some(&worker::LONGEST_SLEEP_MS));
+        assert_eq!(plan.iter().min(), Some(&0));
+        assert_eq!(plan, worker::sleep_plan());
+        assert_ne!(plan.last(), Some(&worker::LONGEST_SLEEP_MS));
+    }
+
+    #[test]
+    fn arguments_parse() {
+        let args = parse_args(["--quick", "--only", "w2,W3"].map(String::from).into_iter()).unwrap();
+        assert_eq!(args.reps, 3);
+        assert_eq!(args.only, vec![Workload::Sequential, Workload::Concurrent]);
+        assert!(parse_args(["--only", "W9"].map(String::from).into_iter()).is_err());
+    }
+}

@@ -1,0 +1,396 @@
+//! One measurement, run in a process of its own.
+//!
+//! The harness re-executes itself as `mcpbox-bench worker SIDE WORKLOAD …` for
+//! every sample, so that each sample starts from a fresh process (fresh
+//! allocator, fresh tokio runtime, nothing left over from the other side) and
+//! its peak RSS (`VmHWM`) is its own. The worker prints one JSON object of
+//! metrics on stdout, or an error on stderr with a non-zero exit.
+//!
+//! Both sides talk to the same fixture server binary with the same arguments,
+//! on a tokio multi-thread runtime with default settings, through their public
+//! client APIs: mcpbox through [`mcpbox::Runtime`] (the guest component, as an
+//! embedder runs it), rmcp through `().serve(TokioChildProcess)`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use crate::{Side, Workload};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Metrics of one sample, by name.
+pub type Metrics = BTreeMap<&'static str, f64>;
+
+/// What a worker needs to know.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub side: Side,
+    pub workload: Workload,
+    pub fixture: PathBuf,
+    pub cache_dir: PathBuf,
+}
+
+/// Calls in the sequential workload (W2).
+pub const SEQUENTIAL_CALLS: usize = 2_000;
+/// Calls in flight at once (W3).
+pub const CONCURRENT_CALLS: usize = 1_000;
+/// Concurrent sleeps (W5) and the longest of them in ms.
+pub const SLEEPS: usize = 200;
+pub const LONGEST_SLEEP_MS: u64 = 50;
+/// Tools in the big list (W4): the fixture's 12 built-in tools plus echo-like ones.
+pub const BIG_LIST_TOOLS: usize = 10_000;
+const FIXTURE_BUILTIN_TOOLS: usize = 12;
+/// Echo-like tools for the huge list (W6): one `tools/list` line of 17.6 MB.
+pub const HUGE_LIST_EXTRA_TOOLS: usize = 71_000;
+/// How long the huge list may take before a side is reported as hung.
+pub const HUGE_LIST_PATIENCE: Duration = Duration::from_secs(10);
+/// Warm-up calls before the timed part of W2 and W3.
+const WARM_UP_CALLS: usize = 100;
+
+/// The fixture's arguments for a workload.
+pub fn fixture_args(workload: Workload) -> Vec<String> {
+    match workload {
+        Workload::BigList => vec![
+            "--tools".into(),
+            (BIG_LIST_TOOLS - FIXTURE_BUILTIN_TOOLS).to_string(),
+        ],
+        Workload::HugeList => vec!["--tools".into(), HUGE_LIST_EXTRA_TOOLS.to_string()],
+        _ => Vec::new(),
+    }
+}
+
+/// The tool count a side must see for a workload.
+fn expected_tools(workload: Workload) -> usize {
+    match workload {
+        Workload::BigList => BIG_LIST_TOOLS,
+        Workload::HugeList => FIXTURE_BUILTIN_TOOLS + HUGE_LIST_EXTRA_TOOLS,
+        _ => FIXTURE_BUILTIN_TOOLS,
+    }
+}
+
+/// The `.mcp.json` that points mcpbox at the fixture.
+pub fn mcpbox_config(fixture: &std::path::Path, workload: Workload) -> String {
+    json!({"mcpServers": {"fixture": {
+        "command": fixture.display().to_string(),
+        "args": fixture_args(workload),
+    }}})
+    .to_string()
+}
+
+/// Runs one sample and returns its metrics.
+pub async fn run(job: Job) -> Result<Metrics, BoxError> {
+    let mut metrics = match job.side {
+        Side::Mcpbox => Mcpbox::run(&job).await?,
+        Side::Rmcp => Rmcp::run(&job).await?,
+    };
+    metrics.insert("peak_rss_mib", peak_rss_mib()?);
+    if std::env::var_os("MCPBOX_BENCH_SMAPS").is_some() {
+        print_largest_mappings();
+    }
+    Ok(metrics)
+}
+
+/// The operations every workload needs, on either side.
+trait Client: Sized + Send + Sync + 'static {
+    /// Starts the server, initialises it and lists its tools; returns the tool count.
+    async fn connect(job: &Job) -> Result<(Self, usize), BoxError>;
+    /// Calls the fixture's `echo` tool and returns the text.
+    fn echo(self: &Arc<Self>, text: String) -> impl Future<Output = Result<String, BoxError>> + Send;
+    /// Calls the fixture's `sleep` tool and returns the text.
+    fn sleep(self: &Arc<Self>, ms: u64) -> impl Future<Output = Result<String, BoxError>> + Send;
+    /// Closes the connection.
+    async fn close(self) -> Result<(), BoxError>;
+
+    async fn run(job: &Job) -> Result<Metrics, BoxError> {
+        let mut metrics = Metrics::new();
+        let started = Instant::now();
+        let connected = if job.workload == Workload::HugeList {
+            tokio::time::timeout(HUGE_LIST_PATIENCE, Self::connect(job))
+                .await
+                .map_err(|_| {
+                    format!(
+                        "hung: no tool list within {} s",
+                        HUGE_LIST_PATIENCE.as_secs()
+                    )
+                })?
+        } else {
+            Self::connect(job).await
+        };
+        let (client, tools) = connected?;
+        let connect_ms = started.elapsed().as_secs_f64() * 1e3;
+        let expected = expected_tools(job.workload);
+        if tools != expected {
+            return Err(format!("listed {tools} tools, expected {expected}").into());
+        }
+        let client = Arc::new(client);
+        match job.workload {
+            Workload::Connect | Workload::BigList | Workload::HugeList => {
+                metrics.insert("ms", connect_ms);
+            }
+            Workload::Sequential => {
+                for i in 0..WARM_UP_CALLS {
+                    check_echo(&client, i).await?;
+                }
+                let cpu = process_cpu();
+                let started = Instant::now();
+                for i in 0..SEQUENTIAL_CALLS * rounds() {
+                    check_echo(&client, i).await?;
+                }
+                let wall = started.elapsed();
+                let cpu = process_cpu() - cpu;
+                let n = (SEQUENTIAL_CALLS * rounds()) as f64;
+                metrics.insert("us_per_call", wall.as_secs_f64() * 1e6 / n);
+                metrics.insert("cpu_us_per_call", cpu.as_secs_f64() * 1e6 / n);
+            }
+            Workload::Concurrent => {
+                for i in 0..WARM_UP_CALLS {
+                    check_echo(&client, i).await?;
+                }
+                let cpu = process_cpu();
+                let started = Instant::now();
+                for _ in 0..rounds() {
+                    let mut calls = JoinSet::new();
+                    for i in 0..CONCURRENT_CALLS {
+                        let client = client.clone();
+                        calls.spawn(async move { check_echo(&client, i).await });
+                    }
+                    while let Some(done) = calls.join_next().await {
+                        done??;
+                    }
+                }
+                let wall = started.elapsed();
+                let cpu = process_cpu() - cpu;
+                let n = (CONCURRENT_CALLS * rounds()) as f64;
+                metrics.insert("calls_per_s", n / wall.as_secs_f64());
+                metrics.insert("cpu_us_per_call", cpu.as_secs_f64() * 1e6 / n);
+            }
+            Workload::Sleeps => {
+                let started = Instant::now();
+                let mut calls = JoinSet::new();
+                for ms in sleep_plan() {
+                    let client = client.clone();
+                    calls.spawn(async move {
+                        let text = client.sleep(ms).await?;
+                        if text == format!("slept {ms}") {
+                            Ok(())
+                        } else {
+                            Err(BoxError::from(format!("sleep {ms} answered {text:?}")))
+                        }
+                    });
+                }
+                while let Some(done) = calls.join_next().await {
+                    done??;
+                }
+                metrics.insert("ms", started.elapsed().as_secs_f64() * 1e3);
+            }
+            Workload::ColdProcess => return Err("W1c is measured by the harness".into()),
+        }
+        match Arc::try_unwrap(client) {
+            Ok(client) => client.close().await?,
+            Err(_) => return Err("a call task outlived its workload".into()),
+        }
+        Ok(metrics)
+    }
+}
+
+async fn check_echo<C: Client>(client: &Arc<C>, i: usize) -> Result<(), BoxError> {
+    let text = format!("hello {i}");
+    let answer = client.echo(text.clone()).await?;
+    if answer == text {
+        Ok(())
+    } else {
+        Err(format!("echo {text:?} answered {answer:?}").into())
+    }
+}
+
+/// For profiling (`MCPBOX_BENCH_ROUNDS=N`): repeat the timed part of W2 and W3
+/// N times, so that a profile is not dominated by start-up.
+fn rounds() -> usize {
+    std::env::var("MCPBOX_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
+/// Sleep lengths 0…LONGEST_SLEEP_MS spread evenly, in a fixed shuffled order (the
+/// same on both sides), so the longest sleep is not always the last one sent.
+pub fn sleep_plan() -> Vec<u64> {
+    let mut plan: Vec<u64> = (0..SLEEPS)
+        .map(|i| i as u64 * LONGEST_SLEEP_MS / (SLEEPS as u64 - 1))
+        .collect();
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    for i in (1..plan.len()).rev() {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let j = (state >> 33) as usize % (i + 1);
+        plan.swap(i, j);
+    }
+    plan
+}
+
+/// CPU time of this whole process (every thread), user and system.
+fn process_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// The peak resident set of this process, from `/proc/self/status`.
+fn peak_rss_mib() -> Result<f64, BoxError> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or("no VmHWM in /proc/self/status")?;
+    Ok(kib / 1024.0)
+}
+
+/// Diagnostics (`MCPBOX_BENCH_SMAPS=1`): the mappings holding the most resident
+/// memory now, on stderr, to tell the host's heap from the guest's linear memory.
+fn print_largest_mappings() {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let mut mappings: Vec<(u64, String)> = Vec::new();
+    let mut current = String::new();
+    for line in smaps.lines() {
+        if let Some(kib) = line.strip_prefix("Rss:") {
+            let kib = kib.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+            mappings.push((kib, current.clone()));
+        } else if line.split_whitespace().next().is_some_and(|w| w.contains('-')) {
+            current = line.to_owned();
+        }
+    }
+    mappings.sort_by(|a, b| b.0.cmp(&a.0));
+    let total: u64 = mappings.iter().map(|m| m.0).sum();
+    eprintln!("resident now: {total} KiB; largest mappings:");
+    for (kib, mapping) in mappings.iter().take(8) {
+        eprintln!("{kib:>8} KiB  {mapping}");
+    }
+}
+
+/// mcpbox through its embedding API.
+struct Mcpbox(mcpbox::Runtime);
+
+impl Client for Mcpbox {
+    async fn connect(job: &Job) -> Result<(Self, usize), BoxError> {
+        let mut options = mcpbox::Options::from_config_text(
+            "bench.mcp.json",
+            mcpbox_config(&job.fixture, job.workload),
+        )
+        .cache_dir(Some(job.cache_dir.clone()));
+        // For profiling: a guest built with its name section, so that perf shows
+        // the guest's function names (see docs/PERFORMANCE.md).
+        if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
+            options = options.guest_file(guest);
+        }
+        let runtime = options.open().await?;
+        let servers = runtime.ready().await;
+        if let Some(failed) = servers
+            .iter()
+            .find(|s| s.state != mcpbox::ServerState::Connected)
+        {
+            return Err(format!(
+                "server {} is {:?}: {}",
+                failed.name,
+                failed.state,
+                failed.error.as_deref().unwrap_or("")
+            )
+            .into());
+        }
+        let tools = runtime.tools().len();
+        Ok((Mcpbox(runtime), tools))
+    }
+
+    fn echo(self: &Arc<Self>, text: String) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let this = self.clone();
+        async move {
+            let result = this
+                .0
+                .call_tool(
+                    "mcp__fixture__echo",
+                    json!({ "text": text }),
+                    mcpbox::CallOptions::default(),
+                )
+                .await?;
+            Ok(result.text)
+        }
+    }
+
+    fn sleep(self: &Arc<Self>, ms: u64) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let this = self.clone();
+        async move {
+            let result = this
+                .0
+                .call_tool(
+                    "mcp__fixture__sleep",
+                    json!({ "ms": ms }),
+                    mcpbox::CallOptions::default(),
+                )
+                .await?;
+            Ok(result.text)
+        }
+    }
+
+    async fn close(self) -> Result<(), BoxError> {
+        self.0.shutdown().await;
+        Ok(())
+    }
+}
+
+/// rmcp's client over its child-process transport.
+struct Rmcp(RunningService<RoleClient, ()>);
+
+impl Rmcp {
+    async fn call(&self, tool: &'static str, arguments: Value) -> Result<String, BoxError> {
+        let Value::Object(arguments) = arguments else {
+            return Err("arguments must be an object".into());
+        };
+        let result = self
+            .0
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+            .await?;
+        let text: Vec<&str> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+            .collect();
+        Ok(text.join("\n"))
+    }
+}
+
+impl Client for Rmcp {
+    async fn connect(job: &Job) -> Result<(Self, usize), BoxError> {
+        let args = fixture_args(job.workload);
+        let command = tokio::process::Command::new(&job.fixture).configure(|c| {
+            c.args(&args);
+        });
+        let client = ().serve(TokioChildProcess::new(command)?).await?;
+        let tools = client.list_all_tools().await?.len();
+        Ok((Rmcp(client), tools))
+    }
+
+    fn echo(self: &Arc<Self>, text: String) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let this = self.clone();
+        async move { this.call("echo", json!({ "text": text })).await }
+    }
+
+    fn sleep(self: &Arc<Self>, ms: u64) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let this = self.clone();
+        async move { this.call("sleep", json!({ "ms": ms })).await }
+    }
+
+    async fn close(self) -> Result<(), BoxError> {
+        self.0.cancel().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,135 @@
+//! mcpbox as a client for the official MCP conformance suite
+//! (`@modelcontextprotocol/conformance`, client scenarios).
+//!
+//! The suite's runner starts `conformance-client <server-url>` with the scenario in
+//! `MCP_CONFORMANCE_SCENARIO` (and the spec revision it runs in
+//! `MCP_CONFORMANCE_PROTOCOL_VERSION`, scenario data in `MCP_CONFORMANCE_CONTEXT`),
+//! then scores what its mock server saw. This program does what an mcpbox user
+//! would: it opens a runtime over a one-server configuration
+//! (`{"type": "http", "url": <server-url>}`), waits for the server to connect —
+//! era detection, handshake and tool listing are mcpbox's own — and then calls
+//! the tools the scenario is about through the registry. It exits 0 when the
+//! scenario's flow completed and 1 otherwise, with the reason on stderr.
+//!
+//! `tests/tests/conformance.rs` runs every non-OAuth client scenario with it.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcpbox::{CallOptions, Options, Runtime, ServerState};
+use serde_json::{Value, json};
+
+/// A scenario's whole flow must finish well inside the runner's 30 s.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn main() -> ExitCode {
+    let Some(url) = std::env::args().nth(1) else {
+        eprintln!("usage: conformance-client <server-url> (scenario in MCP_CONFORMANCE_SCENARIO)");
+        return ExitCode::from(2);
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = runtime.block_on(async {
+        tokio::time::timeout(PATIENCE, run(&url, &scenario, &context))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "scenario {scenario} did not finish within {PATIENCE:?}"
+                ))
+            })
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("conformance-client ({scenario}): {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
+    let config = json!({ "mcpServers": { "server": { "type": "http", "url": url } } });
+    let runtime = Options::from_config_text("conformance.mcp.json", config.to_string())
+        .open()
+        .await
+        .map_err(|e| e.to_string())?;
+    let servers = runtime.ready().await;
+    let server = servers.first().ok_or("no server configured")?;
+    if server.state != ServerState::Connected {
+        return Err(format!(
+            "the server did not connect: {}",
+            server.error.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    eprintln!(
+        "connected: protocol {}, {} tools",
+        server.protocol_version.as_deref().unwrap_or("?"),
+        server.tool_count
+    );
+    let result = scenario_flow(&runtime, scenario, context).await;
+    runtime.shutdown().await;
+    result
+}
+
+/// What each scenario expects of a client once it is connected.
+async fn scenario_flow(runtime: &Runtime, scenario: &str, context: &Value) -> Result<(), String> {
+    let tools = runtime.tools();
+    let name = |tool: &str| format!("mcp__server__{tool}");
+    match scenario {
+        // Connecting (handshake or discovery, then tools/list) is the whole test.
+        "initialize" | "request-metadata" | "json-schema-ref-no-deref" => Ok(()),
+        "tools_call" | "tools-call" => {
+            let tool = tools.first().ok_or("the server listed no tools")?;
+            call(runtime, &tool.name, json!({"a": 2, "b": 3}).to_string()).await
+        }
+        "sse-retry" => call(runtime, &name("test_reconnection"), "{}".into()).await,
+        "json-schema-2020-12-preservation" => {
+            // Round-trip the schema exactly as the registry holds it.
+            let focal = tools
+                .iter()
+                .find(|t| t.tool == "json_schema_2020_12_tool")
+                .ok_or("json_schema_2020_12_tool is not listed")?;
+            let arguments = format!(r#"{{"schema":{}}}"#, focal.input_schema.get());
+            call(runtime, &name("json_schema_echo"), arguments).await
+        }
+        "http-custom-headers" => {
+            for c in context["toolCalls"].as_array().into_iter().flatten() {
+                let tool = c["name"].as_str().unwrap_or_default();
+                call(runtime, &name(tool), c["arguments"].to_string()).await?;
+            }
+            Ok(())
+        }
+        // Every listed tool once (with no arguments): the headers of each call are scored.
+        _ => {
+            for tool in tools.iter() {
+                // A tool refused with a tool error still exercised the request.
+                let _ = runtime
+                    .call_tool_json(&tool.name, "{}".into(), CallOptions::default())
+                    .await;
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn call(runtime: &Runtime, tool: &str, arguments: String) -> Result<(), String> {
+    let result = runtime
+        .call_tool_json(tool, arguments, CallOptions::default())
+        .await
+        .map_err(|e| format!("{tool}: {e}"))?;
+    eprintln!("{tool}: {}", result.text);
+    Ok(())
+}
