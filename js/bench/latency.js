@@ -1,0 +1,63 @@
+// Per-call latency of the JavaScript host: sequential `echo` calls against the
+// workspace's fixture server, each timed from `callTool` to its result.
+//
+// Usage (from js/): npm run bench, or after a build with --with-test-binaries:
+//   node bench/latency.js [--calls N] [--warmup N]
+// Prints one JSON object: calls, median/p90/p99/mean in microseconds.
+
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+import { McpBox } from '../src/index.js';
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '500' },
+    warmup: { type: 'string', default: '50' },
+  },
+});
+const calls = Number(values.calls);
+const warmup = Number(values.warmup);
+
+const binaries = new URL('../gen/test-binaries.json', import.meta.url);
+const fixture = JSON.parse(readFileSync(binaries, 'utf8')).fixtureServer;
+
+const box = await McpBox.open({
+  configText: JSON.stringify({ mcpServers: { fx: { command: fixture } } }),
+  origin: 'bench',
+});
+const [fx] = await box.ready();
+if (fx.state !== 'connected') {
+  throw new Error(`the fixture server did not connect: ${fx.error}`);
+}
+
+for (let i = 0; i < warmup; i++) {
+  await box.callTool('mcp__fx__echo', { text: `warm ${i}` });
+}
+const samples = [];
+const started = process.hrtime.bigint();
+for (let i = 0; i < calls; i++) {
+  const t0 = process.hrtime.bigint();
+  const result = await box.callTool('mcp__fx__echo', { text: `call ${i}` });
+  samples.push(Number(process.hrtime.bigint() - t0) / 1e3);
+  if (result.text !== `call ${i}`) {
+    throw new Error(`unexpected result ${JSON.stringify(result)}`);
+  }
+}
+const total = Number(process.hrtime.bigint() - started) / 1e3;
+await box.shutdown();
+
+samples.sort((a, b) => a - b);
+const at = (q) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))];
+const round = (us) => Math.round(us * 10) / 10;
+console.log(
+  JSON.stringify({
+    host: 'js',
+    node: process.version,
+    calls,
+    median_us: round(at(0.5)),
+    p90_us: round(at(0.9)),
+    p99_us: round(at(0.99)),
+    mean_us: round(total / calls),
+  }),
+);

@@ -1,0 +1,167 @@
+// Builds what the JavaScript host runs: the guest component, transpiled by jco.
+//
+//   1. cargo build -p mcpbox-guest --target wasm32-wasip2 --profile guest
+//      (into the workspace's target dir: target/wasm32-wasip2/guest/mcpbox_guest.wasm);
+//   2. jco transpile it into js/gen/ (JS glue + core wasm), only when the wasm or jco
+//      changed, recorded in js/gen/build.json.
+//
+// With --with-test-binaries it also builds what the tests and the benchmark run
+// against, the fixture server and the wasmtime host's CLI (`mcpbox`), and records
+// their paths in js/gen/test-binaries.json. It asks for them as `cargo test
+// --workspace --no-run`, so that after scripts/test's `cargo test` this is a no-op: a
+// plain `cargo build` of the two binaries would resolve features without the
+// dev-dependencies and the guest, and rebuild wasmtime's dependents.
+//
+// Usage: node scripts/build.js [--with-test-binaries]
+
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const jsDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const workspace = resolve(jsDir, '..');
+const genDir = join(jsDir, 'gen');
+const say = (text) => process.stderr.write(`build: ${text}\n`);
+
+function fail(text) {
+  say(`error: ${text}`);
+  process.exit(1);
+}
+
+/**
+ * Runs a command in the workspace. Its stderr goes to ours; its stdout too, unless
+ * `capture` is set, in which case it is returned.
+ */
+function run(command, args, { capture = false } = {}) {
+  const result = spawnSync(command, args, {
+    cwd: workspace,
+    stdio: ['ignore', capture ? 'pipe' : 'inherit', 'inherit'],
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (result.error) {
+    fail(`could not run ${command}: ${result.error.message}`);
+  }
+  if (result.status !== 0) {
+    fail(`\`${command} ${args.join(' ')}\` failed`);
+  }
+  return result.stdout;
+}
+
+function targetDir() {
+  const result = spawnSync('cargo', ['metadata', '--format-version', '1', '--no-deps'], {
+    cwd: workspace,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.status !== 0) {
+    fail(`cargo metadata failed: ${result.stderr || result.error?.message}`);
+  }
+  return JSON.parse(result.stdout).target_directory;
+}
+
+/** The directory of the installed jco package (it exports no `package.json`). */
+function jcoPackageDir() {
+  const require = createRequire(import.meta.url);
+  const isJco = (dir) =>
+    existsSync(join(dir, 'package.json')) &&
+    JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name === '@bytecodealliance/jco';
+  let dir = dirname(require.resolve('@bytecodealliance/jco'));
+  while (!isJco(dir)) {
+    if (dirname(dir) === dir) {
+      fail('could not find the @bytecodealliance/jco package; run `npm ci` in js/');
+    }
+    dir = dirname(dir);
+  }
+  return dir;
+}
+
+/** Transpiles `wasm` into gen/ unless gen/ already holds this wasm transpiled by this jco. */
+function transpile(wasm) {
+  const jcoDir = jcoPackageDir();
+  const jco = JSON.parse(readFileSync(join(jcoDir, 'package.json'), 'utf8'));
+  const stamp = {
+    wasm,
+    sha256: createHash('sha256').update(readFileSync(wasm)).digest('hex'),
+    jco: jco.version,
+  };
+  const stampFile = join(genDir, 'build.json');
+  const wanted = `${JSON.stringify(stamp, null, 2)}\n`;
+  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === wanted) {
+    return;
+  }
+  say(`jco transpile ${wasm} -> js/gen/`);
+  const staging = `${genDir}.tmp`;
+  rmSync(staging, { recursive: true, force: true });
+  mkdirSync(staging, { recursive: true });
+  // --instantiation: the host passes every import at instantiation (src/driver.js), so
+  // the glue refers to no WASI shim; --no-wasi-shim keeps jco from mapping wasi:* anyway.
+  run(process.execPath, [
+    join(jcoDir, jco.bin.jco),
+    'transpile',
+    wasm,
+    '--out-dir',
+    staging,
+    '--name',
+    'mcpbox_guest',
+    '--instantiation',
+    'async',
+    '--no-wasi-shim',
+    '--quiet',
+  ]);
+  writeFileSync(join(staging, 'build.json'), wanted);
+  rmSync(genDir, { recursive: true, force: true });
+  renameSync(staging, genDir);
+}
+
+/**
+ * Builds the workspace's tests as `cargo test --workspace` does and records where
+ * cargo put the fixture server and the `mcpbox` CLI, in gen/test-binaries.json.
+ */
+function buildTestBinaries() {
+  const messages = run('cargo', ['test', '--workspace', '--no-run', '--message-format=json-render-diagnostics'], {
+    capture: true,
+  });
+  const wanted = { 'fixture-server': 'fixtureServer', mcpbox: 'mcpbox' };
+  const binaries = {};
+  for (const line of messages.split('\n')) {
+    const m = line.startsWith('{') ? JSON.parse(line) : null;
+    // The binaries themselves, not their unit-test harnesses (`profile.test`).
+    const isBinary = m?.reason === 'compiler-artifact' && m.target.kind.includes('bin') && !m.profile.test;
+    if (isBinary && m.executable && wanted[m.target.name]) {
+      binaries[wanted[m.target.name]] = m.executable;
+    }
+  }
+  for (const [name, key] of Object.entries(wanted)) {
+    if (!binaries[key]) {
+      fail(`cargo test --workspace --no-run did not report the ${name} executable`);
+    }
+  }
+  writeFileSync(join(genDir, 'test-binaries.json'), `${JSON.stringify(binaries, null, 2)}\n`);
+}
+
+/** Fails with the fix when the toolchain the workspace selects lacks the wasm target. */
+function requireWasmTarget() {
+  const sysroot = spawnSync('rustc', ['--print', 'sysroot'], { cwd: workspace, encoding: 'utf8' });
+  if (sysroot.status !== 0) {
+    fail(`rustc is not usable here: ${sysroot.stderr || sysroot.error?.message}`);
+  }
+  if (!existsSync(join(sysroot.stdout.trim(), 'lib', 'rustlib', 'wasm32-wasip2'))) {
+    fail('the wasm32-wasip2 Rust target is missing: run `rustup target add wasm32-wasip2` (scripts/test does)');
+  }
+}
+
+const target = targetDir();
+requireWasmTarget();
+run('cargo', ['build', '-p', 'mcpbox-guest', '--target', 'wasm32-wasip2', '--profile', 'guest']);
+const wasm = join(target, 'wasm32-wasip2', 'guest', 'mcpbox_guest.wasm');
+if (!existsSync(wasm)) {
+  fail(`cargo did not produce ${wasm}`);
+}
+transpile(wasm);
+if (process.argv.includes('--with-test-binaries')) {
+  buildTestBinaries();
+}

@@ -1,0 +1,63 @@
+// The channel between the main thread (the host: processes, pipes, callers) and the
+// driver worker (the one thread that runs the guest).
+//
+// The guest blocks inside `wasi:io/poll.poll`, so it cannot run on the main thread
+// without freezing it, and while it blocks its own thread cannot receive events. So
+// the guest runs on a worker that never returns to its event loop: it reads messages
+// synchronously with `receiveMessageOnPort` and sleeps in `Atomics.wait` on a shared
+// doorbell, which the main thread rings after every message it posts. Messages in the
+// other direction are ordinary `postMessage`s that the main thread's event loop
+// handles. One `MessagePort` pair carries everything, so messages stay in order.
+//
+// Main thread → driver (`port.postMessage` + `Doorbell.ring`):
+//
+// | `t`     | fields                    | meaning                                           |
+// |---------|---------------------------|---------------------------------------------------|
+// | `job`   | `job`                     | a caller's job: call, cancel, reconnect, shutdown |
+// | `in`    | `conn`, `items`, `paused` | what a server sent (messages, oversized, closed); |
+// |         |                           | `paused`: its reading stopped until `taken`       |
+// | `reply` | `req`, `value` or `fault` | the answer to one of the driver's requests        |
+//
+// Driver → main thread (`port.postMessage`):
+//
+// | `t`       | fields                                  | meaning                              |
+// |-----------|-----------------------------------------|--------------------------------------|
+// | `open`    | `req`, `server`, `endpoint`             | start a server (answered by `reply`) |
+// | `diag`    | `req`, `conn`                           | a connection's diagnostics (`reply`) |
+// | `send`    | `conn`, `message`                       | write one message to a server        |
+// | `close`   | `conn`                                  | the guest dropped the connection     |
+// | `taken`   | `conn`, `count`                         | items taken from a paused connection |
+// | `loaded`  | `issues`, `servers`, `tools` or `error` | the configuration was read           |
+// | `update`  | `events`, `done`, `servers?`, `tools?`  | after each `wait`: events, finished  |
+// |           |                                         | calls, snapshots when they changed   |
+// | `reconnected` | `id`, `error`                       | answers a `reconnect` job (`error`: null or why) |
+// | `stopped` | `reason`                                | the driver ended; nothing follows    |
+
+/** A counter in shared memory that one side bumps and the other sleeps on. */
+export class Doorbell {
+  /** @param {SharedArrayBuffer} [buffer] shared with the other side; a new one when absent */
+  constructor(buffer = new SharedArrayBuffer(4)) {
+    this.buffer = buffer;
+    this.cell = new Int32Array(buffer);
+  }
+
+  /** Wakes the other side (call after posting a message). */
+  ring() {
+    Atomics.add(this.cell, 0, 1);
+    Atomics.notify(this.cell, 0);
+  }
+
+  /** The current count; pass it to `sleep` after checking for work. */
+  seen() {
+    return Atomics.load(this.cell, 0);
+  }
+
+  /**
+   * Blocks until the count differs from `seen` or `timeoutMs` passes. Returns at once
+   * when it was rung since `seen` was read, so no ring between a check and the sleep
+   * is lost.
+   */
+  sleep(seen, timeoutMs) {
+    Atomics.wait(this.cell, 0, seen, timeoutMs);
+  }
+}

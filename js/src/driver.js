@@ -1,0 +1,498 @@
+// The driver worker: the one thread that runs the guest component.
+//
+// A WASI 0.2 component runs one export at a time and blocks inside
+// `wasi:io/poll.poll`, so, as in the wasmtime host's driver task, one owner runs it:
+// callers queue jobs and ring the doorbell; the driver takes the jobs, then calls the
+// guest's `wait`, which polls every connection, the nearest deadline and the wake
+// signal at once. This thread never returns to its event loop after start-up: it reads
+// the main thread's messages with `receiveMessageOnPort` and sleeps in `Atomics.wait`
+// (see channel.js), which is why `poll` can block here without losing an event.
+//
+// The imports the guest needs are implemented here, thinly: `wasi:io/poll` and
+// `wasi:clocks/monotonic-clock` over that doorbell and `process.hrtime`,
+// `mcpbox:runtime/control.wake-signal` over the job queue, and
+// `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
+// framing) happens on the main thread (transport.js, stdio.js).
+
+import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+
+import { Doorbell } from './channel.js';
+
+/**
+ * The longest the guest blocks in `wait` with nothing to do. Jobs ring the wake signal,
+ * so this only bounds how long the driver sleeps between idle iterations.
+ */
+const IDLE_WAIT_MS = 60_000n;
+/**
+ * At most this many messages are handed over per `receive`, so one busy server cannot
+ * starve the others of the guest's attention.
+ */
+const RECEIVE_BATCH = 256;
+
+const symbolDispose = Symbol.dispose || Symbol.for('dispose');
+
+/** A first-in first-out queue with O(1) `shift`. */
+class Queue {
+  #items = [];
+  #head = 0;
+
+  get length() {
+    return this.#items.length - this.#head;
+  }
+
+  push(item) {
+    this.#items.push(item);
+  }
+
+  /** Puts an item back at the front. */
+  unshift(item) {
+    if (this.#head > 0) {
+      this.#head -= 1;
+      this.#items[this.#head] = item;
+    } else {
+      this.#items.unshift(item);
+    }
+  }
+
+  shift() {
+    if (this.#head === this.#items.length) {
+      return undefined;
+    }
+    const item = this.#items[this.#head];
+    this.#items[this.#head] = undefined;
+    this.#head += 1;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+}
+
+/** Everything that arrives from the main thread, sorted as it is drained. */
+class Hub {
+  /** Callers' jobs, in order. */
+  jobs = new Queue();
+  /** @type {Map<number, Queue>} items from each server, by connection id */
+  #inboxes = new Map();
+  /** Connections the guest dropped: items still in flight for them are discarded. */
+  #dropped = new Set();
+  /** Connections whose server the host stopped reading until the guest takes its items. */
+  paused = new Set();
+  /** @type {Map<number, object>} answers to `request`, by request id */
+  #replies = new Map();
+  #nextRequest = 1;
+
+  /**
+   * @param {import('node:worker_threads').MessagePort} port
+   * @param {Doorbell} bell
+   */
+  constructor(port, bell) {
+    this.port = port;
+    this.bell = bell;
+  }
+
+  /** Takes every message the main thread has posted so far. Never blocks. */
+  drain() {
+    for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
+      const msg = m.message;
+      switch (msg.t) {
+        case 'job':
+          this.jobs.push(msg.job);
+          break;
+        case 'in':
+          if (!this.#dropped.has(msg.conn)) {
+            const inbox = this.inbox(msg.conn);
+            for (const item of msg.items) {
+              inbox.push(item);
+            }
+            if (msg.paused) {
+              this.paused.add(msg.conn);
+            }
+          }
+          break;
+        case 'reply':
+          this.#replies.set(msg.req, msg);
+          break;
+        default:
+          throw new Error(`mcpbox driver: unexpected message ${JSON.stringify(msg.t)}`);
+      }
+    }
+  }
+
+  /** The items received from connection `conn` and not yet taken. */
+  inbox(conn) {
+    let inbox = this.#inboxes.get(conn);
+    if (inbox === undefined) {
+      inbox = new Queue();
+      this.#inboxes.set(conn, inbox);
+    }
+    return inbox;
+  }
+
+  /** Forgets a connection the guest dropped. */
+  drop(conn) {
+    this.#inboxes.delete(conn);
+    this.#dropped.add(conn);
+    this.paused.delete(conn);
+  }
+
+  /** Posts a message that needs no answer. */
+  post(msg) {
+    this.port.postMessage(msg);
+  }
+
+  /**
+   * Posts a request and blocks until the main thread answers it, sorting whatever else
+   * arrives meanwhile. A `fault` answer is a host bug: it is thrown, which traps the guest.
+   */
+  request(msg) {
+    const req = this.#nextRequest++;
+    this.port.postMessage({ ...msg, req });
+    for (;;) {
+      const seen = this.bell.seen();
+      this.drain();
+      const reply = this.#replies.get(req);
+      if (reply !== undefined) {
+        this.#replies.delete(req);
+        if (reply.fault !== undefined) {
+          throw new Error(`mcpbox host: ${reply.fault}`);
+        }
+        return reply.value;
+      }
+      this.bell.sleep(seen, Infinity);
+    }
+  }
+}
+
+const { port, bell: bellBuffer, modules, glueUrl, origin, configText } = workerData;
+const hub = new Hub(port, new Doorbell(bellBuffer));
+
+// --- wasi:io/poll ---------------------------------------------------------------
+
+/** `wasi:io/poll.pollable`: level-triggered readiness of one source. */
+class Pollable {
+  /** Whether the source is ready now. */
+  ready() {
+    return false;
+  }
+
+  /** Blocks until ready. */
+  block() {
+    poll([this]);
+  }
+}
+
+/** Ready once the monotonic clock reaches `instant` (nanoseconds). */
+class ClockPollable extends Pollable {
+  constructor(instant) {
+    super();
+    this.instant = instant;
+  }
+
+  ready() {
+    return process.hrtime.bigint() >= this.instant;
+  }
+}
+
+/** Ready while a connection has something for `receive` (messages or an error). */
+class ConnectionPollable extends Pollable {
+  constructor(connection) {
+    super();
+    this.inbox = connection.inbox;
+  }
+
+  ready() {
+    hub.drain();
+    return this.inbox.length > 0;
+  }
+}
+
+/** `control.wake-signal`: ready while callers have queued jobs the driver has not taken. */
+class WakePollable extends Pollable {
+  ready() {
+    hub.drain();
+    return hub.jobs.length > 0;
+  }
+}
+
+/**
+ * `wasi:io/poll.poll`: blocks until at least one pollable is ready and returns the
+ * indices of every ready one. Sleeps on the doorbell, bounded by the nearest clock
+ * pollable, and re-checks after every ring.
+ *
+ * @param {Pollable[]} list
+ * @returns {Uint32Array}
+ */
+function poll(list) {
+  if (list.length === 0) {
+    throw new Error('wasi:io/poll.poll called with no pollables');
+  }
+  for (;;) {
+    const seen = hub.bell.seen();
+    hub.drain();
+    const ready = [];
+    let deadline = null;
+    for (let i = 0; i < list.length; i++) {
+      const p = list[i];
+      if (p.ready()) {
+        ready.push(i);
+      } else if (p instanceof ClockPollable && (deadline === null || p.instant < deadline)) {
+        deadline = p.instant;
+      }
+    }
+    if (ready.length > 0) {
+      return Uint32Array.from(ready);
+    }
+    const timeoutMs = deadline === null ? Infinity : Number(deadline - process.hrtime.bigint()) / 1e6;
+    hub.bell.sleep(seen, Math.max(0, timeoutMs));
+  }
+}
+
+// --- wasi:clocks/monotonic-clock ----------------------------------------------------
+
+const monotonicClock = {
+  /** Nanoseconds on the host's monotonic clock (the same clock in every thread). */
+  now: () => process.hrtime.bigint(),
+  resolution: () => 1n,
+  subscribeInstant: (when) => new ClockPollable(when),
+  subscribeDuration: (duration) => new ClockPollable(process.hrtime.bigint() + duration),
+};
+
+// --- mcpbox:runtime/transport -----------------------------------------------------------
+
+/**
+ * The error case of an import's `result`, as jco's glue expects it: thrown, with the
+ * WIT value as `payload`. (Not an `Error`: jco turns a thrown `Error` into a trap.)
+ */
+class ResultError {
+  constructor(payload) {
+    this.payload = payload;
+  }
+}
+
+/**
+ * `transport.connection`: the guest's handle on one server. The server itself lives on
+ * the main thread; this side keeps what it has received until the guest takes it.
+ */
+class Connection {
+  /** @private use `Connection.open` */
+  constructor(id) {
+    this.id = id;
+    this.inbox = hub.inbox(id);
+    /** Set once `closed` was returned: `send` fails with it from then on. */
+    this.closed = null;
+    /** Items taken by the guest, reported to the host when it paused reading. */
+    this.taken = 0;
+  }
+
+  static open(server, endpoint) {
+    const result = hub.request({ t: 'open', server, endpoint });
+    if (result.tag !== 'ok') {
+      throw new ResultError(result.val);
+    }
+    return new Connection(result.val);
+  }
+
+  send(message) {
+    if (this.closed !== null) {
+      throw new ResultError({ tag: 'closed', val: this.closed });
+    }
+    hub.post({ t: 'send', conn: this.id, message });
+  }
+
+  /**
+   * Takes what arrived, in order: messages first; an error (`too-large` once per
+   * oversized message, `closed` for good) only when no message precedes it.
+   */
+  receive() {
+    hub.drain();
+    const result = this.#take();
+    if (hub.paused.has(this.id) && this.inbox.length === 0) {
+      hub.paused.delete(this.id);
+      hub.post({ t: 'taken', conn: this.id, count: this.taken });
+    }
+    if (result instanceof ResultError) {
+      throw result;
+    }
+    return result;
+  }
+
+  /** The messages to return, or the error to throw. */
+  #take() {
+    const messages = [];
+    while (messages.length < RECEIVE_BATCH) {
+      const item = this.inbox.shift();
+      if (item === undefined) {
+        break;
+      }
+      this.taken += 1;
+      if (item.message !== undefined) {
+        messages.push(item.message);
+      } else if (messages.length > 0) {
+        // Deliver what came before the error first; the error comes next time.
+        this.inbox.unshift(item);
+        this.taken -= 1;
+        break;
+      } else if (item.tooLarge !== undefined) {
+        return new ResultError({ tag: 'too-large', val: item.tooLarge });
+      } else {
+        this.closed = item.closed;
+        this.inbox.unshift(item);
+        this.taken -= 1;
+        return new ResultError({ tag: 'closed', val: item.closed });
+      }
+    }
+    return messages;
+  }
+
+  subscribe() {
+    return new ConnectionPollable(this);
+  }
+
+  diagnostics() {
+    return hub.request({ t: 'diag', conn: this.id });
+  }
+
+  [symbolDispose]() {
+    hub.drop(this.id);
+    hub.post({ t: 'close', conn: this.id });
+  }
+}
+
+// --- the driver loop ------------------------------------------------------------
+
+/** The `mcpbox:runtime/state` entries of this runtime (this worker lives as long as it). */
+const memo = new Map();
+
+/**
+ * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
+ * looks interfaces up without their `@version`, although its .d.ts names them with it.)
+ */
+const imports = {
+  'mcpbox:runtime/transport': { Connection },
+  'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
+  // `state`: what the guest remembers about servers (their MCP era). Kept in memory
+  // for the life of this process; the WIT allows a host to keep nothing at all.
+  'mcpbox:runtime/state': {
+    get: (key) => memo.get(key),
+    set: (key, value) => void memo.set(key, value),
+  },
+  'wasi:io/poll': { Pollable, poll },
+  'wasi:clocks/monotonic-clock': monotonicClock,
+};
+
+/** The payload of an error result thrown by a jco export (`ComponentError.payload`). */
+function payloadOf(error) {
+  if (error !== null && typeof error === 'object' && 'payload' in error) {
+    return error.payload;
+  }
+  throw error;
+}
+
+async function run() {
+  const { instantiate } = await import(glueUrl);
+  const guest = await instantiate((name) => modules[name], imports);
+  const registry = guest.registry;
+
+  let issues;
+  try {
+    issues = registry.loadConfig(origin, configText);
+  } catch (error) {
+    hub.post({ t: 'loaded', error: payloadOf(error) });
+    return 'the configuration could not be loaded';
+  }
+  registry.start();
+  hub.post({ t: 'loaded', issues, servers: registry.servers(), tools: registry.tools() });
+
+  /** Calls started in the guest: guest handle → caller's id, and back. */
+  const callers = new Map();
+  const handles = new Map();
+
+  const publish = (completions, { snapshots = false } = {}) => {
+    const events = registry.events();
+    const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
+    const done = [];
+    for (const c of completions) {
+      const id = callers.get(c.call);
+      if (id !== undefined) {
+        callers.delete(c.call);
+        handles.delete(id);
+        done.push({ id, outcome: c.outcome });
+      }
+    }
+    if (events.length === 0 && done.length === 0 && !changed) {
+      return;
+    }
+    // Snapshots travel with the events and completions that caused them, so a caller
+    // whose call failed because its server died also sees that server failed.
+    const update = { t: 'update', events, done };
+    if (changed) {
+      update.tools = registry.tools();
+      update.servers = registry.servers();
+    }
+    hub.post(update);
+  };
+
+  for (;;) {
+    hub.drain();
+    const refused = [];
+    for (let job = hub.jobs.shift(); job !== undefined; job = hub.jobs.shift()) {
+      switch (job.kind) {
+        case 'call': {
+          const options = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
+          try {
+            const handle = registry.startCall(job.tool, job.arguments, options);
+            callers.set(handle, job.id);
+            handles.set(job.id, handle);
+          } catch (error) {
+            refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
+          }
+          break;
+        }
+        case 'cancel': {
+          const handle = handles.get(job.id);
+          if (handle !== undefined) {
+            registry.cancel(handle);
+          }
+          break;
+        }
+        case 'reconnect': {
+          let error = null;
+          if (typeof registry.reconnect !== 'function') {
+            error = 'this guest component has no `reconnect` (it was built from an older WIT)';
+          } else {
+            try {
+              registry.reconnect(job.server);
+            } catch (e) {
+              error = payloadOf(e);
+            }
+          }
+          // The snapshots first, so the caller sees the server starting once answered.
+          publish([], { snapshots: true });
+          hub.post({ t: 'reconnected', id: job.id, error });
+          break;
+        }
+        case 'shutdown': {
+          registry.shutdown();
+          publish(registry.wait(0n), { snapshots: true });
+          return 'it was shut down';
+        }
+        default:
+          throw new Error(`mcpbox driver: unknown job ${JSON.stringify(job.kind)}`);
+      }
+    }
+    if (refused.length > 0) {
+      hub.post({ t: 'update', events: [], done: refused });
+    }
+    publish(registry.wait(IDLE_WAIT_MS));
+  }
+}
+
+let reason;
+try {
+  reason = await run();
+} catch (error) {
+  reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
+}
+hub.post({ t: 'stopped', reason });

@@ -1,0 +1,552 @@
+// mcpbox for JavaScript: the mcpbox guest component, run by Node.js.
+//
+// The same guest `.wasm` the wasmtime host embeds, transpiled by jco (`npm run
+// build`), with this package as its host. The guest holds every piece of MCP logic
+// (JSON-RPC, the client, the multi-server manager and the tool registry) and has no
+// ambient authority; this host owns the server processes, the policy and the
+// environment.
+//
+//   const box = await McpBox.open({ configFile: '.mcp.json' });
+//   await box.ready();
+//   const result = await box.callTool('mcp__demo__echo', { text: 'hi' });
+//   await box.shutdown();
+//
+// # Layout
+//
+// - index.js (this file): the API. It runs on the caller's thread and never blocks.
+// - driver.js: the worker thread that runs the guest and implements its imports.
+// - channel.js: how the two threads talk (a MessagePort and a shared doorbell).
+// - transport.js, stdio.js: server processes, on this thread's event loop.
+// - endpoint.js: `${VAR}` resolution and the child's environment allowlist.
+// - framing.js: newline-delimited JSON with a size cap.
+
+import { EventEmitter } from 'node:events';
+import { readFile, readdir } from 'node:fs/promises';
+import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
+
+import { Doorbell } from './channel.js';
+import { ConnectionTable } from './transport.js';
+
+/** Where `npm run build` puts the transpiled guest. */
+const GEN_DIR = new URL('../gen/', import.meta.url);
+const GLUE = 'mcpbox_guest.js';
+
+/** The default cap on one message from a server, as in the wasmtime host. */
+const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Why a call produced no tool result. `kind` is the WIT `call-error` case
+ * (`unknown-tool`, `invalid-arguments`, `server-unavailable`, `timeout`, `cancelled`,
+ * `protocol`) or `runtime` when the runtime itself stopped (shut down, or the guest
+ * trapped).
+ */
+export class CallError extends Error {
+  /**
+   * @param {string} kind
+   * @param {string} message
+   */
+  constructor(kind, message) {
+    super(message);
+    this.name = 'CallError';
+    this.kind = kind;
+  }
+}
+
+/** The configuration as a whole is unusable (unreadable file, not JSON). */
+export class ConfigError extends Error {
+  /**
+   * @param {string} origin the file or source the configuration came from
+   * @param {string} message what is wrong, naming the origin (and line and column)
+   */
+  constructor(origin, message) {
+    super(message);
+    this.name = 'ConfigError';
+    this.kind = 'config';
+    this.origin = origin;
+  }
+}
+
+/** The compiled core modules of the transpiled guest, compiled once per process. */
+let compiled = null;
+
+async function compileGuest() {
+  let names;
+  try {
+    names = (await readdir(GEN_DIR)).filter((n) => n.endsWith('.wasm'));
+  } catch {
+    names = [];
+  }
+  if (names.length === 0) {
+    throw new Error(`the transpiled guest is missing from ${GEN_DIR.pathname}: run \`npm run build\` in js/`);
+  }
+  const modules = {};
+  for (const name of names) {
+    modules[name] = await WebAssembly.compile(await readFile(new URL(name, GEN_DIR)));
+  }
+  return modules;
+}
+
+/** A WIT `call-error` as a `CallError`, with the wasmtime host's wording. */
+function callError(variant) {
+  switch (variant.tag) {
+    case 'unknown-tool':
+      return new CallError(variant.tag, `unknown tool: ${variant.val}`);
+    case 'cancelled':
+      return new CallError(variant.tag, 'the call was cancelled');
+    default:
+      return new CallError(variant.tag, variant.val);
+  }
+}
+
+/** JSON text from the guest; the guest only passes on JSON it parsed. */
+function parseJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** A WIT `server-status` in the shape `mcpbox servers --json` prints. */
+function serverStatus(s) {
+  return {
+    name: s.name,
+    state: s.state,
+    transport: s.transport,
+    error: s.error ?? null,
+    toolCount: s.toolCount,
+    protocolVersion: s.protocolVersion ?? null,
+    serverName: s.serverName ?? null,
+    serverVersion: s.serverVersion ?? null,
+  };
+}
+
+/** A WIT `tool-info` in the shape `mcpbox tools --json` prints. */
+function toolInfo(t) {
+  const tool = { name: t.name, server: t.server, tool: t.tool };
+  if (t.title !== undefined) {
+    tool.title = t.title;
+  }
+  tool.description = t.description ?? null;
+  tool.inputSchema = parseJson(t.inputSchema);
+  if (t.outputSchema !== undefined) {
+    tool.outputSchema = parseJson(t.outputSchema);
+  }
+  if (t.annotations !== undefined) {
+    tool.annotations = parseJson(t.annotations);
+  }
+  return tool;
+}
+
+/** A WIT `call-result` in the shape `mcpbox call --json` prints. */
+function callResult(r) {
+  return {
+    isError: r.isError,
+    text: r.text,
+    content: parseJson(r.content),
+    structuredContent: r.structuredContent === undefined ? null : parseJson(r.structuredContent),
+  };
+}
+
+/** A WIT `config-issue` with absent fields as `null`. */
+function configIssue(i) {
+  return { server: i.server ?? null, field: i.field ?? null, message: i.message };
+}
+
+/** An immutable list of converted records, as `servers()` and `tools()` hand out. */
+function snapshot(list, convert) {
+  return Object.freeze(list.map((item) => Object.freeze(convert(item))));
+}
+
+/** A WIT `event` as `{ type, … }`. */
+function event(e) {
+  switch (e.tag) {
+    case 'status':
+      return { type: 'status', status: serverStatus(e.val) };
+    case 'tools-changed':
+      return { type: 'tools-changed', server: e.val };
+    case 'warning':
+      return { type: 'warning', message: e.val };
+    case 'log':
+      return { type: 'log', server: e.val.server, level: e.val.level, message: e.val.message };
+    default:
+      return { type: e.tag, value: e.val };
+  }
+}
+
+/**
+ * A running mcpbox: the guest component on its own worker thread, its servers and its
+ * tool registry. Every method is safe to call at any time; `servers()` and `tools()`
+ * are snapshots that never wait. Emits `'event'` with `{ type: 'status', status }`,
+ * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }` and
+ * `{ type: 'log', server, level, message }`.
+ *
+ * The servers keep the process alive until `shutdown()`.
+ */
+export class McpBox extends EventEmitter {
+  /**
+   * Opens a runtime and starts connecting every enabled server. Resolves as soon as
+   * the servers are starting; see `ready()`.
+   *
+   * @param {object} options
+   * @param {string} [options.configText] the configuration (`.mcp.json` format)
+   * @param {string} [options.origin] names `configText` in messages (default `config`)
+   * @param {string} [options.configFile] read the configuration from this file
+   *   instead; a missing file is an empty configuration
+   * @param {boolean} [options.allowProcesses] whether stdio servers may be started
+   *   (default true)
+   * @param {number} [options.maxMessageBytes] the largest message accepted from a
+   *   server (default 64 MiB)
+   * @returns {Promise<McpBox>} rejects with a `ConfigError` when the configuration as a
+   *   whole is unusable
+   */
+  static async open(options = {}) {
+    let { configText, origin } = options;
+    if (options.configFile !== undefined) {
+      origin = options.configFile;
+      try {
+        configText = await readFile(options.configFile, 'utf8');
+      } catch (error) {
+        if (error.code !== 'ENOENT') {
+          throw new ConfigError(origin, `${origin}: cannot be read: ${error.message}`);
+        }
+        configText = '';
+      }
+    }
+    if (typeof configText !== 'string') {
+      throw new TypeError('McpBox.open needs `configText` (a string) or `configFile`');
+    }
+    compiled ??= compileGuest().catch((error) => {
+      compiled = null;
+      throw error;
+    });
+    const modules = await compiled;
+    const policy = {
+      allowProcesses: options.allowProcesses ?? true,
+      maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+    };
+    const box = new McpBox(policy, modules, origin ?? 'config', configText);
+    await box.#loaded;
+    return box;
+  }
+
+  #bell = new Doorbell();
+  /** Names the configuration in messages. */
+  #origin;
+  #port;
+  #worker;
+  #table;
+  /** @type {Promise<void>} resolves once the configuration is loaded */
+  #loaded;
+  #servers = Object.freeze([]);
+  #tools = Object.freeze([]);
+  #issues = Object.freeze([]);
+  /** @type {string | null} why the runtime stopped, once it has */
+  #stopped = null;
+  /** @type {Promise<void>} resolves once the driver and every server have stopped */
+  #finished;
+  /** Calls in flight, by id: `{ resolve, reject }`. */
+  #calls = new Map();
+  #nextCall = 1;
+  /** Reconnects waiting for the driver's answer: id → { resolve, reject }. */
+  #reconnects = new Map();
+  /** `ready()` callers waiting for the servers to settle. */
+  #waiters = [];
+
+  /** @private use `McpBox.open` */
+  constructor(policy, modules, origin, configText) {
+    super();
+    this.#origin = origin;
+    const { port1, port2 } = new MessageChannel();
+    this.#port = port1;
+    this.#table = new ConnectionTable(policy, (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }));
+    this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
+      workerData: {
+        port: port2,
+        bell: this.#bell.buffer,
+        modules,
+        glueUrl: new URL(GLUE, GEN_DIR).href,
+        origin,
+        configText,
+      },
+      transferList: [port2],
+    });
+    let loaded;
+    this.#loaded = new Promise((resolve, reject) => {
+      loaded = { resolve, reject };
+    });
+    let finished;
+    this.#finished = new Promise((resolve) => {
+      finished = resolve;
+    });
+    this.#port.on('message', (msg) => this.#receive(msg, loaded));
+    this.#worker.once('error', (error) => this.#stop(`the driver failed: ${error.message}`, loaded));
+    this.#worker.once('exit', async () => {
+      // What the driver posted before it ended may not have been handled yet.
+      for (let m = receiveMessageOnPort(this.#port); m !== undefined; m = receiveMessageOnPort(this.#port)) {
+        this.#receive(m.message, loaded);
+      }
+      this.#stop('the driver exited', loaded);
+      this.#port.close();
+      await this.#table.closeAll();
+      finished();
+    });
+  }
+
+  /** Problems found in the configuration; entries with problems were skipped. */
+  configIssues() {
+    return this.#issues;
+  }
+
+  /** Every configured server and its current state. */
+  servers() {
+    return this.#servers;
+  }
+
+  /** Every tool in the registry, ordered by name. */
+  tools() {
+    return this.#tools;
+  }
+
+  /**
+   * Waits until no server is starting any more (each is connected, failed or closed).
+   *
+   * @returns {Promise<object[]>} the servers' states
+   */
+  ready() {
+    if (this.#settled()) {
+      return Promise.resolve(this.#servers);
+    }
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /**
+   * Calls a tool by its namespaced name. A tool that reports failure resolves with
+   * `isError: true`; a rejection (`CallError`) means no tool result was produced.
+   *
+   * @param {string} name e.g. `mcp__demo__echo`
+   * @param {object | null} [args] the arguments object (`null` or absent for none)
+   * @param {{timeoutMs?: number, signal?: AbortSignal}} [options] `timeoutMs`
+   *   overrides the server's tool timeout; aborting `signal` cancels the call (the
+   *   server is sent `notifications/cancelled`)
+   * @returns {Promise<{isError: boolean, text: string, content: object[], structuredContent: object | null}>}
+   */
+  callTool(name, args, options = {}) {
+    let text;
+    try {
+      text = args === undefined || args === null ? '' : JSON.stringify(args);
+    } catch (error) {
+      return Promise.reject(new CallError('invalid-arguments', `the arguments are not JSON: ${error.message}`));
+    }
+    return this.callToolJson(name, text, options);
+  }
+
+  /** Like `callTool`, with the arguments as JSON text. */
+  callToolJson(name, argumentsJson, { timeoutMs, signal } = {}) {
+    if (typeof name !== 'string' || typeof argumentsJson !== 'string') {
+      return Promise.reject(new TypeError('callToolJson needs a tool name and the arguments as strings'));
+    }
+    if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
+      return Promise.reject(new TypeError(`timeoutMs must be a non-negative number, not ${timeoutMs}`));
+    }
+    if (this.#stopped !== null) {
+      return Promise.reject(new CallError('runtime', `the mcpbox runtime stopped: ${this.#stopped}`));
+    }
+    if (signal?.aborted) {
+      return Promise.reject(new CallError('cancelled', 'the call was cancelled'));
+    }
+    const id = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      let onAbort = null;
+      if (signal) {
+        onAbort = () => this.#post({ t: 'job', job: { kind: 'cancel', id } });
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      const settle = (fn) => (value) => {
+        signal?.removeEventListener('abort', onAbort);
+        fn(value);
+      };
+      this.#calls.set(id, { resolve: settle(resolve), reject: settle(reject) });
+      const timeout = timeoutMs === undefined ? null : Math.floor(Math.min(timeoutMs, Number.MAX_SAFE_INTEGER));
+      this.#post({ t: 'job', job: { kind: 'call', id, tool: name, arguments: argumentsJson, timeoutMs: timeout } });
+    });
+  }
+
+  /**
+   * Connects the server `server` afresh, now, and forgets its failures. A server that
+   * exits or drops its connection is restarted by the next call to one of its tools,
+   * after a backoff (1 s after the first failure in a row, doubling up to 30 s); after
+   * 5 failures in a row it is not restarted until this is called. A connected server
+   * is disconnected first (its calls in flight fail with `server-unavailable`).
+   *
+   * @param {string} server the configured server name
+   * @returns {Promise<void>} resolves once the server is starting (see `servers()`);
+   *   rejects with an `Error` when no server of that name is configured, it is
+   *   disabled, or the runtime stopped
+   */
+  reconnect(server) {
+    if (typeof server !== 'string') {
+      return Promise.reject(new TypeError('reconnect needs a server name'));
+    }
+    if (this.#stopped !== null) {
+      return Promise.reject(new Error(`the mcpbox runtime stopped: ${this.#stopped}`));
+    }
+    const id = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      this.#reconnects.set(id, { resolve, reject });
+      this.#post({ t: 'job', job: { kind: 'reconnect', id, server } });
+    });
+  }
+
+  /**
+   * What the host knows about a server's latest connection, without entering the
+   * guest: `{ stderrTail, skippedLines, oversizedMessages, exitStatus }` (`exitStatus`
+   * as "exit code 3" or "signal 9", `null` while it runs), or `null` if the server never
+   * had a connection.
+   *
+   * @param {string} server the configured name
+   */
+  diagnostics(server) {
+    const d = this.#table.latestDiagnostics(server);
+    if (d === null) {
+      return null;
+    }
+    return {
+      stderrTail: d.stderrTail,
+      skippedLines: Number(d.skippedLines),
+      oversizedMessages: Number(d.oversizedMessages),
+      exitStatus: d.exitStatus ?? null,
+    };
+  }
+
+  /**
+   * Closes every connection and stops every server; resolves once every server
+   * process has exited. Calls in flight fail with `server-unavailable`, later calls
+   * with `runtime`.
+   */
+  async shutdown() {
+    if (this.#stopped === null) {
+      this.#post({ t: 'job', job: { kind: 'shutdown' } });
+    }
+    await this.#finished;
+  }
+
+  #post(msg) {
+    this.#port.postMessage(msg);
+    this.#bell.ring();
+  }
+
+  #reply(req, work) {
+    Promise.resolve()
+      .then(work)
+      .then(
+        (value) => this.#post({ t: 'reply', req, value }),
+        (error) => this.#post({ t: 'reply', req, fault: String(error?.stack ?? error) }),
+      );
+  }
+
+  #receive(msg, loaded) {
+    switch (msg.t) {
+      case 'open':
+        this.#reply(msg.req, () => this.#table.open(msg.server, msg.endpoint));
+        break;
+      case 'diag':
+        this.#reply(msg.req, () => this.#table.diagnostics(msg.conn));
+        break;
+      case 'send':
+        this.#table.send(msg.conn, msg.message);
+        break;
+      case 'close':
+        this.#table.close(msg.conn);
+        break;
+      case 'taken':
+        this.#table.taken(msg.conn, msg.count);
+        break;
+      case 'loaded':
+        if (msg.error !== undefined) {
+          loaded.reject(new ConfigError(this.#origin, msg.error));
+        } else {
+          this.#issues = Object.freeze(msg.issues.map((i) => Object.freeze(configIssue(i))));
+          this.#servers = snapshot(msg.servers, serverStatus);
+          this.#tools = snapshot(msg.tools, toolInfo);
+          loaded.resolve();
+        }
+        break;
+      case 'update':
+        this.#update(msg);
+        break;
+      case 'reconnected': {
+        const waiter = this.#reconnects.get(msg.id);
+        this.#reconnects.delete(msg.id);
+        if (msg.error === null) {
+          waiter?.resolve();
+        } else {
+          waiter?.reject(new Error(msg.error));
+        }
+        break;
+      }
+      case 'stopped':
+        this.#stop(msg.reason, loaded);
+        break;
+      default:
+        throw new Error(`mcpbox: unexpected message from the driver: ${JSON.stringify(msg.t)}`);
+    }
+  }
+
+  #update({ servers, tools, events, done }) {
+    // Snapshots before answers and events, so that a caller whose call failed because
+    // its server died also sees that server failed.
+    if (tools !== undefined) {
+      this.#tools = snapshot(tools, toolInfo);
+    }
+    if (servers !== undefined) {
+      this.#servers = snapshot(servers, serverStatus);
+    }
+    for (const { id, outcome } of done) {
+      const call = this.#calls.get(id);
+      if (call !== undefined) {
+        this.#calls.delete(id);
+        if (outcome.tag === 'ok') {
+          call.resolve(callResult(outcome.val));
+        } else {
+          call.reject(callError(outcome.val));
+        }
+      }
+    }
+    this.#wakeWaiters();
+    for (const e of events) {
+      this.emit('event', event(e));
+    }
+  }
+
+  #settled() {
+    return this.#stopped !== null || !this.#servers.some((s) => s.state === 'starting');
+  }
+
+  #wakeWaiters() {
+    if (this.#waiters.length > 0 && this.#settled()) {
+      const waiters = this.#waiters;
+      this.#waiters = [];
+      for (const resolve of waiters) {
+        resolve(this.#servers);
+      }
+    }
+  }
+
+  #stop(reason, loaded) {
+    if (this.#stopped !== null) {
+      return;
+    }
+    this.#stopped = reason;
+    loaded.reject(new Error(`mcpbox: the runtime stopped before it was ready: ${reason}`));
+    for (const call of this.#calls.values()) {
+      call.reject(new CallError('runtime', `the mcpbox runtime stopped: ${reason}`));
+    }
+    this.#calls.clear();
+    for (const waiter of this.#reconnects.values()) {
+      waiter.reject(new Error(`the mcpbox runtime stopped: ${reason}`));
+    }
+    this.#reconnects.clear();
+    this.#wakeWaiters();
+  }
+}

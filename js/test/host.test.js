@@ -1,0 +1,143 @@
+// The JavaScript host's own duties, end to end through the guest: process groups
+// stopped on shutdown and cleared when a server exits, the message size cap, the
+// capability policy, skipped stdout lines in error messages, and many calls at once.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import { assertConnected, call, callError, fixture, fixtureEntry, open, ready, status, within } from './support.js';
+
+/** Whether `pid` is gone (reaped, or a zombie waiting for its new parent to reap it). */
+function gone(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Resolves once `pid` is gone. A process that is not our child cannot be awaited, so
+ * this checks /proc on every turn of a short timer until it is.
+ */
+function whenGone(pid) {
+  return within(
+    new Promise((resolve) => {
+      const check = () => (gone(pid) ? resolve() : setTimeout(check, 5));
+      check();
+    }),
+    `process ${pid} is stopped`,
+  );
+}
+
+/**
+ * A stdio entry that starts a `sleep` in the background (same process group), writes
+ * its pid to a file, then becomes the fixture server with `args`.
+ */
+function withGrandchild(t, args) {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpbox-js-group-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const pidFile = join(dir, 'sleep.pid');
+  const quoted = [fixture(), ...args].map((a) => `'${a}'`).join(' ');
+  return {
+    entry: { command: '/bin/sh', args: ['-c', `sleep 300 & echo $! > '${pidFile}'; exec ${quoted}`] },
+    sleepPid: () => Number(readFileSync(pidFile, 'utf8')),
+  };
+}
+
+test('shutdown stops the whole process group', async (t) => {
+  const { entry, sleepPid } = withGrandchild(t, []);
+  const box = await open(t, { grouped: entry });
+  assertConnected(await ready(box), 'grouped');
+  const pid = sleepPid();
+  assert.ok(!gone(pid), 'the background process runs while the server does');
+  await within(box.shutdown(), 'shutdown');
+  await whenGone(pid);
+});
+
+test("a server that exits takes the rest of its group with it", async (t) => {
+  const { entry, sleepPid } = withGrandchild(t, ['--exit-on-init', '5']);
+  const box = await open(t, { dies: entry });
+  const servers = await ready(box);
+  assert.equal(status(servers, 'dies').state, 'failed');
+  assert.match(status(servers, 'dies').error, /exit code 5/);
+  await whenGone(sleepPid());
+});
+
+test('a message over the size cap fails its call and the connection survives', async (t) => {
+  const box = await open(t, { fx: fixtureEntry() }, { maxMessageBytes: 4096 });
+  await ready(box);
+  const error = await callError(box, 'mcp__fx__huge', { bytes: 100_000 });
+  assert.equal(error.kind, 'protocol', error.message);
+  assert.match(error.message, /mcp__fx__huge/);
+  assert.match(error.message, /cap 4096/);
+  assert.equal((await call(box, 'mcp__fx__echo', { text: 'after' })).text, 'after');
+});
+
+test('HTTP and SSE servers are reported as unsupported by this host', async (t) => {
+  const box = await open(t, {
+    remote: { url: 'https://example.invalid/mcp' },
+    legacy: { type: 'sse', url: 'https://example.invalid/sse' },
+    fx: fixtureEntry(),
+  });
+  const servers = await ready(box);
+  for (const name of ['remote', 'legacy']) {
+    assert.equal(status(servers, name).state, 'failed');
+    assert.match(status(servers, name).error, /HTTP and SSE transports are not supported by this mcpbox build yet/);
+  }
+  assertConnected(servers, 'fx');
+});
+
+test('the policy can refuse processes', async (t) => {
+  const box = await open(t, { fx: fixtureEntry() }, { allowProcesses: false });
+  const fx = status(await ready(box), 'fx');
+  assert.equal(fx.state, 'failed');
+  assert.match(fx.error, /the policy does not allow starting processes/);
+});
+
+test('skipped stdout lines and stderr show in the error of a server that died', async (t) => {
+  const box = await open(t, { noisy: fixtureEntry(['--garbage']) });
+  await ready(box);
+  const error = await callError(box, 'mcp__noisy__crash', { code: 9 });
+  assert.equal(error.kind, 'server-unavailable');
+  assert.match(error.message, /exit code 9/);
+  assert.match(error.message, /\(stdout, skipped\) this line is not JSON \{\{\{/);
+  assert.match(error.message, /fixture: crashing with exit code 9, as asked/);
+});
+
+test('many calls in flight at once, on two servers', async (t) => {
+  const box = await open(t, { a: fixtureEntry(), b: fixtureEntry() });
+  await ready(box);
+  const calls = [];
+  for (let i = 0; i < 100; i++) {
+    const server = i % 2 === 0 ? 'a' : 'b';
+    calls.push(call(box, `mcp__${server}__echo`, { text: `${server}${i}` }));
+  }
+  // A slow call does not hold up the others.
+  const slow = call(box, 'mcp__a__sleep', { ms: 200 });
+  const results = await Promise.all(calls);
+  results.forEach((r, i) => assert.equal(r.text, `${i % 2 === 0 ? 'a' : 'b'}${i}`));
+  assert.equal((await slow).text, 'slept 200');
+});
+
+test('a flood of messages is paced by the guest and loses nothing', async (t) => {
+  const note = '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"flood"}}';
+  // Far more messages than the host reads ahead of the guest (1024), before the server
+  // even answers `initialize`: reading must pause and resume as the guest catches up.
+  const count = 5000;
+  const flood = { command: '/bin/sh', args: ['-c', `yes '${note}' | head -n ${count}; exec '${fixture()}'`] };
+  const box = await open(t, { flood });
+  let logs = 0;
+  box.on('event', (e) => {
+    if (e.type === 'log' && e.server === 'flood' && e.message === 'flood') {
+      logs += 1;
+    }
+  });
+  assertConnected(await ready(box), 'flood');
+  assert.equal((await call(box, 'mcp__flood__echo', { text: 'after the flood' })).text, 'after the flood');
+  assert.equal(logs, count);
+});

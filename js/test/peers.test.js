@@ -1,0 +1,87 @@
+// The registry against the servers users actually run, by the JavaScript host: the npm
+// reference servers and a server on the official Python SDK, at the versions pinned in
+// tests/peers/ — the assertions of tests/tests/e2e/peers.rs.
+
+import assert from 'node:assert/strict';
+import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+import { assertConnected, call, callError, fastmcpEntry, npmBin, open, ready, status } from './support.js';
+
+test('npm reference servers', async (t) => {
+  // The filesystem server resolves symlinks; compare against the real path.
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'mcpbox-js-fs-root-')));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  writeFileSync(join(root, 'hello.txt'), 'hello from disk\n');
+  const box = await open(t, {
+    everything: { command: npmBin('mcp-server-everything'), args: ['stdio'] },
+    fs: { command: npmBin('mcp-server-filesystem'), args: [root] },
+    memory: { command: npmBin('mcp-server-memory'), env: { MEMORY_FILE_PATH: join(root, 'memory.jsonl') } },
+  });
+  const servers = await ready(box);
+  for (const name of ['everything', 'fs', 'memory']) {
+    assertConnected(servers, name);
+    assert.ok(status(servers, name).toolCount > 0, `${name} has tools`);
+  }
+  const echo = box.tools().find((tool) => tool.name === 'mcp__everything__echo');
+  assert.ok(echo, "everything's echo is listed");
+  assert.equal(echo.inputSchema.properties.message.type, 'string');
+
+  assert.equal((await call(box, 'mcp__everything__echo', { message: 'hi' })).text, 'Echo: hi');
+
+  let r = await call(box, 'mcp__fs__read_text_file', { path: join(root, 'hello.txt') });
+  assert.equal(r.isError, false, JSON.stringify(r));
+  assert.match(r.text, /hello from disk/);
+  // Outside the allowed root: the server refuses, as a tool error.
+  r = await call(box, 'mcp__fs__read_text_file', { path: '/etc/hostname' });
+  assert.equal(r.isError, true, JSON.stringify(r));
+
+  await call(box, 'mcp__memory__create_entities', {
+    entities: [{ name: 'mcpbox', entityType: 'project', observations: ['runs MCP servers in wasm'] }],
+  });
+  const graph = await call(box, 'mcp__memory__read_graph', {});
+  assert.match(graph.text, /runs MCP servers in wasm/);
+});
+
+test("a server sees the allowlisted environment and its entry's env, nothing else", async (t) => {
+  process.env.MCPBOX_JS_TEST_SECRET_TOKEN = 'ambient-secret';
+  process.env.MCPBOX_JS_TEST_NAMED = 'named-value';
+  t.after(() => {
+    delete process.env.MCPBOX_JS_TEST_SECRET_TOKEN;
+    delete process.env.MCPBOX_JS_TEST_NAMED;
+  });
+  const box = await open(t, {
+    everything: {
+      command: npmBin('mcp-server-everything'),
+      args: ['stdio'],
+      env: { FROM_CONFIG: '${MCPBOX_JS_TEST_NAMED}', WITH_DEFAULT: '${MCPBOX_JS_TEST_UNSET:-fallback}' },
+    },
+  });
+  assertConnected(await ready(box), 'everything');
+  const env = JSON.parse((await call(box, 'mcp__everything__get-env', {})).text);
+  assert.equal(env.FROM_CONFIG, 'named-value');
+  assert.equal(env.WITH_DEFAULT, 'fallback');
+  assert.equal(env.PATH, process.env.PATH);
+  assert.ok(!('MCPBOX_JS_TEST_SECRET_TOKEN' in env), 'ambient variables outside the allowlist stay out');
+  assert.ok(!('MCPBOX_JS_TEST_NAMED' in env));
+});
+
+test('python SDK server', async (t) => {
+  const box = await open(t, { py: fastmcpEntry() });
+  const servers = await ready(box);
+  assertConnected(servers, 'py');
+  assert.ok(status(servers, 'py').protocolVersion);
+
+  assert.equal((await call(box, 'mcp__py__greet', { name: 'Ada' })).text, 'Hello, Ada!');
+  const sum = await call(box, 'mcp__py__add', { a: 2, b: 40 });
+  assert.equal(sum.text, '42');
+  assert.deepEqual(sum.structuredContent, { result: 42 });
+  const failed = await call(box, 'mcp__py__fail', { message: 'nope' });
+  assert.equal(failed.isError, true);
+  assert.match(failed.text, /nope/);
+  // The schema FastMCP generated is enforced before the call leaves mcpbox.
+  const error = await callError(box, 'mcp__py__add', { a: 'two', b: 1 });
+  assert.equal(error.kind, 'invalid-arguments');
+});
