@@ -186,3 +186,37 @@ fn configuration_errors_name_the_file() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout(&out), "");
 }
+
+#[test]
+fn servers_watch_prints_changes_as_they_happen() {
+    use std::io::{BufRead, BufReader};
+    let cfg = config("watch", json!({ "demo": demo_entry() }));
+    // `timeout` ends it even if the expected lines never come.
+    let mut child = Command::new("timeout")
+        .args(["60", env!("CARGO_BIN_EXE_mcpbox"), "--config"])
+        .arg(&cfg)
+        .args(["--json", "servers", "--watch"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first listing, then status events until the demo server is connected.
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut states = Vec::new();
+    for line in lines {
+        let line = line.unwrap();
+        let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
+        if event["event"] == "status" {
+            states.push(event["server"]["state"].as_str().unwrap().to_owned());
+            if event["server"]["state"] == "connected" {
+                assert_eq!(event["server"]["toolCount"], 4);
+                break;
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(states.first().map(String::as_str), Some("starting"), "{states:?}");
+    assert_eq!(states.last().map(String::as_str), Some("connected"), "{states:?}");
+}

@@ -53,7 +53,7 @@ async fn a_server_that_never_answers_initialize_times_out_alone() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_start_shows_starting_then_connects() {
-    let runtime = open(json!({ "slow": fixture_entry(&["--start-delay-ms", "3000"]) })).await;
+    let runtime = open(json!({ "slow": fixture_entry(&["--start-delay-ms", "5000"]) })).await;
     assert_eq!(status(&runtime.servers(), "slow").state, ServerState::Starting);
     assert_connected(&ready(&runtime).await, "slow");
     assert_eq!(call(&runtime, "mcp__slow__echo", json!({"text": "late"})).await.unwrap().text, "late");
