@@ -60,6 +60,7 @@ async fn resource_bounds() {
     notification_flood().await;
     life_cycles().await;
     soak().await;
+    crash_with_calls_in_flight().await;
 }
 
 /// A 100 MB line is refused with a clear error, and the host's peak memory grows
@@ -168,5 +169,34 @@ async fn soak() {
     let warm = curve[1];
     let last = *curve.last().unwrap();
     assert!(last <= warm + warm / 20, "RSS grew from {warm} KiB to {last} KiB after warm-up: {curve:?}");
+    runtime.shutdown().await;
+}
+
+/// When a server dies, every call pending on it fails promptly with the exit
+/// reason. The time is printed (measured, not asserted: the guarantee tested is
+/// the outcome).
+async fn crash_with_calls_in_flight() {
+    let runtime = open(json!({ "c": { "command": fixture() } })).await;
+    let pending: Vec<_> = (0..10)
+        .map(|_| {
+            let runtime = runtime.clone();
+            tokio::spawn(async move {
+                let r = runtime.call_tool("mcp__c__sleep", json!({"ms": 60_000}), CallOptions::default()).await;
+                (Instant::now(), r)
+            })
+        })
+        .collect();
+    // Let the sleeps reach the server before it crashes.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let crashed_at = Instant::now();
+    let _ = call(&runtime, "mcp__c__crash", json!({"code": 3})).await;
+    let mut slowest = Duration::ZERO;
+    for task in pending {
+        let (at, result) = tokio::time::timeout(PATIENCE, task).await.unwrap().unwrap();
+        let err = result.unwrap_err();
+        assert!(err.to_string().contains("exit code 3"), "{err}");
+        slowest = slowest.max(at.duration_since(crashed_at));
+    }
+    println!("crash: 10 pending calls failed within {:.1} ms of the crash call", slowest.as_secs_f64() * 1e3);
     runtime.shutdown().await;
 }
