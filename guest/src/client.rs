@@ -5,12 +5,28 @@
 //! the outbox and the connection. Keeping I/O out makes every protocol rule
 //! testable by feeding text in and reading text out.
 //!
-//! Life cycle (the legacy era, MCP 2024-11-05 … 2025-11-25): `initialize` offering
-//! [`OFFERED_VERSION`] → check the answered version → `notifications/initialized` →
-//! `tools/list`, following every `nextCursor` → ready. `notifications/tools/list_changed`
-//! starts a re-list (coalesced: at most one more after the running one).
-//! The stateless 2026-07-28 era (`server/discover`, per-request `_meta`) will be a
-//! second [`Era`] with its own handshake; everything after the handshake is shared.
+//! Two eras of MCP, detected per server ([`Client::detect`]):
+//!
+//! - **2026-07-28, stateless**: `server/discover` (sent with the version in `_meta`
+//!   and answered with `supportedVersions`) → `tools/list` → ready, then
+//!   `subscriptions/listen` for tool-list changes when the server offers them.
+//!   Every request carries `_meta` with the protocol version, the client's
+//!   capabilities and its name; `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
+//!   follow from the [`SendMeta`] the host gets with each message. An
+//!   `UnsupportedProtocolVersion` error (-32022) listing a version mcpbox speaks is
+//!   retried once with it. A listing's `ttlMs` schedules the next one when no
+//!   subscription delivers changes.
+//! - **legacy, 2024-11-05 … 2025-11-25**: `initialize` offering [`OFFERED_VERSION`] →
+//!   check the answered version → `notifications/initialized` → `tools/list` → ready.
+//!
+//! Detection probes `server/discover` first; any error, a result without a version
+//! mcpbox speaks, or no answer within [`PROBE_TIMEOUT_MS`] falls back to
+//! `initialize`. A hint from an earlier run ([`Client::detect`]'s `hint`) skips the
+//! probe for a server known to be legacy. Listing follows every `nextCursor`;
+//! `notifications/tools/list_changed` starts a re-list (coalesced: at most one more
+//! after the running one). Results are read by `resultType` (absent means
+//! `complete`): a tool that answers `input_required` (it wants elicitation or
+//! sampling, which mcpbox does not offer yet) completes as a clear tool error.
 //!
 //! Calls carry a progress token and a deadline. A deadline that passes sends
 //! `notifications/cancelled` and completes the call with a timeout; a progress
@@ -33,6 +49,19 @@ pub const OFFERED_VERSION: &str = "2025-11-25";
 
 /// Every protocol version the guest accepts back.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The stateless protocol revision the guest speaks.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// How long `server/discover` may go unanswered before the server is taken for a
+/// legacy one that ignores unknown requests.
+pub const PROBE_TIMEOUT_MS: u64 = 5_000;
+
+/// The shortest re-list interval a `ttlMs` hint can ask for.
+const MIN_TTL_MS: u64 = 1_000;
+
+/// The JSON-RPC error code for an unsupported protocol version (2026-07-28).
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 /// A listing that never ends (a server inventing cursors) stops here.
 const MAX_PAGES: usize = 1000;
@@ -130,17 +159,39 @@ pub struct Outgoing {
     pub meta: SendMeta,
 }
 
-/// Which generation of MCP the session speaks. Only the legacy (stateful) era
-/// exists today; the 2026-07-28 stateless era will add a variant.
+/// Which generation of MCP the session speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Era {
     /// `initialize` + `notifications/initialized`, versions 2024-11-05 … 2025-11-25.
     Legacy,
+    /// 2026-07-28: no handshake, `_meta` on every request, `server/discover`.
+    Stateless,
+}
+
+impl Era {
+    /// A short name, for remembering the era across runs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Stateless => STATELESS_VERSION,
+        }
+    }
+
+    /// The era [`Era::as_str`] named.
+    pub fn parse(text: &str) -> Option<Era> {
+        match text {
+            "legacy" => Some(Era::Legacy),
+            STATELESS_VERSION => Some(Era::Stateless),
+            _ => None,
+        }
+    }
 }
 
 /// Where the session is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// `server/discover` sent, no answer yet.
+    Discovering,
     /// `initialize` sent, no answer yet.
     Initializing,
     /// Initialised, first tool listing under way.
@@ -180,8 +231,18 @@ struct PendingCall {
 
 #[derive(Debug)]
 enum Pending {
-    Initialize,
+    /// `initialize`; `or_discover`: a failure tries `server/discover` instead
+    /// (the era came from a hint, which may be stale).
+    Initialize {
+        or_discover: bool,
+    },
+    /// `server/discover`; `retried`: already re-sent after -32022.
+    Discover {
+        retried: bool,
+    },
     ListTools,
+    /// `subscriptions/listen`: open while the server streams list changes.
+    Listen,
     Call(PendingCall),
 }
 
@@ -191,6 +252,8 @@ struct Listing {
     tools: Vec<ToolDef>,
     seen_cursors: BTreeSet<String>,
     pages: usize,
+    /// The smallest `ttlMs` of the pages so far.
+    ttl_ms: Option<u64>,
 }
 
 /// One server's MCP session.
@@ -210,12 +273,90 @@ pub struct Client {
     stats: Stats,
     outbox: Vec<Outgoing>,
     events: Vec<ClientEvent>,
+    /// The latest time seen, for work scheduled from inside message handling.
+    now_ms: u64,
+    /// When an unanswered `server/discover` gives way to `initialize`.
+    probe_deadline: Option<u64>,
+    /// The server's `tools.listChanged` capability.
+    list_changed: bool,
+    /// When the tool list goes stale (`ttlMs`), if no subscription keeps it fresh.
+    relist_at: Option<u64>,
 }
 
 #[derive(Serialize)]
 struct ClientInfo {
     name: &'static str,
     version: &'static str,
+}
+
+/// `_meta` of a request: a progress token, and in the stateless era the protocol
+/// version, the client's capabilities and its name.
+#[derive(Serialize, Default)]
+struct RequestMeta<'a> {
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    progress_token: Option<&'a Id>,
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        skip_serializing_if = "Option::is_none"
+    )]
+    protocol_version: Option<&'static str>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        skip_serializing_if = "Option::is_none"
+    )]
+    client_capabilities: Option<serde_json::Map<String, Value>>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        skip_serializing_if = "Option::is_none"
+    )]
+    client_info: Option<ClientInfo>,
+}
+
+impl RequestMeta<'_> {
+    fn is_empty(&self) -> bool {
+        self.progress_token.is_none() && self.protocol_version.is_none()
+    }
+}
+
+/// Params of a request that has none of its own but `_meta`.
+#[derive(Serialize)]
+struct MetaOnly<'a> {
+    #[serde(rename = "_meta")]
+    meta: RequestMeta<'a>,
+}
+
+#[derive(Serialize)]
+struct ListParams<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<&'a str>,
+    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
+    meta: RequestMeta<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListenFilter {
+    tools_list_changed: bool,
+}
+
+#[derive(Serialize)]
+struct ListenParams<'a> {
+    notifications: ListenFilter,
+    #[serde(rename = "_meta")]
+    meta: RequestMeta<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DiscoverResult {
+    #[serde(default)]
+    supported_versions: Option<Vec<Value>>,
+    #[serde(default)]
+    capabilities: Option<Value>,
+    #[serde(default)]
+    server_info: Option<Value>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
 }
 
 #[derive(Serialize)]
@@ -242,6 +383,10 @@ struct ListToolsResult {
     tools: Vec<Box<RawValue>>,
     #[serde(default)]
     next_cursor: Option<Value>,
+    #[serde(default)]
+    result_type: Option<Value>,
+    #[serde(default)]
+    ttl_ms: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -264,6 +409,8 @@ struct RawTool {
 #[serde(rename_all = "camelCase")]
 struct RawCallResult {
     #[serde(default)]
+    result_type: Option<Value>,
+    #[serde(default)]
     content: Option<Box<RawValue>>,
     #[serde(default)]
     structured_content: Option<Box<RawValue>>,
@@ -276,13 +423,7 @@ struct CallParams<'a> {
     name: &'a str,
     arguments: &'a RawValue,
     #[serde(rename = "_meta")]
-    meta: ProgressMeta<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProgressMeta<'a> {
-    progress_token: &'a Id,
+    meta: RequestMeta<'a>,
 }
 
 #[derive(Serialize)]
@@ -290,11 +431,6 @@ struct ProgressMeta<'a> {
 struct CancelledParams<'a> {
     request_id: &'a Id,
     reason: &'a str,
-}
-
-#[derive(Serialize)]
-struct CursorParams<'a> {
-    cursor: &'a str,
 }
 
 fn text_of(v: Option<Value>) -> Option<String> {
@@ -322,20 +458,67 @@ impl Client {
             stats: Stats::default(),
             outbox: Vec::new(),
             events: Vec::new(),
+            now_ms: 0,
+            probe_deadline: None,
+            list_changed: false,
+            relist_at: None,
         }
     }
 
-    /// Starts the handshake.
+    /// Starts the legacy handshake (`initialize`) without probing the era.
     pub fn begin(&mut self) {
+        self.initialize(false);
+    }
+
+    /// Starts the session, finding out which era the server speaks: a server
+    /// remembered as legacy (`hint`) gets `initialize` at once (falling back to
+    /// discovery if that fails); any other gets the `server/discover` probe.
+    pub fn detect(&mut self, hint: Option<Era>, now_ms: u64) {
+        self.now_ms = now_ms;
+        match hint {
+            Some(Era::Legacy) => self.initialize(true),
+            _ => self.discover(false),
+        }
+    }
+
+    fn initialize(&mut self, or_discover: bool) {
+        self.era = Era::Legacy;
+        self.phase = Phase::Initializing;
+        self.protocol_version = None;
         let params = InitializeParams {
             protocol_version: OFFERED_VERSION,
             capabilities: serde_json::Map::new(),
-            client_info: ClientInfo {
-                name: "mcpbox",
-                version: env!("CARGO_PKG_VERSION"),
-            },
+            client_info: client_info(),
         };
-        self.request("initialize", None, Some(&params), Pending::Initialize);
+        let pending = Pending::Initialize { or_discover };
+        self.request("initialize", None, Some(&params), pending);
+    }
+
+    fn discover(&mut self, retried: bool) {
+        self.era = Era::Stateless;
+        self.phase = Phase::Discovering;
+        self.protocol_version = Some(STATELESS_VERSION.to_string());
+        self.probe_deadline = Some(self.now_ms.saturating_add(PROBE_TIMEOUT_MS));
+        let params = MetaOnly {
+            meta: self.request_meta(None),
+        };
+        self.request(
+            "server/discover",
+            None,
+            Some(&params),
+            Pending::Discover { retried },
+        );
+    }
+
+    /// `_meta` for a request: the progress token, plus the stateless era's fields.
+    fn request_meta<'a>(&self, progress_token: Option<&'a Id>) -> RequestMeta<'a> {
+        let stateless = self.era == Era::Stateless;
+        RequestMeta {
+            progress_token,
+            protocol_version: stateless.then_some(STATELESS_VERSION),
+            client_capabilities: stateless.then(serde_json::Map::new),
+            client_info: stateless.then(client_info),
+        }
     }
 
     /// Where the session is.
@@ -381,7 +564,7 @@ impl Client {
         core::mem::take(&mut self.events)
     }
 
-    /// The earliest call deadline.
+    /// The earliest deadline: of a call, of the era probe, or of a stale tool list.
     pub fn next_deadline(&self) -> Option<u64> {
         self.pending
             .values()
@@ -389,6 +572,8 @@ impl Client {
                 Pending::Call(c) => Some(c.deadline_ms),
                 _ => None,
             })
+            .chain(self.probe_deadline)
+            .chain(self.relist_at)
             .min()
     }
 
@@ -440,6 +625,7 @@ impl Client {
 
     /// Handles one message text from the server.
     pub fn handle_text(&mut self, text: &str, now_ms: u64) {
+        self.now_ms = now_ms;
         for message in jsonrpc::parse(text) {
             match message {
                 Message::Request(r) => self.on_request(r),
@@ -478,7 +664,7 @@ impl Client {
         match n.method.as_str() {
             "notifications/tools/list_changed" => match self.phase {
                 // The first listing has not started; it will see the new list.
-                Phase::Initializing | Phase::Failed => {}
+                Phase::Discovering | Phase::Initializing | Phase::Failed => {}
                 Phase::Listing => self.relist_requested = true,
                 Phase::Ready if self.listing.is_some() => self.relist_requested = true,
                 Phase::Ready => self.start_listing(false),
@@ -531,8 +717,17 @@ impl Client {
             return;
         };
         match pending {
-            Pending::Initialize => self.on_initialized(r.outcome),
+            Pending::Initialize { or_discover } => self.on_initialized(r.outcome, or_discover),
+            Pending::Discover { retried } => self.on_discovered(r.outcome, retried),
             Pending::ListTools => self.on_tools_page(r.outcome),
+            Pending::Listen => {
+                if let Err(e) = r.outcome {
+                    self.warn(format!(
+                        "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale",
+                        self.server
+                    ));
+                }
+            }
             Pending::Call(c) => {
                 let outcome = match r.outcome {
                     Ok(raw) => read_call_result(&c.name, &raw),
@@ -546,9 +741,78 @@ impl Client {
         }
     }
 
-    fn on_initialized(&mut self, outcome: Result<Box<RawValue>, RpcError>) {
+    fn on_discovered(&mut self, outcome: Result<Box<RawValue>, RpcError>, retried: bool) {
+        if self.phase != Phase::Discovering {
+            return;
+        }
+        self.probe_deadline = None;
         let raw = match outcome {
             Ok(raw) => raw,
+            Err(e)
+                if e.code == UNSUPPORTED_PROTOCOL_VERSION && !retried && offers_stateless(&e) =>
+            {
+                // The server named the versions it takes and ours is one: ask again.
+                return self.discover(true);
+            }
+            // Not a 2026-07-28 server (method not found, or a legacy server's
+            // "not initialised"): the legacy handshake.
+            Err(_) => return self.initialize(false),
+        };
+        let result: DiscoverResult = match serde_json::from_str(raw.get()) {
+            Ok(r) => r,
+            Err(_) => return self.initialize(false),
+        };
+        let speaks = result
+            .supported_versions
+            .iter()
+            .flatten()
+            .any(|v| v.as_str() == Some(STATELESS_VERSION));
+        if !speaks {
+            return self.initialize(false);
+        }
+        let info = result.server_info.or_else(|| {
+            result
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                .cloned()
+        });
+        self.set_server_info(info);
+        self.after_handshake(result.capabilities.as_ref());
+    }
+
+    fn set_server_info(&mut self, info: Option<Value>) {
+        if let Some(Value::Object(info)) = info {
+            self.server_info = ServerInfo {
+                name: text_of(info.get("name").cloned()),
+                version: text_of(info.get("version").cloned()),
+            };
+        }
+    }
+
+    /// Lists tools when the server has them; ready with none otherwise.
+    fn after_handshake(&mut self, capabilities: Option<&Value>) {
+        let tools = capabilities
+            .and_then(|c| c.get("tools"))
+            .filter(|t| !t.is_null());
+        self.list_changed = tools
+            .and_then(|t| t.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if tools.is_some() {
+            self.phase = Phase::Listing;
+            self.start_listing(true);
+        } else {
+            // The server offers no tools; asking would only earn a -32601.
+            self.phase = Phase::Ready;
+            self.events.push(ClientEvent::Ready(Vec::new()));
+        }
+    }
+
+    fn on_initialized(&mut self, outcome: Result<Box<RawValue>, RpcError>, or_discover: bool) {
+        let raw = match outcome {
+            Ok(raw) => raw,
+            Err(_) if or_discover => return self.discover(false),
             Err(e) => {
                 return self.fail(format!("server `{}` rejected initialize: {e}", self.server));
             }
@@ -581,36 +845,51 @@ impl Client {
             ));
         }
         self.protocol_version = Some(version);
-        if let Some(Value::Object(info)) = result.server_info {
-            self.server_info = ServerInfo {
-                name: text_of(info.get("name").cloned()),
-                version: text_of(info.get("version").cloned()),
-            };
-        }
+        self.set_server_info(result.server_info);
         self.notify::<()>("notifications/initialized", None);
-        let has_tools = result
-            .capabilities
-            .as_ref()
-            .and_then(|c| c.get("tools"))
-            .is_some_and(|t| !t.is_null());
-        if has_tools {
-            self.phase = Phase::Listing;
-            self.start_listing(true);
-        } else {
-            // The server offers no tools; asking would only earn a -32601.
-            self.phase = Phase::Ready;
-            self.events.push(ClientEvent::Ready(Vec::new()));
-        }
+        self.after_handshake(result.capabilities.as_ref());
     }
 
     fn start_listing(&mut self, initial: bool) {
+        self.relist_at = None;
         self.listing = Some(Listing {
             initial,
             tools: Vec::new(),
             seen_cursors: BTreeSet::new(),
             pages: 1,
+            ttl_ms: None,
         });
-        self.request::<()>("tools/list", None, None, Pending::ListTools);
+        self.list_page(None);
+    }
+
+    fn list_page(&mut self, cursor: Option<&str>) {
+        let params = ListParams {
+            cursor,
+            meta: self.request_meta(None),
+        };
+        if cursor.is_none() && params.meta.is_empty() {
+            self.request::<()>("tools/list", None, None, Pending::ListTools);
+        } else {
+            self.request("tools/list", None, Some(&params), Pending::ListTools);
+        }
+    }
+
+    /// After the first listing of a stateless session: subscribe to list changes.
+    fn subscribe(&mut self) {
+        if self.era != Era::Stateless || !self.list_changed {
+            return;
+        }
+        let params = ListenParams {
+            notifications: ListenFilter {
+                tools_list_changed: true,
+            },
+            meta: self.request_meta(None),
+        };
+        self.request("subscriptions/listen", None, Some(&params), Pending::Listen);
+    }
+
+    fn listening(&self) -> bool {
+        self.pending.values().any(|p| matches!(p, Pending::Listen))
     }
 
     fn on_tools_page(&mut self, outcome: Result<Box<RawValue>, RpcError>) {
@@ -620,6 +899,10 @@ impl Client {
         let page = outcome.map_err(|e| e.to_string()).and_then(|raw| {
             serde_json::from_str::<ListToolsResult>(raw.get())
                 .map_err(|e| format!("malformed result: {e}"))
+        });
+        let page = page.and_then(|page| match result_kind(page.result_type.as_ref()) {
+            ResultKind::Complete => Ok(page),
+            other => Err(format!("answered with resultType {other:?}")),
         });
         let page = match page {
             Ok(page) => page,
@@ -662,24 +945,29 @@ impl Client {
                 ));
             } else {
                 listing.pages += 1;
+                listing.ttl_ms = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
                 self.listing = Some(listing);
-                self.request(
-                    "tools/list",
-                    None,
-                    Some(&CursorParams { cursor: &cursor }),
-                    Pending::ListTools,
-                );
+                self.list_page(Some(&cursor));
                 return;
             }
         }
+        let ttl = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
         let tools = listing.tools;
         if listing.initial {
             self.phase = Phase::Ready;
             self.tools = tools.clone();
             self.events.push(ClientEvent::Ready(tools));
+            self.subscribe();
         } else if tools != self.tools {
             self.tools = tools.clone();
             self.events.push(ClientEvent::ToolsChanged(tools));
+        }
+        // A fresh-for hint matters only when no subscription reports changes;
+        // 0 ("stale at once") would mean re-listing before every call: not done.
+        if !self.listening()
+            && let Some(ttl) = ttl.filter(|t| *t > 0)
+        {
+            self.relist_at = Some(self.now_ms.saturating_add(ttl.max(MIN_TTL_MS)));
         }
         self.after_listing();
     }
@@ -730,9 +1018,7 @@ impl Client {
         let params = CallParams {
             name: tool,
             arguments: &arguments,
-            meta: ProgressMeta {
-                progress_token: &id,
-            },
+            meta: self.request_meta(Some(&id)),
         };
         let pending = Pending::Call(PendingCall {
             call,
@@ -776,8 +1062,29 @@ impl Client {
         true
     }
 
-    /// Fires every call deadline that has passed.
+    /// Fires every deadline that has passed: calls, the era probe, a stale tool list.
     pub fn tick(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+        if self.phase == Phase::Discovering && self.probe_deadline.is_some_and(|d| d <= now_ms) {
+            // No answer to the probe: a legacy server that ignores unknown requests.
+            self.probe_deadline = None;
+            let probe = self
+                .pending
+                .iter()
+                .find(|(_, p)| matches!(p, Pending::Discover { .. }))
+                .map(|(id, _)| id.clone());
+            if let Some(id) = probe {
+                self.pending.remove(&id);
+                self.abandoned.push_back(id);
+            }
+            self.initialize(false);
+        }
+        if self.phase == Phase::Ready
+            && self.listing.is_none()
+            && self.relist_at.is_some_and(|t| t <= now_ms)
+        {
+            self.start_listing(false);
+        }
         let expired: Vec<Id> = self
             .pending
             .iter()
@@ -813,8 +1120,12 @@ impl Client {
                     c.name
                 ))),
             })),
-            Some(Pending::Initialize) => self.fail(format!(
-                "server `{}` answered initialize with a {too_large}",
+            Some(Pending::Initialize { .. } | Pending::Discover { .. }) => self.fail(format!(
+                "server `{}` answered its handshake with a {too_large}",
+                self.server
+            )),
+            Some(Pending::Listen) => self.warn(format!(
+                "server `{}` ended subscriptions/listen with a {too_large}",
                 self.server
             )),
             Some(Pending::ListTools) => {
@@ -856,6 +1167,112 @@ impl Client {
     }
 }
 
+fn client_info() -> ClientInfo {
+    ClientInfo {
+        name: "mcpbox",
+        version: env!("CARGO_PKG_VERSION"),
+    }
+}
+
+/// What a result's `resultType` says it is (absent: `complete`).
+#[derive(Debug, PartialEq, Eq)]
+enum ResultKind {
+    Complete,
+    InputRequired,
+    Other(String),
+}
+
+fn result_kind(value: Option<&Value>) -> ResultKind {
+    match value {
+        None | Some(Value::Null) => ResultKind::Complete,
+        Some(Value::String(s)) if s == "complete" => ResultKind::Complete,
+        Some(Value::String(s)) if s == "input_required" => ResultKind::InputRequired,
+        Some(Value::String(s)) => ResultKind::Other(s.clone()),
+        Some(other) => ResultKind::Other(other.to_string()),
+    }
+}
+
+/// The tool result for a call the server wants input for (elicitation, sampling):
+/// a tool error saying so, until mcpbox can answer such requests.
+fn input_required(name: &str) -> CallResult {
+    let text = format!(
+        "{name}: the server asked for input to run this tool (elicitation or sampling); mcpbox does not support that yet"
+    );
+    let quoted = serde_json::to_string(&text).unwrap_or_default();
+    CallResult {
+        is_error: true,
+        content: format!(r#"[{{"type":"text","text":{quoted}}}]"#),
+        text,
+        structured_content: None,
+    }
+}
+
+/// Whether an `UnsupportedProtocolVersion` error lists the stateless version.
+fn offers_stateless(error: &RpcError) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array)
+        .is_some_and(|versions| {
+            versions
+                .iter()
+                .any(|v| v.as_str() == Some(STATELESS_VERSION))
+        })
+}
+
+/// The smaller of two `ttlMs` hints.
+fn min_ttl(current: Option<u64>, page: Option<&Value>) -> Option<u64> {
+    match (current, page.and_then(Value::as_u64)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Checks the `x-mcp-header` annotations of a tool's parameters (SEP-2243): each
+/// is a non-empty HTTP token, unique regardless of case, on a string, integer or
+/// boolean parameter. A tool that breaks a rule is not offered: its calls could
+/// not carry the `Mcp-Param-*` headers the server relies on.
+fn check_param_headers(schema: &str) -> Result<(), String> {
+    let schema: Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for (param, spec) in properties {
+        let Some(header) = spec.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(header) = header.as_str() else {
+            return Err(format!("on `{param}` it is {header}, not a string"));
+        };
+        if header.is_empty() {
+            return Err(format!("on `{param}` it is empty"));
+        }
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if !header.bytes().all(token) {
+            return Err(format!(
+                "on `{param}`, {header:?} is not a header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+            ));
+        }
+        let lower = header.to_ascii_lowercase();
+        if seen.contains(&lower) {
+            return Err(format!("{header:?} names more than one parameter"));
+        }
+        seen.push(lower);
+        let primitive = matches!(
+            spec.get("type").and_then(Value::as_str),
+            Some("string" | "integer" | "boolean")
+        );
+        if !primitive {
+            return Err(format!(
+                "`{param}` is not a string, integer or boolean parameter"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
     let t: RawTool = serde_json::from_str(raw.get())
         .map_err(|e| format!("{e} in {}", jsonrpc::truncate(raw.get(), 80)))?;
@@ -863,6 +1280,12 @@ fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
         Value::String(n) if !n.is_empty() => n,
         other => return Err(format!("its name is {other}, not a non-empty string")),
     };
+    if let Some(schema) = &t.input_schema
+        && schema.get().contains("x-mcp-header")
+    {
+        check_param_headers(schema.get())
+            .map_err(|e| format!("`{name}` has an invalid x-mcp-header: {e}"))?;
+    }
     let annotations = t
         .annotations
         .map(|a| a.get().to_string())
@@ -896,6 +1319,11 @@ fn read_call_result(name: &str, raw: &RawValue) -> Result<CallResult, CallError>
     };
     let result: RawCallResult =
         serde_json::from_str(raw.get()).map_err(|e| malformed(e.to_string()))?;
+    match result_kind(result.result_type.as_ref()) {
+        ResultKind::Complete => {}
+        ResultKind::InputRequired => return Ok(input_required(name)),
+        ResultKind::Other(kind) => return Err(malformed(format!("unknown resultType {kind:?}"))),
+    }
     let content = result
         .content
         .map_or_else(|| "[]".to_string(), |c| c.get().to_string());
@@ -1475,5 +1903,413 @@ mod tests {
             matches!(&events[0], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
         );
         assert_eq!(c.pending_calls(), 0);
+    }
+
+    fn discover_result(list_changed: bool) -> Value {
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": list_changed}},
+            "ttlMs": 0,
+            "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2.0"}}
+        })
+    }
+
+    /// The `_meta` every stateless request must carry.
+    fn assert_stateless_meta(request: &Value) {
+        let meta = &request["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+            "{request}"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({}),
+            "{request}"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"], "mcpbox",
+            "{request}"
+        );
+    }
+
+    /// A stateless client through discovery and a one-page listing of `tools`.
+    fn stateless_ready(tools: &[&str], list_changed: bool) -> Client {
+        let mut c = Client::new("modern");
+        c.detect(None, 0);
+        sent(&mut c);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(list_changed)}),
+            0,
+        );
+        sent(&mut c);
+        let list: Vec<Value> = tools.iter().map(|t| tool(t)).collect();
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": list, "ttlMs": 0, "cacheScope": "private"}}),
+            0,
+        );
+        assert_eq!(c.phase(), Phase::Ready);
+        c.take_events();
+        c
+    }
+
+    #[test]
+    fn discovery_finds_the_stateless_era() {
+        let mut c = Client::new("modern");
+        c.detect(None, 0);
+        assert_eq!(c.phase(), Phase::Discovering);
+        let out = sent(&mut c);
+        assert_eq!(out.len(), 1);
+        let (probe, meta) = &out[0];
+        assert_eq!(probe["method"], "server/discover");
+        assert_stateless_meta(probe);
+        assert_eq!(meta.method.as_deref(), Some("server/discover"));
+        assert_eq!(
+            meta.protocol_version.as_deref(),
+            Some(STATELESS_VERSION),
+            "sets MCP-Protocol-Version"
+        );
+
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(true)}),
+            0,
+        );
+        assert_eq!(c.era(), Era::Stateless);
+        assert_eq!(c.protocol_version(), Some("2026-07-28"));
+        assert_eq!(
+            c.server_info().name.as_deref(),
+            Some("modern"),
+            "from the result's _meta"
+        );
+        let out = sent(&mut c);
+        assert_eq!(
+            out.len(),
+            1,
+            "no initialize, no notifications/initialized: {out:?}"
+        );
+        assert_eq!(out[0].0["method"], "tools/list");
+        assert_stateless_meta(&out[0].0);
+
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": [tool("a")], "nextCursor": "p2", "ttlMs": 0, "cacheScope": "private"}}),
+            0,
+        );
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["params"]["cursor"], "p2");
+        assert_stateless_meta(&out[0].0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "tools": [tool("b")], "ttlMs": 0, "cacheScope": "private"}}),
+            0,
+        );
+        assert!(matches!(&c.take_events()[..], [ClientEvent::Ready(t)] if t.len() == 2));
+        // Tool-list changes come through a subscription.
+        let out = sent(&mut c);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0["method"], "subscriptions/listen");
+        assert_eq!(
+            out[0].0["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        assert_stateless_meta(&out[0].0);
+        assert_eq!(c.next_deadline(), None, "a subscription has no deadline");
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": true}}}),
+            0,
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 4}}}),
+            0,
+        );
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "tools/list", "a change re-lists");
+
+        // Calls carry the progress token and the era's _meta.
+        let mut c = stateless_ready(&["echo"], false);
+        c.start_call(1, "mcp__modern__echo", "echo", r#"{"text":"hi"}"#, 1000, 0);
+        let out = sent(&mut c);
+        let (call, meta) = &out[0];
+        assert_eq!(call["params"]["_meta"]["progressToken"], call["id"]);
+        assert_stateless_meta(call);
+        assert_eq!(meta.name.as_deref(), Some("echo"), "for Mcp-Name");
+        assert_eq!(meta.protocol_version.as_deref(), Some("2026-07-28"));
+    }
+
+    #[test]
+    fn legacy_servers_fall_back_to_initialize() {
+        let not_found = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}});
+        // Method not found, an empty result (a server answering anything with {}),
+        // and versions mcpbox does not speak all mean the legacy handshake.
+        for answer in [
+            not_found,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": ["2099-01-01"]}}),
+        ] {
+            let mut c = Client::new("old");
+            c.detect(None, 0);
+            sent(&mut c);
+            feed(&mut c, answer.clone(), 0);
+            assert_eq!(c.phase(), Phase::Initializing, "{answer}");
+            assert_eq!(c.era(), Era::Legacy);
+            let out = sent(&mut c);
+            assert_eq!(out[0].0["method"], "initialize");
+            assert_eq!(
+                out[0].1.protocol_version, None,
+                "no MCP-Protocol-Version before negotiation"
+            );
+            assert!(out[0].0["params"].get("_meta").is_none());
+            feed(
+                &mut c,
+                json!({"jsonrpc": "2.0", "id": 2, "result": init_result("2025-11-25")}),
+                0,
+            );
+            let out = sent(&mut c);
+            assert_eq!(out[0].0["method"], "notifications/initialized");
+            assert_eq!(out[1].0["method"], "tools/list");
+            assert!(
+                out[1].0.get("params").is_none(),
+                "legacy requests carry no _meta"
+            );
+            assert!(
+                c.take_events().is_empty(),
+                "falling back is not worth a warning"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unsupported_version_error_is_retried_once() {
+        let unsupported = |id: i64| {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
+                "data": {"supported": ["2026-07-28"], "requested": "x"}}})
+        };
+        let mut c = Client::new("picky");
+        c.detect(None, 0);
+        sent(&mut c);
+        feed(&mut c, unsupported(1), 0);
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "server/discover", "asked again");
+        assert_stateless_meta(&out[0].0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": discover_result(false)}),
+            0,
+        );
+        assert_eq!(c.era(), Era::Stateless);
+        // Rejected twice: the legacy handshake.
+        let mut c = Client::new("picky");
+        c.detect(None, 0);
+        feed(&mut c, unsupported(1), 0);
+        feed(&mut c, unsupported(2), 0);
+        let methods: Vec<Value> = sent(&mut c)
+            .into_iter()
+            .map(|(m, _)| m["method"].clone())
+            .collect();
+        assert_eq!(
+            methods,
+            ["server/discover", "server/discover", "initialize"]
+        );
+    }
+
+    #[test]
+    fn a_silent_probe_gives_way_to_initialize() {
+        let mut c = Client::new("quiet");
+        c.detect(None, 100);
+        sent(&mut c);
+        assert_eq!(c.next_deadline(), Some(100 + PROBE_TIMEOUT_MS));
+        c.tick(100 + PROBE_TIMEOUT_MS - 1);
+        assert!(sent(&mut c).is_empty());
+        c.tick(100 + PROBE_TIMEOUT_MS);
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "initialize");
+        // A late answer to the probe is dropped quietly.
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(false)}),
+            6000,
+        );
+        assert_eq!(c.era(), Era::Legacy);
+        assert_eq!(c.phase(), Phase::Initializing);
+        assert_eq!(c.stats().unknown_responses, 0);
+        assert!(c.take_events().is_empty());
+    }
+
+    #[test]
+    fn a_legacy_hint_skips_the_probe_but_recovers_when_stale() {
+        let mut c = Client::new("known");
+        c.detect(Some(Era::Legacy), 0);
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "initialize");
+        // The server moved on to 2026-07-28 and refuses initialize: discover instead.
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no initialize"}}),
+            0,
+        );
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "server/discover");
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": discover_result(false)}),
+            0,
+        );
+        assert_eq!(c.era(), Era::Stateless);
+        assert_eq!(Era::parse(Era::Stateless.as_str()), Some(Era::Stateless));
+        assert_eq!(Era::parse(Era::Legacy.as_str()), Some(Era::Legacy));
+        assert_eq!(Era::parse("2025-11-25"), None);
+    }
+
+    #[test]
+    fn input_required_results_are_clear_tool_errors() {
+        let mut c = stateless_ready(&["book"], false);
+        c.start_call(7, "mcp__modern__book", "book", "{}", 1000, 0);
+        let id = sent(&mut c)[0].0["id"].clone();
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "input_required",
+                "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "Sure?"}}},
+                "requestState": "opaque"}}),
+            0,
+        );
+        let events = c.take_events();
+        let [
+            ClientEvent::Completed(Completion {
+                call: 7,
+                outcome: Ok(r),
+            }),
+        ] = &events[..]
+        else {
+            panic!("{events:?}")
+        };
+        assert!(r.is_error);
+        assert!(
+            r.text.contains("asked for input") && r.text.contains("not support"),
+            "{r:?}"
+        );
+        let content: Value = serde_json::from_str(&r.content).unwrap();
+        assert_eq!(content[0]["text"], r.text.as_str());
+        // An explicit "complete" is an ordinary result; anything else is not understood.
+        c.start_call(8, "mcp__modern__book", "book", "{}", 1000, 0);
+        c.start_call(9, "mcp__modern__book", "book", "{}", 1000, 0);
+        let ids: Vec<Value> = sent(&mut c)
+            .into_iter()
+            .map(|(m, _)| m["id"].clone())
+            .collect();
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": ids[0], "result": {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}}),
+            0,
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": ids[1], "result": {"resultType": "task", "content": []}}),
+            0,
+        );
+        let events = c.take_events();
+        assert!(
+            matches!(&events[0], ClientEvent::Completed(Completion { call: 8, outcome: Ok(r) }) if r.text == "ok" && !r.is_error)
+        );
+        assert!(
+            matches!(&events[1], ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"task\"")),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn tools_with_invalid_param_headers_are_skipped() {
+        let with = |props: Value| json!({"name": "t", "inputSchema": {"type": "object", "properties": props}});
+        let ok = with(
+            json!({"region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"}, "b": {"type": "boolean", "x-mcp-header": "x_B-1"},
+            "plain": {"type": "number"}}),
+        );
+        assert!(read_tool(&RawValue::from_string(ok.to_string()).unwrap()).is_ok());
+        for (props, why) in [
+            (
+                json!({"v": {"type": "string", "x-mcp-header": ""}}),
+                "empty",
+            ),
+            (
+                json!({"v": {"type": "object", "x-mcp-header": "V"}}),
+                "not a string, integer or boolean",
+            ),
+            (
+                json!({"v": {"type": "array", "x-mcp-header": "V"}}),
+                "not a string, integer or boolean",
+            ),
+            (
+                json!({"v": {"type": "null", "x-mcp-header": "V"}}),
+                "not a string, integer or boolean",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "My Header"}}),
+                "not a header name",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "A:B"}}),
+                "not a header name",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "Régión"}}),
+                "not a header name",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "A\u{1}"}}),
+                "not a header name",
+            ),
+            (
+                json!({"a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}}),
+                "more than one",
+            ),
+        ] {
+            let e = read_tool(&RawValue::from_string(with(props.clone()).to_string()).unwrap())
+                .unwrap_err();
+            assert!(
+                e.contains(why) && e.contains("x-mcp-header"),
+                "{props}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_ttl_hint_refreshes_the_list_when_nothing_subscribes() {
+        let mut c = Client::new("cached");
+        c.detect(None, 0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(false)}),
+            0,
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": [tool("a")], "ttlMs": 60000, "cacheScope": "public"}}),
+            500,
+        );
+        sent(&mut c);
+        c.take_events();
+        assert_eq!(c.next_deadline(), Some(60_500));
+        c.tick(60_499);
+        assert!(sent(&mut c).is_empty());
+        c.tick(60_500);
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "tools/list");
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": out[0].0["id"], "result": {"resultType": "complete", "tools": [tool("a"), tool("b")], "ttlMs": 10}}),
+            61_000,
+        );
+        assert!(matches!(&c.take_events()[..], [ClientEvent::ToolsChanged(t)] if t.len() == 2));
+        assert_eq!(
+            c.next_deadline(),
+            Some(61_000 + MIN_TTL_MS),
+            "never more often than once a second"
+        );
     }
 }

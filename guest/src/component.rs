@@ -3,8 +3,9 @@
 //! This is the only module that sees generated types. It implements the exported
 //! `registry` interface on one [`Manager`] per instance, and the [`Platform`]
 //! trait on the imports: `transport.connection` for connections, the monotonic
-//! clock for time, and `wasi:io/poll` over every connection's pollable, a clock
-//! pollable and the embedder's wake signal for blocking. Everything here only
+//! clock for time, `wasi:io/poll` over every connection's pollable, a clock
+//! pollable and the embedder's wake signal for blocking, and `state` for what is
+//! remembered across runs. Everything here only
 //! converts between generated and plain types; the logic lives in the modules it
 //! calls, where it is unit-tested natively.
 
@@ -35,7 +36,7 @@ mod bindings {
 }
 
 use bindings::exports::mcpbox::runtime::registry as wit;
-use bindings::mcpbox::runtime::{control, transport, types};
+use bindings::mcpbox::runtime::{control, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
 
@@ -85,6 +86,14 @@ impl Platform for Host {
 
     fn now_ms(&self) -> u64 {
         monotonic_clock::now() / 1_000_000
+    }
+
+    fn memo_get(&self, key: &str) -> Option<String> {
+        state::get(key)
+    }
+
+    fn memo_set(&mut self, key: &str, value: &str) {
+        state::set(key, value);
     }
 
     fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {

@@ -44,12 +44,12 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 
 use crate::client::{
-    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Phase, Stats,
+    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Stats,
 };
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::naming;
 use crate::registry::{self, Registry, Source, Tool, ToolInfo};
-use crate::transport::{Connection, Platform, TransportError, Woken, format_ms};
+use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 
 /// How many `receive` rounds one connection gets per pump, so one chatty server
 /// cannot starve the others.
@@ -392,8 +392,13 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         match opened {
             Ok(conn) => {
+                // The era found on an earlier run spares a legacy server the probe.
+                let hint = self
+                    .platform
+                    .memo_get(&era_key(&slot.config.name, &slot.config.endpoint))
+                    .and_then(|era| Era::parse(&era));
                 let mut client = Client::new(&slot.config.name);
-                client.begin();
+                client.detect(hint, now);
                 slot.conn = Some(conn);
                 slot.client = Some(client);
                 slot.state = ServerState::Starting;
@@ -789,6 +794,7 @@ impl<P: Platform> Manager<P> {
         for event in events {
             match event {
                 ClientEvent::Ready(defs) => {
+                    self.remember_era(i);
                     self.set_tools(i, defs);
                     let slot = &mut self.slots[i];
                     slot.state = ServerState::Connected;
@@ -827,6 +833,19 @@ impl<P: Platform> Manager<P> {
                 })),
                 ClientEvent::Warning(w) => self.events.push(Event::Warning(w)),
             }
+        }
+    }
+
+    /// Keeps the era a server turned out to speak, for its next connection
+    /// (in this run or a later one: the host stores it).
+    fn remember_era(&mut self, i: usize) {
+        let slot = &self.slots[i];
+        let Some(era) = slot.client.as_ref().map(Client::era) else {
+            return;
+        };
+        let key = era_key(&slot.config.name, &slot.config.endpoint);
+        if self.platform.memo_get(&key).as_deref() != Some(era.as_str()) {
+            self.platform.memo_set(&key, era.as_str());
         }
     }
 
@@ -892,6 +911,27 @@ impl<P: Platform> Manager<P> {
             }
         }
     }
+}
+
+/// The key a server's era is remembered under: its name and a hash (FNV-1a) of
+/// where it lives, so an entry that now points elsewhere is probed afresh.
+fn era_key(name: &str, endpoint: &Endpoint) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |text: &str| {
+        for byte in text.bytes().chain([0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    feed(endpoint.kind());
+    match endpoint {
+        Endpoint::Stdio { command, args, .. } => {
+            feed(command);
+            args.iter().for_each(|a| feed(a));
+        }
+        Endpoint::Http { url, .. } | Endpoint::Sse { url, .. } => feed(url),
+    }
+    format!("era/{name}/{hash:016x}")
 }
 
 fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {

@@ -180,6 +180,8 @@ pub struct FakePlatform {
     pub wake_at: Option<u64>,
     /// How often the guest blocked.
     pub blocks: usize,
+    /// What the guest kept with `memo_set` (the host's `state` store).
+    pub memo: BTreeMap<String, String>,
 }
 
 impl FakePlatform {
@@ -192,6 +194,7 @@ impl FakePlatform {
             endpoints: Vec::new(),
             wake_at: None,
             blocks: 0,
+            memo: BTreeMap::new(),
         }
     }
 
@@ -263,6 +266,14 @@ impl Platform for FakePlatform {
         self.clock.get()
     }
 
+    fn memo_get(&self, key: &str) -> Option<String> {
+        self.memo.get(key).cloned()
+    }
+
+    fn memo_set(&mut self, key: &str, value: &str) {
+        self.memo.insert(key.to_string(), value.to_string());
+    }
+
     fn block(&mut self, conns: &[&FakeConn], deadline_ms: u64) -> Woken {
         self.blocks += 1;
         assert!(self.blocks < 100_000, "the guest is spinning in block()");
@@ -306,6 +317,11 @@ pub struct McpServer {
     pub list_delay: u64,
     /// Handles `tools/call`: (params, id, out).
     pub on_call: CallHandler,
+    /// Speaks the stateless 2026-07-28 era: answers `server/discover` and
+    /// refuses `initialize`; otherwise `server/discover` is an unknown method.
+    pub stateless: bool,
+    /// Answers unknown requests with -32601, as servers should (some ignore them).
+    pub refuses_unknown: bool,
 }
 
 impl McpServer {
@@ -327,6 +343,8 @@ impl McpServer {
             page_size: usize::MAX,
             answers_initialize: true,
             list_delay: 0,
+            stateless: false,
+            refuses_unknown: true,
             on_call: Box::new(|params, id, out| {
                 let text = params["arguments"]["text"]
                     .as_str()
@@ -350,13 +368,28 @@ impl McpServer {
 impl Behaviour for McpServer {
     fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
         let id = &m["id"];
+        let capabilities = if self.tools_capability {
+            json!({"tools": {"listChanged": true}})
+        } else {
+            json!({})
+        };
         match m["method"].as_str() {
+            Some("server/discover") if self.stateless => {
+                out.reply(
+                    0,
+                    id,
+                    json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                        "capabilities": capabilities, "ttlMs": 0, "cacheScope": "public",
+                        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "0.0.2"}}}),
+                );
+            }
+            // The subscription stays open: nothing to send until the list changes.
+            Some("subscriptions/listen") if self.stateless => {}
+            Some("initialize") if self.stateless => out.later(
+                0,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "initialize is gone in 2026-07-28"}}),
+            ),
             Some("initialize") if self.answers_initialize => {
-                let capabilities = if self.tools_capability {
-                    json!({"tools": {"listChanged": true}})
-                } else {
-                    json!({})
-                };
                 out.reply(
                     0,
                     id,
@@ -379,6 +412,10 @@ impl Behaviour for McpServer {
             }
             Some("tools/call") => (self.on_call)(&m["params"], id, out),
             Some("ping") => out.reply(0, id, json!({})),
+            Some(method) if self.refuses_unknown && !id.is_null() && self.answers_initialize => out.later(
+                0,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("method not found: {method}")}}),
+            ),
             _ => {}
         }
     }

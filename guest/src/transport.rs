@@ -184,6 +184,16 @@ pub trait Platform {
     /// Blocks until a connection in `conns` is ready, `deadline_ms` is reached, or the
     /// embedder's wake signal is ready, whichever comes first.
     fn block(&mut self, conns: &[&Self::Conn], deadline_ms: u64) -> Woken;
+    /// The value the host keeps under `key` across runs (`mcpbox:runtime/state`);
+    /// none on a platform that keeps nothing.
+    fn memo_get(&self, key: &str) -> Option<String> {
+        let _ = key;
+        None
+    }
+    /// Keeps `value` under `key` across runs, where the platform can.
+    fn memo_set(&mut self, key: &str, value: &str) {
+        let _ = (key, value);
+    }
 }
 
 /// Formats a duration for people: `30s`, `1.5s`, `250ms`.

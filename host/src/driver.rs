@@ -188,10 +188,15 @@ impl Driver {
                 .mcpbox_runtime_registry()
                 .call_wait(&mut self.store, IDLE_WAIT_MS)
                 .await?;
-            // Publish what changed before answering callers, so a caller whose
-            // call failed because its server died also sees that server failed.
+            // A tool result does not depend on any server's status: answer it at
+            // once, which takes the events call off the path of every reply.
+            // Failures are answered after the events are published, so a caller
+            // whose call failed because its server died also sees that server failed.
+            let (results, failures): (Vec<_>, Vec<_>) =
+                completions.into_iter().partition(|c| c.outcome.is_ok());
+            self.answer(results);
             self.publish_events().await?;
-            self.answer(completions);
+            self.answer(failures);
         }
     }
 

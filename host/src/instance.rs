@@ -11,8 +11,9 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::Error;
-use crate::bindings::{Mcpbox, McpboxPre, control, transport};
+use crate::bindings::{Mcpbox, McpboxPre, control, state, transport};
 use crate::engine::EPOCH_TICK;
+use crate::memo::Memo;
 use crate::state::{DiagnosticsMap, HostState, Policy, Wake};
 use crate::types::{ConfigIssue, ServerStatus, Tool};
 
@@ -29,6 +30,8 @@ pub(crate) struct Factory {
     memory_limit: usize,
     wake: Arc<Wake>,
     diagnostics: DiagnosticsMap,
+    /// What the guest remembers across runs (`mcpbox:runtime/state`).
+    memo: Arc<Memo>,
     origin: String,
     text: String,
 }
@@ -60,6 +63,7 @@ impl Factory {
             wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(linker)?;
             transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            state::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             Ok(())
         };
         link(&mut linker)
@@ -75,19 +79,27 @@ impl Factory {
             memory_limit,
             wake,
             diagnostics,
+            memo: Arc::default(),
             origin,
             text,
         })
     }
 
+    /// Keeps the guest's `state` entries in `memo` (in memory only by default).
+    pub fn with_memo(mut self, memo: Arc<Memo>) -> Factory {
+        self.memo = memo;
+        self
+    }
+
     /// Instantiates the guest, loads the configuration and starts the servers.
     pub async fn start(&self) -> Result<Started, Error> {
-        let state = HostState::new(
+        let mut state = HostState::new(
             self.policy.clone(),
             self.wake.clone(),
             self.memory_limit,
             self.diagnostics.clone(),
         );
+        state.memo = self.memo.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

@@ -27,6 +27,8 @@
 //! - `transport`: the `mcpbox:runtime/transport` imports — stdio child
 //!   processes with process groups, env scrubbing and a message size cap.
 //! - `state`: the store's data, the capability [`Policy`] and the wake signal.
+//! - `memo`: the `state` import — what the guest remembers across runs (the MCP
+//!   era of each server), in `state.json` in the cache directory.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
@@ -40,6 +42,7 @@ mod bindings;
 mod driver;
 mod engine;
 mod instance;
+mod memo;
 mod runtime;
 mod state;
 mod transport;

@@ -12,6 +12,7 @@ use crate::Error;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::instance::Factory;
+use crate::memo::Memo;
 use crate::state::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, ServerDiagnostics, ServerState, ServerStatus, Tool,
@@ -183,7 +184,8 @@ impl Runtime {
             wake.clone(),
             diagnostics.clone(),
             (origin, text),
-        )?;
+        )?
+        .with_memo(Memo::in_dir(options.cache_dir.as_deref()));
         let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();

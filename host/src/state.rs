@@ -103,6 +103,8 @@ pub(crate) struct HostState {
     pub policy: Policy,
     pub wake: Arc<Wake>,
     pub diagnostics: DiagnosticsMap,
+    /// The `state` import's store; in memory unless the runtime gives it a file.
+    pub memo: Arc<crate::memo::Memo>,
 }
 
 impl HostState {
@@ -122,6 +124,7 @@ impl HostState {
             policy,
             wake,
             diagnostics,
+            memo: Arc::default(),
         }
     }
 }

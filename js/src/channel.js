@@ -14,8 +14,9 @@
 // | `t`     | fields                    | meaning                                           |
 // |---------|---------------------------|---------------------------------------------------|
 // | `job`   | `job`                     | a caller's job: call, cancel, reconnect, shutdown |
-// | `in`    | `conn`, `items`, `paused` | what a server sent (messages, oversized, closed); |
-// |         |                           | `paused`: its reading stopped until `taken`       |
+// | `in`    | `conn`, `items`, `paused`,| what a server sent (messages, oversized, closed); |
+// |         | `writerEnded`             | `paused`: its reading stopped until `taken`;      |
+// |         |                           | `writerEnded`: it takes no more messages          |
 // | `reply` | `req`, `value` or `fault` | the answer to one of the driver's requests        |
 //
 // Driver → main thread (`port.postMessage`):
@@ -24,7 +25,7 @@
 // |-----------|-----------------------------------------|--------------------------------------|
 // | `open`    | `req`, `server`, `endpoint`             | start a server (answered by `reply`) |
 // | `diag`    | `req`, `conn`                           | a connection's diagnostics (`reply`) |
-// | `send`    | `conn`, `message`                       | write one message to a server        |
+// | `send`    | `conn`, `message`, `meta`               | write one message to a server        |
 // | `close`   | `conn`                                  | the guest dropped the connection     |
 // | `taken`   | `conn`, `count`                         | items taken from a paused connection |
 // | `loaded`  | `issues`, `servers`, `tools` or `error` | the configuration was read           |

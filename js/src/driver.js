@@ -17,6 +17,7 @@
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
+import { Memo } from './state.js';
 
 /**
  * The longest the guest blocks in `wait` with nothing to do. Jobs ring the wake signal,
@@ -79,6 +80,8 @@ class Hub {
   #dropped = new Set();
   /** Connections whose server the host stopped reading until the guest takes its items. */
   paused = new Set();
+  /** Connections whose transport stopped taking messages: `send` fails. */
+  writerEnded = new Set();
   /** @type {Map<number, object>} answers to `request`, by request id */
   #replies = new Map();
   #nextRequest = 1;
@@ -109,6 +112,9 @@ class Hub {
             if (msg.paused) {
               this.paused.add(msg.conn);
             }
+            if (msg.writerEnded) {
+              this.writerEnded.add(msg.conn);
+            }
           }
           break;
         case 'reply':
@@ -135,6 +141,7 @@ class Hub {
     this.#inboxes.delete(conn);
     this.#dropped.add(conn);
     this.paused.delete(conn);
+    this.writerEnded.delete(conn);
   }
 
   /** Posts a message that needs no answer. */
@@ -165,7 +172,7 @@ class Hub {
   }
 }
 
-const { port, bell: bellBuffer, modules, glueUrl, origin, configText } = workerData;
+const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir } = workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
 // --- wasi:io/poll ---------------------------------------------------------------
@@ -294,11 +301,16 @@ class Connection {
     return new Connection(result.val);
   }
 
-  send(message) {
+  send(message, meta) {
     if (this.closed !== null) {
       throw new ResultError({ tag: 'closed', val: this.closed });
     }
-    hub.post({ t: 'send', conn: this.id, message });
+    hub.drain();
+    if (hub.writerEnded.has(this.id)) {
+      // The wasmtime host's words when its writer task has ended.
+      throw new ResultError({ tag: 'closed', val: 'stopped accepting messages (its writer ended)' });
+    }
+    hub.post({ t: 'send', conn: this.id, message, meta });
   }
 
   /**
@@ -362,8 +374,8 @@ class Connection {
 
 // --- the driver loop ------------------------------------------------------------
 
-/** The `mcpbox:runtime/state` entries of this runtime (this worker lives as long as it). */
-const memo = new Map();
+/** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
+const memo = new Memo(cacheDir);
 
 /**
  * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
@@ -372,11 +384,11 @@ const memo = new Map();
 const imports = {
   'mcpbox:runtime/transport': { Connection },
   'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
-  // `state`: what the guest remembers about servers (their MCP era). Kept in memory
-  // for the life of this process; the WIT allows a host to keep nothing at all.
+  // `state`: what the guest remembers about servers (their MCP era), across runs and
+  // shared with the wasmtime host (state.js).
   'mcpbox:runtime/state': {
     get: (key) => memo.get(key),
-    set: (key, value) => void memo.set(key, value),
+    set: (key, value) => memo.set(key, value),
   },
   'wasi:io/poll': { Pollable, poll },
   'wasi:clocks/monotonic-clock': monotonicClock,

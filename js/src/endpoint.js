@@ -72,6 +72,25 @@ export function resolveStdio(ep, lookup) {
 }
 
 /**
+ * Resolves an HTTP endpoint (`{url, headers: [{name, value}]}`) against `lookup`: `${VAR}`
+ * in the URL and the header values. The URL must be http:// or https://.
+ *
+ * @param {{url: string, headers: {name: string, value: string}[]}} ep
+ * @param {(name: string) => string | undefined} lookup
+ * @returns {{url: string, headers: [string, string][]}}
+ * @throws {EndpointError}
+ */
+export function resolveHttp(ep, lookup) {
+  const url = interpolate(ep.url, 'url', lookup);
+  const lower = url.replace(/[A-Z]/g, (c) => c.toLowerCase());
+  if (!(lower.startsWith('http://') || lower.startsWith('https://'))) {
+    throw new EndpointError(`\`url\` must start with http:// or https:// (got ${debugString(url)})`);
+  }
+  const headers = ep.headers.map((p) => [p.name, interpolate(p.value, `headers.${p.name}`, lookup)]);
+  return { url, headers };
+}
+
+/**
  * Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in error
  * messages. `$` not followed by `{` is kept as it is.
  *
@@ -115,7 +134,7 @@ export function interpolate(text, field, lookup) {
 }
 
 /** `text` quoted the way Rust's `{:?}` quotes a string, so messages match the wasmtime host. */
-function debugString(text) {
+export function debugString(text) {
   let out = '"';
   for (const ch of text) {
     const code = ch.codePointAt(0);

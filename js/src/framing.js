@@ -89,8 +89,12 @@ function trimCr(line) {
   return line.length > 0 && line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line;
 }
 
-/** What is kept of a line while it is being dropped. */
-class Oversized {
+/**
+ * What is kept of a message while it is being dropped: its size and its first and last
+ * bytes, where the JSON-RPC id usually is. Shared with the HTTP transports (sse.js,
+ * http.js), which drop oversized bodies and SSE events the same way.
+ */
+export class Oversized {
   constructor() {
     this.size = 0;
     this.head = Buffer.alloc(0);
@@ -110,6 +114,17 @@ class Oversized {
     }
   }
 
+  /** Appends another dropped part of the same message. */
+  absorb(other) {
+    this.size += other.size;
+    if (this.head.length < EDGE) {
+      const take = Math.min(EDGE - this.head.length, other.head.length);
+      this.head = Buffer.concat([this.head, other.head.subarray(0, take)]);
+    }
+    this.tail = other.tail;
+  }
+
+  /** `{ size, id }`: the bytes counted and the JSON-RPC id found at the edges, if any. */
   finish() {
     let end = this.tail.length;
     while (end > 0 && [0x0d, 0x20, 0x09].includes(this.tail[end - 1])) {

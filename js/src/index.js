@@ -17,14 +17,17 @@
 // - driver.js: the worker thread that runs the guest and implements its imports.
 // - channel.js: how the two threads talk (a MessagePort and a shared doorbell).
 // - transport.js, stdio.js: server processes, on this thread's event loop.
+// - http.js, sse.js: Streamable HTTP and legacy SSE servers, on this thread too.
 // - endpoint.js: `${VAR}` resolution and the child's environment allowlist.
 // - framing.js: newline-delimited JSON with a size cap.
+// - state.js: the `state` import's store, `state.json` in the cache directory.
 
 import { EventEmitter } from 'node:events';
 import { readFile, readdir } from 'node:fs/promises';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
+import { defaultCacheDir } from './state.js';
 import { ConnectionTable } from './transport.js';
 
 /** Where `npm run build` puts the transpiled guest. */
@@ -197,6 +200,9 @@ export class McpBox extends EventEmitter {
    *   (default true)
    * @param {number} [options.maxMessageBytes] the largest message accepted from a
    *   server (default 64 MiB)
+   * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
+   *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
+   *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
    * @returns {Promise<McpBox>} rejects with a `ConfigError` when the configuration as a
    *   whole is unusable
    */
@@ -225,7 +231,8 @@ export class McpBox extends EventEmitter {
       allowProcesses: options.allowProcesses ?? true,
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     };
-    const box = new McpBox(policy, modules, origin ?? 'config', configText);
+    const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
+    const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir);
     await box.#loaded;
     return box;
   }
@@ -254,12 +261,14 @@ export class McpBox extends EventEmitter {
   #waiters = [];
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText) {
+  constructor(policy, modules, origin, configText, cacheDir) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
-    this.#table = new ConnectionTable(policy, (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }));
+    this.#table = new ConnectionTable(policy, (conn, items, paused, writerEnded) =>
+      this.#post({ t: 'in', conn, items, paused, writerEnded }),
+    );
     this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
       workerData: {
         port: port2,
@@ -268,6 +277,7 @@ export class McpBox extends EventEmitter {
         glueUrl: new URL(GLUE, GEN_DIR).href,
         origin,
         configText,
+        cacheDir,
       },
       transferList: [port2],
     });
@@ -454,7 +464,7 @@ export class McpBox extends EventEmitter {
         this.#reply(msg.req, () => this.#table.diagnostics(msg.conn));
         break;
       case 'send':
-        this.#table.send(msg.conn, msg.message);
+        this.#table.send(msg.conn, msg.message, msg.meta);
         break;
       case 'close':
         this.#table.close(msg.conn);

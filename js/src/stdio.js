@@ -56,7 +56,7 @@ function killGroup(pgid, signal) {
  * A Node system error in the words Rust's `io::Error` uses ("No such file or directory
  * (os error 2)"), so spawn failures read the same in both hosts.
  */
-function describeSystemError(error) {
+export function describeSystemError(error) {
   if (typeof error.errno === 'number') {
     const known = getSystemErrorMap().get(error.errno);
     if (known) {

@@ -3,15 +3,18 @@
 // | endpoint | here            | wire                                                 |
 // |----------|-----------------|------------------------------------------------------|
 // | `stdio`  | `StdioServer`   | child process, one JSON-RPC message per line         |
-// | `http`   | –               | Streamable HTTP: not implemented (`unsupported`)     |
-// | `sse`    | –               | legacy HTTP+SSE: not implemented (`unsupported`)     |
+// | `http`   | `HttpServer`    | Streamable HTTP: POST per message, JSON or SSE       |
+// |          |                 | answers, sessions, resumption (http.js)              |
+// | `sse`    | `HttpServer`    | the deprecated HTTP+SSE transport: one event stream, |
+// |          |                 | POSTs to its `endpoint` (http.js)                    |
 //
 // The driver worker asks for connections to be opened, written to and closed; this
-// table owns the processes, applies the policy and resolves `${VAR}` references from
+// table owns the processes and HTTP sessions, applies the policy and resolves `${VAR}` references from
 // the environment, and forwards what each server sends to the driver. Error variants
 // and their texts are those of host/src/transport/mod.rs.
 
-import { EndpointError, resolveStdio } from './endpoint.js';
+import { EndpointError, resolveHttp, resolveStdio } from './endpoint.js';
+import { HttpServer, InvalidHttpEndpoint } from './http.js';
 import { StdioServer } from './stdio.js';
 
 /** Every connection of one runtime, by the id the driver knows it by. */
@@ -23,16 +26,16 @@ export class ConnectionTable {
 
   /**
    * @param {{allowProcesses: boolean, maxMessageBytes: number}} policy
-   * @param {(conn: number, items: object[], paused: boolean) => void} forward delivers
-   *   a server's items to the driver; `paused` asks it to report when the guest has
-   *   taken them (`taken`)
+   * @param {(conn: number, items: object[], paused: boolean, writerEnded: boolean) => void} forward
+   *   delivers a server's items to the driver; `paused` asks it to report when the guest
+   *   has taken them (`taken`); `writerEnded` says the connection takes no more messages
    */
   constructor(policy, forward) {
     this.policy = policy;
     this.forward = forward;
-    /** @type {Map<number, StdioServer>} */
+    /** @type {Map<number, StdioServer | HttpServer>} */
     this.servers = new Map();
-    /** @type {Map<string, StdioServer>} each server's latest process, by configured name */
+    /** @type {Map<string, StdioServer | HttpServer>} each server's latest connection, by configured name */
     this.latest = new Map();
     this.nextId = 1;
   }
@@ -44,11 +47,11 @@ export class ConnectionTable {
    *   `result<connection, transport-error>`, with the connection as its id
    */
   async open(server, endpoint) {
+    if (endpoint.tag === 'http' || endpoint.tag === 'sse') {
+      return this.#openHttp(server, endpoint.tag, endpoint.val);
+    }
     if (endpoint.tag !== 'stdio') {
-      return err(
-        'unsupported',
-        `server \`${server}\`: HTTP and SSE transports are not supported by this mcpbox build yet`,
-      );
+      return err('unsupported', `server \`${server}\`: the ${endpoint.tag} transport is not supported by this host`);
     }
     if (!this.policy.allowProcesses) {
       return err('denied', `server \`${server}\`: the policy does not allow starting processes`);
@@ -83,8 +86,35 @@ export class ConnectionTable {
     return { tag: 'ok', val: id };
   }
 
-  send(id, message) {
-    this.servers.get(id)?.send(message);
+  /** Opens a Streamable HTTP or legacy SSE connection (no policy applies to these). */
+  #openHttp(server, kind, endpoint) {
+    let running;
+    const id = this.nextId++;
+    try {
+      const spec = resolveHttp(endpoint, (name) => process.env[name]);
+      running = HttpServer.open(kind, spec, {
+        maxMessageBytes: this.policy.maxMessageBytes,
+        onItems: (items, paused, writerEnded = false) => this.forward(id, items, paused, writerEnded),
+      });
+    } catch (error) {
+      if (error instanceof EndpointError) {
+        return err('invalid-endpoint', `server \`${server}\`: ${error.message}`);
+      }
+      if (error instanceof InvalidHttpEndpoint) {
+        return err('invalid-endpoint', error.message);
+      }
+      throw error;
+    }
+    this.servers.set(id, running);
+    this.latest.set(server, running);
+    if (this.#closedAll) {
+      this.close(id);
+    }
+    return { tag: 'ok', val: id };
+  }
+
+  send(id, message, meta) {
+    this.servers.get(id)?.send(message, meta);
   }
 
   /** The guest has taken `count` items from connection `id` in all. */

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
+import { ScriptedServer } from './scripted.js';
 import { assertConnected, call, callError, fixture, fixtureEntry, open, ready, status, within } from './support.js';
 
 /** Whether `pid` is gone (reaped, or a zombie waiting for its new parent to reap it). */
@@ -78,18 +79,24 @@ test('a message over the size cap fails its call and the connection survives', a
   assert.equal((await call(box, 'mcp__fx__echo', { text: 'after' })).text, 'after');
 });
 
-test('HTTP and SSE servers are reported as unsupported by this host', async (t) => {
-  const box = await open(t, {
-    remote: { url: 'https://example.invalid/mcp' },
-    legacy: { type: 'sse', url: 'https://example.invalid/sse' },
-    fx: fixtureEntry(),
-  });
+test('the process policy does not apply to HTTP servers; bad HTTP endpoints fail alone', async (t) => {
+  const server = await ScriptedServer.start();
+  t.after(() => server.close());
+  const box = await open(
+    t,
+    {
+      remote: { url: server.url },
+      bad_url: { url: 'http://127.0.0.1:99999/mcp' },
+      bad_header: { url: server.url, headers: { 'X A': 'v' } },
+      fx: fixtureEntry(),
+    },
+    { allowProcesses: false },
+  );
   const servers = await ready(box);
-  for (const name of ['remote', 'legacy']) {
-    assert.equal(status(servers, name).state, 'failed');
-    assert.match(status(servers, name).error, /HTTP and SSE transports are not supported by this mcpbox build yet/);
-  }
-  assertConnected(servers, 'fx');
+  assertConnected(servers, 'remote');
+  assert.match(status(servers, 'bad_url').error, /`url` "http:\/\/127\.0\.0\.1:99999\/mcp" is not a URL: invalid port number/);
+  assert.match(status(servers, 'bad_header').error, /`headers\.X A` is not a valid header name/);
+  assert.match(status(servers, 'fx').error, /does not allow starting processes/);
 });
 
 test('the policy can refuse processes', async (t) => {

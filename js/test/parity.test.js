@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { McpBox } from '../src/index.js';
-import { configText, fixture, fixtureEntry, mcpboxCli, ready, within } from './support.js';
+import { ScriptedServer } from './scripted.js';
+import { configText, everythingHttp, fixture, fixtureEntry, freePort, mcpboxCli, ready, within } from './support.js';
 
 /** Runs the wasmtime host's CLI; resolves with its exit code, stdout and stderr. */
 function cli(config, args) {
@@ -68,7 +69,6 @@ test('servers and tools are the same in both hosts', async (t) => {
     needs_var: { command: fixture(), env: { TOKEN: '${MCPBOX_TEST_SURELY_UNSET}' } },
     bad_cwd: { command: fixture(), cwd: '/nonexistent/dir' },
     off: { command: fixture(), enabled: false },
-    // No HTTP or SSE servers: the JavaScript host does not implement those transports.
   });
   const servers = await ready(box);
   const cliServers = await cli(config, ['--json', 'servers']);
@@ -114,4 +114,46 @@ test('results and call errors are the same in both hosts', async (t) => {
     assert.equal(viaJs.error.kind, kind, viaJs.error.message);
     assert.equal(viaCli.stderr, `error: ${viaJs.error.message}\n`, tool);
   }
+});
+
+test('remote servers, their failures and their errors are the same in both hosts', async (t) => {
+  const streamable = await everythingHttp(t, 'streamableHttp');
+  const sse = await everythingHttp(t, 'sse');
+  const scripted = await ScriptedServer.start();
+  t.after(() => scripted.close());
+  const port = await freePort();
+  const { config, box } = await both(t, {
+    everything: { type: 'http', url: streamable.url },
+    old: { type: 'sse', url: sse.url },
+    s: { url: scripted.url, headers: { 'X-Fixed': 'plain' } },
+    gone: { type: 'http', url: `http://127.0.0.1:${port}/mcp` },
+    bad_name: { url: scripted.url, headers: { 'X A': 'v' } },
+    bad_value: { url: scripted.url, headers: { 'X-A': 'a\u0001b' } },
+    bad_var: { url: scripted.url, headers: { Authorization: 'Bearer ${MCPBOX_TEST_SURELY_UNSET}' } },
+    bad_port: { url: 'http://127.0.0.1:99999/mcp' },
+  });
+  const servers = await ready(box);
+  const cliServers = await cli(config, ['--json', 'servers']);
+  assert.equal(cliServers.code, 0, cliServers.stderr);
+  assert.deepEqual(servers, JSON.parse(cliServers.stdout));
+  const cliTools = await cli(config, ['--json', 'tools']);
+  assert.deepEqual(box.tools(), JSON.parse(cliTools.stdout));
+
+  for (const [tool, args] of [
+    ['mcp__everything__echo', { message: 'hi' }],
+    ['mcp__everything__get-sum', { a: 2, b: 40 }],
+    ['mcp__old__echo', { message: 'hi' }],
+    ['mcp__s__echo', { text: 'hi' }],
+  ]) {
+    const { viaCli, viaJs } = await callBoth(config, box, tool, args);
+    assert.ok(viaJs.ok, `${tool}: ${viaJs.error}`);
+    assert.deepEqual(viaJs.ok, JSON.parse(viaCli.stdout), tool);
+  }
+  // An HTTP 500: the same error text. (Each host's call meets one failure.)
+  scripted.failCalls = 1;
+  const viaCli = await cli(config, ['--json', 'call', 'mcp__s__echo', '{"text":"x"}']);
+  scripted.failCalls = 1;
+  const viaJs = await within(box.callTool('mcp__s__echo', { text: 'x' }), 'the call fails').catch((e) => e);
+  assert.equal(viaJs.kind, 'protocol', viaJs.message);
+  assert.equal(viaCli.stderr, `error: ${viaJs.message}\n`);
 });

@@ -7,7 +7,9 @@
 // and a missing one fails the test with the command that provides it.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer as createNetServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -142,5 +144,92 @@ export function nextEvent(box, pred) {
       box.on('event', listener);
     }),
     'the event arrives',
+  );
+}
+
+/** A loopback port that was free a moment ago (server-everything cannot pick its own). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createNetServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Starts `command` and resolves with `{ url, stop }` once a stderr line makes `ready`
+ * return the URL; rejects with the stderr so far when `taken` says the port was taken.
+ * The process is killed when the test ends. As `start` in tests/src/http.rs.
+ */
+function startServer(t, command, args, env, ready, taken) {
+  const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  t.after(() => child.kill('SIGKILL'));
+  let seen = '';
+  return within(
+    new Promise((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => reject(new Error(`${command} exited (${code}) before listening:\n${seen}`)));
+      child.stderr.on('data', (chunk) => {
+        seen += chunk;
+        for (const line of seen.split('\n')) {
+          const url = ready(line);
+          if (url) {
+            resolve({ url, stop: () => child.kill('SIGKILL') });
+            return;
+          }
+          if (taken(line)) {
+            child.kill('SIGKILL');
+            reject(new Error(seen));
+            return;
+          }
+        }
+      });
+    }),
+    `${command} starts listening`,
+  );
+}
+
+/**
+ * Starts server-everything in an HTTP mode (`streamableHttp` at /mcp or `sse` at /sse)
+ * on a free loopback port; resolves with `{ url }`.
+ */
+export async function everythingHttp(t, mode) {
+  const [path, banner] = mode === 'sse' ? ['/sse', 'running on port'] : ['/mcp', 'listening on port'];
+  let last;
+  for (let i = 0; i < 3; i++) {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}${path}`;
+    try {
+      return await startServer(
+        t,
+        npmBin('mcp-server-everything'),
+        [mode],
+        { PORT: String(port) },
+        (line) => (line.includes(banner) ? url : null),
+        (line) => line.includes('in use'),
+      );
+    } catch (error) {
+      last = error;
+    }
+  }
+  throw new Error(`server-everything found no free port in three tries: ${last?.message}`);
+}
+
+/** Starts tests/peers/fastmcp_server.py --http 0; resolves with `{ url }` (…/mcp). */
+export function fastmcpHttp(t) {
+  const { command, args } = fastmcpEntry();
+  return startServer(
+    t,
+    command,
+    [...args, '--http', '0'],
+    {},
+    (line) => {
+      const m = /Uvicorn running on http:\/\/127\.0\.0\.1:(\d+)/.exec(line);
+      return m ? `http://127.0.0.1:${m[1]}/mcp` : null;
+    },
+    () => false,
   );
 }

@@ -279,9 +279,10 @@ impl ScriptedServer {
     }
 }
 
-fn read_request(
-    stream: &mut BufReader<TcpStream>,
-) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+/// An HTTP request as read: method, headers (names lower-cased), body.
+type Request = (String, Vec<(String, String)>, Vec<u8>);
+
+fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut line = String::new();
     stream.read_line(&mut line).ok()?;
     let method = line.split_whitespace().next()?.to_owned();

@@ -162,6 +162,8 @@ fn every_send_carries_its_meta() {
     assert_eq!(
         metas,
         [
+            // The era probe goes first (a fake legacy server refuses it).
+            (Some("server/discover"), None, Some("2026-07-28")),
             (Some("initialize"), None, None),
             (Some("notifications/initialized"), None, Some("2025-11-25")),
             (Some("tools/list"), None, Some("2025-11-25")),
@@ -945,7 +947,10 @@ fn a_call_to_a_starting_server_says_so() {
     });
     let mut m = manager(p, &[("a", json!({})), ("late", json!({}))]);
     m.start();
-    m.wait(10);
+    // Past the era probe and the handshake, into the (slow) listing.
+    for _ in 0..5 {
+        m.wait(10);
+    }
     assert_eq!(
         m.start_call("mcp__late__t", "{}", CallOptions::default()),
         Err(CallError::ServerUnavailable(
@@ -1644,4 +1649,60 @@ fn shutdown_fails_held_calls() {
         }]
     );
     assert_eq!(m.servers()[0].state, ServerState::Closed);
+}
+
+#[test]
+fn the_era_is_detected_per_server_and_remembered() {
+    let serve = |p: &mut FakePlatform| {
+        p.serve("modern", || McpServer {
+            stateless: true,
+            ..McpServer::with_tools(&["t"])
+        });
+        p.serve("old", || McpServer::with_tools(&["u"]));
+    };
+    let mut p = FakePlatform::new();
+    serve(&mut p);
+    let mut m = manager(p, &[("modern", json!({})), ("old", json!({}))]);
+    connect(&mut m);
+    let servers = m.servers();
+    let modern = status(&servers, "modern");
+    assert_eq!(modern.state, ServerState::Connected, "{modern:?}");
+    assert_eq!(modern.protocol_version.as_deref(), Some("2026-07-28"));
+    assert_eq!(modern.server_version.as_deref(), Some("0.0.2"));
+    let old = status(&servers, "old");
+    assert_eq!(old.state, ServerState::Connected);
+    assert_eq!(old.protocol_version.as_deref(), Some("2025-11-25"));
+    let call = m
+        .start_call(
+            "mcp__modern__t",
+            r#"{"text":"stateless"}"#,
+            CallOptions::default(),
+        )
+        .unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(done[0].call, call);
+    assert_eq!(text_result(&done[0].outcome), "stateless");
+    let sim = m.platform().sim("modern");
+    assert!(sim.borrow().sent("initialize").is_empty());
+    assert_eq!(sim.borrow().sent("subscriptions/listen").len(), 1);
+
+    // What was found is kept, per server and endpoint.
+    let memo = m.platform().memo.clone();
+    let mut eras: Vec<(&str, &str)> = memo
+        .iter()
+        .map(|(k, v)| (k.split('/').nth(1).unwrap(), v.as_str()))
+        .collect();
+    eras.sort();
+    assert_eq!(eras, [("modern", "2026-07-28"), ("old", "legacy")]);
+
+    // The next run starts the legacy server with initialize, without a probe.
+    let mut p = FakePlatform::new();
+    serve(&mut p);
+    p.memo = memo;
+    let mut m = manager(p, &[("modern", json!({})), ("old", json!({}))]);
+    connect(&mut m);
+    assert_eq!(m.servers()[1].state, ServerState::Connected);
+    let first = |name: &str| m.platform().sim(name).borrow().received[0].0["method"].clone();
+    assert_eq!(first("old"), "initialize");
+    assert_eq!(first("modern"), "server/discover");
 }

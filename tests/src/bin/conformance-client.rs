@@ -112,17 +112,38 @@ async fn scenario_flow(runtime: &Runtime, scenario: &str, context: &Value) -> Re
             }
             Ok(())
         }
-        // Every listed tool once (with no arguments): the headers of each call are scored.
+        // Every tool mcpbox offers, once, with the least arguments its schema takes:
+        // what the scenario scores is the requests (their headers, which tools).
         _ => {
             for tool in tools.iter() {
+                let arguments = minimal_arguments(tool.input_schema.get());
                 // A tool refused with a tool error still exercised the request.
                 let _ = runtime
-                    .call_tool_json(&tool.name, "{}".into(), CallOptions::default())
+                    .call_tool_json(&tool.name, arguments, CallOptions::default())
                     .await;
             }
             Ok(())
         }
     }
+}
+
+/// Arguments holding each required property of `schema`, with a value of its type.
+fn minimal_arguments(schema: &str) -> String {
+    let schema: Value = serde_json::from_str(schema).unwrap_or(Value::Null);
+    let mut arguments = serde_json::Map::new();
+    for name in schema["required"].as_array().into_iter().flatten() {
+        let Some(name) = name.as_str() else { continue };
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("string") => json!("x"),
+            Some("integer" | "number") => json!(1),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => Value::Null,
+        };
+        arguments.insert(name.to_owned(), value);
+    }
+    Value::Object(arguments).to_string()
 }
 
 async fn call(runtime: &Runtime, tool: &str, arguments: String) -> Result<(), String> {

@@ -1,0 +1,205 @@
+// Remote servers through the JavaScript host: Streamable HTTP and legacy HTTP+SSE
+// against the pinned npm and PyPI servers in their HTTP modes, and HTTP faults against
+// a scripted server — the assertions of tests/tests/e2e/http.rs.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { ScriptedServer } from './scripted.js';
+import {
+  PATIENCE_MS,
+  assertConnected,
+  call,
+  callError,
+  everythingHttp,
+  fastmcpHttp,
+  freePort,
+  open,
+  ready,
+  status,
+} from './support.js';
+
+async function scripted(t) {
+  const server = await ScriptedServer.start();
+  t.after(() => server.close());
+  return server;
+}
+
+test('streamable HTTP: server-everything', async (t) => {
+  const { url } = await everythingHttp(t, 'streamableHttp');
+  const box = await open(t, { everything: { type: 'http', url } });
+  const servers = await ready(box);
+  assertConnected(servers, 'everything');
+  const s = status(servers, 'everything');
+  assert.equal(s.transport, 'http');
+  assert.ok(s.toolCount > 5, JSON.stringify(s));
+  assert.equal(s.protocolVersion, '2025-11-25');
+
+  assert.equal((await call(box, 'mcp__everything__echo', { message: 'over http' })).text, 'Echo: over http');
+  // Progress notifications interleaved with the answer on one event stream.
+  const long = await call(box, 'mcp__everything__trigger-long-running-operation', { duration: 1, steps: 3 });
+  assert.match(long.text, /completed/);
+  assert.match((await call(box, 'mcp__everything__get-sum', { a: 2, b: 40 })).text, /42/);
+});
+
+test('streamable HTTP: the Python SDK server', async (t) => {
+  const { url } = await fastmcpHttp(t);
+  const box = await open(t, { py: { url } });
+  const servers = await ready(box);
+  assertConnected(servers, 'py');
+  assert.equal(status(servers, 'py').transport, 'http', 'inferred from `url`');
+  assert.equal(status(servers, 'py').serverName, 'fastmcp-peer');
+
+  assert.equal((await call(box, 'mcp__py__greet', { name: 'Ada' })).text, 'Hello, Ada!');
+  assert.deepEqual((await call(box, 'mcp__py__add', { a: 2, b: 40 })).structuredContent, { result: 42 });
+  const failed = await call(box, 'mcp__py__fail', { message: 'nope' });
+  assert.ok(failed.isError && /nope/.test(failed.text), JSON.stringify(failed));
+  // Concurrent calls share the session.
+  const sums = await Promise.all([...Array(8).keys()].map((i) => call(box, 'mcp__py__add', { a: i, b: 1 })));
+  assert.deepEqual(
+    sums.map((r) => r.text),
+    [...Array(8).keys()].map((i) => String(i + 1)),
+  );
+});
+
+test('legacy SSE: server-everything', async (t) => {
+  const { url } = await everythingHttp(t, 'sse');
+  const box = await open(t, { old: { type: 'sse', url } });
+  const servers = await ready(box);
+  assertConnected(servers, 'old');
+  assert.equal(status(servers, 'old').transport, 'sse');
+  assert.equal((await call(box, 'mcp__old__echo', { message: 'over sse' })).text, 'Echo: over sse');
+  assert.match((await call(box, 'mcp__old__get-sum', { a: 1, b: 2 })).text, /3/);
+});
+
+test('session headers, configured headers and DELETE on close', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, {
+    s: { type: 'http', url: server.url, headers: { 'X-Home': '${HOME}', 'X-Fixed': 'plain' } },
+  });
+  assertConnected(await ready(box), 's');
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'hi' })).text, 'hi');
+  await box.shutdown();
+  // DELETE is sent as the connection closes; shutdown waits for it.
+  const deletes = server.seen.filter((s) => s.method === 'DELETE');
+  assert.equal(deletes.length, 1, JSON.stringify(server.seen.map((s) => s.method)));
+  for (const request of server.seen) {
+    assert.equal(request.headers['x-home'], process.env.HOME ?? '', JSON.stringify(request));
+    assert.equal(request.headers['x-fixed'], 'plain');
+    assert.equal(request.headers['user-agent'], 'mcpbox/0.1.0');
+  }
+  const [init] = server.rpc('initialize');
+  assert.equal(init.headers['mcp-session-id'], undefined);
+  assert.equal(init.headers['mcp-protocol-version'], undefined, 'nothing negotiated yet');
+  assert.match(init.headers.accept, /text\/event-stream/);
+  assert.match(init.headers.accept, /application\/json/);
+  assert.equal(init.headers['content-type'], 'application/json');
+  const [list] = server.rpc('tools/list');
+  assert.equal(list.headers['mcp-session-id'], 'session-1');
+  assert.equal(list.headers['mcp-protocol-version'], '2025-11-25');
+  assert.equal(list.headers['mcp-method'], undefined, 'only from 2026-07-28 on');
+  assert.equal(deletes[0].headers['mcp-session-id'], 'session-1');
+});
+
+test('HTTP 500 fails only that call', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { type: 'http', url: server.url } });
+  assertConnected(await ready(box), 's');
+  server.failCalls = 1;
+  const error = await callError(box, 'mcp__s__echo', { text: 'x' });
+  assert.equal(error.kind, 'protocol', error.message);
+  assert.match(error.message, /HTTP 500/);
+  assert.match(error.message, /boom/);
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'after' })).text, 'after');
+  assertConnected(box.servers(), 's');
+});
+
+test('a cut stream is resumed without loss or duplicates', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { type: 'http', url: server.url } });
+  assertConnected(await ready(box), 's');
+  let logs = 0;
+  box.on('event', (e) => {
+    logs += e.type === 'log' && e.message === 'before the cut' ? 1 : 0;
+  });
+  server.cutNextCall = true;
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'resumed' })).text, 'resumed');
+  const resume = server.seen.find((s) => s.method === 'GET' && s.headers['last-event-id'] !== undefined);
+  assert.ok(resume, 'a GET resuming the stream');
+  assert.equal(resume.headers['last-event-id'], 'e2', 'resumes after the last event seen');
+  assert.equal(resume.headers.accept, 'text/event-stream');
+  // One more call, then check the log line was delivered exactly once.
+  await call(box, 'mcp__s__echo', { text: 'again' });
+  assert.equal(logs, 1, 'the log line before the cut arrives once');
+});
+
+test('an ended session is re-initialised once, transparently', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { type: 'http', url: server.url } });
+  assertConnected(await ready(box), 's');
+  assert.equal(server.sessions, 1);
+  server.forgetSession = true;
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'new session' })).text, 'new session');
+  assert.equal(server.sessions, 2, 're-initialised exactly once');
+  const calls = server.rpc('tools/call');
+  assert.equal(calls.length, 2, 'the call was retried once');
+  assert.equal(calls[0].headers['mcp-session-id'], 'session-1');
+  assert.equal(calls[1].headers['mcp-session-id'], 'session-2');
+  assert.equal(server.rpc('notifications/initialized').length, 2);
+  assert.match(String(server.rpc('initialize')[1].body.id), /^mcpbox-reinitialize-/);
+  assertConnected(box.servers(), 's');
+});
+
+test('MCP 2026 headers name the method and the tool', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { type: 'http', url: server.url } });
+  assertConnected(await ready(box), 's');
+  // The guest probes with `server/discover` under the 2026-07-28 revision first.
+  const probe = server.rpc('server/discover')[0];
+  if (probe !== undefined) {
+    assert.equal(probe.headers['mcp-protocol-version'], '2026-07-28');
+    assert.equal(probe.headers['mcp-method'], 'server/discover');
+  }
+});
+
+test('an unreachable server fails with the reason', async (t) => {
+  const port = await freePort();
+  const box = await open(t, {
+    gone: { type: 'http', url: `http://127.0.0.1:${port}/mcp` },
+    'gone-sse': { type: 'sse', url: `http://127.0.0.1:${port}/sse` },
+  });
+  const servers = await ready(box);
+  for (const name of ['gone', 'gone-sse']) {
+    const s = status(servers, name);
+    assert.equal(s.state, 'failed', JSON.stringify(s));
+    assert.ok(s.error.includes(`127.0.0.1:${port}`), s.error);
+    assert.match(s.error.toLowerCase(), /connection refused/);
+  }
+  assert.match(box.diagnostics('gone').stderrTail.join('\n'), /^http: could not reach/);
+});
+
+test('an unset header variable fails that server only', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, {
+    bad: { url: server.url, headers: { Authorization: 'Bearer ${MCPBOX_TEST_SURELY_UNSET}' } },
+    good: { url: server.url },
+  });
+  const servers = await ready(box);
+  assertConnected(servers, 'good');
+  const bad = status(servers, 'bad');
+  assert.equal(bad.state, 'failed');
+  assert.match(bad.error, /headers\.Authorization/);
+  assert.match(bad.error, /MCPBOX_TEST_SURELY_UNSET/);
+});
+
+test('an oversized event is dropped and counted; the connection stays usable', { timeout: PATIENCE_MS }, async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { url: server.url } }, { maxMessageBytes: 600 });
+  assertConnected(await ready(box), 's');
+  // The whole event is one `data:` line over the cap, so (as in the wasmtime host) its
+  // id is not found at the line's start: the call fails once the stream cannot be resumed.
+  const error = await callError(box, 'mcp__s__echo', { text: 'x'.repeat(2000) });
+  assert.equal(error.kind, 'protocol', error.message);
+  assert.equal(box.diagnostics('s').oversizedMessages, 1);
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'small' })).text, 'small');
+});
