@@ -158,12 +158,7 @@ fn open(
                 endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok()).map_err(|e| {
                     wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}"))
                 })?;
-            let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
-            state
-                .diagnostics
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(server.to_owned(), diagnostics.clone());
+            let diagnostics = track_diagnostics(state, server);
             let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
             Ok(Connection {
                 inbound: spawned.inbound,
@@ -179,6 +174,18 @@ fn open(
     }
 }
 
+/// Fresh diagnostics for a new connection of `server`, published for
+/// [`crate::Runtime::diagnostics`] in place of the previous connection's.
+fn track_diagnostics(state: &HostState, server: &str) -> Arc<Mutex<Diagnostics>> {
+    let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
+    state
+        .diagnostics
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(server.to_owned(), diagnostics.clone());
+    diagnostics
+}
+
 /// Opens a Streamable HTTP or legacy SSE connection.
 fn open_http(
     state: &HostState,
@@ -188,12 +195,7 @@ fn open_http(
 ) -> Result<Connection, wit::TransportError> {
     let spec = endpoint::resolve_http(ep, &|name| std::env::var(name).ok())
         .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
-    let diagnostics = Arc::new(Mutex::new(Diagnostics::default()));
-    state
-        .diagnostics
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(server.to_owned(), diagnostics.clone());
+    let diagnostics = track_diagnostics(state, server);
     let spawned = http::connect(
         kind,
         &spec,
