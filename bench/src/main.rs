@@ -22,6 +22,16 @@
 //! | W4  | spawn + initialize + tools/list of 10,000 tools | ms, peak RSS |
 //! | W5  | 200 concurrent sleeps of 0–50 ms | ms until every (checked) answer |
 //! | W6  | a 17.6 MB tools/list line | ms, peak RSS, or "hung" |
+//!
+//! A third column, `raw`, is a hand-written minimal NDJSON client (no MCP
+//! library, no sandbox): a reference for what the fixture server and the OS cost
+//! on their own.
+//!
+//! For profiling (docs/PERFORMANCE.md has the recipes):
+//! `MCPBOX_BENCH_GUEST=path.wasm` runs another build of the guest (one with its
+//! name section, so perf shows guest function names); `MCPBOX_BENCH_ROUNDS=N`
+//! repeats the timed part of W2 and W3; `MCPBOX_BENCH_SMAPS=1` prints a worker's
+//! largest memory mappings (the guest's linear memory is one of them).
 
 mod worker;
 
@@ -36,6 +46,8 @@ use std::time::{Duration, Instant};
 pub enum Side {
     Mcpbox,
     Rmcp,
+    /// A hand-written minimal NDJSON client: what the fixture and the OS cost alone.
+    Raw,
 }
 
 impl Side {
@@ -43,6 +55,7 @@ impl Side {
         match self {
             Side::Mcpbox => "mcpbox",
             Side::Rmcp => "rmcp",
+            Side::Raw => "raw",
         }
     }
 }
@@ -211,6 +224,8 @@ struct Args {
     reps: usize,
     only: Vec<Workload>,
     build: bool,
+    /// Also run the raw client, the reference for what the fixture and the OS cost.
+    raw: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -218,6 +233,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         reps: 7,
         only: Workload::ALL.to_vec(),
         build: true,
+        raw: true,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -237,8 +253,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     .collect::<Result<_, _>>()?;
             }
             "--no-build" => parsed.build = false,
+            "--no-raw" => parsed.raw = false,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6] [--no-raw] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -274,6 +291,7 @@ fn worker_main(mut args: impl Iterator<Item = String>) -> ExitCode {
     let side = match next().as_str() {
         "mcpbox" => Side::Mcpbox,
         "rmcp" => Side::Rmcp,
+        "raw" => Side::Raw,
         other => {
             eprintln!("unknown side {other:?}");
             return ExitCode::from(2);
@@ -288,6 +306,7 @@ fn worker_main(mut args: impl Iterator<Item = String>) -> ExitCode {
         workload,
         fixture: PathBuf::from(next()),
         cache_dir: PathBuf::from(next()),
+        builtin: next().parse().unwrap_or(0),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -323,6 +342,8 @@ struct Setup {
     rmcp_tools: PathBuf,
     work: PathBuf,
     cache_dir: PathBuf,
+    /// How many tools the fixture lists on its own.
+    builtin: usize,
 }
 
 impl Drop for Setup {
@@ -341,11 +362,15 @@ fn harness(args: &Args) -> Result<(), String> {
         eprint!("rep {}/{}:", rep + 1, args.reps);
         for &workload in &args.only {
             eprint!(" {}", workload.id());
-            let sides = if rep % 2 == 0 {
-                [Side::Mcpbox, Side::Rmcp]
+            // mcpbox and rmcp alternate who goes first; the raw reference runs last.
+            let mut sides = if rep % 2 == 0 {
+                vec![Side::Mcpbox, Side::Rmcp]
             } else {
-                [Side::Rmcp, Side::Mcpbox]
+                vec![Side::Rmcp, Side::Mcpbox]
             };
+            if args.raw && workload != Workload::ColdProcess {
+                sides.push(Side::Raw);
+            }
             for side in sides {
                 let entry = samples.entry((workload, side)).or_default();
                 match sample(&setup, workload, side) {
@@ -366,7 +391,10 @@ fn harness(args: &Args) -> Result<(), String> {
 
 fn setup(build: bool) -> Result<Setup, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let dir = me.parent().ok_or("this program has no directory")?.to_path_buf();
+    let dir = me
+        .parent()
+        .ok_or("this program has no directory")?
+        .to_path_buf();
     let release = dir.file_name().is_some_and(|n| n == "release");
     if !release {
         eprintln!("warning: not a release build; numbers will mean little (use --release)");
@@ -416,8 +444,11 @@ fn setup(build: bool) -> Result<Setup, String> {
     };
     let work = std::env::temp_dir().join(format!("mcpbox-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let fixture = program("fixture-server")?;
+    let builtin = list_tools(&fixture, &[])?.1;
     Ok(Setup {
-        fixture: program("fixture-server")?,
+        builtin,
+        fixture,
         mcpbox: program("mcpbox")?,
         rmcp_tools: program("rmcp-tools")?,
         cache_dir: work.join("component-cache"),
@@ -445,24 +476,27 @@ fn print_machine(setup: &Setup) {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    match huge_list_bytes(setup) {
-        Ok(bytes) => println!(
+    match list_tools(
+        &setup.fixture,
+        &worker::fixture_args(Workload::HugeList, setup.builtin),
+    ) {
+        Ok((bytes, _)) => println!(
             "W6 tools/list line: {:.1} MB ({} tools)",
             bytes as f64 / 1e6,
-            worker::HUGE_LIST_EXTRA_TOOLS + 12
+            worker::HUGE_LIST_EXTRA_TOOLS + setup.builtin
         ),
         Err(e) => println!("W6 tools/list line: could not be measured ({e})"),
     }
 }
 
-/// Asks the fixture for the huge list directly, to report its size.
-fn huge_list_bytes(setup: &Setup) -> Result<usize, String> {
-    let mut child = Command::new(&setup.fixture)
-        .args(worker::fixture_args(Workload::HugeList))
+/// Asks the fixture for its tool list directly: the line's size and the tool count.
+fn list_tools(fixture: &std::path::Path, args: &[String]) -> Result<(usize, usize), String> {
+    let mut child = Command::new(fixture)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("cannot start {}: {e}", fixture.display()))?;
     let mut stdin = child.stdin.take().ok_or("no stdin")?;
     stdin
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n")
@@ -474,13 +508,19 @@ fn huge_list_bytes(setup: &Setup) -> Result<usize, String> {
         .read_until(b'\n', &mut line)
         .map_err(|e| e.to_string())?;
     let _ = child.wait();
-    Ok(line.len())
+    let count = serde_json::from_slice::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v["result"]["tools"].as_array().map(Vec::len))
+        .ok_or("the fixture did not answer tools/list")?;
+    Ok((line.len(), count))
 }
 
 /// Compiles the guest into the bench's component cache, so every mcpbox sample
 /// (in-process runtime and CLI alike) starts with a warm cache, as users do.
 fn warm_cache(setup: &Setup) -> Result<(), String> {
-    cold_process(setup, Side::Mcpbox).map(|_| ())
+    cold_process(setup, Side::Mcpbox)?;
+    // The CLI and this program are separate builds; warm the cache for both.
+    sample(setup, Workload::Connect, Side::Mcpbox).map(|_| ())
 }
 
 fn sample(setup: &Setup, workload: Workload, side: Side) -> Result<BTreeMap<String, f64>, String> {
@@ -494,6 +534,7 @@ fn sample(setup: &Setup, workload: Workload, side: Side) -> Result<BTreeMap<Stri
         .arg(workload.id())
         .arg(&setup.fixture)
         .arg(&setup.cache_dir)
+        .arg(setup.builtin.to_string())
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot start a worker: {e}"))?;
@@ -513,7 +554,7 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
             if !config.is_file() {
                 std::fs::write(
                     &config,
-                    worker::mcpbox_config(&setup.fixture, Workload::ColdProcess),
+                    worker::mcpbox_config(&setup.fixture, Workload::ColdProcess, setup.builtin),
                 )
                 .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
             }
@@ -523,6 +564,10 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
                 .arg(&config)
                 .arg("tools")
                 .env("MCPBOX_CACHE_DIR", &setup.cache_dir);
+            // Same guest as the workers use (see `MCPBOX_BENCH_GUEST` in worker.rs).
+            if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
+                command.arg("--guest").arg(guest);
+            }
             command
         }
         Side::Rmcp => {
@@ -530,6 +575,7 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
             command.arg(&setup.fixture);
             command
         }
+        Side::Raw => return Err("W1c has no raw side".into()),
     };
     command.stdin(Stdio::null()).stderr(Stdio::piped());
     let started = Instant::now();
@@ -541,7 +587,7 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
         .lines()
         .filter(|l| l.starts_with("mcp__fixture__"))
         .count();
-    if !output.status.success() || listed != 12 {
+    if !output.status.success() || listed != setup.builtin {
         return Err(format!(
             "{} listed {listed} tools ({}): {}",
             side.name(),
@@ -582,11 +628,20 @@ fn cell(samples: Option<&Samples>, metric: &str, unit: &str) -> (String, Option<
     let Some(samples) = samples else {
         return ("–".into(), None);
     };
-    let values = samples.metrics.get(metric).map(Vec::as_slice).unwrap_or(&[]);
+    let values = samples
+        .metrics
+        .get(metric)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     let failed = samples.failures.len();
     let text = match summary(values) {
         Some((median, min, max)) => {
-            let mut text = format!("{} {unit} ({}–{})", number(median), number(min), number(max));
+            let mut text = format!(
+                "{} {unit} ({}–{})",
+                number(median),
+                number(min),
+                number(max)
+            );
             if failed > 0 {
                 text.push_str(&format!(", {failed} failed"));
             }
@@ -607,8 +662,8 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
         args.reps
     );
     println!();
-    println!("| workload | mcpbox | rmcp | ratio | target | met? |");
-    println!("|---|---|---|---|---|---|");
+    println!("| workload | mcpbox | rmcp | ratio | target | met? | raw client |");
+    println!("|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
     for row in ROWS.iter().filter(|r| args.only.contains(&r.workload)) {
         let mine = samples.get(&(row.workload, Side::Mcpbox));
@@ -636,8 +691,13 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
             }
         };
         let ratio = ratio.map_or("–".into(), |r| format!("{r:.2}"));
+        let (raw, _) = cell(
+            samples.get(&(row.workload, Side::Raw)),
+            row.metric,
+            row.unit,
+        );
         println!(
-            "| {} | {mine_text} | {theirs_text} | {ratio} | {target} | {met} |",
+            "| {} | {mine_text} | {theirs_text} | {ratio} | {target} | {met} | {raw} |",
             row.label
         );
     }
@@ -680,7 +740,8 @@ mod tests {
 
     #[test]
     fn arguments_parse() {
-        let args = parse_args(["--quick", "--only", "w2,W3"].map(String::from).into_iter()).unwrap();
+        let args =
+            parse_args(["--quick", "--only", "w2,W3"].map(String::from).into_iter()).unwrap();
         assert_eq!(args.reps, 3);
         assert_eq!(args.only, vec![Workload::Sequential, Workload::Concurrent]);
         assert!(parse_args(["--only", "W9"].map(String::from).into_iter()).is_err());

@@ -11,9 +11,9 @@
 //! client APIs: mcpbox through [`mcpbox::Runtime`] (the guest component, as an
 //! embedder runs it), rmcp through `().serve(TokioChildProcess)`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::ServiceExt;
@@ -21,6 +21,8 @@ use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use crate::{Side, Workload};
@@ -37,6 +39,8 @@ pub struct Job {
     pub workload: Workload,
     pub fixture: PathBuf,
     pub cache_dir: PathBuf,
+    /// How many tools the fixture lists without `--tools` (its built-in ones).
+    pub builtin: usize,
 }
 
 /// Calls in the sequential workload (W2).
@@ -46,9 +50,8 @@ pub const CONCURRENT_CALLS: usize = 1_000;
 /// Concurrent sleeps (W5) and the longest of them in ms.
 pub const SLEEPS: usize = 200;
 pub const LONGEST_SLEEP_MS: u64 = 50;
-/// Tools in the big list (W4): the fixture's 12 built-in tools plus echo-like ones.
+/// Tools in the big list (W4): the fixture's built-in tools plus echo-like ones.
 pub const BIG_LIST_TOOLS: usize = 10_000;
-const FIXTURE_BUILTIN_TOOLS: usize = 12;
 /// Echo-like tools for the huge list (W6): one `tools/list` line of 17.6 MB.
 pub const HUGE_LIST_EXTRA_TOOLS: usize = 71_000;
 /// How long the huge list may take before a side is reported as hung.
@@ -57,11 +60,11 @@ pub const HUGE_LIST_PATIENCE: Duration = Duration::from_secs(10);
 const WARM_UP_CALLS: usize = 100;
 
 /// The fixture's arguments for a workload.
-pub fn fixture_args(workload: Workload) -> Vec<String> {
+pub fn fixture_args(workload: Workload, builtin: usize) -> Vec<String> {
     match workload {
         Workload::BigList => vec![
             "--tools".into(),
-            (BIG_LIST_TOOLS - FIXTURE_BUILTIN_TOOLS).to_string(),
+            BIG_LIST_TOOLS.saturating_sub(builtin).to_string(),
         ],
         Workload::HugeList => vec!["--tools".into(), HUGE_LIST_EXTRA_TOOLS.to_string()],
         _ => Vec::new(),
@@ -69,19 +72,19 @@ pub fn fixture_args(workload: Workload) -> Vec<String> {
 }
 
 /// The tool count a side must see for a workload.
-fn expected_tools(workload: Workload) -> usize {
+fn expected_tools(workload: Workload, builtin: usize) -> usize {
     match workload {
-        Workload::BigList => BIG_LIST_TOOLS,
-        Workload::HugeList => FIXTURE_BUILTIN_TOOLS + HUGE_LIST_EXTRA_TOOLS,
-        _ => FIXTURE_BUILTIN_TOOLS,
+        Workload::BigList => BIG_LIST_TOOLS.max(builtin),
+        Workload::HugeList => builtin + HUGE_LIST_EXTRA_TOOLS,
+        _ => builtin,
     }
 }
 
 /// The `.mcp.json` that points mcpbox at the fixture.
-pub fn mcpbox_config(fixture: &std::path::Path, workload: Workload) -> String {
+pub fn mcpbox_config(fixture: &std::path::Path, workload: Workload, builtin: usize) -> String {
     json!({"mcpServers": {"fixture": {
         "command": fixture.display().to_string(),
-        "args": fixture_args(workload),
+        "args": fixture_args(workload, builtin),
     }}})
     .to_string()
 }
@@ -91,6 +94,7 @@ pub async fn run(job: Job) -> Result<Metrics, BoxError> {
     let mut metrics = match job.side {
         Side::Mcpbox => Mcpbox::run(&job).await?,
         Side::Rmcp => Rmcp::run(&job).await?,
+        Side::Raw => Raw::run(&job).await?,
     };
     metrics.insert("peak_rss_mib", peak_rss_mib()?);
     if std::env::var_os("MCPBOX_BENCH_SMAPS").is_some() {
@@ -104,7 +108,10 @@ trait Client: Sized + Send + Sync + 'static {
     /// Starts the server, initialises it and lists its tools; returns the tool count.
     async fn connect(job: &Job) -> Result<(Self, usize), BoxError>;
     /// Calls the fixture's `echo` tool and returns the text.
-    fn echo(self: &Arc<Self>, text: String) -> impl Future<Output = Result<String, BoxError>> + Send;
+    fn echo(
+        self: &Arc<Self>,
+        text: String,
+    ) -> impl Future<Output = Result<String, BoxError>> + Send;
     /// Calls the fixture's `sleep` tool and returns the text.
     fn sleep(self: &Arc<Self>, ms: u64) -> impl Future<Output = Result<String, BoxError>> + Send;
     /// Closes the connection.
@@ -127,7 +134,7 @@ trait Client: Sized + Send + Sync + 'static {
         };
         let (client, tools) = connected?;
         let connect_ms = started.elapsed().as_secs_f64() * 1e3;
-        let expected = expected_tools(job.workload);
+        let expected = expected_tools(job.workload, job.builtin);
         if tools != expected {
             return Err(format!("listed {tools} tools, expected {expected}").into());
         }
@@ -264,13 +271,22 @@ fn print_largest_mappings() {
     let mut current = String::new();
     for line in smaps.lines() {
         if let Some(kib) = line.strip_prefix("Rss:") {
-            let kib = kib.trim().trim_end_matches("kB").trim().parse().unwrap_or(0);
+            let kib = kib
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .unwrap_or(0);
             mappings.push((kib, current.clone()));
-        } else if line.split_whitespace().next().is_some_and(|w| w.contains('-')) {
+        } else if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| w.contains('-'))
+        {
             current = line.to_owned();
         }
     }
-    mappings.sort_by(|a, b| b.0.cmp(&a.0));
+    mappings.sort_by_key(|m| std::cmp::Reverse(m.0));
     let total: u64 = mappings.iter().map(|m| m.0).sum();
     eprintln!("resident now: {total} KiB; largest mappings:");
     for (kib, mapping) in mappings.iter().take(8) {
@@ -285,7 +301,7 @@ impl Client for Mcpbox {
     async fn connect(job: &Job) -> Result<(Self, usize), BoxError> {
         let mut options = mcpbox::Options::from_config_text(
             "bench.mcp.json",
-            mcpbox_config(&job.fixture, job.workload),
+            mcpbox_config(&job.fixture, job.workload, job.builtin),
         )
         .cache_dir(Some(job.cache_dir.clone()));
         // For profiling: a guest built with its name section, so that perf shows
@@ -311,7 +327,10 @@ impl Client for Mcpbox {
         Ok((Mcpbox(runtime), tools))
     }
 
-    fn echo(self: &Arc<Self>, text: String) -> impl Future<Output = Result<String, BoxError>> + Send {
+    fn echo(
+        self: &Arc<Self>,
+        text: String,
+    ) -> impl Future<Output = Result<String, BoxError>> + Send {
         let this = self.clone();
         async move {
             let result = this
@@ -370,7 +389,7 @@ impl Rmcp {
 
 impl Client for Rmcp {
     async fn connect(job: &Job) -> Result<(Self, usize), BoxError> {
-        let args = fixture_args(job.workload);
+        let args = fixture_args(job.workload, job.builtin);
         let command = tokio::process::Command::new(&job.fixture).configure(|c| {
             c.args(&args);
         });
@@ -379,7 +398,10 @@ impl Client for Rmcp {
         Ok((Rmcp(client), tools))
     }
 
-    fn echo(self: &Arc<Self>, text: String) -> impl Future<Output = Result<String, BoxError>> + Send {
+    fn echo(
+        self: &Arc<Self>,
+        text: String,
+    ) -> impl Future<Output = Result<String, BoxError>> + Send {
         let this = self.clone();
         async move { this.call("echo", json!({ "text": text })).await }
     }
@@ -391,6 +413,131 @@ impl Client for Rmcp {
 
     async fn close(self) -> Result<(), BoxError> {
         self.0.cancel().await?;
+        Ok(())
+    }
+}
+
+/// The reference: a hand-written minimal client (no MCP library, no sandbox) that
+/// writes NDJSON to the fixture and routes answers to callers by id. It shows how
+/// much of each workload the fixture server and the OS cost on their own.
+struct Raw {
+    outbound: mpsc::UnboundedSender<String>,
+    waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>,
+    next_id: std::sync::atomic::AtomicU64,
+    child: tokio::process::Child,
+}
+
+impl Raw {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, BoxError> {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (reply, answer) = oneshot::channel();
+        self.waiting
+            .lock()
+            .map_err(|_| "poisoned")?
+            .insert(id, reply);
+        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.outbound.send(message.to_string())?;
+        let response = answer.await?;
+        response
+            .get("result")
+            .cloned()
+            .ok_or_else(|| format!("{method} failed: {response}").into())
+    }
+
+    async fn call(&self, tool: &str, arguments: Value) -> Result<String, BoxError> {
+        let result = self
+            .request("tools/call", json!({"name": tool, "arguments": arguments}))
+            .await?;
+        let text: Vec<&str> = result["content"]
+            .as_array()
+            .map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect())
+            .unwrap_or_default();
+        Ok(text.join("\n"))
+    }
+}
+
+impl Client for Raw {
+    async fn connect(job: &Job) -> Result<(Self, usize), BoxError> {
+        let mut child = tokio::process::Command::new(&job.fixture)
+            .args(fixture_args(job.workload, job.builtin))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (outbound, mut queue) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            let mut batch = Vec::new();
+            while let Some(first) = queue.recv().await {
+                batch.clear();
+                let mut next = Some(first);
+                while let Some(line) = next {
+                    batch.extend_from_slice(line.as_bytes());
+                    batch.push(b'\n');
+                    next = queue.try_recv().ok();
+                }
+                if stdin.write_all(&batch).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let waiting: Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>> = Arc::default();
+        let routes = waiting.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::with_capacity(64 * 1024, stdout).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                let Some(id) = message.get("id").and_then(Value::as_u64) else {
+                    continue;
+                };
+                let reply = routes.lock().ok().and_then(|mut w| w.remove(&id));
+                if let Some(reply) = reply {
+                    let _ = reply.send(message);
+                }
+            }
+        });
+        let client = Raw {
+            outbound,
+            waiting,
+            next_id: std::sync::atomic::AtomicU64::new(1),
+            child,
+        };
+        client
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}}),
+            )
+            .await?;
+        client
+            .outbound
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string())?;
+        let tools = client.request("tools/list", json!({})).await?;
+        let count = tools["tools"].as_array().map_or(0, Vec::len);
+        Ok((client, count))
+    }
+
+    fn echo(
+        self: &Arc<Self>,
+        text: String,
+    ) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let this = self.clone();
+        async move { this.call("echo", json!({ "text": text })).await }
+    }
+
+    fn sleep(self: &Arc<Self>, ms: u64) -> impl Future<Output = Result<String, BoxError>> + Send {
+        let this = self.clone();
+        async move { this.call("sleep", json!({ "ms": ms })).await }
+    }
+
+    async fn close(mut self) -> Result<(), BoxError> {
+        drop(self.outbound);
+        self.child.wait().await?;
         Ok(())
     }
 }
