@@ -42,9 +42,10 @@ pub fn schema(data: &[u8]) {
         return;
     };
     let (schema, instance) = text.split_once('\0').unwrap_or((text, "{}"));
-    if let (Ok(validator), Ok(instance)) =
-        (Validator::compile(schema), serde_json::from_str::<serde_json::Value>(instance))
-    {
+    if let (Ok(validator), Ok(instance)) = (
+        Validator::compile(schema),
+        serde_json::from_str::<serde_json::Value>(instance),
+    ) {
         let _ = validator.validate(&instance);
     }
 }
@@ -68,7 +69,10 @@ fn connected_client() -> Client {
                 }
                 _ => continue,
             };
-            client.handle_text(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#), 0);
+            client.handle_text(
+                &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
+                0,
+            );
         }
         let _ = client.take_events();
     }
@@ -90,10 +94,15 @@ mod tests {
     #[test]
     fn corpora_replay_cleanly() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-        let targets: [(&str, fn(&[u8])); 3] = [("messages", messages), ("config", config), ("schema", schema)];
+        let targets: [(&str, fn(&[u8])); 3] = [
+            ("messages", messages),
+            ("config", config),
+            ("schema", schema),
+        ];
         for (name, target) in targets {
             let dir = root.join(name);
-            let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            let entries =
+                std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             let mut count = 0;
             for entry in entries {
                 let path = entry.unwrap().path();

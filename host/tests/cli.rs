@@ -206,7 +206,9 @@ fn servers_watch_prints_changes_as_they_happen() {
     let mut states = Vec::new();
     for line in lines {
         let line = line.unwrap();
-        let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
         if event["event"] == "status" {
             states.push(event["server"]["state"].as_str().unwrap().to_owned());
             if event["server"]["state"] == "connected" {
@@ -217,6 +219,14 @@ fn servers_watch_prints_changes_as_they_happen() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(states.first().map(String::as_str), Some("starting"), "{states:?}");
-    assert_eq!(states.last().map(String::as_str), Some("connected"), "{states:?}");
+    assert_eq!(
+        states.first().map(String::as_str),
+        Some("starting"),
+        "{states:?}"
+    );
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("connected"),
+        "{states:?}"
+    );
 }

@@ -19,13 +19,27 @@ fn fixture() -> &'static str {
 
 async fn open(servers: Value) -> Runtime {
     let text = json!({ "mcpServers": servers }).to_string();
-    let runtime = Options::from_config_text("limits.json", text).open().await.unwrap();
-    tokio::time::timeout(PATIENCE, runtime.ready()).await.unwrap();
+    let runtime = Options::from_config_text("limits.json", text)
+        .open()
+        .await
+        .unwrap();
+    tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .unwrap();
     runtime
 }
 
-async fn call(runtime: &Runtime, tool: &str, args: Value) -> Result<mcpbox::CallResult, mcpbox::CallError> {
-    tokio::time::timeout(PATIENCE, runtime.call_tool(tool, args, CallOptions::default())).await.unwrap()
+async fn call(
+    runtime: &Runtime,
+    tool: &str,
+    args: Value,
+) -> Result<mcpbox::CallResult, mcpbox::CallError> {
+    tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool(tool, args, CallOptions::default()),
+    )
+    .await
+    .unwrap()
 }
 
 /// A `/proc/self/status` field in KiB.
@@ -67,15 +81,31 @@ async fn resource_bounds() {
 /// by less than twice the (default, 64 MiB) cap while it is read and dropped.
 async fn hundred_megabyte_line() {
     let runtime = open(json!({ "big": { "command": fixture() } })).await;
-    call(&runtime, "mcp__big__echo", json!({"text": "warm"})).await.unwrap();
+    call(&runtime, "mcp__big__echo", json!({"text": "warm"}))
+        .await
+        .unwrap();
     let before = status_kib("VmHWM:");
-    let err = call(&runtime, "mcp__big__huge", json!({"bytes": 100_000_000})).await.unwrap_err();
+    let err = call(&runtime, "mcp__big__huge", json!({"bytes": 100_000_000}))
+        .await
+        .unwrap_err();
     let peak_growth_mib = (status_kib("VmHWM:") - before) / 1024;
     let message = err.to_string();
     println!("100 MB line: {message}; peak RSS grew by {peak_growth_mib} MiB");
-    assert!(message.contains("too large") && message.contains("100000"), "{message}");
-    assert!(peak_growth_mib < 128, "peak memory grew by {peak_growth_mib} MiB");
-    assert_eq!(call(&runtime, "mcp__big__echo", json!({"text": "ok"})).await.unwrap().text, "ok");
+    assert!(
+        message.contains("too large") && message.contains("100000"),
+        "{message}"
+    );
+    assert!(
+        peak_growth_mib < 128,
+        "peak memory grew by {peak_growth_mib} MiB"
+    );
+    assert_eq!(
+        call(&runtime, "mcp__big__echo", json!({"text": "ok"}))
+            .await
+            .unwrap()
+            .text,
+        "ok"
+    );
     runtime.shutdown().await;
 }
 
@@ -84,14 +114,21 @@ async fn hundred_megabyte_line() {
 async fn notification_flood() {
     let runtime = open(json!({ "flood": { "command": fixture() } })).await;
     let _slow_listener = runtime.events(); // never read: it lags, nothing piles up
-    call(&runtime, "mcp__flood__flood", json!({"count": 100_000})).await.unwrap();
+    call(&runtime, "mcp__flood__flood", json!({"count": 100_000}))
+        .await
+        .unwrap();
     let after_first = status_kib("VmRSS:");
     for _ in 0..3 {
-        call(&runtime, "mcp__flood__flood", json!({"count": 100_000})).await.unwrap();
+        call(&runtime, "mcp__flood__flood", json!({"count": 100_000}))
+            .await
+            .unwrap();
     }
     let after_more = status_kib("VmRSS:");
     println!("flood: RSS {after_first} KiB after 100k notifications, {after_more} KiB after 400k");
-    assert!(after_more < after_first + after_first / 10, "{after_first} KiB → {after_more} KiB");
+    assert!(
+        after_more < after_first + after_first / 10,
+        "{after_first} KiB → {after_more} KiB"
+    );
     runtime.shutdown().await;
 }
 
@@ -102,7 +139,9 @@ async fn life_cycles() {
     const AT_ONCE: usize = 8;
     let cycle = || async {
         let runtime = open(json!({ "c": { "command": fixture() } })).await;
-        let err = call(&runtime, "mcp__c__crash", json!({"code": 3})).await.unwrap_err();
+        let err = call(&runtime, "mcp__c__crash", json!({"code": 3}))
+            .await
+            .unwrap_err();
         assert!(err.to_string().contains("exit code 3"), "{err}");
         runtime.shutdown().await;
     };
@@ -130,7 +169,10 @@ async fn life_cycles() {
         "{CYCLES} start/crash cycles in {:.1} s: {z} zombies, {fds_before} → {fds} open fds",
         started.elapsed().as_secs_f64()
     );
-    assert!(settled.is_ok(), "{z} zombies and {fds} fds (was {fds_before}) after {CYCLES} cycles");
+    assert!(
+        settled.is_ok(),
+        "{z} zombies and {fds} fds (was {fds_before}) after {CYCLES} cycles"
+    );
 }
 
 /// 100,000 calls through one runtime (8 callers at once): resident memory after
@@ -149,14 +191,21 @@ async fn soak() {
                 tokio::spawn(async move {
                     for i in 0..SAMPLE_EVERY / CALLERS {
                         let text = format!("{round}/{c}/{i}");
-                        let r = runtime.call_tool("mcp__soak__echo", json!({ "text": text }), CallOptions::default());
+                        let r = runtime.call_tool(
+                            "mcp__soak__echo",
+                            json!({ "text": text }),
+                            CallOptions::default(),
+                        );
                         assert_eq!(r.await.unwrap().text, text);
                     }
                 })
             })
             .collect();
         for caller in callers {
-            tokio::time::timeout(PATIENCE, caller).await.unwrap().unwrap();
+            tokio::time::timeout(PATIENCE, caller)
+                .await
+                .unwrap()
+                .unwrap();
         }
         curve.push(status_kib("VmRSS:"));
     }
@@ -168,7 +217,10 @@ async fn soak() {
     );
     let warm = curve[1];
     let last = *curve.last().unwrap();
-    assert!(last <= warm + warm / 20, "RSS grew from {warm} KiB to {last} KiB after warm-up: {curve:?}");
+    assert!(
+        last <= warm + warm / 20,
+        "RSS grew from {warm} KiB to {last} KiB after warm-up: {curve:?}"
+    );
     runtime.shutdown().await;
 }
 
@@ -181,7 +233,13 @@ async fn crash_with_calls_in_flight() {
         .map(|_| {
             let runtime = runtime.clone();
             tokio::spawn(async move {
-                let r = runtime.call_tool("mcp__c__sleep", json!({"ms": 60_000}), CallOptions::default()).await;
+                let r = runtime
+                    .call_tool(
+                        "mcp__c__sleep",
+                        json!({"ms": 60_000}),
+                        CallOptions::default(),
+                    )
+                    .await;
                 (Instant::now(), r)
             })
         })
@@ -197,6 +255,9 @@ async fn crash_with_calls_in_flight() {
         assert!(err.to_string().contains("exit code 3"), "{err}");
         slowest = slowest.max(at.duration_since(crashed_at));
     }
-    println!("crash: 10 pending calls failed within {:.1} ms of the crash call", slowest.as_secs_f64() * 1e3);
+    println!(
+        "crash: 10 pending calls failed within {:.1} ms of the crash call",
+        slowest.as_secs_f64() * 1e3
+    );
     runtime.shutdown().await;
 }

@@ -8,10 +8,17 @@ use serde_json::{Value, json};
 
 use crate::{PATIENCE, assert_connected, fixture, fixture_entry, open, ready, status};
 
-async fn call(runtime: &mcpbox::Runtime, tool: &str, args: Value) -> Result<mcpbox::CallResult, CallError> {
-    tokio::time::timeout(PATIENCE, runtime.call_tool(tool, args, CallOptions::default()))
-        .await
-        .expect("the call finishes in time")
+async fn call(
+    runtime: &mcpbox::Runtime,
+    tool: &str,
+    args: Value,
+) -> Result<mcpbox::CallResult, CallError> {
+    tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool(tool, args, CallOptions::default()),
+    )
+    .await
+    .expect("the call finishes in time")
 }
 
 /// Waits until `/proc/<pid>` is gone (the process was reaped, or never ours).
@@ -28,14 +35,19 @@ async fn gone(pid: u64) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exit_during_initialize_reports_code_and_stderr() {
-    let runtime = open(json!({ "dies": fixture_entry(&["--exit-on-init", "7"]), "ok": fixture_entry(&[]) })).await;
+    let runtime =
+        open(json!({ "dies": fixture_entry(&["--exit-on-init", "7"]), "ok": fixture_entry(&[]) }))
+            .await;
     let servers = ready(&runtime).await;
     assert_connected(&servers, "ok");
     let dies = status(&servers, "dies");
     assert_eq!(dies.state, ServerState::Failed);
     let error = dies.error.as_deref().unwrap_or_default();
     assert!(error.contains("exit code 7"), "{error}");
-    assert!(error.contains("exiting with code 7 on initialize"), "the last stderr line is shown: {error}");
+    assert!(
+        error.contains("exiting with code 7 on initialize"),
+        "the last stderr line is shown: {error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -48,15 +60,27 @@ async fn a_server_that_never_answers_initialize_times_out_alone() {
     let silent = status(&servers, "silent");
     assert_eq!(silent.state, ServerState::Failed);
     let error = silent.error.as_deref().unwrap_or_default();
-    assert!(error.contains("did not finish connecting within"), "{error}");
+    assert!(
+        error.contains("did not finish connecting within"),
+        "{error}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slow_start_shows_starting_then_connects() {
     let runtime = open(json!({ "slow": fixture_entry(&["--start-delay-ms", "5000"]) })).await;
-    assert_eq!(status(&runtime.servers(), "slow").state, ServerState::Starting);
+    assert_eq!(
+        status(&runtime.servers(), "slow").state,
+        ServerState::Starting
+    );
     assert_connected(&ready(&runtime).await, "slow");
-    assert_eq!(call(&runtime, "mcp__slow__echo", json!({"text": "late"})).await.unwrap().text, "late");
+    assert_eq!(
+        call(&runtime, "mcp__slow__echo", json!({"text": "late"}))
+            .await
+            .unwrap()
+            .text,
+        "late"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -66,16 +90,33 @@ async fn a_hung_call_times_out_while_others_on_the_server_work() {
     let hung = {
         let runtime = runtime.clone();
         tokio::spawn(async move {
-            let options = CallOptions { timeout: Some(Duration::from_millis(1500)) };
-            runtime.call_tool("mcp__fx__sleep", json!({"ms": 60_000}), options).await
+            let options = CallOptions {
+                timeout: Some(Duration::from_millis(1500)),
+            };
+            runtime
+                .call_tool("mcp__fx__sleep", json!({"ms": 60_000}), options)
+                .await
         })
     };
     for i in 0..10 {
         let text = format!("meanwhile {i}");
-        assert_eq!(call(&runtime, "mcp__fx__echo", json!({ "text": text })).await.unwrap().text, text);
+        assert_eq!(
+            call(&runtime, "mcp__fx__echo", json!({ "text": text }))
+                .await
+                .unwrap()
+                .text,
+            text
+        );
     }
-    assert!(!hung.is_finished(), "the hung call is still waiting while the echoes ran");
-    let err = tokio::time::timeout(PATIENCE, hung).await.unwrap().unwrap().unwrap_err();
+    assert!(
+        !hung.is_finished(),
+        "the hung call is still waiting while the echoes ran"
+    );
+    let err = tokio::time::timeout(PATIENCE, hung)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, CallError::Timeout(_)), "{err:?}");
 }
 
@@ -84,27 +125,51 @@ async fn garbage_lines_are_skipped_and_counted() {
     let runtime = open(json!({ "noisy": fixture_entry(&["--garbage"]) })).await;
     assert_connected(&ready(&runtime).await, "noisy");
     for _ in 0..3 {
-        call(&runtime, "mcp__noisy__echo", json!({"text": "x"})).await.unwrap();
+        call(&runtime, "mcp__noisy__echo", json!({"text": "x"}))
+            .await
+            .unwrap();
     }
-    let d = runtime.diagnostics("noisy").expect("the server had a connection");
+    let d = runtime
+        .diagnostics("noisy")
+        .expect("the server had a connection");
     // One garbage line before every message: initialize, tools/list, three calls.
     assert!(d.skipped_lines >= 5, "{d:?}");
-    assert!(d.stderr_tail.iter().any(|l| l.contains("this line is not JSON")), "{d:?}");
+    assert!(
+        d.stderr_tail
+            .iter()
+            .any(|l| l.contains("this line is not JSON")),
+        "{d:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_oversized_message_fails_its_call_only() {
     let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
-    let policy = Policy { max_message_bytes: 1024 * 1024, ..Policy::default() };
-    let runtime = Options::from_config_text("cap.json", text).policy(policy).open().await.unwrap();
+    let policy = Policy {
+        max_message_bytes: 1024 * 1024,
+        ..Policy::default()
+    };
+    let runtime = Options::from_config_text("cap.json", text)
+        .policy(policy)
+        .open()
+        .await
+        .unwrap();
     ready(&runtime).await;
-    let err = call(&runtime, "mcp__fx__huge", json!({"bytes": 5_000_000})).await.unwrap_err();
+    let err = call(&runtime, "mcp__fx__huge", json!({"bytes": 5_000_000}))
+        .await
+        .unwrap_err();
     let message = err.to_string();
     assert!(message.contains("too large"), "{message}");
     assert!(message.contains("1048576"), "the cap is named: {message}");
     assert_eq!(runtime.diagnostics("fx").unwrap().oversized_messages, 1);
     // The connection is still good.
-    assert_eq!(call(&runtime, "mcp__fx__echo", json!({"text": "after"})).await.unwrap().text, "after");
+    assert_eq!(
+        call(&runtime, "mcp__fx__echo", json!({"text": "after"}))
+            .await
+            .unwrap()
+            .text,
+        "after"
+    );
     assert_connected(&runtime.servers(), "fx");
 }
 
@@ -117,7 +182,13 @@ async fn wrong_and_duplicate_ids_never_reach_the_wrong_caller() {
             let runtime = runtime.clone();
             tokio::spawn(async move {
                 let text = format!("caller {i}");
-                let r = runtime.call_tool("mcp__liar__echo", json!({ "text": text }), CallOptions::default()).await;
+                let r = runtime
+                    .call_tool(
+                        "mcp__liar__echo",
+                        json!({ "text": text }),
+                        CallOptions::default(),
+                    )
+                    .await;
                 (text, r)
             })
         })
@@ -132,35 +203,72 @@ async fn wrong_and_duplicate_ids_never_reach_the_wrong_caller() {
 async fn a_notification_flood_does_not_stop_calls() {
     let runtime = open(json!({ "flood": fixture_entry(&[]) })).await;
     ready(&runtime).await;
-    let r = call(&runtime, "mcp__flood__flood", json!({"count": 50_000})).await.unwrap();
+    let r = call(&runtime, "mcp__flood__flood", json!({"count": 50_000}))
+        .await
+        .unwrap();
     assert_eq!(r.text, "flooded 50000");
-    assert_eq!(call(&runtime, "mcp__flood__echo", json!({"text": "ok"})).await.unwrap().text, "ok");
+    assert_eq!(
+        call(&runtime, "mcp__flood__echo", json!({"text": "ok"}))
+            .await
+            .unwrap()
+            .text,
+        "ok"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_closes_stdout_is_detected_and_stopped() {
     let runtime = open(json!({ "mute": fixture_entry(&[]) })).await;
     ready(&runtime).await;
-    let pids: Value = serde_json::from_str(&call(&runtime, "mcp__mute__pids", json!({})).await.unwrap().text).unwrap();
-    let err = call(&runtime, "mcp__mute__close_stdout", json!({})).await.unwrap_err();
-    let CallError::ServerUnavailable(message) = &err else { panic!("expected unavailable, got {err:?}") };
-    assert!(message.contains("closed its stdout while still running"), "{message}");
-    assert!(gone(pids["pid"].as_u64().unwrap()).await, "the process was stopped");
-    assert_eq!(status(&runtime.servers(), "mute").state, ServerState::Failed);
+    let pids: Value = serde_json::from_str(
+        &call(&runtime, "mcp__mute__pids", json!({}))
+            .await
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    let err = call(&runtime, "mcp__mute__close_stdout", json!({}))
+        .await
+        .unwrap_err();
+    let CallError::ServerUnavailable(message) = &err else {
+        panic!("expected unavailable, got {err:?}")
+    };
+    assert!(
+        message.contains("closed its stdout while still running"),
+        "{message}"
+    );
+    assert!(
+        gone(pids["pid"].as_u64().unwrap()).await,
+        "the process was stopped"
+    );
+    assert_eq!(
+        status(&runtime.servers(), "mute").state,
+        ServerState::Failed
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_servers_children_go_with_it() {
     let runtime = open(json!({ "parent": fixture_entry(&["--spawn-child"]) })).await;
     ready(&runtime).await;
-    let pids: Value =
-        serde_json::from_str(&call(&runtime, "mcp__parent__pids", json!({})).await.unwrap().text).unwrap();
+    let pids: Value = serde_json::from_str(
+        &call(&runtime, "mcp__parent__pids", json!({}))
+            .await
+            .unwrap()
+            .text,
+    )
+    .unwrap();
     let server = pids["pid"].as_u64().unwrap();
-    let child = pids["children"][0].as_u64().expect("the fixture started a child");
+    let child = pids["children"][0]
+        .as_u64()
+        .expect("the fixture started a child");
     assert!(std::path::Path::new(&format!("/proc/{child}")).exists());
     runtime.shutdown().await;
     assert!(gone(server).await, "the server was stopped");
-    assert!(gone(child).await, "the server's child was stopped with its process group");
+    assert!(
+        gone(child).await,
+        "the server's child was stopped with its process group"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -174,5 +282,8 @@ async fn a_server_entry_with_a_bad_command_in_a_shell_fails_cleanly() {
     let servers = ready(&runtime).await;
     assert_connected(&servers, "ok");
     let error = status(&servers, "sh").error.clone().unwrap_or_default();
-    assert!(error.contains("exit code 4") && error.contains("fatal: no config"), "{error}");
+    assert!(
+        error.contains("exit code 4") && error.contains("fatal: no config"),
+        "{error}"
+    );
 }
