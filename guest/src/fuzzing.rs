@@ -89,12 +89,14 @@ mod tests {
         assert_eq!(connected_client().phase(), Phase::Ready);
     }
 
+    type Target = fn(&[u8]);
+
     /// Replays every committed corpus file (and any crash artefact kept as a
     /// regression) through its target.
     #[test]
     fn corpora_replay_cleanly() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-        let targets: [(&str, fn(&[u8])); 3] = [
+        let targets: [(&str, Target); 3] = [
             ("messages", messages),
             ("config", config),
             ("schema", schema),
