@@ -10,6 +10,8 @@ use std::fs;
 use std::path::PathBuf;
 use std::process::Command;
 
+use sha2::{Digest, Sha256};
+
 const TARGET: &str = "wasm32-wasip2";
 const PROFILE: &str = "guest";
 
@@ -27,6 +29,7 @@ fn main() {
                 prebuilt.display()
             ))
         });
+        write_digest(&embedded);
         return;
     }
 
@@ -76,6 +79,7 @@ fn main() {
             built.display()
         ))
     });
+    write_digest(&embedded);
 }
 
 /// `rust-toolchain.toml` names the target, but rustup does not install it on its
@@ -104,6 +108,15 @@ fn ensure_target_installed() {
         // No rustup (a distribution toolchain): let cargo report a missing target.
         Err(_) => {}
     }
+}
+
+/// The guest's SHA-256 next to it, so the host's component cache key costs
+/// nothing at start-up.
+fn write_digest(wasm: &std::path::Path) {
+    let bytes = fs::read(wasm).unwrap_or_else(|e| fail(&format!("{}: {e}", wasm.display())));
+    let digest = Sha256::digest(&bytes);
+    fs::write(wasm.with_extension("sha256"), digest)
+        .unwrap_or_else(|e| fail(&format!("writing the guest's digest: {e}")));
 }
 
 fn fail(message: &str) -> ! {

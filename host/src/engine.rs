@@ -16,6 +16,10 @@ use wasmtime::{Config, Engine};
 use crate::Error;
 
 /// The guest built with this crate (see `build.rs`).
+/// The SHA-256 of [`EMBEDDED_GUEST`], computed by `build.rs`.
+pub(crate) static EMBEDDED_GUEST_SHA256: &[u8; 32] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/mcpbox_guest.sha256"));
+
 pub(crate) static EMBEDDED_GUEST: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/mcpbox_guest.wasm"));
 
@@ -63,9 +67,11 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// Loads a component from the cache, or compiles it and stores the result.
 /// A cache that cannot be read or written only costs time, never correctness.
+/// `digest` is the SHA-256 of `wasm` ([`wasm_digest`]).
 pub(crate) fn load_component(
     engine: &Engine,
     wasm: &[u8],
+    digest: &[u8],
     cache_dir: Option<&Path>,
 ) -> Result<Component, Error> {
     let compile = || {
@@ -75,7 +81,7 @@ pub(crate) fn load_component(
     let Some(dir) = cache_dir else {
         return compile();
     };
-    let path = dir.join(format!("{}.cwasm", cache_key(engine, wasm)));
+    let path = dir.join(format!("{}.cwasm", cache_key(engine, digest)));
     if path.is_file() {
         // SAFETY: the file was written by `store` below into mcpbox's own cache
         // directory, under a name derived from the wasm bytes and the engine's
@@ -104,7 +110,12 @@ fn store(component: &Component, dir: &Path, path: &Path) -> std::io::Result<()> 
     })
 }
 
-fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
+/// The SHA-256 of a component's bytes.
+pub(crate) fn wasm_digest(wasm: &[u8]) -> [u8; 32] {
+    Sha256::digest(wasm).into()
+}
+
+fn cache_key(engine: &Engine, wasm_digest: &[u8]) -> String {
     struct ShaHasher(Sha256);
     impl Hasher for ShaHasher {
         fn finish(&self) -> u64 {
@@ -115,7 +126,7 @@ fn cache_key(engine: &Engine, wasm: &[u8]) -> String {
         }
     }
     let mut hasher = ShaHasher(Sha256::new());
-    hasher.0.update(wasm);
+    hasher.0.update(wasm_digest);
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let digest = hasher.0.finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
@@ -130,7 +141,8 @@ mod tests {
     #[test]
     fn guest_imports_nothing_but_the_contract_io_and_clocks() {
         let engine = engine().unwrap();
-        let component = load_component(&engine, EMBEDDED_GUEST, None).unwrap();
+        let component =
+            load_component(&engine, EMBEDDED_GUEST, EMBEDDED_GUEST_SHA256, None).unwrap();
         let imports: Vec<String> = component
             .component_type()
             .imports(&engine)
@@ -158,18 +170,23 @@ mod tests {
     }
 
     #[test]
+    fn the_build_time_digest_is_the_guests() {
+        assert_eq!(&wasm_digest(EMBEDDED_GUEST), EMBEDDED_GUEST_SHA256);
+    }
+
+    #[test]
     fn cache_round_trips_and_keys_on_content() {
         let engine = engine().unwrap();
         let dir = std::env::temp_dir().join(format!("mcpbox-cache-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        load_component(&engine, EMBEDDED_GUEST, Some(&dir)).unwrap();
+        load_component(&engine, EMBEDDED_GUEST, EMBEDDED_GUEST_SHA256, Some(&dir)).unwrap();
         let files: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
         assert_eq!(files.len(), 1);
         // A second load comes from the cache and still works.
-        load_component(&engine, EMBEDDED_GUEST, Some(&dir)).unwrap();
+        load_component(&engine, EMBEDDED_GUEST, EMBEDDED_GUEST_SHA256, Some(&dir)).unwrap();
         assert_ne!(
-            cache_key(&engine, EMBEDDED_GUEST),
-            cache_key(&engine, b"\0asm other")
+            cache_key(&engine, EMBEDDED_GUEST_SHA256),
+            cache_key(&engine, &wasm_digest(b"\0asm other"))
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

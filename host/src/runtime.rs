@@ -157,18 +157,24 @@ impl Runtime {
         let cache_dir = options.cache_dir.clone();
         let (engine, component) = tokio::task::spawn_blocking(move || {
             let engine = engine::engine()?;
-            let wasm = match &guest {
-                GuestSource::Embedded => std::borrow::Cow::Borrowed(engine::EMBEDDED_GUEST),
+            let component = match &guest {
+                GuestSource::Embedded => engine::load_component(
+                    &engine,
+                    engine::EMBEDDED_GUEST,
+                    engine::EMBEDDED_GUEST_SHA256,
+                    cache_dir.as_deref(),
+                )?,
                 GuestSource::File(path) => {
-                    std::borrow::Cow::Owned(std::fs::read(path).map_err(|e| {
+                    let wasm = std::fs::read(path).map_err(|e| {
                         Error::Guest(format!(
                             "could not read the guest component {}: {e}",
                             path.display()
                         ))
-                    })?)
+                    })?;
+                    let digest = engine::wasm_digest(&wasm);
+                    engine::load_component(&engine, &wasm, &digest, cache_dir.as_deref())?
                 }
             };
-            let component = engine::load_component(&engine, &wasm, cache_dir.as_deref())?;
             Ok::<_, Error>((engine, component))
         })
         .await
