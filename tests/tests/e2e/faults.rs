@@ -6,20 +6,7 @@ use std::time::Duration;
 use mcpbox::{CallError, CallOptions, Options, Policy, ServerState};
 use serde_json::{Value, json};
 
-use crate::{PATIENCE, assert_connected, fixture, fixture_entry, open, ready, status};
-
-async fn call(
-    runtime: &mcpbox::Runtime,
-    tool: &str,
-    args: Value,
-) -> Result<mcpbox::CallResult, CallError> {
-    tokio::time::timeout(
-        PATIENCE,
-        runtime.call_tool(tool, args, CallOptions::default()),
-    )
-    .await
-    .expect("the call finishes in time")
-}
+use crate::{PATIENCE, assert_connected, call, fixture, fixture_entry, open, ready, status};
 
 /// Waits until `/proc/<pid>` is gone (the process was reaped, or never ours).
 async fn gone(pid: u64) -> bool {

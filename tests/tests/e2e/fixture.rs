@@ -7,20 +7,9 @@ use std::time::Duration;
 use mcpbox::{CallError, CallOptions, Event, ServerState};
 use serde_json::json;
 
-use crate::{PATIENCE, assert_connected, fixture, fixture_entry, next_event, open, ready, status};
-
-async fn call(
-    runtime: &mcpbox::Runtime,
-    tool: &str,
-    args: serde_json::Value,
-) -> Result<mcpbox::CallResult, CallError> {
-    tokio::time::timeout(
-        PATIENCE,
-        runtime.call_tool(tool, args, CallOptions::default()),
-    )
-    .await
-    .expect("the call finishes in time")
-}
+use crate::{
+    PATIENCE, assert_connected, call, fixture, fixture_entry, next_event, open, ready, status,
+};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn echo_round_trip_and_status() {

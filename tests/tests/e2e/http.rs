@@ -1,22 +1,13 @@
 //! Remote servers: Streamable HTTP and legacy HTTP+SSE against the real npm and
 //! PyPI servers in their HTTP modes, and HTTP faults against a scripted server.
 
-use mcpbox::{CallError, CallOptions, Event, Runtime, ServerState};
+use mcpbox::{CallError, Event, Runtime, ServerState};
 use mcpbox_tests::http::{
     EverythingMode, ScriptedServer, everything_http, fastmcp_http, free_port,
 };
 use serde_json::{Value, json};
 
-use crate::{PATIENCE, assert_connected, next_event, open, ready, status};
-
-async fn call(runtime: &Runtime, tool: &str, args: Value) -> Result<mcpbox::CallResult, CallError> {
-    tokio::time::timeout(
-        PATIENCE,
-        runtime.call_tool(tool, args, CallOptions::default()),
-    )
-    .await
-    .expect("the call finishes in time")
-}
+use crate::{PATIENCE, assert_connected, call, next_event, open, ready, status};
 
 async fn ok(runtime: &Runtime, tool: &str, args: Value) -> mcpbox::CallResult {
     call(runtime, tool, args)

@@ -39,6 +39,20 @@ pub async fn open(servers: Value) -> Runtime {
         .expect("the runtime opens")
 }
 
+/// Calls a tool with default options; panics after [`PATIENCE`].
+pub async fn call(
+    runtime: &Runtime,
+    tool: &str,
+    args: Value,
+) -> Result<mcpbox::CallResult, mcpbox::CallError> {
+    tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool(tool, args, mcpbox::CallOptions::default()),
+    )
+    .await
+    .expect("the call finishes in time")
+}
+
 /// Waits for every server to settle; panics after [`PATIENCE`].
 pub async fn ready(runtime: &Runtime) -> Vec<ServerStatus> {
     tokio::time::timeout(PATIENCE, runtime.ready())
