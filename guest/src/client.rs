@@ -268,7 +268,9 @@ pub struct Client {
     server_info: ServerInfo,
     listing: Option<Listing>,
     relist_requested: bool,
-    tools: Vec<ToolDef>,
+    /// A fingerprint of the last tool list reported, to report changes only
+    /// (a copy of the list would double the memory a large list takes).
+    tools_fingerprint: Option<u64>,
     abandoned: VecDeque<Id>,
     stats: Stats,
     outbox: Vec<Outgoing>,
@@ -379,8 +381,10 @@ struct InitializeResult {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ListToolsResult {
-    tools: Vec<Box<RawValue>>,
+struct ListToolsResult<'a> {
+    /// Borrowed from the result text: each tool is read straight into a `ToolDef`.
+    #[serde(borrow)]
+    tools: Vec<&'a RawValue>,
     #[serde(default)]
     next_cursor: Option<Value>,
     #[serde(default)]
@@ -391,18 +395,18 @@ struct ListToolsResult {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RawTool {
+struct RawTool<'a> {
     name: Value,
     #[serde(default)]
     title: Option<Value>,
     #[serde(default)]
     description: Option<Value>,
-    #[serde(default)]
-    input_schema: Option<Box<RawValue>>,
-    #[serde(default)]
-    output_schema: Option<Box<RawValue>>,
-    #[serde(default)]
-    annotations: Option<Box<RawValue>>,
+    #[serde(default, borrow)]
+    input_schema: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    output_schema: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    annotations: Option<&'a RawValue>,
 }
 
 #[derive(Deserialize)]
@@ -453,7 +457,7 @@ impl Client {
             server_info: ServerInfo::default(),
             listing: None,
             relist_requested: false,
-            tools: Vec::new(),
+            tools_fingerprint: None,
             abandoned: VecDeque::new(),
             stats: Stats::default(),
             outbox: Vec::new(),
@@ -625,8 +629,21 @@ impl Client {
 
     /// Handles one message text from the server.
     pub fn handle_text(&mut self, text: &str, now_ms: u64) {
+        self.handle_message(text.to_string(), now_ms);
+    }
+
+    /// Handles one message from the server, taking its text: the parsed message
+    /// owns what it needs, so the text is freed before the message is acted on
+    /// and a large tool list is not held twice meanwhile.
+    pub fn handle_message(&mut self, text: String, now_ms: u64) {
         self.now_ms = now_ms;
-        for message in jsonrpc::parse(text) {
+        let messages = jsonrpc::parse(&text);
+        let preview = messages
+            .iter()
+            .any(|m| matches!(m, Message::Invalid(_)))
+            .then(|| jsonrpc::truncate(&text, 120));
+        drop(text);
+        for message in messages {
             match message {
                 Message::Request(r) => self.on_request(r),
                 Message::Notification(n) => self.on_notification(n, now_ms),
@@ -637,7 +654,7 @@ impl Client {
                         self.warn(format!(
                             "server `{}` sent a message that is not valid JSON-RPC ({why}): {}; ignoring it (further ones are only counted)",
                             self.server,
-                            jsonrpc::truncate(text, 120)
+                            preview.as_deref().unwrap_or_default()
                         ));
                     }
                 }
@@ -896,7 +913,8 @@ impl Client {
         let Some(mut listing) = self.listing.take() else {
             return;
         };
-        let page = outcome.map_err(|e| e.to_string()).and_then(|raw| {
+        let raw = outcome.map_err(|e| e.to_string());
+        let page = raw.as_deref().map_err(Clone::clone).and_then(|raw| {
             serde_json::from_str::<ListToolsResult>(raw.get())
                 .map_err(|e| format!("malformed result: {e}"))
         });
@@ -918,7 +936,7 @@ impl Client {
             }
         };
         for raw in page.tools {
-            match read_tool(&raw) {
+            match read_tool(raw) {
                 Ok(tool) => listing.tools.push(tool),
                 Err(e) => self.warn(format!(
                     "server `{}` listed a tool that is skipped: {e}",
@@ -953,13 +971,14 @@ impl Client {
         }
         let ttl = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
         let tools = listing.tools;
+        let fingerprint = Some(fingerprint(&tools));
         if listing.initial {
             self.phase = Phase::Ready;
-            self.tools = tools.clone();
+            self.tools_fingerprint = fingerprint;
             self.events.push(ClientEvent::Ready(tools));
             self.subscribe();
-        } else if tools != self.tools {
-            self.tools = tools.clone();
+        } else if fingerprint != self.tools_fingerprint {
+            self.tools_fingerprint = fingerprint;
             self.events.push(ClientEvent::ToolsChanged(tools));
         }
         // A fresh-for hint matters only when no subscription reports changes;
@@ -1271,6 +1290,41 @@ fn check_param_headers(schema: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A 64-bit fingerprint of a tool list (every field, with its length, so no two
+/// different lists of realistic size share one but by a 2^-64 chance). FxHash's
+/// mixing, a word at a time: a 10,000-tool list takes well under a millisecond.
+fn fingerprint(tools: &[ToolDef]) -> u64 {
+    struct Fx(u64);
+    impl Fx {
+        fn word(&mut self, w: u64) {
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        fn text(&mut self, t: Option<&str>) {
+            let Some(t) = t else {
+                return self.word(u64::MAX);
+            };
+            self.word(t.len() as u64);
+            let mut chunks = t.as_bytes().chunks_exact(8);
+            for c in &mut chunks {
+                self.word(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+            }
+            let mut last = [0u8; 8];
+            last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+            self.word(u64::from_le_bytes(last));
+        }
+    }
+    let mut h = Fx(tools.len() as u64);
+    for t in tools {
+        h.text(Some(&t.name));
+        h.text(t.title.as_deref());
+        h.text(t.description.as_deref());
+        h.text(Some(&t.input_schema));
+        h.text(t.output_schema.as_deref());
+        h.text(t.annotations.as_deref());
+    }
+    h.0
 }
 
 fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {

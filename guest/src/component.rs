@@ -15,7 +15,7 @@ use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::config::ConfigIssue;
 use crate::manager::{Event, LogEntry, Manager, ServerState, ServerStatus};
 use crate::prelude::*;
-use crate::registry::ToolInfo;
+use crate::registry::Entry;
 use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
 };
@@ -190,16 +190,19 @@ fn to_wit_status(s: ServerStatus) -> wit::ServerStatus {
     }
 }
 
-fn to_wit_tool(t: ToolInfo) -> wit::ToolInfo {
+/// Copies a registry entry into the export's result: the only copy of the tool
+/// list a `tools` call makes (the canonical ABI frees it after the host reads it).
+fn to_wit_tool(e: &Entry) -> wit::ToolInfo {
+    let (tool, def) = (&e.tool, &e.tool.def);
     wit::ToolInfo {
-        name: t.name,
-        server: t.server,
-        tool: t.tool,
-        title: t.title,
-        description: t.description,
-        input_schema: t.input_schema,
-        output_schema: t.output_schema,
-        annotations: t.annotations,
+        name: tool.name.clone(),
+        server: e.server.to_string(),
+        tool: def.name.clone(),
+        title: def.title.clone(),
+        description: def.description.clone(),
+        input_schema: def.input_schema.clone(),
+        output_schema: def.output_schema.clone(),
+        annotations: def.annotations.clone(),
     }
 }
 
@@ -370,7 +373,7 @@ impl wit::Guest for Component {
     }
 
     fn tools() -> Vec<wit::ToolInfo> {
-        with(|m| m.tools()).into_iter().map(to_wit_tool).collect()
+        with(|m| m.tool_entries().map(to_wit_tool).collect())
     }
 
     fn start_call(

@@ -49,6 +49,7 @@ use crate::client::{
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::naming;
 use crate::registry::{self, Registry, Source, Tool, ToolInfo};
+use alloc::rc::Rc;
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 
 /// How many `receive` rounds one connection gets per pump, so one chatty server
@@ -167,7 +168,7 @@ struct Slot<C> {
     /// Its last tool list, named and compiled. In the registry while connected;
     /// kept after the connection is lost so calls to them are still recognised
     /// (and restart it). Empty until it first connects; cleared by `shutdown`.
-    tools: Vec<Tool>,
+    tools: Vec<Rc<Tool>>,
     /// Calls waiting for it to (re)connect, oldest first.
     held: Vec<Held>,
     /// Failures in a row: lost connections and failed connects since a call last
@@ -176,7 +177,28 @@ struct Slot<C> {
     /// When the last failure happened; the backoff counts from here.
     failed_at: u64,
     /// The status last reported in an event, to report changes only.
-    reported: Option<ServerStatus>,
+    reported: Option<Reported>,
+}
+
+/// A status as last reported, with what it was computed from that it does not
+/// show as such, so that an unchanged status is recognised without building it.
+struct Reported {
+    status: ServerStatus,
+    /// `Slot::error` (the status adds restart advice to it).
+    error: Option<String>,
+    failures: u32,
+    restartable: bool,
+}
+
+impl Reported {
+    fn now<C>(slot: &Slot<C>, registry: &Registry) -> Reported {
+        Reported {
+            status: status_of(slot, registry),
+            error: slot.error.clone(),
+            failures: slot.failures,
+            restartable: slot.restartable(),
+        }
+    }
 }
 
 /// A call waiting for its server to reconnect.
@@ -237,7 +259,7 @@ impl<C> Slot<C> {
     }
 
     /// Its retained tool of that registry name.
-    fn retained(&self, name: &str) -> Option<&Tool> {
+    fn retained(&self, name: &str) -> Option<&Rc<Tool>> {
         self.tools.iter().find(|t| t.name == name)
     }
 }
@@ -325,7 +347,7 @@ impl<P: Platform> Manager<P> {
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         // Loading is not a state change: statuses are reported from `start` on.
         for slot in &mut self.slots {
-            slot.reported = Some(status_of(slot, &self.registry));
+            slot.reported = Some(Reported::now(slot, &self.registry));
         }
         self.rebuild_registry();
         Ok(parsed.issues)
@@ -431,6 +453,12 @@ impl<P: Platform> Manager<P> {
         self.registry.tools()
     }
 
+    /// Every tool, ordered by name, without copying: for the `tools` export,
+    /// which copies each field once into its own result.
+    pub fn tool_entries(&self) -> impl Iterator<Item = &registry::Entry> {
+        self.registry.entries()
+    }
+
     /// Ignored-message counters of a server's current session.
     pub fn server_stats(&self, server: &str) -> Option<Stats> {
         self.slots
@@ -452,14 +480,14 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
-        let Some(info) = self.registry.get(tool).cloned() else {
+        let Some(entry) = self.registry.get(tool) else {
             return self.start_held_call(tool, arguments, options);
         };
-        let arguments = self
-            .registry
-            .check_arguments(tool, arguments)
-            .map_err(CallError::InvalidArguments)?;
-        let Some(i) = self.slots.iter().position(|s| s.config.name == info.server) else {
+        let entry = entry.clone();
+        let (arguments, warning) = entry.tool.check_arguments(&entry.server, arguments);
+        self.events.extend(warning.map(Event::Warning));
+        let arguments = arguments.map_err(CallError::InvalidArguments)?;
+        let Some(i) = self.slots.iter().position(|s| *s.config.name == *entry.server) else {
             return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
         };
         let now = self.platform.now_ms();
@@ -470,7 +498,8 @@ impl<P: Platform> Manager<P> {
         let call = self.next_call;
         self.next_call += 1;
         let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
-        client.start_call(call, &info.name, &info.tool, &arguments, timeout_ms, now);
+        let tool = &entry.tool;
+        client.start_call(call, &tool.name, &tool.def.name, &arguments, timeout_ms, now);
         self.calls.insert(call, i);
         self.flush(i);
         self.process(i);
@@ -493,8 +522,9 @@ impl<P: Platform> Manager<P> {
         let Some((i, kept)) = owner else {
             return Err(self.missing_tool(tool));
         };
-        let arguments = registry::check_arguments(tool, kept.validator.as_deref(), arguments)
-            .map_err(CallError::InvalidArguments)?;
+        let (arguments, warning) = kept.check_arguments(&self.slots[i].config.name, arguments);
+        self.events.extend(warning.map(Event::Warning));
+        let arguments = arguments.map_err(CallError::InvalidArguments)?;
         let now = self.platform.now_ms();
         let slot = &self.slots[i];
         match slot.state {
@@ -673,12 +703,12 @@ impl<P: Platform> Manager<P> {
         let held = core::mem::take(&mut self.slots[i].held);
         for h in held {
             let server = &self.slots[i].config.name;
-            let info = self
+            let entry = self
                 .registry
                 .get(&h.name)
-                .filter(|info| info.server == *server)
+                .filter(|e| *e.server == **server)
                 .cloned();
-            let Some(info) = info else {
+            let Some(entry) = entry else {
                 let message = format!(
                     "no tool named `{}`: server `{server}` was restarted and no longer lists it",
                     h.name
@@ -686,7 +716,9 @@ impl<P: Platform> Manager<P> {
                 self.complete(h.call, Err(CallError::UnknownTool(message)));
                 continue;
             };
-            let arguments = match self.registry.check_arguments(&h.name, &h.arguments) {
+            let (arguments, warning) = entry.tool.check_arguments(&entry.server, &h.arguments);
+            self.events.extend(warning.map(Event::Warning));
+            let arguments = match arguments {
                 Ok(arguments) => arguments,
                 Err(e) => {
                     self.complete(h.call, Err(CallError::InvalidArguments(e)));
@@ -697,7 +729,7 @@ impl<P: Platform> Manager<P> {
                 client.start_call_until(
                     h.call,
                     &h.name,
-                    &info.tool,
+                    &entry.tool.def.name,
                     &arguments,
                     h.timeout_ms,
                     h.deadline_ms,
@@ -727,8 +759,8 @@ impl<P: Platform> Manager<P> {
             match conn.receive() {
                 Ok(messages) if messages.is_empty() => break,
                 Ok(messages) => {
-                    for m in &messages {
-                        client.handle_text(m, now);
+                    for m in messages {
+                        client.handle_message(m, now);
                     }
                 }
                 // One dropped message; the connection goes on.
@@ -851,10 +883,7 @@ impl<P: Platform> Manager<P> {
 
     fn set_tools(&mut self, i: usize, defs: Vec<registry::ToolDef>) {
         let slot = &mut self.slots[i];
-        let (tools, warnings) =
-            registry::prepare(&slot.config.name, slot.config.name_segment(), defs);
-        slot.tools = tools;
-        self.events.extend(warnings.into_iter().map(Event::Warning));
+        slot.tools = registry::prepare(slot.config.name_segment(), defs);
     }
 
     fn connection_lost(&mut self, i: usize, error: &TransportError) {
@@ -904,11 +933,14 @@ impl<P: Platform> Manager<P> {
     /// Queues a status event for every server whose status changed.
     fn sync_statuses(&mut self) {
         for slot in &mut self.slots {
-            let now = status_of(slot, &self.registry);
-            if slot.reported.as_ref() != Some(&now) {
-                slot.reported = Some(now.clone());
-                self.events.push(Event::Status(now));
+            if status_is_current(slot, &self.registry) {
+                continue;
             }
+            let now = Reported::now(slot, &self.registry);
+            if slot.reported.as_ref().map(|r| &r.status) != Some(&now.status) {
+                self.events.push(Event::Status(now.status.clone()));
+            }
+            slot.reported = Some(now);
         }
     }
 }
@@ -932,6 +964,24 @@ fn era_key(name: &str, endpoint: &Endpoint) -> String {
         Endpoint::Http { url, .. } | Endpoint::Sse { url, .. } => feed(url),
     }
     format!("era/{name}/{hash:016x}")
+}
+
+/// Whether the last reported status is still what [`status_of`] would say,
+/// found without building it: this runs after every call and every turn of `wait`.
+fn status_is_current<C>(slot: &Slot<C>, registry: &Registry) -> bool {
+    let Some(r) = &slot.reported else {
+        return false;
+    };
+    let client = slot.client.as_ref();
+    let info = client.map(Client::server_info);
+    r.status.state == slot.state
+        && r.failures == slot.failures
+        && r.restartable == slot.restartable()
+        && r.error == slot.error
+        && r.status.tool_count == registry.count_for(&slot.config.name)
+        && r.status.protocol_version.as_deref() == client.and_then(Client::protocol_version)
+        && r.status.server_name.as_deref() == info.and_then(|i| i.name.as_deref())
+        && r.status.server_version.as_deref() == info.and_then(|i| i.version.as_deref())
 }
 
 fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {

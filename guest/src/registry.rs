@@ -1,16 +1,21 @@
 //! The tool table: every connected server's tools under one flat namespace.
 //!
 //! The table is rebuilt from scratch whenever any server's list changes: servers in
-//! configuration order, each server's tools in the order it listed them. Rebuilding
-//! is cheap (a few hundred names) and makes the outcome a pure function of the
-//! lists, so collisions always resolve the same way: the earlier tool keeps the
-//! name, the later one is skipped, and both are named in a warning. Schemas pass
-//! through as the exact text the server sent; the compiled validator is built once
-//! per listing, not per rebuild.
+//! configuration order, each server's tools in the order it listed them. That makes
+//! the outcome a pure function of the lists, so collisions always resolve the same
+//! way: the earlier tool keeps the name, the later one is skipped, and both are
+//! named in a warning.
+//!
+//! A rebuild copies no tool: the table holds the servers' own [`Tool`]s (shared
+//! through `Rc`), whose schemas are the exact text the server sent. A tool's input
+//! schema is compiled into a [`Validator`] the first time it is called, not when it
+//! is listed: a platform that lists thousands of tools calls a few of them, and the
+//! compiled forms of the rest would cost time at every listing and memory for good.
 
 use crate::prelude::*;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::rc::Rc;
+use core::cell::OnceCell;
 
 use serde_json::Value;
 
@@ -56,46 +61,88 @@ pub struct ToolInfo {
     pub annotations: Option<String>,
 }
 
-/// A listed tool with its registry name and compiled input schema.
-#[derive(Debug, Clone)]
+/// A listed tool with its registry name and, once called, its compiled input schema.
+#[derive(Debug)]
 pub struct Tool {
     /// The server's description.
     pub def: ToolDef,
     /// The registry name.
     pub name: String,
-    /// `None` when the schema could not be compiled: calls go unchecked.
-    pub validator: Option<Rc<Validator>>,
+    /// Compiled on first use; `None` inside when the schema cannot be compiled
+    /// (calls then go unchecked).
+    validator: OnceCell<Option<Validator>>,
 }
 
-/// Names and compiles a server's freshly listed tools. Returns the tools and one
-/// warning per tool whose schema is not (fully) checked.
-pub fn prepare(server: &str, segment: &str, defs: Vec<ToolDef>) -> (Vec<Tool>, Vec<String>) {
-    let mut warnings = Vec::new();
-    let tools = defs
-        .into_iter()
-        .map(|def| {
-            let name = naming::tool_name(segment, &def.name);
-            let validator = match Validator::compile(&def.input_schema) {
+impl Tool {
+    /// Names a freshly listed tool of a server whose registry segment is `segment`.
+    pub fn new(segment: &str, def: ToolDef) -> Tool {
+        Tool {
+            name: naming::tool_name(segment, &def.name),
+            def,
+            validator: OnceCell::new(),
+        }
+    }
+
+    /// The compiled input schema, compiled now if this is the first use. The
+    /// first use also returns a warning when the schema is not (fully) checked,
+    /// for `server`'s user; later uses return none, so it is said once.
+    pub fn validator(&self, server: &str) -> (Option<&Validator>, Option<String>) {
+        let mut warning = None;
+        let validator = self.validator.get_or_init(|| {
+            match Validator::compile(&self.def.input_schema) {
                 Ok(v) => {
                     if !v.notes().is_empty() {
-                        warnings.push(format!(
-                            "{name} (server `{server}`): parts of its input schema are not checked before calls: {}",
+                        warning = Some(format!(
+                            "{} (server `{server}`): parts of its input schema are not checked before calls: {}",
+                            self.name,
                             v.notes().join("; ")
                         ));
                     }
-                    Some(Rc::new(v))
+                    Some(v)
                 }
                 Err(e) => {
-                    warnings.push(format!(
-                        "{name} (server `{server}`): its input schema cannot be compiled ({e}); arguments are passed to the server unchecked"
+                    warning = Some(format!(
+                        "{} (server `{server}`): its input schema cannot be compiled ({e}); arguments are passed to the server unchecked",
+                        self.name
                     ));
                     None
                 }
-            };
-            Tool { def, name, validator }
-        })
-        .collect();
-    (tools, warnings)
+            }
+        });
+        (validator.as_ref(), warning)
+    }
+
+    /// Checks call arguments against the input schema (see [`check_arguments`]).
+    /// The second value is the first-use warning of [`Tool::validator`].
+    pub fn check_arguments(
+        &self,
+        server: &str,
+        arguments: &str,
+    ) -> (Result<String, String>, Option<String>) {
+        let (validator, warning) = self.validator(server);
+        (check_arguments(&self.name, validator, arguments), warning)
+    }
+
+    /// The registry's view of this tool, copied.
+    pub fn info(&self, server: &str) -> ToolInfo {
+        ToolInfo {
+            name: self.name.clone(),
+            server: server.to_string(),
+            tool: self.def.name.clone(),
+            title: self.def.title.clone(),
+            description: self.def.description.clone(),
+            input_schema: self.def.input_schema.clone(),
+            output_schema: self.def.output_schema.clone(),
+            annotations: self.def.annotations.clone(),
+        }
+    }
+}
+
+/// Names a server's freshly listed tools.
+pub fn prepare(segment: &str, defs: Vec<ToolDef>) -> Vec<Rc<Tool>> {
+    defs.into_iter()
+        .map(|def| Rc::new(Tool::new(segment, def)))
+        .collect()
 }
 
 /// One server's contribution to a rebuild.
@@ -104,19 +151,24 @@ pub struct Source<'a> {
     /// The configured server name.
     pub server: &'a str,
     /// Its current tools.
-    pub tools: &'a [Tool],
+    pub tools: &'a [Rc<Tool>],
 }
 
+/// A tool in the table.
 #[derive(Debug, Clone)]
-struct Entry {
-    info: ToolInfo,
-    validator: Option<Rc<Validator>>,
+pub struct Entry {
+    /// The configured name of the tool's server.
+    pub server: Rc<str>,
+    /// The tool, shared with its server's list.
+    pub tool: Rc<Tool>,
 }
 
 /// The tool table.
 #[derive(Debug, Default)]
 pub struct Registry {
     by_name: BTreeMap<String, Entry>,
+    /// Tools in the table per server, counted at rebuild: statuses ask often.
+    counts: BTreeMap<Rc<str>, u32>,
     /// Collisions already warned about, as (name, skipped server, skipped tool), so a
     /// rebuild does not repeat a warning for a collision that persists.
     reported: BTreeSet<(String, String, String)>,
@@ -132,9 +184,11 @@ impl Registry {
     /// order. Returns warnings for collisions not reported before.
     pub fn rebuild(&mut self, sources: &[Source<'_>]) -> Vec<String> {
         let mut by_name: BTreeMap<String, Entry> = BTreeMap::new();
+        let mut counts = BTreeMap::new();
         let mut collisions = BTreeSet::new();
         let mut warnings = Vec::new();
         for source in sources {
+            let server: Rc<str> = Rc::from(source.server);
             for tool in source.tools {
                 if let Some(first) = by_name.get(&tool.name) {
                     let key = (
@@ -147,8 +201,8 @@ impl Registry {
                             "tool name collision: {} is the name of `{}` on server `{}` and of `{}` on server `{}`; \
                              keeping the first, skipping `{}` on server `{}` (set `toolPrefix` on one server to keep both)",
                             tool.name,
-                            first.info.tool,
-                            first.info.server,
+                            first.tool.def.name,
+                            first.server,
                             tool.def.name,
                             source.server,
                             tool.def.name,
@@ -161,44 +215,37 @@ impl Registry {
                 by_name.insert(
                     tool.name.clone(),
                     Entry {
-                        info: ToolInfo {
-                            name: tool.name.clone(),
-                            server: source.server.to_string(),
-                            tool: tool.def.name.clone(),
-                            title: tool.def.title.clone(),
-                            description: tool.def.description.clone(),
-                            input_schema: tool.def.input_schema.clone(),
-                            output_schema: tool.def.output_schema.clone(),
-                            annotations: tool.def.annotations.clone(),
-                        },
-                        validator: tool.validator.clone(),
+                        server: server.clone(),
+                        tool: tool.clone(),
                     },
                 );
+                *counts.entry(server.clone()).or_insert(0u32) += 1;
             }
         }
         self.by_name = by_name;
+        self.counts = counts;
         self.reported = collisions;
         warnings
     }
 
     /// Every tool, ordered by name.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.by_name.values()
+    }
+
+    /// Every tool, ordered by name, copied.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.by_name.values().map(|e| e.info.clone()).collect()
+        self.entries().map(|e| e.tool.info(&e.server)).collect()
     }
 
     /// The tool of that registry name.
-    pub fn get(&self, name: &str) -> Option<&ToolInfo> {
-        self.by_name.get(name).map(|e| &e.info)
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.by_name.get(name)
     }
 
     /// How many tools of `server` made it into the table.
     pub fn count_for(&self, server: &str) -> u32 {
-        let n = self
-            .by_name
-            .values()
-            .filter(|e| e.info.server == server)
-            .count();
-        u32::try_from(n).unwrap_or(u32::MAX)
+        self.counts.get(server).copied().unwrap_or(0)
     }
 
     /// How many tools the table holds.
@@ -209,13 +256,6 @@ impl Registry {
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
-    }
-
-    /// Parses and checks call arguments for the tool `name` (which must exist).
-    /// Empty text means `{}`. The error text is for the caller, as is.
-    pub fn check_arguments(&self, name: &str, arguments: &str) -> Result<String, String> {
-        let validator = self.by_name.get(name).and_then(|e| e.validator.as_deref());
-        check_arguments(name, validator, arguments)
     }
 }
 
@@ -267,24 +307,26 @@ mod tests {
         }
     }
 
-    fn tools(server: &str, segment: &str, names: &[&str]) -> Vec<Tool> {
+    fn tools(segment: &str, names: &[&str]) -> Vec<Rc<Tool>> {
         let defs = names
             .iter()
             .map(|n| def(n, r#"{"type":"object"}"#))
             .collect();
-        let (tools, warnings) = prepare(server, segment, defs);
-        assert!(warnings.is_empty());
-        tools
+        prepare(segment, defs)
+    }
+
+    /// Checks arguments the way the manager does, failing on a first-use warning.
+    fn check(r: &Registry, name: &str, arguments: &str) -> Result<String, String> {
+        let entry = r.get(name).unwrap();
+        let (checked, warning) = entry.tool.check_arguments(&entry.server, arguments);
+        assert_eq!(warning, None);
+        checked
     }
 
     #[test]
     fn tools_are_ordered_by_name_with_schemas_untouched() {
         let schema = r#"{ "type" : "object",  "properties": {"b": {}, "a": {}} }"#;
-        let (a, _) = prepare(
-            "srv",
-            "srv",
-            vec![def("zeta", schema), def("alpha", "true")],
-        );
+        let a = prepare("srv", vec![def("zeta", schema), def("alpha", "true")]);
         let mut r = Registry::new();
         assert!(
             r.rebuild(&[Source {
@@ -295,15 +337,16 @@ mod tests {
         );
         let names: Vec<_> = r.tools().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["mcp__srv__alpha", "mcp__srv__zeta"]);
-        assert_eq!(r.get("mcp__srv__zeta").unwrap().input_schema, schema);
+        assert_eq!(r.get("mcp__srv__zeta").unwrap().tool.def.input_schema, schema);
+        assert_eq!(r.tools()[1].input_schema, schema);
         assert_eq!(r.count_for("srv"), 2);
         assert_eq!(r.len(), 2);
     }
 
     #[test]
     fn collisions_are_reported_once_and_the_later_is_skipped() {
-        let first = tools("a.b", "a.b", &["t"]);
-        let second = tools("a_b", "a_b", &["t", "u"]);
+        let first = tools("a.b", &["t"]);
+        let second = tools("a_b", &["t", "u"]);
         let mut r = Registry::new();
         let sources = [
             Source {
@@ -320,7 +363,7 @@ mod tests {
         assert!(warnings[0].contains("mcp__a_b__t"));
         assert!(warnings[0].contains("`t` on server `a.b`"));
         assert!(warnings[0].contains("skipping `t` on server `a_b`"));
-        assert_eq!(r.get("mcp__a_b__t").unwrap().server, "a.b");
+        assert_eq!(&*r.get("mcp__a_b__t").unwrap().server, "a.b");
         assert_eq!(r.count_for("a.b"), 1);
         assert_eq!(r.count_for("a_b"), 1);
         // The same collision on the next rebuild is not reported again.
@@ -332,21 +375,21 @@ mod tests {
 
     #[test]
     fn tool_prefix_replaces_the_server_segment() {
-        let t = tools("github-enterprise", "gh", &["search"]);
+        let t = tools("gh", &["search"]);
         let mut r = Registry::new();
         r.rebuild(&[Source {
             server: "github-enterprise",
             tools: &t,
         }]);
-        let info = r.get("mcp__gh__search").unwrap();
+        let info = &r.tools()[0];
+        assert_eq!(info.name, "mcp__gh__search");
         assert_eq!(info.server, "github-enterprise");
         assert_eq!(info.tool, "search");
     }
 
     #[test]
     fn arguments_are_checked_against_the_schema() {
-        let (t, _) = prepare(
-            "demo",
+        let t = prepare(
             "demo",
             vec![def(
                 "echo",
@@ -359,53 +402,51 @@ mod tests {
             tools: &t,
         }]);
         assert_eq!(
-            r.check_arguments("mcp__demo__echo", r#"{"text": 5}"#)
+            check(&r, "mcp__demo__echo", r#"{"text": 5}"#)
                 .unwrap_err(),
             "invalid arguments for mcp__demo__echo: /text: want string, but got number"
         );
         assert_eq!(
-            r.check_arguments("mcp__demo__echo", "").unwrap_err(),
+            check(&r, "mcp__demo__echo", "").unwrap_err(),
             "invalid arguments for mcp__demo__echo: /text: required property is missing"
         );
         assert!(
-            r.check_arguments("mcp__demo__echo", "[1]")
+            check(&r, "mcp__demo__echo", "[1]")
                 .unwrap_err()
                 .contains("must be a JSON object, but are an array")
         );
         assert!(
-            r.check_arguments("mcp__demo__echo", "{")
+            check(&r, "mcp__demo__echo", "{")
                 .unwrap_err()
                 .contains("not valid JSON")
         );
         assert_eq!(
-            r.check_arguments("mcp__demo__echo", r#"{"text":"hi"}"#)
+            check(&r, "mcp__demo__echo", r#"{"text":"hi"}"#)
                 .unwrap(),
             r#"{"text":"hi"}"#
         );
     }
 
     #[test]
-    fn an_uncompilable_schema_is_warned_about_once_and_not_checked() {
-        let (t, warnings) = prepare(
-            "s",
+    fn an_uncompilable_schema_is_warned_about_at_first_use_and_not_checked() {
+        let t = prepare(
             "s",
             vec![def("remote", r#"{"$ref":"https://x.example/s.json"}"#)],
         );
-        assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("mcp__s__remote"));
-        assert!(warnings[0].contains("unchecked"));
         let mut r = Registry::new();
         r.rebuild(&[Source {
             server: "s",
             tools: &t,
         }]);
-        assert!(
-            r.check_arguments("mcp__s__remote", r#"{"anything": 1}"#)
-                .is_ok()
-        );
-        assert!(r.check_arguments("mcp__s__remote", "5").is_err());
+        let entry = r.get("mcp__s__remote").unwrap();
+        let (checked, warning) = entry.tool.check_arguments(&entry.server, r#"{"anything": 1}"#);
+        assert!(checked.is_ok());
+        let warning = warning.expect("a warning at first use");
+        assert!(warning.contains("mcp__s__remote (server `s`)"), "{warning}");
+        assert!(warning.contains("unchecked"), "{warning}");
+        assert!(check(&r, "mcp__s__remote", "5").is_err());
         assert_eq!(
-            r.check_arguments("mcp__s__remote", "  ").unwrap(),
+            check(&r, "mcp__s__remote", "  ").unwrap(),
             "{}",
             "empty arguments become {{}}"
         );
