@@ -41,10 +41,26 @@ use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
 
 /// The platform the real component runs on: host imports only.
-struct Host;
+#[derive(Default)]
+struct Host {
+    /// The embedder's wake signal, asked for once and polled on every `block`.
+    wake: Option<poll::Pollable>,
+}
 
-/// A host connection.
-struct HostConnection(transport::Connection);
+/// A host connection, with its pollable, asked for once: every `block` polls
+/// it, and creating and dropping one per poll cost two boundary crossings.
+struct HostConnection {
+    /// Declared before the connection so it is dropped first: a pollable must not
+    /// outlive the resource it was made from.
+    pollable: core::cell::OnceCell<poll::Pollable>,
+    conn: transport::Connection,
+}
+
+impl HostConnection {
+    fn pollable(&self) -> &poll::Pollable {
+        self.pollable.get_or_init(|| self.conn.subscribe())
+    }
+}
 
 impl Connection for HostConnection {
     fn send(&mut self, message: &str, meta: &SendMeta) -> Result<(), TransportError> {
@@ -53,15 +69,15 @@ impl Connection for HostConnection {
             name: meta.name.clone(),
             protocol_version: meta.protocol_version.clone(),
         };
-        self.0.send(message, &meta).map_err(from_wit_error)
+        self.conn.send(message, &meta).map_err(from_wit_error)
     }
 
     fn receive(&mut self) -> Result<Vec<String>, TransportError> {
-        self.0.receive().map_err(from_wit_error)
+        self.conn.receive().map_err(from_wit_error)
     }
 
     fn diagnostics(&self) -> Diagnostics {
-        let d = self.0.diagnostics();
+        let d = self.conn.diagnostics();
         Diagnostics {
             stderr_tail: d.stderr_tail,
             skipped_lines: d.skipped_lines,
@@ -80,7 +96,10 @@ impl Platform for Host {
         endpoint: &Endpoint,
     ) -> Result<HostConnection, TransportError> {
         transport::Connection::open(server, &to_wit_endpoint(endpoint))
-            .map(HostConnection)
+            .map(|conn| HostConnection {
+                pollable: core::cell::OnceCell::new(),
+                conn,
+            })
             .map_err(from_wit_error)
     }
 
@@ -97,18 +116,13 @@ impl Platform for Host {
     }
 
     fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {
-        // The pollables are children of their connections: they are created and
-        // dropped here, so they never outlive a connection.
-        let mut pollables: Vec<poll::Pollable> = conns.iter().map(|c| c.0.subscribe()).collect();
-        pollables.push(monotonic_clock::subscribe_instant(
-            deadline_ms.saturating_mul(1_000_000),
-        ));
-        let wake_index = pollables.len();
-        pollables.push(control::wake_signal());
-        let refs: Vec<&poll::Pollable> = pollables.iter().collect();
+        let clock = monotonic_clock::subscribe_instant(deadline_ms.saturating_mul(1_000_000));
+        let wake = self.wake.get_or_insert_with(control::wake_signal);
+        let mut refs: Vec<&poll::Pollable> = conns.iter().map(|c| c.pollable()).collect();
+        refs.push(&clock);
+        let wake_index = refs.len();
+        refs.push(wake);
         let ready = poll::poll(&refs);
-        drop(refs);
-        drop(pollables);
         if ready.iter().any(|&i| i as usize == wake_index) {
             Woken::Signal
         } else {
@@ -276,7 +290,7 @@ static MANAGER: Global = Global(RefCell::new(None));
 
 fn with<R>(f: impl FnOnce(&mut Manager<Host>) -> R) -> R {
     let mut slot = MANAGER.0.borrow_mut();
-    f(slot.get_or_insert_with(|| Manager::new(Host)))
+    f(slot.get_or_insert_with(|| Manager::new(Host::default())))
 }
 
 #[global_allocator]

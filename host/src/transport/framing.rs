@@ -27,49 +27,81 @@ pub(crate) enum Frame {
     Eof,
 }
 
-/// Reads one frame. `buf` is scratch space reused between calls.
+/// Splits a byte stream into lines as the bytes arrive, dropping lines over the
+/// cap. Driven by whoever owns the stream: [`read_frame`] over an async reader,
+/// or the stdio connection straight from a pipe.
+#[derive(Debug)]
+pub(crate) struct LineFramer {
+    cap: usize,
+    /// The line so far (while it is within the cap).
+    buf: Vec<u8>,
+    /// The line so far, once it went over the cap.
+    oversized: Option<Oversized>,
+}
+
+impl LineFramer {
+    /// A framer for lines of at most `cap` bytes.
+    pub(crate) fn new(cap: usize) -> LineFramer {
+        LineFramer {
+            cap,
+            buf: Vec::new(),
+            oversized: None,
+        }
+    }
+
+    /// Takes bytes up to and including the first newline in `bytes`. Returns how
+    /// many it took and the frame that newline completed, if there was one.
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> (usize, Option<Frame>) {
+        let newline = bytes.iter().position(|&b| b == b'\n');
+        let chunk = &bytes[..newline.unwrap_or(bytes.len())];
+        match &mut self.oversized {
+            Some(o) => o.push(chunk),
+            None if self.buf.len() + chunk.len() > self.cap => {
+                let mut o = Oversized::start(&self.buf);
+                o.push(chunk);
+                // Do not keep a cap-sized scratch buffer for the connection's life.
+                self.buf = Vec::new();
+                self.oversized = Some(o);
+            }
+            None => self.buf.extend_from_slice(chunk),
+        }
+        let consumed = chunk.len() + usize::from(newline.is_some());
+        (consumed, newline.map(|_| self.take()))
+    }
+
+    /// At the end of the stream: a last line without a newline, then `Eof`.
+    pub(crate) fn finish(&mut self) -> Frame {
+        if self.oversized.is_none() && self.buf.is_empty() {
+            Frame::Eof
+        } else {
+            self.take()
+        }
+    }
+
+    fn take(&mut self) -> Frame {
+        match self.oversized.take() {
+            Some(o) => o.finish(),
+            None => Frame::Line(trim_cr(std::mem::take(&mut self.buf))),
+        }
+    }
+}
+
+/// Reads one frame from an async reader.
 ///
 /// A final line without a trailing newline is still returned as a line.
-pub(crate) async fn read_frame<R>(
-    reader: &mut R,
-    cap: usize,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Frame>
+pub(crate) async fn read_frame<R>(reader: &mut R, framer: &mut LineFramer) -> std::io::Result<Frame>
 where
     R: AsyncBufRead + Unpin,
 {
-    buf.clear();
-    let mut oversized: Option<Oversized> = None;
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            return Ok(match oversized {
-                Some(o) => o.finish(),
-                None if buf.is_empty() => Frame::Eof,
-                None => Frame::Line(trim_cr(std::mem::take(buf))),
-            });
+            return Ok(framer.finish());
         }
-        let newline = available.iter().position(|&b| b == b'\n');
-        let chunk = &available[..newline.unwrap_or(available.len())];
-        match &mut oversized {
-            Some(o) => o.push(chunk),
-            None if buf.len() + chunk.len() > cap => {
-                let mut o = Oversized::start(buf);
-                o.push(chunk);
-                // Do not keep a cap-sized scratch buffer for the connection's life.
-                buf.clear();
-                buf.shrink_to(EDGE);
-                oversized = Some(o);
-            }
-            None => buf.extend_from_slice(chunk),
-        }
-        let consumed = chunk.len() + usize::from(newline.is_some());
+        let (consumed, frame) = framer.feed(available);
         reader.consume(consumed);
-        if newline.is_some() {
-            return Ok(match oversized {
-                Some(o) => o.finish(),
-                None => Frame::Line(trim_cr(std::mem::take(buf))),
-            });
+        if let Some(frame) = frame {
+            return Ok(frame);
         }
     }
 }
@@ -214,10 +246,10 @@ mod tests {
 
     async fn frames(input: &[u8], cap: usize, buffer: usize) -> Vec<Frame> {
         let mut reader = BufReader::with_capacity(buffer, input);
-        let mut buf = Vec::new();
+        let mut framer = LineFramer::new(cap);
         let mut out = Vec::new();
         loop {
-            let f = read_frame(&mut reader, cap, &mut buf).await.unwrap();
+            let f = read_frame(&mut reader, &mut framer).await.unwrap();
             let eof = f == Frame::Eof;
             out.push(f);
             if eof {

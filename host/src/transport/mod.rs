@@ -9,9 +9,11 @@
 //! [`sse`] parses event streams for both HTTP transports; [`framing`] splits
 //! stdio lines; [`endpoint`] resolves `${VAR}` references in the host.
 //!
-//! Every transport feeds one [`Connection`]: a queue of [`Inbound`] items that
-//! the guest drains with `receive` and waits on with `subscribe`, and a queue of
-//! outgoing messages that `send` fills without ever blocking on the peer.
+//! Every transport feeds one [`Connection`]: [`Inbound`] items that the guest
+//! drains with `receive` and waits on with `subscribe`, and outgoing messages
+//! that `send` takes without ever blocking on the peer. A stdio connection reads
+//! and writes the child's pipes in place; the HTTP transports run tasks that
+//! pass messages through channels.
 
 pub(crate) mod endpoint;
 pub(crate) mod framing;
@@ -63,40 +65,78 @@ pub(crate) struct Diagnostics {
 /// A live connection, stored in the store's resource table.
 #[derive(Debug)]
 pub struct Connection {
-    inbound: mpsc::Receiver<Inbound>,
-    /// Items taken off `inbound` by `ready` but not yet by `receive`.
+    link: Link,
+    /// Items read or taken off the inbound queue but not yet by `receive`.
     stash: VecDeque<Inbound>,
     /// Set once `Closed` was seen: every later `receive` reports it again.
     closed: Option<String>,
-    outbound: mpsc::UnboundedSender<Outgoing>,
     diagnostics: Arc<Mutex<Diagnostics>>,
     /// Stops the process group when the connection is dropped (stdio only; an
     /// HTTP session ends when `outbound` closes).
     _process: Option<stdio::ProcessGuard>,
 }
 
+/// How a connection moves its messages.
+#[derive(Debug)]
+enum Link {
+    /// A child's pipes, read and written in place.
+    Pipes(stdio::Pipes),
+    /// Tasks do the I/O (HTTP, SSE); messages pass through these channels.
+    Tasks {
+        inbound: mpsc::Receiver<Inbound>,
+        outbound: mpsc::UnboundedSender<Outgoing>,
+    },
+}
+
+const READER_ENDED: &str = "stopped responding (its reader ended)";
+
+impl Link {
+    /// Puts what has arrived into `stash`, without waiting.
+    fn fill(&mut self, stash: &mut VecDeque<Inbound>) {
+        match self {
+            Link::Pipes(pipes) => pipes.fill(stash),
+            Link::Tasks { inbound, .. } => match inbound.try_recv() {
+                Ok(item) => stash.push_back(item),
+                Err(mpsc::error::TryRecvError::Empty) => {}
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    stash.push_back(Inbound::Closed(READER_ENDED.into()));
+                }
+            },
+        }
+    }
+}
+
 impl Connection {
+    fn new(link: Link, diagnostics: Arc<Mutex<Diagnostics>>, process: Option<stdio::ProcessGuard>) -> Connection {
+        Connection {
+            link,
+            stash: VecDeque::new(),
+            closed: None,
+            diagnostics,
+            _process: process,
+        }
+    }
+
     fn send(&mut self, message: String, meta: wit::SendMeta) -> Result<(), wit::TransportError> {
         if let Some(reason) = &self.closed {
             return Err(wit::TransportError::Closed(reason.clone()));
         }
-        self.outbound.send(Outgoing { message, meta }).map_err(|_| {
-            wit::TransportError::Closed("stopped accepting messages (its writer ended)".into())
-        })
+        match &mut self.link {
+            Link::Pipes(pipes) => pipes.send(&message),
+            Link::Tasks { outbound, .. } => outbound.send(Outgoing { message, meta }).map_err(|_| {
+                wit::TransportError::Closed("stopped accepting messages (its writer ended)".into())
+            }),
+        }
     }
 
     fn receive(&mut self) -> Result<Vec<String>, wit::TransportError> {
         let mut messages = Vec::new();
         while messages.len() < RECEIVE_BATCH {
-            let item = match self.stash.pop_front() {
-                Some(item) => item,
-                None => match self.inbound.try_recv() {
-                    Ok(item) => item,
-                    Err(mpsc::error::TryRecvError::Empty) => break,
-                    Err(mpsc::error::TryRecvError::Disconnected) => {
-                        Inbound::Closed("stopped responding (its reader ended)".into())
-                    }
-                },
+            if self.stash.is_empty() {
+                self.link.fill(&mut self.stash);
+            }
+            let Some(item) = self.stash.pop_front() else {
+                break;
             };
             match item {
                 Inbound::Message(m) => messages.push(m),
@@ -134,10 +174,14 @@ impl Pollable for Connection {
         if !self.stash.is_empty() {
             return;
         }
-        let item = self.inbound.recv().await;
-        self.stash.push_back(
-            item.unwrap_or_else(|| Inbound::Closed("stopped responding (its reader ended)".into())),
-        );
+        match &mut self.link {
+            Link::Pipes(pipes) => pipes.ready(&mut self.stash).await,
+            Link::Tasks { inbound, .. } => {
+                let item = inbound.recv().await;
+                self.stash
+                    .push_back(item.unwrap_or_else(|| Inbound::Closed(READER_ENDED.into())));
+            }
+        }
     }
 }
 
@@ -160,14 +204,11 @@ fn open(
                 })?;
             let diagnostics = track_diagnostics(state, server);
             let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
-            Ok(Connection {
-                inbound: spawned.inbound,
-                stash: VecDeque::new(),
-                closed: None,
-                outbound: spawned.outbound,
+            Ok(Connection::new(
+                Link::Pipes(spawned.pipes),
                 diagnostics,
-                _process: Some(spawned.process),
-            })
+                Some(spawned.process),
+            ))
         }
         wit::Endpoint::Http(ep) => open_http(state, server, http::Kind::Streamable, &ep),
         wit::Endpoint::Sse(ep) => open_http(state, server, http::Kind::LegacySse, &ep),
@@ -202,14 +243,11 @@ fn open_http(
         state.policy.max_message_bytes,
         diagnostics.clone(),
     )?;
-    Ok(Connection {
+    let link = Link::Tasks {
         inbound: spawned.inbound,
-        stash: VecDeque::new(),
-        closed: None,
         outbound: spawned.outbound,
-        diagnostics,
-        _process: None,
-    })
+    };
+    Ok(Connection::new(link, diagnostics, None))
 }
 
 impl transport::Host for HostState {}
