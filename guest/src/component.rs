@@ -405,11 +405,12 @@ impl wit::Guest for Component {
         with(|m| m.cancel(call));
     }
 
-    fn wait(timeout_ms: u64) -> Vec<wit::Completion> {
-        with(|m| m.wait(timeout_ms))
-            .into_iter()
-            .map(to_wit_completion)
-            .collect()
+    fn wait(timeout_ms: u64) -> wit::Turn {
+        let (completions, events) = with(|m| (m.wait(timeout_ms), m.events()));
+        wit::Turn {
+            completions: completions.into_iter().map(to_wit_completion).collect(),
+            events: events.into_iter().map(to_wit_event).collect(),
+        }
     }
 
     fn events() -> Vec<wit::Event> {

@@ -183,19 +183,19 @@ impl Driver {
             }
             self.cancel_abandoned().await?;
 
-            let completions = self
+            let turn = self
                 .guest
                 .mcpbox_runtime_registry()
                 .call_wait(&mut self.store, IDLE_WAIT_MS)
                 .await?;
             // A tool result does not depend on any server's status: answer it at
-            // once, which takes the events call off the path of every reply.
-            // Failures are answered after the events are published, so a caller
-            // whose call failed because its server died also sees that server failed.
+            // once, before the snapshots the events may call for. Failures are
+            // answered after the events are published, so a caller whose call
+            // failed because its server died also sees that server failed.
             let (results, failures): (Vec<_>, Vec<_>) =
-                completions.into_iter().partition(|c| c.outcome.is_ok());
+                turn.completions.into_iter().partition(|c| c.outcome.is_ok());
             self.answer(results);
-            self.publish_events().await?;
+            self.publish(turn.events).await?;
             self.answer(failures);
         }
     }
@@ -208,12 +208,18 @@ impl Driver {
         }
     }
 
+    /// Takes the guest's queued events and publishes them.
     async fn publish_events(&mut self) -> wasmtime::Result<()> {
         let events = self
             .guest
             .mcpbox_runtime_registry()
             .call_events(&mut self.store)
             .await?;
+        self.publish(events).await
+    }
+
+    /// Publishes events, and fresh snapshots first when one calls for them.
+    async fn publish(&mut self, events: Vec<registry::Event>) -> wasmtime::Result<()> {
         if events.is_empty() {
             return Ok(());
         }
@@ -317,9 +323,9 @@ impl Driver {
     async fn shutdown(&mut self) -> wasmtime::Result<()> {
         let registry = self.guest.mcpbox_runtime_registry();
         registry.call_shutdown(&mut self.store).await?;
-        let completions = registry.call_wait(&mut self.store, 0).await?;
-        self.publish_events().await?;
-        self.answer(completions);
+        let turn = registry.call_wait(&mut self.store, 0).await?;
+        self.publish(turn.events).await?;
+        self.answer(turn.completions);
         self.publish_snapshots().await
     }
 

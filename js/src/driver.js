@@ -421,8 +421,8 @@ async function run() {
   const callers = new Map();
   const handles = new Map();
 
-  const publish = (completions, { snapshots = false } = {}) => {
-    const events = registry.events();
+  /** Publishes a turn's completions and events (taken from the guest when not given). */
+  const publish = (completions, { snapshots = false, events = registry.events() } = {}) => {
     const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
     const done = [];
     for (const c of completions) {
@@ -487,7 +487,8 @@ async function run() {
         }
         case 'shutdown': {
           registry.shutdown();
-          publish(registry.wait(0n), { snapshots: true });
+          const turn = registry.wait(0n);
+          publish(turn.completions, { snapshots: true, events: turn.events });
           return 'it was shut down';
         }
         default:
@@ -497,7 +498,8 @@ async function run() {
     if (refused.length > 0) {
       hub.post({ t: 'update', events: [], done: refused });
     }
-    publish(registry.wait(IDLE_WAIT_MS));
+    const turn = registry.wait(IDLE_WAIT_MS);
+    publish(turn.completions, { events: turn.events });
   }
 }
 

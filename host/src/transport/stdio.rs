@@ -42,6 +42,10 @@ const WRITE_BATCH: usize = 64 * 1024;
 const GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for an exit status after a server closes its stdout.
 const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
+/// How long to wait, once a server exited, for the rest of its stderr (its
+/// last words are the most useful part of the error). A grandchild that keeps
+/// the pipe open must not hold the error back for longer.
+const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 /// The running parts of one stdio server, handed to [`super::Connection`].
 pub(crate) struct Spawned {
@@ -111,6 +115,7 @@ pub(crate) fn spawn(
         .map_err(pipe_error)?;
     let stop = Arc::new(Notify::new());
     let (exit_tx, exit_rx) = watch::channel(None);
+    let diagnostics_for_stderr = diagnostics.clone();
 
     tokio::spawn(supervise(
         child,
@@ -119,7 +124,11 @@ pub(crate) fn spawn(
         exit_tx,
         diagnostics.clone(),
     ));
-    tokio::spawn(read_stderr(stderr, diagnostics.clone()));
+    let (stderr_tx, stderr_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        read_stderr(stderr, diagnostics_for_stderr).await;
+        let _ = stderr_tx.send(true);
+    });
 
     Ok(Spawned {
         pipes: Pipes {
@@ -133,6 +142,7 @@ pub(crate) fn spawn(
             ended: None,
             stop_sent: false,
             exit: exit_rx,
+            stderr_done: stderr_rx,
             stop: stop.clone(),
             diagnostics,
             max_message,
@@ -220,6 +230,8 @@ pub(crate) struct Pipes {
     /// The server was told to stop because it closed stdout but kept running.
     stop_sent: bool,
     exit: watch::Receiver<Option<String>>,
+    /// True once stderr was read to its end.
+    stderr_done: watch::Receiver<bool>,
     stop: Arc<Notify>,
     diagnostics: Arc<Mutex<Diagnostics>>,
     max_message: usize,
@@ -301,8 +313,10 @@ impl Pipes {
                 Err(e) => self.ended = Some((Instant::now(), Some(e.to_string()))),
             }
         }
+        // Said here only when all is known; otherwise `ready` waits for it.
         if stash.is_empty()
             && self.ended.is_some()
+            && *self.stderr_done.borrow()
             && let Some(status) = self.exit.borrow().clone()
         {
             stash.push_back(Inbound::Closed(format!("exited ({status})")));
@@ -346,6 +360,8 @@ impl Pipes {
             .await
             .is_ok();
         let reason = if exited {
+            let rest_of_stderr = self.stderr_done.wait_for(|done| *done);
+            let _ = tokio::time::timeout(STDERR_AFTER_EXIT, rest_of_stderr).await;
             let status = self.exit.borrow().clone().unwrap_or_default();
             format!("exited ({status})")
         } else {
