@@ -42,7 +42,7 @@ use serde_json::value::RawValue;
 
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::registry::ToolDef;
-use crate::transport::{Oversized, SendMeta, format_ms};
+use crate::transport::{Oversized, Pair, SendMeta, format_ms};
 
 /// The protocol version the guest offers in `initialize`.
 pub const OFFERED_VERSION: &str = "2025-11-25";
@@ -582,6 +582,7 @@ impl Client {
             method: method.map(String::from),
             name: name.map(String::from),
             protocol_version: self.protocol_version.clone(),
+            param_headers: Vec::new(),
         }
     }
 
@@ -592,10 +593,21 @@ impl Client {
         params: Option<&P>,
         pending: Pending,
     ) -> Id {
+        let meta = self.meta(Some(method), name);
+        self.request_with(meta, params, pending)
+    }
+
+    /// Queues a request with transport metadata of the caller's making.
+    fn request_with<P: Serialize>(
+        &mut self,
+        meta: SendMeta,
+        params: Option<&P>,
+        pending: Pending,
+    ) -> Id {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
+        let method = meta.method.as_deref().unwrap_or_default();
         let text = jsonrpc::request(&id, method, params);
-        let meta = self.meta(Some(method), name);
         self.outbox.push(Outgoing { text, meta });
         self.pending.insert(id.clone(), pending);
         id
@@ -1020,13 +1032,17 @@ impl Client {
             arguments: &arguments,
             meta: self.request_meta(Some(&id)),
         };
+        let mut meta = self.meta(Some("tools/call"), Some(tool));
+        if let Some(def) = self.tools.iter().find(|t| t.name == tool) {
+            meta.param_headers = param_headers(&def.param_headers, arguments.get());
+        }
         let pending = Pending::Call(PendingCall {
             call,
             name: name.to_string(),
             timeout_ms,
             deadline_ms,
         });
-        self.request("tools/call", Some(tool), Some(&params), pending);
+        self.request_with(meta, Some(&params), pending);
     }
 
     fn abandon(&mut self, id: Id, reason: &str) {
@@ -1232,12 +1248,14 @@ fn min_ttl(current: Option<u64>, page: Option<&Value>) -> Option<u64> {
 /// Checks the `x-mcp-header` annotations of a tool's parameters (SEP-2243): each
 /// is a non-empty HTTP token, unique regardless of case, on a string, integer or
 /// boolean parameter. A tool that breaks a rule is not offered: its calls could
-/// not carry the `Mcp-Param-*` headers the server relies on.
-fn check_param_headers(schema: &str) -> Result<(), String> {
+/// not carry the `Mcp-Param-*` headers the server relies on. Returns the
+/// (property, header name) pairs.
+fn check_param_headers(schema: &str) -> Result<Vec<(String, String)>, String> {
     let schema: Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
+    let mut headers = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for (param, spec) in properties {
         let Some(header) = spec.get("x-mcp-header") else {
@@ -1269,8 +1287,38 @@ fn check_param_headers(schema: &str) -> Result<(), String> {
                 "`{param}` is not a string, integer or boolean parameter"
             ));
         }
+        headers.push((param.clone(), header.to_string()));
     }
-    Ok(())
+    Ok(headers)
+}
+
+/// The `Mcp-Param-*` headers for a call (SEP-2243): each annotated parameter with
+/// a non-null argument, as text: a string as is, a number in JSON notation, a
+/// boolean as `true`/`false`. The host encodes values that are not plain ASCII.
+fn param_headers(annotated: &[(String, String)], arguments: &str) -> Vec<Pair> {
+    if annotated.is_empty() {
+        return Vec::new();
+    }
+    let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else {
+        return Vec::new();
+    };
+    annotated
+        .iter()
+        .filter_map(|(param, header)| {
+            let value = match arguments.get(param)? {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                // Null means absent; structures cannot be headers (the schema
+                // check keeps them out unless the schema could not be compiled).
+                _ => return None,
+            };
+            Some(Pair {
+                name: header.clone(),
+                value,
+            })
+        })
+        .collect()
 }
 
 fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
@@ -1280,12 +1328,11 @@ fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
         Value::String(n) if !n.is_empty() => n,
         other => return Err(format!("its name is {other}, not a non-empty string")),
     };
-    if let Some(schema) = &t.input_schema
-        && schema.get().contains("x-mcp-header")
-    {
-        check_param_headers(schema.get())
-            .map_err(|e| format!("`{name}` has an invalid x-mcp-header: {e}"))?;
-    }
+    let param_headers = match &t.input_schema {
+        Some(schema) if schema.get().contains("x-mcp-header") => check_param_headers(schema.get())
+            .map_err(|e| format!("`{name}` has an invalid x-mcp-header: {e}"))?,
+        _ => Vec::new(),
+    };
     let annotations = t
         .annotations
         .map(|a| a.get().to_string())
@@ -1308,6 +1355,7 @@ fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
         ),
         output_schema: t.output_schema.map(|s| s.get().to_string()),
         annotations,
+        param_headers,
     })
 }
 
@@ -2276,6 +2324,53 @@ mod tests {
                 "{props}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn annotated_arguments_go_to_the_host_as_param_headers() {
+        let mut c = Client::new("demo");
+        c.begin();
+        sent(&mut c);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+            0,
+        );
+        sent(&mut c);
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "b": {"type": "boolean", "x-mcp-header": "B"},
+            "gone": {"type": "boolean", "x-mcp-header": "Gone"},
+            "nil": {"type": "string", "x-mcp-header": "Nil"},
+            "plain": {"type": "string"}}});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "t", "inputSchema": schema}]}}),
+            0,
+        );
+        c.start_call(
+            1,
+            "mcp__demo__t",
+            "t",
+            r#"{"region":" Zürich ","n":42,"b":false,"nil":null,"plain":"p"}"#,
+            1_000,
+            0,
+        );
+        let out = sent(&mut c);
+        let pairs: Vec<(&str, &str)> = out[0]
+            .1
+            .param_headers
+            .iter()
+            .map(|p| (p.name.as_str(), p.value.as_str()))
+            .collect();
+        // Literal text: the host encodes (here: base64 for the spaces and the ü).
+        assert_eq!(
+            pairs,
+            [("B", "false"), ("N", "42"), ("Region", " Zürich ")]
+        );
+        // Other messages carry none.
+        assert!(out.iter().all(|(m, meta)| m["method"] == "tools/call" || meta.param_headers.is_empty()));
     }
 
     #[test]

@@ -52,6 +52,7 @@ impl Connection for HostConnection {
             method: meta.method.clone(),
             name: meta.name.clone(),
             protocol_version: meta.protocol_version.clone(),
+            param_headers: to_wit_pairs(&meta.param_headers),
         };
         self.0.send(message, &meta).map_err(from_wit_error)
     }

@@ -39,11 +39,6 @@ const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
         "sep-2322-client-request-state",
         "input_required results are answered with a tool error, not retried with requestState",
     ),
-    (
-        "2026-07-28",
-        "http-custom-headers",
-        "x-mcp-header parameters are not mirrored into Mcp-Param-* headers yet (tools with invalid annotations are skipped)",
-    ),
 ];
 
 /// One scenario may take this long, runner start-up included.
