@@ -409,7 +409,8 @@ mod tests {
     fn a_null_the_schema_refuses_for_an_optional_parameter_means_not_given() {
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"},
             "verbose":{"type":"boolean"},"maybe":{"type":["string","null"]}},"required":["q"]}"#;
-        let check = |args: &str| check_arguments("t", Validator::compile(schema).ok().as_ref(), args);
+        let check =
+            |args: &str| check_arguments("t", Validator::compile(schema).ok().as_ref(), args);
         assert_eq!(
             check(r#"{"q":"x","verbose":null}"#).unwrap(),
             r#"{"q":"x"}"#
