@@ -25,8 +25,23 @@
 //! probe for a server known to be legacy. Listing follows every `nextCursor`;
 //! `notifications/tools/list_changed` starts a re-list (coalesced: at most one more
 //! after the running one). Results are read by `resultType` (absent means
-//! `complete`): a tool that answers `input_required` (it wants elicitation or
-//! sampling, which mcpbox does not offer yet) completes as a clear tool error.
+//! `complete`).
+//!
+//! **Input requests** (elicitation, form mode; see [`crate::elicitation`]) are
+//! offered only when the embedder enabled them ([`Client::enable_input_requests`]):
+//! then the `elicitation` capability is declared and a server's request becomes a
+//! [`ClientEvent::InputRequested`] the embedder answers with
+//! [`Client::answer_input`]. In the legacy era the request is a JSON-RPC request
+//! from the server (`elicitation/create`), answered with a response; it belongs to
+//! the call in flight when there is exactly one. In the 2026-07-28 era a call
+//! answers `resultType: "input_required"` with `inputRequests` (and maybe a
+//! `requestState`); once every one is answered the call is sent again, under a new
+//! JSON-RPC id, with `inputResponses` and the `requestState` exactly as received
+//! (none when there was none). The call's deadline covers the wait for answers:
+//! a call that times out, is cancelled or loses its server withdraws its input
+//! requests ([`ClientEvent::InputWithdrawn`]; a legacy server's request is answered
+//! with `cancel`). Not enabled, `elicitation/create` gets -32601 and
+//! `input_required` completes the call as a tool error saying what to enable.
 //!
 //! Calls carry a progress token and a deadline. A deadline that passes sends
 //! `notifications/cancelled` and completes the call with a timeout; a progress
@@ -40,9 +55,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
+use crate::elicitation::{self, InputAnswer, InputRequest};
+use crate::jsonrpc::{self, INVALID_PARAMS, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::registry::ToolDef;
-use crate::transport::{Oversized, SendMeta, format_ms};
+use crate::transport::{Oversized, Pair, SendMeta, format_ms};
 
 /// The protocol version the guest offers in `initialize`.
 pub const OFFERED_VERSION: &str = "2025-11-25";
@@ -68,6 +84,10 @@ const MAX_PAGES: usize = 1000;
 
 /// How many abandoned request ids are remembered to drop their late answers.
 const ABANDONED_MEMORY: usize = 1024;
+
+/// How many `input_required` rounds one call may take before it is given up: a
+/// server that keeps asking would otherwise hold the call until its timeout.
+const MAX_INPUT_ROUNDS: u32 = 16;
 
 /// Options for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -148,6 +168,12 @@ pub enum ClientEvent {
     },
     /// Something odd, for the event stream.
     Warning(String),
+    /// The server asks for input; `id` is this client's key for
+    /// [`Client::answer_input`].
+    InputRequested(InputRequest),
+    /// An input request that no longer needs an answer (its call finished or the
+    /// server withdrew it), by this client's key.
+    InputWithdrawn(u64),
 }
 
 /// A message waiting to be sent.
@@ -225,8 +251,45 @@ struct PendingCall {
     call: u64,
     /// The registry name, for messages.
     name: String,
+    /// The server's name for the tool and the arguments, to send the call again
+    /// with input responses.
+    tool: String,
+    arguments: Box<RawValue>,
     timeout_ms: u64,
     deadline_ms: u64,
+    /// `input_required` answers so far.
+    rounds: u32,
+}
+
+/// A 2026-07-28 call between an `input_required` answer and its retry.
+#[derive(Debug)]
+struct InputRound {
+    call: PendingCall,
+    /// `requestState` exactly as the server sent it, to be echoed.
+    request_state: Option<Value>,
+    /// `inputRequests` keys still waiting for the embedder.
+    waiting: BTreeSet<String>,
+    /// `inputResponses` so far.
+    responses: serde_json::Map<String, Value>,
+}
+
+/// An input request waiting for the embedder.
+#[derive(Debug)]
+struct InputWait {
+    /// The call it belongs to, if known.
+    call: Option<u64>,
+    /// What the server asked for: answers are checked against it.
+    schema: Value,
+    /// Where the answer goes.
+    to: InputTarget,
+}
+
+#[derive(Debug)]
+enum InputTarget {
+    /// A legacy `elicitation/create` request with this id: answered with a response.
+    Request(Id),
+    /// An entry of an `input_required` result's `inputRequests`.
+    Round(String),
 }
 
 #[derive(Debug)]
@@ -271,6 +334,8 @@ pub struct Client {
     /// A fingerprint of the last tool list reported, to report changes only
     /// (a copy of the list would double the memory a large list takes).
     tools_fingerprint: Option<u64>,
+    /// The `x-mcp-header` annotations of the listed tools that have any, by tool.
+    param_headers: BTreeMap<String, Vec<(String, String)>>,
     abandoned: VecDeque<Id>,
     stats: Stats,
     outbox: Vec<Outgoing>,
@@ -283,6 +348,13 @@ pub struct Client {
     list_changed: bool,
     /// When the tool list goes stale (`ttlMs`), if no subscription keeps it fresh.
     relist_at: Option<u64>,
+    /// Whether the embedder answers input requests (elicitation).
+    input_requests: bool,
+    /// Input requests waiting for the embedder, by key.
+    inputs: BTreeMap<u64, InputWait>,
+    next_input: u64,
+    /// 2026-07-28 calls waiting for input before their retry, by call handle.
+    rounds: BTreeMap<u64, InputRound>,
 }
 
 #[derive(Serialize)]
@@ -411,6 +483,15 @@ struct RawTool<'a> {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
+struct InputRequired {
+    #[serde(default)]
+    input_requests: Option<Value>,
+    #[serde(default)]
+    request_state: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct RawCallResult {
     #[serde(default)]
     result_type: Option<Value>,
@@ -426,6 +507,10 @@ struct RawCallResult {
 struct CallParams<'a> {
     name: &'a str,
     arguments: &'a RawValue,
+    #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
+    input_responses: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
+    request_state: Option<&'a Value>,
     #[serde(rename = "_meta")]
     meta: RequestMeta<'a>,
 }
@@ -458,6 +543,7 @@ impl Client {
             listing: None,
             relist_requested: false,
             tools_fingerprint: None,
+            param_headers: BTreeMap::new(),
             abandoned: VecDeque::new(),
             stats: Stats::default(),
             outbox: Vec::new(),
@@ -466,7 +552,26 @@ impl Client {
             probe_deadline: None,
             list_changed: false,
             relist_at: None,
+            input_requests: false,
+            inputs: BTreeMap::new(),
+            next_input: 1,
+            rounds: BTreeMap::new(),
         }
+    }
+
+    /// Offers servers the `elicitation` capability (form mode): their requests for
+    /// input become [`ClientEvent::InputRequested`]. Call before the session starts.
+    pub fn enable_input_requests(&mut self) {
+        self.input_requests = true;
+    }
+
+    /// The client capabilities declared to the server.
+    fn capabilities(&self) -> serde_json::Map<String, Value> {
+        let mut capabilities = serde_json::Map::new();
+        if self.input_requests {
+            capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
+        }
+        capabilities
     }
 
     /// Starts the legacy handshake (`initialize`) without probing the era.
@@ -491,7 +596,7 @@ impl Client {
         self.protocol_version = None;
         let params = InitializeParams {
             protocol_version: OFFERED_VERSION,
-            capabilities: serde_json::Map::new(),
+            capabilities: self.capabilities(),
             client_info: client_info(),
         };
         let pending = Pending::Initialize { or_discover };
@@ -520,7 +625,7 @@ impl Client {
         RequestMeta {
             progress_token,
             protocol_version: stateless.then_some(STATELESS_VERSION),
-            client_capabilities: stateless.then(serde_json::Map::new),
+            client_capabilities: stateless.then(|| self.capabilities()),
             client_info: stateless.then(client_info),
         }
     }
@@ -550,12 +655,13 @@ impl Client {
         self.stats
     }
 
-    /// Calls in flight.
+    /// Calls in flight (waiting for input included).
     pub fn pending_calls(&self) -> usize {
         self.pending
             .values()
             .filter(|p| matches!(p, Pending::Call(_)))
             .count()
+            + self.rounds.len()
     }
 
     /// Takes the messages to send, oldest first.
@@ -576,6 +682,7 @@ impl Client {
                 Pending::Call(c) => Some(c.deadline_ms),
                 _ => None,
             })
+            .chain(self.rounds.values().map(|r| r.call.deadline_ms))
             .chain(self.probe_deadline)
             .chain(self.relist_at)
             .min()
@@ -586,6 +693,7 @@ impl Client {
             method: method.map(String::from),
             name: name.map(String::from),
             protocol_version: self.protocol_version.clone(),
+            param_headers: Vec::new(),
         }
     }
 
@@ -596,10 +704,21 @@ impl Client {
         params: Option<&P>,
         pending: Pending,
     ) -> Id {
+        let meta = self.meta(Some(method), name);
+        self.request_with(meta, params, pending)
+    }
+
+    /// Queues a request with transport metadata of the caller's making.
+    fn request_with<P: Serialize>(
+        &mut self,
+        meta: SendMeta,
+        params: Option<&P>,
+        pending: Pending,
+    ) -> Id {
         let id = Id::Number(self.next_id);
         self.next_id += 1;
+        let method = meta.method.as_deref().unwrap_or_default();
         let text = jsonrpc::request(&id, method, params);
-        let meta = self.meta(Some(method), name);
         self.outbox.push(Outgoing { text, meta });
         self.pending.insert(id.clone(), pending);
         id
@@ -665,11 +784,145 @@ impl Client {
     fn on_request(&mut self, r: jsonrpc::Request) {
         let text = match r.method.as_str() {
             "ping" => jsonrpc::result_response(&r.id, &serde_json::Map::new()),
+            elicitation::METHOD if self.input_requests => {
+                let params: Value = r
+                    .params
+                    .as_ref()
+                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                    .unwrap_or(Value::Null);
+                match elicitation::parse_request(&params) {
+                    Ok(request) => {
+                        // Over stdio nothing says which call a request is for; with
+                        // one call in flight it can only be that one.
+                        let mut calls = self.pending.values().filter_map(|p| match p {
+                            Pending::Call(c) => Some((c.call, c.name.clone())),
+                            _ => None,
+                        });
+                        let call = match (calls.next(), calls.next()) {
+                            (Some(only), None) => Some(only),
+                            _ => None,
+                        };
+                        self.ask(call, request, InputTarget::Request(r.id));
+                        return;
+                    }
+                    Err(why) => jsonrpc::error_response(
+                        &r.id,
+                        &RpcError::new(INVALID_PARAMS, format!("mcpbox: {why}")),
+                    ),
+                }
+            }
             _ => {
                 jsonrpc::error_response(&r.id, &RpcError::new(METHOD_NOT_FOUND, "method not found"))
             }
         };
         self.respond(text);
+    }
+
+    /// Queues an input request for the embedder.
+    fn ask(
+        &mut self,
+        call: Option<(u64, String)>,
+        request: elicitation::Elicitation,
+        to: InputTarget,
+    ) {
+        let key = self.next_input;
+        self.next_input += 1;
+        let (call, tool) = call.unzip();
+        self.events.push(ClientEvent::InputRequested(InputRequest {
+            id: key,
+            server: self.server.clone(),
+            call,
+            tool,
+            message: request.message,
+            requested_schema: request.schema.to_string(),
+        }));
+        self.inputs.insert(
+            key,
+            InputWait {
+                call,
+                schema: request.schema,
+                to,
+            },
+        );
+    }
+
+    /// Answers the input request `key` (see [`ClientEvent::InputRequested`]).
+    /// An accepted answer gets the requested schema's defaults for the fields it
+    /// leaves out and must then satisfy that schema. Err (and the request stays
+    /// open) when it does not, or when no request of that key is waiting.
+    pub fn answer_input(&mut self, key: u64, answer: &InputAnswer) -> Result<(), String> {
+        let wait = self
+            .inputs
+            .get(&key)
+            .ok_or_else(|| format!("no input request {key} is waiting"))?;
+        let result = elicitation::result(answer, &wait.schema)?;
+        let Some(wait) = self.inputs.remove(&key) else {
+            return Ok(());
+        };
+        match wait.to {
+            InputTarget::Request(id) => self.respond(jsonrpc::result_response(&id, &result)),
+            InputTarget::Round(entry) => {
+                let Some(call) = wait.call else {
+                    return Ok(());
+                };
+                let Some(round) = self.rounds.get_mut(&call) else {
+                    return Ok(());
+                };
+                round.waiting.remove(&entry);
+                round.responses.insert(entry, result);
+                if round.waiting.is_empty()
+                    && let Some(round) = self.rounds.remove(&call)
+                {
+                    let InputRound {
+                        mut call,
+                        request_state,
+                        responses,
+                        ..
+                    } = round;
+                    call.rounds += 1;
+                    self.send_call(call, Some(&responses), request_state.as_ref());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws the input requests of `call` (`None`: those of no known call).
+    /// `answer_server`: a legacy server's request is answered with `cancel`, so the
+    /// server stops waiting for it (false when the connection is gone).
+    fn withdraw_inputs(&mut self, call: Option<u64>, answer_server: bool) {
+        let keys: Vec<u64> = self
+            .inputs
+            .iter()
+            .filter(|(_, w)| w.call == call)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            self.withdraw(key, answer_server);
+        }
+    }
+
+    fn withdraw(&mut self, key: u64, answer_server: bool) {
+        let Some(wait) = self.inputs.remove(&key) else {
+            return;
+        };
+        if let (InputTarget::Request(id), true) = (&wait.to, answer_server) {
+            let cancel = serde_json::json!({"action": "cancel"});
+            self.respond(jsonrpc::result_response(id, &cancel));
+        }
+        self.events.push(ClientEvent::InputWithdrawn(key));
+    }
+
+    /// A call is over: reports it and withdraws whatever input it still waits for.
+    fn finish(&mut self, call: u64, outcome: Result<CallResult, CallError>, connected: bool) {
+        self.rounds.remove(&call);
+        self.withdraw_inputs(Some(call), connected);
+        self.events
+            .push(ClientEvent::Completed(Completion { call, outcome }));
+        // Requests tied to no known call end with the last call in flight.
+        if self.pending_calls() == 0 {
+            self.withdraw_inputs(None, connected);
+        }
     }
 
     fn on_notification(&mut self, n: jsonrpc::Notification, now_ms: u64) {
@@ -712,7 +965,21 @@ impl Client {
                 };
                 self.events.push(ClientEvent::Log { level, message });
             }
-            // The server cancelling a request of its own: we never run any for long.
+            // The server withdrawing a request of its own: only input requests
+            // wait for anything.
+            "notifications/cancelled" => {
+                let Some(request) = params.get("requestId") else {
+                    return;
+                };
+                let id = Id::from_json(&request.to_string());
+                let key = self.inputs.iter().find_map(|(k, w)| match &w.to {
+                    InputTarget::Request(r) if *r == id => Some(*k),
+                    _ => None,
+                });
+                if let Some(key) = key {
+                    self.withdraw(key, false);
+                }
+            }
             _ => {}
         }
     }
@@ -747,13 +1014,14 @@ impl Client {
             }
             Pending::Call(c) => {
                 let outcome = match r.outcome {
-                    Ok(raw) => read_call_result(&c.name, &raw),
+                    Ok(raw) => match read_call_result(&c.name, &raw) {
+                        Ok(Some(result)) => Ok(result),
+                        Ok(None) => return self.on_input_required(c, &raw),
+                        Err(e) => Err(e),
+                    },
                     Err(e) => Err(CallError::Protocol(format!("{} failed: {e}", c.name))),
                 };
-                self.events.push(ClientEvent::Completed(Completion {
-                    call: c.call,
-                    outcome,
-                }));
+                self.finish(c.call, outcome, true);
             }
         }
     }
@@ -972,6 +1240,11 @@ impl Client {
         let ttl = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
         let tools = listing.tools;
         let fingerprint = Some(fingerprint(&tools));
+        self.param_headers = tools
+            .iter()
+            .filter(|t| !t.param_headers.is_empty())
+            .map(|t| (t.name.clone(), t.param_headers.clone()))
+            .collect();
         if listing.initial {
             self.phase = Phase::Ready;
             self.tools_fingerprint = fingerprint;
@@ -1033,19 +1306,105 @@ impl Client {
             }));
             return;
         };
-        let id = Id::Number(self.next_id);
-        let params = CallParams {
-            name: tool,
-            arguments: &arguments,
-            meta: self.request_meta(Some(&id)),
-        };
-        let pending = Pending::Call(PendingCall {
+        let pending = PendingCall {
             call,
             name: name.to_string(),
+            tool: tool.to_string(),
+            arguments,
             timeout_ms,
             deadline_ms,
-        });
-        self.request("tools/call", Some(tool), Some(&params), pending);
+            rounds: 0,
+        };
+        self.send_call(pending, None, None);
+    }
+
+    /// Sends `tools/call` for `call`, with the answers to its input requests when
+    /// it is a retry.
+    fn send_call(
+        &mut self,
+        call: PendingCall,
+        input_responses: Option<&serde_json::Map<String, Value>>,
+        request_state: Option<&Value>,
+    ) {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let params = CallParams {
+            name: &call.tool,
+            arguments: &call.arguments,
+            input_responses,
+            request_state,
+            meta: self.request_meta(Some(&id)),
+        };
+        let text = jsonrpc::request(&id, "tools/call", Some(&params));
+        let mut meta = self.meta(Some("tools/call"), Some(&call.tool));
+        if let Some(annotated) = self.param_headers.get(&call.tool) {
+            meta.param_headers = param_headers(annotated, call.arguments.get());
+        }
+        self.outbox.push(Outgoing { text, meta });
+        self.pending.insert(id, Pending::Call(call));
+    }
+
+    /// A call answered `input_required`: ask the embedder, or end the call with
+    /// the reason mcpbox cannot go on.
+    fn on_input_required(&mut self, c: PendingCall, raw: &RawValue) {
+        let name = c.name.clone();
+        if !self.input_requests {
+            return self.finish(c.call, Ok(input_required(&name)), true);
+        }
+        if c.rounds >= MAX_INPUT_ROUNDS {
+            let why = format!(
+                "{name}: the server asked for input {MAX_INPUT_ROUNDS} times in a row; giving up on the call"
+            );
+            return self.finish(c.call, Err(CallError::Protocol(why)), true);
+        }
+        let malformed = |why: &str| {
+            CallError::Protocol(format!(
+                "{name}: the server sent a malformed input_required result ({why})"
+            ))
+        };
+        let result: InputRequired = match serde_json::from_str(raw.get()) {
+            Ok(r) => r,
+            Err(e) => return self.finish(c.call, Err(malformed(&e.to_string())), true),
+        };
+        let requests = match result.input_requests {
+            Some(Value::Object(requests)) if !requests.is_empty() => requests,
+            _ => {
+                return self.finish(
+                    c.call,
+                    Err(malformed("inputRequests is not a non-empty object")),
+                    true,
+                );
+            }
+        };
+        // Every request must be one mcpbox can put to the embedder, or none is asked.
+        let mut asks = Vec::new();
+        for (entry, request) in &requests {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
+            let parsed = if method == elicitation::METHOD {
+                elicitation::parse_request(request.get("params").unwrap_or(&Value::Null))
+            } else {
+                Err(format!(
+                    "it asked for {method}, which mcpbox does not offer"
+                ))
+            };
+            match parsed {
+                Ok(ask) => asks.push((entry.clone(), ask)),
+                Err(why) => return self.finish(c.call, Ok(unanswerable(&name, &why)), true),
+            }
+        }
+        let call = c.call;
+        self.rounds.insert(
+            call,
+            InputRound {
+                call: c,
+                request_state: result.request_state,
+                waiting: asks.iter().map(|(entry, _)| entry.clone()).collect(),
+                responses: serde_json::Map::new(),
+            },
+        );
+        for (entry, ask) in asks {
+            self.ask(Some((call, name.clone())), ask, InputTarget::Round(entry));
+        }
     }
 
     fn abandon(&mut self, id: Id, reason: &str) {
@@ -1069,15 +1428,16 @@ impl Client {
             .iter()
             .find(|(_, p)| matches!(p, Pending::Call(c) if c.call == call))
             .map(|(id, _)| id.clone());
-        let Some(id) = id else {
-            return false;
-        };
-        self.pending.remove(&id);
-        self.abandon(id, "cancelled by the caller");
-        self.events.push(ClientEvent::Completed(Completion {
-            call,
-            outcome: Err(CallError::Cancelled),
-        }));
+        match id {
+            Some(id) => {
+                self.pending.remove(&id);
+                self.abandon(id, "cancelled by the caller");
+            }
+            // Waiting for input: nothing is in flight on the server.
+            None if self.rounds.contains_key(&call) => {}
+            None => return false,
+        }
+        self.finish(call, Err(CallError::Cancelled), true);
         true
     }
 
@@ -1116,13 +1476,35 @@ impl Client {
             };
             let after = format_ms(c.timeout_ms);
             self.abandon(id, &format!("timed out after {after}"));
-            self.events.push(ClientEvent::Completed(Completion {
-                call: c.call,
-                outcome: Err(CallError::Timeout(format!(
-                    "{} timed out after {after}; the server was sent notifications/cancelled",
-                    c.name
-                ))),
-            }));
+            let waiting = self.inputs.values().any(|w| w.call == Some(c.call));
+            let why = format!(
+                "{} timed out after {after}{}; the server was sent notifications/cancelled",
+                c.name,
+                if waiting {
+                    " (its input request was not answered in time)"
+                } else {
+                    ""
+                }
+            );
+            self.finish(c.call, Err(CallError::Timeout(why)), true);
+        }
+        let expired: Vec<u64> = self
+            .rounds
+            .iter()
+            .filter(|(_, r)| r.call.deadline_ms <= now_ms)
+            .map(|(call, _)| *call)
+            .collect();
+        for call in expired {
+            let Some(round) = self.rounds.remove(&call) else {
+                continue;
+            };
+            // Nothing is in flight on the server: there is nothing to cancel there.
+            let why = format!(
+                "{} timed out after {} waiting for an answer to its input request",
+                round.call.name,
+                format_ms(round.call.timeout_ms)
+            );
+            self.finish(call, Err(CallError::Timeout(why)), true);
         }
     }
 
@@ -1132,13 +1514,10 @@ impl Client {
         let too_large = format!("message too large ({} bytes > cap {})", o.size, o.cap);
         let id = o.id.as_deref().map(Id::from_json);
         match id.as_ref().and_then(|id| self.pending.remove(id)) {
-            Some(Pending::Call(c)) => self.events.push(ClientEvent::Completed(Completion {
-                call: c.call,
-                outcome: Err(CallError::Protocol(format!(
-                    "{}: the server's answer was dropped: {too_large}",
-                    c.name
-                ))),
-            })),
+            Some(Pending::Call(c)) => {
+                let why = format!("{}: the server's answer was dropped: {too_large}", c.name);
+                self.finish(c.call, Err(CallError::Protocol(why)), true);
+            }
             Some(Pending::Initialize { .. } | Pending::Discover { .. }) => self.fail(format!(
                 "server `{}` answered its handshake with a {too_large}",
                 self.server
@@ -1174,13 +1553,21 @@ impl Client {
     /// or a shutdown. Nothing is sent: the connection is gone.
     pub fn abort_calls(&mut self, error: impl Fn(&str) -> CallError) {
         let pending = core::mem::take(&mut self.pending);
-        for (_, p) in pending {
-            if let Pending::Call(c) = p {
-                self.events.push(ClientEvent::Completed(Completion {
-                    call: c.call,
-                    outcome: Err(error(&c.name)),
-                }));
-            }
+        let rounds = core::mem::take(&mut self.rounds);
+        let calls = pending
+            .into_values()
+            .filter_map(|p| match p {
+                Pending::Call(c) => Some(c),
+                _ => None,
+            })
+            .chain(rounds.into_values().map(|r| r.call));
+        for c in calls {
+            self.finish(c.call, Err(error(&c.name)), false);
+        }
+        // Input requests of no call, too: their server is gone.
+        let keys: Vec<u64> = self.inputs.keys().copied().collect();
+        for key in keys {
+            self.withdraw(key, false);
         }
         self.listing = None;
     }
@@ -1211,12 +1598,25 @@ fn result_kind(value: Option<&Value>) -> ResultKind {
     }
 }
 
-/// The tool result for a call the server wants input for (elicitation, sampling):
-/// a tool error saying so, until mcpbox can answer such requests.
+/// The tool result for a call the server wants input for when the embedder did
+/// not enable input requests: a tool error saying so and how to change it.
 fn input_required(name: &str) -> CallResult {
-    let text = format!(
-        "{name}: the server asked for input to run this tool (elicitation or sampling); mcpbox does not support that yet"
-    );
+    tool_error(format!(
+        "{name}: the server asked for input to run this tool, and input requests are not \
+         enabled in this mcpbox (the embedder enables them: Options::input_requests in Rust, \
+         `inputRequests: true` in JavaScript)"
+    ))
+}
+
+/// The tool result for a call whose input requests mcpbox cannot put to the
+/// embedder (sampling, roots, URL-mode elicitation).
+fn unanswerable(name: &str, why: &str) -> CallResult {
+    tool_error(format!(
+        "{name}: the server asked for input mcpbox cannot give: {why}"
+    ))
+}
+
+fn tool_error(text: String) -> CallResult {
     let quoted = serde_json::to_string(&text).unwrap_or_default();
     CallResult {
         is_error: true,
@@ -1251,12 +1651,14 @@ fn min_ttl(current: Option<u64>, page: Option<&Value>) -> Option<u64> {
 /// Checks the `x-mcp-header` annotations of a tool's parameters (SEP-2243): each
 /// is a non-empty HTTP token, unique regardless of case, on a string, integer or
 /// boolean parameter. A tool that breaks a rule is not offered: its calls could
-/// not carry the `Mcp-Param-*` headers the server relies on.
-fn check_param_headers(schema: &str) -> Result<(), String> {
+/// not carry the `Mcp-Param-*` headers the server relies on. Returns the
+/// (property, header name) pairs.
+fn check_param_headers(schema: &str) -> Result<Vec<(String, String)>, String> {
     let schema: Value = serde_json::from_str(schema).map_err(|e| e.to_string())?;
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
+    let mut headers = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for (param, spec) in properties {
         let Some(header) = spec.get("x-mcp-header") else {
@@ -1288,8 +1690,38 @@ fn check_param_headers(schema: &str) -> Result<(), String> {
                 "`{param}` is not a string, integer or boolean parameter"
             ));
         }
+        headers.push((param.clone(), header.to_string()));
     }
-    Ok(())
+    Ok(headers)
+}
+
+/// The `Mcp-Param-*` headers for a call (SEP-2243): each annotated parameter with
+/// a non-null argument, as text: a string as is, a number in JSON notation, a
+/// boolean as `true`/`false`. The host encodes values that are not plain ASCII.
+fn param_headers(annotated: &[(String, String)], arguments: &str) -> Vec<Pair> {
+    if annotated.is_empty() {
+        return Vec::new();
+    }
+    let Ok(Value::Object(arguments)) = serde_json::from_str::<Value>(arguments) else {
+        return Vec::new();
+    };
+    annotated
+        .iter()
+        .filter_map(|(param, header)| {
+            let value = match arguments.get(param)? {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                // Null means absent; structures cannot be headers (the schema
+                // check keeps them out unless the schema could not be compiled).
+                _ => return None,
+            };
+            Some(Pair {
+                name: header.clone(),
+                value,
+            })
+        })
+        .collect()
 }
 
 /// A 64-bit fingerprint of a tool list (every field, with its length, so no two
@@ -1334,12 +1766,11 @@ fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
         Value::String(n) if !n.is_empty() => n,
         other => return Err(format!("its name is {other}, not a non-empty string")),
     };
-    if let Some(schema) = &t.input_schema
-        && schema.get().contains("x-mcp-header")
-    {
-        check_param_headers(schema.get())
-            .map_err(|e| format!("`{name}` has an invalid x-mcp-header: {e}"))?;
-    }
+    let param_headers = match &t.input_schema {
+        Some(schema) if schema.get().contains("x-mcp-header") => check_param_headers(schema.get())
+            .map_err(|e| format!("`{name}` has an invalid x-mcp-header: {e}"))?,
+        _ => Vec::new(),
+    };
     let annotations = t
         .annotations
         .map(|a| a.get().to_string())
@@ -1362,10 +1793,12 @@ fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
         ),
         output_schema: t.output_schema.map(|s| s.get().to_string()),
         annotations,
+        param_headers,
     })
 }
 
-fn read_call_result(name: &str, raw: &RawValue) -> Result<CallResult, CallError> {
+/// A `tools/call` result; `None` when it is `input_required`.
+fn read_call_result(name: &str, raw: &RawValue) -> Result<Option<CallResult>, CallError> {
     let malformed = |why: String| {
         CallError::Protocol(format!(
             "{name}: the server sent a malformed tools/call result ({why})"
@@ -1375,7 +1808,7 @@ fn read_call_result(name: &str, raw: &RawValue) -> Result<CallResult, CallError>
         serde_json::from_str(raw.get()).map_err(|e| malformed(e.to_string()))?;
     match result_kind(result.result_type.as_ref()) {
         ResultKind::Complete => {}
-        ResultKind::InputRequired => return Ok(input_required(name)),
+        ResultKind::InputRequired => return Ok(None),
         ResultKind::Other(kind) => return Err(malformed(format!("unknown resultType {kind:?}"))),
     }
     let content = result
@@ -1389,7 +1822,7 @@ fn read_call_result(name: &str, raw: &RawValue) -> Result<CallResult, CallError>
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n");
-    Ok(CallResult {
+    Ok(Some(CallResult {
         is_error: result.is_error.unwrap_or(false),
         text,
         content,
@@ -1397,7 +1830,7 @@ fn read_call_result(name: &str, raw: &RawValue) -> Result<CallResult, CallError>
             .structured_content
             .map(|s| s.get().to_string())
             .filter(|s| s != "null"),
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -1990,7 +2423,10 @@ mod tests {
 
     /// A stateless client through discovery and a one-page listing of `tools`.
     fn stateless_ready(tools: &[&str], list_changed: bool) -> Client {
-        let mut c = Client::new("modern");
+        stateless_ready_from(Client::new("modern"), tools, list_changed)
+    }
+
+    fn stateless_ready_from(mut c: Client, tools: &[&str], list_changed: bool) -> Client {
         c.detect(None, 0);
         sent(&mut c);
         feed(
@@ -2244,7 +2680,7 @@ mod tests {
         };
         assert!(r.is_error);
         assert!(
-            r.text.contains("asked for input") && r.text.contains("not support"),
+            r.text.contains("asked for input") && r.text.contains("not enabled"),
             "{r:?}"
         );
         let content: Value = serde_json::from_str(&r.content).unwrap();
@@ -2330,6 +2766,343 @@ mod tests {
                 "{props}: {e}"
             );
         }
+    }
+
+    /// The key of the one `InputRequested` event in `events`, checked against `call`.
+    fn input_key(events: &[ClientEvent], call: Option<u64>) -> u64 {
+        let asked: Vec<&InputRequest> = events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::InputRequested(r) => Some(r),
+                _ => None,
+            })
+            .collect();
+        let [request] = asked[..] else {
+            panic!("{events:?}")
+        };
+        assert_eq!(request.call, call, "{request:?}");
+        request.id
+    }
+
+    fn elicit_params() -> Value {
+        json!({"message": "Who are you?", "requestedSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"}, "age": {"type": "integer"}}}})
+    }
+
+    #[test]
+    fn legacy_elicitation_goes_to_the_embedder_and_back() {
+        let mut c = Client::new("demo");
+        c.enable_input_requests();
+        c.begin();
+        let init = &sent(&mut c)[0].0;
+        assert_eq!(
+            init["params"]["capabilities"],
+            json!({"elicitation": {"form": {}}})
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+            0,
+        );
+        sent(&mut c);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
+            0,
+        );
+        c.take_events();
+        c.start_call(5, "mcp__demo__ask", "ask", "{}", 10_000, 0);
+        let call_id = sent(&mut c)[0].0["id"].clone();
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": elicit_params()}),
+            10,
+        );
+        let events = c.take_events();
+        let key = input_key(&events, Some(5));
+        let ClientEvent::InputRequested(request) = &events[0] else {
+            unreachable!()
+        };
+        assert_eq!(request.tool.as_deref(), Some("mcp__demo__ask"));
+        assert_eq!(request.message, "Who are you?");
+        assert_eq!(request.server, "demo");
+        // A wrong answer is refused and the request stays open.
+        let e = c
+            .answer_input(key, &InputAnswer::Accept(r#"{"age": "x"}"#.into()))
+            .unwrap_err();
+        assert!(e.contains("/age"), "{e}");
+        assert!(sent(&mut c).is_empty());
+        c.answer_input(key, &InputAnswer::Accept(r#"{"age": 7}"#.into()))
+            .unwrap();
+        let out = sent(&mut c);
+        assert_eq!(
+            out[0].0,
+            json!({"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept",
+                "content": {"name": "John Doe", "age": 7}}})
+        );
+        assert!(
+            c.answer_input(key, &InputAnswer::Decline)
+                .unwrap_err()
+                .contains("no input request")
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": call_id, "result": {"content": []}}),
+            20,
+        );
+        assert!(matches!(
+            &c.take_events()[..],
+            [ClientEvent::Completed(Completion {
+                call: 5,
+                outcome: Ok(_)
+            })]
+        ));
+    }
+
+    #[test]
+    fn legacy_elicitation_is_refused_unless_enabled_and_withdrawn_with_its_call() {
+        let mut c = ready(&["ask"]);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": elicit_params()}),
+            0,
+        );
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["error"]["code"], -32601);
+
+        let mut c = Client::new("demo");
+        c.enable_input_requests();
+        c.begin();
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+            0,
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
+            0,
+        );
+        sent(&mut c);
+        c.take_events();
+        c.start_call(1, "mcp__demo__ask", "ask", "{}", 1_000, 0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": elicit_params()}),
+            0,
+        );
+        let key = input_key(&c.take_events(), Some(1));
+        sent(&mut c);
+        // Nobody answers: the call times out and its request is withdrawn, the
+        // server told `cancel` so it stops waiting too.
+        c.tick(1_000);
+        let events = c.take_events();
+        assert!(
+            events.contains(&ClientEvent::InputWithdrawn(key)),
+            "{events:?}"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e, ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("input request was not answered"))),
+            "{events:?}"
+        );
+        let out = sent(&mut c);
+        assert!(
+            out.iter()
+                .any(|(m, _)| m["id"] == "e" && m["result"]["action"] == "cancel"),
+            "{out:?}"
+        );
+        assert!(
+            out.iter()
+                .any(|(m, _)| m["method"] == "notifications/cancelled")
+        );
+        // A URL-mode request is refused with the reason.
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": "u", "method": "elicitation/create", "params": {"mode": "url", "url": "https://x", "message": "go"}}),
+            0,
+        );
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["error"]["code"], -32602);
+        assert!(
+            out[0].0["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("form mode only")
+        );
+    }
+
+    #[test]
+    fn input_required_is_retried_with_the_answers_and_the_exact_state() {
+        let mut c = Client::new("modern");
+        c.enable_input_requests();
+        let mut c = stateless_ready_from(c, &["book"], false);
+        c.start_call(7, "mcp__modern__book", "book", r#"{"n":1}"#, 10_000, 0);
+        let (first, _) = sent(&mut c).remove(0);
+        assert_eq!(
+            first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+            json!({"elicitation": {"form": {}}})
+        );
+        let state = json!("{\"nonce\":\"x y\"}");
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+                "inputRequests": {"a": {"method": "elicitation/create", "params": elicit_params()},
+                                  "b": {"method": "elicitation/create", "params": elicit_params()}},
+                "requestState": state}}),
+            5,
+        );
+        let events = c.take_events();
+        let keys: Vec<u64> = events
+            .iter()
+            .map(|e| match e {
+                ClientEvent::InputRequested(r) if r.call == Some(7) => r.id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(keys.len(), 2);
+        assert_eq!(c.pending_calls(), 1);
+        c.answer_input(keys[0], &InputAnswer::Decline).unwrap();
+        assert!(sent(&mut c).is_empty(), "waits for every answer");
+        c.answer_input(keys[1], &InputAnswer::Accept("{}".into()))
+            .unwrap();
+        let (retry, meta) = sent(&mut c).remove(0);
+        assert_ne!(retry["id"], first["id"]);
+        assert_eq!(meta.method.as_deref(), Some("tools/call"));
+        assert_eq!(retry["params"]["name"], "book");
+        assert_eq!(retry["params"]["arguments"], json!({"n": 1}));
+        assert_eq!(retry["params"]["requestState"], state);
+        assert_eq!(
+            retry["params"]["inputResponses"],
+            json!({"a": {"action": "decline"}, "b": {"action": "accept", "content": {"name": "John Doe"}}})
+        );
+        // A second round without requestState: the retry carries none.
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": retry["id"], "result": {"resultType": "input_required",
+                "inputRequests": {"c": {"method": "elicitation/create", "params": elicit_params()}}}}),
+            6,
+        );
+        let key = input_key(&c.take_events(), Some(7));
+        c.answer_input(key, &InputAnswer::Cancel).unwrap();
+        let (again, _) = sent(&mut c).remove(0);
+        assert!(again["params"].get("requestState").is_none(), "{again}");
+        assert_eq!(
+            again["params"]["inputResponses"],
+            json!({"c": {"action": "cancel"}})
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": again["id"], "result": {"content": [{"type": "text", "text": "booked"}]}}),
+            7,
+        );
+        assert!(
+            matches!(&c.take_events()[..], [ClientEvent::Completed(Completion { call: 7, outcome: Ok(r) })] if r.text == "booked")
+        );
+    }
+
+    #[test]
+    fn a_call_waiting_for_input_times_out_or_is_cancelled_and_withdraws_it() {
+        let mut c = Client::new("modern");
+        c.enable_input_requests();
+        let mut c = stateless_ready_from(c, &["book"], false);
+        let ask = |c: &mut Client, call: u64| {
+            c.start_call(call, "mcp__modern__book", "book", "{}", 1_000, 0);
+            let (m, _) = sent(c).remove(0);
+            feed(
+                c,
+                json!({"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "input_required",
+                    "inputRequests": {"a": {"method": "elicitation/create", "params": elicit_params()}}}}),
+                0,
+            );
+            input_key(&c.take_events(), Some(call))
+        };
+        let k1 = ask(&mut c, 1);
+        let k2 = ask(&mut c, 2);
+        assert_eq!(c.next_deadline(), Some(1_000));
+        assert!(c.cancel(2));
+        assert_eq!(
+            c.take_events(),
+            vec![
+                ClientEvent::InputWithdrawn(k2),
+                ClientEvent::Completed(Completion {
+                    call: 2,
+                    outcome: Err(CallError::Cancelled)
+                })
+            ]
+        );
+        assert!(
+            sent(&mut c).is_empty(),
+            "nothing is in flight on the server to cancel"
+        );
+        c.tick(1_000);
+        let events = c.take_events();
+        assert_eq!(events[0], ClientEvent::InputWithdrawn(k1));
+        assert!(
+            matches!(&events[1], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("waiting for an answer")),
+            "{events:?}"
+        );
+        assert!(c.answer_input(k1, &InputAnswer::Decline).is_err());
+        // Input mcpbox cannot give ends the call with the reason.
+        c.start_call(3, "mcp__modern__book", "book", "{}", 1_000, 0);
+        let (m, _) = sent(&mut c).remove(0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "input_required",
+                "inputRequests": {"s": {"method": "sampling/createMessage", "params": {}}}}}),
+            0,
+        );
+        let events = c.take_events();
+        assert!(
+            matches!(&events[..], [ClientEvent::Completed(Completion { call: 3, outcome: Ok(r) })] if r.is_error && r.text.contains("sampling/createMessage")),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn annotated_arguments_go_to_the_host_as_param_headers() {
+        let mut c = Client::new("demo");
+        c.begin();
+        sent(&mut c);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+            0,
+        );
+        sent(&mut c);
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "n": {"type": "integer", "x-mcp-header": "N"},
+            "b": {"type": "boolean", "x-mcp-header": "B"},
+            "gone": {"type": "boolean", "x-mcp-header": "Gone"},
+            "nil": {"type": "string", "x-mcp-header": "Nil"},
+            "plain": {"type": "string"}}});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "t", "inputSchema": schema}]}}),
+            0,
+        );
+        c.start_call(
+            1,
+            "mcp__demo__t",
+            "t",
+            r#"{"region":" Zürich ","n":42,"b":false,"nil":null,"plain":"p"}"#,
+            1_000,
+            0,
+        );
+        let out = sent(&mut c);
+        let pairs: Vec<(&str, &str)> = out[0]
+            .1
+            .param_headers
+            .iter()
+            .map(|p| (p.name.as_str(), p.value.as_str()))
+            .collect();
+        // Literal text: the host encodes (here: base64 for the spaces and the ü).
+        assert_eq!(pairs, [("B", "false"), ("N", "42"), ("Region", " Zürich ")]);
+        // Other messages carry none.
+        assert!(
+            out.iter()
+                .all(|(m, meta)| m["method"] == "tools/call" || meta.param_headers.is_empty())
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use core::cell::RefCell;
 
 use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::config::ConfigIssue;
+use crate::elicitation::{InputAnswer, InputRequest};
 use crate::manager::{Event, LogEntry, Manager, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
@@ -68,6 +69,7 @@ impl Connection for HostConnection {
             method: meta.method.clone(),
             name: meta.name.clone(),
             protocol_version: meta.protocol_version.clone(),
+            param_headers: to_wit_pairs(&meta.param_headers),
         };
         self.conn.send(message, &meta).map_err(from_wit_error)
     }
@@ -269,6 +271,22 @@ fn to_wit_event(e: Event) -> wit::Event {
             level,
             message,
         }),
+        Event::InputRequested(InputRequest {
+            id,
+            server,
+            call,
+            tool,
+            message,
+            requested_schema,
+        }) => wit::Event::InputRequested(wit::InputRequest {
+            id,
+            server,
+            call,
+            tool,
+            message,
+            requested_schema,
+        }),
+        Event::InputWithdrawn(id) => wit::Event::InputWithdrawn(id),
     }
 }
 
@@ -375,6 +393,10 @@ impl wit::Guest for Component {
             .map(|issues| issues.into_iter().map(to_wit_issue).collect())
     }
 
+    fn enable_input_requests() {
+        with(Manager::enable_input_requests);
+    }
+
     fn start() {
         with(Manager::start);
     }
@@ -418,6 +440,15 @@ impl wit::Guest for Component {
             .into_iter()
             .map(to_wit_event)
             .collect()
+    }
+
+    fn answer_input(id: u64, answer: wit::InputAnswer) -> Result<(), String> {
+        let answer = match answer {
+            wit::InputAnswer::Accept(content) => InputAnswer::Accept(content),
+            wit::InputAnswer::Decline => InputAnswer::Decline,
+            wit::InputAnswer::Cancel => InputAnswer::Cancel,
+        };
+        with(|m| m.answer_input(id, &answer))
     }
 
     fn shutdown() {

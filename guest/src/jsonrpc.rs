@@ -17,6 +17,8 @@ use serde_json::value::RawValue;
 
 /// The JSON-RPC error code for an unknown method.
 pub const METHOD_NOT_FOUND: i64 = -32601;
+/// The JSON-RPC error code for invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
 /// The JSON-RPC error code for an internal error; used for error objects we
 /// could not read, so the failure still reaches the caller.
 pub const INTERNAL_ERROR: i64 = -32603;

@@ -27,7 +27,8 @@
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
-//! | [`client`] | one server's MCP session: handshake, listing, calls, notifications |
+//! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
+//! | [`client`] | one server's MCP session: handshake, listing, calls, notifications, input requests |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
 
 #![deny(missing_docs)]
@@ -38,6 +39,7 @@ extern crate alloc;
 
 pub mod client;
 pub mod config;
+pub mod elicitation;
 pub mod jsonrpc;
 pub mod manager;
 pub mod naming;

@@ -38,6 +38,15 @@
 //! Nothing restarts a server on a timer: restarts follow calls, so an idle broken
 //! server costs nothing. A server that never connected has no tool list to recognise
 //! calls by and stays failed until `reconnect` or a reload.
+//!
+//! # Input requests
+//!
+//! With [`Manager::enable_input_requests`], servers may ask for input during a call
+//! (see [`crate::elicitation`]). Each request is an [`Event::InputRequested`] with an
+//! id unique in this manager, answered with [`Manager::answer_input`]; a request
+//! that no longer needs an answer (its call finished, timed out or was cancelled,
+//! its server went away) is an [`Event::InputWithdrawn`]. A call waiting for input
+//! stays a call in flight: `wait` keeps driving it and its timeout keeps running.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -47,6 +56,7 @@ use crate::client::{
     CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Stats,
 };
 use crate::config::{self, ConfigIssue, ServerConfig};
+use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
 use crate::registry::{self, Registry, Source, Tool, ToolInfo};
 use alloc::rc::Rc;
@@ -154,6 +164,10 @@ pub enum Event {
     Warning(String),
     /// A server's log line.
     Log(LogEntry),
+    /// A server asks for input; answer with [`Manager::answer_input`].
+    InputRequested(InputRequest),
+    /// The input request of this id needs no answer any more.
+    InputWithdrawn(u64),
 }
 
 struct Slot<C> {
@@ -275,6 +289,11 @@ pub struct Manager<P: Platform> {
     next_call: u64,
     completions: Vec<Completion>,
     events: Vec<Event>,
+    /// Whether servers are offered elicitation (see "Input requests").
+    input_requests: bool,
+    /// Input requests waiting for an answer: id → (slot, the client's key).
+    inputs: BTreeMap<u64, (usize, u64)>,
+    next_input: u64,
 }
 
 impl<P: Platform> fmt::Debug for Manager<P> {
@@ -324,7 +343,46 @@ impl<P: Platform> Manager<P> {
             next_call: 1,
             completions: Vec::new(),
             events: Vec::new(),
+            input_requests: false,
+            inputs: BTreeMap::new(),
+            next_input: 1,
         }
+    }
+
+    /// Offers every server started from now on the `elicitation` capability: their
+    /// requests for input become [`Event::InputRequested`]. Call before `start`; a
+    /// server already connected keeps what it was offered until it reconnects.
+    pub fn enable_input_requests(&mut self) {
+        self.input_requests = true;
+    }
+
+    /// Answers input request `id`. An accepted answer (a JSON object) gets the
+    /// requested schema's defaults for the fields it leaves out and must satisfy
+    /// that schema. Err, naming the server and the reason, when it does not (the
+    /// request stays open for a corrected answer) or when no request of that id is
+    /// waiting (answered already, or withdrawn).
+    pub fn answer_input(&mut self, id: u64, answer: &InputAnswer) -> Result<(), String> {
+        let Some(&(i, key)) = self.inputs.get(&id) else {
+            return Err(format!(
+                "no input request {id} is waiting for an answer (it was answered already, \
+                 or withdrawn when its call ended)"
+            ));
+        };
+        let server = self.slots[i].config.name.clone();
+        let Some(client) = self.slots[i].client.as_mut() else {
+            self.inputs.remove(&id);
+            return Err(format!(
+                "input request {id} is gone: server `{server}` is no longer connected"
+            ));
+        };
+        client
+            .answer_input(key, answer)
+            .map_err(|e| format!("input request {id} from server `{server}`: {e}"))?;
+        self.inputs.remove(&id);
+        self.flush(i);
+        self.process(i);
+        self.sync_statuses();
+        Ok(())
     }
 
     /// The platform, for embedders and tests that drive it.
@@ -342,6 +400,8 @@ impl<P: Platform> Manager<P> {
     pub fn load_config(&mut self, origin: &str, text: &str) -> Result<Vec<ConfigIssue>, String> {
         let parsed = config::parse(origin, text)?;
         self.shutdown();
+        // Shutting down withdrew every input request; the ids of the old slots go too.
+        self.inputs.clear();
         self.origin = origin.to_string();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
@@ -420,6 +480,9 @@ impl<P: Platform> Manager<P> {
                     .memo_get(&era_key(&slot.config.name, &slot.config.endpoint))
                     .and_then(|era| Era::parse(&era));
                 let mut client = Client::new(&slot.config.name);
+                if self.input_requests {
+                    client.enable_input_requests();
+                }
                 client.detect(hint, now);
                 slot.conn = Some(conn);
                 slot.client = Some(client);
@@ -864,6 +927,24 @@ impl<P: Platform> Manager<P> {
                     message,
                 })),
                 ClientEvent::Warning(w) => self.events.push(Event::Warning(w)),
+                ClientEvent::InputRequested(mut request) => {
+                    let id = self.next_input;
+                    self.next_input += 1;
+                    self.inputs.insert(id, (i, request.id));
+                    request.id = id;
+                    self.events.push(Event::InputRequested(request));
+                }
+                ClientEvent::InputWithdrawn(key) => {
+                    let id = self
+                        .inputs
+                        .iter()
+                        .find(|(_, (slot, k))| *slot == i && *k == key)
+                        .map(|(id, _)| *id);
+                    if let Some(id) = id {
+                        self.inputs.remove(&id);
+                        self.events.push(Event::InputWithdrawn(id));
+                    }
+                }
             }
         }
     }

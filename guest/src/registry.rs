@@ -38,6 +38,9 @@ pub struct ToolDef {
     pub output_schema: Option<String>,
     /// `annotations`, exact JSON text.
     pub annotations: Option<String>,
+    /// Parameters mirrored into HTTP headers, as (property, `x-mcp-header` name),
+    /// from the input schema's valid `x-mcp-header` annotations (SEP-2243).
+    pub param_headers: Vec<(String, String)>,
 }
 
 /// One tool in the registry, as the `registry` interface reports it.
@@ -263,6 +266,13 @@ impl Registry {
 /// only "a JSON object" is checked). Empty text means `{}`. The error text is for
 /// the caller, as is. The registry uses it for its tools, the manager for the
 /// tools a lost server had, so a call that would restart it is checked first.
+///
+/// A top-level `null` the schema does not accept is taken to mean "not given"
+/// and left out, when the arguments are valid without it: models often write
+/// `"verbose": null` for an optional parameter they mean to skip, and MCP treats an
+/// absent and a null argument alike elsewhere (no `Mcp-Param-*` header for either).
+/// A null the schema allows is sent as it is; a null for a required parameter
+/// is still an error.
 pub fn check_arguments(
     name: &str,
     validator: Option<&Validator>,
@@ -281,15 +291,25 @@ pub fn check_arguments(
             kind_of(&value)
         ));
     }
-    if let Some(validator) = validator {
-        validator.validate(&value).map_err(|errors| {
-            format!(
-                "invalid arguments for {name}: {}",
-                schema::describe(&errors)
-            )
-        })?;
+    let Some(validator) = validator else {
+        return Ok(text.to_string());
+    };
+    let Err(errors) = validator.validate(&value) else {
+        return Ok(text.to_string());
+    };
+    if let Value::Object(mut map) = value
+        && map.values().any(Value::is_null)
+    {
+        map.retain(|_, v| !v.is_null());
+        let stripped = Value::Object(map);
+        if validator.validate(&stripped).is_ok() {
+            return Ok(stripped.to_string());
+        }
     }
-    Ok(text.to_string())
+    Err(format!(
+        "invalid arguments for {name}: {}",
+        schema::describe(&errors)
+    ))
 }
 
 #[cfg(test)]
@@ -304,6 +324,7 @@ mod tests {
             input_schema: schema.into(),
             output_schema: None,
             annotations: None,
+            param_headers: Vec::new(),
         }
     }
 
@@ -425,6 +446,30 @@ mod tests {
                 .unwrap(),
             r#"{"text":"hi"}"#
         );
+    }
+
+    #[test]
+    fn a_null_the_schema_refuses_for_an_optional_parameter_means_not_given() {
+        let schema = r#"{"type":"object","properties":{"q":{"type":"string"},
+            "verbose":{"type":"boolean"},"maybe":{"type":["string","null"]}},"required":["q"]}"#;
+        let check =
+            |args: &str| check_arguments("t", Validator::compile(schema).ok().as_ref(), args);
+        assert_eq!(
+            check(r#"{"q":"x","verbose":null}"#).unwrap(),
+            r#"{"q":"x"}"#
+        );
+        // A null the schema allows is the caller's to send.
+        assert_eq!(
+            check(r#"{"q":"x","maybe":null}"#).unwrap(),
+            r#"{"q":"x","maybe":null}"#
+        );
+        // A required parameter cannot be skipped that way; the error is about the null.
+        assert_eq!(
+            check(r#"{"q":null}"#).unwrap_err(),
+            "invalid arguments for t: /q: want string, but got null"
+        );
+        // Nor does a null excuse another error.
+        assert!(check(r#"{"q":5,"verbose":null}"#).is_err());
     }
 
     #[test]

@@ -120,6 +120,9 @@ pub struct SendMeta {
     pub name: Option<String>,
     /// The negotiated protocol version, once known.
     pub protocol_version: Option<String>,
+    /// Arguments the host mirrors into `Mcp-Param-{name}` headers (SEP-2243): the
+    /// `x-mcp-header` name without the prefix, and the argument as literal text.
+    pub param_headers: Vec<Pair>,
 }
 
 /// Transport health, for status displays and error messages.

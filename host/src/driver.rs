@@ -18,7 +18,7 @@ use wasmtime::Store;
 use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::state::{HostState, Wake};
-use crate::types::{CallError, CallResult, Event, ServerStatus, Tool};
+use crate::types::{CallError, CallResult, Event, InputAnswer, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only
 /// bounds how soon a caller that gave up on a call gets that call cancelled.
@@ -46,6 +46,12 @@ pub(crate) enum Job {
     /// Connect one server afresh and reset its failure count (`registry.reconnect`).
     Reconnect {
         server: String,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+    /// Answer an input request (`registry.answer-input`).
+    AnswerInput {
+        id: u64,
+        answer: InputAnswer,
         reply: oneshot::Sender<Result<(), String>>,
     },
 }
@@ -148,7 +154,7 @@ impl Driver {
                 Job::Shutdown { reply } => {
                     let _ = reply.send(());
                 }
-                Job::Reconnect { reply, .. } => {
+                Job::Reconnect { reply, .. } | Job::AnswerInput { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
             }
@@ -273,6 +279,24 @@ impl Driver {
                 Ok(None)
             }
             Job::Shutdown { reply } => Ok(Some(reply)),
+            Job::AnswerInput { id, answer, reply } => {
+                let registry = self.guest.mcpbox_runtime_registry();
+                match registry
+                    .call_answer_input(&mut self.store, id, &(&answer).into())
+                    .await
+                {
+                    Ok(result) => {
+                        // A rejected answer leaves the request open: say so with the error.
+                        let _ = reply.send(result);
+                        Ok(None)
+                    }
+                    Err(trap) => {
+                        let why = format!("the guest failed and was restarted: {trap:#}");
+                        let _ = reply.send(Err(why));
+                        Err(trap)
+                    }
+                }
+            }
             Job::Reconnect { server, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
                 match registry.call_reconnect(&mut self.store, &server).await {

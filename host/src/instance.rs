@@ -34,6 +34,8 @@ pub(crate) struct Factory {
     memo: Arc<Memo>,
     origin: String,
     text: String,
+    /// Whether servers may ask for input (`registry.enable-input-requests`).
+    input_requests: bool,
 }
 
 /// An instance that has loaded its configuration and started its servers.
@@ -82,7 +84,14 @@ impl Factory {
             memo: Arc::default(),
             origin,
             text,
+            input_requests: false,
         })
+    }
+
+    /// Lets servers ask for input (elicitation) in every instance made from now on.
+    pub fn with_input_requests(mut self, enabled: bool) -> Factory {
+        self.input_requests = enabled;
+        self
     }
 
     /// Keeps the guest's `state` entries in `memo` (in memory only by default).
@@ -121,6 +130,12 @@ impl Factory {
                 origin: self.origin.clone(),
                 message,
             })?;
+        if self.input_requests {
+            registry
+                .call_enable_input_requests(&mut store)
+                .await
+                .map_err(trapped("enabling input requests"))?;
+        }
         registry
             .call_start(&mut store)
             .await

@@ -15,7 +15,8 @@ use crate::instance::Factory;
 use crate::memo::Memo;
 use crate::state::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
-    CallError, CallResult, ConfigIssue, Event, ServerDiagnostics, ServerState, ServerStatus, Tool,
+    CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
+    ServerStatus, Tool,
 };
 
 /// Where the guest component comes from.
@@ -50,6 +51,7 @@ pub struct Options {
     cache_dir: Option<PathBuf>,
     policy: Policy,
     memory_limit: usize,
+    input_requests: bool,
 }
 
 impl Options {
@@ -74,7 +76,20 @@ impl Options {
             cache_dir: engine::default_cache_dir(),
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
+            input_requests: false,
         }
+    }
+
+    /// Lets servers ask the user for input during a call (MCP elicitation, form
+    /// mode; default off). When on, mcpbox declares the `elicitation` capability,
+    /// and each request arrives as [`Event::InputRequested`] on
+    /// [`Runtime::events`], to be answered with [`Runtime::answer_input`]; the call
+    /// waits for the answer (its timeout still running). When off, servers are not
+    /// offered elicitation, and a 2026-07-28 server that asks anyway ends the call
+    /// with a tool error saying so.
+    pub fn input_requests(mut self, enabled: bool) -> Self {
+        self.input_requests = enabled;
+        self
     }
 
     /// Loads another build of the guest component instead of the embedded one.
@@ -191,7 +206,8 @@ impl Runtime {
             diagnostics.clone(),
             (origin, text),
         )?
-        .with_memo(Memo::in_dir(options.cache_dir.as_deref()));
+        .with_memo(Memo::in_dir(options.cache_dir.as_deref()))
+        .with_input_requests(options.input_requests);
         let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
@@ -310,7 +326,7 @@ impl Runtime {
     }
 
     /// Subscribes to registry events (status changes, tool list changes,
-    /// warnings, server logs) from now on.
+    /// warnings, server logs, input requests) from now on.
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }
@@ -382,6 +398,24 @@ impl Runtime {
         })
         .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
         answer.await.unwrap_or_else(|_| {
+            Err(format!(
+                "the mcpbox runtime stopped: {}",
+                self.stop_reason()
+            ))
+        })
+    }
+
+    /// Answers the input request `id` (from [`Event::InputRequested`]): an accepted
+    /// answer goes to the server with the requested schema's defaults filled in for
+    /// the fields it leaves out (SEP-1034). `Err` when no request of that id is
+    /// waiting (answered already, or withdrawn: see [`Event::InputWithdrawn`]), when
+    /// an accepted answer is not a JSON object satisfying the requested schema (the
+    /// request then stays open for a corrected answer), or when the runtime stopped.
+    pub async fn answer_input(&self, id: u64, answer: InputAnswer) -> Result<(), String> {
+        let (reply, done) = oneshot::channel();
+        self.submit(Job::AnswerInput { id, answer, reply })
+            .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
+        done.await.unwrap_or_else(|_| {
             Err(format!(
                 "the mcpbox runtime stopped: {}",
                 self.stop_reason()

@@ -125,7 +125,7 @@ pub enum CallError {
 }
 
 /// A change reported by the registry.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
     /// A server changed state.
@@ -143,6 +143,52 @@ pub enum Event {
         /// The message.
         message: String,
     },
+    /// A server asks for input during a call (only with
+    /// [`Options::input_requests`](crate::Options::input_requests)); answer with
+    /// [`Runtime::answer_input`](crate::Runtime::answer_input). The call waits, its
+    /// timeout running, until all its input requests are answered.
+    InputRequested(InputRequest),
+    /// The input request of this id needs no answer any more (its call ended, or
+    /// the server withdrew it).
+    InputWithdrawn(u64),
+}
+
+/// A server's request for input from the user (MCP elicitation, form mode).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequest {
+    /// The id [`Runtime::answer_input`](crate::Runtime::answer_input) takes.
+    pub id: u64,
+    /// The configured server name.
+    pub server: String,
+    /// The namespaced name of the tool whose call asks, when known.
+    pub tool: Option<String>,
+    /// What the server asks, to show the user.
+    pub message: String,
+    /// The JSON Schema of the object wanted: flat properties, maybe with defaults.
+    pub requested_schema: Value,
+}
+
+/// The answer to an [`InputRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputAnswer {
+    /// The user answered with this JSON object; properties it leaves out get the
+    /// requested schema's defaults, and the result must satisfy the schema.
+    Accept(Value),
+    /// The user said no.
+    Decline,
+    /// The user dismissed the request without choosing.
+    Cancel,
+}
+
+impl From<&InputAnswer> for wit::InputAnswer {
+    fn from(a: &InputAnswer) -> Self {
+        match a {
+            InputAnswer::Accept(content) => wit::InputAnswer::Accept(content.to_string()),
+            InputAnswer::Decline => wit::InputAnswer::Decline,
+            InputAnswer::Cancel => wit::InputAnswer::Cancel,
+        }
+    }
 }
 
 /// A problem in the configuration; the rest of it still loaded.
@@ -252,6 +298,14 @@ impl From<wit::Event> for Event {
                 level: l.level,
                 message: l.message,
             },
+            wit::Event::InputRequested(r) => Event::InputRequested(InputRequest {
+                id: r.id,
+                server: r.server,
+                tool: r.tool,
+                message: r.message,
+                requested_schema: serde_json::from_str(&r.requested_schema).unwrap_or(Value::Null),
+            }),
+            wit::Event::InputWithdrawn(id) => Event::InputWithdrawn(id),
         }
     }
 }

@@ -172,7 +172,7 @@ class Hub {
   }
 }
 
-const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir } = workerData;
+const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests } = workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
 // --- wasi:io/poll ---------------------------------------------------------------
@@ -414,6 +414,9 @@ async function run() {
     hub.post({ t: 'loaded', error: payloadOf(error) });
     return 'the configuration could not be loaded';
   }
+  if (inputRequests) {
+    registry.enableInputRequests();
+  }
   registry.start();
   hub.post({ t: 'loaded', issues, servers: registry.servers(), tools: registry.tools() });
 
@@ -483,6 +486,18 @@ async function run() {
           // The snapshots first, so the caller sees the server starting once answered.
           publish([], { snapshots: true });
           hub.post({ t: 'reconnected', id: job.id, error });
+          break;
+        }
+        case 'answer': {
+          let error = null;
+          try {
+            registry.answerInput(BigInt(job.input), job.answer);
+          } catch (e) {
+            error = payloadOf(e);
+          }
+          // The retry or response it caused is on its way; events follow from `wait`.
+          publish([]);
+          hub.post({ t: 'answered', id: job.id, error });
           break;
         }
         case 'shutdown': {

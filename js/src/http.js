@@ -217,10 +217,17 @@ export function errorResponse(id, message) {
   return `{"jsonrpc":"2.0","id":${id},"error":{"code":-32000,"message":${JSON.stringify(message)}}}`;
 }
 
-/** A header value as SEP-2243 encodes it: plain when visible ASCII without surrounding spaces. */
+/**
+ * A header value as SEP-2243 encodes it: plain when visible ASCII without surrounding
+ * spaces, `=?base64?…?=` otherwise, and also when the plain value would itself read as
+ * that wrapper (so the server decodes back what was meant).
+ */
 export function encodedHeader(value) {
   const bytes = Buffer.from(value, 'utf8');
-  const plain = bytes.every((b) => b >= 0x20 && b <= 0x7e) && value.trim() === value;
+  const plain =
+    bytes.every((b) => b >= 0x20 && b <= 0x7e) &&
+    value.trim() === value &&
+    !(value.startsWith('=?base64?') && value.endsWith('?='));
   return plain ? value : `=?base64?${bytes.toString('base64')}?=`;
 }
 
@@ -441,6 +448,13 @@ export class HttpServer {
       }
       if (typeof meta.name === 'string') {
         set('mcp-name', encodedHeader(meta.name));
+      }
+      // Tool arguments mirrored as `Mcp-Param-<Name>` (SEP-2243); the guest checked
+      // each name is an HTTP token, and a name that is not (a guest bug) is left out.
+      for (const { name, value } of meta.paramHeaders ?? []) {
+        if (TOKEN.test(name)) {
+          set(`Mcp-Param-${name}`, encodedHeader(value));
+        }
       }
     }
     for (const [name, value] of extra) {

@@ -172,6 +172,17 @@ function event(e) {
       return { type: 'warning', message: e.val };
     case 'log':
       return { type: 'log', server: e.val.server, level: e.val.level, message: e.val.message };
+    case 'input-requested':
+      return {
+        type: 'input-requested',
+        id: Number(e.val.id),
+        server: e.val.server,
+        tool: e.val.tool ?? null,
+        message: e.val.message,
+        requestedSchema: parseJson(e.val.requestedSchema),
+      };
+    case 'input-withdrawn':
+      return { type: 'input-withdrawn', id: Number(e.val) };
     default:
       return { type: e.tag, value: e.val };
   }
@@ -181,8 +192,10 @@ function event(e) {
  * A running mcpbox: the guest component on its own worker thread, its servers and its
  * tool registry. Every method is safe to call at any time; `servers()` and `tools()`
  * are snapshots that never wait. Emits `'event'` with `{ type: 'status', status }`,
- * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }` and
- * `{ type: 'log', server, level, message }`.
+ * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }`,
+ * `{ type: 'log', server, level, message }` and, with `inputRequests: true`,
+ * `{ type: 'input-requested', id, server, tool, message, requestedSchema }` (answer with
+ * `answerInput`) and `{ type: 'input-withdrawn', id }`.
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -200,6 +213,10 @@ export class McpBox extends EventEmitter {
    *   (default true)
    * @param {number} [options.maxMessageBytes] the largest message accepted from a
    *   server (default 64 MiB)
+   * @param {boolean} [options.inputRequests] let servers ask the user for input during a
+   *   call (MCP elicitation, form mode; default false): each request is an
+   *   `input-requested` event to answer with `answerInput`, and the call waits for it
+   *   (its timeout still running)
    * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
    *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
    *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
@@ -232,7 +249,7 @@ export class McpBox extends EventEmitter {
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     };
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
-    const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir);
+    const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, options.inputRequests === true);
     await box.#loaded;
     return box;
   }
@@ -257,11 +274,13 @@ export class McpBox extends EventEmitter {
   #nextCall = 1;
   /** Reconnects waiting for the driver's answer: id → { resolve, reject }. */
   #reconnects = new Map();
+  /** Input answers waiting for the driver's verdict: id → { resolve, reject }. */
+  #answers = new Map();
   /** `ready()` callers waiting for the servers to settle. */
   #waiters = [];
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir) {
+  constructor(policy, modules, origin, configText, cacheDir, inputRequests) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
@@ -278,6 +297,7 @@ export class McpBox extends EventEmitter {
         origin,
         configText,
         cacheDir,
+        inputRequests,
       },
       transferList: [port2],
     });
@@ -409,6 +429,47 @@ export class McpBox extends EventEmitter {
   }
 
   /**
+   * Answers an input request (an `input-requested` event). An accepted answer goes to the
+   * server with the requested schema's defaults filled in for the fields it leaves out.
+   *
+   * @param {number} id the event's `id`
+   * @param {{action: 'accept', content?: object} | {action: 'decline'} | {action: 'cancel'}} answer
+   * @returns {Promise<void>} rejects with an `Error` when no request of that id is
+   *   waiting (answered already, or withdrawn), when accepted content is not an object
+   *   satisfying the requested schema (the request then stays open), or when the
+   *   runtime stopped
+   */
+  answerInput(id, answer) {
+    if (!Number.isSafeInteger(id) || id < 0) {
+      return Promise.reject(new TypeError(`answerInput needs a request id, not ${id}`));
+    }
+    let wit;
+    switch (answer?.action) {
+      case 'accept':
+        try {
+          wit = { tag: 'accept', val: JSON.stringify(answer.content ?? {}) };
+        } catch (error) {
+          return Promise.reject(new TypeError(`the answer's content is not JSON: ${error.message}`));
+        }
+        break;
+      case 'decline':
+      case 'cancel':
+        wit = { tag: answer.action };
+        break;
+      default:
+        return Promise.reject(new TypeError("answerInput needs { action: 'accept' | 'decline' | 'cancel' }"));
+    }
+    if (this.#stopped !== null) {
+      return Promise.reject(new Error(`the mcpbox runtime stopped: ${this.#stopped}`));
+    }
+    const req = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      this.#answers.set(req, { resolve, reject });
+      this.#post({ t: 'job', job: { kind: 'answer', id: req, input: id, answer: wit } });
+    });
+  }
+
+  /**
    * What the host knows about a server's latest connection, without entering the
    * guest: `{ stderrTail, skippedLines, oversizedMessages, exitStatus }` (`exitStatus`
    * as "exit code 3" or "signal 9", `null` while it runs), or `null` if the server never
@@ -495,6 +556,16 @@ export class McpBox extends EventEmitter {
         }
         break;
       }
+      case 'answered': {
+        const waiter = this.#answers.get(msg.id);
+        this.#answers.delete(msg.id);
+        if (msg.error === null) {
+          waiter?.resolve();
+        } else {
+          waiter?.reject(new Error(msg.error));
+        }
+        break;
+      }
       case 'stopped':
         this.#stop(msg.reason, loaded);
         break;
@@ -553,10 +624,11 @@ export class McpBox extends EventEmitter {
       call.reject(new CallError('runtime', `the mcpbox runtime stopped: ${reason}`));
     }
     this.#calls.clear();
-    for (const waiter of this.#reconnects.values()) {
+    for (const waiter of [...this.#reconnects.values(), ...this.#answers.values()]) {
       waiter.reject(new Error(`the mcpbox runtime stopped: ${reason}`));
     }
     this.#reconnects.clear();
+    this.#answers.clear();
     this.#wakeWaiters();
   }
 }

@@ -3,7 +3,10 @@
 // a scripted server — the assertions of tests/tests/e2e/http.rs.
 
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
 import { test } from 'node:test';
+
+import { encodedHeader } from '../src/http.js';
 
 import { ScriptedServer } from './scripted.js';
 import {
@@ -160,6 +163,68 @@ test('MCP 2026 headers name the method and the tool', async (t) => {
     assert.equal(probe.headers['mcp-protocol-version'], '2026-07-28');
     assert.equal(probe.headers['mcp-method'], 'server/discover');
   }
+});
+
+/**
+ * A minimal 2026-07-28 server on 127.0.0.1:0 with one tool whose parameters carry
+ * `x-mcp-header`; records the headers of every `tools/call`.
+ */
+async function paramHeaderServer(t) {
+  const calls = [];
+  const http = createServer((req, res) => {
+    const parts = [];
+    req.on('data', (c) => parts.push(c));
+    req.on('end', () => {
+      const { id, method } = JSON.parse(Buffer.concat(parts).toString('utf8'));
+      const answer = (result) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id, result: { resultType: 'complete', ...result } }));
+      };
+      if (method === 'server/discover') {
+        answer({ supportedVersions: ['2026-07-28'], capabilities: { tools: {} }, serverInfo: { name: 'p', version: '1' } });
+      } else if (method === 'tools/list') {
+        const schema = {
+          type: 'object',
+          properties: {
+            region: { type: 'string', 'x-mcp-header': 'Region' },
+            n: { type: 'integer', 'x-mcp-header': 'N' },
+            on: { type: 'boolean', 'x-mcp-header': 'On' },
+            gone: { type: 'string', 'x-mcp-header': 'Gone' },
+            plain: { type: 'string' },
+          },
+        };
+        answer({ tools: [{ name: 'where', inputSchema: schema }], ttlMs: 0, cacheScope: 'private' });
+      } else if (method === 'tools/call') {
+        calls.push(req.headers);
+        answer({ content: [{ type: 'text', text: 'ok' }] });
+      } else {
+        res.writeHead(202).end();
+      }
+    });
+  });
+  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    http.closeAllConnections();
+    return new Promise((resolve) => http.close(resolve));
+  });
+  return { url: `http://127.0.0.1:${http.address().port}/mcp`, calls };
+}
+
+test('x-mcp-header arguments become Mcp-Param headers (SEP-2243)', async (t) => {
+  const server = await paramHeaderServer(t);
+  const box = await open(t, { p: { type: 'http', url: server.url } });
+  assertConnected(await ready(box), 'p');
+  await call(box, 'mcp__p__where', { region: ' Zürich ', n: 42, on: false, gone: null, plain: 'x' });
+  const [headers] = server.calls;
+  assert.equal(headers['mcp-param-region'], `=?base64?${Buffer.from(' Zürich ').toString('base64')}?=`);
+  assert.equal(headers['mcp-param-n'], '42');
+  assert.equal(headers['mcp-param-on'], 'false');
+  assert.equal(headers['mcp-param-gone'], undefined, 'null means absent');
+  assert.equal(headers['mcp-param-plain'], undefined, 'not annotated');
+  assert.equal(headers['mcp-name'], 'where');
+  // A plain value that reads as the wrapper is encoded too.
+  assert.equal(encodedHeader('=?base64?SGk=?='), '=?base64?PT9iYXNlNjQ/U0drPT89?=');
+  assert.equal(encodedHeader(''), '');
 });
 
 test('an unreachable server fails with the reason', async (t) => {

@@ -20,6 +20,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "image",
     "flood",
     "close_stdout",
+    "elicit",
     "pids",
 ];
 

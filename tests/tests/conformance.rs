@@ -28,23 +28,7 @@ use std::time::{Duration, Instant};
 const SPEC_VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
 /// Scenarios mcpbox does not pass yet: (spec version, scenario, why).
-const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
-    (
-        "2025-11-25",
-        "elicitation-sep1034-client-defaults",
-        "no elicitation support yet (no `elicitation` client capability)",
-    ),
-    (
-        "2026-07-28",
-        "sep-2322-client-request-state",
-        "input_required results are answered with a tool error, not retried with requestState",
-    ),
-    (
-        "2026-07-28",
-        "http-custom-headers",
-        "x-mcp-header parameters are not mirrored into Mcp-Param-* headers yet (tools with invalid annotations are skipped)",
-    ),
-];
+const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[];
 
 /// One scenario may take this long, runner start-up included.
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);

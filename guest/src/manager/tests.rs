@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::client::CallResult;
+use crate::elicitation::InputAnswer;
 use crate::testing::{FakePlatform, McpServer, Output};
 use crate::transport::{Endpoint, Oversized};
 
@@ -1716,4 +1717,95 @@ fn the_era_is_detected_per_server_and_remembered() {
     let first = |name: &str| m.platform().sim(name).borrow().received[0].0["method"].clone();
     assert_eq!(first("old"), "initialize");
     assert_eq!(first("modern"), "server/discover");
+}
+
+/// A call handler that asks for input and never answers the call itself.
+fn eliciting(_params: &Value, id: &Value, out: &mut crate::testing::Out<'_>) {
+    out.later(
+        0,
+        json!({"jsonrpc": "2.0", "id": format!("ask-{id}"), "method": "elicitation/create",
+            "params": {"message": "Sure?", "requestedSchema": {"type": "object",
+                "properties": {"ok": {"type": "boolean", "default": true}}}}}),
+    );
+}
+
+#[test]
+fn input_requests_get_instance_wide_ids_and_end_with_their_calls() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || McpServer::with_tools(&["ask"]).on_call(eliciting));
+    p.serve("b", || McpServer::with_tools(&["ask"]).on_call(eliciting));
+    let mut m = manager(p, &[("a", json!({})), ("b", json!({}))]);
+    m.enable_input_requests();
+    connect(&mut m);
+    let ca = m
+        .start_call("mcp__a__ask", "{}", CallOptions::default())
+        .unwrap();
+    let cb = m
+        .start_call("mcp__b__ask", "{}", CallOptions::default())
+        .unwrap();
+    let mut asked = Vec::new();
+    for _ in 0..10 {
+        m.wait(1_000);
+        asked.extend(m.events().into_iter().filter_map(|e| match e {
+            Event::InputRequested(r) => Some(r),
+            _ => None,
+        }));
+        if asked.len() == 2 {
+            break;
+        }
+    }
+    asked.sort_by_key(|r| r.id);
+    assert_eq!(
+        asked
+            .iter()
+            .map(|r| (r.id, r.server.as_str(), r.call))
+            .collect::<Vec<_>>(),
+        [(1, "a", Some(ca)), (2, "b", Some(cb))]
+    );
+    m.answer_input(1, &InputAnswer::Accept("{}".into()))
+        .unwrap();
+    let sim = m.platform().sim("a");
+    let answer = sim.borrow().received.last().unwrap().0.clone();
+    assert_eq!(
+        answer["result"],
+        json!({"action": "accept", "content": {"ok": true}})
+    );
+    let e = m.answer_input(1, &InputAnswer::Decline).unwrap_err();
+    assert!(e.contains("no input request 1 is waiting"), "{e}");
+    // Cancelling b's call withdraws its request, and b is told `cancel`.
+    m.cancel(cb);
+    assert!(m.events().contains(&Event::InputWithdrawn(2)));
+    let sim = m.platform().sim("b");
+    let told = sim
+        .borrow()
+        .received
+        .iter()
+        .any(|(msg, _)| msg["result"]["action"] == "cancel");
+    assert!(told);
+    let e = m.answer_input(2, &InputAnswer::Decline).unwrap_err();
+    assert!(e.contains("withdrawn"), "{e}");
+}
+
+#[test]
+fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || McpServer::with_tools(&["ask"]).on_call(eliciting));
+    let mut m = manager(p, &[("a", json!({}))]);
+    connect(&mut m);
+    m.start_call("mcp__a__ask", "{}", CallOptions::default())
+        .unwrap();
+    m.wait(1_000);
+    assert!(
+        !m.events()
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested(_)))
+    );
+    let sim = m.platform().sim("a");
+    let sim = sim.borrow();
+    assert_eq!(
+        sim.sent("initialize")[0]["params"]["capabilities"],
+        json!({})
+    );
+    let refusal = &sim.received.last().unwrap().0;
+    assert_eq!(refusal["error"]["code"], -32601, "{refusal}");
 }

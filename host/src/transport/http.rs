@@ -82,6 +82,8 @@ const PROTOCOL_VERSION: &str = "mcp-protocol-version";
 const LAST_EVENT_ID: &str = "last-event-id";
 const MCP_METHOD: &str = "mcp-method";
 const MCP_NAME: &str = "mcp-name";
+/// Prefixes the `x-mcp-header` name of a mirrored tool argument (SEP-2243).
+const MCP_PARAM_PREFIX: &str = "mcp-param-";
 const EVENT_STREAM: &str = "text/event-stream";
 
 /// Which HTTP transport.
@@ -258,9 +260,12 @@ fn chain(error: &dyn std::error::Error) -> String {
 }
 
 /// A header value as SEP-2243 encodes it: plain when it is visible ASCII without
-/// surrounding spaces, `=?base64?…?=` otherwise.
+/// surrounding spaces, `=?base64?…?=` otherwise, and also when the plain value
+/// would itself read as that wrapper (so the server decodes back what was meant).
 fn encoded_header(value: &str) -> Option<HeaderValue> {
-    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b)) && value.trim() == value;
+    let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim() == value
+        && !(value.starts_with("=?base64?") && value.ends_with("?="));
     if plain {
         HeaderValue::from_str(value).ok()
     } else {
@@ -358,6 +363,17 @@ impl Shared {
             }
             if let Some(n) = meta.name.as_deref().and_then(encoded_header) {
                 headers.insert(MCP_NAME, n);
+            }
+            // The guest checked each name is an HTTP token; one that is not
+            // (a guest bug) is left out rather than failing the request.
+            for param in &meta.param_headers {
+                let name = format!("{MCP_PARAM_PREFIX}{}", param.name);
+                if let (Ok(name), Some(value)) = (
+                    HeaderName::from_bytes(name.as_bytes()),
+                    encoded_header(&param.value),
+                ) {
+                    headers.insert(name, value);
+                }
             }
         }
         headers
@@ -457,6 +473,7 @@ impl Shared {
                 method: Some("notifications/initialized".into()),
                 name: None,
                 protocol_version: version,
+                param_headers: Vec::new(),
             },
         };
         let response = self
@@ -996,6 +1013,12 @@ mod tests {
         );
         assert_eq!(encoded_header("héllo").unwrap(), "=?base64?aMOpbGxv?=");
         assert_eq!(encoded_header("a\nb").unwrap(), "=?base64?YQpi?=");
+        assert_eq!(encoded_header("").unwrap(), "");
+        // A plain value that looks encoded is encoded, so it reads back as itself.
+        assert_eq!(
+            encoded_header("=?base64?SGk=?=").unwrap(),
+            "=?base64?PT9iYXNlNjQ/U0drPT89?="
+        );
     }
 
     #[test]

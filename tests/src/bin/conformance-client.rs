@@ -11,12 +11,17 @@
 //! the tools the scenario is about through the registry. It exits 0 when the
 //! scenario's flow completed and 1 otherwise, with the reason on stderr.
 //!
+//! Input requests (elicitation) are enabled, and every one is accepted with an
+//! empty object, so the requested schema's defaults fill it: a headless client's
+//! policy, which is what the elicitation scenarios score (SEP-1034 defaults; the
+//! 2026-07-28 `input_required` retry with `requestState`).
+//!
 //! `tests/tests/conformance.rs` runs every non-OAuth client scenario with it.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpbox::{CallOptions, Options, Runtime, ServerState};
+use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime, ServerState};
 use serde_json::{Value, json};
 
 /// A scenario's whole flow must finish well inside the runner's 30 s.
@@ -63,9 +68,11 @@ fn main() -> ExitCode {
 async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
     let config = json!({ "mcpServers": { "server": { "type": "http", "url": url } } });
     let runtime = Options::from_config_text("conformance.mcp.json", config.to_string())
+        .input_requests(true)
         .open()
         .await
         .map_err(|e| e.to_string())?;
+    let answering = tokio::spawn(accept_defaults(runtime.clone()));
     let servers = runtime.ready().await;
     let server = servers.first().ok_or("no server configured")?;
     if server.state != ServerState::Connected {
@@ -81,7 +88,24 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
     );
     let result = scenario_flow(&runtime, scenario, context).await;
     runtime.shutdown().await;
+    answering.abort();
     result
+}
+
+/// Accepts every input request with `{}`: the requested schema's defaults.
+async fn accept_defaults(runtime: Runtime) {
+    let mut events = runtime.events();
+    while let Ok(event) = events.recv().await {
+        if let Event::InputRequested(request) = event {
+            eprintln!("input requested by {}: {}", request.server, request.message);
+            if let Err(e) = runtime
+                .answer_input(request.id, InputAnswer::Accept(json!({})))
+                .await
+            {
+                eprintln!("could not answer input request {}: {e}", request.id);
+            }
+        }
+    }
 }
 
 /// What each scenario expects of a client once it is connected.

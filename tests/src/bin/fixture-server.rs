@@ -14,7 +14,8 @@
 //! | `ping` | `{}` |
 //! | `tools/list` | every tool, in pages of `--page-size` with an opaque `nextCursor`; a bad cursor is -32602 |
 //! | `tools/call` | runs on its own thread, so a slow call never delays another; `sleep` is answered by one timer thread instead (no thread start per call: 200 concurrent sleeps are all under way within a millisecond) |
-//! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep` or `progress` call, which then sends no response |
+//! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep`, `progress` or `elicit` call, which then sends no response |
+//! | a response | kept when it answers an `elicit` call's `elicitation/create` |
 //! | `logging/setLevel` | `{}` |
 //! | anything else | -32601 for requests, ignored for notifications |
 //!
@@ -61,6 +62,7 @@
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
 //! | `pids` | none | text: JSON `{"pid": …, "children": […]}`, the server's pid and its `--spawn-child` child |
+//! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
 //!
 //! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
 //! optional `text` and return it, or their own name when it is absent, so a test can
@@ -189,6 +191,7 @@ enum Kind {
     Flood,
     CloseStdout,
     Pids,
+    Elicit,
     /// Returns `text`, or the tool's own name.
     EchoLike,
 }
@@ -352,6 +355,13 @@ fn builtin_tools() -> Vec<Tool> {
             &[],
         ),
         Tool::new(
+            "elicit",
+            Kind::Elicit,
+            "Asks the user for a name, an age and a colour (elicitation) and returns the answer.",
+            json!({"message": text("What to ask.")}),
+            &[],
+        ),
+        Tool::new(
             "pids",
             Kind::Pids,
             "Returns the server's pid and its children's, as JSON text.",
@@ -398,6 +408,10 @@ struct Server {
     sleeps: Mutex<BinaryHeap<Reverse<(Instant, u64, String, u64)>>>,
     /// Woken when a sleep is added.
     sleeps_signal: Condvar,
+    /// Answers to our `elicitation/create` requests, by request id.
+    answers: Mutex<Map<String, Value>>,
+    /// Woken whenever `answers` grows.
+    answered: Condvar,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -536,6 +550,26 @@ impl Server {
         }
     }
 
+    /// Waits for the answer to our request `request`; none when call `id` is
+    /// cancelled first.
+    fn wait_for_answer(&self, request: &str, id: &Value) -> Option<Value> {
+        let mut answers = lock(&self.answers);
+        loop {
+            if let Some(answer) = answers.remove(request) {
+                return Some(answer);
+            }
+            if lock(&self.cancelled).contains(id) {
+                return None;
+            }
+            // Cancellations wake another condition variable: look again soon.
+            answers = self
+                .answered
+                .wait_timeout(answers, Duration::from_millis(20))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     fn handle_line(self: &Arc<Self>, line: &str) {
         let message: Value = match serde_json::from_str(line) {
             Ok(message) => message,
@@ -558,7 +592,11 @@ impl Server {
         let id = message.get("id").cloned();
         let params = message.get("params").cloned().unwrap_or(Value::Null);
         let Some(method) = message.get("method").and_then(Value::as_str) else {
-            // A response to a request we never sent, or junk: nothing to answer.
+            // A response: kept when it answers an `elicit` call, else nothing to do.
+            if let Some(Value::String(id)) = &id {
+                lock(&self.answers).insert(id.clone(), Value::Object(message.clone()));
+                self.answered.notify_all();
+            }
             return;
         };
         match (method, id) {
@@ -793,6 +831,31 @@ impl Server {
                 close_stdout_fd();
                 return Ok(None);
             }
+            Kind::Elicit => {
+                let request = format!("elicit-{id}");
+                self.send(
+                    &json!({"jsonrpc": "2.0", "id": request, "method": "elicitation/create",
+                    "params": {"mode": "form",
+                        "message": string_arg(args, "message")?.unwrap_or("Who are you?"),
+                        "requestedSchema": {"type": "object", "properties": {
+                            "name": {"type": "string", "default": "Ada"},
+                            "age": {"type": "integer", "default": 36},
+                            "color": {"type": "string", "enum": ["red", "green"]}}}}}),
+                );
+                let Some(answer) = self.wait_for_answer(&request, id) else {
+                    return Ok(None);
+                };
+                match (answer.get("result"), answer.get("error")) {
+                    (Some(result), _) => text_result(&result.to_string()),
+                    (None, error) => tool_error(&format!(
+                        "elicitation failed: {}",
+                        error
+                            .and_then(|e| e.get("message"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("no result")
+                    )),
+                }
+            }
             Kind::Pids => {
                 text_result(&json!({"pid": process::id(), "children": self.children}).to_string())
             }
@@ -894,6 +957,8 @@ fn main() {
         cancelled_signal: Condvar::new(),
         sleeps: Mutex::new(BinaryHeap::new()),
         sleeps_signal: Condvar::new(),
+        answers: Mutex::new(Map::new()),
+        answered: Condvar::new(),
     });
     let timer = Arc::clone(&server);
     thread::spawn(move || timer.run_sleeps());

@@ -6,6 +6,7 @@
 //! per run and every test shares it.
 
 mod concurrency;
+mod elicitation;
 mod era;
 mod faults;
 mod fixture;

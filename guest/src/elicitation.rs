@@ -1,0 +1,226 @@
+//! Elicitation: a server asking the user for input while it runs a tool, and the
+//! answer that goes back.
+//!
+//! mcpbox has no user of its own: the embedder (an agent platform) is asked, through
+//! an `input-requested` event, and answers with `answer-input`. Only when the
+//! embedder opted in does the client declare the `elicitation` capability (form
+//! mode); otherwise servers are not asked to send such requests and any that come
+//! are refused.
+//!
+//! Both eras carry the same request, `elicitation/create` with a `message` and a
+//! flat `requestedSchema`, and the same answer (`action` and, on accept, `content`):
+//! the legacy era as a JSON-RPC request from the server during the call, the
+//! 2026-07-28 era inside an `input_required` result the client answers by retrying
+//! the call with `inputResponses` (see `client`). This module holds what both share:
+//! reading the request and making the answer, which fills the requested schema's
+//! `default`s for the fields the embedder left out (SEP-1034) and checks the result
+//! against that schema, so a wrong answer is refused with the reason instead of
+//! reaching the server.
+
+use crate::prelude::*;
+
+use serde_json::{Map, Value, json};
+
+use crate::config::kind_of;
+use crate::schema::{self, Validator};
+
+/// The request method both eras use.
+pub const METHOD: &str = "elicitation/create";
+
+/// A server's request for input, as the embedder sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputRequest {
+    /// The handle `answer-input` takes (the client's own key until the manager
+    /// gives it an instance-wide one).
+    pub id: u64,
+    /// The configured server name.
+    pub server: String,
+    /// The call it belongs to, when known.
+    pub call: Option<u64>,
+    /// The registry name of that call's tool, when known.
+    pub tool: Option<String>,
+    /// What the server asks.
+    pub message: String,
+    /// The JSON Schema of the object wanted, JSON text.
+    pub requested_schema: String,
+}
+
+/// The embedder's answer to an input request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputAnswer {
+    /// The user answered with this JSON object (text); omitted fields get the
+    /// schema's defaults.
+    Accept(String),
+    /// The user said no.
+    Decline,
+    /// The user dismissed the request without choosing.
+    Cancel,
+}
+
+/// An `elicitation/create` request's parameters, as far as mcpbox uses them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Elicitation {
+    /// `message`.
+    pub message: String,
+    /// `requestedSchema`.
+    pub schema: Value,
+}
+
+/// Reads `elicitation/create` parameters. Only form mode is offered: a request in
+/// another mode (`url`) or without a schema is refused with the reason.
+pub fn parse_request(params: &Value) -> Result<Elicitation, String> {
+    match params.get("mode").and_then(Value::as_str) {
+        None | Some("form") => {}
+        Some(mode) => {
+            return Err(format!(
+                "elicitation mode {mode:?} is not supported (mcpbox offers form mode only)"
+            ));
+        }
+    }
+    let message = params
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let schema = match params.get("requestedSchema") {
+        Some(schema @ Value::Object(_)) => schema.clone(),
+        Some(other) => {
+            return Err(format!(
+                "requestedSchema must be a JSON Schema object, but is {}",
+                kind_of(other)
+            ));
+        }
+        None => return Err("the request has no requestedSchema".to_string()),
+    };
+    Ok(Elicitation { message, schema })
+}
+
+/// The `ElicitResult` for `answer`: `{"action": "accept", "content": {…}}` with
+/// the schema's defaults filled in, or `{"action": "decline"|"cancel"}`. Err when an
+/// accepted answer is not a JSON object or does not satisfy `schema`.
+pub fn result(answer: &InputAnswer, schema: &Value) -> Result<Value, String> {
+    let text = match answer {
+        InputAnswer::Decline => return Ok(json!({"action": "decline"})),
+        InputAnswer::Cancel => return Ok(json!({"action": "cancel"})),
+        InputAnswer::Accept(text) => text,
+    };
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    let mut content = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(content)) => content,
+        Ok(other) => {
+            return Err(format!(
+                "an accepted answer must be a JSON object, but is {}",
+                kind_of(&other)
+            ));
+        }
+        Err(e) => return Err(format!("the accepted answer is not valid JSON: {e}")),
+    };
+    fill_defaults(&mut content, schema);
+    let content = Value::Object(content);
+    // A schema mcpbox cannot compile is the server's problem: the answer goes as is.
+    if let Ok(validator) = Validator::compile(&schema.to_string())
+        && let Err(errors) = validator.validate(&content)
+    {
+        return Err(format!(
+            "the answer does not match the requested schema: {}",
+            schema::describe(&errors)
+        ));
+    }
+    Ok(json!({"action": "accept", "content": content}))
+}
+
+/// Adds each property of `schema` that `content` lacks and that has a `default`
+/// (SEP-1034: a client applies defaults for fields the user did not fill).
+pub fn fill_defaults(content: &mut Map<String, Value>, schema: &Value) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (name, property) in properties {
+        if let Some(default) = property.get("default")
+            && !content.contains_key(name)
+        {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> Value {
+        json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+            "verified": {"type": "boolean", "default": true},
+            "note": {"type": "string"}},
+            "required": ["name"]})
+    }
+
+    #[test]
+    fn accepted_answers_get_the_defaults_of_omitted_fields() {
+        let r = result(&InputAnswer::Accept("{}".into()), &schema()).unwrap();
+        assert_eq!(
+            r,
+            json!({"action": "accept", "content": {"name": "John Doe", "age": 30,
+                "score": 95.5, "status": "active", "verified": true}})
+        );
+        // What the user gave wins; fields without a default stay out.
+        let r = result(
+            &InputAnswer::Accept(r#"{"age": 41, "note": "hi"}"#.into()),
+            &schema(),
+        )
+        .unwrap();
+        assert_eq!(r["content"]["age"], 41);
+        assert_eq!(r["content"]["note"], "hi");
+        assert_eq!(r["content"]["name"], "John Doe");
+        // Empty text is an empty object.
+        assert!(result(&InputAnswer::Accept(" ".into()), &schema()).is_ok());
+    }
+
+    #[test]
+    fn wrong_answers_are_refused_with_the_reason() {
+        let e = result(&InputAnswer::Accept("[1]".into()), &schema()).unwrap_err();
+        assert!(e.contains("must be a JSON object, but is an array"), "{e}");
+        let e = result(&InputAnswer::Accept("{".into()), &schema()).unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+        let e = result(&InputAnswer::Accept(r#"{"age": "old"}"#.into()), &schema()).unwrap_err();
+        assert!(e.contains("/age") && e.contains("requested schema"), "{e}");
+    }
+
+    #[test]
+    fn decline_and_cancel_carry_no_content() {
+        assert_eq!(
+            result(&InputAnswer::Decline, &schema()).unwrap(),
+            json!({"action": "decline"})
+        );
+        assert_eq!(
+            result(&InputAnswer::Cancel, &schema()).unwrap(),
+            json!({"action": "cancel"})
+        );
+    }
+
+    #[test]
+    fn only_form_requests_with_a_schema_are_taken() {
+        let ok = parse_request(&json!({"message": "Sure?", "requestedSchema": {"type": "object"}}))
+            .unwrap();
+        assert_eq!(ok.message, "Sure?");
+        assert!(
+            parse_request(&json!({"mode": "url", "url": "https://x", "message": "m"}))
+                .unwrap_err()
+                .contains("form mode only")
+        );
+        assert!(
+            parse_request(&json!({"message": "m"}))
+                .unwrap_err()
+                .contains("no requestedSchema")
+        );
+        assert!(
+            parse_request(&json!({"message": "m", "requestedSchema": 5}))
+                .unwrap_err()
+                .contains("a number")
+        );
+    }
+}
