@@ -119,26 +119,35 @@ pub enum EverythingMode {
 ///
 /// When it is not installed or does not start.
 pub fn everything_http(mode: EverythingMode) -> ServerProcess {
-    let (arg, path, banner) = match mode {
-        EverythingMode::StreamableHttp => ("streamableHttp", "/mcp", "listening on port"),
-        EverythingMode::Sse => ("sse", "/sse", "running on port"),
-    };
     let mut last = String::new();
     for _ in 0..3 {
-        let port = free_port();
-        let mut command = Command::new(npm_bin("mcp-server-everything"));
-        command.arg(arg).env("PORT", port.to_string());
-        let url = format!("http://127.0.0.1:{port}{path}");
-        match start(
-            command,
-            &|line| line.contains(banner).then(|| url.clone()),
-            &|line| line.contains("in use"),
-        ) {
+        match everything_http_at(mode, free_port()) {
             Ok(server) => return server,
             Err(stderr) => last = stderr,
         }
     }
     panic!("server-everything found no free port in three tries:\n{last}");
+}
+
+/// Starts server-everything in an HTTP mode on `port`, for a server that comes
+/// back on the port it had. `Err` holds its stderr when the port is taken.
+///
+/// # Panics
+///
+/// When it is not installed or does not start.
+pub fn everything_http_at(mode: EverythingMode, port: u16) -> Result<ServerProcess, String> {
+    let (arg, path, banner) = match mode {
+        EverythingMode::StreamableHttp => ("streamableHttp", "/mcp", "listening on port"),
+        EverythingMode::Sse => ("sse", "/sse", "running on port"),
+    };
+    let mut command = Command::new(npm_bin("mcp-server-everything"));
+    command.arg(arg).env("PORT", port.to_string());
+    let url = format!("http://127.0.0.1:{port}{path}");
+    start(
+        command,
+        &|line| line.contains(banner).then(|| url.clone()),
+        &|line| line.contains("in use"),
+    )
 }
 
 /// Starts `tests/peers/fastmcp_server.py --http 0` (port chosen by the OS).
