@@ -326,3 +326,69 @@ fn a_2026_07_28_server_on_the_typescript_sdk() {
         assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn no_network_and_no_processes() {
+    // A listener nobody answers on: whether mcpbox tried to connect shows in its
+    // backlog, with nothing to race.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let cfg = config(
+        "policy",
+        json!({ "demo": demo_entry(), "remote": { "type": "http", "url": url } }),
+    );
+
+    let out = mcpbox(&cfg, &["--no-network", "servers"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("● demo"), "{text}");
+    assert!(text.contains("✗ remote"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the policy does not allow network connections, so {url} was not contacted"
+        )) && text.contains("--no-network"),
+        "{text}"
+    );
+    let out = mcpbox(&cfg, &["--no-network", "call", "mcp__remote__anything"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&url), "{}", stderr(&out));
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--no-network",
+            "call",
+            "mcp__demo__echo",
+            r#"{"text":"local"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "local\n");
+    assert!(
+        listener
+            .accept()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "nothing connected to {url}"
+    );
+
+    // (The remote entry would wait out its startup timeout on that silent listener.)
+    let cfg = config("policy-processes", json!({ "demo": demo_entry() }));
+    let out = mcpbox(&cfg, &["--no-processes", "servers"]);
+    let text = stdout(&out);
+    assert!(text.contains("✗ demo"), "{text}");
+    assert!(
+        text.contains("the policy does not allow starting processes")
+            && text.contains("--no-processes"),
+        "{text}"
+    );
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--no-processes",
+            "call",
+            "mcp__demo__echo",
+            r#"{"text":"x"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+}

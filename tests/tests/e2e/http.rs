@@ -384,3 +384,69 @@ async fn a_2025_server_that_goes_away_fails_and_a_call_reconnects_it() {
     };
     goes_away_and_comes_back(start, "mcp__s__echo", json!({"message": "hi"})).await;
 }
+
+/// The policy's network switch: remote servers fail as denied, naming the server
+/// and the URL, and nothing reaches them; stdio servers are not affected. The
+/// process switch is its mirror image.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_policy_refuses_the_network_or_processes() {
+    let server = ScriptedServer::start();
+    let sse_url = server.url.replace("/mcp", "/sse");
+    let config = json!({ "mcpServers": {
+        "remote": { "type": "http", "url": server.url },
+        "old": { "type": "sse", "url": sse_url },
+        "fx": crate::fixture_entry(&[]),
+    }})
+    .to_string();
+    let no_network = mcpbox::Policy {
+        allow_network: false,
+        ..mcpbox::Policy::default()
+    };
+    let runtime = mcpbox::Options::from_config_text("policy.json", config.clone())
+        .policy(no_network)
+        .open()
+        .await
+        .expect("the runtime opens");
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "fx");
+    for (name, url) in [("remote", &server.url), ("old", &sse_url)] {
+        let s = status(&servers, name);
+        assert_eq!(s.state, ServerState::Failed, "{s:?}");
+        let error = s.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains(&format!(
+                "denied by policy: server `{name}`: the policy does not allow network connections, so {url} was not contacted"
+            )) && error.contains("Policy::allow_network"),
+            "{error}"
+        );
+    }
+    // A call names the cause too (exit code 3 in the CLI).
+    let err = call(&runtime, "mcp__remote__echo", json!({"text": "x"})).await;
+    assert!(
+        matches!(&err, Err(CallError::ServerUnavailable(m)) if m.contains("does not allow network connections")),
+        "{err:?}"
+    );
+    runtime.shutdown().await;
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+
+    let no_processes = mcpbox::Policy {
+        allow_processes: false,
+        ..mcpbox::Policy::default()
+    };
+    let runtime = mcpbox::Options::from_config_text("policy.json", config)
+        .policy(no_processes)
+        .open()
+        .await
+        .expect("the runtime opens");
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "remote");
+    let fx = status(&servers, "fx");
+    assert_eq!(fx.state, ServerState::Failed);
+    assert!(
+        fx.error
+            .as_deref()
+            .is_some_and(|e| e.contains("the policy does not allow starting processes")),
+        "{fx:?}"
+    );
+    runtime.shutdown().await;
+}
