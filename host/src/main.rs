@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcpbox::{CallError, CallOptions, Options, Runtime, ServerState, ServerStatus};
+use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, ServerStatus};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,6 +29,12 @@ struct Cli {
     /// Print machine-readable JSON.
     #[arg(long, global = true)]
     json: bool,
+    /// Do not contact remote servers (`http`, `sse`): they fail as denied by the policy.
+    #[arg(long, global = true)]
+    no_network: bool,
+    /// Do not start stdio servers (child processes): they fail as denied by the policy.
+    #[arg(long, global = true)]
+    no_processes: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -105,7 +111,11 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
-    let mut options = Options::from_config_file(&cli.config);
+    let mut options = Options::from_config_file(&cli.config).policy(Policy {
+        allow_network: !cli.no_network,
+        allow_processes: !cli.no_processes,
+        ..Policy::default()
+    });
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }

@@ -105,7 +105,10 @@ impl Options {
         self
     }
 
-    /// The capability policy.
+    /// The capability policy: whether stdio servers may be started
+    /// ([`Policy::allow_processes`]), whether remote servers may be contacted
+    /// ([`Policy::allow_network`]), the largest message accepted. Default: all
+    /// allowed, 64 MiB.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self

@@ -27,6 +27,10 @@ pub(crate) type DiagnosticsMap = Arc<Mutex<BTreeMap<String, Arc<Mutex<Diagnostic
 pub struct Policy {
     /// Whether stdio servers (child processes) may be started.
     pub allow_processes: bool,
+    /// Whether remote servers (`http`, `sse`) may be contacted. When false, such a
+    /// server fails with a `denied` error naming it and its URL, before anything
+    /// goes on the network.
+    pub allow_network: bool,
     /// Largest message accepted from a server, in bytes; larger ones are dropped
     /// with a clear error for the request they answer.
     pub max_message_bytes: usize,
@@ -36,6 +40,7 @@ impl Default for Policy {
     fn default() -> Self {
         Policy {
             allow_processes: true,
+            allow_network: true,
             max_message_bytes: 64 * 1024 * 1024,
         }
     }

@@ -1,5 +1,7 @@
 //! The `mcpbox` command line, run as a user runs it, against the bundled
-//! Python demo server (`examples/demo-server.py`, stdlib only).
+//! Python demo server (`examples/demo-server.py`, stdlib only) and, for the
+//! 2026-07-28 era, the TypeScript SDK v2 peer `tests/peers/ts_server.mjs`
+//! (installed by `scripts/install-peers`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -229,4 +231,164 @@ fn servers_watch_prints_changes_as_they_happen() {
         Some("connected"),
         "{states:?}"
     );
+}
+
+/// `tests/peers/ts_server.mjs` (TypeScript SDK v2) over stdio; needs
+/// `scripts/install-peers`.
+fn ts_peer_entry() -> Value {
+    let peers = repo().join("tests/peers");
+    assert!(
+        peers
+            .join("node_modules/@modelcontextprotocol/server/package.json")
+            .exists(),
+        "the TypeScript SDK peer is missing: run scripts/install-peers first"
+    );
+    json!({ "command": "node", "args": [peers.join("ts_server.mjs")] })
+}
+
+/// The same peer serving Streamable HTTP on a port the OS picks; killed on drop.
+struct TsHttp {
+    child: std::process::Child,
+    url: String,
+}
+
+impl TsHttp {
+    fn start() -> TsHttp {
+        use std::io::{BufRead, BufReader};
+        let entry = ts_peer_entry();
+        let mut child = Command::new("node")
+            .arg(entry["args"][0].as_str().unwrap())
+            .args(["--http", "0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        // The first line is the banner; a server that fails to start ends stderr.
+        let line = lines.next().and_then(Result::ok).unwrap_or_default();
+        let url = line
+            .split("ts-peer listening on ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("ts_server.mjs --http 0 did not start: {line}"))
+            .trim()
+            .to_owned();
+        std::thread::spawn(move || lines.for_each(drop));
+        TsHttp { child, url }
+    }
+}
+
+impl Drop for TsHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_2026_07_28_server_on_the_typescript_sdk() {
+    let http = TsHttp::start();
+    let cfg = config(
+        "ts",
+        json!({ "ts": ts_peer_entry(), "tshttp": { "type": "http", "url": http.url } }),
+    );
+    let out = mcpbox(&cfg, &["servers"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for name in ["ts", "tshttp"] {
+        let line = stdout(&out)
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no {name} in {}", stdout(&out)));
+        assert!(line.starts_with('●'), "{line}");
+        assert!(line.contains("2026-07-28"), "{line}");
+        assert!(line.contains("ts-peer"), "{line}");
+    }
+
+    let out = mcpbox(&cfg, &["tools"]);
+    let text = stdout(&out);
+    for tool in ["greet", "add", "fail", "unlock"] {
+        for server in ["ts", "tshttp"] {
+            let name = format!("mcp__{server}__{tool} ");
+            assert!(text.lines().any(|l| l.starts_with(&name)), "{name}: {text}");
+        }
+    }
+    for server in ["ts", "tshttp"] {
+        let tool = format!("mcp__{server}__add");
+        let out = mcpbox(&cfg, &["--json", "call", &tool, r#"{"a": 2, "b": 40}"#]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(result["text"], "42");
+        assert_eq!(result["structuredContent"], json!({"sum": 42}));
+        let tool = format!("mcp__{server}__fail");
+        let out = mcpbox(&cfg, &["call", &tool, r#"{"message": "refused"}"#]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert!(stderr(&out).contains("refused"), "{}", stderr(&out));
+    }
+}
+
+#[test]
+fn no_network_and_no_processes() {
+    // A listener nobody answers on: whether mcpbox tried to connect shows in its
+    // backlog, with nothing to race.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let cfg = config(
+        "policy",
+        json!({ "demo": demo_entry(), "remote": { "type": "http", "url": url } }),
+    );
+
+    let out = mcpbox(&cfg, &["--no-network", "servers"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("● demo"), "{text}");
+    assert!(text.contains("✗ remote"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the policy does not allow network connections, so {url} was not contacted"
+        )) && text.contains("--no-network"),
+        "{text}"
+    );
+    let out = mcpbox(&cfg, &["--no-network", "call", "mcp__remote__anything"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains(&url), "{}", stderr(&out));
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--no-network",
+            "call",
+            "mcp__demo__echo",
+            r#"{"text":"local"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "local\n");
+    assert!(
+        listener
+            .accept()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+        "nothing connected to {url}"
+    );
+
+    // (The remote entry would wait out its startup timeout on that silent listener.)
+    let cfg = config("policy-processes", json!({ "demo": demo_entry() }));
+    let out = mcpbox(&cfg, &["--no-processes", "servers"]);
+    let text = stdout(&out);
+    assert!(text.contains("✗ demo"), "{text}");
+    assert!(
+        text.contains("the policy does not allow starting processes")
+            && text.contains("--no-processes"),
+        "{text}"
+    );
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--no-processes",
+            "call",
+            "mcp__demo__echo",
+            r#"{"text":"x"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }

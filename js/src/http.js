@@ -19,7 +19,10 @@
 // optional GET stream for server-initiated messages is opened (405: the server has
 // none). Closing the connection sends `DELETE` with the session id. HTTP failures become
 // JSON-RPC errors for the request they concern; a server that cannot be reached on the
-// first message closes the connection.
+// first message closes the connection. So does a server that goes away later: an
+// exchange fails below HTTP (refused, broken) and a new connection to the URL gets no
+// HTTP answer either — the exchange was itself a refused connection, or a `HEAD` probe
+// on a fresh connection right after it is refused or dropped unanswered (`#goneAfter`).
 //
 // **HTTP+SSE (legacy).** A GET opens the event stream; its first `endpoint` event names
 // the URL to POST messages to; every answer arrives on the stream.
@@ -43,6 +46,8 @@ const CONNECT_TIMEOUT_MS = 10_000;
 /** How long a POST carrying a notification or a response may take to be accepted. */
 const ACK_TIMEOUT_MS = 30_000;
 const DELETE_TIMEOUT_MS = 5_000;
+/** How long the `HEAD` probe after a broken exchange may take before it proves nothing. */
+const PROBE_TIMEOUT_MS = 5_000;
 /** How long the first GET stream may take to be answered before messages go on. */
 const GET_OPEN_WAIT_MS = 2_000;
 /** Reconnection delay when the server gave no `retry:`. */
@@ -98,6 +103,43 @@ function describeRequestError(error, url) {
   return `${prefix}: ${error?.message ?? String(error)}`;
 }
 
+/** Whether a request error happened while connecting (reqwest's `is_connect`). */
+function isConnectError(error) {
+  return error?.mcpboxConnectTimeout === true || error?.syscall === 'connect' || error?.syscall === 'getaddrinfo';
+}
+
+/** The innermost cause of a request error, as the wasmtime host's `root_cause` words it. */
+function rootCause(error) {
+  if (error?.mcpboxConnectTimeout) {
+    return 'deadline has elapsed';
+  }
+  if (error?.syscall === 'getaddrinfo' && error.code === 'ENOTFOUND') {
+    return 'Name or service not known';
+  }
+  if (typeof error?.errno === 'number') {
+    return describeSystemError(error);
+  }
+  if (error?.code === 'ECONNRESET') {
+    return 'connection closed before message completed';
+  }
+  return error?.message ?? String(error);
+}
+
+/**
+ * A POST that got no HTTP answer: `why` for the guest, and the request error behind it
+ * (none when re-initialising a session failed). Its string form is `why`.
+ */
+class PostFailure {
+  constructor(why, transport = null) {
+    this.why = why;
+    this.transport = transport;
+  }
+
+  toString() {
+    return this.why;
+  }
+}
+
 /** Reading a body failed, in reqwest's words. */
 function describeBodyError(error) {
   return `error decoding response body: ${error?.code === 'ECONNRESET' ? 'connection reset' : error?.message ?? error}`;
@@ -107,7 +149,7 @@ function describeBodyError(error) {
  * One HTTP exchange: resolves with the response once its head arrived, or rejects with a
  * request error. `signal` aborts it (and a body still being read).
  */
-function exchange(method, url, headers, body, signal) {
+function exchange(method, url, headers, body, signal, { fresh = false } = {}) {
   return new Promise((resolve, reject) => {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const flat = {};
@@ -119,7 +161,8 @@ function exchange(method, url, headers, body, signal) {
     }
     let req;
     try {
-      req = send(url, { method, headers: flat, agent: agents[url.protocol], signal });
+      // `fresh`: a connection of its own, never one from the pool.
+      req = send(url, { method, headers: flat, agent: fresh ? false : agents[url.protocol], signal });
     } catch (error) {
       reject(error);
       return;
@@ -290,6 +333,8 @@ export class HttpServer {
     this.reinit = Promise.resolve();
     /** Some request got an HTTP answer: the server exists. */
     this.reached = false;
+    /** The server went away and the connection was closed for it. */
+    this.gone = false;
     this.replays = 0;
     this.delivered = 0;
     this.takenByGuest = 0;
@@ -485,7 +530,8 @@ export class HttpServer {
    * its id), re-initialises once and posts again. Rejects with the reason as a string.
    */
   async #postInSession(out) {
-    const describe = (e) => `could not reach ${this.url.href}: ${describeRequestError(e, this.url.href)}`;
+    const describe = (e) =>
+      new PostFailure(`could not reach ${this.url.href}: ${describeRequestError(e, this.url.href)}`, e);
     const stale = this.session.id;
     let res;
     try {
@@ -499,7 +545,11 @@ export class HttpServer {
     }
     discard(res);
     this.#note(`the server answered 404 to session ${stale}; it ended the session: re-initialising`);
-    await this.#reinitialize(stale);
+    try {
+      await this.#reinitialize(stale);
+    } catch (why) {
+      throw new PostFailure(String(why));
+    }
     try {
       return await this.#post(out);
     } catch (e) {
@@ -557,6 +607,48 @@ export class HttpServer {
     await drain(res);
   }
 
+  /**
+   * After an exchange failed with `error`: whether the server went away (see the top of
+   * this file), in which case the connection is closed, once, with the reason. A
+   * connection error proves it at once; any other failure is checked with a `HEAD` to
+   * the URL on a fresh connection, which any live server answers somehow (405 will do).
+   */
+  async #goneAfter(error) {
+    if (this.gone || this.closed) {
+      return true;
+    }
+    let cause;
+    if (isConnectError(error)) {
+      cause = rootCause(error);
+    } else {
+      const headers = this.#headers(ACCEPT_BOTH, null);
+      const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(PROBE_TIMEOUT_MS)]);
+      try {
+        discard(await exchange('HEAD', this.url, headers, null, signal, { fresh: true }));
+        return false; // Answered, with any status: it is there.
+      } catch (e) {
+        if (this.closed) {
+          return true;
+        }
+        if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
+          return false; // Still thinking: that proves nothing.
+        }
+        // Refused, or accepted and dropped unanswered: nothing serves HTTP there.
+        cause = rootCause(e);
+      }
+    }
+    if (this.gone) {
+      return true;
+    }
+    this.gone = true;
+    const why = this.reached
+      ? `went away: ${this.url.href} cannot be reached any more (${cause})`
+      : `could not reach ${this.url.href}: ${cause}`;
+    // Not noted in the diagnostics: the reason is the error itself.
+    await this.#deliverClosed(why);
+    return true;
+  }
+
   /** Reads a whole body, giving up past `cap` bytes: `{ text }` or `{ tooLarge: { size, id } }`. */
   async #readBody(res, cap) {
     const parts = [];
@@ -599,7 +691,7 @@ export class HttpServer {
     try {
       body = await this.#readBody(res, isSuccess(status) ? this.cap : ERROR_BODY_CAP);
     } catch (e) {
-      if (this.closed) {
+      if (await this.#goneAfter(e)) {
         return;
       }
       await this.#fail(request, `reading the answer to ${what} failed: ${describeBodyError(e)}`);
@@ -712,7 +804,7 @@ export class HttpServer {
         return 'stopped';
       }
       this.#note(`an event stream broke: ${describeBodyError(e)}`);
-      return 'ended';
+      return (await this.#goneAfter(e)) ? 'stopped' : 'ended';
     }
     return this.closed ? 'stopped' : 'ended';
   }
@@ -745,6 +837,9 @@ export class HttpServer {
           return;
         }
         this.#note(`resuming after event ${debugString(last)} failed: ${describeRequestError(e, this.url.href)}`);
+        if (await this.#goneAfter(e)) {
+          return;
+        }
         failures += 1;
         continue;
       }
@@ -802,6 +897,9 @@ export class HttpServer {
       }
       if (error !== null) {
         this.#note(`the GET stream failed: ${describeRequestError(error, this.url.href)}`);
+        if (await this.#goneAfter(error)) {
+          return;
+        }
         failures += 1;
       } else if (isSuccess(res.statusCode) && contentType(res).startsWith(EVENT_STREAM)) {
         parser.resetStream();
@@ -876,6 +974,9 @@ export class HttpServer {
       } else if (outcome.why !== undefined) {
         if (!this.closed) {
           this.#note(String(outcome.why));
+          if (outcome.why?.transport) {
+            await this.#goneAfter(outcome.why.transport);
+          }
         }
       } else {
         const res = outcome.res;
@@ -922,9 +1023,12 @@ export class HttpServer {
       }
       if (first && !this.reached) {
         // Nothing ever answered: the server is not there.
-        this.#note(String(why));
-        await this.#deliverClosed(String(why));
-      } else {
+        if (!this.gone) {
+          this.gone = true;
+          this.#note(String(why));
+          await this.#deliverClosed(String(why));
+        }
+      } else if (!(why?.transport && (await this.#goneAfter(why.transport)))) {
         await this.#fail(request, String(why));
       }
       return;
@@ -995,6 +1099,10 @@ export class HttpServer {
       } catch (e) {
         if (this.closed) {
           break;
+        }
+        // The event stream ending closes the connection too; whichever notices first says so.
+        if (await this.#goneAfter(e)) {
+          continue;
         }
         await this.#fail(request, `could not reach ${target.url.href}: ${describeRequestError(e, target.url.href)}`);
         continue;

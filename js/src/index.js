@@ -211,6 +211,8 @@ export class McpBox extends EventEmitter {
    *   instead; a missing file is an empty configuration
    * @param {boolean} [options.allowProcesses] whether stdio servers may be started
    *   (default true)
+   * @param {boolean} [options.allowNetwork] whether remote servers (`http`, `sse`) may
+   *   be contacted (default true)
    * @param {number} [options.maxMessageBytes] the largest message accepted from a
    *   server (default 64 MiB)
    * @param {boolean} [options.inputRequests] let servers ask the user for input during a
@@ -246,6 +248,7 @@ export class McpBox extends EventEmitter {
     const modules = await compiled;
     const policy = {
       allowProcesses: options.allowProcesses ?? true,
+      allowNetwork: options.allowNetwork ?? true,
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     };
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;

@@ -25,7 +25,7 @@ export class ConnectionTable {
   #closedAll = false;
 
   /**
-   * @param {{allowProcesses: boolean, maxMessageBytes: number}} policy
+   * @param {{allowProcesses: boolean, allowNetwork: boolean, maxMessageBytes: number}} policy
    * @param {(conn: number, items: object[], paused: boolean, writerEnded: boolean) => void} forward
    *   delivers a server's items to the driver; `paused` asks it to report when the guest
    *   has taken them (`taken`); `writerEnded` says the connection takes no more messages
@@ -54,7 +54,10 @@ export class ConnectionTable {
       return err('unsupported', `server \`${server}\`: the ${endpoint.tag} transport is not supported by this host`);
     }
     if (!this.policy.allowProcesses) {
-      return err('denied', `server \`${server}\`: the policy does not allow starting processes`);
+      return err(
+        'denied',
+        `server \`${server}\`: the policy does not allow starting processes (allow them with \`allowProcesses: true\`)`,
+      );
     }
     let spec;
     try {
@@ -86,8 +89,15 @@ export class ConnectionTable {
     return { tag: 'ok', val: id };
   }
 
-  /** Opens a Streamable HTTP or legacy SSE connection (no policy applies to these). */
+  /** Opens a Streamable HTTP or legacy SSE connection, if the policy allows the network. */
   #openHttp(server, kind, endpoint) {
+    if (!this.policy.allowNetwork) {
+      // The URL as configured, before `${VAR}` resolution: no secret goes in a message.
+      return err(
+        'denied',
+        `server \`${server}\`: the policy does not allow network connections, so ${endpoint.url} was not contacted (allow them with \`allowNetwork: true\`)`,
+      );
+    }
     let running;
     const id = this.nextId++;
     try {

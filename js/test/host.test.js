@@ -106,6 +106,31 @@ test('the policy can refuse processes', async (t) => {
   assert.match(fx.error, /the policy does not allow starting processes/);
 });
 
+test('the policy can refuse the network: remote servers fail naming their URL, unreached', async (t) => {
+  const server = await ScriptedServer.start();
+  t.after(() => server.close());
+  const sse = server.url.replace('/mcp', '/sse');
+  const box = await open(
+    t,
+    { remote: { url: server.url }, old: { type: 'sse', url: sse }, fx: fixtureEntry() },
+    { allowNetwork: false },
+  );
+  const servers = await ready(box);
+  assertConnected(servers, 'fx');
+  for (const [name, url] of [['remote', server.url], ['old', sse]]) {
+    const s = status(servers, name);
+    assert.equal(s.state, 'failed');
+    assert.ok(
+      s.error.includes(`server \`${name}\`: the policy does not allow network connections, so ${url} was not contacted`),
+      s.error,
+    );
+    assert.match(s.error, /allowNetwork: true/);
+  }
+  const error = await callError(box, 'mcp__remote__echo', { text: 'x' });
+  assert.equal(error.kind, 'server-unavailable');
+  assert.deepEqual(server.seen, []);
+});
+
 test('skipped stdout lines and stderr show in the error of a server that died', async (t) => {
   const box = await open(t, { noisy: fixtureEntry(['--garbage']) });
   await ready(box);

@@ -19,7 +19,9 @@ import {
   freePort,
   open,
   ready,
+  nextEvent,
   status,
+  tsHttp,
 } from './support.js';
 
 async function scripted(t) {
@@ -267,4 +269,35 @@ test('an oversized event is dropped and counted; the connection stays usable', {
   assert.equal(error.kind, 'protocol', error.message);
   assert.equal(box.diagnostics('s').oversizedMessages, 1);
   assert.equal((await call(box, 'mcp__s__echo', { text: 'small' })).text, 'small');
+});
+
+test('a server that goes away fails, and a call reconnects it once it is back', async (t) => {
+  const server = await tsHttp(t);
+  const url = server.url;
+  const box = await open(t, { s: { type: 'http', url } });
+  assertConnected(await ready(box), 's');
+  assert.equal((await call(box, 'mcp__s__add', { a: 1, b: 2 })).text, '3');
+
+  // Found through the subscriptions/listen stream it held open: no call needed.
+  const failed = nextEvent(box, (e) => e.type === 'status' && e.status.name === 's' && e.status.state === 'failed');
+  server.stop();
+  const { status: s } = await failed;
+  assert.ok(s.error.includes(`server \`s\` went away: ${url} cannot be reached any more`), s.error);
+  const error = await callError(box, 'mcp__s__add', { a: 1, b: 2 });
+  assert.equal(error.kind, 'server-unavailable');
+  assert.ok(error.message.includes(url), error.message);
+
+  // Back on its port: the next call allowed by the backoff reconnects it.
+  await tsHttp(t, Number(new URL(url).port));
+  const deadline = Date.now() + PATIENCE_MS;
+  for (;;) {
+    try {
+      assert.equal((await call(box, 'mcp__s__add', { a: 2, b: 2 })).text, '4');
+      break;
+    } catch (e) {
+      assert.ok(/next restart allowed in/.test(e.message) && Date.now() < deadline, e.stack);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  assertConnected(box.servers(), 's');
 });

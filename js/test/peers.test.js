@@ -1,6 +1,6 @@
 // The registry against the servers users actually run, by the JavaScript host: the npm
-// reference servers and a server on the official Python SDK, at the versions pinned in
-// tests/peers/ — the assertions of tests/tests/e2e/peers.rs.
+// reference servers and servers on the official Python and TypeScript (v2) SDKs, at the
+// versions pinned in tests/peers/ — the assertions of tests/tests/e2e/peers.rs and era.rs.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -8,7 +8,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { assertConnected, call, callError, fastmcpEntry, npmBin, open, ready, status } from './support.js';
+import {
+  assertConnected,
+  call,
+  callError,
+  fastmcpEntry,
+  nextEvent,
+  npmBin,
+  open,
+  ready,
+  status,
+  tsEntry,
+  tsHttp,
+} from './support.js';
 
 test('npm reference servers', async (t) => {
   // The filesystem server resolves symlinks; compare against the real path.
@@ -84,4 +96,32 @@ test('python SDK server', async (t) => {
   // The schema FastMCP generated is enforced before the call leaves mcpbox.
   const error = await callError(box, 'mcp__py__add', { a: 'two', b: 1 });
   assert.equal(error.kind, 'invalid-arguments');
+});
+
+test('a 2026-07-28 server on the TypeScript SDK v2, over stdio and HTTP', async (t) => {
+  const { url } = await tsHttp(t);
+  const box = await open(t, { ts: tsEntry(), tshttp: { type: 'http', url } });
+  const servers = await ready(box);
+  for (const name of ['ts', 'tshttp']) {
+    assertConnected(servers, name);
+    const s = status(servers, name);
+    assert.equal(s.protocolVersion, '2026-07-28', JSON.stringify(s));
+    assert.equal(s.serverName, 'ts-peer');
+    assert.equal(s.toolCount, 4);
+  }
+  for (const server of ['ts', 'tshttp']) {
+    const tool = (name) => `mcp__${server}__${name}`;
+    const add = box.tools().find((x) => x.name === tool('add'));
+    assert.equal(add.outputSchema.properties.sum.type, 'number');
+    const r = await call(box, tool('add'), { a: 20, b: 22 });
+    assert.equal(r.text, '42');
+    assert.deepEqual(r.structuredContent, { sum: 42 });
+    const failed = await call(box, tool('fail'), { message: 'no' });
+    assert.ok(failed.isError && failed.text === 'no', JSON.stringify(failed));
+    // A tool-list change arrives over subscriptions/listen.
+    const changed = nextEvent(box, (e) => e.type === 'tools-changed' && e.server === server);
+    await call(box, tool('unlock'), {});
+    await changed;
+    assert.equal((await call(box, tool('secret'), {})).text, 'the secret is 42');
+  }
 });

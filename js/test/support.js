@@ -61,6 +61,13 @@ export function fastmcpEntry() {
   return { command: python, args: [existing(join(peers, 'fastmcp_server.py'), 'it is part of the repository')] };
 }
 
+/** The TypeScript SDK v2 server, tests/peers/ts_server.mjs, over stdio. */
+export function tsEntry() {
+  const peers = join(workspace, 'tests', 'peers');
+  existing(join(peers, 'node_modules', '@modelcontextprotocol', 'server', 'package.json'), 'run scripts/install-peers first');
+  return { command: process.execPath, args: [existing(join(peers, 'ts_server.mjs'), 'it is part of the repository')] };
+}
+
 /** The text of an `.mcp.json` with these servers (the value of `mcpServers`). */
 export function configText(servers) {
   return JSON.stringify({ mcpServers: servers });
@@ -231,5 +238,21 @@ export function fastmcpHttp(t) {
       return m ? `http://127.0.0.1:${m[1]}/mcp` : null;
     },
     () => false,
+  );
+}
+
+/**
+ * Starts tests/peers/ts_server.mjs --http PORT (0: the OS picks); resolves with
+ * `{ url, stop }` (…/mcp), or rejects with its stderr when the port is taken.
+ */
+export function tsHttp(t, port = 0) {
+  const { command, args } = tsEntry();
+  return startServer(
+    t,
+    command,
+    [...args, '--http', String(port)],
+    {},
+    (line) => /ts-peer listening on (\S+)/.exec(line)?.[1] ?? null,
+    (line) => line.includes('EADDRINUSE'),
   );
 }

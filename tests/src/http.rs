@@ -1,6 +1,6 @@
 //! HTTP peers for the end-to-end tests.
 //!
-//! - [`everything_http`] and [`fastmcp_http`] start the pinned npm and PyPI servers
+//! - [`everything_http`], [`fastmcp_http`] and [`ts_http`] start the pinned npm and PyPI servers
 //!   in their HTTP modes on loopback ports found at run time (never fixed ones) and
 //!   return once they listen; [`ServerProcess`] kills them when dropped.
 //! - [`ScriptedServer`] is a small Streamable HTTP MCP server in the test process,
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::peers::{fastmcp_http_command, npm_bin};
+use crate::peers::{fastmcp_http_command, npm_bin, ts_http_command};
 
 /// How long a server may take to start listening: Node and Python on a busy
 /// two-core machine.
@@ -119,26 +119,35 @@ pub enum EverythingMode {
 ///
 /// When it is not installed or does not start.
 pub fn everything_http(mode: EverythingMode) -> ServerProcess {
-    let (arg, path, banner) = match mode {
-        EverythingMode::StreamableHttp => ("streamableHttp", "/mcp", "listening on port"),
-        EverythingMode::Sse => ("sse", "/sse", "running on port"),
-    };
     let mut last = String::new();
     for _ in 0..3 {
-        let port = free_port();
-        let mut command = Command::new(npm_bin("mcp-server-everything"));
-        command.arg(arg).env("PORT", port.to_string());
-        let url = format!("http://127.0.0.1:{port}{path}");
-        match start(
-            command,
-            &|line| line.contains(banner).then(|| url.clone()),
-            &|line| line.contains("in use"),
-        ) {
+        match everything_http_at(mode, free_port()) {
             Ok(server) => return server,
             Err(stderr) => last = stderr,
         }
     }
     panic!("server-everything found no free port in three tries:\n{last}");
+}
+
+/// Starts server-everything in an HTTP mode on `port`, for a server that comes
+/// back on the port it had. `Err` holds its stderr when the port is taken.
+///
+/// # Panics
+///
+/// When it is not installed or does not start.
+pub fn everything_http_at(mode: EverythingMode, port: u16) -> Result<ServerProcess, String> {
+    let (arg, path, banner) = match mode {
+        EverythingMode::StreamableHttp => ("streamableHttp", "/mcp", "listening on port"),
+        EverythingMode::Sse => ("sse", "/sse", "running on port"),
+    };
+    let mut command = Command::new(npm_bin("mcp-server-everything"));
+    command.arg(arg).env("PORT", port.to_string());
+    let url = format!("http://127.0.0.1:{port}{path}");
+    start(
+        command,
+        &|line| line.contains(banner).then(|| url.clone()),
+        &|line| line.contains("in use"),
+    )
 }
 
 /// Starts `tests/peers/fastmcp_server.py --http 0` (port chosen by the OS).
@@ -156,6 +165,33 @@ pub fn fastmcp_http() -> ServerProcess {
         Some(format!("http://127.0.0.1:{port}/mcp"))
     };
     start(command, &ready, &|_| false).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Starts `tests/peers/ts_server.mjs --http 0` (TypeScript SDK v2, port chosen by
+/// the OS).
+///
+/// # Panics
+///
+/// When the npm peers are not installed or the server does not start.
+pub fn ts_http() -> ServerProcess {
+    ts_http_at(0).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Starts `tests/peers/ts_server.mjs --http PORT`, for a server that comes back on
+/// the port it had. `Err` holds its stderr when the port is taken.
+///
+/// # Panics
+///
+/// When the npm peers are not installed or the server does not start.
+pub fn ts_http_at(port: u16) -> Result<ServerProcess, String> {
+    let (node, args) = ts_http_command(port);
+    let mut command = Command::new(node);
+    command.args(args);
+    let ready = |line: &str| {
+        let url = line.split("ts-peer listening on ").nth(1)?;
+        Some(url.trim().to_owned())
+    };
+    start(command, &ready, &|line| line.contains("EADDRINUSE"))
 }
 
 /// One HTTP request the scripted server received.

@@ -8,7 +8,9 @@
 //! - **npm peers**, the official reference servers `@modelcontextprotocol/server-everything`,
 //!   `server-filesystem` and `server-memory`, pinned in `tests/peers/package-lock.json`;
 //! - a **Python peer** on the official SDK (PyPI `mcp`, pinned in
-//!   `tests/peers/requirements.txt`), `tests/peers/fastmcp_server.py`.
+//!   `tests/peers/requirements.txt`), `tests/peers/fastmcp_server.py`;
+//! - a **TypeScript peer** on the official SDK v2 (npm `@modelcontextprotocol/server`,
+//!   the 2026-07-28 revision), `tests/peers/ts_server.mjs`.
 //!
 //! The npm and Python peers are installed under `tests/peers/` by `scripts/install-peers`
 //! (which `scripts/test` runs first). The functions in [`peers`] return the command line
@@ -31,5 +33,5 @@ pub mod stdio;
 
 pub use peers::{
     everything_command, fastmcp_http_command, fastmcp_server_command, filesystem_command,
-    memory_command, npm_bin, peers_dir, python_venv,
+    memory_command, npm_bin, peers_dir, python_venv, ts_http_command, ts_server_command,
 };

@@ -68,6 +68,37 @@ pub fn fastmcp_http_command(port: u16) -> (String, Vec<String>) {
     (python, args)
 }
 
+/// Starts `tests/peers/ts_server.mjs`, a server on the TypeScript SDK v2
+/// (`@modelcontextprotocol/server`, tools `greet`, `add`, `fail`, `unlock`), over stdio.
+///
+/// # Panics
+///
+/// When the npm peers are not installed.
+pub fn ts_server_command() -> (String, Vec<String>) {
+    require(
+        peers_dir()
+            .join("node_modules")
+            .join("@modelcontextprotocol")
+            .join("server")
+            .join("package.json"),
+    );
+    let script = require(peers_dir().join("ts_server.mjs"));
+    ("node".to_owned(), vec![display(&script)])
+}
+
+/// Starts `tests/peers/ts_server.mjs` serving Streamable HTTP on `127.0.0.1:port` at
+/// `/mcp`. With port 0 the OS picks the port, and the server's stderr line
+/// `ts-peer listening on http://127.0.0.1:PORT/mcp` says which.
+///
+/// # Panics
+///
+/// When the npm peers are not installed.
+pub fn ts_http_command(port: u16) -> (String, Vec<String>) {
+    let (node, mut args) = ts_server_command();
+    args.extend(["--http".to_owned(), port.to_string()]);
+    (node, args)
+}
+
 /// Starts `@modelcontextprotocol/server-everything` over stdio (it needs the `stdio`
 /// argument; without one it also defaults to stdio).
 ///

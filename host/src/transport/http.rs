@@ -31,9 +31,18 @@
 //!
 //! HTTP failures become JSON-RPC errors for the request they concern (a 500
 //! answering `tools/call` fails that call at once, with the status and the
-//! server's words), so the guest sees them without waiting for a timeout. A
-//! server that cannot be reached at all on the first message closes the
-//! connection, which fails the server with the reason.
+//! server's words), so the guest sees them without waiting for a timeout.
+//!
+//! **A server that goes away** closes the connection, as a stdio server's exit
+//! does, so the guest fails the calls in flight, marks the server failed and
+//! restarts it through its backoff. Going away means: an exchange (a POST, the
+//! GET stream, a resumption) fails below HTTP — the connection was refused or
+//! broke, nothing was answered — and a new connection to the URL gets no HTTP
+//! answer either: the failed exchange was itself a connection attempt, or a
+//! `HEAD` probe sent right after it is refused or dropped unanswered
+//! ([`Shared::gone_after`]). An HTTP error status, a slow answer, or a probe
+//! that gets any answer (or none within 5 s) leave the connection open. A server that cannot be reached at all on the first message
+//! closes it the same way.
 //!
 //! **HTTP+SSE (legacy).** A GET opens the event stream; its first `endpoint`
 //! event names the URL to POST messages to; every answer arrives on the stream.
@@ -72,6 +81,9 @@ const GET_OPEN_WAIT: Duration = Duration::from_secs(2);
 const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 /// Consecutive failed reconnections after which a stream is given up.
 const MAX_RECONNECTS: u32 = 5;
+/// How long the `HEAD` probe after a broken exchange may take; a probe that is
+/// neither answered nor refused in this time proves nothing either way.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How much of an HTTP error body is read for the error message.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 /// The protocol revision from which `Mcp-Method` / `Mcp-Name` are sent.
@@ -105,21 +117,33 @@ pub(crate) struct Spawned {
 /// The process-wide HTTP client: one connection pool for every server.
 fn client() -> Result<reqwest::Client, String> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            // reqwest is built without a bundled crypto provider (ring builds in
-            // seconds, aws-lc-rs in minutes); install ring unless the embedder
-            // already chose one.
-            if rustls::crypto::CryptoProvider::get_default().is_none() {
-                let _ = rustls::crypto::ring::default_provider().install_default();
-            }
-            reqwest::Client::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .user_agent(concat!("mcpbox/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| format!("could not create the HTTP client: {}", chain(&e)))
-        })
-        .clone()
+    CLIENT.get_or_init(|| build_client(true)).clone()
+}
+
+/// The client for [`Shared::gone_after`]'s probe: without a pool, so that every
+/// probe makes a new connection rather than trying one the server may have
+/// dropped a moment ago.
+fn probe_client() -> Result<reqwest::Client, String> {
+    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+    CLIENT.get_or_init(|| build_client(false)).clone()
+}
+
+fn build_client(pooled: bool) -> Result<reqwest::Client, String> {
+    // reqwest is built without a bundled crypto provider (ring builds in
+    // seconds, aws-lc-rs in minutes); install ring unless the embedder
+    // already chose one.
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("mcpbox/", env!("CARGO_PKG_VERSION")));
+    if !pooled {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    builder
+        .build()
+        .map_err(|e| format!("could not create the HTTP client: {}", chain(&e)))
 }
 
 /// Opens a connection to a remote server. Must be called inside a tokio runtime.
@@ -161,6 +185,7 @@ pub(crate) fn connect(
         session: Mutex::new(Session::default()),
         reinit: tokio::sync::Mutex::new(()),
         reached: AtomicBool::new(false),
+        gone: AtomicBool::new(false),
         replays: AtomicU64::new(0),
     });
     match kind {
@@ -198,6 +223,8 @@ struct Shared {
     reinit: tokio::sync::Mutex<()>,
     /// Some request got an HTTP answer: the server exists.
     reached: AtomicBool,
+    /// The server went away and the connection was closed for it.
+    gone: AtomicBool,
     /// Ids for replayed `initialize` requests.
     replays: AtomicU64,
 }
@@ -242,6 +269,23 @@ fn answers(text: &str, id: &str) -> bool {
 fn error_response(id: &str, message: &str) -> String {
     let message = serde_json::to_string(message).unwrap_or_else(|_| "\"\"".into());
     format!(r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32000,"message":{message}}}}}"#)
+}
+
+/// A POST that got no HTTP answer: what to tell the guest, and the transport
+/// error behind it (none when re-initialising a session failed).
+struct PostError {
+    why: String,
+    transport: Option<reqwest::Error>,
+}
+
+/// The innermost cause of an error: "Connection refused (os error 111)" rather
+/// than reqwest's "error sending request for url (…)".
+fn root_cause(error: &dyn std::error::Error) -> String {
+    let mut cause = error;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
 }
 
 /// An error with its causes: reqwest's own text omits why a request failed.
@@ -417,10 +461,9 @@ impl Shared {
 
     /// Posts `out`; when the server says the session is gone (404 to a request
     /// that carried its id), re-initialises once and posts again.
-    async fn post_in_session(&self, out: &Outgoing) -> Result<Response, String> {
-        let describe = |e: reqwest::Error| format!("could not reach {}: {}", self.url, chain(&e));
+    async fn post_in_session(&self, out: &Outgoing) -> Result<Response, PostError> {
         let stale = self.session_id();
-        let response = self.post(out).await.map_err(describe)?;
+        let response = self.post(out).await.map_err(|e| self.post_error(e))?;
         let is_initialize = out.meta.method.as_deref() == Some("initialize");
         if response.status() != StatusCode::NOT_FOUND || stale.is_none() || is_initialize {
             return Ok(response);
@@ -429,8 +472,61 @@ impl Shared {
             "the server answered 404 to session {}; it ended the session: re-initialising",
             stale.as_deref().unwrap_or_default()
         ));
-        self.reinitialize(stale).await?;
-        self.post(out).await.map_err(describe)
+        self.reinitialize(stale).await.map_err(|why| PostError {
+            why,
+            transport: None,
+        })?;
+        self.post(out).await.map_err(|e| self.post_error(e))
+    }
+
+    fn post_error(&self, error: reqwest::Error) -> PostError {
+        PostError {
+            why: format!("could not reach {}: {}", self.url, chain(&error)),
+            transport: Some(error),
+        }
+    }
+
+    /// After an exchange failed with `error`: whether the server went away (see
+    /// the module docs), in which case the connection is closed, once, with the
+    /// reason. A connection error proves it at once; any other failure below
+    /// HTTP is checked with a `HEAD` to the URL on a new connection, which any
+    /// live server answers somehow (405 will do).
+    async fn gone_after(&self, error: &reqwest::Error) -> bool {
+        if self.gone.load(Ordering::SeqCst) {
+            return true;
+        }
+        let cause = if error.is_connect() {
+            root_cause(error)
+        } else {
+            let Ok(client) = probe_client() else {
+                return false;
+            };
+            let probe = client
+                .head(self.url.clone())
+                .headers(self.headers.clone())
+                .send();
+            match tokio::time::timeout(PROBE_TIMEOUT, probe).await {
+                // Refused, or accepted and dropped unanswered (a listener
+                // closing as its process dies): nothing serves HTTP there.
+                Ok(Err(e)) => root_cause(&e),
+                // Answered (any status), or still thinking: it is there.
+                Ok(Ok(_)) | Err(_) => return false,
+            }
+        };
+        if self.gone.swap(true, Ordering::SeqCst) {
+            return true;
+        }
+        let why = if self.reached.load(Ordering::Relaxed) {
+            format!(
+                "went away: {} cannot be reached any more ({cause})",
+                self.url
+            )
+        } else {
+            format!("could not reach {}: {cause}", self.url)
+        };
+        // Not noted in the diagnostics: the reason is the error itself.
+        self.deliver(Inbound::Closed(why)).await;
+        true
     }
 
     /// Starts a new session by replaying the guest's `initialize` and
@@ -535,6 +631,9 @@ impl Shared {
         let body = match self.read_body(response, cap).await {
             Ok(body) => body,
             Err(e) => {
+                if self.gone_after(&e).await {
+                    return;
+                }
                 let why = format!("reading the answer to {what} failed: {}", chain(&e));
                 return self.fail(request, why).await;
             }
@@ -630,6 +729,9 @@ impl Shared {
                 Ok(None) => return StreamEnd::Ended,
                 Err(e) => {
                     self.note(format!("an event stream broke: {}", chain(&e)));
+                    if self.gone_after(&e).await {
+                        return StreamEnd::Stopped;
+                    }
                     return StreamEnd::Ended;
                 }
             }
@@ -712,6 +814,9 @@ impl Shared {
                         "resuming after event {last:?} failed: {}",
                         chain(&e)
                     ));
+                    if self.gone_after(&e).await {
+                        return;
+                    }
                     failures += 1;
                     continue;
                 }
@@ -789,6 +894,9 @@ impl Shared {
                 }
                 Err(e) => {
                     self.note(format!("the GET stream failed: {}", chain(&e)));
+                    if self.gone_after(&e).await {
+                        return;
+                    }
                     failures += 1;
                 }
             }
@@ -838,12 +946,18 @@ async fn streamable(shared: Arc<Shared>, mut outbound: mpsc::UnboundedReceiver<O
                 let first = !shared.reached.load(Ordering::Relaxed);
                 match shared.post_in_session(&out).await {
                     Ok(response) => shared.read_reply(response, Some(&id), &what).await,
-                    Err(why) if first && !shared.reached.load(Ordering::Relaxed) => {
+                    Err(e) if first && !shared.reached.load(Ordering::Relaxed) => {
                         // Nothing ever answered: the server is not there.
-                        shared.note(why.clone());
-                        shared.deliver(Inbound::Closed(why)).await;
+                        if !shared.gone.swap(true, Ordering::SeqCst) {
+                            shared.note(e.why.clone());
+                            shared.deliver(Inbound::Closed(e.why)).await;
+                        }
                     }
-                    Err(why) => shared.fail(Some(&id), why).await,
+                    Err(PostError {
+                        transport: Some(error),
+                        ..
+                    }) if shared.gone_after(&error).await => {}
+                    Err(e) => shared.fail(Some(&id), e.why).await,
                 }
             });
             continue;
@@ -863,8 +977,11 @@ async fn streamable(shared: Arc<Shared>, mut outbound: mpsc::UnboundedReceiver<O
                 }
                 ok
             }
-            Ok(Err(why)) => {
-                shared.note(why);
+            Ok(Err(e)) => {
+                shared.note(e.why);
+                if let Some(error) = e.transport {
+                    shared.gone_after(&error).await;
+                }
                 false
             }
             Err(_) => {
@@ -982,6 +1099,11 @@ async fn legacy(shared: Arc<Shared>, mut outbound: mpsc::UnboundedReceiver<Outgo
                 shared.fail(request.as_deref(), why).await;
             }
             Err(e) => {
+                // The event stream ending closes the connection too; whichever
+                // notices first says so.
+                if shared.gone_after(&e).await {
+                    continue;
+                }
                 let why = format!("could not reach {endpoint}: {}", chain(&e));
                 shared.fail(request.as_deref(), why).await;
             }

@@ -185,7 +185,8 @@ impl Pollable for Connection {
     }
 }
 
-/// Opens a connection for `server`, applying the policy.
+/// Opens a connection for `server`, applying the policy (`allow_processes` for stdio,
+/// `allow_network` for HTTP and SSE).
 fn open(
     state: &HostState,
     server: &str,
@@ -195,7 +196,8 @@ fn open(
         wit::Endpoint::Stdio(ep) => {
             if !state.policy.allow_processes {
                 return Err(wit::TransportError::Denied(format!(
-                    "server `{server}`: the policy does not allow starting processes"
+                    "server `{server}`: the policy does not allow starting processes (allow them \
+                     with `Policy::allow_processes`, or run the CLI without `--no-processes`)"
                 )));
             }
             let spec =
@@ -234,6 +236,15 @@ fn open_http(
     kind: http::Kind,
     ep: &wit::HttpEndpoint,
 ) -> Result<Connection, wit::TransportError> {
+    if !state.policy.allow_network {
+        // The URL as configured, before `${VAR}` resolution: no secret goes in a message.
+        return Err(wit::TransportError::Denied(format!(
+            "server `{server}`: the policy does not allow network connections, so {} was not \
+             contacted (allow them with `Policy::allow_network`, or run the CLI without \
+             `--no-network`)",
+            ep.url
+        )));
+    }
     let spec = endpoint::resolve_http(ep, &|name| std::env::var(name).ok())
         .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
     let diagnostics = track_diagnostics(state, server);

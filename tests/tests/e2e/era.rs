@@ -1,14 +1,15 @@
-//! Both MCP eras against real servers: the Python SDK (`mcp` 2.3) speaks the
-//! stateless 2026-07-28 revision over stdio and Streamable HTTP; the npm servers and
-//! the fixture speak the `initialize` era. The era found is remembered under the
-//! cache directory for the next run.
+//! Both MCP eras against real servers: the Python SDK (`mcp` 2.3) and the TypeScript
+//! SDK v2 (`@modelcontextprotocol/server` 2.4) speak the stateless 2026-07-28
+//! revision over stdio and Streamable HTTP; the npm reference servers and the
+//! fixture speak the `initialize` era. The era found is remembered under the cache
+//! directory for the next run.
 
-use mcpbox::{CallOptions, Options};
-use mcpbox_tests::fastmcp_server_command;
-use mcpbox_tests::http::fastmcp_http;
-use serde_json::json;
+use mcpbox::{CallOptions, Event, Options, Runtime};
+use mcpbox_tests::http::{fastmcp_http, ts_http};
+use mcpbox_tests::{fastmcp_server_command, ts_server_command};
+use serde_json::{Value, json};
 
-use crate::{PATIENCE, assert_connected, fixture_entry, ready, status};
+use crate::{PATIENCE, assert_connected, call, fixture_entry, next_event, open, ready, status};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn eras_are_detected_per_server_and_remembered() {
@@ -87,4 +88,80 @@ async fn eras_are_detected_per_server_and_remembered() {
         assert_eq!(era_of("fx"), Some(json!("legacy")));
     }
     let _ = std::fs::remove_dir_all(&cache);
+}
+
+/// The TypeScript SDK v2 over stdio (`serveStdio`) and Streamable HTTP
+/// (`createMcpHandler`): the era is 2026-07-28 on both, tools with an
+/// `outputSchema` return structured content, and a tool that changes the tool list
+/// reaches mcpbox through `subscriptions/listen`.
+#[tokio::test(flavor = "multi_thread")]
+async fn typescript_sdk_v2_server_speaks_2026_07_28() {
+    let http = ts_http();
+    let (node, args) = ts_server_command();
+    let runtime = open(json!({
+        "ts": { "command": node, "args": args },
+        "tshttp": { "type": "http", "url": http.url },
+    }))
+    .await;
+    let servers = ready(&runtime).await;
+    for name in ["ts", "tshttp"] {
+        assert_connected(&servers, name);
+        let s = status(&servers, name);
+        assert_eq!(s.protocol_version.as_deref(), Some("2026-07-28"), "{s:?}");
+        assert_eq!(s.server_name.as_deref(), Some("ts-peer"), "{s:?}");
+        assert_eq!(s.tool_count, 4, "{s:?}");
+    }
+    for server in ["ts", "tshttp"] {
+        ts_peer_tools(&runtime, server).await;
+    }
+    runtime.shutdown().await;
+}
+
+async fn ts_peer_tools(runtime: &Runtime, server: &str) {
+    let ok = |r: Result<mcpbox::CallResult, mcpbox::CallError>, what: &str| {
+        r.unwrap_or_else(|e| panic!("{server}: {what}: {e}"))
+    };
+    let tool = |name: &str| format!("mcp__{server}__{name}");
+    let tools = runtime.tools();
+    let add = tools
+        .iter()
+        .find(|t| t.name == tool("add"))
+        .unwrap_or_else(|| panic!("{server}: no add in {tools:?}"));
+    let output: Value =
+        serde_json::from_str(add.output_schema.as_ref().expect("an outputSchema").get()).unwrap();
+    assert_eq!(output["properties"]["sum"]["type"], "number", "{output}");
+
+    let r = ok(
+        call(runtime, &tool("greet"), json!({"name": "Ada"})).await,
+        "greet",
+    );
+    assert_eq!(r.text, "Hello, Ada!");
+    let r = ok(
+        call(runtime, &tool("add"), json!({"a": 20, "b": 22})).await,
+        "add",
+    );
+    assert_eq!(r.text, "42");
+    assert_eq!(r.structured_content, Some(json!({"sum": 42})));
+    let r = ok(
+        call(runtime, &tool("fail"), json!({"message": "no"})).await,
+        "fail",
+    );
+    assert!(r.is_error && r.text == "no", "{server}: {r:?}");
+
+    // `unlock` adds `secret` and publishes notifications/tools/list_changed on the
+    // subscriptions/listen stream mcpbox holds open; mcpbox lists the tools again.
+    let mut events = runtime.events();
+    let r = ok(call(runtime, &tool("unlock"), json!({})).await, "unlock");
+    assert!(!r.is_error, "{server}: {r:?}");
+    next_event(
+        &mut events,
+        |e| matches!(e, Event::ToolsChanged(s) if s == server),
+    )
+    .await;
+    let secret = tokio::time::timeout(PATIENCE, runtime.wait_for_tool(&tool("secret")))
+        .await
+        .expect("in time");
+    assert!(secret.is_some(), "{server}: secret not listed");
+    let r = ok(call(runtime, &tool("secret"), json!({})).await, "secret");
+    assert_eq!(r.text, "the secret is 42");
 }

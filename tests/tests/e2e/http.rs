@@ -3,7 +3,8 @@
 
 use mcpbox::{CallError, Event, Runtime, ServerState};
 use mcpbox_tests::http::{
-    EverythingMode, ScriptedServer, everything_http, fastmcp_http, free_port,
+    EverythingMode, ScriptedServer, ServerProcess, everything_http, everything_http_at,
+    fastmcp_http, free_port, ts_http_at,
 };
 use serde_json::{Value, json};
 
@@ -293,4 +294,159 @@ async fn an_unset_header_variable_fails_that_server_only() {
         error.contains("headers.Authorization") && error.contains("MCPBOX_TEST_SURELY_UNSET"),
         "{error}"
     );
+}
+
+/// Calls `tool` until it succeeds, waiting out the restart backoff the errors
+/// announce ("next restart allowed in …"); panics on any other error or after
+/// [`PATIENCE`].
+async fn call_through_backoff(runtime: &Runtime, tool: &str, args: Value) -> mcpbox::CallResult {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match call(runtime, tool, args.clone()).await {
+            Ok(r) => return r,
+            Err(CallError::ServerUnavailable(m)) if m.contains("next restart allowed in") => {
+                assert!(tokio::time::Instant::now() < deadline, "{m}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("{tool}: {e}"),
+        }
+    }
+}
+
+/// The port of a loopback URL `http://127.0.0.1:PORT/…`.
+fn port_of(url: &str) -> u16 {
+    url.split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {url}"))
+}
+
+/// A remote server that goes away after connecting takes the path of a crashed
+/// stdio server: it shows as failed with an error naming it and its URL (found
+/// through the stream it held open, with no call needed), calls fail at once,
+/// and once it is back on its port a call reconnects it. `start(0)` starts it on
+/// a free port, `start(port)` on that one.
+async fn goes_away_and_comes_back(
+    start: impl Fn(u16) -> Result<ServerProcess, String>,
+    tool: &str,
+    args: Value,
+) {
+    let server = start(0).unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url.clone();
+    let runtime = open(json!({ "s": { "type": "http", "url": url } })).await;
+    assert_connected(&ready(&runtime).await, "s");
+    ok(&runtime, tool, args.clone()).await;
+
+    let mut events = runtime.events();
+    drop(server); // Killed: the port now refuses connections.
+    let failed = next_event(
+        &mut events,
+        |e| matches!(e, Event::Status(s) if s.name == "s" && s.state == ServerState::Failed),
+    )
+    .await;
+    let Event::Status(failed) = failed else {
+        unreachable!()
+    };
+    let error = failed.error.unwrap_or_default();
+    assert!(
+        error.contains(&format!(
+            "server `s` went away: {url} cannot be reached any more"
+        )),
+        "{error}"
+    );
+    let err = call(&runtime, tool, args.clone()).await.unwrap_err();
+    let CallError::ServerUnavailable(message) = &err else {
+        panic!("{err:?}")
+    };
+    assert!(message.contains(&url), "{message}");
+
+    let _back = start(port_of(&url)).unwrap_or_else(|e| panic!("the port is taken: {e}"));
+    call_through_backoff(&runtime, tool, args).await;
+    assert_connected(&runtime.servers(), "s");
+    runtime.shutdown().await;
+}
+
+/// The TypeScript SDK v2 (2026-07-28, stateless): the stream held open is
+/// `subscriptions/listen`, a POST answered with an event stream.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_server_that_goes_away_fails_and_a_call_reconnects_it() {
+    goes_away_and_comes_back(ts_http_at, "mcp__s__add", json!({"a": 1, "b": 2})).await;
+}
+
+/// server-everything (2025-11-25, a session): the stream held open is the GET
+/// stream; the new connection starts a new session.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2025_server_that_goes_away_fails_and_a_call_reconnects_it() {
+    let start = |port| match port {
+        0 => Ok(everything_http(EverythingMode::StreamableHttp)),
+        port => everything_http_at(EverythingMode::StreamableHttp, port),
+    };
+    goes_away_and_comes_back(start, "mcp__s__echo", json!({"message": "hi"})).await;
+}
+
+/// The policy's network switch: remote servers fail as denied, naming the server
+/// and the URL, and nothing reaches them; stdio servers are not affected. The
+/// process switch is its mirror image.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_policy_refuses_the_network_or_processes() {
+    let server = ScriptedServer::start();
+    let sse_url = server.url.replace("/mcp", "/sse");
+    let config = json!({ "mcpServers": {
+        "remote": { "type": "http", "url": server.url },
+        "old": { "type": "sse", "url": sse_url },
+        "fx": crate::fixture_entry(&[]),
+    }})
+    .to_string();
+    let no_network = mcpbox::Policy {
+        allow_network: false,
+        ..mcpbox::Policy::default()
+    };
+    let runtime = mcpbox::Options::from_config_text("policy.json", config.clone())
+        .policy(no_network)
+        .open()
+        .await
+        .expect("the runtime opens");
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "fx");
+    for (name, url) in [("remote", &server.url), ("old", &sse_url)] {
+        let s = status(&servers, name);
+        assert_eq!(s.state, ServerState::Failed, "{s:?}");
+        let error = s.error.as_deref().unwrap_or_default();
+        assert!(
+            error.contains(&format!(
+                "denied by policy: server `{name}`: the policy does not allow network connections, so {url} was not contacted"
+            )) && error.contains("Policy::allow_network"),
+            "{error}"
+        );
+    }
+    // A call names the cause too (exit code 3 in the CLI).
+    let err = call(&runtime, "mcp__remote__echo", json!({"text": "x"})).await;
+    assert!(
+        matches!(&err, Err(CallError::ServerUnavailable(m)) if m.contains("does not allow network connections")),
+        "{err:?}"
+    );
+    runtime.shutdown().await;
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+
+    let no_processes = mcpbox::Policy {
+        allow_processes: false,
+        ..mcpbox::Policy::default()
+    };
+    let runtime = mcpbox::Options::from_config_text("policy.json", config)
+        .policy(no_processes)
+        .open()
+        .await
+        .expect("the runtime opens");
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "remote");
+    let fx = status(&servers, "fx");
+    assert_eq!(fx.state, ServerState::Failed);
+    assert!(
+        fx.error
+            .as_deref()
+            .is_some_and(|e| e.contains("the policy does not allow starting processes")),
+        "{fx:?}"
+    );
+    runtime.shutdown().await;
 }
