@@ -408,8 +408,13 @@ impl wit::Guest for Component {
             .collect()
     }
 
-    fn tools() -> Vec<wit::ToolInfo> {
-        with(|m| m.tool_entries().map(to_wit_tool).collect())
+    fn tools(start: u32, max: u32) -> Vec<wit::ToolInfo> {
+        with(|m| {
+            let entries = m.tool_entries();
+            let start = (start as usize).min(entries.len());
+            let end = start.saturating_add(max as usize).min(entries.len());
+            entries[start..end].iter().map(to_wit_tool).collect()
+        })
     }
 
     fn start_call(

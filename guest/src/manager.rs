@@ -518,7 +518,7 @@ impl<P: Platform> Manager<P> {
 
     /// Every tool, ordered by name, without copying: for the `tools` export,
     /// which copies each field once into its own result.
-    pub fn tool_entries(&self) -> impl Iterator<Item = &registry::Entry> {
+    pub fn tool_entries(&self) -> &[registry::Entry] {
         self.registry.entries()
     }
 

@@ -169,7 +169,9 @@ pub struct Entry {
 /// The tool table.
 #[derive(Debug, Default)]
 pub struct Registry {
-    by_name: BTreeMap<String, Entry>,
+    /// Ordered by registry name, one entry per name: looked up by binary search,
+    /// and read in pages by position.
+    by_name: Vec<Entry>,
     /// Tools in the table per server, counted at rebuild: statuses ask often.
     counts: BTreeMap<Rc<str>, u32>,
     /// Collisions already warned about, as (name, skipped server, skipped tool), so a
@@ -186,44 +188,43 @@ impl Registry {
     /// Rebuilds the table from every connected server's tools, in configuration
     /// order. Returns warnings for collisions not reported before.
     pub fn rebuild(&mut self, sources: &[Source<'_>]) -> Vec<String> {
-        let mut by_name: BTreeMap<String, Entry> = BTreeMap::new();
+        let mut all: Vec<Entry> = Vec::with_capacity(sources.iter().map(|s| s.tools.len()).sum());
+        for source in sources {
+            let server: Rc<str> = Rc::from(source.server);
+            all.extend(source.tools.iter().map(|tool| Entry {
+                server: server.clone(),
+                tool: tool.clone(),
+            }));
+        }
+        // Stable: among tools of one name, the earlier server (and the earlier
+        // tool of a server) stays first, and is the one kept.
+        all.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
+        let mut by_name: Vec<Entry> = Vec::with_capacity(all.len());
         let mut counts = BTreeMap::new();
         let mut collisions = BTreeSet::new();
         let mut warnings = Vec::new();
-        for source in sources {
-            let server: Rc<str> = Rc::from(source.server);
-            for tool in source.tools {
-                if let Some(first) = by_name.get(&tool.name) {
-                    let key = (
-                        tool.name.clone(),
-                        source.server.to_string(),
-                        tool.def.name.clone(),
-                    );
-                    if !self.reported.contains(&key) {
-                        warnings.push(format!(
-                            "tool name collision: {} is the name of `{}` on server `{}` and of `{}` on server `{}`; \
-                             keeping the first, skipping `{}` on server `{}` (set `toolPrefix` on one server to keep both)",
-                            tool.name,
-                            first.tool.def.name,
-                            first.server,
-                            tool.def.name,
-                            source.server,
-                            tool.def.name,
-                            source.server,
-                        ));
-                    }
-                    collisions.insert(key);
-                    continue;
+        for entry in all {
+            if let Some(first) = by_name.last().filter(|f| f.tool.name == entry.tool.name) {
+                let (tool, server) = (&entry.tool, &entry.server);
+                let key = (tool.name.clone(), server.to_string(), tool.def.name.clone());
+                if !self.reported.contains(&key) {
+                    warnings.push(format!(
+                        "tool name collision: {} is the name of `{}` on server `{}` and of `{}` on server `{}`; \
+                         keeping the first, skipping `{}` on server `{}` (set `toolPrefix` on one server to keep both)",
+                        tool.name,
+                        first.tool.def.name,
+                        first.server,
+                        tool.def.name,
+                        server,
+                        tool.def.name,
+                        server,
+                    ));
                 }
-                by_name.insert(
-                    tool.name.clone(),
-                    Entry {
-                        server: server.clone(),
-                        tool: tool.clone(),
-                    },
-                );
-                *counts.entry(server.clone()).or_insert(0u32) += 1;
+                collisions.insert(key);
+                continue;
             }
+            *counts.entry(entry.server.clone()).or_insert(0u32) += 1;
+            by_name.push(entry);
         }
         self.by_name = by_name;
         self.counts = counts;
@@ -232,18 +233,22 @@ impl Registry {
     }
 
     /// Every tool, ordered by name.
-    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
-        self.by_name.values()
+    pub fn entries(&self) -> &[Entry] {
+        &self.by_name
     }
 
     /// Every tool, ordered by name, copied.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.entries().map(|e| e.tool.info(&e.server)).collect()
+        self.by_name.iter().map(|e| e.tool.info(&e.server)).collect()
     }
 
     /// The tool of that registry name.
     pub fn get(&self, name: &str) -> Option<&Entry> {
-        self.by_name.get(name)
+        let at = self
+            .by_name
+            .binary_search_by(|e| e.tool.name.as_str().cmp(name))
+            .ok()?;
+        self.by_name.get(at)
     }
 
     /// How many tools of `server` made it into the table.

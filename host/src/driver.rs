@@ -359,15 +359,9 @@ impl Driver {
             .mcpbox_runtime_registry()
             .call_servers(&mut self.store)
             .await?;
-        let tools = self
-            .guest
-            .mcpbox_runtime_registry()
-            .call_tools(&mut self.store)
-            .await?;
+        let tools = instance::read_tools(self.guest.mcpbox_runtime_registry(), &mut self.store).await?;
         // Tools first: a reader that sees a server settled must see its tools.
-        self.published
-            .tools
-            .send_replace(Arc::new(tools.into_iter().map(Into::into).collect()));
+        self.published.tools.send_replace(Arc::new(tools));
         self.published
             .servers
             .send_replace(Arc::new(servers.into_iter().map(Into::into).collect()));

@@ -11,7 +11,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::Error;
-use crate::bindings::{Mcpbox, McpboxPre, control, state, transport};
+use crate::bindings::{Mcpbox, McpboxPre, control, registry, state, transport};
 use crate::engine::EPOCH_TICK;
 use crate::memo::Memo;
 use crate::state::{DiagnosticsMap, HostState, Policy, Wake};
@@ -21,6 +21,27 @@ use crate::types::{ConfigIssue, ServerStatus, Tool};
 /// runaway, beyond the time it asked to block for. Host calls (polling) count
 /// too, so this is a bound, not a budget of pure computation.
 pub(crate) const GUEST_BUDGET_MS: u64 = 10_000;
+
+/// Tools read from the guest per `tools` call: the guest copies one page at a
+/// time, so a large registry never needs a second copy of itself in its memory.
+const TOOLS_PAGE: u32 = 256;
+
+/// Reads every tool in the registry, a page at a time.
+pub(crate) async fn read_tools(
+    registry: &registry::Guest,
+    store: &mut Store<HostState>,
+) -> wasmtime::Result<Vec<Tool>> {
+    let mut tools: Vec<Tool> = Vec::new();
+    loop {
+        let start = u32::try_from(tools.len()).unwrap_or(u32::MAX);
+        let page = registry.call_tools(&mut *store, start, TOOLS_PAGE).await?;
+        let full = page.len() == TOOLS_PAGE as usize;
+        tools.extend(page.into_iter().map(Tool::from));
+        if !full {
+            return Ok(tools);
+        }
+    }
+}
 
 /// Everything needed to make a new instance of the same guest and configuration.
 pub(crate) struct Factory {
@@ -144,8 +165,7 @@ impl Factory {
             .call_servers(&mut store)
             .await
             .map_err(trapped("listing servers"))?;
-        let tools = registry
-            .call_tools(&mut store)
+        let tools = read_tools(registry, &mut store)
             .await
             .map_err(trapped("listing tools"))?;
         Ok(Started {
@@ -153,7 +173,7 @@ impl Factory {
             guest,
             issues: issues.into_iter().map(Into::into).collect(),
             servers: servers.into_iter().map(Into::into).collect(),
-            tools: tools.into_iter().map(Into::into).collect(),
+            tools,
         })
     }
 }

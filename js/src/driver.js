@@ -418,7 +418,7 @@ async function run() {
     registry.enableInputRequests();
   }
   registry.start();
-  hub.post({ t: 'loaded', issues, servers: registry.servers(), tools: registry.tools() });
+  hub.post({ t: 'loaded', issues, servers: registry.servers(), tools: allTools(registry) });
 
   /** Calls started in the guest: guest handle → caller's id, and back. */
   const callers = new Map();
@@ -443,7 +443,7 @@ async function run() {
     // whose call failed because its server died also sees that server failed.
     const update = { t: 'update', events, done };
     if (changed) {
-      update.tools = registry.tools();
+      update.tools = allTools(registry);
       update.servers = registry.servers();
     }
     hub.post(update);
@@ -515,6 +515,21 @@ async function run() {
     }
     const turn = registry.wait(IDLE_WAIT_MS);
     publish(turn.completions, { events: turn.events });
+  }
+}
+
+/** Tools read from the guest per `tools` call (the WIT's `tools` is paged). */
+const TOOLS_PAGE = 256;
+
+/** Every tool in the registry, read a page at a time so the guest copies little at once. */
+function allTools(registry) {
+  const tools = [];
+  for (;;) {
+    const page = registry.tools(tools.length, TOOLS_PAGE);
+    tools.push(...page);
+    if (page.length < TOOLS_PAGE) {
+      return tools;
+    }
   }
 }
 

@@ -81,6 +81,24 @@ async fn follows_every_page_of_tools() {
     assert_eq!(status(&servers, "paged").tool_count as usize, names.len());
 }
 
+/// The host reads the registry from the guest in pages of 256: a registry of
+/// several pages (and one tool over) arrives whole, in order, each tool once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_registry_of_several_pages_reaches_the_host_whole() {
+    let runtime = open(json!({ "many": fixture_entry(&["--tools", "700"]) })).await;
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "many");
+    let tools = runtime.tools();
+    let count = status(&servers, "many").tool_count as usize;
+    assert!(count > 700 && count % 256 != 0, "{count} tools");
+    assert_eq!(tools.len(), count);
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
+    for i in [0, 255, 256, 511, 699] {
+        assert!(names.contains(&format!("mcp__many__tool_{i}").as_str()), "tool_{i}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn names_are_sanitised_capped_and_still_callable() {
     let runtime = open(json!({ "w": fixture_entry(&["--weird-names"]) })).await;
