@@ -135,6 +135,7 @@ pub(crate) fn spawn(
             stdin: Some(stdin),
             backlog: Vec::new(),
             written: 0,
+            wrote_this_turn: false,
             write_error: None,
             stdout,
             framer: LineFramer::new(max_message),
@@ -220,6 +221,9 @@ pub(crate) struct Pipes {
     /// `backlog[written..]`.
     backlog: Vec<u8>,
     written: usize,
+    /// A message went out since the guest last received or waited: the next
+    /// ones wait for that, to go out together.
+    wrote_this_turn: bool,
     /// Why writing stopped, once it did.
     write_error: Option<String>,
     stdout: pipe::Receiver,
@@ -255,9 +259,14 @@ impl Drop for Pipes {
 }
 
 impl Pipes {
-    /// Queues one message and its newline. Never blocks: queued bytes are written
-    /// when the guest next receives from or waits on this connection (so the
-    /// requests of one turn go out in one write), or at once past [`WRITE_BATCH`].
+    /// Sends one message and its newline; never blocks.
+    ///
+    /// The first message since the guest last received from or waited on this
+    /// connection is written at once, so the server starts on it while the guest
+    /// finishes its turn. Later ones are queued and written together when the
+    /// guest next receives or waits (a thousand calls started in one turn cost
+    /// two writes, and wake the server twice, not a thousand times), or at once
+    /// past [`WRITE_BATCH`] bytes.
     pub(crate) fn send(&mut self, message: &str) -> Result<(), wit::TransportError> {
         if let Some(e) = &self.write_error {
             return Err(wit::TransportError::Closed(format!(
@@ -266,7 +275,9 @@ impl Pipes {
         }
         self.backlog.extend_from_slice(message.as_bytes());
         self.backlog.push(b'\n');
-        if self.backlog.len() - self.written >= WRITE_BATCH {
+        if !std::mem::replace(&mut self.wrote_this_turn, true)
+            || self.backlog.len() - self.written >= WRITE_BATCH
+        {
             self.flush();
         }
         Ok(())
@@ -301,6 +312,7 @@ impl Pipes {
     /// Reads what stdout has now, without waiting, until `stash` has something.
     pub(crate) fn fill(&mut self, stash: &mut VecDeque<Inbound>) {
         self.flush();
+        self.wrote_this_turn = false;
         while stash.is_empty() && self.ended.is_none() {
             match self.stdout.try_read(&mut self.chunk) {
                 Ok(0) => {
