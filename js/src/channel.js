@@ -33,6 +33,10 @@
 // |           |                                         | calls, snapshots when they changed   |
 // | `reconnected` | `id`, `error`                       | answers a `reconnect` job (`error`: null or why) |
 // | `stopped` | `reason`                                | the driver ended; nothing follows    |
+//
+// When the guest traps, the driver closes the trapped instance's connections (`close`),
+// starts a fresh instance and posts one `update` with its snapshots, a `warning` event
+// and the failed calls; `loaded` is only ever posted once.
 
 /** A counter in shared memory that one side bumps and the other sleeps on. */
 export class Doorbell {

@@ -13,10 +13,18 @@
 // `mcpbox:runtime/control.wake-signal` over the job queue, and
 // `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
 // framing) happens on the main thread (transport.js, stdio.js).
+//
+// A guest that traps (anything escaping an export call) is replaced, as driver.rs
+// does: the trapped instance's connections are closed (its servers stop), a fresh
+// instance loads the same configuration with the same options and starts, and the
+// calls that were in flight fail with "the guest failed and was restarted: <trap>".
+// Three traps within a minute stop the runtime. The memory limit that makes a guest
+// trap instead of growing without bound is in limits.js.
 
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
+import { formatBytes, watchRealloc } from './limits.js';
 import { Memo } from './state.js';
 
 /**
@@ -172,8 +180,25 @@ class Hub {
   }
 }
 
-const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests } = workerData;
+const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests, memoryLimit } =
+  workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
+
+/**
+ * The connections the current guest instance holds open, by id. When the instance
+ * traps nobody drops them, so the driver closes them (stopping their servers) before
+ * a fresh instance opens its own.
+ */
+const live = new Set();
+
+/** Closes every connection the trapped instance left open, which stops its servers. */
+function closeLive() {
+  for (const id of live) {
+    hub.drop(id);
+    hub.post({ t: 'close', conn: id });
+  }
+  live.clear();
+}
 
 // --- wasi:io/poll ---------------------------------------------------------------
 
@@ -298,6 +323,7 @@ class Connection {
     if (result.tag !== 'ok') {
       throw new ResultError(result.val);
     }
+    live.add(result.val);
     return new Connection(result.val);
   }
 
@@ -367,6 +393,7 @@ class Connection {
   }
 
   [symbolDispose]() {
+    live.delete(this.id);
     hub.drop(this.id);
     hub.post({ t: 'close', conn: this.id });
   }
@@ -394,6 +421,10 @@ const imports = {
   'wasi:clocks/monotonic-clock': monotonicClock,
 };
 
+/** A guest that traps this many times within `TRAP_WINDOW_NS` is not restarted again (as driver.rs). */
+const MAX_TRAPS = 3;
+const TRAP_WINDOW_NS = 60_000_000_000n;
+
 /** The payload of an error result thrown by a jco export (`ComponentError.payload`). */
 function payloadOf(error) {
   if (error !== null && typeof error === 'object' && 'payload' in error) {
@@ -402,37 +433,77 @@ function payloadOf(error) {
   throw error;
 }
 
-async function run() {
-  const { instantiate } = await import(glueUrl);
-  const guest = await instantiate((name) => modules[name], imports);
-  const registry = guest.registry;
+/** A failed call's outcome, as the guest reports one. */
+function runtimeError(message) {
+  return { tag: 'err', val: { tag: 'runtime', val: message } };
+}
 
-  let issues;
-  try {
-    issues = registry.loadConfig(origin, configText);
-  } catch (error) {
-    hub.post({ t: 'loaded', error: payloadOf(error) });
-    return 'the configuration could not be loaded';
+/**
+ * The guest trapped: thrown out of `Session.serve` with what it was doing, so the
+ * driver can answer the job in hand and replace the instance.
+ */
+class Trap {
+  /**
+   * @param {unknown} error what escaped the export call
+   * @param {object | null} job the job being handled, unless already answered
+   * @param {number} memoryBytes the guest's linear memory when it trapped
+   */
+  constructor(error, job, memoryBytes) {
+    let text = error instanceof Error ? error.message : String(error);
+    // A trap in `cabi_realloc` says itself when the limit caused it (limits.js); a
+    // guest allocation elsewhere cannot be told apart from a panic, so give the numbers.
+    if (!text.includes('memoryLimit') && memoryBytes >= memoryLimit * 0.75) {
+      text +=
+        ` (the guest's memory stood at ${formatBytes(memoryBytes)} of its limit of ${formatBytes(memoryLimit)}; ` +
+        "McpBox.open's `memoryLimit` option raises it)";
+    }
+    this.text = text;
+    this.job = job;
   }
-  if (inputRequests) {
-    registry.enableInputRequests();
-  }
-  registry.start();
-  hub.post({ t: 'loaded', issues, servers: registry.servers(), tools: allTools(registry) });
+}
 
-  /** Calls started in the guest: guest handle → caller's id, and back. */
-  const callers = new Map();
-  const handles = new Map();
+/** One guest instance, configured and started, and the calls it runs. */
+class Session {
+  /** @private use `Session.start` */
+  constructor(registry, memoryBytes) {
+    this.registry = registry;
+    this.memoryBytes = memoryBytes;
+    /** Calls started in the guest: guest handle → caller's id, and back. */
+    this.callers = new Map();
+    this.handles = new Map();
+  }
+
+  /**
+   * Instantiates the guest, loads the configuration, applies the options and starts
+   * the servers. Returns the session and `loadConfig`'s issues, or throws the
+   * configuration's error payload as `{ config }`.
+   */
+  static async start(instantiate) {
+    const watch = watchRealloc(memoryLimit);
+    const guest = await instantiate((name) => modules[name], imports, watch.instantiateCore);
+    const registry = guest.registry;
+    let issues;
+    try {
+      issues = registry.loadConfig(origin, configText);
+    } catch (error) {
+      throw { config: payloadOf(error) };
+    }
+    if (inputRequests) {
+      registry.enableInputRequests();
+    }
+    registry.start();
+    return { session: new Session(registry, watch.memoryBytes), issues };
+  }
 
   /** Publishes a turn's completions and events (taken from the guest when not given). */
-  const publish = (completions, { snapshots = false, events = registry.events() } = {}) => {
+  publish(completions, { snapshots = false, events = this.registry.events() } = {}) {
     const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
     const done = [];
     for (const c of completions) {
-      const id = callers.get(c.call);
+      const id = this.callers.get(c.call);
       if (id !== undefined) {
-        callers.delete(c.call);
-        handles.delete(id);
+        this.callers.delete(c.call);
+        this.handles.delete(id);
         done.push({ id, outcome: c.outcome });
       }
     }
@@ -443,78 +514,191 @@ async function run() {
     // whose call failed because its server died also sees that server failed.
     const update = { t: 'update', events, done };
     if (changed) {
-      update.tools = allTools(registry);
-      update.servers = registry.servers();
+      update.tools = allTools(this.registry);
+      update.servers = this.registry.servers();
     }
     hub.post(update);
-  };
+  }
 
-  for (;;) {
-    hub.drain();
-    const refused = [];
-    for (let job = hub.jobs.shift(); job !== undefined; job = hub.jobs.shift()) {
-      switch (job.kind) {
-        case 'call': {
-          const options = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
-          try {
-            const handle = registry.startCall(job.tool, job.arguments, options);
-            callers.set(handle, job.id);
-            handles.set(job.id, handle);
-          } catch (error) {
-            refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
-          }
-          break;
-        }
-        case 'cancel': {
-          const handle = handles.get(job.id);
-          if (handle !== undefined) {
-            registry.cancel(handle);
-          }
-          break;
-        }
-        case 'reconnect': {
-          let error = null;
-          if (typeof registry.reconnect !== 'function') {
-            error = 'this guest component has no `reconnect` (it was built from an older WIT)';
-          } else {
+  /**
+   * Serves callers' jobs until shut down (returns) or until the guest traps (throws a
+   * `Trap`).
+   */
+  serve() {
+    let job = null;
+    try {
+      return this.#serve((j) => {
+        job = j;
+      });
+    } catch (error) {
+      throw new Trap(error, job, this.memoryBytes());
+    }
+  }
+
+  #serve(handling) {
+    const registry = this.registry;
+    for (;;) {
+      hub.drain();
+      const refused = [];
+      for (let job = hub.jobs.shift(); job !== undefined; job = hub.jobs.shift()) {
+        handling(job);
+        switch (job.kind) {
+          case 'call': {
+            const options = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
             try {
-              registry.reconnect(job.server);
+              const handle = registry.startCall(job.tool, job.arguments, options);
+              this.callers.set(handle, job.id);
+              this.handles.set(job.id, handle);
+            } catch (error) {
+              refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
+            }
+            break;
+          }
+          case 'cancel': {
+            const handle = this.handles.get(job.id);
+            if (handle !== undefined) {
+              registry.cancel(handle);
+            }
+            break;
+          }
+          case 'reconnect': {
+            let error = null;
+            if (typeof registry.reconnect !== 'function') {
+              error = 'this guest component has no `reconnect` (it was built from an older WIT)';
+            } else {
+              try {
+                registry.reconnect(job.server);
+              } catch (e) {
+                error = payloadOf(e);
+              }
+            }
+            // The snapshots first, so the caller sees the server starting once answered.
+            this.publish([], { snapshots: true });
+            hub.post({ t: 'reconnected', id: job.id, error });
+            break;
+          }
+          case 'answer': {
+            let error = null;
+            try {
+              registry.answerInput(BigInt(job.input), job.answer);
             } catch (e) {
               error = payloadOf(e);
             }
+            // The retry or response it caused is on its way; events follow from `wait`.
+            this.publish([]);
+            hub.post({ t: 'answered', id: job.id, error });
+            break;
           }
-          // The snapshots first, so the caller sees the server starting once answered.
-          publish([], { snapshots: true });
-          hub.post({ t: 'reconnected', id: job.id, error });
-          break;
-        }
-        case 'answer': {
-          let error = null;
-          try {
-            registry.answerInput(BigInt(job.input), job.answer);
-          } catch (e) {
-            error = payloadOf(e);
+          case 'shutdown': {
+            try {
+              registry.shutdown();
+              const turn = registry.wait(0n);
+              this.publish(turn.completions, { snapshots: true, events: turn.events });
+            } catch {
+              // Shutting down anyway: the main thread stops every server once this
+              // thread has said it stopped.
+            }
+            return 'it was shut down';
           }
-          // The retry or response it caused is on its way; events follow from `wait`.
-          publish([]);
-          hub.post({ t: 'answered', id: job.id, error });
-          break;
+          default:
+            throw new Error(`mcpbox driver: unknown job ${JSON.stringify(job.kind)}`);
         }
-        case 'shutdown': {
-          registry.shutdown();
-          const turn = registry.wait(0n);
-          publish(turn.completions, { snapshots: true, events: turn.events });
-          return 'it was shut down';
-        }
-        default:
-          throw new Error(`mcpbox driver: unknown job ${JSON.stringify(job.kind)}`);
+        handling(null);
       }
+      if (refused.length > 0) {
+        hub.post({ t: 'update', events: [], done: refused });
+      }
+      const turn = registry.wait(IDLE_WAIT_MS);
+      this.publish(turn.completions, { events: turn.events });
     }
-    if (refused.length > 0) {
-      hub.post({ t: 'update', events: [], done: refused });
+  }
+
+  /**
+   * The outcomes that fail every call in flight, and the call in hand, with `message`:
+   * the guest that held them is gone.
+   */
+  failures(job, message) {
+    const done = [...this.handles.keys()].map((id) => ({ id, outcome: runtimeError(message) }));
+    this.callers.clear();
+    this.handles.clear();
+    if (job?.kind === 'call' && !done.some((d) => d.id === job.id)) {
+      done.push({ id: job.id, outcome: runtimeError(message) });
     }
-    const turn = registry.wait(IDLE_WAIT_MS);
-    publish(turn.completions, { events: turn.events });
+    return done;
+  }
+}
+
+/** Answers a reconnect or input answer that was in hand when the guest trapped. */
+function refuseJob(job, message) {
+  if (job?.kind === 'reconnect') {
+    hub.post({ t: 'reconnected', id: job.id, error: message });
+  } else if (job?.kind === 'answer') {
+    hub.post({ t: 'answered', id: job.id, error: message });
+  }
+}
+
+/**
+ * Runs guest instances until shut down. A guest that traps is replaced by a fresh
+ * instance (its servers restart), as in driver.rs; only a guest that keeps trapping
+ * stops the runtime. Returns why the runtime stopped.
+ */
+async function run() {
+  const { instantiate } = await import(glueUrl);
+  let started;
+  try {
+    started = await Session.start(instantiate);
+  } catch (error) {
+    if (error?.config !== undefined) {
+      hub.post({ t: 'loaded', error: error.config });
+      return 'the configuration could not be loaded';
+    }
+    throw error;
+  }
+  let session = started.session;
+  hub.post({ t: 'loaded', issues: started.issues, servers: session.registry.servers(), tools: allTools(session.registry) });
+
+  /** When the guest trapped lately (monotonic nanoseconds). */
+  let traps = [];
+  for (;;) {
+    let trap;
+    try {
+      return session.serve();
+    } catch (error) {
+      if (!(error instanceof Trap)) {
+        throw error;
+      }
+      trap = error;
+    }
+    // The dead instance's servers stop first: the new one starts its own.
+    closeLive();
+    const now = process.hrtime.bigint();
+    traps = traps.filter((t) => now - t < TRAP_WINDOW_NS);
+    traps.push(now);
+    if (traps.length >= MAX_TRAPS) {
+      // The calls in flight fail with this reason when the main thread hears of it.
+      // (driver.rs tells them "restarted" even then.)
+      return `the guest failed ${MAX_TRAPS} times within a minute; last: ${trap.text}`;
+    }
+    const why = `the guest failed and was restarted: ${trap.text}`;
+    const failed = session;
+    try {
+      ({ session } = await Session.start(instantiate));
+    } catch (error) {
+      const cause = error?.config ?? (error instanceof Error ? error.message : String(error));
+      closeLive();
+      return `the guest failed (${trap.text}) and could not be restarted: ${cause}`;
+    }
+    // The calls in flight fail with the new instance's snapshots and the warning (as
+    // driver.rs publishes them: snapshots first), so a caller that then waits for
+    // readiness waits for the new instance's servers.
+    hub.post({
+      t: 'update',
+      events: [{ tag: 'warning', val: why }],
+      done: failed.failures(trap.job, why),
+      servers: session.registry.servers(),
+      tools: allTools(session.registry),
+    });
+    refuseJob(trap.job, why);
   }
 }
 
@@ -539,4 +723,5 @@ try {
 } catch (error) {
   reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
 }
+closeLive();
 hub.post({ t: 'stopped', reason });

@@ -21,12 +21,14 @@
 // - endpoint.js: `${VAR}` resolution and the child's environment allowlist.
 // - framing.js: newline-delimited JSON with a size cap.
 // - state.js: the `state` import's store, `state.json` in the cache directory.
+// - limits.js: the guest's memory limit, written into its module.
 
 import { EventEmitter } from 'node:events';
 import { readFile, readdir } from 'node:fs/promises';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
+import { DEFAULT_MEMORY_LIMIT, capMemory } from './limits.js';
 import { defaultCacheDir } from './state.js';
 import { ConnectionTable } from './transport.js';
 
@@ -40,8 +42,8 @@ const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 /**
  * Why a call produced no tool result. `kind` is the WIT `call-error` case
  * (`unknown-tool`, `invalid-arguments`, `server-unavailable`, `timeout`, `cancelled`,
- * `protocol`) or `runtime` when the runtime itself stopped (shut down, or the guest
- * trapped).
+ * `protocol`) or `runtime` when the guest that ran the call trapped ("the guest failed
+ * and was restarted: …") or the runtime stopped (shut down, or the guest kept trapping).
  */
 export class CallError extends Error {
   /**
@@ -69,10 +71,15 @@ export class ConfigError extends Error {
   }
 }
 
-/** The compiled core modules of the transpiled guest, compiled once per process. */
-let compiled = null;
+/**
+ * The compiled core modules of the transpiled guest, by memory limit: compiled once per
+ * process and limit (the limit is part of the module, see limits.js).
+ *
+ * @type {Map<number, Promise<Record<string, WebAssembly.Module>>>}
+ */
+const compiled = new Map();
 
-async function compileGuest() {
+async function compileGuest(memoryLimit) {
   let names;
   try {
     names = (await readdir(GEN_DIR)).filter((n) => n.endsWith('.wasm'));
@@ -84,7 +91,8 @@ async function compileGuest() {
   }
   const modules = {};
   for (const name of names) {
-    modules[name] = await WebAssembly.compile(await readFile(new URL(name, GEN_DIR)));
+    const bytes = capMemory(await readFile(new URL(name, GEN_DIR)), memoryLimit, name);
+    modules[name] = await WebAssembly.compile(bytes);
   }
   return modules;
 }
@@ -219,6 +227,9 @@ export class McpBox extends EventEmitter {
    *   call (MCP elicitation, form mode; default false): each request is an
    *   `input-requested` event to answer with `answerInput`, and the call waits for it
    *   (its timeout still running)
+   * @param {number} [options.memoryLimit] the most linear memory the guest may use, in
+   *   bytes (default 256 MiB, as the wasmtime host's `Options::memory_limit`). A guest
+   *   that needs more traps, and is replaced like any trapped guest
    * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
    *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
    *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
@@ -241,18 +252,30 @@ export class McpBox extends EventEmitter {
     if (typeof configText !== 'string') {
       throw new TypeError('McpBox.open needs `configText` (a string) or `configFile`');
     }
-    compiled ??= compileGuest().catch((error) => {
-      compiled = null;
-      throw error;
-    });
-    const modules = await compiled;
+    const memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
+    if (!Number.isSafeInteger(memoryLimit) || memoryLimit <= 0) {
+      throw new TypeError(`memoryLimit must be a positive number of bytes, not ${memoryLimit}`);
+    }
+    if (!compiled.has(memoryLimit)) {
+      compiled.set(
+        memoryLimit,
+        compileGuest(memoryLimit).catch((error) => {
+          compiled.delete(memoryLimit);
+          throw error;
+        }),
+      );
+    }
+    const modules = await compiled.get(memoryLimit);
     const policy = {
       allowProcesses: options.allowProcesses ?? true,
       allowNetwork: options.allowNetwork ?? true,
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     };
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
-    const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, options.inputRequests === true);
+    const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
+      inputRequests: options.inputRequests === true,
+      memoryLimit,
+    });
     await box.#loaded;
     return box;
   }
@@ -283,7 +306,7 @@ export class McpBox extends EventEmitter {
   #waiters = [];
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, inputRequests) {
+  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, memoryLimit }) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
@@ -301,6 +324,7 @@ export class McpBox extends EventEmitter {
         configText,
         cacheDir,
         inputRequests,
+        memoryLimit,
       },
       transferList: [port2],
     });

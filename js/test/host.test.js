@@ -9,31 +9,19 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { ScriptedServer } from './scripted.js';
-import { assertConnected, call, callError, fixture, fixtureEntry, open, ready, status, within } from './support.js';
-
-/** Whether `pid` is gone (reaped, or a zombie waiting for its new parent to reap it). */
-function gone(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
-  } catch {
-    return true;
-  }
-}
-
-/**
- * Resolves once `pid` is gone. A process that is not our child cannot be awaited, so
- * this checks /proc on every turn of a short timer until it is.
- */
-function whenGone(pid) {
-  return within(
-    new Promise((resolve) => {
-      const check = () => (gone(pid) ? resolve() : setTimeout(check, 5));
-      check();
-    }),
-    `process ${pid} is stopped`,
-  );
-}
+import {
+  assertConnected,
+  call,
+  callError,
+  fixture,
+  fixtureEntry,
+  gone,
+  open,
+  ready,
+  status,
+  whenGone,
+  within,
+} from './support.js';
 
 /**
  * A stdio entry that starts a `sleep` in the background (same process group), writes

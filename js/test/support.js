@@ -256,3 +256,27 @@ export function tsHttp(t, port = 0) {
     (line) => line.includes('EADDRINUSE'),
   );
 }
+
+/** Whether `pid` is gone (reaped, or a zombie waiting for its new parent to reap it). */
+export function gone(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Resolves once `pid` is gone. A process that is not our child cannot be awaited, so
+ * this checks /proc on every turn of a short timer until it is.
+ */
+export function whenGone(pid) {
+  return within(
+    new Promise((resolve) => {
+      const check = () => (gone(pid) ? resolve() : setTimeout(check, 5));
+      check();
+    }),
+    `process ${pid} is stopped`,
+  );
+}
