@@ -66,6 +66,12 @@ pub(crate) struct Published {
     pub stopped: watch::Sender<Option<String>>,
 }
 
+/// A job's reply held over a trap (see `Driver::interrupted`).
+enum Interrupted {
+    Call(CallReply),
+    Other(oneshot::Sender<Result<(), String>>),
+}
+
 pub(crate) struct Driver {
     factory: Factory,
     store: Store<HostState>,
@@ -75,6 +81,9 @@ pub(crate) struct Driver {
     published: Published,
     /// Calls started in the guest, by the guest's handle.
     pending: HashMap<u64, CallReply>,
+    /// The reply of the job whose guest call trapped, answered once it is known
+    /// whether the guest is replaced or the runtime stops.
+    interrupted: Option<Interrupted>,
     /// When the guest last trapped, to tell a guest that keeps failing from a one-off.
     traps: Vec<Instant>,
     /// When `cancel_abandoned` last looked at every pending call.
@@ -102,6 +111,7 @@ impl Driver {
             wake,
             published,
             pending: HashMap::new(),
+            interrupted: None,
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
         }
@@ -116,13 +126,14 @@ impl Driver {
                 Ok(()) => break "it was shut down".to_owned(),
                 Err(trap) => format!("{trap:#}"),
             };
-            self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
             let now = Instant::now();
             self.traps.retain(|t| now.duration_since(*t) < TRAP_WINDOW);
             self.traps.push(now);
             if self.traps.len() >= MAX_TRAPS {
+                // The callers in flight are told this, not that the guest restarted.
                 break format!("the guest failed {MAX_TRAPS} times within a minute; last: {trap}");
             }
+            self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
             match self.factory.start().await {
                 Ok(started) => {
                     // The old store goes with its connections, which stops its servers.
@@ -162,9 +173,19 @@ impl Driver {
         // Dropping the store drops every connection, which stops every server.
     }
 
+    /// Fails every call in flight, and the job whose guest call trapped.
     fn fail_pending(&mut self, reason: &str) {
         for (_, reply) in self.pending.drain() {
             let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
+        }
+        match self.interrupted.take() {
+            Some(Interrupted::Call(reply)) => {
+                let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
+            }
+            Some(Interrupted::Other(reply)) => {
+                let _ = reply.send(Err(reason.to_owned()));
+            }
+            None => {}
         }
     }
 
@@ -270,9 +291,8 @@ impl Driver {
                         let _ = reply.send(Err(e.into()));
                     }
                     Err(trap) => {
-                        // This caller is not in `pending` yet: answer it here.
-                        let why = format!("the guest failed and was restarted: {trap:#}");
-                        let _ = reply.send(Err(CallError::Runtime(why)));
+                        // Not in `pending` yet: answered with the others in `run`.
+                        self.interrupted = Some(Interrupted::Call(reply));
                         return Err(trap);
                     }
                 }
@@ -291,8 +311,7 @@ impl Driver {
                         Ok(None)
                     }
                     Err(trap) => {
-                        let why = format!("the guest failed and was restarted: {trap:#}");
-                        let _ = reply.send(Err(why));
+                        self.interrupted = Some(Interrupted::Other(reply));
                         Err(trap)
                     }
                 }
@@ -307,8 +326,7 @@ impl Driver {
                         Ok(None)
                     }
                     Err(trap) => {
-                        let why = format!("the guest failed and was restarted: {trap:#}");
-                        let _ = reply.send(Err(why));
+                        self.interrupted = Some(Interrupted::Other(reply));
                         Err(trap)
                     }
                 }

@@ -440,6 +440,44 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
     assert_eq!(r.text, "after");
 }
 
+/// The third trap within a minute stops the runtime, and the caller whose call
+/// trapped it is told so (not that the guest was restarted).
+#[tokio::test(flavor = "multi_thread")]
+async fn three_traps_within_a_minute_stop_the_runtime() {
+    let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
+    let runtime = mcpbox::Options::from_config_text("trap.json", text)
+        .memory_limit(4 * 1024 * 1024)
+        .open()
+        .await
+        .unwrap();
+    let huge = "x".repeat(8 * 1024 * 1024);
+    for round in 1..=3 {
+        assert_connected(&ready(&runtime).await, "fx");
+        let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge }))
+            .await
+            .unwrap_err();
+        let CallError::Runtime(message) = &err else {
+            panic!("expected a runtime error, got {err:?}")
+        };
+        if round < 3 {
+            assert!(message.contains("the guest failed and was restarted"), "{message}");
+        } else {
+            assert!(
+                message.contains("the guest failed 3 times within a minute; last:")
+                    && !message.contains("restarted"),
+                "{message}"
+            );
+        }
+    }
+    let err = call(&runtime, "mcp__fx__echo", json!({ "text": "after" }))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Runtime(m) if m.contains("3 times within a minute")),
+        "{err:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crashed_server_is_restarted_by_the_next_call_or_by_reconnect() {
     let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
