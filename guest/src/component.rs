@@ -125,10 +125,11 @@ impl Platform for Host {
         let wake_index = refs.len();
         refs.push(wake);
         let ready = poll::poll(&refs);
-        if ready.iter().any(|&i| i as usize == wake_index) {
-            Woken::Signal
-        } else {
-            Woken::Io
+        let signal = ready.iter().any(|&i| i as usize == wake_index);
+        match (signal, ready.len() > usize::from(signal)) {
+            (true, false) => Woken::Signal,
+            (true, true) => Woken::SignalAndIo,
+            (false, _) => Woken::Io,
         }
     }
 }

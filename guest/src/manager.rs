@@ -671,10 +671,15 @@ impl<P: Platform> Manager<P> {
             }
             let deadline = self.next_deadline().map_or(until, |d| d.min(until));
             let conns: Vec<&P::Conn> = self.slots.iter().filter_map(|s| s.conn.as_ref()).collect();
-            if self.platform.block(&conns, deadline) == Woken::Signal {
-                // Take whatever arrived together with the wake-up before returning.
-                self.pump();
-                break;
+            match self.platform.block(&conns, deadline) {
+                Woken::Io => {}
+                // Back to the embedder at once: it has work, and nothing came meanwhile.
+                Woken::Signal => break,
+                // Take what arrived together with the wake-up before returning.
+                Woken::SignalAndIo => {
+                    self.pump();
+                    break;
+                }
             }
         }
         core::mem::take(&mut self.completions)

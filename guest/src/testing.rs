@@ -278,10 +278,11 @@ impl Platform for FakePlatform {
         self.blocks += 1;
         assert!(self.blocks < 100_000, "the guest is spinning in block()");
         let now = self.clock.get();
+        let woken = self.wake_at.is_some_and(|w| w <= now);
         if conns.iter().any(|c| c.sim.borrow().due(now)) {
-            return Woken::Io;
+            return if woken { Woken::SignalAndIo } else { Woken::Io };
         }
-        if self.wake_at.is_some_and(|w| w <= now) {
+        if woken {
             return Woken::Signal;
         }
         let next = conns

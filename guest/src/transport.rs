@@ -172,8 +172,10 @@ pub trait Connection {
 pub enum Woken {
     /// A connection has something to receive, or the deadline passed.
     Io,
-    /// The embedder has queued work: return to it promptly.
+    /// The embedder has queued work, and nothing else is ready: return to it at once.
     Signal,
+    /// The embedder has queued work, and a connection or the deadline is ready too.
+    SignalAndIo,
 }
 
 /// Opening connections, reading the clock and blocking: the rest of the world.

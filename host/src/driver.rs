@@ -18,7 +18,7 @@ use wasmtime::Store;
 use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::state::{HostState, Wake};
-use crate::types::{CallError, CallResult, Event, InputAnswer, ServerStatus, Tool};
+use crate::types::{CallError, Event, InputAnswer, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only
 /// bounds how soon a caller that gave up on a call gets that call cancelled.
@@ -29,7 +29,9 @@ const IDLE_WAIT_MS: u64 = 1_000;
 const ABANDON_SCAN: Duration = Duration::from_millis(5);
 
 /// The reply to one call.
-pub(crate) type CallReply = oneshot::Sender<Result<CallResult, CallError>>;
+/// A call's answer as the guest gave it: the caller turns it into a
+/// [`crate::CallResult`] (parsing its JSON) on its own task, off the driver's.
+pub(crate) type CallReply = oneshot::Sender<Result<registry::CallResult, CallError>>;
 
 /// Work for the driver.
 #[derive(Debug)]
@@ -230,7 +232,7 @@ impl Driver {
     fn answer(&mut self, completions: Vec<registry::Completion>) {
         for completion in completions {
             if let Some(reply) = self.pending.remove(&completion.call) {
-                let _ = reply.send(completion.outcome.map(Into::into).map_err(Into::into));
+                let _ = reply.send(completion.outcome.map_err(Into::into));
             }
         }
     }

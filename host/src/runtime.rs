@@ -367,9 +367,10 @@ impl Runtime {
             reply,
         })
         .map_err(CallError::Runtime)?;
-        answer
-            .await
-            .unwrap_or_else(|_| Err(CallError::Runtime(self.stop_reason())))
+        match answer.await {
+            Ok(outcome) => outcome.map(CallResult::from),
+            Err(_) => Err(CallError::Runtime(self.stop_reason())),
+        }
     }
 
     /// Closes every connection and stops every server. Pending calls fail with

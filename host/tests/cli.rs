@@ -193,9 +193,8 @@ fn configuration_errors_name_the_file() {
 fn servers_watch_prints_changes_as_they_happen() {
     use std::io::{BufRead, BufReader};
     let cfg = config("watch", json!({ "demo": demo_entry() }));
-    // `timeout` ends it even if the expected lines never come.
-    let mut child = Command::new("timeout")
-        .args(["60", env!("CARGO_BIN_EXE_mcpbox"), "--config"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
         .arg(&cfg)
         .args(["--json", "servers", "--watch"])
         .stdin(Stdio::null())
@@ -203,6 +202,13 @@ fn servers_watch_prints_changes_as_they_happen() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Ends it even if the expected lines never come. (Not `timeout 60 mcpbox`:
+    // killing `timeout` would leave mcpbox running.)
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
     // The first listing, then status events until the demo server is connected.
     let lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut states = Vec::new();
