@@ -659,13 +659,14 @@ impl<P: Platform> Manager<P> {
     /// Drives every connection until a call completes, an event is queued, the
     /// wake signal is ready or `timeout_ms` passes. Returns the completed calls.
     pub fn wait(&mut self, timeout_ms: u64) -> Vec<Completion> {
-        let until = self.platform.now_ms().saturating_add(timeout_ms);
+        let mut until = None;
         loop {
-            self.pump();
+            // The time the pump went by: one clock reading per round.
+            let now = self.pump();
+            let until = *until.get_or_insert(now.saturating_add(timeout_ms));
             if !self.completions.is_empty() || !self.events.is_empty() {
                 break;
             }
-            let now = self.platform.now_ms();
             if now >= until {
                 break;
             }
@@ -808,15 +809,17 @@ impl<P: Platform> Manager<P> {
     }
 
     /// One round over every connection: receive, process, fire deadlines, send.
-    fn pump(&mut self) {
+    /// Returns the time it went by.
+    fn pump(&mut self) -> u64 {
+        let now = self.platform.now_ms();
         for i in 0..self.slots.len() {
-            self.drive(i);
+            self.drive(i, now);
         }
         self.sync_statuses();
+        now
     }
 
-    fn drive(&mut self, i: usize) {
-        let now = self.platform.now_ms();
+    fn drive(&mut self, i: usize, now: u64) {
         self.expire_held(i, now);
         let slot = &mut self.slots[i];
         let (Some(conn), Some(client)) = (slot.conn.as_mut(), slot.client.as_mut()) else {
