@@ -155,10 +155,12 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
 }
 
 fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
+    // One write for the whole listing, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(&mut out, servers)?;
         writeln!(out)?;
+        out.flush()?;
         return Ok(());
     }
     let width = servers
@@ -169,6 +171,7 @@ fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
     for s in servers {
         writeln!(out, "{}", status_line(s, width))?;
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -272,7 +275,8 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
         .iter()
         .filter(|t| server.is_none_or(|s| t.server == s))
         .collect();
-    let mut out = std::io::stdout().lock();
+    // One write for the whole listing, not one per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
         serde_json::to_writer_pretty(&mut out, &selected)?;
         writeln!(out)?;
@@ -287,6 +291,8 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
             writeln!(out, "{:width$}  {description}", t.name)?;
         }
     }
+    // Before the warnings on stderr, so a terminal shows them in that order.
+    out.flush()?;
     for s in servers.iter().filter(|s| s.state == ServerState::Failed) {
         eprintln!(
             "warning: server `{}` failed: {}",
