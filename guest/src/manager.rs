@@ -59,8 +59,8 @@ use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
 use crate::registry::{self, Registry, Source, Tool, ToolInfo};
-use alloc::rc::Rc;
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
+use alloc::rc::Rc;
 
 /// How many `receive` rounds one connection gets per pump, so one chatty server
 /// cannot starve the others.
@@ -550,7 +550,11 @@ impl<P: Platform> Manager<P> {
         let (arguments, warning) = entry.tool.check_arguments(&entry.server, arguments);
         self.events.extend(warning.map(Event::Warning));
         let arguments = arguments.map_err(CallError::InvalidArguments)?;
-        let Some(i) = self.slots.iter().position(|s| *s.config.name == *entry.server) else {
+        let Some(i) = self
+            .slots
+            .iter()
+            .position(|s| *s.config.name == *entry.server)
+        else {
             return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
         };
         let now = self.platform.now_ms();
@@ -562,7 +566,14 @@ impl<P: Platform> Manager<P> {
         self.next_call += 1;
         let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
         let tool = &entry.tool;
-        client.start_call(call, &tool.name, &tool.def.name, &arguments, timeout_ms, now);
+        client.start_call(
+            call,
+            &tool.name,
+            &tool.def.name,
+            &arguments,
+            timeout_ms,
+            now,
+        );
         self.calls.insert(call, i);
         self.flush(i);
         self.process(i);

@@ -239,7 +239,10 @@ impl Registry {
 
     /// Every tool, ordered by name, copied.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.by_name.iter().map(|e| e.tool.info(&e.server)).collect()
+        self.by_name
+            .iter()
+            .map(|e| e.tool.info(&e.server))
+            .collect()
     }
 
     /// The tool of that registry name.
@@ -363,7 +366,10 @@ mod tests {
         );
         let names: Vec<_> = r.tools().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["mcp__srv__alpha", "mcp__srv__zeta"]);
-        assert_eq!(r.get("mcp__srv__zeta").unwrap().tool.def.input_schema, schema);
+        assert_eq!(
+            r.get("mcp__srv__zeta").unwrap().tool.def.input_schema,
+            schema
+        );
         assert_eq!(r.tools()[1].input_schema, schema);
         assert_eq!(r.count_for("srv"), 2);
         assert_eq!(r.len(), 2);
@@ -428,8 +434,7 @@ mod tests {
             tools: &t,
         }]);
         assert_eq!(
-            check(&r, "mcp__demo__echo", r#"{"text": 5}"#)
-                .unwrap_err(),
+            check(&r, "mcp__demo__echo", r#"{"text": 5}"#).unwrap_err(),
             "invalid arguments for mcp__demo__echo: /text: want string, but got number"
         );
         assert_eq!(
@@ -447,8 +452,7 @@ mod tests {
                 .contains("not valid JSON")
         );
         assert_eq!(
-            check(&r, "mcp__demo__echo", r#"{"text":"hi"}"#)
-                .unwrap(),
+            check(&r, "mcp__demo__echo", r#"{"text":"hi"}"#).unwrap(),
             r#"{"text":"hi"}"#
         );
     }
@@ -489,7 +493,9 @@ mod tests {
             tools: &t,
         }]);
         let entry = r.get("mcp__s__remote").unwrap();
-        let (checked, warning) = entry.tool.check_arguments(&entry.server, r#"{"anything": 1}"#);
+        let (checked, warning) = entry
+            .tool
+            .check_arguments(&entry.server, r#"{"anything": 1}"#);
         assert!(checked.is_ok());
         let warning = warning.expect("a warning at first use");
         assert!(warning.contains("mcp__s__remote (server `s`)"), "{warning}");

@@ -221,8 +221,10 @@ impl Driver {
             // once, before the snapshots the events may call for. Failures are
             // answered after the events are published, so a caller whose call
             // failed because its server died also sees that server failed.
-            let (results, failures): (Vec<_>, Vec<_>) =
-                turn.completions.into_iter().partition(|c| c.outcome.is_ok());
+            let (results, failures): (Vec<_>, Vec<_>) = turn
+                .completions
+                .into_iter()
+                .partition(|c| c.outcome.is_ok());
             self.answer(results);
             self.publish(turn.events).await?;
             self.answer(failures);
@@ -379,7 +381,8 @@ impl Driver {
             .mcpbox_runtime_registry()
             .call_servers(&mut self.store)
             .await?;
-        let tools = instance::read_tools(self.guest.mcpbox_runtime_registry(), &mut self.store).await?;
+        let tools =
+            instance::read_tools(self.guest.mcpbox_runtime_registry(), &mut self.store).await?;
         // Tools first: a reader that sees a server settled must see its tools.
         self.published.tools.send_replace(Arc::new(tools));
         self.published

@@ -995,7 +995,10 @@ fn an_uncompilable_schema_warns_at_the_first_call_only_and_calls_go_through() {
     let said = warnings(&m.events());
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(said[0].contains("mcp__r__remote (server `r`)"), "{said:?}");
-    assert!(said[0].contains("passed to the server unchecked"), "{said:?}");
+    assert!(
+        said[0].contains("passed to the server unchecked"),
+        "{said:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -80,7 +80,7 @@ pub struct Connection {
 #[derive(Debug)]
 enum Link {
     /// A child's pipes, read and written in place.
-    Pipes(stdio::Pipes),
+    Pipes(Box<stdio::Pipes>),
     /// Tasks do the I/O (HTTP, SSE); messages pass through these channels.
     Tasks {
         inbound: mpsc::Receiver<Inbound>,
@@ -107,7 +107,11 @@ impl Link {
 }
 
 impl Connection {
-    fn new(link: Link, diagnostics: Arc<Mutex<Diagnostics>>, process: Option<stdio::ProcessGuard>) -> Connection {
+    fn new(
+        link: Link,
+        diagnostics: Arc<Mutex<Diagnostics>>,
+        process: Option<stdio::ProcessGuard>,
+    ) -> Connection {
         Connection {
             link,
             stash: VecDeque::new(),
@@ -123,9 +127,13 @@ impl Connection {
         }
         match &mut self.link {
             Link::Pipes(pipes) => pipes.send(&message),
-            Link::Tasks { outbound, .. } => outbound.send(Outgoing { message, meta }).map_err(|_| {
-                wit::TransportError::Closed("stopped accepting messages (its writer ended)".into())
-            }),
+            Link::Tasks { outbound, .. } => {
+                outbound.send(Outgoing { message, meta }).map_err(|_| {
+                    wit::TransportError::Closed(
+                        "stopped accepting messages (its writer ended)".into(),
+                    )
+                })
+            }
         }
     }
 
@@ -207,7 +215,7 @@ fn open(
             let diagnostics = track_diagnostics(state, server);
             let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
             Ok(Connection::new(
-                Link::Pipes(spawned.pipes),
+                Link::Pipes(Box::new(spawned.pipes)),
                 diagnostics,
                 Some(spawned.process),
             ))

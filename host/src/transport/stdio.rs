@@ -368,9 +368,10 @@ impl Pipes {
     /// stdout ended at `at`: waits a little for the exit status, and stops a
     /// server that keeps running without its stdout.
     async fn closed(&mut self, at: Instant, stash: &mut VecDeque<Inbound>) {
-        let exited = tokio::time::timeout_at(at + EXIT_AFTER_EOF, self.exit.wait_for(Option::is_some))
-            .await
-            .is_ok();
+        let exited =
+            tokio::time::timeout_at(at + EXIT_AFTER_EOF, self.exit.wait_for(Option::is_some))
+                .await
+                .is_ok();
         let reason = if exited {
             let rest_of_stderr = self.stderr_done.wait_for(|done| *done);
             let _ = tokio::time::timeout(STDERR_AFTER_EXIT, rest_of_stderr).await;

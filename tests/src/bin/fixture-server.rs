@@ -391,6 +391,10 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
     tools
 }
 
+/// A `sleep` call under way: when it ends, its order of arrival, its id (JSON
+/// text) and its length in ms.
+type Sleep = (Instant, u64, String, u64);
+
 /// State shared by the reader thread and the call threads.
 #[derive(Debug)]
 struct Server {
@@ -404,8 +408,8 @@ struct Server {
     cancelled: Mutex<Vec<Value>>,
     /// Woken whenever `cancelled` grows, so cancellable calls stop promptly.
     cancelled_signal: Condvar,
-    /// `sleep` calls under way: (when it ends, its order of arrival, id, ms).
-    sleeps: Mutex<BinaryHeap<Reverse<(Instant, u64, String, u64)>>>,
+    /// `sleep` calls under way, the one that ends first on top.
+    sleeps: Mutex<BinaryHeap<Reverse<Sleep>>>,
     /// Woken when a sleep is added.
     sleeps_signal: Condvar,
     /// Answers to our `elicitation/create` requests, by request id.
@@ -476,11 +480,14 @@ impl Server {
     /// Waits until `deadline`; false when request `id` was cancelled meanwhile.
     /// Hands a valid `sleep` call to the timer thread; false for any other call.
     fn start_sleep(&self, id: &Value, params: &Value) -> bool {
-        let is_sleep = params.get("name").and_then(Value::as_str).is_some_and(|name| {
-            lock(&self.tools)
-                .iter()
-                .any(|tool| tool.name == name && tool.kind == Kind::Sleep)
-        });
+        let is_sleep = params
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|name| {
+                lock(&self.tools)
+                    .iter()
+                    .any(|tool| tool.name == name && tool.kind == Kind::Sleep)
+            });
         let Some(ms) = params.pointer("/arguments/ms").and_then(Value::as_u64) else {
             return false; // the call thread reports the bad arguments
         };
@@ -492,7 +499,9 @@ impl Server {
         let order = sleeps.len() as u64;
         // The timer thread sleeps until the earliest end: wake it only when this
         // one ends sooner (a wake-up per call costs more than parsing the call).
-        let sooner = sleeps.peek().is_none_or(|Reverse((first, ..))| end < *first);
+        let sooner = sleeps
+            .peek()
+            .is_none_or(|Reverse((first, ..))| end < *first);
         sleeps.push(Reverse((end, order, id.to_string(), ms)));
         if sooner {
             self.sleeps_signal.notify_one();
@@ -527,7 +536,9 @@ impl Server {
                     drop(sleeps);
                     let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
                     if lock(&self.cancelled).contains(&id) {
-                        eprintln!("fixture: call {id} to sleep stopped by cancellation; not answering");
+                        eprintln!(
+                            "fixture: call {id} to sleep stopped by cancellation; not answering"
+                        );
                     } else {
                         self.respond(&id, text_result(&format!("slept {ms}")));
                     }

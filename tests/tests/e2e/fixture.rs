@@ -90,12 +90,15 @@ async fn a_registry_of_several_pages_reaches_the_host_whole() {
     assert_connected(&servers, "many");
     let tools = runtime.tools();
     let count = status(&servers, "many").tool_count as usize;
-    assert!(count > 700 && count % 256 != 0, "{count} tools");
+    assert!(count > 700 && !count.is_multiple_of(256), "{count} tools");
     assert_eq!(tools.len(), count);
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert!(names.windows(2).all(|w| w[0] < w[1]), "sorted, no repeats");
     for i in [0, 255, 256, 511, 699] {
-        assert!(names.contains(&format!("mcp__many__tool_{i}").as_str()), "tool_{i}");
+        assert!(
+            names.contains(&format!("mcp__many__tool_{i}").as_str()),
+            "tool_{i}"
+        );
     }
 }
 
@@ -405,23 +408,36 @@ async fn shutdown_stops_servers_and_later_calls_fail_cleanly() {
     assert!(matches!(err, CallError::Runtime(_)), "{err:?}");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_trapping_guest_is_replaced_and_the_host_survives() {
+/// A runtime with one fixture server `fx` and room for normal work, but not for
+/// [`trapping_text`]: copying it into the guest exceeds the memory limit and
+/// traps the guest.
+async fn trappable() -> mcpbox::Runtime {
     let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
-    // Room for normal work, not for an 8 MB argument: copying it into the guest
-    // exceeds the memory limit and traps the guest.
-    let runtime = mcpbox::Options::from_config_text("trap.json", text)
+    mcpbox::Options::from_config_text("trap.json", text)
         .memory_limit(4 * 1024 * 1024)
         .open()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// An `echo` argument that traps a [`trappable`] guest.
+fn trapping_text() -> String {
+    "x".repeat(8 * 1024 * 1024)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trapping_guest_is_replaced_and_the_host_survives() {
+    let runtime = trappable().await;
     assert_connected(&ready(&runtime).await, "fx");
     let mut events = runtime.events();
 
-    let huge = "x".repeat(8 * 1024 * 1024);
-    let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge }))
-        .await
-        .unwrap_err();
+    let err = call(
+        &runtime,
+        "mcp__fx__echo",
+        json!({ "text": trapping_text() }),
+    )
+    .await
+    .unwrap_err();
     let CallError::Runtime(message) = &err else {
         panic!("expected a runtime error, got {err:?}")
     };
@@ -444,13 +460,8 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
 /// trapped it is told so (not that the guest was restarted).
 #[tokio::test(flavor = "multi_thread")]
 async fn three_traps_within_a_minute_stop_the_runtime() {
-    let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
-    let runtime = mcpbox::Options::from_config_text("trap.json", text)
-        .memory_limit(4 * 1024 * 1024)
-        .open()
-        .await
-        .unwrap();
-    let huge = "x".repeat(8 * 1024 * 1024);
+    let runtime = trappable().await;
+    let huge = trapping_text();
     for round in 1..=3 {
         assert_connected(&ready(&runtime).await, "fx");
         let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge }))
@@ -460,7 +471,10 @@ async fn three_traps_within_a_minute_stop_the_runtime() {
             panic!("expected a runtime error, got {err:?}")
         };
         if round < 3 {
-            assert!(message.contains("the guest failed and was restarted"), "{message}");
+            assert!(
+                message.contains("the guest failed and was restarted"),
+                "{message}"
+            );
         } else {
             assert!(
                 message.contains("the guest failed 3 times within a minute; last:")
