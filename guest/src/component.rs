@@ -207,19 +207,19 @@ fn to_wit_status(s: ServerStatus) -> wit::ServerStatus {
     }
 }
 
-/// Copies a registry entry into the export's result: the only copy of the tool
-/// list a `tools` call makes (the canonical ABI frees it after the host reads it).
+/// Copies a registry entry into the export's result (`Tool::info` copies each
+/// field once; the canonical ABI frees them after the host reads them).
 fn to_wit_tool(e: &Entry) -> wit::ToolInfo {
-    let (tool, def) = (&e.tool, &e.tool.def);
+    let t = e.tool.info(&e.server);
     wit::ToolInfo {
-        name: tool.name.clone(),
-        server: e.server.to_string(),
-        tool: def.name.clone(),
-        title: def.title.clone(),
-        description: def.description.clone(),
-        input_schema: def.input_schema.clone(),
-        output_schema: def.output_schema.clone(),
-        annotations: def.annotations.clone(),
+        name: t.name,
+        server: t.server,
+        tool: t.tool,
+        title: t.title,
+        description: t.description,
+        input_schema: t.input_schema,
+        output_schema: t.output_schema,
+        annotations: t.annotations,
     }
 }
 

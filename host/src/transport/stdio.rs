@@ -331,7 +331,7 @@ impl Pipes {
             && *self.stderr_done.borrow()
             && let Some(status) = self.exit.borrow().clone()
         {
-            stash.push_back(Inbound::Closed(format!("exited ({status})")));
+            stash.push_back(Inbound::Closed(exit_reason(&status)));
         }
     }
 
@@ -375,8 +375,7 @@ impl Pipes {
         let reason = if exited {
             let rest_of_stderr = self.stderr_done.wait_for(|done| *done);
             let _ = tokio::time::timeout(STDERR_AFTER_EXIT, rest_of_stderr).await;
-            let status = self.exit.borrow().clone().unwrap_or_default();
-            format!("exited ({status})")
+            exit_reason(self.exit.borrow().as_deref().unwrap_or_default())
         } else {
             if !std::mem::replace(&mut self.stop_sent, true) {
                 self.stop.notify_one();
@@ -439,6 +438,11 @@ impl Pipes {
             }
         }
     }
+}
+
+/// How a server that exited is reported, for example "exited (exit code 3)".
+fn exit_reason(status: &str) -> String {
+    format!("exited ({status})")
 }
 
 enum Line {
