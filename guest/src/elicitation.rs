@@ -24,9 +24,6 @@ use serde_json::{Map, Value, json};
 use crate::config::kind_of;
 use crate::schema::{self, Validator};
 
-/// The request method both eras use.
-pub const METHOD: &str = "elicitation/create";
-
 /// A server's request for input, as the embedder sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputRequest {

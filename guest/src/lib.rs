@@ -23,12 +23,13 @@
 //! |---|---|
 //! | [`transport`] | the guest's view of a host connection, and the clock/poll platform |
 //! | [`jsonrpc`] | JSON-RPC 2.0 messages: classification, ids, building, the wire error |
+//! | [`methods`] | MCP method names, one constant each |
 //! | [`config`] | `.mcp.json` text → server entries, with precise issues |
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
-//! | [`client`] | one server's MCP session: handshake, listing, calls, notifications, input requests |
+//! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
 
 #![deny(missing_docs)]
@@ -42,6 +43,7 @@ pub mod config;
 pub mod elicitation;
 pub mod jsonrpc;
 pub mod manager;
+pub mod methods;
 pub mod naming;
 pub mod registry;
 pub mod schema;

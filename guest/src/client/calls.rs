@@ -1,0 +1,270 @@
+//! `tools/call`: starting a call with its progress token and deadline, reading
+//! its result (`content`, `structuredContent`, `isError`, `resultType`), and
+//! completing it, or every call at once when the connection is lost.
+
+use crate::prelude::*;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::param_headers::param_headers;
+use super::wire::{CallParams, RawCallResult};
+use super::{Client, ClientEvent, Outgoing, Pending, ResultKind, result_kind};
+use crate::jsonrpc::{self, Id, RpcError};
+use crate::methods;
+
+/// Options for one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// Overrides the server's tool timeout, in milliseconds.
+    pub timeout_ms: Option<u64>,
+}
+
+/// A tool result, as the server returned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    /// The server said the tool failed (`isError`).
+    pub is_error: bool,
+    /// Text content blocks joined with "\n".
+    pub text: String,
+    /// The full `content` list, JSON text.
+    pub content: String,
+    /// `structuredContent`, JSON text.
+    pub structured_content: Option<String>,
+}
+
+/// Why a call produced no tool result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// No tool of that name.
+    UnknownTool(String),
+    /// Arguments are not JSON or do not satisfy the input schema.
+    InvalidArguments(String),
+    /// The server is not connected or went away.
+    ServerUnavailable(String),
+    /// No answer in time; `notifications/cancelled` was sent.
+    Timeout(String),
+    /// Cancelled by the caller.
+    Cancelled,
+    /// A JSON-RPC error answer or a malformed result.
+    Protocol(String),
+}
+
+impl core::fmt::Display for CallError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CallError::UnknownTool(m)
+            | CallError::InvalidArguments(m)
+            | CallError::ServerUnavailable(m)
+            | CallError::Timeout(m)
+            | CallError::Protocol(m) => f.write_str(m),
+            CallError::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// A finished call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The handle `start_call` returned.
+    pub call: u64,
+    /// The result or why there is none.
+    pub outcome: Result<CallResult, CallError>,
+}
+
+#[derive(Debug)]
+pub(super) struct PendingCall {
+    pub(super) call: u64,
+    /// The registry name, for messages.
+    pub(super) name: String,
+    /// The server's name for the tool and the arguments, to send the call again
+    /// with input responses.
+    pub(super) tool: String,
+    pub(super) arguments: Box<RawValue>,
+    pub(super) timeout_ms: u64,
+    pub(super) deadline_ms: u64,
+    /// `input_required` answers so far.
+    pub(super) rounds: u32,
+}
+
+impl Client {
+    /// Sends `tools/call`. `arguments` must be a JSON object's text (the registry
+    /// checked it); `name` is the registry name, `tool` the server's.
+    pub fn start_call(
+        &mut self,
+        call: u64,
+        name: &str,
+        tool: &str,
+        arguments: &str,
+        timeout_ms: u64,
+        now_ms: u64,
+    ) {
+        let deadline_ms = now_ms.saturating_add(timeout_ms);
+        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms);
+    }
+
+    /// Like [`Client::start_call`], with a first deadline set by the caller: a call
+    /// that waited for its server to restart keeps the deadline it started with.
+    /// Progress still pushes the deadline back by the full `timeout_ms`.
+    pub fn start_call_until(
+        &mut self,
+        call: u64,
+        name: &str,
+        tool: &str,
+        arguments: &str,
+        timeout_ms: u64,
+        deadline_ms: u64,
+    ) {
+        let Ok(arguments) = RawValue::from_string(arguments.to_string()) else {
+            self.events.push(ClientEvent::Completed(Completion {
+                call,
+                outcome: Err(CallError::InvalidArguments(format!(
+                    "arguments for {name} are not valid JSON"
+                ))),
+            }));
+            return;
+        };
+        let pending = PendingCall {
+            call,
+            name: name.to_string(),
+            tool: tool.to_string(),
+            arguments,
+            timeout_ms,
+            deadline_ms,
+            rounds: 0,
+        };
+        self.send_call(pending, None, None);
+    }
+
+    /// Sends `tools/call` for `call`, with the answers to its input requests when
+    /// it is a retry.
+    pub(super) fn send_call(
+        &mut self,
+        call: PendingCall,
+        input_responses: Option<&serde_json::Map<String, Value>>,
+        request_state: Option<&Value>,
+    ) {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let params = CallParams {
+            name: &call.tool,
+            arguments: &call.arguments,
+            input_responses,
+            request_state,
+            meta: self.request_meta(Some(&id)),
+        };
+        let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
+        let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));
+        if let Some(annotated) = self.param_headers.get(&call.tool) {
+            meta.param_headers = param_headers(annotated, call.arguments.get());
+        }
+        self.outbox.push(Outgoing { text, meta });
+        self.pending.insert(id, Pending::Call(call));
+    }
+
+    /// A call is over: reports it and withdraws whatever input it still waits for.
+    pub(super) fn finish(
+        &mut self,
+        call: u64,
+        outcome: Result<CallResult, CallError>,
+        connected: bool,
+    ) {
+        self.rounds.remove(&call);
+        self.withdraw_inputs(Some(call), connected);
+        self.events
+            .push(ClientEvent::Completed(Completion { call, outcome }));
+        // Requests tied to no known call end with the last call in flight.
+        if self.pending_calls() == 0 {
+            self.withdraw_inputs(None, connected);
+        }
+    }
+
+    /// Completes every call in flight with `error(name)`, for a lost connection
+    /// or a shutdown. Nothing is sent: the connection is gone.
+    pub fn abort_calls(&mut self, error: impl Fn(&str) -> CallError) {
+        let pending = core::mem::take(&mut self.pending);
+        let rounds = core::mem::take(&mut self.rounds);
+        let calls = pending
+            .into_values()
+            .filter_map(|p| match p {
+                Pending::Call(c) => Some(c),
+                _ => None,
+            })
+            .chain(rounds.into_values().map(|r| r.call));
+        for c in calls {
+            self.finish(c.call, Err(error(&c.name)), false);
+        }
+        // Input requests of no call, too: their server is gone.
+        let keys: Vec<u64> = self.inputs.keys().copied().collect();
+        for key in keys {
+            self.withdraw(key, false);
+        }
+        self.listing = None;
+    }
+
+    /// The server answered a call: its result, a request for input, or an error.
+    pub(super) fn on_call_response(
+        &mut self,
+        c: PendingCall,
+        outcome: Result<Box<RawValue>, RpcError>,
+    ) {
+        let outcome = match outcome {
+            Ok(raw) => match read_call_result(&c.name, &raw) {
+                Ok(Some(result)) => Ok(result),
+                Ok(None) => return self.on_input_required(c, &raw),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(CallError::Protocol(format!("{} failed: {e}", c.name))),
+        };
+        self.finish(c.call, outcome, true);
+    }
+}
+
+/// A `tools/call` result; `None` when it is `input_required`.
+pub(super) fn read_call_result(
+    name: &str,
+    raw: &RawValue,
+) -> Result<Option<CallResult>, CallError> {
+    let malformed = |why: String| {
+        CallError::Protocol(format!(
+            "{name}: the server sent a malformed tools/call result ({why})"
+        ))
+    };
+    let result: RawCallResult =
+        serde_json::from_str(raw.get()).map_err(|e| malformed(e.to_string()))?;
+    match result_kind(result.result_type.as_ref()) {
+        ResultKind::Complete => {}
+        ResultKind::InputRequired => return Ok(None),
+        ResultKind::Other(kind) => return Err(malformed(format!("unknown resultType {kind:?}"))),
+    }
+    let content = result
+        .content
+        .map_or_else(|| "[]".to_string(), |c| c.get().to_string());
+    let blocks: Vec<Value> =
+        serde_json::from_str(&content).map_err(|_| malformed("content is not a list".into()))?;
+    let text = blocks
+        .iter()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Some(CallResult {
+        is_error: result.is_error.unwrap_or(false),
+        text,
+        content,
+        structured_content: result
+            .structured_content
+            .map(|s| s.get().to_string())
+            .filter(|s| s != "null"),
+    }))
+}
+
+pub(super) fn tool_error(text: String) -> CallResult {
+    let quoted = serde_json::to_string(&text).unwrap_or_default();
+    CallResult {
+        is_error: true,
+        content: format!(r#"[{{"type":"text","text":{quoted}}}]"#),
+        text,
+        structured_content: None,
+    }
+}

@@ -1,0 +1,88 @@
+//! Deadlines on the client's clock: call timeouts (with `notifications/progress`
+//! pushing a call's deadline back), the era probe's timeout and a tool list that
+//! went stale (`ttlMs`). The manager asks for the nearest one and calls `tick`.
+
+use crate::prelude::*;
+
+use serde_json::Value;
+
+use super::{CallError, Client, Pending};
+use crate::jsonrpc::Id;
+use crate::transport::format_ms;
+
+impl Client {
+    /// The earliest deadline: of a call, of the era probe, or of a stale tool list.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.pending
+            .values()
+            .filter_map(|p| match p {
+                Pending::Call(c) => Some(c.deadline_ms),
+                _ => None,
+            })
+            .chain(self.rounds.values().map(|r| r.call.deadline_ms))
+            .chain(self.probe_deadline)
+            .chain(self.relist_at)
+            .min()
+    }
+
+    /// Fires every deadline that has passed: calls, the era probe, a stale tool list.
+    pub fn tick(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+        self.expire_probe(now_ms);
+        self.relist_if_stale(now_ms);
+        let expired: Vec<Id> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| matches!(p, Pending::Call(c) if c.deadline_ms <= now_ms))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            let Some(Pending::Call(c)) = self.pending.remove(&id) else {
+                continue;
+            };
+            let after = format_ms(c.timeout_ms);
+            self.abandon(id, &format!("timed out after {after}"));
+            let waiting = self.inputs.values().any(|w| w.call == Some(c.call));
+            let why = format!(
+                "{} timed out after {after}{}; the server was sent notifications/cancelled",
+                c.name,
+                if waiting {
+                    " (its input request was not answered in time)"
+                } else {
+                    ""
+                }
+            );
+            self.finish(c.call, Err(CallError::Timeout(why)), true);
+        }
+        let expired: Vec<u64> = self
+            .rounds
+            .iter()
+            .filter(|(_, r)| r.call.deadline_ms <= now_ms)
+            .map(|(call, _)| *call)
+            .collect();
+        for call in expired {
+            let Some(round) = self.rounds.remove(&call) else {
+                continue;
+            };
+            // Nothing is in flight on the server: there is nothing to cancel there.
+            let why = format!(
+                "{} timed out after {} waiting for an answer to its input request",
+                round.call.name,
+                format_ms(round.call.timeout_ms)
+            );
+            self.finish(call, Err(CallError::Timeout(why)), true);
+        }
+    }
+
+    /// `notifications/progress` for a call in flight pushes its deadline back by
+    /// the call's full timeout.
+    pub(super) fn on_progress(&mut self, params: &Value, now_ms: u64) {
+        let Some(token) = params.get("progressToken") else {
+            return;
+        };
+        let token = Id::from_json(&token.to_string());
+        if let Some(Pending::Call(c)) = self.pending.get_mut(&token) {
+            c.deadline_ms = now_ms.saturating_add(c.timeout_ms);
+        }
+    }
+}

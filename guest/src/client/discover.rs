@@ -1,0 +1,160 @@
+//! Era detection and `server/discover` (2026-07-28).
+//!
+//! Detection probes `server/discover` first; any error, a result without a version
+//! mcpbox speaks, or no answer within [`PROBE_TIMEOUT_MS`] falls back to the legacy
+//! `initialize`. An `UnsupportedProtocolVersion` error (-32022) listing a version
+//! mcpbox speaks is retried once with it. A hint from an earlier run skips the
+//! probe for a server known to be legacy.
+
+use crate::prelude::*;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::wire::{DiscoverResult, MetaOnly};
+use super::{Client, Pending, Phase};
+use crate::jsonrpc::RpcError;
+use crate::methods;
+
+/// The stateless protocol revision the guest speaks.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// How long `server/discover` may go unanswered before the server is taken for a
+/// legacy one that ignores unknown requests.
+pub const PROBE_TIMEOUT_MS: u64 = 5_000;
+
+/// The JSON-RPC error code for an unsupported protocol version (2026-07-28).
+pub(super) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// Which generation of MCP the session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// `initialize` + `notifications/initialized`, versions 2024-11-05 … 2025-11-25.
+    Legacy,
+    /// 2026-07-28: no handshake, `_meta` on every request, `server/discover`.
+    Stateless,
+}
+
+impl Era {
+    /// A short name, for remembering the era across runs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Stateless => STATELESS_VERSION,
+        }
+    }
+
+    /// The era [`Era::as_str`] named.
+    pub fn parse(text: &str) -> Option<Era> {
+        match text {
+            "legacy" => Some(Era::Legacy),
+            STATELESS_VERSION => Some(Era::Stateless),
+            _ => None,
+        }
+    }
+}
+
+impl Client {
+    /// Starts the session, finding out which era the server speaks: a server
+    /// remembered as legacy (`hint`) gets `initialize` at once (falling back to
+    /// discovery if that fails); any other gets the `server/discover` probe.
+    pub fn detect(&mut self, hint: Option<Era>, now_ms: u64) {
+        self.now_ms = now_ms;
+        match hint {
+            Some(Era::Legacy) => self.initialize(true),
+            _ => self.discover(false),
+        }
+    }
+
+    pub(super) fn discover(&mut self, retried: bool) {
+        self.era = Era::Stateless;
+        self.phase = Phase::Discovering;
+        self.protocol_version = Some(STATELESS_VERSION.to_string());
+        self.probe_deadline = Some(self.now_ms.saturating_add(PROBE_TIMEOUT_MS));
+        let params = MetaOnly {
+            meta: self.request_meta(None),
+        };
+        self.request(
+            methods::SERVER_DISCOVER,
+            None,
+            Some(&params),
+            Pending::Discover { retried },
+        );
+    }
+
+    pub(super) fn on_discovered(
+        &mut self,
+        outcome: Result<Box<RawValue>, RpcError>,
+        retried: bool,
+    ) {
+        if self.phase != Phase::Discovering {
+            return;
+        }
+        self.probe_deadline = None;
+        let raw = match outcome {
+            Ok(raw) => raw,
+            Err(e)
+                if e.code == UNSUPPORTED_PROTOCOL_VERSION && !retried && offers_stateless(&e) =>
+            {
+                // The server named the versions it takes and ours is one: ask again.
+                return self.discover(true);
+            }
+            // Not a 2026-07-28 server (method not found, or a legacy server's
+            // "not initialised"): the legacy handshake.
+            Err(_) => return self.initialize(false),
+        };
+        let result: DiscoverResult = match serde_json::from_str(raw.get()) {
+            Ok(r) => r,
+            Err(_) => return self.initialize(false),
+        };
+        let speaks = result
+            .supported_versions
+            .iter()
+            .flatten()
+            .any(|v| v.as_str() == Some(STATELESS_VERSION));
+        if !speaks {
+            return self.initialize(false);
+        }
+        let info = result.server_info.or_else(|| {
+            result
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("io.modelcontextprotocol/serverInfo"))
+                .cloned()
+        });
+        self.set_server_info(info);
+        self.after_handshake(result.capabilities.as_ref());
+    }
+
+    /// No answer to the probe in time: a legacy server that ignores unknown
+    /// requests; `initialize` follows.
+    pub(super) fn expire_probe(&mut self, now_ms: u64) {
+        if self.phase == Phase::Discovering && self.probe_deadline.is_some_and(|d| d <= now_ms) {
+            self.probe_deadline = None;
+            let probe = self
+                .pending
+                .iter()
+                .find(|(_, p)| matches!(p, Pending::Discover { .. }))
+                .map(|(id, _)| id.clone());
+            if let Some(id) = probe {
+                self.pending.remove(&id);
+                self.abandoned.push_back(id);
+            }
+            self.initialize(false);
+        }
+    }
+}
+
+/// Whether an `UnsupportedProtocolVersion` error lists the stateless version.
+pub(super) fn offers_stateless(error: &RpcError) -> bool {
+    error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("supported"))
+        .and_then(Value::as_array)
+        .is_some_and(|versions| {
+            versions
+                .iter()
+                .any(|v| v.as_str() == Some(STATELESS_VERSION))
+        })
+}

@@ -1,0 +1,286 @@
+//! Input requests (elicitation, form mode) in both eras, as the client handles them.
+//!
+//! Legacy: the server sends `elicitation/create` as a JSON-RPC request during a
+//! call and gets a response. 2026-07-28: a call answers `resultType:
+//! "input_required"` with `inputRequests` (and maybe a `requestState`); once every
+//! one is answered the call is sent again, under a new JSON-RPC id, with
+//! `inputResponses` and the `requestState` exactly as received. Reading requests and
+//! making answers is shared with [`crate::elicitation`]; this module is the state:
+//! which request waits for which call, rounds, withdrawal.
+
+use crate::prelude::*;
+use alloc::collections::BTreeSet;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::calls::{PendingCall, tool_error};
+use super::wire::InputRequired;
+use super::{CallError, CallResult, Client, ClientEvent, Pending};
+use crate::elicitation::{self, InputAnswer, InputRequest};
+use crate::jsonrpc::{self, INVALID_PARAMS, Id, RpcError};
+use crate::methods;
+
+/// How many `input_required` rounds one call may take before it is given up: a
+/// server that keeps asking would otherwise hold the call until its timeout.
+pub(super) const MAX_INPUT_ROUNDS: u32 = 16;
+
+/// A 2026-07-28 call between an `input_required` answer and its retry.
+#[derive(Debug)]
+pub(super) struct InputRound {
+    pub(super) call: PendingCall,
+    /// `requestState` exactly as the server sent it, to be echoed.
+    pub(super) request_state: Option<Value>,
+    /// `inputRequests` keys still waiting for the embedder.
+    pub(super) waiting: BTreeSet<String>,
+    /// `inputResponses` so far.
+    pub(super) responses: serde_json::Map<String, Value>,
+}
+
+/// An input request waiting for the embedder.
+#[derive(Debug)]
+pub(super) struct InputWait {
+    /// The call it belongs to, if known.
+    pub(super) call: Option<u64>,
+    /// What the server asked for: answers are checked against it.
+    pub(super) schema: Value,
+    /// Where the answer goes.
+    pub(super) to: InputTarget,
+}
+
+#[derive(Debug)]
+pub(super) enum InputTarget {
+    /// A legacy `elicitation/create` request with this id: answered with a response.
+    Request(Id),
+    /// An entry of an `input_required` result's `inputRequests`.
+    Round(String),
+}
+
+impl Client {
+    /// Offers servers the `elicitation` capability (form mode): their requests for
+    /// input become [`ClientEvent::InputRequested`]. Call before the session starts.
+    pub fn enable_input_requests(&mut self) {
+        self.input_requests = true;
+    }
+
+    /// A call answered `input_required`: ask the embedder, or end the call with
+    /// the reason mcpbox cannot go on.
+    pub(super) fn on_input_required(&mut self, c: PendingCall, raw: &RawValue) {
+        let name = c.name.clone();
+        if !self.input_requests {
+            return self.finish(c.call, Ok(input_required(&name)), true);
+        }
+        if c.rounds >= MAX_INPUT_ROUNDS {
+            let why = format!(
+                "{name}: the server asked for input {MAX_INPUT_ROUNDS} times in a row; giving up on the call"
+            );
+            return self.finish(c.call, Err(CallError::Protocol(why)), true);
+        }
+        let malformed = |why: &str| {
+            CallError::Protocol(format!(
+                "{name}: the server sent a malformed input_required result ({why})"
+            ))
+        };
+        let result: InputRequired = match serde_json::from_str(raw.get()) {
+            Ok(r) => r,
+            Err(e) => return self.finish(c.call, Err(malformed(&e.to_string())), true),
+        };
+        let requests = match result.input_requests {
+            Some(Value::Object(requests)) if !requests.is_empty() => requests,
+            _ => {
+                return self.finish(
+                    c.call,
+                    Err(malformed("inputRequests is not a non-empty object")),
+                    true,
+                );
+            }
+        };
+        // Every request must be one mcpbox can put to the embedder, or none is asked.
+        let mut asks = Vec::new();
+        for (entry, request) in &requests {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
+            let parsed = if method == methods::ELICITATION_CREATE {
+                elicitation::parse_request(request.get("params").unwrap_or(&Value::Null))
+            } else {
+                Err(format!(
+                    "it asked for {method}, which mcpbox does not offer"
+                ))
+            };
+            match parsed {
+                Ok(ask) => asks.push((entry.clone(), ask)),
+                Err(why) => return self.finish(c.call, Ok(unanswerable(&name, &why)), true),
+            }
+        }
+        let call = c.call;
+        self.rounds.insert(
+            call,
+            InputRound {
+                call: c,
+                request_state: result.request_state,
+                waiting: asks.iter().map(|(entry, _)| entry.clone()).collect(),
+                responses: serde_json::Map::new(),
+            },
+        );
+        for (entry, ask) in asks {
+            self.ask(Some((call, name.clone())), ask, InputTarget::Round(entry));
+        }
+    }
+
+    /// Queues an input request for the embedder.
+    pub(super) fn ask(
+        &mut self,
+        call: Option<(u64, String)>,
+        request: elicitation::Elicitation,
+        to: InputTarget,
+    ) {
+        let key = self.next_input;
+        self.next_input += 1;
+        let (call, tool) = call.unzip();
+        self.events.push(ClientEvent::InputRequested(InputRequest {
+            id: key,
+            server: self.server.clone(),
+            call,
+            tool,
+            message: request.message,
+            requested_schema: request.schema.to_string(),
+        }));
+        self.inputs.insert(
+            key,
+            InputWait {
+                call,
+                schema: request.schema,
+                to,
+            },
+        );
+    }
+
+    /// Answers the input request `key` (see [`ClientEvent::InputRequested`]).
+    /// An accepted answer gets the requested schema's defaults for the fields it
+    /// leaves out and must then satisfy that schema. Err (and the request stays
+    /// open) when it does not, or when no request of that key is waiting.
+    pub fn answer_input(&mut self, key: u64, answer: &InputAnswer) -> Result<(), String> {
+        let wait = self
+            .inputs
+            .get(&key)
+            .ok_or_else(|| format!("no input request {key} is waiting"))?;
+        let result = elicitation::result(answer, &wait.schema)?;
+        let Some(wait) = self.inputs.remove(&key) else {
+            return Ok(());
+        };
+        match wait.to {
+            InputTarget::Request(id) => self.respond(jsonrpc::result_response(&id, &result)),
+            InputTarget::Round(entry) => {
+                let Some(call) = wait.call else {
+                    return Ok(());
+                };
+                let Some(round) = self.rounds.get_mut(&call) else {
+                    return Ok(());
+                };
+                round.waiting.remove(&entry);
+                round.responses.insert(entry, result);
+                if round.waiting.is_empty()
+                    && let Some(round) = self.rounds.remove(&call)
+                {
+                    let InputRound {
+                        mut call,
+                        request_state,
+                        responses,
+                        ..
+                    } = round;
+                    call.rounds += 1;
+                    self.send_call(call, Some(&responses), request_state.as_ref());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Withdraws the input requests of `call` (`None`: those of no known call).
+    /// `answer_server`: a legacy server's request is answered with `cancel`, so the
+    /// server stops waiting for it (false when the connection is gone).
+    pub(super) fn withdraw_inputs(&mut self, call: Option<u64>, answer_server: bool) {
+        let keys: Vec<u64> = self
+            .inputs
+            .iter()
+            .filter(|(_, w)| w.call == call)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in keys {
+            self.withdraw(key, answer_server);
+        }
+    }
+
+    pub(super) fn withdraw(&mut self, key: u64, answer_server: bool) {
+        let Some(wait) = self.inputs.remove(&key) else {
+            return;
+        };
+        if let (InputTarget::Request(id), true) = (&wait.to, answer_server) {
+            let cancel = serde_json::json!({"action": "cancel"});
+            self.respond(jsonrpc::result_response(id, &cancel));
+        }
+        self.events.push(ClientEvent::InputWithdrawn(key));
+    }
+
+    /// A legacy server's `elicitation/create` (input requests enabled): put to the
+    /// embedder, or refused with the reason when it is malformed.
+    pub(super) fn on_elicitation_request(&mut self, r: jsonrpc::Request) {
+        let params: Value = r
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        match elicitation::parse_request(&params) {
+            Ok(request) => {
+                // Over stdio nothing says which call a request is for; with
+                // one call in flight it can only be that one.
+                let mut calls = self.pending.values().filter_map(|p| match p {
+                    Pending::Call(c) => Some((c.call, c.name.clone())),
+                    _ => None,
+                });
+                let call = match (calls.next(), calls.next()) {
+                    (Some(only), None) => Some(only),
+                    _ => None,
+                };
+                self.ask(call, request, InputTarget::Request(r.id));
+            }
+            Err(why) => self.respond(jsonrpc::error_response(
+                &r.id,
+                &RpcError::new(INVALID_PARAMS, format!("mcpbox: {why}")),
+            )),
+        }
+    }
+
+    /// `notifications/cancelled` from the server: it withdraws a request of its
+    /// own. Only input requests wait for anything.
+    pub(super) fn on_server_cancelled(&mut self, params: &Value) {
+        let Some(request) = params.get("requestId") else {
+            return;
+        };
+        let id = Id::from_json(&request.to_string());
+        let key = self.inputs.iter().find_map(|(k, w)| match &w.to {
+            InputTarget::Request(r) if *r == id => Some(*k),
+            _ => None,
+        });
+        if let Some(key) = key {
+            self.withdraw(key, false);
+        }
+    }
+}
+
+/// The tool result for a call the server wants input for when the embedder did
+/// not enable input requests: a tool error saying so and how to change it.
+pub(super) fn input_required(name: &str) -> CallResult {
+    tool_error(format!(
+        "{name}: the server asked for input to run this tool, and input requests are not \
+         enabled in this mcpbox (the embedder enables them: Options::input_requests in Rust, \
+         `inputRequests: true` in JavaScript)"
+    ))
+}
+
+/// The tool result for a call whose input requests mcpbox cannot put to the
+/// embedder (sampling, roots, URL-mode elicitation).
+pub(super) fn unanswerable(name: &str, why: &str) -> CallResult {
+    tool_error(format!(
+        "{name}: the server asked for input mcpbox cannot give: {why}"
+    ))
+}

@@ -1,0 +1,128 @@
+//! The legacy handshake (`initialize`, 2024-11-05 … 2025-11-25): the version
+//! offered and accepted, the client's capabilities and info, and what the server
+//! said about itself. `notifications/initialized` ends it; then the tools are listed.
+
+use crate::prelude::*;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::wire::{ClientInfo, InitializeParams, InitializeResult, text_of};
+use super::{Client, ClientEvent, Era, Pending, Phase, ServerInfo};
+use crate::jsonrpc::RpcError;
+use crate::methods;
+
+/// The protocol version the guest offers in `initialize`.
+pub const OFFERED_VERSION: &str = "2025-11-25";
+
+/// Every protocol version the guest accepts back.
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+impl Client {
+    /// The client capabilities declared to the server.
+    pub(super) fn capabilities(&self) -> serde_json::Map<String, Value> {
+        let mut capabilities = serde_json::Map::new();
+        if self.input_requests {
+            capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
+        }
+        capabilities
+    }
+
+    /// Starts the legacy handshake (`initialize`) without probing the era.
+    pub fn begin(&mut self) {
+        self.initialize(false);
+    }
+
+    pub(super) fn initialize(&mut self, or_discover: bool) {
+        self.era = Era::Legacy;
+        self.phase = Phase::Initializing;
+        self.protocol_version = None;
+        let params = InitializeParams {
+            protocol_version: OFFERED_VERSION,
+            capabilities: self.capabilities(),
+            client_info: client_info(),
+        };
+        let pending = Pending::Initialize { or_discover };
+        self.request(methods::INITIALIZE, None, Some(&params), pending);
+    }
+
+    pub(super) fn on_initialized(
+        &mut self,
+        outcome: Result<Box<RawValue>, RpcError>,
+        or_discover: bool,
+    ) {
+        let raw = match outcome {
+            Ok(raw) => raw,
+            Err(_) if or_discover => return self.discover(false),
+            Err(e) => {
+                return self.fail(format!("server `{}` rejected initialize: {e}", self.server));
+            }
+        };
+        let result: InitializeResult = match serde_json::from_str(raw.get()) {
+            Ok(r) => r,
+            Err(e) => {
+                return self.fail(format!(
+                    "server `{}` answered initialize with a malformed result ({e})",
+                    self.server
+                ));
+            }
+        };
+        let version = match result.protocol_version {
+            Some(Value::String(v)) => v,
+            other => {
+                return self.fail(format!(
+                    "server `{}` answered initialize without a protocolVersion (got {})",
+                    self.server,
+                    other.map_or("nothing".into(), |v| v.to_string())
+                ));
+            }
+        };
+        if !SUPPORTED_VERSIONS.contains(&version.as_str()) {
+            return self.fail(format!(
+                "server `{}` answered protocolVersion {:?}, which mcpbox does not support (supported: {})",
+                self.server,
+                version,
+                SUPPORTED_VERSIONS.join(", ")
+            ));
+        }
+        self.protocol_version = Some(version);
+        self.set_server_info(result.server_info);
+        self.notify::<()>(methods::INITIALIZED, None);
+        self.after_handshake(result.capabilities.as_ref());
+    }
+
+    pub(super) fn set_server_info(&mut self, info: Option<Value>) {
+        if let Some(Value::Object(info)) = info {
+            self.server_info = ServerInfo {
+                name: text_of(info.get("name").cloned()),
+                version: text_of(info.get("version").cloned()),
+            };
+        }
+    }
+
+    /// Lists tools when the server has them; ready with none otherwise.
+    pub(super) fn after_handshake(&mut self, capabilities: Option<&Value>) {
+        let tools = capabilities
+            .and_then(|c| c.get("tools"))
+            .filter(|t| !t.is_null());
+        self.list_changed = tools
+            .and_then(|t| t.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if tools.is_some() {
+            self.phase = Phase::Listing;
+            self.start_listing(true);
+        } else {
+            // The server offers no tools; asking would only earn a -32601.
+            self.phase = Phase::Ready;
+            self.events.push(ClientEvent::Ready(Vec::new()));
+        }
+    }
+}
+
+pub(super) fn client_info() -> ClientInfo {
+    ClientInfo {
+        name: "mcpbox",
+        version: env!("CARGO_PKG_VERSION"),
+    }
+}

@@ -1,0 +1,278 @@
+//! The tool list: `tools/list` with pagination (every `nextCursor` is followed,
+//! a repeated cursor or [`MAX_PAGES`] stops it), change detection
+//! (`notifications/tools/list_changed` starts a re-list, coalesced to at most one
+//! more after the running one), `subscriptions/listen` (2026-07-28) for list
+//! changes, and the `ttlMs` hint that schedules a re-list when nothing subscribes.
+
+use crate::prelude::*;
+use alloc::collections::BTreeSet;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::param_headers::check_param_headers;
+use super::wire::{ListParams, ListToolsResult, ListenFilter, ListenParams, RawTool, text_of};
+use super::{Client, ClientEvent, Era, Pending, Phase, ResultKind, result_kind};
+use crate::jsonrpc::{self, RpcError};
+use crate::methods;
+use crate::registry::ToolDef;
+
+/// The shortest re-list interval a `ttlMs` hint can ask for.
+pub(super) const MIN_TTL_MS: u64 = 1_000;
+
+/// A listing that never ends (a server inventing cursors) stops here.
+pub(super) const MAX_PAGES: usize = 1000;
+
+#[derive(Debug)]
+pub(super) struct Listing {
+    pub(super) initial: bool,
+    pub(super) tools: Vec<ToolDef>,
+    pub(super) seen_cursors: BTreeSet<String>,
+    pub(super) pages: usize,
+    /// The smallest `ttlMs` of the pages so far.
+    pub(super) ttl_ms: Option<u64>,
+}
+
+impl Client {
+    pub(super) fn start_listing(&mut self, initial: bool) {
+        self.relist_at = None;
+        self.listing = Some(Listing {
+            initial,
+            tools: Vec::new(),
+            seen_cursors: BTreeSet::new(),
+            pages: 1,
+            ttl_ms: None,
+        });
+        self.list_page(None);
+    }
+
+    pub(super) fn list_page(&mut self, cursor: Option<&str>) {
+        let params = ListParams {
+            cursor,
+            meta: self.request_meta(None),
+        };
+        if cursor.is_none() && params.meta.is_empty() {
+            self.request::<()>(methods::TOOLS_LIST, None, None, Pending::ListTools);
+        } else {
+            self.request(methods::TOOLS_LIST, None, Some(&params), Pending::ListTools);
+        }
+    }
+
+    /// After the first listing of a stateless session: subscribe to list changes.
+    pub(super) fn subscribe(&mut self) {
+        if self.era != Era::Stateless || !self.list_changed {
+            return;
+        }
+        let params = ListenParams {
+            notifications: ListenFilter {
+                tools_list_changed: true,
+            },
+            meta: self.request_meta(None),
+        };
+        self.request(
+            methods::SUBSCRIPTIONS_LISTEN,
+            None,
+            Some(&params),
+            Pending::Listen,
+        );
+    }
+
+    pub(super) fn listening(&self) -> bool {
+        self.pending.values().any(|p| matches!(p, Pending::Listen))
+    }
+
+    pub(super) fn on_tools_page(&mut self, outcome: Result<Box<RawValue>, RpcError>) {
+        let Some(mut listing) = self.listing.take() else {
+            return;
+        };
+        let raw = outcome.map_err(|e| e.to_string());
+        let page = raw.as_deref().map_err(Clone::clone).and_then(|raw| {
+            serde_json::from_str::<ListToolsResult>(raw.get())
+                .map_err(|e| format!("malformed result: {e}"))
+        });
+        let page = page.and_then(|page| match result_kind(page.result_type.as_ref()) {
+            ResultKind::Complete => Ok(page),
+            other => Err(format!("answered with resultType {other:?}")),
+        });
+        let page = match page {
+            Ok(page) => page,
+            Err(e) => {
+                if listing.initial {
+                    return self.fail(format!("server `{}` failed tools/list: {e}", self.server));
+                }
+                self.warn(format!(
+                    "server `{}` failed tools/list after announcing a change ({e}); keeping its previous tools",
+                    self.server
+                ));
+                return self.after_listing();
+            }
+        };
+        for raw in page.tools {
+            match read_tool(raw) {
+                Ok(tool) => listing.tools.push(tool),
+                Err(e) => self.warn(format!(
+                    "server `{}` listed a tool that is skipped: {e}",
+                    self.server
+                )),
+            }
+        }
+        let cursor = match page.next_cursor {
+            Some(Value::String(c)) if !c.is_empty() => Some(c),
+            _ => None,
+        };
+        if let Some(cursor) = cursor {
+            if !listing.seen_cursors.insert(cursor.clone()) {
+                self.warn(format!(
+                    "server `{}` sent tools/list cursor {cursor:?} twice; stopping the listing there with {} tools",
+                    self.server,
+                    listing.tools.len()
+                ));
+            } else if listing.pages >= MAX_PAGES {
+                self.warn(format!(
+                    "server `{}` is still paginating tools/list after {MAX_PAGES} pages; stopping there with {} tools",
+                    self.server,
+                    listing.tools.len()
+                ));
+            } else {
+                listing.pages += 1;
+                listing.ttl_ms = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
+                self.listing = Some(listing);
+                self.list_page(Some(&cursor));
+                return;
+            }
+        }
+        let ttl = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
+        let tools = listing.tools;
+        let fingerprint = Some(fingerprint(&tools));
+        self.param_headers = tools
+            .iter()
+            .filter(|t| !t.param_headers.is_empty())
+            .map(|t| (t.name.clone(), t.param_headers.clone()))
+            .collect();
+        if listing.initial {
+            self.phase = Phase::Ready;
+            self.tools_fingerprint = fingerprint;
+            self.events.push(ClientEvent::Ready(tools));
+            self.subscribe();
+        } else if fingerprint != self.tools_fingerprint {
+            self.tools_fingerprint = fingerprint;
+            self.events.push(ClientEvent::ToolsChanged(tools));
+        }
+        // A fresh-for hint matters only when no subscription reports changes;
+        // 0 ("stale at once") would mean re-listing before every call: not done.
+        if !self.listening()
+            && let Some(ttl) = ttl.filter(|t| *t > 0)
+        {
+            self.relist_at = Some(self.now_ms.saturating_add(ttl.max(MIN_TTL_MS)));
+        }
+        self.after_listing();
+    }
+
+    pub(super) fn after_listing(&mut self) {
+        if core::mem::take(&mut self.relist_requested) && self.phase == Phase::Ready {
+            self.start_listing(false);
+        }
+    }
+
+    /// `notifications/tools/list_changed`: a re-list now, or after the running one.
+    pub(super) fn on_list_changed(&mut self) {
+        match self.phase {
+            // The first listing has not started; it will see the new list.
+            Phase::Discovering | Phase::Initializing | Phase::Failed => {}
+            Phase::Listing => self.relist_requested = true,
+            Phase::Ready if self.listing.is_some() => self.relist_requested = true,
+            Phase::Ready => self.start_listing(false),
+        }
+    }
+
+    /// A `ttlMs` hint passed: the list is stale, list again.
+    pub(super) fn relist_if_stale(&mut self, now_ms: u64) {
+        if self.phase == Phase::Ready
+            && self.listing.is_none()
+            && self.relist_at.is_some_and(|t| t <= now_ms)
+        {
+            self.start_listing(false);
+        }
+    }
+}
+
+/// The smaller of two `ttlMs` hints.
+pub(super) fn min_ttl(current: Option<u64>, page: Option<&Value>) -> Option<u64> {
+    match (current, page.and_then(Value::as_u64)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// A 64-bit fingerprint of a tool list (every field, with its length, so no two
+/// different lists of realistic size share one but by a 2^-64 chance). FxHash's
+/// mixing, a word at a time: a 10,000-tool list takes well under a millisecond.
+pub(super) fn fingerprint(tools: &[ToolDef]) -> u64 {
+    struct Fx(u64);
+    impl Fx {
+        fn word(&mut self, w: u64) {
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+        fn text(&mut self, t: Option<&str>) {
+            let Some(t) = t else {
+                return self.word(u64::MAX);
+            };
+            self.word(t.len() as u64);
+            let mut chunks = t.as_bytes().chunks_exact(8);
+            for c in &mut chunks {
+                self.word(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+            }
+            let mut last = [0u8; 8];
+            last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+            self.word(u64::from_le_bytes(last));
+        }
+    }
+    let mut h = Fx(tools.len() as u64);
+    for t in tools {
+        h.text(Some(&t.name));
+        h.text(t.title.as_deref());
+        h.text(t.description.as_deref());
+        h.text(Some(&t.input_schema));
+        h.text(t.output_schema.as_deref());
+        h.text(t.annotations.as_deref());
+    }
+    h.0
+}
+
+pub(super) fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
+    let t: RawTool = serde_json::from_str(raw.get())
+        .map_err(|e| format!("{e} in {}", jsonrpc::truncate(raw.get(), 80)))?;
+    let name = match t.name {
+        Value::String(n) if !n.is_empty() => n,
+        other => return Err(format!("its name is {other}, not a non-empty string")),
+    };
+    let param_headers = match &t.input_schema {
+        Some(schema) if schema.get().contains("x-mcp-header") => check_param_headers(schema.get())
+            .map_err(|e| format!("`{name}` has an invalid x-mcp-header: {e}"))?,
+        _ => Vec::new(),
+    };
+    let annotations = t
+        .annotations
+        .map(|a| a.get().to_string())
+        .filter(|a| a != "null");
+    let title = text_of(t.title).or_else(|| {
+        annotations
+            .as_deref()
+            .and_then(|a| serde_json::from_str::<Value>(a).ok())
+            .and_then(|a| text_of(a.get("title").cloned()))
+    });
+    Ok(ToolDef {
+        name,
+        title,
+        description: text_of(t.description),
+        // MCP requires an input schema; the registry needs one, so a missing one
+        // means "an object with anything in it", which is what servers mean by it.
+        input_schema: t.input_schema.map_or_else(
+            || r#"{"type":"object"}"#.to_string(),
+            |s| s.get().to_string(),
+        ),
+        output_schema: t.output_schema.map(|s| s.get().to_string()),
+        annotations,
+        param_headers,
+    })
+}

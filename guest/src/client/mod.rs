@@ -1,0 +1,536 @@
+//! One server's MCP session, as a state machine with no I/O of its own.
+//!
+//! The client turns incoming message texts and the passage of time into outgoing
+//! messages (its outbox) and [`ClientEvent`]s; the manager moves messages between
+//! the outbox and the connection. Keeping I/O out makes every protocol rule
+//! testable by feeding text in and reading text out.
+//!
+//! Two eras of MCP, detected per server ([`Client::detect`]):
+//!
+//! - **2026-07-28, stateless**: `server/discover` (sent with the version in `_meta`
+//!   and answered with `supportedVersions`) → `tools/list` → ready, then
+//!   `subscriptions/listen` for tool-list changes when the server offers them.
+//!   Every request carries `_meta` with the protocol version, the client's
+//!   capabilities and its name; `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
+//!   follow from the [`SendMeta`] the host gets with each message. An
+//!   `UnsupportedProtocolVersion` error (-32022) listing a version mcpbox speaks is
+//!   retried once with it. A listing's `ttlMs` schedules the next one when no
+//!   subscription delivers changes.
+//! - **legacy, 2024-11-05 … 2025-11-25**: `initialize` offering [`OFFERED_VERSION`] →
+//!   check the answered version → `notifications/initialized` → `tools/list` → ready.
+//!
+//! Detection probes `server/discover` first; any error, a result without a version
+//! mcpbox speaks, or no answer within [`PROBE_TIMEOUT_MS`] falls back to
+//! `initialize`. A hint from an earlier run ([`Client::detect`]'s `hint`) skips the
+//! probe for a server known to be legacy. Listing follows every `nextCursor`;
+//! `notifications/tools/list_changed` starts a re-list (coalesced: at most one more
+//! after the running one). Results are read by `resultType` (absent means
+//! `complete`).
+//!
+//! **Input requests** (elicitation, form mode; see [`crate::elicitation`]) are
+//! offered only when the embedder enabled them ([`Client::enable_input_requests`]):
+//! then the `elicitation` capability is declared and a server's request becomes a
+//! [`ClientEvent::InputRequested`] the embedder answers with
+//! [`Client::answer_input`]. In the legacy era the request is a JSON-RPC request
+//! from the server (`elicitation/create`), answered with a response; it belongs to
+//! the call in flight when there is exactly one. In the 2026-07-28 era a call
+//! answers `resultType: "input_required"` with `inputRequests` (and maybe a
+//! `requestState`); once every one is answered the call is sent again, under a new
+//! JSON-RPC id, with `inputResponses` and the `requestState` exactly as received
+//! (none when there was none). The call's deadline covers the wait for answers:
+//! a call that times out, is cancelled or loses its server withdraws its input
+//! requests ([`ClientEvent::InputWithdrawn`]; a legacy server's request is answered
+//! with `cancel`). Not enabled, `elicitation/create` gets -32601 and
+//! `input_required` completes the call as a tool error saying what to enable.
+//!
+//! Calls carry a progress token and a deadline. A deadline that passes sends
+//! `notifications/cancelled` and completes the call with a timeout; a progress
+//! notification pushes the deadline back. Late answers to abandoned requests are
+//! dropped quietly; answers nobody asked for are counted.
+
+//!
+//! # Layout
+//!
+//! | module | MCP concept |
+//! |---|---|
+//! | [`handshake`] | `initialize` / `notifications/initialized` (legacy era) |
+//! | [`discover`] | `server/discover` and era detection (2026-07-28) |
+//! | [`listing`] | `tools/list`: pagination, `list_changed`, `subscriptions/listen`, `ttlMs` |
+//! | [`calls`] | `tools/call`: starting, reading results, completing |
+//! | [`cancellation`] | `notifications/cancelled`, abandoned requests |
+//! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
+//! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
+//! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
+//! | [`wire`] | the serde shapes of params and results |
+
+use crate::prelude::*;
+use alloc::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::elicitation::InputRequest;
+use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
+use crate::methods;
+use crate::registry::ToolDef;
+use crate::transport::{Oversized, SendMeta};
+
+mod calls;
+mod cancellation;
+mod deadlines;
+mod discover;
+mod elicitation;
+mod handshake;
+mod listing;
+mod param_headers;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+pub use calls::{CallError, CallOptions, CallResult, Completion};
+pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
+pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
+
+use calls::PendingCall;
+use elicitation::{InputRound, InputWait};
+use handshake::client_info;
+use listing::Listing;
+use wire::RequestMeta;
+
+/// One server's MCP session.
+#[derive(Debug)]
+pub struct Client {
+    server: String,
+    era: Era,
+    phase: Phase,
+    next_id: i64,
+    pending: BTreeMap<Id, Pending>,
+    protocol_version: Option<String>,
+    server_info: ServerInfo,
+    listing: Option<Listing>,
+    relist_requested: bool,
+    /// A fingerprint of the last tool list reported, to report changes only
+    /// (a copy of the list would double the memory a large list takes).
+    tools_fingerprint: Option<u64>,
+    /// The `x-mcp-header` annotations of the listed tools that have any, by tool.
+    param_headers: BTreeMap<String, Vec<(String, String)>>,
+    abandoned: VecDeque<Id>,
+    stats: Stats,
+    outbox: Vec<Outgoing>,
+    events: Vec<ClientEvent>,
+    /// The latest time seen, for work scheduled from inside message handling.
+    now_ms: u64,
+    /// When an unanswered `server/discover` gives way to `initialize`.
+    probe_deadline: Option<u64>,
+    /// The server's `tools.listChanged` capability.
+    list_changed: bool,
+    /// When the tool list goes stale (`ttlMs`), if no subscription keeps it fresh.
+    relist_at: Option<u64>,
+    /// Whether the embedder answers input requests (elicitation).
+    input_requests: bool,
+    /// Input requests waiting for the embedder, by key.
+    inputs: BTreeMap<u64, InputWait>,
+    next_input: u64,
+    /// 2026-07-28 calls waiting for input before their retry, by call handle.
+    rounds: BTreeMap<u64, InputRound>,
+}
+
+/// What the client tells the manager.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientEvent {
+    /// Handshake and first listing done: the server is connected with these tools.
+    Ready(Vec<ToolDef>),
+    /// A re-list finished with a different list.
+    ToolsChanged(Vec<ToolDef>),
+    /// The session cannot go on (unsupported version, failed handshake or listing).
+    Failed(String),
+    /// A call finished.
+    Completed(Completion),
+    /// A `notifications/message` log line.
+    Log {
+        /// The MCP log level.
+        level: String,
+        /// The data, as text.
+        message: String,
+    },
+    /// Something odd, for the event stream.
+    Warning(String),
+    /// The server asks for input; `id` is this client's key for
+    /// [`Client::answer_input`].
+    InputRequested(InputRequest),
+    /// An input request that no longer needs an answer (its call finished or the
+    /// server withdrew it), by this client's key.
+    InputWithdrawn(u64),
+}
+
+/// A message waiting to be sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// The JSON-RPC message text.
+    pub text: String,
+    /// Transport metadata for it.
+    pub meta: SendMeta,
+}
+
+/// Where the session is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// `server/discover` sent, no answer yet.
+    Discovering,
+    /// `initialize` sent, no answer yet.
+    Initializing,
+    /// Initialised, first tool listing under way.
+    Listing,
+    /// Connected.
+    Ready,
+    /// Given up; see the `Failed` event.
+    Failed,
+}
+
+/// What the server said about itself in `initialize`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// `serverInfo.name`.
+    pub name: Option<String>,
+    /// `serverInfo.version`.
+    pub version: Option<String>,
+}
+
+/// Counters of messages that were ignored.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Messages that were not valid JSON-RPC.
+    pub invalid_messages: u64,
+    /// Responses whose id matched no request.
+    pub unknown_responses: u64,
+}
+
+#[derive(Debug)]
+enum Pending {
+    /// `initialize`; `or_discover`: a failure tries `server/discover` instead
+    /// (the era came from a hint, which may be stale).
+    Initialize {
+        or_discover: bool,
+    },
+    /// `server/discover`; `retried`: already re-sent after -32022.
+    Discover {
+        retried: bool,
+    },
+    ListTools,
+    /// `subscriptions/listen`: open while the server streams list changes.
+    Listen,
+    Call(PendingCall),
+}
+
+impl Client {
+    /// A session with the named server, before anything is sent.
+    pub fn new(server: &str) -> Client {
+        Client {
+            server: server.to_string(),
+            era: Era::Legacy,
+            phase: Phase::Initializing,
+            next_id: 1,
+            pending: BTreeMap::new(),
+            protocol_version: None,
+            server_info: ServerInfo::default(),
+            listing: None,
+            relist_requested: false,
+            tools_fingerprint: None,
+            param_headers: BTreeMap::new(),
+            abandoned: VecDeque::new(),
+            stats: Stats::default(),
+            outbox: Vec::new(),
+            events: Vec::new(),
+            now_ms: 0,
+            probe_deadline: None,
+            list_changed: false,
+            relist_at: None,
+            input_requests: false,
+            inputs: BTreeMap::new(),
+            next_input: 1,
+            rounds: BTreeMap::new(),
+        }
+    }
+
+    /// Where the session is.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// The era in use.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// The negotiated protocol version.
+    pub fn protocol_version(&self) -> Option<&str> {
+        self.protocol_version.as_deref()
+    }
+
+    /// What the server said about itself.
+    pub fn server_info(&self) -> &ServerInfo {
+        &self.server_info
+    }
+
+    /// Ignored-message counters.
+    pub fn stats(&self) -> Stats {
+        self.stats
+    }
+
+    /// Calls in flight (waiting for input included).
+    pub fn pending_calls(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|p| matches!(p, Pending::Call(_)))
+            .count()
+            + self.rounds.len()
+    }
+
+    /// Takes the messages to send, oldest first.
+    pub fn take_outbox(&mut self) -> Vec<Outgoing> {
+        core::mem::take(&mut self.outbox)
+    }
+
+    /// Takes what happened, oldest first.
+    pub fn take_events(&mut self) -> Vec<ClientEvent> {
+        core::mem::take(&mut self.events)
+    }
+
+    /// `_meta` for a request: the progress token, plus the stateless era's fields.
+    fn request_meta<'a>(&self, progress_token: Option<&'a Id>) -> RequestMeta<'a> {
+        let stateless = self.era == Era::Stateless;
+        RequestMeta {
+            progress_token,
+            protocol_version: stateless.then_some(STATELESS_VERSION),
+            client_capabilities: stateless.then(|| self.capabilities()),
+            client_info: stateless.then(client_info),
+        }
+    }
+
+    fn meta(&self, method: Option<&str>, name: Option<&str>) -> SendMeta {
+        SendMeta {
+            method: method.map(String::from),
+            name: name.map(String::from),
+            protocol_version: self.protocol_version.clone(),
+            param_headers: Vec::new(),
+        }
+    }
+
+    fn request<P: Serialize>(
+        &mut self,
+        method: &str,
+        name: Option<&str>,
+        params: Option<&P>,
+        pending: Pending,
+    ) -> Id {
+        let meta = self.meta(Some(method), name);
+        self.request_with(meta, params, pending)
+    }
+
+    /// Queues a request with transport metadata of the caller's making.
+    fn request_with<P: Serialize>(
+        &mut self,
+        meta: SendMeta,
+        params: Option<&P>,
+        pending: Pending,
+    ) -> Id {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        let method = meta.method.as_deref().unwrap_or_default();
+        let text = jsonrpc::request(&id, method, params);
+        self.outbox.push(Outgoing { text, meta });
+        self.pending.insert(id.clone(), pending);
+        id
+    }
+
+    fn notify<P: Serialize>(&mut self, method: &str, params: Option<&P>) {
+        let text = jsonrpc::notification(method, params);
+        let meta = self.meta(Some(method), None);
+        self.outbox.push(Outgoing { text, meta });
+    }
+
+    fn respond(&mut self, text: String) {
+        let meta = self.meta(None, None);
+        self.outbox.push(Outgoing { text, meta });
+    }
+
+    fn warn(&mut self, message: String) {
+        self.events.push(ClientEvent::Warning(message));
+    }
+
+    fn fail(&mut self, message: String) {
+        self.phase = Phase::Failed;
+        self.listing = None;
+        self.pending.retain(|_, p| matches!(p, Pending::Call(_)));
+        self.events.push(ClientEvent::Failed(message));
+    }
+
+    /// Handles one message text from the server.
+    pub fn handle_text(&mut self, text: &str, now_ms: u64) {
+        self.handle_message(text.to_string(), now_ms);
+    }
+
+    /// Handles one message from the server, taking its text: the parsed message
+    /// owns what it needs, so the text is freed before the message is acted on
+    /// and a large tool list is not held twice meanwhile.
+    pub fn handle_message(&mut self, text: String, now_ms: u64) {
+        self.now_ms = now_ms;
+        let messages = jsonrpc::parse(&text);
+        let preview = messages
+            .iter()
+            .any(|m| matches!(m, Message::Invalid(_)))
+            .then(|| jsonrpc::truncate(&text, 120));
+        drop(text);
+        for message in messages {
+            match message {
+                Message::Request(r) => self.on_request(r),
+                Message::Notification(n) => self.on_notification(n, now_ms),
+                Message::Response(r) => self.on_response(r),
+                Message::Invalid(why) => {
+                    self.stats.invalid_messages += 1;
+                    if self.stats.invalid_messages == 1 {
+                        self.warn(format!(
+                            "server `{}` sent a message that is not valid JSON-RPC ({why}): {}; ignoring it (further ones are only counted)",
+                            self.server,
+                            preview.as_deref().unwrap_or_default()
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_request(&mut self, r: jsonrpc::Request) {
+        let text = match r.method.as_str() {
+            methods::PING => jsonrpc::result_response(&r.id, &serde_json::Map::new()),
+            methods::ELICITATION_CREATE if self.input_requests => {
+                return self.on_elicitation_request(r);
+            }
+            _ => {
+                jsonrpc::error_response(&r.id, &RpcError::new(METHOD_NOT_FOUND, "method not found"))
+            }
+        };
+        self.respond(text);
+    }
+
+    fn on_notification(&mut self, n: jsonrpc::Notification, now_ms: u64) {
+        let params: Value = n
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        match n.method.as_str() {
+            methods::TOOLS_LIST_CHANGED => self.on_list_changed(),
+            methods::PROGRESS => self.on_progress(&params, now_ms),
+            methods::LOG_MESSAGE => {
+                let level = params
+                    .get("level")
+                    .and_then(Value::as_str)
+                    .unwrap_or("info")
+                    .to_string();
+                let data = match params.get("data") {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                let message = match params.get("logger").and_then(Value::as_str) {
+                    Some(logger) => format!("{logger}: {data}"),
+                    None => data,
+                };
+                self.events.push(ClientEvent::Log { level, message });
+            }
+            methods::CANCELLED => self.on_server_cancelled(&params),
+            _ => {}
+        }
+    }
+
+    fn on_response(&mut self, r: jsonrpc::Response) {
+        let Some(pending) = self.pending.remove(&r.id) else {
+            if self.forget_abandoned(&r.id) {
+                return;
+            }
+            self.stats.unknown_responses += 1;
+            if self.stats.unknown_responses == 1 {
+                self.warn(format!(
+                    "server `{}` answered request id {}, which matches no request in flight; ignoring it (further ones are only counted)",
+                    self.server, r.id
+                ));
+            }
+            return;
+        };
+        match pending {
+            Pending::Initialize { or_discover } => self.on_initialized(r.outcome, or_discover),
+            Pending::Discover { retried } => self.on_discovered(r.outcome, retried),
+            Pending::ListTools => self.on_tools_page(r.outcome),
+            Pending::Listen => {
+                if let Err(e) = r.outcome {
+                    self.warn(format!(
+                        "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale",
+                        self.server
+                    ));
+                }
+            }
+            Pending::Call(c) => self.on_call_response(c, r.outcome),
+        }
+    }
+
+    /// The host dropped an oversized message. If we can tell which request it
+    /// answered, that request fails now rather than at its timeout.
+    pub fn handle_oversized(&mut self, o: &Oversized) {
+        let too_large = format!("message too large ({} bytes > cap {})", o.size, o.cap);
+        let id = o.id.as_deref().map(Id::from_json);
+        match id.as_ref().and_then(|id| self.pending.remove(id)) {
+            Some(Pending::Call(c)) => {
+                let why = format!("{}: the server's answer was dropped: {too_large}", c.name);
+                self.finish(c.call, Err(CallError::Protocol(why)), true);
+            }
+            Some(Pending::Initialize { .. } | Pending::Discover { .. }) => self.fail(format!(
+                "server `{}` answered its handshake with a {too_large}",
+                self.server
+            )),
+            Some(Pending::Listen) => self.warn(format!(
+                "server `{}` ended subscriptions/listen with a {too_large}",
+                self.server
+            )),
+            Some(Pending::ListTools) => {
+                let initial = self.listing.as_ref().is_none_or(|l| l.initial);
+                if initial {
+                    self.fail(format!(
+                        "server `{}` answered tools/list with a {too_large}",
+                        self.server
+                    ));
+                } else {
+                    self.listing = None;
+                    self.warn(format!(
+                        "server `{}` answered tools/list with a {too_large}; keeping its previous tools",
+                        self.server
+                    ));
+                    self.after_listing();
+                }
+            }
+            None => self.warn(format!(
+                "server `{}` sent a {too_large}; the host dropped it",
+                self.server
+            )),
+        }
+    }
+}
+
+/// What a result's `resultType` says it is (absent: `complete`).
+#[derive(Debug, PartialEq, Eq)]
+enum ResultKind {
+    Complete,
+    InputRequired,
+    Other(String),
+}
+
+fn result_kind(value: Option<&Value>) -> ResultKind {
+    match value {
+        None | Some(Value::Null) => ResultKind::Complete,
+        Some(Value::String(s)) if s == "complete" => ResultKind::Complete,
+        Some(Value::String(s)) if s == "input_required" => ResultKind::InputRequired,
+        Some(Value::String(s)) => ResultKind::Other(s.clone()),
+        Some(other) => ResultKind::Other(other.to_string()),
+    }
+}

@@ -1,0 +1,1311 @@
+//! The client as a specification: text in, text and events out, on a hand-driven clock.
+
+use super::listing::{MIN_TTL_MS, read_tool};
+use super::*;
+use crate::elicitation::InputAnswer;
+use serde_json::json;
+use serde_json::value::RawValue;
+
+fn sent(c: &mut Client) -> Vec<(Value, SendMeta)> {
+    c.take_outbox()
+        .into_iter()
+        .map(|o| (serde_json::from_str(&o.text).unwrap(), o.meta))
+        .collect()
+}
+
+fn feed(c: &mut Client, v: Value, now: u64) {
+    c.handle_text(&v.to_string(), now);
+}
+
+fn init_result(version: &str) -> Value {
+    json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "demo", "version": "1.2"}})
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+/// A client through the handshake and a one-page listing of `tools`.
+fn ready(tools: &[&str]) -> Client {
+    let mut c = Client::new("demo");
+    c.begin();
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-06-18")}),
+        0,
+    );
+    sent(&mut c);
+    let list: Vec<Value> = tools.iter().map(|t| tool(t)).collect();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": list}}),
+        0,
+    );
+    assert_eq!(c.phase(), Phase::Ready);
+    c.take_events();
+    c
+}
+
+#[test]
+fn handshake_offers_and_negotiates() {
+    let mut c = Client::new("demo");
+    c.begin();
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1);
+    let (init, meta) = &out[0];
+    assert_eq!(init["method"], "initialize");
+    assert_eq!(init["id"], 1);
+    assert_eq!(init["params"]["protocolVersion"], OFFERED_VERSION);
+    assert_eq!(init["params"]["clientInfo"]["name"], "mcpbox");
+    assert_eq!(
+        init["params"]["clientInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(meta.method.as_deref(), Some("initialize"));
+    assert_eq!(meta.protocol_version, None);
+
+    // A 2024-11-05-only server is accepted.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2024-11-05")}),
+        0,
+    );
+    assert_eq!(c.protocol_version(), Some("2024-11-05"));
+    assert_eq!(c.server_info().name.as_deref(), Some("demo"));
+    assert_eq!(c.server_info().version.as_deref(), Some("1.2"));
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "notifications/initialized");
+    assert!(out[0].0.get("id").is_none());
+    assert_eq!(out[0].1.protocol_version.as_deref(), Some("2024-11-05"));
+    assert_eq!(out[1].0["method"], "tools/list");
+    assert_eq!(out[1].1.method.as_deref(), Some("tools/list"));
+    assert_eq!(c.phase(), Phase::Listing);
+}
+
+#[test]
+fn unsupported_versions_are_rejected_with_the_supported_list() {
+    let mut c = Client::new("x");
+    c.begin();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("1999-01-01")}),
+        0,
+    );
+    assert_eq!(c.phase(), Phase::Failed);
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Failed(
+            "server `x` answered protocolVersion \"1999-01-01\", which mcpbox does not support \
+             (supported: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25)"
+                .into()
+        )]
+    );
+}
+
+#[test]
+fn initialize_errors_fail_the_session() {
+    let mut c = Client::new("x");
+    c.begin();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32600, "message": "nope"}}),
+        0,
+    );
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Failed(
+            "server `x` rejected initialize: JSON-RPC error -32600: nope".into()
+        )]
+    );
+}
+
+#[test]
+fn a_server_without_tools_capability_is_ready_with_none() {
+    let mut c = Client::new("x");
+    c.begin();
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-03-26", "capabilities": {}}}),
+        0,
+    );
+    assert_eq!(c.phase(), Phase::Ready);
+    assert_eq!(c.take_events(), vec![ClientEvent::Ready(vec![])]);
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1, "only notifications/initialized");
+}
+
+#[test]
+fn follows_every_cursor() {
+    let mut c = Client::new("demo");
+    c.begin();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("a"), tool("b")], "nextCursor": "p2"}}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["params"], json!({"cursor": "p2"}));
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [tool("c")], "nextCursor": "p3"}}),
+        0,
+    );
+    assert_eq!(sent(&mut c)[0].0["params"]["cursor"], "p3");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 4, "result": {"tools": [tool("d")]}}),
+        0,
+    );
+    assert!(sent(&mut c).is_empty());
+    match &c.take_events()[..] {
+        [ClientEvent::Ready(tools)] => {
+            let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+            assert_eq!(names, ["a", "b", "c", "d"]);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_repeated_cursor_stops_the_listing() {
+    let mut c = Client::new("loop");
+    c.begin();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("a")], "nextCursor": "same"}}),
+        0,
+    );
+    assert_eq!(sent(&mut c).len(), 1);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": [tool("b")], "nextCursor": "same"}}),
+        0,
+    );
+    assert!(sent(&mut c).is_empty(), "no third request");
+    let events = c.take_events();
+    assert!(
+        matches!(&events[0], ClientEvent::Warning(w) if w.contains("cursor \"same\" twice")),
+        "{events:?}"
+    );
+    assert!(matches!(&events[1], ClientEvent::Ready(t) if t.len() == 2));
+}
+
+#[test]
+fn tools_keep_exact_schema_text() {
+    let mut c = Client::new("demo");
+    c.begin();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    let page = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[
+        {"name":"t","title":"T","description":"d","inputSchema":{ "type":"object", "z":1,"a":2 },
+         "outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}},
+        {"name":"u","annotations":{"title":"From annotations"}},
+        {"title":"nameless"}
+    ]}}"#;
+    c.handle_text(page, 0);
+    let events = c.take_events();
+    assert!(matches!(&events[0], ClientEvent::Warning(w) if w.contains("skipped")));
+    let ClientEvent::Ready(tools) = &events[1] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(tools[0].input_schema, r#"{ "type":"object", "z":1,"a":2 }"#);
+    assert_eq!(
+        tools[0].output_schema.as_deref(),
+        Some(r#"{"type":"object"}"#)
+    );
+    assert_eq!(
+        tools[0].annotations.as_deref(),
+        Some(r#"{"readOnlyHint":true}"#)
+    );
+    assert_eq!(tools[0].title.as_deref(), Some("T"));
+    assert_eq!(tools[0].description.as_deref(), Some("d"));
+    assert_eq!(tools[1].input_schema, r#"{"type":"object"}"#);
+    assert_eq!(tools[1].title.as_deref(), Some("From annotations"));
+}
+
+#[test]
+fn responses_match_ids_exactly() {
+    let mut c = ready(&["echo"]);
+    c.start_call(9, "mcp__demo__echo", "echo", "{}", 1000, 0);
+    let out = sent(&mut c);
+    let id = out[0].0["id"].as_i64().unwrap();
+    // Same digits as a string: not an answer. Ignored and counted.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {"content": []}}),
+        0,
+    );
+    assert_eq!(c.stats().unknown_responses, 1);
+    assert_eq!(c.pending_calls(), 1);
+    assert!(
+        matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("matches no request"))
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
+        0,
+    );
+    assert_eq!(c.stats().unknown_responses, 2);
+    assert!(c.take_events().is_empty(), "only the first is warned about");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
+        0,
+    );
+    assert_eq!(c.pending_calls(), 0);
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Completed(Completion {
+            call: 9,
+            outcome: Ok(_)
+        })]
+    ));
+}
+
+#[test]
+fn invalid_messages_are_ignored_and_counted() {
+    let mut c = ready(&[]);
+    c.handle_text("garbage", 0);
+    c.handle_text(r#"{"jsonrpc":"2.0"}"#, 0);
+    assert_eq!(c.stats().invalid_messages, 2);
+    assert_eq!(c.take_events().len(), 1);
+    assert!(sent(&mut c).is_empty());
+}
+
+#[test]
+fn ping_is_answered_and_other_requests_are_refused() {
+    let mut c = ready(&[]);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "p1", "method": "ping"}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 41, "method": "sampling/createMessage", "params": {}}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(
+        out[0].0,
+        json!({"jsonrpc": "2.0", "id": "p1", "result": {}})
+    );
+    assert_eq!(out[0].1.method, None);
+    assert_eq!(
+        out[1].0,
+        json!({"jsonrpc": "2.0", "id": 41, "error": {"code": -32601, "message": "method not found"}})
+    );
+}
+
+#[test]
+fn call_results_are_mapped() {
+    let mut c = ready(&["echo"]);
+    c.start_call(1, "mcp__demo__echo", "echo", r#"{"text":"hi"}"#, 1000, 0);
+    let out = sent(&mut c);
+    let (req, meta) = &out[0];
+    assert_eq!(req["method"], "tools/call");
+    assert_eq!(req["params"]["name"], "echo");
+    assert_eq!(req["params"]["arguments"], json!({"text": "hi"}));
+    assert_eq!(req["params"]["_meta"]["progressToken"], req["id"]);
+    assert_eq!(meta.name.as_deref(), Some("echo"));
+    assert_eq!(meta.method.as_deref(), Some("tools/call"));
+    assert_eq!(meta.protocol_version.as_deref(), Some("2025-06-18"));
+    let id = req["id"].clone();
+    c.handle_text(
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"a"}},{{"type":"image","data":"x","mimeType":"image/png"}},{{"type":"text","text":"b"}}],"structuredContent":{{"n":1}},"isError":true}}}}"#
+        ),
+        0,
+    );
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 1,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert!(r.is_error);
+    assert_eq!(r.text, "a\nb");
+    assert_eq!(
+        r.content,
+        r#"[{"type":"text","text":"a"},{"type":"image","data":"x","mimeType":"image/png"},{"type":"text","text":"b"}]"#
+    );
+    assert_eq!(r.structured_content.as_deref(), Some(r#"{"n":1}"#));
+}
+
+#[test]
+fn error_answers_and_malformed_results_are_protocol_errors() {
+    let mut c = ready(&["echo"]);
+    c.start_call(1, "mcp__demo__echo", "echo", "{}", 1000, 0);
+    c.start_call(2, "mcp__demo__echo", "echo", "{}", 1000, 0);
+    let ids: Vec<Value> = sent(&mut c)
+        .into_iter()
+        .map(|(m, _)| m["id"].clone())
+        .collect();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": ids[0], "error": {"code": -32602, "message": "Unknown tool"}}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": ids[1], "result": {"content": "oops"}}),
+        0,
+    );
+    let events = c.take_events();
+    assert_eq!(
+        events[0],
+        ClientEvent::Completed(Completion {
+            call: 1,
+            outcome: Err(CallError::Protocol(
+                "mcp__demo__echo failed: JSON-RPC error -32602: Unknown tool".into()
+            ))
+        })
+    );
+    assert!(
+        matches!(&events[1], ClientEvent::Completed(Completion { call: 2, outcome: Err(CallError::Protocol(m)) }) if m.contains("malformed"))
+    );
+}
+
+#[test]
+fn timeouts_cancel_and_progress_extends() {
+    let mut c = ready(&["slow"]);
+    c.start_call(5, "mcp__demo__slow", "slow", "{}", 1000, 100);
+    let id = sent(&mut c)[0].0["id"].clone();
+    assert_eq!(c.next_deadline(), Some(1100));
+    // Progress at 900 moves the deadline to 1900.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": id, "progress": 1}}),
+        900,
+    );
+    assert_eq!(c.next_deadline(), Some(1900));
+    // A token of the wrong type does not.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": id.to_string(), "progress": 2}}),
+        1500,
+    );
+    assert_eq!(c.next_deadline(), Some(1900));
+    c.tick(1899);
+    assert!(c.take_events().is_empty());
+    c.tick(1900);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "notifications/cancelled");
+    assert_eq!(out[0].0["params"]["requestId"], id);
+    assert_eq!(out[0].0["params"]["reason"], "timed out after 1s");
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Completed(Completion {
+            call: 5,
+            outcome: Err(CallError::Timeout(
+                "mcp__demo__slow timed out after 1s; the server was sent notifications/cancelled"
+                    .into()
+            ))
+        })]
+    );
+    // The late answer is dropped quietly, not counted as unknown.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
+        2000,
+    );
+    assert!(c.take_events().is_empty());
+    assert_eq!(c.stats().unknown_responses, 0);
+}
+
+#[test]
+fn cancel_sends_cancelled_and_completes() {
+    let mut c = ready(&["slow"]);
+    c.start_call(3, "mcp__demo__slow", "slow", "{}", 60_000, 0);
+    let id = sent(&mut c)[0].0["id"].clone();
+    assert!(c.cancel(3));
+    assert!(!c.cancel(3));
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "notifications/cancelled");
+    assert_eq!(out[0].0["params"]["requestId"], id);
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Completed(Completion {
+            call: 3,
+            outcome: Err(CallError::Cancelled)
+        })]
+    );
+    assert_eq!(c.next_deadline(), None);
+}
+
+#[test]
+fn list_changed_relists_and_coalesces() {
+    let mut c = ready(&["a"]);
+    let changed = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    feed(&mut c, changed.clone(), 0);
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0["method"], "tools/list");
+    let first = out[0].0["id"].clone();
+    // Two more announcements while listing: one more listing, not two.
+    feed(&mut c, changed.clone(), 0);
+    feed(&mut c, changed, 0);
+    assert!(sent(&mut c).is_empty());
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": first, "result": {"tools": [tool("a"), tool("b")]}}),
+        0,
+    );
+    let events = c.take_events();
+    assert!(
+        matches!(&events[..], [ClientEvent::ToolsChanged(t)] if t.len() == 2),
+        "{events:?}"
+    );
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1);
+    let second = out[0].0["id"].clone();
+    // Same list again: no change event.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": second, "result": {"tools": [tool("a"), tool("b")]}}),
+        0,
+    );
+    assert!(c.take_events().is_empty());
+    assert!(sent(&mut c).is_empty());
+}
+
+#[test]
+fn log_messages_become_events() {
+    let mut c = ready(&[]);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "warning", "data": "disk low"}}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "logger": "db", "data": {"rows": 3}}}),
+        0,
+    );
+    assert_eq!(
+        c.take_events(),
+        vec![
+            ClientEvent::Log {
+                level: "warning".into(),
+                message: "disk low".into()
+            },
+            ClientEvent::Log {
+                level: "info".into(),
+                message: "db: {\"rows\":3}".into()
+            },
+        ]
+    );
+}
+
+#[test]
+fn oversized_answers_fail_their_request() {
+    let mut c = ready(&["big"]);
+    c.start_call(4, "mcp__demo__big", "big", "{}", 60_000, 0);
+    let id = sent(&mut c)[0].0["id"].clone();
+    c.handle_oversized(&Oversized {
+        size: 2000,
+        cap: 1000,
+        id: Some(id.to_string()),
+    });
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Completed(Completion {
+            call: 4,
+            outcome: Err(CallError::Protocol(
+                "mcp__demo__big: the server's answer was dropped: message too large (2000 bytes > cap 1000)".into()
+            ))
+        })]
+    );
+    c.handle_oversized(&Oversized {
+        size: 5,
+        cap: 4,
+        id: None,
+    });
+    assert!(
+        matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("message too large (5 bytes > cap 4)"))
+    );
+}
+
+#[test]
+fn abort_completes_every_call() {
+    let mut c = ready(&["a"]);
+    c.start_call(1, "mcp__demo__a", "a", "{}", 1000, 0);
+    c.start_call(2, "mcp__demo__a", "a", "{}", 1000, 0);
+    c.abort_calls(|name| CallError::ServerUnavailable(format!("{name}: gone")));
+    let events = c.take_events();
+    assert_eq!(events.len(), 2);
+    assert!(
+        matches!(&events[0], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
+    );
+    assert_eq!(c.pending_calls(), 0);
+}
+
+fn discover_result(list_changed: bool) -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {"listChanged": list_changed}},
+        "ttlMs": 0,
+        "cacheScope": "public",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2.0"}}
+    })
+}
+
+/// The `_meta` every stateless request must carry.
+fn assert_stateless_meta(request: &Value) {
+    let meta = &request["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+        "{request}"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({}),
+        "{request}"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientInfo"]["name"], "mcpbox",
+        "{request}"
+    );
+}
+
+/// A stateless client through discovery and a one-page listing of `tools`.
+fn stateless_ready(tools: &[&str], list_changed: bool) -> Client {
+    stateless_ready_from(Client::new("modern"), tools, list_changed)
+}
+
+fn stateless_ready_from(mut c: Client, tools: &[&str], list_changed: bool) -> Client {
+    c.detect(None, 0);
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(list_changed)}),
+        0,
+    );
+    sent(&mut c);
+    let list: Vec<Value> = tools.iter().map(|t| tool(t)).collect();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": list, "ttlMs": 0, "cacheScope": "private"}}),
+        0,
+    );
+    assert_eq!(c.phase(), Phase::Ready);
+    c.take_events();
+    c
+}
+
+#[test]
+fn discovery_finds_the_stateless_era() {
+    let mut c = Client::new("modern");
+    c.detect(None, 0);
+    assert_eq!(c.phase(), Phase::Discovering);
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1);
+    let (probe, meta) = &out[0];
+    assert_eq!(probe["method"], "server/discover");
+    assert_stateless_meta(probe);
+    assert_eq!(meta.method.as_deref(), Some("server/discover"));
+    assert_eq!(
+        meta.protocol_version.as_deref(),
+        Some(STATELESS_VERSION),
+        "sets MCP-Protocol-Version"
+    );
+
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(true)}),
+        0,
+    );
+    assert_eq!(c.era(), Era::Stateless);
+    assert_eq!(c.protocol_version(), Some("2026-07-28"));
+    assert_eq!(
+        c.server_info().name.as_deref(),
+        Some("modern"),
+        "from the result's _meta"
+    );
+    let out = sent(&mut c);
+    assert_eq!(
+        out.len(),
+        1,
+        "no initialize, no notifications/initialized: {out:?}"
+    );
+    assert_eq!(out[0].0["method"], "tools/list");
+    assert_stateless_meta(&out[0].0);
+
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": [tool("a")], "nextCursor": "p2", "ttlMs": 0, "cacheScope": "private"}}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["params"]["cursor"], "p2");
+    assert_stateless_meta(&out[0].0);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "tools": [tool("b")], "ttlMs": 0, "cacheScope": "private"}}),
+        0,
+    );
+    assert!(matches!(&c.take_events()[..], [ClientEvent::Ready(t)] if t.len() == 2));
+    // Tool-list changes come through a subscription.
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].0["method"], "subscriptions/listen");
+    assert_eq!(
+        out[0].0["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_stateless_meta(&out[0].0);
+    assert_eq!(c.next_deadline(), None, "a subscription has no deadline");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"notifications": {"toolsListChanged": true}}}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 4}}}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "tools/list", "a change re-lists");
+
+    // Calls carry the progress token and the era's _meta.
+    let mut c = stateless_ready(&["echo"], false);
+    c.start_call(1, "mcp__modern__echo", "echo", r#"{"text":"hi"}"#, 1000, 0);
+    let out = sent(&mut c);
+    let (call, meta) = &out[0];
+    assert_eq!(call["params"]["_meta"]["progressToken"], call["id"]);
+    assert_stateless_meta(call);
+    assert_eq!(meta.name.as_deref(), Some("echo"), "for Mcp-Name");
+    assert_eq!(meta.protocol_version.as_deref(), Some("2026-07-28"));
+}
+
+#[test]
+fn legacy_servers_fall_back_to_initialize() {
+    let not_found = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}});
+    // Method not found, an empty result (a server answering anything with {}),
+    // and versions mcpbox does not speak all mean the legacy handshake.
+    for answer in [
+        not_found,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"supportedVersions": ["2099-01-01"]}}),
+    ] {
+        let mut c = Client::new("old");
+        c.detect(None, 0);
+        sent(&mut c);
+        feed(&mut c, answer.clone(), 0);
+        assert_eq!(c.phase(), Phase::Initializing, "{answer}");
+        assert_eq!(c.era(), Era::Legacy);
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "initialize");
+        assert_eq!(
+            out[0].1.protocol_version, None,
+            "no MCP-Protocol-Version before negotiation"
+        );
+        assert!(out[0].0["params"].get("_meta").is_none());
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": init_result("2025-11-25")}),
+            0,
+        );
+        let out = sent(&mut c);
+        assert_eq!(out[0].0["method"], "notifications/initialized");
+        assert_eq!(out[1].0["method"], "tools/list");
+        assert!(
+            out[1].0.get("params").is_none(),
+            "legacy requests carry no _meta"
+        );
+        assert!(
+            c.take_events().is_empty(),
+            "falling back is not worth a warning"
+        );
+    }
+}
+
+#[test]
+fn an_unsupported_version_error_is_retried_once() {
+    let unsupported = |id: i64| {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
+            "data": {"supported": ["2026-07-28"], "requested": "x"}}})
+    };
+    let mut c = Client::new("picky");
+    c.detect(None, 0);
+    sent(&mut c);
+    feed(&mut c, unsupported(1), 0);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "server/discover", "asked again");
+    assert_stateless_meta(&out[0].0);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": discover_result(false)}),
+        0,
+    );
+    assert_eq!(c.era(), Era::Stateless);
+    // Rejected twice: the legacy handshake.
+    let mut c = Client::new("picky");
+    c.detect(None, 0);
+    feed(&mut c, unsupported(1), 0);
+    feed(&mut c, unsupported(2), 0);
+    let methods: Vec<Value> = sent(&mut c)
+        .into_iter()
+        .map(|(m, _)| m["method"].clone())
+        .collect();
+    assert_eq!(
+        methods,
+        ["server/discover", "server/discover", "initialize"]
+    );
+}
+
+#[test]
+fn a_silent_probe_gives_way_to_initialize() {
+    let mut c = Client::new("quiet");
+    c.detect(None, 100);
+    sent(&mut c);
+    assert_eq!(c.next_deadline(), Some(100 + PROBE_TIMEOUT_MS));
+    c.tick(100 + PROBE_TIMEOUT_MS - 1);
+    assert!(sent(&mut c).is_empty());
+    c.tick(100 + PROBE_TIMEOUT_MS);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "initialize");
+    // A late answer to the probe is dropped quietly.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(false)}),
+        6000,
+    );
+    assert_eq!(c.era(), Era::Legacy);
+    assert_eq!(c.phase(), Phase::Initializing);
+    assert_eq!(c.stats().unknown_responses, 0);
+    assert!(c.take_events().is_empty());
+}
+
+#[test]
+fn a_legacy_hint_skips_the_probe_but_recovers_when_stale() {
+    let mut c = Client::new("known");
+    c.detect(Some(Era::Legacy), 0);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "initialize");
+    // The server moved on to 2026-07-28 and refuses initialize: discover instead.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no initialize"}}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "server/discover");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": discover_result(false)}),
+        0,
+    );
+    assert_eq!(c.era(), Era::Stateless);
+    assert_eq!(Era::parse(Era::Stateless.as_str()), Some(Era::Stateless));
+    assert_eq!(Era::parse(Era::Legacy.as_str()), Some(Era::Legacy));
+    assert_eq!(Era::parse("2025-11-25"), None);
+}
+
+#[test]
+fn input_required_results_are_clear_tool_errors() {
+    let mut c = stateless_ready(&["book"], false);
+    c.start_call(7, "mcp__modern__book", "book", "{}", 1000, 0);
+    let id = sent(&mut c)[0].0["id"].clone();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": id, "result": {"resultType": "input_required",
+            "inputRequests": {"confirm": {"method": "elicitation/create", "params": {"message": "Sure?"}}},
+            "requestState": "opaque"}}),
+        0,
+    );
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 7,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert!(r.is_error);
+    assert!(
+        r.text.contains("asked for input") && r.text.contains("not enabled"),
+        "{r:?}"
+    );
+    let content: Value = serde_json::from_str(&r.content).unwrap();
+    assert_eq!(content[0]["text"], r.text.as_str());
+    // An explicit "complete" is an ordinary result; anything else is not understood.
+    c.start_call(8, "mcp__modern__book", "book", "{}", 1000, 0);
+    c.start_call(9, "mcp__modern__book", "book", "{}", 1000, 0);
+    let ids: Vec<Value> = sent(&mut c)
+        .into_iter()
+        .map(|(m, _)| m["id"].clone())
+        .collect();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": ids[0], "result": {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": ids[1], "result": {"resultType": "task", "content": []}}),
+        0,
+    );
+    let events = c.take_events();
+    assert!(
+        matches!(&events[0], ClientEvent::Completed(Completion { call: 8, outcome: Ok(r) }) if r.text == "ok" && !r.is_error)
+    );
+    assert!(
+        matches!(&events[1], ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"task\"")),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn tools_with_invalid_param_headers_are_skipped() {
+    let with =
+        |props: Value| json!({"name": "t", "inputSchema": {"type": "object", "properties": props}});
+    let ok = with(
+        json!({"region": {"type": "string", "x-mcp-header": "Region"},
+        "n": {"type": "integer", "x-mcp-header": "N"}, "b": {"type": "boolean", "x-mcp-header": "x_B-1"},
+        "plain": {"type": "number"}}),
+    );
+    assert!(read_tool(&RawValue::from_string(ok.to_string()).unwrap()).is_ok());
+    for (props, why) in [
+        (
+            json!({"v": {"type": "string", "x-mcp-header": ""}}),
+            "empty",
+        ),
+        (
+            json!({"v": {"type": "object", "x-mcp-header": "V"}}),
+            "not a string, integer or boolean",
+        ),
+        (
+            json!({"v": {"type": "array", "x-mcp-header": "V"}}),
+            "not a string, integer or boolean",
+        ),
+        (
+            json!({"v": {"type": "null", "x-mcp-header": "V"}}),
+            "not a string, integer or boolean",
+        ),
+        (
+            json!({"v": {"type": "string", "x-mcp-header": "My Header"}}),
+            "not a header name",
+        ),
+        (
+            json!({"v": {"type": "string", "x-mcp-header": "A:B"}}),
+            "not a header name",
+        ),
+        (
+            json!({"v": {"type": "string", "x-mcp-header": "Régión"}}),
+            "not a header name",
+        ),
+        (
+            json!({"v": {"type": "string", "x-mcp-header": "A\u{1}"}}),
+            "not a header name",
+        ),
+        (
+            json!({"a": {"type": "string", "x-mcp-header": "Dup"}, "b": {"type": "string", "x-mcp-header": "dup"}}),
+            "more than one",
+        ),
+    ] {
+        let e = read_tool(&RawValue::from_string(with(props.clone()).to_string()).unwrap())
+            .unwrap_err();
+        assert!(
+            e.contains(why) && e.contains("x-mcp-header"),
+            "{props}: {e}"
+        );
+    }
+}
+
+/// The key of the one `InputRequested` event in `events`, checked against `call`.
+fn input_key(events: &[ClientEvent], call: Option<u64>) -> u64 {
+    let asked: Vec<&InputRequest> = events
+        .iter()
+        .filter_map(|e| match e {
+            ClientEvent::InputRequested(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let [request] = asked[..] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(request.call, call, "{request:?}");
+    request.id
+}
+
+fn elicit_params() -> Value {
+    json!({"message": "Who are you?", "requestedSchema": {"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"}, "age": {"type": "integer"}}}})
+}
+
+#[test]
+fn legacy_elicitation_goes_to_the_embedder_and_back() {
+    let mut c = Client::new("demo");
+    c.enable_input_requests();
+    c.begin();
+    let init = &sent(&mut c)[0].0;
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
+        0,
+    );
+    c.take_events();
+    c.start_call(5, "mcp__demo__ask", "ask", "{}", 10_000, 0);
+    let call_id = sent(&mut c)[0].0["id"].clone();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": elicit_params()}),
+        10,
+    );
+    let events = c.take_events();
+    let key = input_key(&events, Some(5));
+    let ClientEvent::InputRequested(request) = &events[0] else {
+        unreachable!()
+    };
+    assert_eq!(request.tool.as_deref(), Some("mcp__demo__ask"));
+    assert_eq!(request.message, "Who are you?");
+    assert_eq!(request.server, "demo");
+    // A wrong answer is refused and the request stays open.
+    let e = c
+        .answer_input(key, &InputAnswer::Accept(r#"{"age": "x"}"#.into()))
+        .unwrap_err();
+    assert!(e.contains("/age"), "{e}");
+    assert!(sent(&mut c).is_empty());
+    c.answer_input(key, &InputAnswer::Accept(r#"{"age": 7}"#.into()))
+        .unwrap();
+    let out = sent(&mut c);
+    assert_eq!(
+        out[0].0,
+        json!({"jsonrpc": "2.0", "id": "e1", "result": {"action": "accept",
+            "content": {"name": "John Doe", "age": 7}}})
+    );
+    assert!(
+        c.answer_input(key, &InputAnswer::Decline)
+            .unwrap_err()
+            .contains("no input request")
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": call_id, "result": {"content": []}}),
+        20,
+    );
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Completed(Completion {
+            call: 5,
+            outcome: Ok(_)
+        })]
+    ));
+}
+
+#[test]
+fn legacy_elicitation_is_refused_unless_enabled_and_withdrawn_with_its_call() {
+    let mut c = ready(&["ask"]);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": elicit_params()}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["error"]["code"], -32601);
+
+    let mut c = Client::new("demo");
+    c.enable_input_requests();
+    c.begin();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
+        0,
+    );
+    sent(&mut c);
+    c.take_events();
+    c.start_call(1, "mcp__demo__ask", "ask", "{}", 1_000, 0);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "e", "method": "elicitation/create", "params": elicit_params()}),
+        0,
+    );
+    let key = input_key(&c.take_events(), Some(1));
+    sent(&mut c);
+    // Nobody answers: the call times out and its request is withdrawn, the
+    // server told `cancel` so it stops waiting too.
+    c.tick(1_000);
+    let events = c.take_events();
+    assert!(
+        events.contains(&ClientEvent::InputWithdrawn(key)),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|e| matches!(e, ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("input request was not answered"))),
+        "{events:?}"
+    );
+    let out = sent(&mut c);
+    assert!(
+        out.iter()
+            .any(|(m, _)| m["id"] == "e" && m["result"]["action"] == "cancel"),
+        "{out:?}"
+    );
+    assert!(
+        out.iter()
+            .any(|(m, _)| m["method"] == "notifications/cancelled")
+    );
+    // A URL-mode request is refused with the reason.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "u", "method": "elicitation/create", "params": {"mode": "url", "url": "https://x", "message": "go"}}),
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["error"]["code"], -32602);
+    assert!(
+        out[0].0["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("form mode only")
+    );
+}
+
+#[test]
+fn input_required_is_retried_with_the_answers_and_the_exact_state() {
+    let mut c = Client::new("modern");
+    c.enable_input_requests();
+    let mut c = stateless_ready_from(c, &["book"], false);
+    c.start_call(7, "mcp__modern__book", "book", r#"{"n":1}"#, 10_000, 0);
+    let (first, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
+    let state = json!("{\"nonce\":\"x y\"}");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"a": {"method": "elicitation/create", "params": elicit_params()},
+                              "b": {"method": "elicitation/create", "params": elicit_params()}},
+            "requestState": state}}),
+        5,
+    );
+    let events = c.take_events();
+    let keys: Vec<u64> = events
+        .iter()
+        .map(|e| match e {
+            ClientEvent::InputRequested(r) if r.call == Some(7) => r.id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(c.pending_calls(), 1);
+    c.answer_input(keys[0], &InputAnswer::Decline).unwrap();
+    assert!(sent(&mut c).is_empty(), "waits for every answer");
+    c.answer_input(keys[1], &InputAnswer::Accept("{}".into()))
+        .unwrap();
+    let (retry, meta) = sent(&mut c).remove(0);
+    assert_ne!(retry["id"], first["id"]);
+    assert_eq!(meta.method.as_deref(), Some("tools/call"));
+    assert_eq!(retry["params"]["name"], "book");
+    assert_eq!(retry["params"]["arguments"], json!({"n": 1}));
+    assert_eq!(retry["params"]["requestState"], state);
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"a": {"action": "decline"}, "b": {"action": "accept", "content": {"name": "John Doe"}}})
+    );
+    // A second round without requestState: the retry carries none.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": retry["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"c": {"method": "elicitation/create", "params": elicit_params()}}}}),
+        6,
+    );
+    let key = input_key(&c.take_events(), Some(7));
+    c.answer_input(key, &InputAnswer::Cancel).unwrap();
+    let (again, _) = sent(&mut c).remove(0);
+    assert!(again["params"].get("requestState").is_none(), "{again}");
+    assert_eq!(
+        again["params"]["inputResponses"],
+        json!({"c": {"action": "cancel"}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": again["id"], "result": {"content": [{"type": "text", "text": "booked"}]}}),
+        7,
+    );
+    assert!(
+        matches!(&c.take_events()[..], [ClientEvent::Completed(Completion { call: 7, outcome: Ok(r) })] if r.text == "booked")
+    );
+}
+
+#[test]
+fn a_call_waiting_for_input_times_out_or_is_cancelled_and_withdraws_it() {
+    let mut c = Client::new("modern");
+    c.enable_input_requests();
+    let mut c = stateless_ready_from(c, &["book"], false);
+    let ask = |c: &mut Client, call: u64| {
+        c.start_call(call, "mcp__modern__book", "book", "{}", 1_000, 0);
+        let (m, _) = sent(c).remove(0);
+        feed(
+            c,
+            json!({"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "input_required",
+                "inputRequests": {"a": {"method": "elicitation/create", "params": elicit_params()}}}}),
+            0,
+        );
+        input_key(&c.take_events(), Some(call))
+    };
+    let k1 = ask(&mut c, 1);
+    let k2 = ask(&mut c, 2);
+    assert_eq!(c.next_deadline(), Some(1_000));
+    assert!(c.cancel(2));
+    assert_eq!(
+        c.take_events(),
+        vec![
+            ClientEvent::InputWithdrawn(k2),
+            ClientEvent::Completed(Completion {
+                call: 2,
+                outcome: Err(CallError::Cancelled)
+            })
+        ]
+    );
+    assert!(
+        sent(&mut c).is_empty(),
+        "nothing is in flight on the server to cancel"
+    );
+    c.tick(1_000);
+    let events = c.take_events();
+    assert_eq!(events[0], ClientEvent::InputWithdrawn(k1));
+    assert!(
+        matches!(&events[1], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("waiting for an answer")),
+        "{events:?}"
+    );
+    assert!(c.answer_input(k1, &InputAnswer::Decline).is_err());
+    // Input mcpbox cannot give ends the call with the reason.
+    c.start_call(3, "mcp__modern__book", "book", "{}", 1_000, 0);
+    let (m, _) = sent(&mut c).remove(0);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": m["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": {}}}}}),
+        0,
+    );
+    let events = c.take_events();
+    assert!(
+        matches!(&events[..], [ClientEvent::Completed(Completion { call: 3, outcome: Ok(r) })] if r.is_error && r.text.contains("sampling/createMessage")),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn annotated_arguments_go_to_the_host_as_param_headers() {
+    let mut c = Client::new("demo");
+    c.begin();
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "n": {"type": "integer", "x-mcp-header": "N"},
+        "b": {"type": "boolean", "x-mcp-header": "B"},
+        "gone": {"type": "boolean", "x-mcp-header": "Gone"},
+        "nil": {"type": "string", "x-mcp-header": "Nil"},
+        "plain": {"type": "string"}}});
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [{"name": "t", "inputSchema": schema}]}}),
+        0,
+    );
+    c.start_call(
+        1,
+        "mcp__demo__t",
+        "t",
+        r#"{"region":" Zürich ","n":42,"b":false,"nil":null,"plain":"p"}"#,
+        1_000,
+        0,
+    );
+    let out = sent(&mut c);
+    let pairs: Vec<(&str, &str)> = out[0]
+        .1
+        .param_headers
+        .iter()
+        .map(|p| (p.name.as_str(), p.value.as_str()))
+        .collect();
+    // Literal text: the host encodes (here: base64 for the spaces and the ü).
+    assert_eq!(pairs, [("B", "false"), ("N", "42"), ("Region", " Zürich ")]);
+    // Other messages carry none.
+    assert!(
+        out.iter()
+            .all(|(m, meta)| m["method"] == "tools/call" || meta.param_headers.is_empty())
+    );
+}
+
+#[test]
+fn a_ttl_hint_refreshes_the_list_when_nothing_subscribes() {
+    let mut c = Client::new("cached");
+    c.detect(None, 0);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(false)}),
+        0,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": [tool("a")], "ttlMs": 60000, "cacheScope": "public"}}),
+        500,
+    );
+    sent(&mut c);
+    c.take_events();
+    assert_eq!(c.next_deadline(), Some(60_500));
+    c.tick(60_499);
+    assert!(sent(&mut c).is_empty());
+    c.tick(60_500);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "tools/list");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": out[0].0["id"], "result": {"resultType": "complete", "tools": [tool("a"), tool("b")], "ttlMs": 10}}),
+        61_000,
+    );
+    assert!(matches!(&c.take_events()[..], [ClientEvent::ToolsChanged(t)] if t.len() == 2));
+    assert_eq!(
+        c.next_deadline(),
+        Some(61_000 + MIN_TTL_MS),
+        "never more often than once a second"
+    );
+}

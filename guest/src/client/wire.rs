@@ -1,0 +1,183 @@
+//! The serde shapes of what the client sends and reads: request params, results,
+//! `_meta`. Kept together so the wire format is one file to read; the logic that
+//! fills and reads them lives in the module of its protocol concept.
+
+use crate::prelude::*;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::jsonrpc::Id;
+
+#[derive(Serialize)]
+pub(super) struct ClientInfo {
+    pub(super) name: &'static str,
+    pub(super) version: &'static str,
+}
+
+/// `_meta` of a request: a progress token, and in the stateless era the protocol
+/// version, the client's capabilities and its name.
+#[derive(Serialize, Default)]
+pub(super) struct RequestMeta<'a> {
+    #[serde(rename = "progressToken", skip_serializing_if = "Option::is_none")]
+    pub(super) progress_token: Option<&'a Id>,
+    #[serde(
+        rename = "io.modelcontextprotocol/protocolVersion",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(super) protocol_version: Option<&'static str>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientCapabilities",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(super) client_capabilities: Option<serde_json::Map<String, Value>>,
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(super) client_info: Option<ClientInfo>,
+}
+
+impl RequestMeta<'_> {
+    pub(super) fn is_empty(&self) -> bool {
+        self.progress_token.is_none() && self.protocol_version.is_none()
+    }
+}
+
+/// Params of a request that has none of its own but `_meta`.
+#[derive(Serialize)]
+pub(super) struct MetaOnly<'a> {
+    #[serde(rename = "_meta")]
+    pub(super) meta: RequestMeta<'a>,
+}
+
+#[derive(Serialize)]
+pub(super) struct ListParams<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) cursor: Option<&'a str>,
+    #[serde(rename = "_meta", skip_serializing_if = "RequestMeta::is_empty")]
+    pub(super) meta: RequestMeta<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ListenFilter {
+    pub(super) tools_list_changed: bool,
+}
+
+#[derive(Serialize)]
+pub(super) struct ListenParams<'a> {
+    pub(super) notifications: ListenFilter,
+    #[serde(rename = "_meta")]
+    pub(super) meta: RequestMeta<'a>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct DiscoverResult {
+    #[serde(default)]
+    pub(super) supported_versions: Option<Vec<Value>>,
+    #[serde(default)]
+    pub(super) capabilities: Option<Value>,
+    #[serde(default)]
+    pub(super) server_info: Option<Value>,
+    #[serde(default, rename = "_meta")]
+    pub(super) meta: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct InitializeParams {
+    pub(super) protocol_version: &'static str,
+    pub(super) capabilities: serde_json::Map<String, Value>,
+    pub(super) client_info: ClientInfo,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct InitializeResult {
+    pub(super) protocol_version: Option<Value>,
+    #[serde(default)]
+    pub(super) capabilities: Option<Value>,
+    #[serde(default)]
+    pub(super) server_info: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ListToolsResult<'a> {
+    /// Borrowed from the result text: each tool is read straight into a `ToolDef`.
+    #[serde(borrow)]
+    pub(super) tools: Vec<&'a RawValue>,
+    #[serde(default)]
+    pub(super) next_cursor: Option<Value>,
+    #[serde(default)]
+    pub(super) result_type: Option<Value>,
+    #[serde(default)]
+    pub(super) ttl_ms: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RawTool<'a> {
+    pub(super) name: Value,
+    #[serde(default)]
+    pub(super) title: Option<Value>,
+    #[serde(default)]
+    pub(super) description: Option<Value>,
+    #[serde(default, borrow)]
+    pub(super) input_schema: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub(super) output_schema: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub(super) annotations: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct InputRequired {
+    #[serde(default)]
+    pub(super) input_requests: Option<Value>,
+    #[serde(default)]
+    pub(super) request_state: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct RawCallResult {
+    #[serde(default)]
+    pub(super) result_type: Option<Value>,
+    #[serde(default)]
+    pub(super) content: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub(super) structured_content: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub(super) is_error: Option<bool>,
+}
+
+#[derive(Serialize)]
+pub(super) struct CallParams<'a> {
+    pub(super) name: &'a str,
+    pub(super) arguments: &'a RawValue,
+    #[serde(rename = "inputResponses", skip_serializing_if = "Option::is_none")]
+    pub(super) input_responses: Option<&'a serde_json::Map<String, Value>>,
+    #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
+    pub(super) request_state: Option<&'a Value>,
+    #[serde(rename = "_meta")]
+    pub(super) meta: RequestMeta<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CancelledParams<'a> {
+    pub(super) request_id: &'a Id,
+    pub(super) reason: &'a str,
+}
+
+pub(super) fn text_of(v: Option<Value>) -> Option<String> {
+    match v {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    }
+}

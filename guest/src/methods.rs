@@ -1,0 +1,31 @@
+//! MCP method names, one constant each, so that a newcomer grepping a method
+//! (`"tools/list"`, `"server/discover"`) lands here and then on every use.
+//!
+//! Requests the client sends, notifications either side sends, and the requests a
+//! server may send the client. Tests keep the literal strings on purpose: they pin
+//! what goes on the wire.
+
+/// The legacy handshake request (2024-11-05 … 2025-11-25).
+pub const INITIALIZE: &str = "initialize";
+/// The notification that ends the legacy handshake.
+pub const INITIALIZED: &str = "notifications/initialized";
+/// The 2026-07-28 era probe: which versions and capabilities the server has.
+pub const SERVER_DISCOVER: &str = "server/discover";
+/// Liveness check; either side may send it.
+pub const PING: &str = "ping";
+/// One page of the server's tools.
+pub const TOOLS_LIST: &str = "tools/list";
+/// Running a tool.
+pub const TOOLS_CALL: &str = "tools/call";
+/// The server's tool list changed.
+pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+/// The 2026-07-28 subscription request that streams list changes.
+pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+/// Progress of a request, keyed by its progress token.
+pub const PROGRESS: &str = "notifications/progress";
+/// A log line from the server.
+pub const LOG_MESSAGE: &str = "notifications/message";
+/// Either side gives up on a request it sent.
+pub const CANCELLED: &str = "notifications/cancelled";
+/// A server asks the user for input (both eras; see `crate::elicitation`).
+pub const ELICITATION_CREATE: &str = "elicitation/create";
