@@ -11,9 +11,9 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::Error;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
+use crate::imports::state::Memo;
 use crate::instance::Factory;
-use crate::memo::Memo;
-use crate::state::{DiagnosticsMap, Policy, Wake};
+use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
     ServerStatus, Tool,
