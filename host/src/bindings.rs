@@ -1,7 +1,7 @@
 //! The host side of the WIT contract in `wit/`: the one `bindgen!` of this crate.
 //!
 //! Generated types stay in here and in the thin import implementations
-//! (`transport`, `driver`); the public API (`crate::types`) wraps them in ordinary
+//! (`imports`, `transport`, `driver`); the public API (`crate::types`) wraps them in ordinary
 //! Rust types so embedders never see generated code.
 
 mod generated {

@@ -17,7 +17,7 @@ use wasmtime::Store;
 
 use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
-use crate::state::{HostState, Wake};
+use crate::store::{HostState, Wake};
 use crate::types::{CallError, Event, InputAnswer, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only

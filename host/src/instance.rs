@@ -13,8 +13,8 @@ use wasmtime::{Engine, Store};
 use crate::Error;
 use crate::bindings::{Mcpbox, McpboxPre, control, registry, state, transport};
 use crate::engine::EPOCH_TICK;
-use crate::memo::Memo;
-use crate::state::{DiagnosticsMap, HostState, Policy, Wake};
+use crate::imports::state::Memo;
+use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
 use crate::types::{ConfigIssue, ServerStatus, Tool};
 
 /// How long one call into the guest may run wasm code before it is stopped as

@@ -24,11 +24,15 @@
 //!
 //! - [`runtime`](Runtime): the embedding API, safe to use from many tasks at once.
 //! - `driver`: the one task that owns the guest's store and feeds it jobs.
-//! - `transport`: the `mcpbox:runtime/transport` imports — stdio child
-//!   processes with process groups, env scrubbing and a message size cap.
-//! - `state`: the store's data, the capability [`Policy`] and the wake signal.
-//! - `memo`: the `state` import — what the guest remembers across runs (the MCP
-//!   era of each server), in `state.json` in the cache directory.
+//! - `imports`: the guest's imports, one file per WIT interface —
+//!   `imports/control.rs` (the wake signal) and `imports/state.rs` (what the
+//!   guest remembers across runs, the MCP era of each server, in `state.json`
+//!   in the cache directory).
+//! - `transport`: the `mcpbox:runtime/transport` import (`transport/mod.rs`) and
+//!   one module per wire — stdio child processes with process groups, env
+//!   scrubbing and a message size cap; Streamable HTTP and HTTP+SSE.
+//! - `store`: the store's data (`HostState`), the capability
+//!   [`Policy`] and the wake signal.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
@@ -41,16 +45,16 @@
 mod bindings;
 mod driver;
 mod engine;
+mod imports;
 mod instance;
-mod memo;
 mod runtime;
-mod state;
+mod store;
 mod transport;
 mod types;
 
 pub use engine::default_cache_dir;
 pub use runtime::{CallOptions, Options, Runtime};
-pub use state::Policy;
+pub use store::Policy;
 pub use types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,
     ServerState, ServerStatus, Tool,

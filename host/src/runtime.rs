@@ -11,9 +11,9 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::Error;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
+use crate::imports::state::Memo;
 use crate::instance::Factory;
-use crate::memo::Memo;
-use crate::state::{DiagnosticsMap, Policy, Wake};
+use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
     ServerStatus, Tool,
@@ -80,13 +80,15 @@ impl Options {
         }
     }
 
-    /// Lets servers ask the user for input during a call (MCP elicitation, form
-    /// mode; default off). When on, mcpbox declares the `elicitation` capability,
+    /// Lets servers ask the user for input during a call: MCP elicitation
+    /// (`elicitation/create`, and `input_required` results in 2026-07-28), form
+    /// mode; default off. When on, mcpbox declares the `elicitation` capability,
     /// and each request arrives as [`Event::InputRequested`] on
     /// [`Runtime::events`], to be answered with [`Runtime::answer_input`]; the call
     /// waits for the answer (its timeout still running). When off, servers are not
     /// offered elicitation, and a 2026-07-28 server that asks anyway ends the call
     /// with a tool error saying so.
+    #[doc(alias = "elicitation")]
     pub fn input_requests(mut self, enabled: bool) -> Self {
         self.input_requests = enabled;
         self
@@ -409,12 +411,14 @@ impl Runtime {
         })
     }
 
-    /// Answers the input request `id` (from [`Event::InputRequested`]): an accepted
-    /// answer goes to the server with the requested schema's defaults filled in for
-    /// the fields it leaves out (SEP-1034). `Err` when no request of that id is
+    /// Answers the input request `id` (from [`Event::InputRequested`]), that is an
+    /// MCP elicitation (`elicitation/create`, and `input_required` results in
+    /// 2026-07-28): an accepted answer goes to the server with the requested
+    /// schema's defaults filled in for the fields it leaves out (SEP-1034). `Err` when no request of that id is
     /// waiting (answered already, or withdrawn: see [`Event::InputWithdrawn`]), when
     /// an accepted answer is not a JSON object satisfying the requested schema (the
     /// request then stays open for a corrected answer), or when the runtime stopped.
+    #[doc(alias = "elicitation")]
     pub async fn answer_input(&self, id: u64, answer: InputAnswer) -> Result<(), String> {
         let (reply, done) = oneshot::channel();
         self.submit(Job::AnswerInput { id, answer, reply })

@@ -143,17 +143,29 @@ pub enum Event {
         /// The message.
         message: String,
     },
-    /// A server asks for input during a call (only with
-    /// [`Options::input_requests`](crate::Options::input_requests)); answer with
+    /// A server asks for input during a call: MCP elicitation (`elicitation/create`,
+    /// and `input_required` results in 2026-07-28). Only with
+    /// [`Options::input_requests`](crate::Options::input_requests); answer with
     /// [`Runtime::answer_input`](crate::Runtime::answer_input). The call waits, its
     /// timeout running, until all its input requests are answered.
+    #[doc(alias = "elicitation")]
+    #[doc(alias = "elicitation/create")]
+    #[doc(alias = "input_required")]
     InputRequested(InputRequest),
-    /// The input request of this id needs no answer any more (its call ended, or
-    /// the server withdrew it).
+    /// The input request (MCP elicitation) of this id needs no answer any more
+    /// (its call ended, or the server withdrew it).
+    #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
 }
 
-/// A server's request for input from the user (MCP elicitation, form mode).
+/// A server's request for input from the user: MCP elicitation
+/// (`elicitation/create`, and `input_required` results in 2026-07-28), form mode.
+///
+/// mcpbox calls it an input request because both eras arrive as the same thing
+/// for the embedder; the MCP field names are kept (`message`, `requested_schema`).
+#[doc(alias = "elicitation")]
+#[doc(alias = "elicitation/create")]
+#[doc(alias = "input_required")]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InputRequest {
@@ -169,7 +181,11 @@ pub struct InputRequest {
     pub requested_schema: Value,
 }
 
-/// The answer to an [`InputRequest`].
+/// The answer to an [`InputRequest`]: the result of an MCP elicitation
+/// (`elicitation/create`, and `input_required` results in 2026-07-28), whose
+/// `action` is `accept`, `decline` or `cancel`.
+#[doc(alias = "elicitation")]
+#[doc(alias = "ElicitResult")]
 #[derive(Debug, Clone, PartialEq)]
 pub enum InputAnswer {
     /// The user answered with this JSON object; properties it leaves out get the

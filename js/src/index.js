@@ -202,8 +202,9 @@ function event(e) {
  * are snapshots that never wait. Emits `'event'` with `{ type: 'status', status }`,
  * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }`,
  * `{ type: 'log', server, level, message }` and, with `inputRequests: true`,
- * `{ type: 'input-requested', id, server, tool, message, requestedSchema }` (answer with
- * `answerInput`) and `{ type: 'input-withdrawn', id }`.
+ * `{ type: 'input-requested', id, server, tool, message, requestedSchema }` (MCP
+ * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
+ * with `answerInput`) and `{ type: 'input-withdrawn', id }`.
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -224,7 +225,8 @@ export class McpBox extends EventEmitter {
    * @param {number} [options.maxMessageBytes] the largest message accepted from a
    *   server (default 64 MiB)
    * @param {boolean} [options.inputRequests] let servers ask the user for input during a
-   *   call (MCP elicitation, form mode; default false): each request is an
+   *   call: MCP elicitation (`elicitation/create`, and `input_required` results in
+   *   2026-07-28), form mode; default false. Each request is an
    *   `input-requested` event to answer with `answerInput`, and the call waits for it
    *   (its timeout still running)
    * @param {number} [options.memoryLimit] the most linear memory the guest may use, in
@@ -456,8 +458,10 @@ export class McpBox extends EventEmitter {
   }
 
   /**
-   * Answers an input request (an `input-requested` event). An accepted answer goes to the
-   * server with the requested schema's defaults filled in for the fields it leaves out.
+   * Answers an input request (an `input-requested` event), that is an MCP elicitation
+   * (`elicitation/create`, and `input_required` results in 2026-07-28). An accepted answer
+   * goes to the server with the requested schema's defaults filled in for the fields it
+   * leaves out.
    *
    * @param {number} id the event's `id`
    * @param {{action: 'accept', content?: object} | {action: 'decline'} | {action: 'cancel'}} answer

@@ -1,7 +1,7 @@
 // `mcpbox:runtime/state`: what the guest remembers across runs (today the MCP era each
 // server speaks, so a legacy server is not probed with `server/discover` on every start).
 //
-// The same store as the wasmtime host's (host/src/memo.rs), so both hosts share what
+// The same store as the wasmtime host's (host/src/imports/state.rs), so both hosts share what
 // they learnt: one small JSON file, `state.json`, in the cache directory
 // (`defaultCacheDir`, as host/src/engine.rs `default_cache_dir` finds it), an object of
 // text keys and values in byte order, pretty-printed, written through a temporary file

@@ -54,6 +54,11 @@ pub const COLLIDING_NAMES: &[&str] = &["x.y", "x_y"];
 pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
     &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// The log line (`notifications/message` data) a server started with
+/// `--announce-sleeps` sends when a `sleep` call arrives: the signal a test awaits
+/// instead of sleeping itself until the call has reached the server.
+pub const SLEEP_STARTED: &str = "sleep started";
+
 /// Finds the fixture server binary from an integration test of this crate
 /// (`tests/tests/*.rs`), as a `&'static str` path.
 ///

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use mcpbox_tests::fixture::{
-    BUILTIN_TOOLS, COLLIDING_NAMES, SUPPORTED_PROTOCOL_VERSIONS, WEIRD_NAMES,
+    BUILTIN_TOOLS, COLLIDING_NAMES, SLEEP_STARTED, SUPPORTED_PROTOCOL_VERSIONS, WEIRD_NAMES,
 };
 use mcpbox_tests::fixture_server;
 use mcpbox_tests::stdio::{StdioPeer, first_text, tool_names};
@@ -187,6 +187,36 @@ fn sleep_answers_after_its_delay() {
         "slept 50"
     );
     assert!(started.elapsed() >= Duration::from_millis(50));
+}
+
+#[test]
+fn announce_sleeps_says_when_each_valid_sleep_arrives() {
+    let announcement = json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/message",
+        "params": {"level": "info", "data": SLEEP_STARTED},
+    });
+    let mut fixture = initialized(&["--announce-sleeps"]);
+    let id = fixture.send_request(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 1}}),
+    );
+    let (reply, before) = fixture.response(id);
+    assert_eq!(first_text(&reply["result"]), "slept 1");
+    assert_eq!(before, vec![announcement], "announced before the answer");
+    // A call with bad arguments never starts, so it is not announced.
+    let id = fixture.send_request("tools/call", json!({"name": "sleep", "arguments": {}}));
+    let (reply, before) = fixture.response(id);
+    assert_eq!(reply["result"]["isError"], json!(true), "{reply}");
+    assert!(before.is_empty(), "unexpected messages: {before:?}");
+    // Without the flag a sleep says nothing until it answers.
+    let mut quiet = initialized(&[]);
+    let id = quiet.send_request(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 1}}),
+    );
+    let (_, before) = quiet.response(id);
+    assert!(before.is_empty(), "unexpected messages: {before:?}");
 }
 
 #[test]

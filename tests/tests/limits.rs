@@ -8,7 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use mcpbox::{CallOptions, Options, Runtime};
+use mcpbox::{CallOptions, Event, Options, Runtime};
+use mcpbox_tests::fixture::SLEEP_STARTED;
 use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -157,7 +158,9 @@ async fn life_cycles() {
             task.await.unwrap();
         }
     }
-    // Reaping happens on the supervisors' tasks; give them a moment to finish.
+    // Reaping happens on the supervisors' tasks after `shutdown` returns, and no
+    // event reports a reaped child or a closed descriptor: poll the counts until
+    // they settle, under a deadline (the interval orders nothing, it only paces).
     let settled = tokio::time::timeout(PATIENCE, async {
         while zombies() > 0 || open_fds() > fds_before {
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -228,8 +231,11 @@ async fn soak() {
 /// reason. The time is printed (measured, not asserted: the guarantee tested is
 /// the outcome).
 async fn crash_with_calls_in_flight() {
-    let runtime = open(json!({ "c": { "command": fixture() } })).await;
-    let pending: Vec<_> = (0..10)
+    const CALLS: usize = 10;
+    let runtime =
+        open(json!({ "c": { "command": fixture(), "args": ["--announce-sleeps"] } })).await;
+    let mut events = runtime.events();
+    let pending: Vec<_> = (0..CALLS)
         .map(|_| {
             let runtime = runtime.clone();
             tokio::spawn(async move {
@@ -244,8 +250,23 @@ async fn crash_with_calls_in_flight() {
             })
         })
         .collect();
-    // Let the sleeps reach the server before it crashes.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every sleep reached the server before it crashes: it said so for each.
+    tokio::time::timeout(PATIENCE, async {
+        let mut started = 0;
+        while started < CALLS {
+            match events.recv().await {
+                Ok(Event::Log {
+                    server, message, ..
+                }) if server == "c" && message == SLEEP_STARTED => {
+                    started += 1;
+                }
+                Ok(_) => {}
+                Err(e) => panic!("the event stream failed: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("every sleep call reaches the server");
     let crashed_at = Instant::now();
     let _ = call(&runtime, "mcp__c__crash", json!({"code": 3})).await;
     let mut slowest = Duration::ZERO;
@@ -256,7 +277,7 @@ async fn crash_with_calls_in_flight() {
         slowest = slowest.max(at.duration_since(crashed_at));
     }
     println!(
-        "crash: 10 pending calls failed within {:.1} ms of the crash call",
+        "crash: {CALLS} pending calls failed within {:.1} ms of the crash call",
         slowest.as_secs_f64() * 1e3
     );
     runtime.shutdown().await;

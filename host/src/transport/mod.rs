@@ -29,7 +29,7 @@ use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
 use crate::bindings::{transport, wit};
-use crate::state::HostState;
+use crate::store::HostState;
 
 /// At most this many messages are handed over per `receive`, so one busy server
 /// cannot starve the others of the guest's attention.

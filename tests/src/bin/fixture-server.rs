@@ -40,6 +40,7 @@
 //! | `--stderr-lines N` | write N lines to stderr at start |
 //! | `--bad-ids` | around every response, also send the same response with its id as a string, with an id nobody asked for, and a second time (a duplicate) |
 //! | `--spawn-child` | start a `sleep 600` child process at start (it shares the server's process group; see the `pids` tool) |
+//! | `--announce-sleeps` | on the arrival of each valid `sleep` call, before it starts, send `notifications/message` (level `info`, data [`fixture::SLEEP_STARTED`], no `logger`): a test awaits it to know the call reached the server |
 //!
 //! # Tools
 //!
@@ -114,6 +115,7 @@ struct Options {
     stderr_lines: usize,
     bad_ids: bool,
     spawn_child: bool,
+    announce_sleeps: bool,
 }
 
 impl Options {
@@ -132,6 +134,7 @@ impl Options {
             stderr_lines: 0,
             bad_ids: false,
             spawn_child: false,
+            announce_sleeps: false,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -157,6 +160,7 @@ impl Options {
                 "--stderr-lines" => options.stderr_lines = number(&flag, &value()?)?,
                 "--bad-ids" => options.bad_ids = true,
                 "--spawn-child" => options.spawn_child = true,
+                "--announce-sleeps" => options.announce_sleeps = true,
                 "--help" | "-h" => {
                     eprintln!("usage: fixture-server [FLAGS]; see the source's module docs");
                     process::exit(0);
@@ -493,6 +497,14 @@ impl Server {
         };
         if !is_sleep {
             return false;
+        }
+        if self.options.announce_sleeps {
+            // Sent before the sleep is queued, so it always precedes the answer; no
+            // `logger`, so clients show the data alone.
+            self.notify(
+                "notifications/message",
+                json!({"level": "info", "data": fixture::SLEEP_STARTED}),
+            );
         }
         let end = Instant::now() + Duration::from_millis(ms);
         let mut sleeps = lock(&self.sleeps);

@@ -2,22 +2,27 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use mcpbox::CallOptions;
+use mcpbox::{CallOptions, Event};
+use mcpbox_tests::fixture::SLEEP_STARTED;
 use serde_json::json;
 
-use crate::{PATIENCE, assert_connected, fixture_entry, open, ready};
+use crate::{PATIENCE, assert_connected, fixture_entry, next_event, open, ready};
 
 /// 50 calls from 50 tasks in flight at once: a slow call on one server must not
 /// hold up fast calls on another, and every caller gets its own answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_callers_and_a_slow_server_do_not_wait_for_each_other() {
-    let runtime = open(json!({ "slow": fixture_entry(&[]), "fast": fixture_entry(&[]) })).await;
+    let runtime = open(json!({
+        "slow": fixture_entry(&["--announce-sleeps"]),
+        "fast": fixture_entry(&[]),
+    }))
+    .await;
     let servers = ready(&runtime).await;
     assert_connected(&servers, "slow");
     assert_connected(&servers, "fast");
 
+    let mut events = runtime.events();
     let slow_done = Arc::new(AtomicBool::new(false));
     let slow = {
         let (runtime, slow_done) = (runtime.clone(), slow_done.clone());
@@ -33,8 +38,12 @@ async fn fifty_callers_and_a_slow_server_do_not_wait_for_each_other() {
             r
         })
     };
-    // The sleep is in flight before the echoes start.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The sleep is in flight before the echoes start: the server said it arrived.
+    next_event(&mut events, |e| {
+        matches!(e, Event::Log { server, message, .. }
+            if server == "slow" && message == SLEEP_STARTED)
+    })
+    .await;
 
     let echoes: Vec<_> = (0..50)
         .map(|i| {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use crate::bindings::state;
-use crate::state::HostState;
+use crate::store::HostState;
 
 /// The file in the cache directory.
 const FILE: &str = "state.json";

@@ -1,5 +1,8 @@
-//! What the store holds for the guest: its WASI context, its resources, its
+//! The data of the guest's store: its WASI context, its resources, its
 //! limits, the capability policy and the wake signal.
+//!
+//! The imports the guest calls are implemented on [`HostState`] in
+//! [`crate::imports`], one file per WIT interface.
 //!
 //! The WASI context is deliberately empty: no preopened directories, no
 //! environment, no arguments, no sockets. The guest reaches the world only
@@ -11,11 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 use wasmtime::StoreLimits;
-use wasmtime::component::{Resource, ResourceTable};
-use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
+use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::bindings::control;
 use crate::transport::Diagnostics;
 
 /// The diagnostics of each server's latest connection, by server name. Shared
@@ -75,28 +76,23 @@ impl Wake {
         self.notify.notify_waiters();
     }
 
-    fn pending(&self) -> bool {
-        self.queued.load(Ordering::SeqCst) > 0 || self.closed.load(Ordering::SeqCst)
-    }
-}
-
-/// The resource behind `control.wake-signal`'s pollable.
-pub(crate) struct WakeSignal(Arc<Wake>);
-
-#[wasmtime_wasi::async_trait]
-impl Pollable for WakeSignal {
-    async fn ready(&mut self) {
+    /// Returns once work is queued or the runtime is closing.
+    pub async fn ready(&self) {
         loop {
-            let notified = self.0.notify.notified();
+            let notified = self.notify.notified();
             tokio::pin!(notified);
             // Register interest before checking, so a wake between the check and
             // the await is not missed.
             notified.as_mut().enable();
-            if self.0.pending() {
+            if self.pending() {
                 return;
             }
             notified.await;
         }
+    }
+
+    fn pending(&self) -> bool {
+        self.queued.load(Ordering::SeqCst) > 0 || self.closed.load(Ordering::SeqCst)
     }
 }
 
@@ -109,7 +105,7 @@ pub(crate) struct HostState {
     pub wake: Arc<Wake>,
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
-    pub memo: Arc<crate::memo::Memo>,
+    pub memo: Arc<crate::imports::state::Memo>,
 }
 
 impl HostState {
@@ -140,12 +136,5 @@ impl WasiView for HostState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
-    }
-}
-
-impl control::Host for HostState {
-    fn wake_signal(&mut self) -> wasmtime::Result<Resource<DynPollable>> {
-        let signal = self.table.push(WakeSignal(self.wake.clone()))?;
-        subscribe(&mut self.table, signal)
     }
 }

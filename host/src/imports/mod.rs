@@ -1,0 +1,15 @@
+//! The host's implementations of the guest's imports, one file per WIT
+//! interface of `wit/mcpbox.wit` (as wasmtime-wasi keeps `p2/host/*.rs`).
+//!
+//! | WIT interface              | implementation                 |
+//! |----------------------------|--------------------------------|
+//! | `mcpbox:runtime/transport` | [`crate::transport`] (`mod.rs`: `Host`, `HostConnection`; one module per wire) |
+//! | `mcpbox:runtime/control`   | [`control`]                    |
+//! | `mcpbox:runtime/state`     | [`state`]                      |
+//! | `wasi:io`, `wasi:clocks`   | `wasmtime-wasi`                |
+//!
+//! Each implementation is thin: it looks up the resource, calls plain Rust and
+//! maps the error. All of them are implemented on [`crate::store::HostState`].
+
+pub(crate) mod control;
+pub(crate) mod state;
