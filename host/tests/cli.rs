@@ -398,3 +398,41 @@ fn no_network_and_no_processes() {
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
+
+/// Security finding 6: a `${VAR}` in a URL is resolved by the host for the
+/// request, and every output (the status, `--json`, a call's error on stderr)
+/// shows the URL as configured, never the value.
+#[test]
+fn a_secret_in_the_url_never_shows() {
+    const SECRET: &str = "s3cret-4f9a0c";
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    // Nothing listens there any more: the server fails, and says why.
+    let url = format!("http://127.0.0.1:{port}/mcp?api_key=${{MCPBOX_TEST_API_KEY}}");
+    let cfg = config(
+        "secret-url",
+        json!({ "remote": { "type": "http", "url": url } }),
+    );
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+            .arg("--config")
+            .arg(&cfg)
+            .args(args)
+            .env("MCPBOX_TEST_API_KEY", SECRET)
+            .stdin(Stdio::null())
+            .output()
+            .expect("mcpbox runs")
+    };
+    for args in [
+        &["servers"][..],
+        &["--json", "servers"],
+        &["call", "mcp__remote__anything"],
+    ] {
+        let out = run(args);
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(!all.contains(SECRET), "{args:?}: {all}");
+        assert!(all.contains(&url), "{args:?}: {all}");
+    }
+}

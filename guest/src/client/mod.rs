@@ -12,7 +12,7 @@
 //!   `subscriptions/listen` for tool-list changes when the server offers them.
 //!   Every request carries `_meta` with the protocol version, the client's
 //!   capabilities and its name; `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
-//!   follow from the [`SendMeta`] the host gets with each message. An
+//!   follow from the [`SendMeta`] the HTTP transport gets with each message. An
 //!   `UnsupportedProtocolVersion` error (-32022) listing a version mcpbox speaks is
 //!   retried once with it. A listing's `ttlMs` schedules the next one when no
 //!   subscription delivers changes.

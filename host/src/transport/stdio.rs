@@ -411,7 +411,7 @@ impl Pipes {
                         return;
                     }
                 },
-                Frame::Oversized { size, id } => {
+                Frame::Oversized { size, head, tail } => {
                     diagnostics
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -419,7 +419,8 @@ impl Pipes {
                     Inbound::TooLarge(wit::Oversized {
                         size,
                         cap: *max_message as u64,
-                        id,
+                        head,
+                        tail,
                     })
                 }
                 Frame::Eof => return,
