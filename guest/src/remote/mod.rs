@@ -601,10 +601,12 @@ impl<P: HttpPort> RemoteConnection<P> {
         self.release(id);
     }
 
-    /// The queue may go on if exchange `id` held it.
+    /// The queue may go on if exchange `id` held it (and its timer is moot).
     fn release(&mut self, id: ExchangeId) {
         if matches!(self.hold, Some(Hold::Ack(h) | Hold::Open(h) | Hold::Legacy(h)) if h == id) {
             self.hold = None;
+            self.timers
+                .retain(|(_, t)| !matches!(t, Timer::Ack(h) | Timer::Open(h) if *h == id));
         }
     }
 
