@@ -18,7 +18,7 @@ mod generated {
             "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
             "wasi:http": wasmtime_wasi_http::p2::bindings::http,
             "mcpbox:runtime/transport.connection": crate::transport::Connection,
-            "mcpbox:runtime/remote.grant": crate::transport::remote::Grant,
+            "mcpbox:runtime/remote.grant": crate::imports::remote::Grant,
         },
     });
 }

@@ -133,7 +133,7 @@ impl HostState {
             diagnostics,
             memo: Arc::default(),
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
-            grants: crate::transport::remote::Grants::default(),
+            grants: crate::imports::remote::Grants::default(),
         }
     }
 }

@@ -1,15 +1,11 @@
-//! Connections to MCP servers: the host side of `mcpbox:runtime/transport`
-//! (stdio) and of `mcpbox:runtime/remote` with `wasi:http` (remote servers).
+//! Local servers: the host side of `mcpbox:runtime/transport`, child processes
+//! speaking one JSON-RPC message per line ([`stdio`], [`framing`]).
 //!
-//! | import | module | what the host does |
-//! |---|---|---|
-//! | `transport.connection` | [`stdio`] | child processes, one JSON-RPC message per line ([`framing`]) |
-//! | `remote.grant` | [`remote`] | checks the policy, resolves the URL and headers, keeps them |
-//! | `wasi:http/outgoing-handler` | [`wasi_http`] | sends the guest's requests under a grant, adding the configured headers |
-//!
-//! [`endpoint`] resolves `${VAR}` references in the host. The host knows no MCP
-//! rule: the guest speaks Streamable HTTP and HTTP+SSE itself (its `remote`
-//! module), and the host only moves bytes and reports transport facts.
+//! [`endpoint`] resolves `${VAR}` references in the host, for stdio servers
+//! here and for remote ones in `crate::imports::remote`, whose grants the
+//! guest's `wasi:http` requests go under (`crate::imports::wasi_http`). The host
+//! knows no MCP rule over HTTP: the guest speaks Streamable HTTP and HTTP+SSE
+//! itself (its `remote` module).
 //!
 //! A stdio [`Connection`] holds [`Inbound`] items that the guest drains with
 //! `receive` and waits on with `subscribe`, and takes outgoing messages with
@@ -18,9 +14,7 @@
 
 pub(crate) mod endpoint;
 pub(crate) mod framing;
-pub(crate) mod remote;
 pub(crate) mod stdio;
-pub(crate) mod wasi_http;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -31,7 +31,7 @@ use wasmtime_wasi_http::{
 };
 
 use super::remote::{Grants, STAND_IN_DOMAIN};
-use crate::state::HostState;
+use crate::store::HostState;
 
 /// How long establishing a TCP (and TLS) connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -224,7 +224,7 @@ mod tests {
 
     use super::*;
     use crate::bindings::wit;
-    use crate::state::{HostState, Policy};
+    use crate::store::{HostState, Policy};
 
     fn request(uri: &str, headers: &[(&str, &str)]) -> http::Request<WasiBody> {
         let mut r = http::Request::builder().method("GET").uri(uri);

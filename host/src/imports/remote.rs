@@ -16,9 +16,9 @@ use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use wasmtime::component::Resource;
 
-use super::endpoint::{self, placeholder};
 use crate::bindings::{remote, wit};
-use crate::state::HostState;
+use crate::store::HostState;
+use crate::transport::endpoint::{self, placeholder};
 
 /// The reserved domain of stand-in authorities.
 pub(crate) const STAND_IN_DOMAIN: &str = ".mcpbox.internal";
@@ -205,7 +205,7 @@ impl remote::HostGrant for HostState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state::{Policy, Wake};
+    use crate::store::{Policy, Wake};
 
     fn state(policy: Policy) -> HostState {
         HostState::new(
