@@ -57,6 +57,8 @@ pub(crate) struct Factory {
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
     input_requests: bool,
+    /// The runtime's OAuth state, which outlives instances.
+    oauth: Option<Arc<crate::oauth::OAuth>>,
 }
 
 /// An instance that has loaded its configuration and started its servers.
@@ -109,12 +111,19 @@ impl Factory {
             origin,
             text,
             input_requests: false,
+            oauth: None,
         })
     }
 
     /// Lets servers ask for input (elicitation) in every instance made from now on.
     pub fn with_input_requests(mut self, enabled: bool) -> Factory {
         self.input_requests = enabled;
+        self
+    }
+
+    /// Adds OAuth to the remote servers of every instance made from now on.
+    pub fn with_oauth(mut self, oauth: Arc<crate::oauth::OAuth>) -> Factory {
+        self.oauth = Some(oauth);
         self
     }
 
@@ -133,6 +142,7 @@ impl Factory {
             self.diagnostics.clone(),
         );
         state.memo = self.memo.clone();
+        state.grants.oauth = self.oauth.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

@@ -32,6 +32,9 @@
 //!   speaks Streamable HTTP and HTTP+SSE itself over `wasi:http`; the host opens
 //!   grants (the network policy, `${VAR}` resolved and kept out of the guest) and
 //!   sends the guest's requests under them, adding the configured headers.
+//! - [`oauth`]: OAuth for remote servers (discovery, registration, the
+//!   authorization code flow with PKCE, refresh, the [`TokenStore`]), run by the
+//!   host from the `wasi:http` hook; `login`/`logout` for the CLI.
 //! - `transport`: the `mcpbox:runtime/transport` import (`transport/mod.rs`):
 //!   stdio child processes with process groups, env scrubbing and a message
 //!   size cap.
@@ -51,12 +54,14 @@ mod driver;
 mod engine;
 mod imports;
 mod instance;
+pub mod oauth;
 mod runtime;
 mod store;
 mod transport;
 mod types;
 
 pub use engine::default_cache_dir;
+pub use oauth::TokenStore;
 pub use runtime::{CallOptions, Options, Runtime};
 pub use store::Policy;
 pub use types::{

@@ -65,6 +65,24 @@ enum Command {
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
     },
+    /// Authorize mcpbox with a remote server that uses OAuth: opens the
+    /// authorization page in the browser (or prints its URL) and waits for the
+    /// redirect to a listener on 127.0.0.1.
+    Login {
+        /// The server's name in the configuration.
+        server: String,
+        /// Give up waiting for the browser after this many seconds.
+        #[arg(long, value_name = "SECS", default_value = "300")]
+        timeout: u64,
+        /// Only print the URL; do not open a browser.
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the OAuth tokens of a remote server.
+    Logout {
+        /// The server's name in the configuration.
+        server: String,
+    },
 }
 
 /// A failure with the exit code it maps to.
@@ -113,6 +131,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
+    match &cli.command {
+        Command::Login {
+            server,
+            timeout,
+            no_browser,
+        } => return login(&cli, server, *timeout, *no_browser).await,
+        Command::Logout { server } => return logout(&cli, server),
+        _ => {}
+    }
     let mut options = Options::from_config_file(&cli.config).policy(Policy {
         allow_network: !cli.no_network,
         allow_processes: !cli.no_processes,
@@ -126,6 +153,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         eprintln!("warning: {}: {issue}", cli.config.display());
     }
     let code = match &cli.command {
+        Command::Login { .. } | Command::Logout { .. } => unreachable!("handled above"),
         Command::Servers { watch: false } => servers(&runtime, cli.json).await?,
         Command::Servers { watch: true } => watch(&runtime, cli.json).await?,
         Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await?,
@@ -153,6 +181,83 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
     }
     print_servers(&servers, json)?;
+    if !json {
+        for (server, reason) in runtime.authorization_required() {
+            println!("needs login: {server}: {}", printable(&reason));
+        }
+    }
+    Ok(0)
+}
+
+/// Text from servers on its way to a terminal: control characters shown escaped.
+fn printable(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+/// The configuration text, for login and logout (which need no runtime).
+fn config_text(cli: &Cli) -> Result<String, Failure> {
+    std::fs::read_to_string(&cli.config)
+        .with_context(|| format!("could not read {}", cli.config.display()))
+        .map_err(Failure::from)
+}
+
+async fn login(cli: &Cli, server: &str, timeout: u64, no_browser: bool) -> Result<u8, Failure> {
+    let text = config_text(cli)?;
+    let store = mcpbox::TokenStore::default_location();
+    eprintln!("tokens will be stored in: {}", store.describe());
+    let show = move |url: &str| {
+        eprintln!("Open this URL in a browser to authorize mcpbox with `{server}`:\n\n  {url}\n");
+        if !no_browser && webbrowser::open(url).is_err() {
+            eprintln!("(no browser could be opened here; open the URL yourself)");
+        }
+        eprintln!("waiting for the authorization (up to {timeout} s)…");
+    };
+    let login = mcpbox::oauth::login(&text, server, &store, &show, Duration::from_secs(timeout))
+        .await
+        .map_err(|e| fail(3, e))?;
+    if cli.json {
+        println!(
+            "{}",
+            serde_json::json!({"server": server, "scopes": login.scopes, "storedIn": login.stored_in})
+        );
+    } else {
+        println!(
+            "logged in to {server} (scopes: {}); tokens stored in {}",
+            if login.scopes.is_empty() {
+                "none reported".to_owned()
+            } else {
+                login.scopes.join(" ")
+            },
+            login.stored_in
+        );
+    }
+    Ok(0)
+}
+
+fn logout(cli: &Cli, server: &str) -> Result<u8, Failure> {
+    let text = config_text(cli)?;
+    let store = mcpbox::TokenStore::default_location();
+    let had = mcpbox::oauth::logout(&text, server, &store)?;
+    println!(
+        "{}",
+        if had {
+            format!(
+                "logged out of {server}: its tokens were removed from {}",
+                store.describe()
+            )
+        } else {
+            format!("{server} had no tokens in {}", store.describe())
+        }
+    );
     Ok(0)
 }
 

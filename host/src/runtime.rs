@@ -13,6 +13,7 @@ use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::state::Memo;
 use crate::instance::Factory;
+use crate::oauth::{self, OAuth, TokenStore};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
@@ -52,6 +53,9 @@ pub struct Options {
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
+    token_store: TokenStore,
+    authorize_on_demand: bool,
+    authorization_timeout: Duration,
 }
 
 impl Options {
@@ -77,6 +81,9 @@ impl Options {
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
+            token_store: TokenStore::default_location(),
+            authorize_on_demand: false,
+            authorization_timeout: oauth::DEFAULT_LOGIN_TIMEOUT,
         }
     }
 
@@ -91,6 +98,28 @@ impl Options {
     #[doc(alias = "elicitation")]
     pub fn input_requests(mut self, enabled: bool) -> Self {
         self.input_requests = enabled;
+        self
+    }
+
+    /// Where OAuth tokens of remote servers are kept (default:
+    /// [`TokenStore::default_location`], the file `mcpbox login` writes).
+    #[doc(alias = "oauth")]
+    pub fn token_store(mut self, store: TokenStore) -> Self {
+        self.token_store = store;
+        self
+    }
+
+    /// Runs the OAuth authorization when a remote server refuses a request
+    /// (`401`, or `403` asking for more scopes), instead of failing it; default
+    /// off. The authorization URL arrives as [`Event::AuthorizationRequired`];
+    /// the request waits (up to `timeout`) for the browser's redirect to the
+    /// loopback listener, then is sent again with the new token. When off, such
+    /// a server is listed by [`Runtime::authorization_required`] and needs
+    /// `mcpbox login`.
+    #[doc(alias = "oauth")]
+    pub fn authorize_on_demand(mut self, enabled: bool, timeout: Duration) -> Self {
+        self.authorize_on_demand = enabled;
+        self.authorization_timeout = timeout;
         self
     }
 
@@ -158,6 +187,7 @@ struct Inner {
     stopped: watch::Receiver<Option<String>>,
     issues: Vec<ConfigIssue>,
     diagnostics: DiagnosticsMap,
+    oauth: Arc<OAuth>,
 }
 
 impl Drop for Inner {
@@ -202,6 +232,14 @@ impl Runtime {
 
         let wake = Arc::new(Wake::default());
         let diagnostics = DiagnosticsMap::default();
+        let (events_tx, _) = broadcast::channel(1024);
+        let oauth = Arc::new(OAuth::new(
+            &text,
+            options.token_store.clone(),
+            options.authorize_on_demand,
+            options.authorization_timeout,
+            events_tx.clone(),
+        ));
         let factory = Factory::new(
             engine,
             &component,
@@ -212,13 +250,13 @@ impl Runtime {
             (origin, text),
         )?
         .with_memo(Memo::in_dir(options.cache_dir.as_deref()))
-        .with_input_requests(options.input_requests);
+        .with_input_requests(options.input_requests)
+        .with_oauth(oauth.clone());
         let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
         let (servers_tx, servers_rx) = watch::channel(Arc::new(started.servers));
         let (tools_tx, tools_rx) = watch::channel(Arc::new(started.tools));
-        let (events_tx, _) = broadcast::channel(1024);
         let (stopped_tx, stopped_rx) = watch::channel(None);
         let published = Published {
             servers: servers_tx,
@@ -246,6 +284,7 @@ impl Runtime {
                 stopped: stopped_rx,
                 issues: started.issues,
                 diagnostics,
+                oauth,
             }),
         })
     }
@@ -296,6 +335,14 @@ impl Runtime {
             oversized_messages: d.oversized_messages,
             exit_status: d.exit_status.clone(),
         })
+    }
+
+    /// The remote servers that need an OAuth login, by name, with the reason
+    /// (which names the command to run). A server leaves the list once an
+    /// authorization for it succeeds.
+    #[doc(alias = "oauth")]
+    pub fn authorization_required(&self) -> std::collections::BTreeMap<String, String> {
+        self.inner.oauth.required()
     }
 
     /// Every tool in the registry, ordered by name.

@@ -156,6 +156,19 @@ pub enum Event {
     /// (its call ended, or the server withdrew it).
     #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
+    /// A remote server needs OAuth authorization. With
+    /// [`Options::authorize_on_demand`](crate::Options::authorize_on_demand),
+    /// `url` is the authorization URL to show the user (the request waits for the
+    /// redirect to mcpbox's loopback listener); otherwise it is `None` and the
+    /// server needs `mcpbox login SERVER` (or tokens in the
+    /// [`TokenStore`](crate::TokenStore)). Never carries a credential.
+    #[doc(alias = "oauth")]
+    AuthorizationRequired {
+        /// The server's configured name.
+        server: String,
+        /// The authorization URL, when mcpbox is waiting for the user to open it.
+        url: Option<String>,
+    },
 }
 
 /// A server's request for input from the user: MCP elicitation

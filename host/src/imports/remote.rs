@@ -85,6 +85,8 @@ impl Granted {
 pub(crate) struct Grants {
     next: u64,
     by_authority: HashMap<String, Arc<Granted>>,
+    /// The runtime's OAuth state: the hook adds tokens and handles refusals.
+    pub oauth: Option<Arc<crate::oauth::OAuth>>,
 }
 
 impl Grants {

@@ -158,6 +158,7 @@ impl WasiHttpHooks for Grants {
             headers.append(HeaderName::clone(name), value.clone());
         }
         let method = parts.method;
+        let auth = self.oauth.as_ref().and_then(|o| o.for_grant(&granted));
         let (tx, rx) = oneshot::channel();
         tokio::spawn(async move {
             let result = async {
@@ -173,11 +174,10 @@ impl WasiHttpHooks for Grants {
                     .await
                     .map_err(|_| HttpError::HttpRequestBodySize(None))?
                     .to_bytes();
-                let mut request = client.request(method, url).headers(headers);
-                if !body.is_empty() {
-                    request = request.body(body);
-                }
-                let response = request.send().await.map_err(|e| send_error(&e))?;
+                // OAuth (a bearer token, a refusal handled) is crate::oauth's.
+                let response = crate::oauth::send(auth, &client, method, url, headers, body)
+                    .await
+                    .map_err(|e| send_error(&e))?;
                 let response: http::Response<reqwest::Body> = response.into();
                 Ok::<_, HttpError>(response.map(|body| {
                     body.map_err(|e| {

@@ -1,0 +1,144 @@
+//! The `oauth` fields of remote server entries, read by the host.
+//!
+//! The guest parses the configuration for everything it acts on and ignores
+//! fields it does not know; OAuth is the host's duty (credentials never enter
+//! the guest), so the host reads these few fields itself from the same text.
+//! Names follow Claude Code (`oauth.clientId`, `oauth.callbackPort`,
+//! `oauth.authServerMetadataUrl`) and Codex (`scopes`), camelCase or snake_case:
+//!
+//! ```json
+//! { "mcpServers": { "linear": {
+//!     "type": "http", "url": "https://mcp.linear.app/mcp",
+//!     "oauth": { "clientId": "abc", "clientSecret": "${LINEAR_SECRET}",
+//!                "callbackPort": 8765, "scopes": ["read", "write"] } } } }
+//! ```
+//!
+//! What this module cannot read is left alone: the guest reports problems with
+//! an entry as configuration issues.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How to authorize with one server, from its entry's `oauth` object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct OAuthConfig {
+    /// A client registered with the authorization server beforehand; without
+    /// it, mcpbox registers itself (RFC 7591).
+    #[serde(alias = "client_id")]
+    pub client_id: Option<String>,
+    /// That client's secret; `${VAR}` is resolved from the host's environment.
+    #[serde(alias = "client_secret")]
+    pub client_secret: Option<String>,
+    /// The loopback port of the redirect URI (when the client was registered
+    /// with a fixed one); any free port otherwise.
+    #[serde(alias = "callback_port")]
+    pub callback_port: Option<u16>,
+    /// Scopes to request instead of the ones the server advertises.
+    #[serde(default, deserialize_with = "scopes")]
+    pub scopes: Vec<String>,
+    /// The URL of a client ID metadata document the user hosts (SEP-991),
+    /// used as the client id where the authorization server accepts them.
+    #[serde(alias = "client_metadata_url")]
+    pub client_metadata_url: Option<String>,
+    /// The authorization server's metadata document, for servers that publish
+    /// no protected-resource metadata; skips discovery.
+    #[serde(alias = "auth_server_metadata_url")]
+    pub auth_server_metadata_url: Option<String>,
+}
+
+/// `"a b"` or `["a", "b"]`.
+fn scopes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => s.split_whitespace().map(str::to_owned).collect(),
+        Value::Array(a) => a
+            .into_iter()
+            .filter_map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// One remote server entry, as far as OAuth cares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RemoteEntry {
+    /// The URL as configured (the token store's key).
+    pub url: String,
+    /// Its `oauth` object.
+    pub oauth: OAuthConfig,
+}
+
+/// Every remote server entry with a URL, by name (`mcpServers` or VS Code's
+/// `servers`; `url` or Gemini CLI's `httpUrl`). Text that is not JSON gives none.
+pub(crate) fn remote_entries(text: &str) -> BTreeMap<String, RemoteEntry> {
+    let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+        return BTreeMap::new();
+    };
+    let mut entries = BTreeMap::new();
+    for key in ["servers", "mcpServers"] {
+        let Some(Value::Object(servers)) = root.get(key) else {
+            continue;
+        };
+        for (name, entry) in servers {
+            let url = entry
+                .get("url")
+                .or_else(|| entry.get("httpUrl"))
+                .and_then(Value::as_str);
+            let Some(url) = url else { continue };
+            let oauth = entry
+                .get("oauth")
+                .and_then(|o| OAuthConfig::deserialize(o).ok())
+                .unwrap_or_default();
+            // Among other fields, Codex keeps scopes beside the entry.
+            let oauth = match entry.get("scopes") {
+                Some(s) if oauth.scopes.is_empty() => OAuthConfig {
+                    scopes: scopes(s.clone()).unwrap_or_default(),
+                    ..oauth
+                },
+                _ => oauth,
+            };
+            entries.insert(
+                name.clone(),
+                RemoteEntry {
+                    url: url.to_owned(),
+                    oauth,
+                },
+            );
+        }
+    }
+    entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_as_claude_code_and_codex_name_them() {
+        let entries = remote_entries(
+            r#"{"mcpServers": {
+                "a": {"type": "http", "url": "https://a.example/mcp",
+                      "oauth": {"clientId": "id", "clientSecret": "${S}", "callbackPort": 8765,
+                                "scopes": "read write",
+                                "authServerMetadataUrl": "https://as.example/.well-known/openid-configuration"}},
+                "b": {"httpUrl": "https://b.example/mcp", "scopes": ["x"],
+                      "oauth": {"client_id": "id2"}},
+                "c": {"command": "npx"},
+                "d": {"url": "https://d.example/mcp", "oauth": 7}
+            }}"#,
+        );
+        assert_eq!(entries.len(), 3);
+        let a = &entries["a"].oauth;
+        assert_eq!(a.client_id.as_deref(), Some("id"));
+        assert_eq!(a.client_secret.as_deref(), Some("${S}"));
+        assert_eq!(a.callback_port, Some(8765));
+        assert_eq!(a.scopes, ["read", "write"]);
+        assert!(a.auth_server_metadata_url.is_some());
+        assert_eq!(entries["b"].oauth.client_id.as_deref(), Some("id2"));
+        assert_eq!(entries["b"].oauth.scopes, ["x"]);
+        assert_eq!(entries["d"].oauth, OAuthConfig::default());
+        assert!(remote_entries("not json").is_empty());
+    }
+}

@@ -1,0 +1,377 @@
+//! One authorization (the authorization code grant with PKCE, RFC 6749 + RFC
+//! 7636 S256, as the MCP authorization spec profiles it), from discovery to the
+//! tokens in the store.
+//!
+//! 1. Discovery through rmcp: protected-resource metadata (RFC 9728) from the
+//!    `WWW-Authenticate` challenge's `resource_metadata` or the well-known
+//!    paths, then authorization-server metadata (RFC 8414, OpenID discovery),
+//!    then the 2025-03-26 fallbacks (`/authorize`, `/token`, `/register` on the
+//!    server's origin). rmcp checks the `issuer` of each document.
+//! 2. The client: a configured (pre-registered) one, a client ID metadata
+//!    document where the server accepts them, else dynamic registration
+//!    (RFC 7591), done here rather than inside rmcp's session so the issued
+//!    client secret can be kept for refreshes in later runs.
+//! 3. The authorization URL (PKCE S256, `state`, the `resource` indicator of RFC
+//!    8707, the selected scopes), shown to the user; the loopback listener
+//!    ([`super::callback`]) waits for the redirect, with a deadline.
+//! 4. The code exchange through rmcp, which checks `state` and the RFC 9207
+//!    `iss` parameter. Only then is anything written: the tokens go to the store
+//!    as one record, so a failure at any step leaves the store as it was.
+
+use std::time::Duration;
+
+use reqwest::Url;
+use rmcp::transport::auth::{
+    AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, CredentialStore, InMemoryCredentialStore,
+    OAuthClientConfig,
+};
+
+use super::OAuthError;
+use super::callback::Callback;
+use super::config::OAuthConfig;
+use super::store::{Record, TokenStore};
+
+/// What to authorize with: a remote server entry.
+pub(crate) struct Target<'a> {
+    /// The configured name, for messages.
+    pub name: &'a str,
+    /// The URL as configured: the store's key.
+    pub configured: &'a str,
+    /// The URL with `${VAR}` resolved: where discovery starts.
+    pub url: &'a Url,
+    /// The entry's `oauth` fields.
+    pub oauth: &'a OAuthConfig,
+}
+
+impl Target<'_> {
+    fn error(&self, message: impl Into<String>) -> OAuthError {
+        OAuthError {
+            server: self.name.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// The client name mcpbox registers under.
+const CLIENT_NAME: &str = "mcpbox";
+
+/// reqwest is built without a bundled crypto provider; rmcp's client needs one.
+pub(crate) fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// rmcp's manager for `url`.
+async fn manager(target: &Target<'_>) -> Result<AuthorizationManager, OAuthError> {
+    ensure_crypto_provider();
+    AuthorizationManager::new(target.url.as_str())
+        .await
+        .map_err(|e| {
+            target.error(format!(
+                "could not set up OAuth for {}: {e}",
+                target.configured
+            ))
+        })
+}
+
+/// A manager for tokens already in the store: no network until a refresh.
+pub(crate) async fn from_record(
+    target: &Target<'_>,
+    record: &Record,
+    store: &TokenStore,
+) -> Result<AuthorizationManager, OAuthError> {
+    let mut manager = manager(target).await?;
+    manager.set_metadata(record.metadata.clone());
+    let mut client = OAuthClientConfig::new(
+        record.credentials.client_id.clone(),
+        record.redirect_uri.clone(),
+    );
+    if let Some(secret) = &record.client_secret {
+        client = client.with_client_secret(secret.clone());
+    }
+    manager.configure_client(client).map_err(|e| {
+        target.error(format!(
+            "the stored OAuth client is unusable ({e}); run `mcpbox login {}`",
+            target.name
+        ))
+    })?;
+    manager.set_credential_store(store.credentials(target.configured));
+    Ok(manager)
+}
+
+/// `${VAR}` (the whole value) from the environment, else the value itself.
+fn resolve_secret(target: &Target<'_>, value: &str) -> Result<String, OAuthError> {
+    match value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) {
+        Some(var) => std::env::var(var).map_err(|_| {
+            target.error(format!(
+                "`oauth.clientSecret` refers to ${{{var}}}, which is not set in the environment"
+            ))
+        }),
+        None => Ok(value.to_owned()),
+    }
+}
+
+/// Runs one authorization for `target`: `challenge` is the server's
+/// `WWW-Authenticate` (when a request was refused), `show` gets the
+/// authorization URL (open a browser, print it, emit an event). Returns the
+/// manager holding the new tokens, which are in `store` by then.
+pub(crate) async fn authorize(
+    target: &Target<'_>,
+    store: &TokenStore,
+    challenge: Option<&str>,
+    show: &(dyn Fn(&str) + Send + Sync),
+    timeout: Duration,
+) -> Result<AuthorizationManager, OAuthError> {
+    let callback = Callback::bind(target.oauth.callback_port.unwrap_or(0))
+        .await
+        .map_err(|e| {
+            target.error(format!(
+                "could not listen on 127.0.0.1:{} for the OAuth redirect: {e}{}",
+                target.oauth.callback_port.unwrap_or(0),
+                if target.oauth.callback_port.is_some() {
+                    " (is `oauth.callbackPort` in use by another program?)"
+                } else {
+                    ""
+                }
+            ))
+        })?;
+    let redirect_uri = callback.redirect_uri.clone();
+
+    let mut manager = manager(target).await?;
+    let metadata = match &target.oauth.auth_server_metadata_url {
+        Some(url) => configured_metadata(target, url).await?,
+        None => {
+            manager
+                .resolve_metadata_from_challenge(challenge)
+                .await
+                .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
+                .metadata
+        }
+    };
+    manager.set_metadata(metadata.clone());
+    // Tokens stay in memory until the whole flow succeeded.
+    let pending = InMemoryCredentialStore::new();
+    manager.set_credential_store(pending.clone());
+
+    let oauth = target.oauth;
+    let scopes = if oauth.scopes.is_empty() {
+        manager.select_scopes(None, &[])
+    } else {
+        oauth.scopes.clone()
+    };
+    let accepts_metadata_documents = metadata
+        .additional_fields
+        .get("client_id_metadata_document_supported")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false);
+    let (client_id, client_secret) = if let Some(id) = &oauth.client_id {
+        let secret = match &oauth.client_secret {
+            Some(s) => Some(resolve_secret(target, s)?),
+            None => None,
+        };
+        (id.clone(), secret)
+    } else if let Some(url) = oauth
+        .client_metadata_url
+        .as_ref()
+        .filter(|_| accepts_metadata_documents)
+    {
+        (url.clone(), None)
+    } else if metadata.registration_endpoint.is_some() {
+        let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
+        let client = manager
+            .register_client(CLIENT_NAME, &redirect_uri, &refs)
+            .await
+            .map_err(|e| {
+                target.error(format!(
+                    "dynamic client registration failed: {}; register a client with the \
+                     authorization server and set `oauth.clientId`",
+                    describe(&e)
+                ))
+            })?;
+        (client.client_id, client.client_secret)
+    } else {
+        return Err(target.error(
+            "the authorization server offers no dynamic client registration; register a \
+             client with it and set `oauth.clientId` (and `oauth.clientSecret` if it has one)",
+        ));
+    };
+
+    let mut request =
+        AuthorizationRequest::new(redirect_uri.clone()).with_preregistered_client(client_id);
+    if let Some(secret) = &client_secret {
+        request = request.with_client_secret(secret.clone());
+    }
+    if !oauth.scopes.is_empty() {
+        request = request.with_scopes(oauth.scopes.clone());
+    }
+    let session = AuthorizationSession::new(manager, request)
+        .await
+        .map_err(|(_, e)| {
+            target.error(format!(
+                "could not start the authorization: {}",
+                describe(&e)
+            ))
+        })?;
+
+    show(session.get_authorization_url());
+
+    let callback_url = match tokio::time::timeout(timeout, callback.wait(target.name)).await {
+        Ok(Ok(url)) => url,
+        Ok(Err(e)) => return Err(target.error(format!("the OAuth redirect listener failed: {e}"))),
+        Err(_) => {
+            return Err(target.error(format!(
+                "the authorization was not completed within {} s; run `mcpbox login {}` again",
+                timeout.as_secs(),
+                target.name
+            )));
+        }
+    };
+    if let Some(refusal) = refusal(&callback_url) {
+        return Err(target.error(format!("the authorization server refused: {refusal}")));
+    }
+    let callback = AuthorizationCallback::from_redirect_url(&callback_url)
+        .map_err(|e| target.error(format!("the OAuth redirect is unusable: {}", describe(&e))))?;
+    // rmcp would refuse it too ("state not found"); this says what it means.
+    if query_param(session.get_authorization_url(), "state").as_deref()
+        != Some(callback.csrf_token.as_str())
+    {
+        return Err(target.error(format!(
+            "the OAuth redirect's `state` does not match the authorization mcpbox started \
+             (a stale or forged redirect), so its code was not used; run `mcpbox login {}` again",
+            target.name
+        )));
+    }
+    session
+        .handle_callback_with_issuer(
+            &callback.code,
+            &callback.csrf_token,
+            callback.issuer.as_deref(),
+        )
+        .await
+        .map_err(|e| {
+            target.error(format!(
+                "the authorization could not be completed: {}; run `mcpbox login {}` again",
+                describe(&e),
+                target.name
+            ))
+        })?;
+
+    let credentials = pending
+        .load()
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(|| target.error("the authorization server issued no token"))?;
+    let mut manager = session.auth_manager;
+    store
+        .put(
+            target.configured,
+            Record {
+                server: target.name.to_owned(),
+                credentials,
+                client_secret,
+                redirect_uri,
+                metadata,
+            },
+        )
+        .map_err(|e| target.error(e.to_string()))?;
+    manager.set_credential_store(store.credentials(target.configured));
+    Ok(manager)
+}
+
+/// The document at `oauth.authServerMetadataUrl`: RFC 8414 or OpenID metadata
+/// whose `issuer` is the one the URL was derived from (RFC 8414 §3.3: the
+/// well-known path inserted after the origin, or OpenID's appended).
+async fn configured_metadata(
+    target: &Target<'_>,
+    url: &str,
+) -> Result<AuthorizationMetadata, OAuthError> {
+    let field = "`oauth.authServerMetadataUrl`";
+    ensure_crypto_provider();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(30))
+        .build()
+        .map_err(|e| target.error(format!("could not create an HTTP client: {e}")))?;
+    let response = client
+        .get(url)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .send()
+        .await
+        .map_err(|e| target.error(format!("{field} {url} could not be fetched: {e}")))?;
+    if !response.status().is_success() {
+        return Err(target.error(format!(
+            "{field} {url} answered HTTP {}; check the URL",
+            response.status()
+        )));
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| target.error(format!("{field} {url} could not be read: {e}")))?;
+    let metadata: AuthorizationMetadata = serde_json::from_slice(&body).map_err(|e| {
+        target.error(format!(
+            "{field} {url} is not authorization server metadata ({e}); check the URL"
+        ))
+    })?;
+    let issuer = metadata.issuer.clone().unwrap_or_default();
+    let expected = |issuer: &str| -> Vec<String> {
+        let Ok(parsed) = Url::parse(issuer) else {
+            return Vec::new();
+        };
+        let origin = parsed.origin().ascii_serialization();
+        let path = parsed.path().trim_end_matches('/');
+        let mut urls = Vec::new();
+        for name in ["oauth-authorization-server", "openid-configuration"] {
+            urls.push(format!("{origin}/.well-known/{name}{path}"));
+        }
+        urls.push(format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ));
+        urls
+    };
+    if !expected(&issuer).iter().any(|u| u == url) {
+        return Err(target.error(format!(
+            "{field} {url} names the issuer {issuer:?}, which does not publish metadata at that \
+             URL (RFC 8414 §3.3); the document may be forged or the URL wrong"
+        )));
+    }
+    Ok(metadata)
+}
+
+/// The query parameter `key` of `url`.
+fn query_param(url: &str, key: &str) -> Option<String> {
+    Url::parse(url)
+        .ok()?
+        .query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// `error` and `error_description` of a redirect that carries no code.
+fn refusal(callback_url: &str) -> Option<String> {
+    let get = |k: &str| query_param(callback_url, k);
+    let error = get("error")?;
+    Some(match get("error_description") {
+        Some(d) => format!("{error} ({d})"),
+        None => error,
+    })
+}
+
+/// An rmcp error for people: its text, with the cause of an HTTP failure.
+fn describe(e: &AuthError) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}

