@@ -1,10 +1,11 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned in
 //! `tests/conformance/package.json`) against mcpbox as a client.
 //!
-//! Every client scenario the suite lists for a spec revision, except the OAuth ones
-//! (`auth/…`: mcpbox has no OAuth client yet), runs at both revisions mcpbox speaks,
-//! one at a time (the `sse-retry` scenario measures reconnection timing), with
-//! `src/bin/conformance-client.rs` as the client. The suite's runner needs Node.js
+//! Every client scenario the suite lists for a spec revision, except the OAuth ones,
+//! runs at both revisions mcpbox speaks, one at a time (the `sse-retry` scenario
+//! measures reconnection timing), with `src/bin/conformance-client.rs` as the
+//! client. The OAuth scenarios (`auth/…`) run in a test of their own, each at every
+//! spec version the suite lists it for (extensions without one), alongside. The suite's runner needs Node.js
 //! 22, which `tests/conformance/node_modules` holds; `scripts/install-peers` installs
 //! it. The equivalent by hand, for one scenario:
 //!
@@ -27,8 +28,42 @@ use std::time::{Duration, Instant};
 /// The spec revisions mcpbox speaks, as the suite names them.
 const SPEC_VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
-/// Scenarios mcpbox does not pass yet: (spec version, scenario, why).
-const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[];
+/// Scenarios mcpbox does not pass yet: (spec version, scenario, why). Extensions
+/// have the version `extension`.
+const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
+    (
+        "extension",
+        "auth/client-credentials-basic",
+        "the client credentials grant (SEP-1046) is not offered: mcpbox runs the authorization \
+         code grant only",
+    ),
+    (
+        "extension",
+        "auth/client-credentials-jwt",
+        "the client credentials grant with private_key_jwt (SEP-1046) is not offered",
+    ),
+    (
+        "extension",
+        "auth/enterprise-managed-authorization",
+        "enterprise-managed authorization (token exchange, then the JWT bearer grant) is not \
+         offered",
+    ),
+    (
+        "extension",
+        "auth/dpop",
+        "DPoP-bound tokens (RFC 9449, SEP-1932) are not offered: tokens are sent as Bearer",
+    ),
+    (
+        "extension",
+        "auth/dpop-nonce",
+        "DPoP-bound tokens (RFC 9449, SEP-1932) are not offered: tokens are sent as Bearer",
+    ),
+    (
+        "extension",
+        "auth/wif-jwt-bearer",
+        "workload identity federation (the JWT bearer grant) is not offered",
+    ),
+];
 
 /// One scenario may take this long, runner start-up included.
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);
@@ -71,22 +106,42 @@ fn scenarios(version: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every OAuth client scenario with each spec version the suite lists it for
+/// (`extension` for extensions, which run without one).
+fn auth_scenarios() -> Vec<(String, String)> {
+    let output = runner(&["list", "--client"])
+        .output()
+        .expect("run the conformance suite's `list`");
+    assert!(output.status.success(), "{output:?}");
+    let mut pairs = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Some(rest) = line.trim().strip_prefix("- ") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let Some(name) = words.next().filter(|n| n.starts_with("auth/")) else {
+            continue;
+        };
+        let versions = words.collect::<String>();
+        for version in versions.trim_matches(['[', ']']).split(',') {
+            pairs.push((version.to_owned(), name.to_owned()));
+        }
+    }
+    pairs
+}
+
 /// Runs one scenario; returns whether it passed and the runner's output.
 fn run(version: &str, scenario: &str) -> (bool, String) {
     let client = env!("CARGO_BIN_EXE_conformance-client");
-    let mut child = runner(&[
-        "client",
-        "--command",
-        client,
-        "--scenario",
-        scenario,
-        "--spec-version",
-        version,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("start the conformance runner");
+    let mut args = vec!["client", "--command", client, "--scenario", scenario];
+    if version != "extension" {
+        args.extend(["--spec-version", version]);
+    }
+    let mut child = runner(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the conformance runner");
     let mut stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
     let out = std::thread::spawn(move || {
@@ -127,33 +182,52 @@ fn run(version: &str, scenario: &str) -> (bool, String) {
 
 #[test]
 fn client_scenarios_at_both_spec_versions() {
-    let mut report = Vec::new();
-    let mut unexpected = Vec::new();
-    let mut stale = Vec::new();
+    let mut pairs = Vec::new();
     for version in SPEC_VERSIONS {
         let list = scenarios(version);
         assert!(
             !list.is_empty(),
             "the suite lists no client scenarios for {version}"
         );
-        for scenario in list {
-            let (passed, output) = run(version, &scenario);
-            let expected = EXPECTED_FAILURES
-                .iter()
-                .find(|(v, s, _)| *v == version && *s == scenario);
-            report.push(format!(
-                "{version} {scenario:<40} {}",
-                match (passed, expected) {
-                    (true, _) => "pass".to_owned(),
-                    (false, Some((_, _, why))) => format!("FAIL (expected: {why})"),
-                    (false, None) => "FAIL".to_owned(),
-                }
-            ));
+        pairs.extend(list.into_iter().map(|s| (version.to_owned(), s)));
+    }
+    run_all(&pairs);
+}
+
+#[test]
+fn oauth_client_scenarios_at_every_spec_version() {
+    let pairs = auth_scenarios();
+    assert!(
+        pairs.len() >= 30,
+        "the suite lists only {} OAuth client scenario runs: {pairs:?}",
+        pairs.len()
+    );
+    run_all(&pairs);
+}
+
+/// Runs each (version, scenario) in turn; fails on an unexpected result.
+fn run_all(pairs: &[(String, String)]) {
+    let mut report = Vec::new();
+    let mut unexpected = Vec::new();
+    let mut stale = Vec::new();
+    for (version, scenario) in pairs {
+        let (version, scenario) = (version.as_str(), scenario.as_str());
+        let (passed, output) = run(version, scenario);
+        let expected = EXPECTED_FAILURES
+            .iter()
+            .find(|(v, s, _)| *v == version && *s == scenario);
+        report.push(format!(
+            "{version} {scenario:<40} {}",
             match (passed, expected) {
-                (false, None) => unexpected.push(format!("{version} {scenario}:\n{output}")),
-                (true, Some(_)) => stale.push(format!("{version} {scenario}")),
-                _ => {}
+                (true, _) => "pass".to_owned(),
+                (false, Some((_, _, why))) => format!("FAIL (expected: {why})"),
+                (false, None) => "FAIL".to_owned(),
             }
+        ));
+        match (passed, expected) {
+            (false, None) => unexpected.push(format!("{version} {scenario}:\n{output}")),
+            (true, Some(_)) => stale.push(format!("{version} {scenario}")),
+            _ => {}
         }
     }
     eprintln!("conformance (client scenarios):\n{}", report.join("\n"));

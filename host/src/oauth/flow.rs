@@ -114,13 +114,16 @@ fn resolve_secret(target: &Target<'_>, value: &str) -> Result<String, OAuthError
 }
 
 /// Runs one authorization for `target`: `challenge` is the server's
-/// `WWW-Authenticate` (when a request was refused), `show` gets the
+/// `WWW-Authenticate` (when a request was refused), `previous` the scopes of
+/// the authorization it replaces (a step-up asks for their union with the
+/// challenged ones, SEP-2350), `show` gets the
 /// authorization URL (open a browser, print it, emit an event). Returns the
 /// manager holding the new tokens, which are in `store` by then.
 pub(crate) async fn authorize(
     target: &Target<'_>,
     store: &TokenStore,
     challenge: Option<&str>,
+    previous: &[String],
     show: &(dyn Fn(&str) + Send + Sync),
     timeout: Duration,
 ) -> Result<AuthorizationManager, OAuthError> {
@@ -157,7 +160,13 @@ pub(crate) async fn authorize(
 
     let oauth = target.oauth;
     let scopes = if oauth.scopes.is_empty() {
-        manager.select_scopes(None, &[])
+        let mut scopes = previous.to_vec();
+        for scope in manager.select_scopes(None, &[]) {
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+        }
+        scopes
     } else {
         oauth.scopes.clone()
     };
@@ -203,8 +212,8 @@ pub(crate) async fn authorize(
     if let Some(secret) = &client_secret {
         request = request.with_client_secret(secret.clone());
     }
-    if !oauth.scopes.is_empty() {
-        request = request.with_scopes(oauth.scopes.clone());
+    if !oauth.scopes.is_empty() || !previous.is_empty() {
+        request = request.with_scopes(scopes);
     }
     let session = AuthorizationSession::new(manager, request)
         .await

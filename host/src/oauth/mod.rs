@@ -98,7 +98,7 @@ pub async fn login(
         url: &url,
         oauth: &entry.oauth,
     };
-    let manager = flow::authorize(&target, store, None, show, timeout).await?;
+    let manager = flow::authorize(&target, store, None, &[], show, timeout).await?;
     let scopes = manager.get_current_scopes().await;
     Ok(Login {
         scopes,
@@ -376,11 +376,16 @@ impl Authorizing {
                 url: Some(url.to_owned()),
             });
         };
+        let previous = match &*self.server.manager.lock().await {
+            Loaded::Manager(m) => m.get_current_scopes().await,
+            _ => Vec::new(),
+        };
         let target = self.server.target();
         match flow::authorize(
             &target,
             &self.ctx.store,
             Some(challenge),
+            &previous,
             &show,
             self.ctx.timeout,
         )

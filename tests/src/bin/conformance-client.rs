@@ -16,12 +16,23 @@
 //! policy, which is what the elicitation scenarios score (SEP-1034 defaults; the
 //! 2026-07-28 `input_required` retry with `requestState`).
 //!
-//! `tests/tests/conformance.rs` runs every non-OAuth client scenario with it.
+//! The OAuth scenarios (`auth/…`) run the same way, with mcpbox's on-demand
+//! authorization ([`Options::authorize_on_demand`]) and a memory token store:
+//! the first request is refused, mcpbox discovers and registers, and its
+//! [`Event::AuthorizationRequired`] is answered headlessly, as a browser whose
+//! user approves would: the authorization URL is fetched without following
+//! redirects and the `Location` it answers (mcpbox's loopback redirect URI, with
+//! the code) is requested. A pre-registered client (`client_id`,
+//! `client_secret` in the scenario's context) goes into the server entry's
+//! `oauth` fields, as a user would write them; so does the URL of a client ID
+//! metadata document.
+//!
+//! `tests/tests/conformance.rs` runs every client scenario with it.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime, ServerState};
+use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime, ServerState, TokenStore};
 use serde_json::{Value, json};
 
 /// A scenario's whole flow must finish well inside the runner's 30 s.
@@ -65,10 +76,26 @@ fn main() -> ExitCode {
     }
 }
 
+/// The client ID metadata document a user of the CIMD scenario would host.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
 async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
-    let config = json!({ "mcpServers": { "server": { "type": "http", "url": url } } });
+    let mut entry = json!({ "type": "http", "url": url });
+    if scenario.starts_with("auth/") {
+        let mut oauth = json!({ "clientMetadataUrl": CLIENT_METADATA_URL });
+        if let Some(id) = context["client_id"].as_str() {
+            oauth["clientId"] = json!(id);
+        }
+        if let Some(secret) = context["client_secret"].as_str() {
+            oauth["clientSecret"] = json!(secret);
+        }
+        entry["oauth"] = oauth;
+    }
+    let config = json!({ "mcpServers": { "server": entry } });
     let runtime = Options::from_config_text("conformance.mcp.json", config.to_string())
         .input_requests(true)
+        .token_store(TokenStore::memory())
+        .authorize_on_demand(true, PATIENCE)
         .open()
         .await
         .map_err(|e| e.to_string())?;
@@ -96,6 +123,14 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
 async fn accept_defaults(runtime: Runtime) {
     let mut events = runtime.events();
     while let Ok(event) = events.recv().await {
+        if let Event::AuthorizationRequired {
+            server,
+            url: Some(url),
+        } = &event
+        {
+            eprintln!("authorization required by {server}");
+            tokio::spawn(approve(url.clone()));
+        }
         if let Event::InputRequested(request) = event {
             eprintln!("input requested by {}: {}", request.server, request.message);
             if let Err(e) = runtime
@@ -105,6 +140,32 @@ async fn accept_defaults(runtime: Runtime) {
                 eprintln!("could not answer input request {}: {e}", request.id);
             }
         }
+    }
+}
+
+/// A browser whose user approves: the authorization server redirects to
+/// mcpbox's loopback listener, which completes the authorization.
+async fn approve(url: String) {
+    let client = match reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+    {
+        Ok(c) => c,
+        Err(e) => return eprintln!("approve: {e}"),
+    };
+    let location = match client.get(&url).send().await {
+        Ok(r) => r
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_owned),
+        Err(e) => return eprintln!("approve: the authorization URL failed: {e}"),
+    };
+    let Some(location) = location else {
+        return eprintln!("approve: the authorization server did not redirect");
+    };
+    if let Err(e) = client.get(&location).send().await {
+        eprintln!("approve: the redirect failed: {e}");
     }
 }
 
