@@ -105,7 +105,7 @@ pub struct Grant {
 
 /// Opens a grant for `server`, applying the network policy; `${VAR}` values
 /// come from `lookup` (the host's environment in production).
-pub(super) fn open(
+pub(crate) fn open(
     state: &mut HostState,
     server: &str,
     ep: &wit::HttpEndpoint,

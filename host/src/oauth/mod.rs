@@ -447,6 +447,21 @@ pub(crate) async fn send(
     let Some(auth) = auth else {
         return build(None).send().await;
     };
+    // Only the host authorizes: anything the guest put there goes.
+    let mut headers = headers;
+    headers.remove(AUTHORIZATION);
+    let build = |token: Option<&str>| {
+        let mut request = client
+            .request(method.clone(), url.clone())
+            .headers(headers.clone());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if !body.is_empty() {
+            request = request.body(body.clone());
+        }
+        request
+    };
     let token = auth.access_token().await;
     let response = build(token.as_deref()).send().await?;
     let Some(challenge) = challenge(&response) else {
@@ -458,5 +473,176 @@ pub(crate) async fn send(
     match auth.authorize(token.as_deref(), &challenge).await {
         Some(token) => build(Some(&token)).send().await,
         None => Ok(response),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The boundary: what the guest hands the `wasi:http` hook and what the hook
+    //! hands back, for a server with a stored token and one without, searched
+    //! for the token, along with everything the runtime would show (the
+    //! reasons, the events).
+
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::pin::Pin;
+
+    use http_body_util::{BodyExt, Full};
+    use rmcp::transport::auth::{AuthorizationMetadata, StoredCredentials};
+    use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
+
+    use super::*;
+    use crate::bindings::wit;
+    use crate::store::{HostState, Policy};
+
+    const TOKEN: &str = "tok-SECRET-5a1b";
+
+    /// Answers each request 200 when it carries the token, else 401 with a
+    /// challenge; returns every request head it saw.
+    fn server(requests: usize) -> (u16, std::thread::JoinHandle<Vec<String>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let thread = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for _ in 0..requests {
+                let (stream, _) = listener.accept().unwrap();
+                let mut write = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut head = String::new();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let authorized = head.contains(&format!("Bearer {TOKEN}"));
+                seen.push(head);
+                let answer = if authorized {
+                    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_owned()
+                } else {
+                    "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer error=\"invalid_token\"\r\n\
+                     content-length: 0\r\nconnection: close\r\n\r\n"
+                        .to_owned()
+                };
+                write.write_all(answer.as_bytes()).unwrap();
+            }
+            seen
+        });
+        (port, thread)
+    }
+
+    fn record(port: u16) -> store::Record {
+        let response = serde_json::from_value(
+            serde_json::json!({"access_token": TOKEN, "token_type": "Bearer"}),
+        )
+        .unwrap();
+        let metadata: AuthorizationMetadata = serde_json::from_value(serde_json::json!({
+            "authorization_endpoint": format!("http://127.0.0.1:{port}/authorize"),
+            "token_endpoint": format!("http://127.0.0.1:{port}/token"),
+        }))
+        .unwrap();
+        store::Record {
+            server: "with".into(),
+            credentials: StoredCredentials::new("client".into(), Some(response), vec![], None),
+            client_secret: None,
+            redirect_uri: "http://127.0.0.1:1/callback".into(),
+            metadata,
+        }
+    }
+
+    /// What the guest gets back: status, headers and body, as text.
+    async fn exchange(state: &mut HostState, uri: &str) -> String {
+        let request = http::Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header("authorization", "Bearer guest-made")
+            .body(
+                Full::new(Bytes::from_static(b"{}"))
+                    .map_err(|e| match e {})
+                    .boxed_unsync(),
+            )
+            .unwrap();
+        let future = state
+            .grants
+            .send_request(request, None, Box::new(async { Ok(()) }));
+        let (response, _): (http::Response<WasiBody>, _) = Pin::from(future).await.unwrap();
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.unwrap().to_bytes();
+        format!("{parts:?} {}", String::from_utf8_lossy(&body))
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_guest_never_sees_a_token_and_a_refusal_names_the_login() {
+        let (port, requests) = server(2);
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let other = format!("http://127.0.0.1:{port}/other");
+        let config = serde_json::json!({"mcpServers": {
+            "with": {"type": "http", "url": url},
+            "without": {"type": "http", "url": other},
+        }})
+        .to_string();
+        let store = TokenStore::memory();
+        store.put(&url, record(port)).unwrap();
+        let (events, mut seen_events) = broadcast::channel(16);
+        let oauth = Arc::new(OAuth::new(
+            &config,
+            store,
+            false,
+            Duration::from_secs(1),
+            events,
+        ));
+        let mut state = HostState::new(
+            Policy::default(),
+            Default::default(),
+            1 << 20,
+            Default::default(),
+        );
+        state.grants.oauth = Some(oauth.clone());
+        let mut handed = String::new();
+        for (name, url) in [("with", &url), ("without", &other)] {
+            let ep = wit::HttpEndpoint {
+                url: url.clone(),
+                headers: Vec::new(),
+            };
+            let grant = crate::imports::remote::open(&mut state, name, &ep, &|_| None).unwrap();
+            let stand_in = format!("{grant:?}");
+            handed.push_str(&stand_in);
+        }
+        let with = exchange(&mut state, "http://g0.mcpbox.internal/mcp").await;
+        assert!(with.contains("200"), "{with}");
+        let without = exchange(&mut state, "http://g1.mcpbox.internal/other").await;
+        assert!(without.contains("401"), "{without}");
+        handed.push_str(&with);
+        handed.push_str(&without);
+        let required = oauth.required();
+        assert!(
+            required["without"].contains("mcpbox login without"),
+            "{required:?}"
+        );
+        assert!(!required.contains_key("with"), "{required:?}");
+        handed.push_str(&format!("{required:?}"));
+        while let Ok(event) = seen_events.try_recv() {
+            handed.push_str(&format!("{event:?}"));
+        }
+        assert!(handed.contains("AuthorizationRequired"), "{handed}");
+        assert!(!handed.contains(TOKEN), "{handed}");
+        // The server got the token, once, and never the guest's own header.
+        let requests = requests.join().unwrap();
+        assert!(
+            requests[0].contains(&format!("Bearer {TOKEN}")),
+            "{requests:?}"
+        );
+        assert!(
+            !requests.iter().any(|r| r.contains("guest-made")),
+            "{requests:?}"
+        );
+        assert!(!requests[1].contains(TOKEN), "{requests:?}");
     }
 }

@@ -27,13 +27,30 @@
 //! `oauth` fields, as a user would write them; so does the URL of a client ID
 //! metadata document.
 //!
+//! Everything the runtime hands this embedder (events, server states, tools,
+//! call results and errors, diagnostics) goes into a transcript, which is
+//! searched at the end for the suite's access tokens (`test-token-…`): finding
+//! one fails the scenario.
+//!
 //! `tests/tests/conformance.rs` runs every client scenario with it.
 
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime, ServerState, TokenStore};
 use serde_json::{Value, json};
+
+/// Everything the runtime handed out, searched for tokens at the end.
+static TRANSCRIPT: Mutex<String> = Mutex::new(String::new());
+
+/// What the suite's authorization server issues as access tokens.
+const TOKEN_PREFIX: &str = "test-token-";
+
+fn record(what: impl std::fmt::Debug) {
+    let mut t = TRANSCRIPT.lock().unwrap_or_else(|p| p.into_inner());
+    t.push_str(&format!("{what:?}\n"));
+}
 
 /// A scenario's whole flow must finish well inside the runner's 30 s.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -114,8 +131,21 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         server.tool_count
     );
     let result = scenario_flow(&runtime, scenario, context).await;
+    record(&result);
+    record(runtime.servers());
+    record(runtime.tools());
+    record(runtime.authorization_required());
+    record(runtime.diagnostics("server"));
     runtime.shutdown().await;
     answering.abort();
+    let transcript = TRANSCRIPT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(at) = transcript.find(TOKEN_PREFIX) {
+        let end = transcript.len().min(at + 80);
+        return Err(format!(
+            "an access token reached the embedder: …{}…",
+            &transcript[at..end]
+        ));
+    }
     result
 }
 
@@ -123,6 +153,7 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
 async fn accept_defaults(runtime: Runtime) {
     let mut events = runtime.events();
     while let Ok(event) = events.recv().await {
+        record(&event);
         if let Event::AuthorizationRequired {
             server,
             url: Some(url),
@@ -203,9 +234,11 @@ async fn scenario_flow(runtime: &Runtime, scenario: &str, context: &Value) -> Re
             for tool in tools.iter() {
                 let arguments = minimal_arguments(tool.input_schema.get());
                 // A tool refused with a tool error still exercised the request.
-                let _ = runtime
-                    .call_tool_json(&tool.name, arguments, CallOptions::default())
-                    .await;
+                record(
+                    runtime
+                        .call_tool_json(&tool.name, arguments, CallOptions::default())
+                        .await,
+                );
             }
             Ok(())
         }
@@ -235,7 +268,9 @@ async fn call(runtime: &Runtime, tool: &str, arguments: String) -> Result<(), St
     let result = runtime
         .call_tool_json(tool, arguments, CallOptions::default())
         .await
-        .map_err(|e| format!("{tool}: {e}"))?;
+        .map_err(|e| format!("{tool}: {e}"));
+    record(&result);
+    let result = result?;
     eprintln!("{tool}: {}", result.text);
     Ok(())
 }
