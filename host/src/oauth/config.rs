@@ -47,6 +47,17 @@ pub(crate) struct OAuthConfig {
     /// no protected-resource metadata; skips discovery.
     #[serde(alias = "auth_server_metadata_url")]
     pub auth_server_metadata_url: Option<String>,
+    /// `client_credentials` for a machine client (SEP-1046: `clientId` and
+    /// `clientSecret`, no user, no browser); the authorization code grant otherwise.
+    #[serde(alias = "grant_type")]
+    pub grant_type: Option<String>,
+}
+
+impl OAuthConfig {
+    /// Whether tokens come from the client credentials grant.
+    pub fn client_credentials(&self) -> bool {
+        self.grant_type.as_deref() == Some("client_credentials")
+    }
 }
 
 /// `"a b"` or `["a", "b"]`.

@@ -23,8 +23,8 @@ use std::time::Duration;
 use reqwest::Url;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
-    AuthorizationRequest, AuthorizationSession, CredentialStore, InMemoryCredentialStore,
-    OAuthClientConfig,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
+    InMemoryCredentialStore, OAuthClientConfig,
 };
 
 use super::OAuthError;
@@ -358,6 +358,59 @@ fn query_param(url: &str, key: &str) -> Option<String> {
         .query_pairs()
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.into_owned())
+}
+
+/// The client credentials grant (SEP-1046, `client_secret_basic` or `_post` as
+/// the server offers): a machine client's token, with no user. The token is
+/// kept in memory only: the configured secret gets a new one whenever needed.
+pub(crate) async fn client_credentials(
+    target: &Target<'_>,
+    challenge: Option<&str>,
+) -> Result<AuthorizationManager, OAuthError> {
+    let oauth = target.oauth;
+    let (Some(client_id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) else {
+        return Err(target.error(
+            "`oauth.grantType` \"client_credentials\" needs `oauth.clientId` and \
+             `oauth.clientSecret`",
+        ));
+    };
+    let mut manager = manager(target).await?;
+    let metadata = match &oauth.auth_server_metadata_url {
+        Some(url) => configured_metadata(target, url).await?,
+        None => {
+            manager
+                .resolve_metadata_from_challenge(challenge)
+                .await
+                .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
+                .metadata
+        }
+    };
+    manager.set_metadata(metadata);
+    manager.set_credential_store(InMemoryCredentialStore::new());
+    let config = ClientCredentialsConfig::ClientSecret {
+        client_id: client_id.clone(),
+        client_secret: resolve_secret(target, secret)?,
+        scopes: oauth.scopes.clone(),
+        resource: Some(target.url.to_string()),
+    };
+    let fail = |e: AuthError| {
+        target.error(format!(
+            "the client credentials grant failed: {}; check `oauth.clientId` and \
+             `oauth.clientSecret`",
+            describe(&e)
+        ))
+    };
+    manager
+        .validate_client_credentials_metadata(&config)
+        .map_err(fail)?;
+    manager
+        .configure_client_credentials(&config)
+        .map_err(fail)?;
+    manager
+        .exchange_client_credentials(&config)
+        .await
+        .map_err(fail)?;
+    Ok(manager)
 }
 
 /// `error` and `error_description` of a redirect that carries no code.

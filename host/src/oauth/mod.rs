@@ -343,6 +343,9 @@ impl Authorizing {
     /// authorization when the runtime may, and returns the new token.
     async fn authorize(&self, used: Option<&str>, challenge: &str) -> Option<String> {
         let name = &self.server.name;
+        if self.server.oauth.client_credentials() {
+            return self.client_credentials(used, challenge).await;
+        }
         if !self.ctx.on_demand {
             self.ctx.require(
                 name,
@@ -391,6 +394,34 @@ impl Authorizing {
         )
         .await
         {
+            Ok(manager) => {
+                let manager = Arc::new(manager);
+                *self.server.manager.lock().await = Loaded::Manager(manager.clone());
+                self.ctx.satisfied(name);
+                manager.get_access_token().await.ok()
+            }
+            Err(e) => {
+                self.ctx.require(name, e.to_string(), None);
+                None
+            }
+        }
+    }
+}
+
+impl Authorizing {
+    /// A machine client's token (no user: on demand or not).
+    async fn client_credentials(&self, used: Option<&str>, challenge: &str) -> Option<String> {
+        let name = &self.server.name;
+        let _flow = self.server.flow.lock().await;
+        if let Some(token) = self.access_token().await
+            && Some(token.as_str()) != used
+        {
+            return Some(token);
+        }
+        if self.server.in_a_row.fetch_add(1, Ordering::SeqCst) >= MAX_AUTHORIZATIONS_IN_A_ROW {
+            return None;
+        }
+        match flow::client_credentials(&self.server.target(), Some(challenge)).await {
             Ok(manager) => {
                 let manager = Arc::new(manager);
                 *self.server.manager.lock().await = Loaded::Manager(manager.clone());

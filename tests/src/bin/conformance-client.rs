@@ -106,6 +106,9 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         if let Some(secret) = context["client_secret"].as_str() {
             oauth["clientSecret"] = json!(secret);
         }
+        if scenario.starts_with("auth/client-credentials") {
+            oauth["grantType"] = json!("client_credentials");
+        }
         entry["oauth"] = oauth;
     }
     let config = json!({ "mcpServers": { "server": entry } });
