@@ -191,11 +191,15 @@ impl OAuth {
             .clone()
     }
 
+    /// Lists `server` as needing a login. The first reason stays until an
+    /// authorization succeeds: it is the specific one (a failed refresh), the
+    /// refusals that follow only repeat it.
     fn require(&self, server: &str, reason: String, url: Option<String>) {
         self.required
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(server.to_owned(), reason);
+            .entry(server.to_owned())
+            .or_insert(reason);
         let _ = self.events.send(Event::AuthorizationRequired {
             server: server.to_owned(),
             url,
@@ -554,8 +558,17 @@ mod tests {
                 let mut body = vec![0; length];
                 reader.read_exact(&mut body).unwrap();
                 let authorized = head.contains(&format!("Bearer {TOKEN}"));
-                seen.push(head);
-                let answer = if authorized {
+                let refresh = head.starts_with("POST /token");
+                seen.push(format!("{head}{}", String::from_utf8_lossy(&body)));
+                let answer = if refresh {
+                    // The refresh token was revoked.
+                    let error = r#"{"error":"invalid_grant"}"#;
+                    format!(
+                        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\nconnection: close\r\n\r\n{error}",
+                        error.len()
+                    )
+                } else if authorized {
                     "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_owned()
                 } else {
                     "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer error=\"invalid_token\"\r\n\
@@ -568,6 +581,9 @@ mod tests {
         });
         (port, thread)
     }
+
+    const EXPIRED: &str = "tok-EXPIRED-77c2";
+    const REFRESH: &str = "refresh-SECRET-90d3";
 
     fn record(port: u16) -> store::Record {
         let response = serde_json::from_value(
@@ -586,6 +602,24 @@ mod tests {
             redirect_uri: "http://127.0.0.1:1/callback".into(),
             metadata,
         }
+    }
+
+    /// A token that expired an hour ago, with a refresh token the server revoked.
+    fn expired(port: u16) -> store::Record {
+        let mut record = record(port);
+        record.credentials = StoredCredentials::new(
+            "client".into(),
+            Some(
+                serde_json::from_value(serde_json::json!({
+                    "access_token": EXPIRED, "token_type": "Bearer",
+                    "expires_in": 60, "refresh_token": REFRESH,
+                }))
+                .unwrap(),
+            ),
+            vec![],
+            Some(1),
+        );
+        record
     }
 
     /// What the guest gets back: status, headers and body, as text.
@@ -611,16 +645,20 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread")]
     async fn the_guest_never_sees_a_token_and_a_refusal_names_the_login() {
-        let (port, requests) = server(2);
+        // with, without, expired's refresh, expired.
+        let (port, requests) = server(4);
         let url = format!("http://127.0.0.1:{port}/mcp");
         let other = format!("http://127.0.0.1:{port}/other");
+        let stale = format!("http://127.0.0.1:{port}/stale");
         let config = serde_json::json!({"mcpServers": {
             "with": {"type": "http", "url": url},
             "without": {"type": "http", "url": other},
+            "expired": {"type": "http", "url": stale},
         }})
         .to_string();
         let store = TokenStore::memory();
         store.put(&url, record(port)).unwrap();
+        store.put(&stale, expired(port)).unwrap();
         let (events, mut seen_events) = broadcast::channel(16);
         let oauth = Arc::new(OAuth::new(
             &config,
@@ -637,7 +675,7 @@ mod tests {
         );
         state.grants.oauth = Some(oauth.clone());
         let mut handed = String::new();
-        for (name, url) in [("with", &url), ("without", &other)] {
+        for (name, url) in [("with", &url), ("without", &other), ("expired", &stale)] {
             let ep = wit::HttpEndpoint {
                 url: url.clone(),
                 headers: Vec::new(),
@@ -650,9 +688,19 @@ mod tests {
         assert!(with.contains("200"), "{with}");
         let without = exchange(&mut state, "http://g1.mcpbox.internal/other").await;
         assert!(without.contains("401"), "{without}");
+        // A refresh the server refuses: the request goes without a token, is
+        // refused, and only this server needs a login.
+        let refused = exchange(&mut state, "http://g2.mcpbox.internal/stale").await;
+        assert!(refused.contains("401"), "{refused}");
         handed.push_str(&with);
         handed.push_str(&without);
+        handed.push_str(&refused);
         let required = oauth.required();
+        assert!(
+            required["expired"].contains("could not be refreshed")
+                && required["expired"].contains("mcpbox login expired"),
+            "{required:?}"
+        );
         assert!(
             required["without"].contains("mcpbox login without"),
             "{required:?}"
@@ -663,7 +711,9 @@ mod tests {
             handed.push_str(&format!("{event:?}"));
         }
         assert!(handed.contains("AuthorizationRequired"), "{handed}");
-        assert!(!handed.contains(TOKEN), "{handed}");
+        for secret in [TOKEN, EXPIRED, REFRESH] {
+            assert!(!handed.contains(secret), "{secret} in {handed}");
+        }
         // The server got the token, once, and never the guest's own header.
         let requests = requests.join().unwrap();
         assert!(
@@ -675,5 +725,10 @@ mod tests {
             "{requests:?}"
         );
         assert!(!requests[1].contains(TOKEN), "{requests:?}");
+        assert!(
+            requests[2].starts_with("POST /token") && requests[2].contains(REFRESH),
+            "{requests:?}"
+        );
+        assert!(!requests[3].contains(EXPIRED), "{requests:?}");
     }
 }
