@@ -345,6 +345,14 @@ impl Runtime {
         self.inner.oauth.required()
     }
 
+    /// The OAuth authorization URLs waiting for the user (with
+    /// [`Options::authorize_on_demand`]), by server: what
+    /// [`Event::AuthorizationRequired`] carried, for a subscriber that came later.
+    #[doc(alias = "oauth")]
+    pub fn pending_authorizations(&self) -> std::collections::BTreeMap<String, String> {
+        self.inner.oauth.pending()
+    }
+
     /// Every tool in the registry, ordered by name.
     pub fn tools(&self) -> Arc<Vec<Tool>> {
         self.inner.tools.borrow().clone()

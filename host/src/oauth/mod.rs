@@ -152,6 +152,9 @@ pub(crate) struct OAuth {
     entries: BTreeMap<String, RemoteEntry>,
     servers: Mutex<HashMap<String, Arc<ServerAuth>>>,
     required: Mutex<BTreeMap<String, String>>,
+    /// Authorization URLs waiting for the user, by server: an embedder that
+    /// subscribed to events after the event was sent still finds them.
+    pending: Mutex<BTreeMap<String, String>>,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -180,7 +183,24 @@ impl OAuth {
             entries: config::remote_entries(text),
             servers: Mutex::default(),
             required: Mutex::default(),
+            pending: Mutex::default(),
         }
+    }
+
+    /// Authorization URLs waiting for the user, by server.
+    pub fn pending(&self) -> BTreeMap<String, String> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn set_pending(&self, server: &str, url: Option<&str>) {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        match url {
+            Some(url) => pending.insert(server.to_owned(), url.to_owned()),
+            None => pending.remove(server),
+        };
     }
 
     /// The servers that need a login, with the reason.
@@ -376,9 +396,10 @@ impl Authorizing {
             );
             return None;
         }
-        let events = self.ctx.events.clone();
+        let ctx = &self.ctx;
         let show = move |url: &str| {
-            let _ = events.send(Event::AuthorizationRequired {
+            ctx.set_pending(name, Some(url));
+            let _ = ctx.events.send(Event::AuthorizationRequired {
                 server: name.clone(),
                 url: Some(url.to_owned()),
             });
@@ -388,7 +409,7 @@ impl Authorizing {
             _ => Vec::new(),
         };
         let target = self.server.target();
-        match flow::authorize(
+        let result = flow::authorize(
             &target,
             &self.ctx.store,
             Some(challenge),
@@ -396,8 +417,9 @@ impl Authorizing {
             &show,
             self.ctx.timeout,
         )
-        .await
-        {
+        .await;
+        self.ctx.set_pending(name, None);
+        match result {
             Ok(manager) => {
                 let manager = Arc::new(manager);
                 *self.server.manager.lock().await = Loaded::Manager(manager.clone());

@@ -36,7 +36,9 @@
 
 use std::process::ExitCode;
 use std::sync::Mutex;
+
 use std::time::Duration;
+use tokio::sync::broadcast;
 
 use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime, ServerState, TokenStore};
 use serde_json::{Value, json};
@@ -119,7 +121,12 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         .open()
         .await
         .map_err(|e| e.to_string())?;
-    let answering = tokio::spawn(accept_defaults(runtime.clone()));
+    let events = runtime.events();
+    // An authorization that started before the subscription.
+    for url in runtime.pending_authorizations().into_values() {
+        tokio::spawn(approve(url));
+    }
+    let answering = tokio::spawn(accept_defaults(runtime.clone(), events));
     let servers = runtime.ready().await;
     let server = servers.first().ok_or("no server configured")?;
     if server.state != ServerState::Connected {
@@ -153,8 +160,7 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
 }
 
 /// Accepts every input request with `{}`: the requested schema's defaults.
-async fn accept_defaults(runtime: Runtime) {
-    let mut events = runtime.events();
+async fn accept_defaults(runtime: Runtime, mut events: broadcast::Receiver<Event>) {
     while let Ok(event) = events.recv().await {
         record(&event);
         if let Event::AuthorizationRequired {
