@@ -10,6 +10,9 @@
 //! endpoint answering 500 with HTML, a redirect with a wrong `state`, an
 //! authorization nobody completes.
 //!
+//! Last, `servers` for a server that refuses every request: "needs login" and
+//! the command.
+//!
 //! Needs `scripts/install-peers` (the mock server and the Node.js 22 it needs).
 
 use std::io::{BufRead, BufReader, Write};
@@ -338,4 +341,53 @@ fn an_authorization_nobody_completes_times_out() {
         &["not completed within 1 s", "mcpbox login demo"],
     );
     let _ = std::io::stderr().flush();
+}
+
+/// A remote server that refuses every request with `401`: `servers` says it
+/// needs a login and which command to run, and nothing is written.
+#[test]
+fn servers_shows_needs_login_with_the_command() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = serde_json::json!({"mcpServers": {"locked": {
+        "type": "http", "url": format!("http://127.0.0.1:{port}/mcp")
+    }}});
+    std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
+        .arg(dir.path().join("mcp.json"))
+        .arg("servers")
+        .env("MCPBOX_CREDENTIALS", dir.path().join("credentials.json"))
+        .env("MCPBOX_CACHE_DIR", dir.path().join("cache"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("needs login: locked") && stdout.contains("run `mcpbox login locked`"),
+        "{stdout}"
+    );
+    assert!(!dir.path().join("credentials.json").exists());
 }
