@@ -185,6 +185,7 @@ impl TokenStore {
         ServerCredentials {
             store: self.clone(),
             url: url.to_owned(),
+            cached: Mutex::new(None),
         }
     }
 }
@@ -234,9 +235,14 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// One server's credentials, as rmcp's [`CredentialStore`]: what a refresh reads
 /// and writes. The record must exist (login writes it whole).
+///
+/// rmcp loads the credentials for every request it authorizes; they are read
+/// from the store once and kept here, so a request costs no file read. A login
+/// in another process is seen by the next runtime.
 pub(crate) struct ServerCredentials {
     store: TokenStore,
     url: String,
+    cached: Mutex<Option<StoredCredentials>>,
 }
 
 fn store_error(e: StoreError) -> AuthError {
@@ -246,14 +252,20 @@ fn store_error(e: StoreError) -> AuthError {
 #[async_trait::async_trait]
 impl CredentialStore for ServerCredentials {
     async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
-        Ok(self
+        if let Some(c) = &*self.cached.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Ok(Some(c.clone()));
+        }
+        let loaded = self
             .store
             .get(&self.url)
             .map_err(store_error)?
-            .map(|r| r.credentials))
+            .map(|r| r.credentials);
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = loaded.clone();
+        Ok(loaded)
     }
 
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some(credentials.clone());
         self.store
             .with(|servers| match servers.get_mut(&self.url) {
                 Some(record) => {
@@ -266,6 +278,7 @@ impl CredentialStore for ServerCredentials {
     }
 
     async fn clear(&self) -> Result<(), AuthError> {
+        *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.store.remove(&self.url).map_err(store_error)?;
         Ok(())
     }
