@@ -5,7 +5,7 @@
 //! |----------------------------|--------------------------------|
 //! | `mcpbox:runtime/transport` | [`crate::transport`] (`mod.rs`: `Host`, `HostConnection`; stdio processes) |
 //! | `mcpbox:runtime/remote`    | [`remote`] (grants: policy, `${VAR}` resolved and kept) |
-//! | `wasi:http`                | `wasmtime-wasi-http`, with the hook in [`wasi_http`] |
+//! | `wasi:http`                | `wasmtime-wasi-http`, with the hook in [`wasi_http`] (OAuth: [`crate::oauth`]) |
 //! | `mcpbox:runtime/control`   | [`control`]                    |
 //! | `mcpbox:runtime/state`     | [`state`]                      |
 //! | `wasi:io`, `wasi:clocks`   | `wasmtime-wasi`                |

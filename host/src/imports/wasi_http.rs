@@ -12,6 +12,9 @@
 //!   only to the configured origin, since nothing else can be reached. No
 //!   `Referer` is sent and no redirect is followed: a `3xx` is the guest's to
 //!   read (it follows same-origin `307`/`308` itself and refuses the rest).
+//! - OAuth is [`crate::oauth`]'s: `oauth::send` adds the server's bearer token
+//!   and handles a refusal (`401`, `403` with `insufficient_scope`), unless the
+//!   configured headers hold an `Authorization` of their own.
 //! - `HEAD` goes on a new connection, never a pooled one: the guest sends it to
 //!   learn whether anything still serves HTTP at the URL after an exchange broke.
 //! - The exchange runs on a task of its own: a request the guest drops before

@@ -4,7 +4,7 @@
 //!
 //! # Where it happens
 //! The guest's requests to a remote server go out through the `wasi:http` hook
-//! ([`crate::imports::wasi_http`]), which hands them to [`send`]: it adds
+//! (`imports/wasi_http.rs`), which hands them to `oauth::send`: it adds
 //! `Authorization: Bearer …` when the store holds a token for the server
 //! (refreshing it first when it is about to expire), and when the server answers
 //! `401`, or `403` with `insufficient_scope` (step-up), it either runs an
