@@ -83,6 +83,12 @@ pub(crate) async fn from_record(
     store: &TokenStore,
 ) -> Result<AuthorizationManager, OAuthError> {
     let mut manager = manager(target).await?;
+    manager.set_credential_store(store.credentials(target.configured));
+    if record.metadata.token_endpoint.is_empty() {
+        // A token the embedder handed over (`TokenStore::set_access_token`):
+        // usable until it expires, never refreshed.
+        return Ok(manager);
+    }
     manager.set_metadata(record.metadata.clone());
     let mut client = OAuthClientConfig::new(
         record.credentials.client_id.clone(),
@@ -97,7 +103,6 @@ pub(crate) async fn from_record(
             target.name
         ))
     })?;
-    manager.set_credential_store(store.credentials(target.configured));
     Ok(manager)
 }
 

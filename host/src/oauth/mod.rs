@@ -679,7 +679,8 @@ mod tests {
         }})
         .to_string();
         let store = TokenStore::memory();
-        store.put(&url, record(port)).unwrap();
+        // A token the embedder hands over, as an embedder would.
+        store.set_access_token(&url, TOKEN, None).unwrap();
         store.put(&stale, expired(port)).unwrap();
         let (events, mut seen_events) = broadcast::channel(16);
         let oauth = Arc::new(OAuth::new(

@@ -141,6 +141,46 @@ impl TokenStore {
         })
     }
 
+    /// Hands mcpbox an access token the embedder obtained itself (from its own
+    /// store or flow) for the server configured with `url` (as written in the
+    /// configuration), valid for `expires_in` when known. mcpbox sends it as
+    /// the bearer token and cannot refresh it: once it expires or is refused,
+    /// the server needs authorization again
+    /// ([`Event::AuthorizationRequired`](crate::Event::AuthorizationRequired)).
+    pub fn set_access_token(
+        &self,
+        url: &str,
+        access_token: &str,
+        expires_in: Option<std::time::Duration>,
+    ) -> Result<(), StoreError> {
+        let mut response = serde_json::json!({
+            "access_token": access_token,
+            "token_type": "Bearer",
+        });
+        if let Some(d) = expires_in {
+            response["expires_in"] = d.as_secs().into();
+        }
+        let response = serde_json::from_value(response).map_err(|e| self.error(e.to_string()))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.put(
+            url,
+            Record {
+                server: String::new(),
+                credentials: StoredCredentials::new(
+                    String::new(),
+                    Some(response),
+                    Vec::new(),
+                    Some(now),
+                ),
+                client_secret: None,
+                redirect_uri: String::new(),
+                metadata: AuthorizationMetadata::default(),
+            },
+        )
+    }
+
     /// Forgets a server's tokens; whether there were any.
     pub fn remove(&self, url: &str) -> Result<bool, StoreError> {
         self.with(|servers| {
