@@ -1,15 +1,20 @@
 //! Token storage: where the OAuth tokens of remote servers live between runs,
 //! keyed by the server's URL as configured (so no `${VAR}` value is ever a key).
 //!
-//! Two backends today:
+//! Three backends:
+//! - the OS keychain (feature `keychain`, on by default): macOS Keychain,
+//!   Windows Credential Manager, the Secret Service on Linux, through the
+//!   `keyring` crate; one entry per server (service `mcpbox`, account the URL),
+//!   used when the keychain answers a probe;
 //! - a JSON file readable only by the user (`0600` in a `0700` directory),
 //!   rewritten atomically (a temporary file in the same directory, renamed over
-//!   the old one, by the `tempfile` crate), so a crash never leaves half a file;
+//!   the old one, by the `tempfile` crate), so a crash never leaves half a file:
+//!   where there is no keychain (a server, a container: no Secret Service runs
+//!   where mcpbox is built and tested), or when asked for;
 //! - memory, for embedders that keep tokens elsewhere and tests.
 //!
-//! The OS keychain is not a backend yet: the `keyring` crate's Linux backend
-//! needs a Secret Service daemon (none runs where mcpbox is built and tested)
-//! and D-Bus bindings that double the build; see the README.
+//! [`TokenStore::default_location`] chooses, and [`TokenStore::describe`] says
+//! what it chose and why (`mcpbox login` prints it).
 //!
 //! A record holds everything a later run needs to use and refresh the tokens
 //! without discovery: the rmcp credentials (client id, token response, granted
@@ -32,8 +37,15 @@ pub struct TokenStore {
 }
 
 enum Backend {
-    File { path: PathBuf, lock: Mutex<()> },
+    File {
+        path: PathBuf,
+        lock: Mutex<()>,
+        /// Why the keychain was not used, when it was tried.
+        no_keychain: Option<String>,
+    },
     Memory(Mutex<BTreeMap<String, Record>>),
+    #[cfg(feature = "keychain")]
+    Keychain(Mutex<()>),
 }
 
 impl std::fmt::Debug for TokenStore {
@@ -90,8 +102,18 @@ impl TokenStore {
             backend: Arc::new(Backend::File {
                 path: path.into(),
                 lock: Mutex::new(()),
+                no_keychain: None,
             }),
         }
+    }
+
+    /// The OS keychain, when one answers here; why not otherwise.
+    #[cfg(feature = "keychain")]
+    pub fn keychain() -> Result<TokenStore, String> {
+        keychain::available()?;
+        Ok(TokenStore {
+            backend: Arc::new(Backend::Keychain(Mutex::new(()))),
+        })
     }
 
     /// Memory only: tokens last as long as the store.
@@ -101,43 +123,124 @@ impl TokenStore {
         }
     }
 
-    /// The default: `$MCPBOX_CREDENTIALS`, else `credentials.json` in
-    /// `$XDG_CONFIG_HOME/mcpbox` or `~/.config/mcpbox`; memory when none is set.
+    /// The default: the file `$MCPBOX_CREDENTIALS` when it is set; else the OS
+    /// keychain when one answers (feature `keychain`) and
+    /// `$MCPBOX_TOKEN_STORE` is not `file`; else `credentials.json` in
+    /// `$XDG_CONFIG_HOME/mcpbox` or `~/.config/mcpbox`; memory when no
+    /// directory is known.
     pub fn default_location() -> TokenStore {
         let var = |name| {
             std::env::var_os(name)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        var("MCPBOX_CREDENTIALS")
-            .or_else(|| var("XDG_CONFIG_HOME").map(|d| d.join("mcpbox").join("credentials.json")))
+        if let Some(path) = var("MCPBOX_CREDENTIALS") {
+            return TokenStore::file(path);
+        }
+        let file = var("XDG_CONFIG_HOME")
+            .map(|d| d.join("mcpbox").join("credentials.json"))
             .or_else(|| {
                 var("HOME").map(|d| d.join(".config").join("mcpbox").join("credentials.json"))
-            })
-            .map_or_else(TokenStore::memory, TokenStore::file)
+            });
+        let want_file = std::env::var("MCPBOX_TOKEN_STORE").is_ok_and(|v| v == "file");
+        TokenStore::choose(want_file, file)
     }
 
-    /// Where tokens go, for people: `file /path (0600)` or `memory`.
-    pub fn describe(&self) -> String {
-        match &*self.backend {
-            Backend::File { path, .. } => format!("file {} (mode 0600)", path.display()),
-            Backend::Memory(_) => "memory (not kept after this process)".to_owned(),
+    /// The keychain unless `want_file`, else (or without one) the file.
+    fn choose(want_file: bool, file: Option<PathBuf>) -> TokenStore {
+        #[cfg(feature = "keychain")]
+        let no_keychain = if want_file {
+            None
+        } else {
+            match TokenStore::keychain() {
+                Ok(store) => return store,
+                Err(why) => Some(why),
+            }
+        };
+        #[cfg(not(feature = "keychain"))]
+        let no_keychain = (!want_file).then(|| "built without the `keychain` feature".to_owned());
+        match file {
+            Some(path) => TokenStore {
+                backend: Arc::new(Backend::File {
+                    path,
+                    lock: Mutex::new(()),
+                    no_keychain,
+                }),
+            },
+            None => TokenStore::memory(),
         }
     }
 
-    /// The configured URLs that have tokens.
+    /// Where tokens go, for people: `the OS keychain`, `file /path (mode
+    /// 0600)` with why not the keychain, or `memory`.
+    pub fn describe(&self) -> String {
+        match &*self.backend {
+            Backend::File {
+                path,
+                no_keychain: None,
+                ..
+            } => format!("file {} (mode 0600)", path.display()),
+            Backend::File {
+                path,
+                no_keychain: Some(why),
+                ..
+            } => format!("file {} (mode 0600; no OS keychain: {why})", path.display()),
+            Backend::Memory(_) => "memory (not kept after this process)".to_owned(),
+            #[cfg(feature = "keychain")]
+            Backend::Keychain(_) => "the OS keychain (service `mcpbox`)".to_owned(),
+        }
+    }
+
+    /// The configured URLs that have tokens (the keychain cannot list its entries).
     pub fn urls(&self) -> Result<Vec<String>, StoreError> {
         self.with(|servers| Ok((servers.keys().cloned().collect(), false)))
     }
 
     pub(crate) fn get(&self, url: &str) -> Result<Option<Record>, StoreError> {
+        #[cfg(feature = "keychain")]
+        if let Backend::Keychain(_) = &*self.backend {
+            return match keychain::get(url).map_err(|m| self.error(m))? {
+                Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
+                    self.error(format!(
+                        "holds an entry for {url} that is not a token record ({e}); run \
+                         `mcpbox logout` and `mcpbox login` for that server"
+                    ))
+                }),
+                None => Ok(None),
+            };
+        }
         self.with(|servers| Ok((servers.get(url).cloned(), false)))
     }
 
     pub(crate) fn put(&self, url: &str, record: Record) -> Result<(), StoreError> {
+        #[cfg(feature = "keychain")]
+        if let Backend::Keychain(_) = &*self.backend {
+            let text = serde_json::to_string(&record).map_err(|e| self.error(e.to_string()))?;
+            return keychain::set(url, &text).map_err(|m| self.error(m));
+        }
         self.with(|servers| {
             servers.insert(url.to_owned(), record);
             Ok(((), true))
+        })
+    }
+
+    /// Replaces the credentials of an existing record (a refresh).
+    fn update(&self, url: &str, credentials: StoredCredentials) -> Result<(), StoreError> {
+        #[cfg(feature = "keychain")]
+        if let Backend::Keychain(lock) = &*self.backend {
+            let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(mut record) = self.get(url)? {
+                record.credentials = credentials;
+                self.put(url, record)?;
+            }
+            return Ok(());
+        }
+        self.with(|servers| match servers.get_mut(url) {
+            Some(record) => {
+                record.credentials = credentials;
+                Ok(((), true))
+            }
+            None => Ok(((), false)),
         })
     }
 
@@ -183,6 +286,10 @@ impl TokenStore {
 
     /// Forgets a server's tokens; whether there were any.
     pub fn remove(&self, url: &str) -> Result<bool, StoreError> {
+        #[cfg(feature = "keychain")]
+        if let Backend::Keychain(_) = &*self.backend {
+            return keychain::delete(url).map_err(|m| self.error(m));
+        }
         self.with(|servers| {
             let had = servers.remove(url).is_some();
             Ok((had, had))
@@ -201,7 +308,9 @@ impl TokenStore {
                 let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
                 f(&mut map).map(|(t, _)| t)
             }
-            Backend::File { path, lock } => {
+            #[cfg(feature = "keychain")]
+            Backend::Keychain(_) => Err(self.error("cannot list its entries".to_owned())),
+            Backend::File { path, lock, .. } => {
                 let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
                 let mut file = read(path).map_err(|message| self.error(message))?;
                 let (t, write_back) = f(&mut file.servers)?;
@@ -307,13 +416,7 @@ impl CredentialStore for ServerCredentials {
     async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
         *self.cached.lock().unwrap_or_else(|p| p.into_inner()) = Some(credentials.clone());
         self.store
-            .with(|servers| match servers.get_mut(&self.url) {
-                Some(record) => {
-                    record.credentials = credentials;
-                    Ok(((), true))
-                }
-                None => Ok(((), false)),
-            })
+            .update(&self.url, credentials)
             .map_err(store_error)
     }
 
@@ -324,9 +427,88 @@ impl CredentialStore for ServerCredentials {
     }
 }
 
+/// The OS keychain through `keyring` (its v1 API: the platform's default
+/// store). Calls block briefly (D-Bus on Linux); they happen once per server and
+/// runtime (credentials are cached), at login and at refresh.
+#[cfg(feature = "keychain")]
+mod keychain {
+    use keyring::{Entry, Error};
+
+    /// The keychain service name of every entry.
+    const SERVICE: &str = "mcpbox";
+
+    fn entry(account: &str) -> Result<Entry, String> {
+        Entry::new(SERVICE, account).map_err(|e| e.to_string())
+    }
+
+    /// Whether the keychain answers: a read of an entry that need not exist.
+    pub fn available() -> Result<(), String> {
+        if let Err(e) = Entry::store_status() {
+            return Err(e.to_string());
+        }
+        match entry("mcpbox-availability-probe")?.get_password() {
+            Ok(_) | Err(Error::NoEntry) => Ok(()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    pub fn get(url: &str) -> Result<Option<String>, String> {
+        match entry(url)?.get_password() {
+            Ok(text) => Ok(Some(text)),
+            Err(Error::NoEntry) => Ok(None),
+            Err(e) => Err(format!("could not be read: {e}")),
+        }
+    }
+
+    pub fn set(url: &str, text: &str) -> Result<(), String> {
+        entry(url)?
+            .set_password(text)
+            .map_err(|e| format!("could not be written: {e}"))
+    }
+
+    pub fn delete(url: &str) -> Result<bool, String> {
+        match entry(url)?.delete_credential() {
+            Ok(()) => Ok(true),
+            Err(Error::NoEntry) => Ok(false),
+            Err(e) => Err(format!("could not be changed: {e}")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where a keychain answers, records round-trip through it; where none does
+    /// (here: no Secret Service), the file is chosen and says why.
+    #[test]
+    fn the_keychain_where_one_answers_else_the_file_saying_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        let store = TokenStore::choose(false, Some(path.clone()));
+        let text = store.describe();
+        if text.starts_with("the OS keychain") {
+            let url = "https://mcpbox-test.invalid/mcp";
+            store.put(url, record("tok-k")).unwrap();
+            assert!(store.get(url).unwrap().is_some());
+            assert!(store.remove(url).unwrap());
+            assert!(store.get(url).unwrap().is_none());
+        } else {
+            assert!(text.contains("no OS keychain: "), "{text}");
+            assert!(text.contains(&path.display().to_string()), "{text}");
+        }
+        // Asked for the file: the file, with no excuse.
+        let store = TokenStore::choose(true, Some(path.clone()));
+        assert_eq!(
+            store.describe(),
+            format!("file {} (mode 0600)", path.display())
+        );
+        assert!(
+            TokenStore::choose(true, None)
+                .describe()
+                .starts_with("memory")
+        );
+    }
 
     fn record(token: &str) -> Record {
         let response: rmcp::transport::auth::OAuthTokenResponse = serde_json::from_value(
