@@ -280,7 +280,8 @@ impl Driver {
                 reply,
             } => {
                 let options = registry::CallOptions {
-                    timeout_ms: timeout.map(|t| t.as_millis() as u64),
+                    // A timeout past u64 milliseconds (585 million years) is no timeout.
+                    timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 };
                 let started = self
                     .guest

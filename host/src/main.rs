@@ -321,16 +321,10 @@ async fn call(
     } else {
         arguments.to_owned()
     };
-    let timeout = match timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-        Some(secs) => {
-            return Err(fail(
-                2,
-                anyhow::anyhow!("--timeout must be a positive number of seconds, not {secs}"),
-            ));
-        }
-        None => None,
-    };
+    let timeout = timeout
+        .map(parse_timeout)
+        .transpose()
+        .map_err(|e| fail(2, e))?;
 
     // Wait for this tool's server only, not for every slow server; when the tool
     // never appears, the registry's own error says why (its server failed, …).
@@ -361,6 +355,20 @@ async fn call(
         writeln!(out, "{}", result.text)?;
     }
     Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// `--timeout SECS` as a [`Duration`]: a positive, finite number of seconds that
+/// a `Duration` can hold (`1e300` cannot; `Duration::from_secs_f64` would panic).
+fn parse_timeout(secs: f64) -> anyhow::Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        anyhow::bail!("--timeout must be a positive number of seconds, not {secs}");
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        anyhow::anyhow!(
+            "--timeout {secs} is too large: at most {} seconds",
+            Duration::MAX.as_secs()
+        )
+    })
 }
 
 /// A spinner on stderr while servers connect, shown only on a terminal.

@@ -398,3 +398,21 @@ fn no_network_and_no_processes() {
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
+
+/// Issue 10, finding 11: a `--timeout` too large for a `Duration` (or not a
+/// positive finite number) is a usage error, exit 2, never a panic.
+#[test]
+fn timeout_out_of_range_is_a_usage_error() {
+    let cfg = config("timeout", json!({ "demo": demo_entry() }));
+    for value in ["1e300", "inf", "NaN", "-1", "0"] {
+        let flag = format!("--timeout={value}");
+        let out = mcpbox(&cfg, &["call", "mcp__demo__echo", r#"{"text":"x"}"#, &flag]);
+        assert_eq!(out.status.code(), Some(2), "{value}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("--timeout"),
+            "{value}: {}",
+            stderr(&out)
+        );
+        assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    }
+}
