@@ -38,6 +38,7 @@
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
 //!   compiled components.
 //! - `bindings`: the one `bindgen!` over `wit/`.
+//! - [`terminal`]: escaping server text for a terminal (the CLI's human output).
 //! - [`types`](Tool): the public data types.
 
 #![deny(missing_docs)]
@@ -49,6 +50,7 @@ mod imports;
 mod instance;
 mod runtime;
 mod store;
+pub mod terminal;
 mod transport;
 mod types;
 

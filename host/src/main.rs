@@ -2,6 +2,10 @@
 //!
 //! Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or
 //! configuration error; 3 server unavailable or timeout.
+//!
+//! Human-readable output shows text from servers and configurations through
+//! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
+//! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -11,6 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use mcpbox::terminal::{Lines, escape};
 use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, ServerStatus};
 
 #[derive(Parser, Debug)]
@@ -106,7 +111,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", block(&format!("{error:#}"), "  "));
             ExitCode::from(code)
         }
     }
@@ -123,7 +128,11 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     }
     let runtime = options.open().await?;
     for issue in runtime.config_issues() {
-        eprintln!("warning: {}: {issue}", cli.config.display());
+        eprintln!(
+            "warning: {}: {}",
+            one(&cli.config.display().to_string()),
+            block(&issue.to_string(), "  ")
+        );
     }
     let code = match &cli.command {
         Command::Servers { watch: false } => servers(&runtime, cli.json).await?,
@@ -167,7 +176,7 @@ fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
     }
     let width = servers
         .iter()
-        .map(|s| s.name.chars().count())
+        .map(|s| one(&s.name).chars().count())
         .max()
         .unwrap_or(0);
     for s in servers {
@@ -185,19 +194,22 @@ fn status_line(s: &ServerStatus, width: usize) -> String {
         ServerState::Failed => "✗",
         ServerState::Closed => "–",
     };
-    let mut line = format!("{symbol} {:width$}  {:>3} tools", s.name, s.tool_count);
+    let name = one(&s.name);
+    // Padded by what is shown: an escaped name is wider than its characters.
+    let mut line = format!("{symbol} {name:width$}  {:>3} tools", s.tool_count);
     if let Some(v) = &s.protocol_version {
-        line.push_str(&format!("  {v}"));
+        line.push_str(&format!("  {}", one(v)));
     }
     if let Some(name) = &s.server_name {
         line.push_str(&format!(
-            "  {name} {}",
-            s.server_version.as_deref().unwrap_or("")
+            "  {} {}",
+            one(name),
+            one(s.server_version.as_deref().unwrap_or(""))
         ));
     }
     let mut line = line.trim_end().to_owned();
     if let Some(error) = &s.error {
-        line.push_str(&format!("\n    {}", error.replace('\n', "\n    ")));
+        line.push_str(&format!("\n    {}", block(error, "    ")));
     }
     line
 }
@@ -244,14 +256,22 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         } else {
             match &event {
                 Event::Status(s) => writeln!(out, "{}", status_line(s, 0))?,
-                Event::ToolsChanged(server) => writeln!(out, "  {server}: tool list changed")?,
-                Event::Warning(text) => writeln!(out, "  warning: {text}")?,
+                Event::ToolsChanged(server) => {
+                    writeln!(out, "  {}: tool list changed", one(server))?
+                }
+                Event::Warning(text) => writeln!(out, "  warning: {}", block(text, "    "))?,
                 Event::Log {
                     server,
                     level,
                     message,
-                } => writeln!(out, "  {server} [{level}] {message}")?,
-                other => writeln!(out, "  {other:?}")?,
+                } => writeln!(
+                    out,
+                    "  {} [{}] {}",
+                    one(server),
+                    one(level),
+                    block(message, "    ")
+                )?,
+                other => writeln!(out, "  {}", one(&format!("{other:?}")))?,
             }
         }
         out.flush()?;
@@ -263,11 +283,12 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
     if let Some(name) = server
         && !servers.iter().any(|s| s.name == name)
     {
-        let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        let known: Vec<String> = servers.iter().map(|s| one(&s.name).into_owned()).collect();
         return Err(fail(
             2,
             anyhow::anyhow!(
-                "no server named `{name}` (configured: {})",
+                "no server named `{}` (configured: {})",
+                one(name),
                 known.join(", ")
             ),
         ));
@@ -283,14 +304,18 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
         serde_json::to_writer_pretty(&mut out, &selected)?;
         writeln!(out)?;
     } else {
-        let width = selected.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        let width = selected
+            .iter()
+            .map(|t| one(&t.name).chars().count())
+            .max()
+            .unwrap_or(0);
         for t in &selected {
             let description = t
                 .description
                 .as_deref()
                 .and_then(|d| d.lines().next())
                 .unwrap_or("");
-            writeln!(out, "{:width$}  {description}", t.name)?;
+            writeln!(out, "{:width$}  {}", one(&t.name), one(description))?;
         }
     }
     // Before the warnings on stderr, so a terminal shows them in that order.
@@ -298,8 +323,8 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
     for s in servers.iter().filter(|s| s.state == ServerState::Failed) {
         eprintln!(
             "warning: server `{}` failed: {}",
-            s.name,
-            s.error.as_deref().unwrap_or("unknown error")
+            one(&s.name),
+            block(s.error.as_deref().unwrap_or("unknown error"), "  ")
         );
     }
     Ok(0)
@@ -350,11 +375,24 @@ async fn call(
         serde_json::to_writer_pretty(&mut out, &result)?;
         writeln!(out)?;
     } else if result.is_error {
-        eprintln!("{}", result.text);
+        eprintln!("{}", escape(&result.text, Lines::Keep));
     } else {
-        writeln!(out, "{}", result.text)?;
+        writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
     }
     Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// A one-line field from a server or the configuration (a name, a version, a
+/// description's first line), with every control character escaped.
+fn one(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, Lines::Escape)
+}
+
+/// Text that may span lines (an error, a log message), escaped, with every line
+/// after the first indented by `indent`, so no line of it can pass for a line of
+/// the CLI's own.
+fn block(text: &str, indent: &str) -> String {
+    escape(text, Lines::Keep).replace('\n', &format!("\n{indent}"))
 }
 
 /// `--timeout SECS` as a [`Duration`]: a positive, finite number of seconds that
@@ -395,10 +433,10 @@ impl Spinner {
         let task = tokio::spawn(async move {
             loop {
                 let servers = runtime.servers();
-                let starting: Vec<&str> = servers
+                let starting: Vec<String> = servers
                     .iter()
                     .filter(|s| s.state == ServerState::Starting)
-                    .map(|s| s.name.as_str())
+                    .map(|s| one(&s.name).into_owned())
                     .collect();
                 shown.set_message(format!(
                     "connecting to {} of {} servers: {}",

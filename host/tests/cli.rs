@@ -416,3 +416,152 @@ fn timeout_out_of_range_is_a_usage_error() {
         assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
     }
 }
+
+/// `host/tests/misbehaving_server.py` with `flags`.
+fn misbehaving_entry(flags: &[&str]) -> Value {
+    let mut args = vec![json!(repo().join("host/tests/misbehaving_server.py"))];
+    args.extend(flags.iter().map(|f| json!(f)));
+    json!({ "command": "python3", "args": args })
+}
+
+/// The escapes `misbehaving_server.py --escapes` puts everywhere.
+const ESCAPES: &str = "\x1b]0;pwned\x07\x1b[2J\x1b[H\u{9b}31m\x7f\u{202e}evil\u{202c}";
+
+/// Fails if `text` holds a character that a terminal would act on rather than show:
+/// C0 controls other than newline and tab, DEL, C1 controls, bidi controls.
+fn assert_terminal_safe(what: &str, text: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|c| {
+            (c.is_control() && *c != '\n' && *c != '\t')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect();
+    assert!(raw.is_empty(), "{what} has raw {raw:?}: {text:?}");
+}
+
+/// Issue 10, finding 9: what servers say reaches the terminal with its control
+/// characters escaped (`\x1b`, `\u{202e}`), in every human-readable output; JSON
+/// output keeps the exact text.
+#[test]
+fn terminal_escapes_from_servers_are_shown_escaped() {
+    let cfg = config(
+        "escapes",
+        json!({
+            "evil": misbehaving_entry(&["--escapes"]),
+            "dead": misbehaving_entry(&["--exit-at-start", "3"]),
+            "na\u{1b}[2Jme": misbehaving_entry(&[]),
+        }),
+    );
+    let out = mcpbox(&cfg, &["servers"]);
+    let text = stdout(&out);
+    assert_terminal_safe("servers", &text);
+    assert_terminal_safe("servers (stderr)", &stderr(&out));
+    assert!(
+        text.contains(r"evil\x1b]0;pwned\x07\x1b[2J\x1b[H\x9b31m\x7f\u{202e}evil\u{202c}"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r"fatal\x1b]0;pwned"),
+        "the stderr tail: {text}"
+    );
+    assert!(text.contains(r"na\x1b[2Jme"), "the server's name: {text}");
+
+    let out = mcpbox(&cfg, &["tools"]);
+    assert_terminal_safe("tools", &stdout(&out));
+    assert_terminal_safe("tools (stderr)", &stderr(&out));
+    assert!(
+        stdout(&out).contains(r"Echoes.\x1b]0;pwned"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains(r"fatal\x1b]0;pwned"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = mcpbox(&cfg, &["call", "mcp__evil__shout"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_terminal_safe("a tool error", &stderr(&out));
+    assert!(
+        stderr(&out).contains(r"failed\x1b]0;pwned"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = mcpbox(
+        &cfg,
+        &[
+            "call",
+            "mcp__evil__echo",
+            &json!({"text": ESCAPES}).to_string(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_terminal_safe("a tool result", &stdout(&out));
+
+    let out = mcpbox(&cfg, &["call", "mcp__dead__echo"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_terminal_safe("an unavailable server", &stderr(&out));
+    assert!(
+        stderr(&out).contains(r"fatal\x1b]0;pwned"),
+        "{}",
+        stderr(&out)
+    );
+
+    // JSON stays exact.
+    let out = mcpbox(&cfg, &["--json", "servers"]);
+    let servers: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let evil = servers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "evil")
+        .unwrap();
+    assert_eq!(evil["serverName"], format!("evil{ESCAPES}"), "{evil}");
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--json",
+            "call",
+            "mcp__evil__echo",
+            &json!({"text": ESCAPES}).to_string(),
+        ],
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["text"], ESCAPES);
+
+    // --watch: the log notification the server sends once initialised.
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(["servers", "--watch"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let mut seen = String::new();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        seen.push_str(&line);
+        if line.contains("[info]") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_terminal_safe("servers --watch", &seen);
+    assert!(seen.contains(r"log\x1b]0;pwned"), "{seen}");
+}
