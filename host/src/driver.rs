@@ -135,7 +135,6 @@ impl Driver {
                 // The callers in flight are told this, not that the guest restarted.
                 break format!("the guest failed {MAX_TRAPS} times within a minute; last: {trap}");
             }
-            self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
             match self.factory.start().await {
                 Ok(started) => {
                     // The old store goes with its connections, which stops its servers.
@@ -145,6 +144,9 @@ impl Driver {
                     self.published
                         .servers
                         .send_replace(Arc::new(started.servers));
+                    // Answered once the new snapshots are out, so a caller told of the
+                    // restart that then waits for readiness waits for the new servers.
+                    self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
                     // Told after the new snapshots are out, so a listener that then
                     // waits for readiness waits for the new instance's servers.
                     let _ = self.published.events.send(Event::Warning(format!(

@@ -40,6 +40,10 @@ struct Cli {
     /// Do not start stdio servers (child processes): they fail as denied by the policy.
     #[arg(long, global = true)]
     no_processes: bool,
+    /// The most memory the guest component may use, in MiB (default 256); a call's
+    /// arguments may be 1/16 of it.
+    #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    memory_limit: Option<u32>,
     #[command(subcommand)]
     command: Command,
 }
@@ -125,6 +129,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     });
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
+    }
+    if let Some(mib) = cli.memory_limit {
+        options = options.memory_limit(mib as usize * 1024 * 1024);
     }
     let runtime = options.open().await?;
     for issue in runtime.config_issues() {
@@ -338,11 +345,7 @@ async fn call(
     json: bool,
 ) -> Result<u8, Failure> {
     let arguments = if arguments == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading the arguments from stdin")?;
-        text
+        read_arguments(runtime, tool)?
     } else {
         arguments.to_owned()
     };
@@ -380,6 +383,34 @@ async fn call(
         writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
     }
     Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// Reads a call's arguments from stdin, keeping no more than a call may have:
+/// beyond that the rest is only counted, for the error.
+fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure> {
+    let limit = runtime.max_arguments_bytes();
+    let mut stdin = std::io::stdin().lock();
+    let mut bytes = Vec::new();
+    (&mut stdin)
+        .take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .context("reading the arguments from stdin")?;
+    if bytes.len() > limit {
+        let rest = std::io::copy(&mut stdin, &mut std::io::sink())
+            .context("reading the arguments from stdin")?;
+        let size = bytes
+            .len()
+            .saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
+        runtime
+            .check_arguments_size(tool, size)
+            .map_err(|e| fail(2, e))?;
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        fail(
+            2,
+            anyhow::anyhow!("the arguments on stdin are not UTF-8: {e}"),
+        )
+    })
 }
 
 /// A one-line field from a server or the configuration (a name, a version, a

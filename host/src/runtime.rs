@@ -117,6 +117,9 @@ impl Options {
     }
 
     /// The most linear memory the guest may use, in bytes (default 256 MiB).
+    ///
+    /// It also bounds the arguments of one call: at most 1/16 of it (16 MiB by
+    /// default; see [`Runtime::check_arguments_size`]).
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = bytes;
         self
@@ -158,7 +161,18 @@ struct Inner {
     stopped: watch::Receiver<Option<String>>,
     issues: Vec<ConfigIssue>,
     diagnostics: DiagnosticsMap,
+    /// The guest's memory limit, which bounds the arguments of a call.
+    memory_limit: usize,
 }
+
+/// The arguments of one call may take up this fraction of the guest's memory
+/// limit. The guest holds them several times over while it starts the call (the
+/// text handed in, the value parsed to check it against the schema, the request
+/// written for the server), next to every server's state and any answers arriving
+/// meanwhile. Measured with the default 256 MiB: an `echo` of 32 MB of arguments
+/// (whose answer is as large) worked, 40 MB ran the guest out of memory, which
+/// traps it and restarts every server. 1/16 (16 MiB) leaves room for that.
+const ARGUMENTS_SHARE: usize = 16;
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -246,6 +260,7 @@ impl Runtime {
                 stopped: stopped_rx,
                 issues: started.issues,
                 diagnostics,
+                memory_limit: options.memory_limit,
             }),
         })
     }
@@ -361,6 +376,7 @@ impl Runtime {
         arguments: String,
         options: CallOptions,
     ) -> Result<CallResult, CallError> {
+        self.check_arguments_size(name, arguments.len())?;
         let (reply, answer) = oneshot::channel();
         self.submit(Job::Call {
             tool: name.to_owned(),
@@ -373,6 +389,31 @@ impl Runtime {
             Ok(outcome) => outcome.map(CallResult::from),
             Err(_) => Err(CallError::Runtime(self.stop_reason())),
         }
+    }
+
+    /// The largest arguments (JSON text, in bytes) a call accepts: 1/16 of the
+    /// guest's memory limit ([`Options::memory_limit`]), 16 MiB by default.
+    pub fn max_arguments_bytes(&self) -> usize {
+        self.inner.memory_limit / ARGUMENTS_SHARE
+    }
+
+    /// What [`call_tool`](Runtime::call_tool) checks before anything enters the
+    /// guest: `Err(`[`CallError::InvalidArguments`]`)` naming `tool`, the size,
+    /// the limit and how to raise it when `bytes` of arguments are over
+    /// [`max_arguments_bytes`](Runtime::max_arguments_bytes). Lets a caller refuse
+    /// arguments before reading them whole.
+    pub fn check_arguments_size(&self, tool: &str, bytes: usize) -> Result<(), CallError> {
+        let limit = self.max_arguments_bytes();
+        if bytes <= limit {
+            return Ok(());
+        }
+        Err(CallError::InvalidArguments(format!(
+            "the arguments of `{tool}` are {bytes} bytes, more than the {} a call may have \
+             (1/{ARGUMENTS_SHARE} of the guest's memory limit of {}); a larger memory limit \
+             raises it (Options::memory_limit; CLI: --memory-limit MIB)",
+            size(limit),
+            size(self.inner.memory_limit),
+        )))
     }
 
     /// Closes every connection and stops every server. Pending calls fail with
@@ -443,6 +484,15 @@ impl Runtime {
             .borrow()
             .clone()
             .unwrap_or_else(|| "it stopped".into())
+    }
+}
+
+/// `bytes` in the largest binary unit that shows it exactly ("16 MiB", "256 KiB").
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
     }
 }
 

@@ -565,3 +565,57 @@ fn terminal_escapes_from_servers_are_shown_escaped() {
     assert_terminal_safe("servers --watch", &seen);
     assert!(seen.contains(r"log\x1b]0;pwned"), "{seen}");
 }
+
+/// Runs mcpbox with `input` on its stdin (written by a thread, since mcpbox may
+/// stop reading early).
+fn mcpbox_with_stdin(config: &Path, args: &[&str], input: String) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
+        .arg(config)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+/// Issue 10, finding 10: arguments too large for the guest are refused before
+/// they enter it (exit 2, with the size, the limit and how to raise it), rather
+/// than trapping the guest and restarting every server.
+#[test]
+fn oversized_arguments_are_refused_before_the_guest() {
+    let cfg = config("big-args", json!({ "demo": demo_entry() }));
+    let text = "x".repeat(40 * 1024 * 1024);
+    let arguments = json!({ "text": text }).to_string();
+    let out = mcpbox_with_stdin(&cfg, &["call", "mcp__demo__echo", "-"], arguments);
+    let message = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains(&format!("{} bytes", text.len() + 11))
+            && message.contains("16 MiB")
+            && message.contains("--memory-limit"),
+        "{message}"
+    );
+    assert!(!message.contains("wasm"), "{message}");
+
+    // A larger memory limit raises the limit.
+    let big = json!({ "text": "y".repeat(20 * 1024 * 1024) }).to_string();
+    let out = mcpbox_with_stdin(&cfg, &["call", "mcp__demo__echo", "-"], big.clone());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = mcpbox_with_stdin(
+        &cfg,
+        &["--memory-limit", "512", "call", "mcp__demo__echo", "-"],
+        big,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(out.stdout.len(), 20 * 1024 * 1024 + 1);
+}
