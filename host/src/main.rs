@@ -134,6 +134,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         options = options.memory_limit(mib as usize * 1024 * 1024);
     }
     let runtime = options.open().await?;
+    for warning in runtime.startup_warnings() {
+        eprintln!("warning: {}", block(warning, "  "));
+    }
     for issue in runtime.config_issues() {
         eprintln!(
             "warning: {}: {}",

@@ -49,6 +49,7 @@ pub struct Options {
     config: ConfigSource,
     guest: GuestSource,
     cache_dir: Option<PathBuf>,
+    config_dir: Option<PathBuf>,
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
@@ -74,6 +75,7 @@ impl Options {
             config,
             guest: GuestSource::Embedded,
             cache_dir: engine::default_cache_dir(),
+            config_dir: engine::default_config_dir(),
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
@@ -102,8 +104,22 @@ impl Options {
 
     /// Where compiled components are cached; `None` compiles every time.
     /// Defaults to [`default_cache_dir`](crate::default_cache_dir).
+    ///
+    /// A cached component is native code, so it is loaded only from a directory
+    /// and a file of the current user's that group and others cannot write, and
+    /// only if its HMAC (keyed by a secret in the [`config_dir`](Options::config_dir))
+    /// checks out; otherwise the guest is compiled in memory and
+    /// [`Runtime::startup_warnings`] says why.
     pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.cache_dir = dir;
+        self
+    }
+
+    /// Where mcpbox keeps the key that signs cached components (`cache-key`,
+    /// 0600). Defaults to [`default_config_dir`](crate::default_config_dir);
+    /// `None` turns the on-disk component cache off.
+    pub fn config_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.config_dir = dir;
         self
     }
 
@@ -163,6 +179,8 @@ struct Inner {
     diagnostics: DiagnosticsMap,
     /// The guest's memory limit, which bounds the arguments of a call.
     memory_limit: usize,
+    /// What went wrong while opening without stopping it.
+    startup_warnings: Vec<String>,
 }
 
 /// The arguments of one call may take up this fraction of the guest's memory
@@ -188,15 +206,23 @@ impl Runtime {
         };
 
         let guest = options.guest.clone();
-        let cache_dir = options.cache_dir.clone();
-        let (engine, component) = tokio::task::spawn_blocking(move || {
+        let cache = match (&options.cache_dir, &options.config_dir) {
+            (Some(cache), Some(key)) => Some(engine::CacheDirs {
+                cache: cache.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        };
+        let (engine, component, startup_warnings) = tokio::task::spawn_blocking(move || {
             let engine = engine::engine()?;
+            let mut warnings = Vec::new();
             let component = match &guest {
                 GuestSource::Embedded => engine::load_component(
                     &engine,
                     engine::EMBEDDED_GUEST,
                     engine::EMBEDDED_GUEST_SHA256,
-                    cache_dir.as_deref(),
+                    cache.as_ref(),
+                    &mut warnings,
                 )?,
                 GuestSource::File(path) => {
                     let wasm = std::fs::read(path).map_err(|e| {
@@ -206,10 +232,10 @@ impl Runtime {
                         ))
                     })?;
                     let digest = engine::wasm_digest(&wasm);
-                    engine::load_component(&engine, &wasm, &digest, cache_dir.as_deref())?
+                    engine::load_component(&engine, &wasm, &digest, cache.as_ref(), &mut warnings)?
                 }
             };
-            Ok::<_, Error>((engine, component))
+            Ok::<_, Error>((engine, component, warnings))
         })
         .await
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
@@ -261,6 +287,7 @@ impl Runtime {
                 issues: started.issues,
                 diagnostics,
                 memory_limit: options.memory_limit,
+                startup_warnings,
             }),
         })
     }
@@ -269,6 +296,13 @@ impl Runtime {
     /// the rest loaded.
     pub fn config_issues(&self) -> &[ConfigIssue] {
         &self.inner.issues
+    }
+
+    /// Problems met while opening that did not stop it, for the embedder to show:
+    /// a component cache that was not used or a cached component that was not
+    /// loaded, and why (see [`Options::cache_dir`]).
+    pub fn startup_warnings(&self) -> &[String] {
+        &self.inner.startup_warnings
     }
 
     /// Every configured server and its current state.

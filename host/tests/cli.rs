@@ -619,3 +619,57 @@ fn oversized_arguments_are_refused_before_the_guest() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(out.stdout.len(), 20 * 1024 * 1024 + 1);
 }
+
+/// Issue 10, finding 1, as a user meets it: a cached compiled component that
+/// others may write, or that changed since mcpbox wrote it, is not loaded; the
+/// command still works and says why on stderr.
+#[test]
+fn a_tampered_component_cache_is_not_loaded() {
+    use std::os::unix::fs::PermissionsExt;
+    let cfg = config("cache", json!({ "demo": demo_entry() }));
+    let root = cfg.parent().unwrap().join("dirs");
+    let _ = std::fs::remove_dir_all(&root);
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+            .env("MCPBOX_CACHE_DIR", root.join("cache"))
+            .env("MCPBOX_CONFIG_DIR", root.join("config"))
+            .arg("--config")
+            .arg(&cfg)
+            .args(["call", "mcp__demo__echo", r#"{"text":"hi"}"#])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let cwasm = std::fs::read_dir(root.join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .expect("a compiled component was cached");
+
+    std::fs::set_permissions(&cwasm, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(
+        stderr(&out).contains("warning: ") && stderr(&out).contains("may be written by anyone"),
+        "{}",
+        stderr(&out)
+    );
+
+    let mut bytes = std::fs::read(&cwasm).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x01;
+    std::fs::write(&cwasm, &bytes).unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "hi\n");
+    assert!(
+        stderr(&out).contains("failed its integrity check"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
