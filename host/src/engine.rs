@@ -108,6 +108,17 @@ pub(crate) struct CacheDirs {
 //   (`cache-key`), never in the cache. A file that fails the check is not loaded:
 //   it is compiled afresh and replaced, with a warning.
 //
+//   Checking 2 MB costs about 1 ms (SHA-NI) and reading it into memory as much
+//   again: half of a cold `mcpbox tools`. So a file that passed is stamped: a
+//   `.verified` file beside it holds an HMAC over the file's identity and change
+//   time (device, inode, size, mtime, ctime). A later run whose `fstat` gives the
+//   same values loads the file without reading it (wasmtime maps it lazily).
+//   Writing or replacing the file changes its ctime or inode, which no user but
+//   root can set back, so a changed file always gets the full check. What is
+//   not covered here: a hostile file server, which reports the ctime it likes,
+//   and the instant between the `fstat` and wasmtime's own `open` of the path,
+//   in which only the directory's owner could swap the file.
+//
 // Not covered: **the user's own account**. A program running as the user can read
 // the key and write the cache, but it can equally edit `~/.bashrc` or the mcpbox
 // binary itself; no file check helps against that.
@@ -132,6 +143,49 @@ fn tag(key: &[u8; KEY_LEN], name: &str, body: &[u8]) -> HmacSha256 {
     mac.update(name.as_bytes());
     mac.update(body);
     mac
+}
+
+/// The HMAC saying that the cache file `name` with this status passed the full check.
+fn stamp(key: &[u8; KEY_LEN], name: &str, stat: &rustix::fs::Stat) -> HmacSha256 {
+    let mut mac = tag(key, name, b"verified");
+    for field in [
+        stat.st_dev as u64,
+        stat.st_ino as u64,
+        stat.st_size as u64,
+        stat.st_mtime as u64,
+        stat.st_mtime_nsec as u64,
+        stat.st_ctime as u64,
+        stat.st_ctime_nsec as u64,
+    ] {
+        mac.update(&field.to_le_bytes());
+    }
+    mac
+}
+
+/// A file changed less than this long ago is not stamped: file times are kept
+/// at the kernel's clock tick (a few milliseconds), so a change right after the
+/// check could leave the times the stamp covers as they were.
+const STAMP_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Stamps the cache file `name` as checked (see [`stamp`]), unless it changed
+/// within [`STAMP_AFTER`]: then a later run checks it in full and stamps it.
+fn write_stamp(dir: &UserDir, key: &[u8; KEY_LEN], name: &str) -> Result<(), Refused> {
+    if let Some(file) = dir.open_file(name, false)? {
+        let changed = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(file.stat.st_ctime).unwrap_or(0),
+                u32::try_from(file.stat.st_ctime_nsec).unwrap_or(0),
+            );
+        let settled = std::time::SystemTime::now()
+            .duration_since(changed)
+            .is_ok_and(|age| age >= STAMP_AFTER);
+        if !settled {
+            return Ok(());
+        }
+        let stamp = stamp(key, name, &file.stat).finalize().into_bytes();
+        dir.write(&format!("{name}.verified"), &stamp)?;
+    }
+    Ok(())
 }
 
 /// The user's cache key, made on first use.
@@ -198,7 +252,25 @@ pub(crate) fn load_component(
     };
     let name = format!("{}.cwasm", cache_key(engine, digest));
     let path = dir.path().join(&name);
-    match dir.read(&name, MAX_CWASM) {
+    let file = dir.open_file(&name, false);
+    if let Ok(Some(file)) = &file
+        && let Ok(Some(stamped)) = dir.read(&format!("{name}.verified"), TAG_LEN as u64)
+        && stamp(&key, &name, &file.stat)
+            .verify_slice(&stamped)
+            .is_ok()
+    {
+        // SAFETY: this file passed the full check below and has not changed
+        // since: its stamp, an HMAC under a key only this user can read, covers
+        // its inode and change time (see "The integrity of cached components").
+        // The file's body is what `store` serialized with this engine
+        // configuration; wasmtime maps up to its length, ignoring the tag at the
+        // end, and checks the header and engine compatibility again.
+        #[allow(unsafe_code)]
+        if let Ok(component) = unsafe { Component::deserialize_file(engine, &path) } {
+            return Ok(component);
+        }
+    }
+    match file.and_then(|file| file.map(|f| f.read_all(MAX_CWASM)).transpose()) {
         Ok(Some(bytes)) if bytes.len() >= TAG_LEN => {
             let (body, expected) = bytes.split_at(bytes.len() - TAG_LEN);
             if tag(&key, &name, body).verify_slice(expected).is_ok() {
@@ -209,6 +281,7 @@ pub(crate) fn load_component(
                 // the load. wasmtime checks its header and engine compatibility.
                 #[allow(unsafe_code)]
                 if let Ok(component) = unsafe { Component::deserialize(engine, body) } {
+                    let _ = write_stamp(&dir, &key, &name);
                     return Ok(component);
                 }
             } else {
@@ -241,7 +314,8 @@ fn store(
         .map_err(|e| Refused::Io(std::io::Error::other(e)))?;
     let mac = tag(key, name, &bytes).finalize().into_bytes();
     bytes.extend_from_slice(&mac);
-    dir.write(name, &bytes)
+    dir.write(name, &bytes)?;
+    write_stamp(dir, key, name)
 }
 
 /// The SHA-256 of a component's bytes.
@@ -343,6 +417,7 @@ mod tests {
         let files: Vec<_> = std::fs::read_dir(&dirs.cache)
             .unwrap()
             .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
             .collect();
         assert_eq!(files.len(), 1, "{files:?}");
         files[0].clone()
@@ -351,6 +426,20 @@ mod tests {
     fn mode(path: &Path) -> u32 {
         use std::os::unix::fs::PermissionsExt;
         std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    /// The stamped fast path hands wasmtime the whole file, tag included.
+    #[test]
+    fn wasmtime_loads_a_file_with_the_tag_after_it() {
+        let engine = engine().unwrap();
+        let (root, dirs) = temp_dirs("tail");
+        load(&dirs);
+        let file = cwasm(&dirs);
+        #[allow(unsafe_code)]
+        // SAFETY: written by `store` just now, in a private temporary directory.
+        let loaded = unsafe { Component::deserialize_file(&engine, &file) };
+        assert!(loaded.is_ok(), "{:?}", loaded.err());
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
@@ -404,6 +493,32 @@ mod tests {
         // A truncated file is recompiled without a warning... of tampering, still.
         std::fs::write(&file, &good[..10]).unwrap();
         assert!(load(&dirs).iter().all(|w| w.contains("integrity")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A stamped file (checked in full once, then loaded on its stamp) that is
+    /// patched afterwards gets the full check again and fails it.
+    #[test]
+    fn a_stamped_cwasm_that_is_patched_is_detected() {
+        let (root, dirs) = temp_dirs("stamped");
+        load(&dirs);
+        let file = cwasm(&dirs);
+        let stamp = file.with_extension("cwasm.verified");
+        // Not the ordering of two events but the passing of time itself: a file
+        // is stamped only once its change time is STAMP_AFTER old.
+        std::thread::sleep(STAMP_AFTER);
+        assert!(load(&dirs).is_empty());
+        assert!(stamp.exists(), "checked in full and stamped");
+        assert!(load(&dirs).is_empty(), "loaded on its stamp");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x01;
+        std::fs::write(&file, &bytes).unwrap();
+        let warnings = load(&dirs);
+        assert!(
+            warnings.len() == 1 && warnings[0].contains("failed its integrity check"),
+            "{warnings:?}"
+        );
         std::fs::remove_dir_all(&root).unwrap();
     }
 

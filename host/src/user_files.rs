@@ -97,30 +97,38 @@ impl UserDir {
     /// is not a regular file of the current user's that others cannot write, or
     /// when it is larger than `max` bytes (read no further than that).
     pub fn read(&self, name: &str, max: u64) -> Result<Option<Vec<u8>>, Refused> {
-        self.read_checked(name, max, false)
+        match self.open_file(name, false)? {
+            Some(file) => file.read_all(max).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Like [`read`](UserDir::read), for a secret: also refused when group or
     /// others may read it.
     pub fn read_secret(&self, name: &str, max: u64) -> Result<Option<Vec<u8>>, Refused> {
-        self.read_checked(name, max, true)
+        match self.open_file(name, true)? {
+            Some(file) => file.read_all(max).map(Some),
+            None => Ok(None),
+        }
     }
 
-    fn read_checked(&self, name: &str, max: u64, secret: bool) -> Result<Option<Vec<u8>>, Refused> {
+    /// Opens the file `name` for reading after the checks of [`read`](UserDir::read)
+    /// (and, for a `secret`, of [`read_secret`](UserDir::read_secret)).
+    pub fn open_file(&self, name: &str, secret: bool) -> Result<Option<UserFile>, Refused> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let path = self.path.join(name);
         let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(rustix::io::Errno::NOENT) => return Ok(None),
             Err(rustix::io::Errno::LOOP) => {
                 return Err(Refused::Unsafe(format!(
                     "{} is a symbolic link",
-                    self.path.join(name).display()
+                    path.display()
                 )));
             }
             Err(e) => return Err(e.into()),
         };
         let stat = rustix::fs::fstat(&fd)?;
-        let path = self.path.join(name);
         if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
             return Err(Refused::Unsafe(format!(
                 "{} is not a regular file",
@@ -136,25 +144,11 @@ impl UserDir {
                 stat.st_mode & 0o7777
             )));
         }
-        let size = u64::try_from(stat.st_size).unwrap_or(0);
-        if size > max {
-            return Err(Refused::Io(std::io::Error::other(format!(
-                "{} is {size} bytes, more than the {max} expected",
-                path.display()
-            ))));
-        }
-        let mut bytes = Vec::with_capacity(size as usize);
-        // Bounded again while reading: the file may grow after the fstat.
-        std::fs::File::from(fd)
-            .take(max + 1)
-            .read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > max {
-            return Err(Refused::Io(std::io::Error::other(format!(
-                "{} grew past {max} bytes while it was read",
-                path.display()
-            ))));
-        }
-        Ok(Some(bytes))
+        Ok(Some(UserFile {
+            file: std::fs::File::from(fd),
+            stat,
+            path,
+        }))
     }
 
     /// Replaces the file `name` with `bytes`, written 0600 to a temporary file
@@ -194,6 +188,39 @@ impl UserDir {
             return Err(e.into());
         }
         Ok(tmp)
+    }
+}
+
+/// A file of the user's, open, as [`UserDir::open_file`] checked it.
+#[derive(Debug)]
+pub(crate) struct UserFile {
+    file: std::fs::File,
+    /// Its status when it was checked.
+    pub stat: Stat,
+    /// Where it is.
+    pub path: PathBuf,
+}
+
+impl UserFile {
+    /// Everything in it; refused beyond `max` bytes (read no further than that).
+    pub fn read_all(self, max: u64) -> Result<Vec<u8>, Refused> {
+        let size = u64::try_from(self.stat.st_size).unwrap_or(0);
+        let too_large = |what: &str| {
+            Refused::Io(std::io::Error::other(format!(
+                "{} {what} more than the {max} bytes expected",
+                self.path.display()
+            )))
+        };
+        if size > max {
+            return Err(too_large(&format!("is {size} bytes,")));
+        }
+        let mut bytes = Vec::with_capacity(size as usize);
+        // Bounded again while reading: the file may grow after the fstat.
+        (&self.file).take(max + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(too_large("grew while it was read to"));
+        }
+        Ok(bytes)
     }
 }
 
