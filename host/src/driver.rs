@@ -18,6 +18,7 @@ use wasmtime::Store;
 use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
+use crate::transport::descendants::Subreaper;
 use crate::types::{CallError, Event, InputAnswer, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only
@@ -90,7 +91,13 @@ pub(crate) struct Driver {
     traps: Vec<Instant>,
     /// When `cancel_abandoned` last looked at every pending call.
     last_abandon_scan: Instant,
+    /// This runtime's use of the subreaper, if it has the option.
+    subreaper: Option<Subreaper>,
 }
+
+/// How long a shutdown waits for the servers to be gone: their grace period
+/// between SIGTERM and SIGKILL, and time to reap them and their descendants.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// A guest that traps this many times within [`TRAP_WINDOW`] is not restarted again.
 const MAX_TRAPS: usize = 3;
@@ -104,6 +111,7 @@ impl Driver {
         jobs: mpsc::UnboundedReceiver<Job>,
         wake: Arc<Wake>,
         published: Published,
+        subreaper: Option<Subreaper>,
     ) -> Self {
         Driver {
             factory,
@@ -116,6 +124,7 @@ impl Driver {
             interrupted: None,
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
+            subreaper,
         }
     }
 
@@ -123,9 +132,14 @@ impl Driver {
     /// that traps is replaced by a fresh instance (its servers restart); only a
     /// guest that keeps trapping stops the runtime.
     pub async fn run(mut self) {
+        // Who asked for the shutdown, answered once every server is gone.
+        let mut shutdowns = Vec::new();
         let reason = loop {
             let trap = match self.serve().await {
-                Ok(()) => break "it was shut down".to_owned(),
+                Ok(done) => {
+                    shutdowns.extend(done);
+                    break "it was shut down".to_owned();
+                }
                 Err(trap) => format!("{trap:#}"),
             };
             let now = Instant::now();
@@ -166,15 +180,28 @@ impl Driver {
                 Job::Call { reply, .. } => {
                     let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
-                Job::Shutdown { reply } => {
-                    let _ = reply.send(());
-                }
+                Job::Shutdown { reply } => shutdowns.push(reply),
                 Job::Reconnect { reply, .. } | Job::AnswerInput { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
             }
         }
-        // Dropping the store drops every connection, which stops every server.
+        // Dropping the store drops every connection, which stops every server;
+        // then wait until they (and what they left behind) are gone.
+        let Driver {
+            store,
+            factory,
+            subreaper,
+            ..
+        } = self;
+        drop(store);
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, factory.supervisors().all_stopped()).await;
+        if let Some(subreaper) = subreaper {
+            subreaper.release().await;
+        }
+        for reply in shutdowns {
+            let _ = reply.send(());
+        }
     }
 
     /// Fails every call in flight, and the job whose guest call trapped.
@@ -193,7 +220,9 @@ impl Driver {
         }
     }
 
-    async fn serve(&mut self) -> wasmtime::Result<()> {
+    /// Runs the guest until a shutdown (returning its reply, if a caller asked
+    /// for it) or a trap.
+    async fn serve(&mut self) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
         loop {
             // One budget covers a whole turn of the loop: the jobs, the wait and
             // the snapshots. A guest stuck in a loop traps instead of hanging.
@@ -204,12 +233,14 @@ impl Driver {
                         self.wake.take();
                         if let Some(done) = self.handle(job).await? {
                             self.shutdown().await?;
-                            let _ = done.send(());
-                            return Ok(());
+                            return Ok(Some(done));
                         }
                     }
                     Err(mpsc::error::TryRecvError::Empty) => break,
-                    Err(mpsc::error::TryRecvError::Disconnected) => return self.shutdown().await,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        self.shutdown().await?;
+                        return Ok(None);
+                    }
                 }
             }
             self.cancel_abandoned().await?;

@@ -148,6 +148,8 @@ fn tag(key: &[u8; KEY_LEN], name: &str, body: &[u8]) -> HmacSha256 {
 /// The HMAC saying that the cache file `name` with this status passed the full check.
 fn stamp(key: &[u8; KEY_LEN], name: &str, stat: &rustix::fs::Stat) -> HmacSha256 {
     let mut mac = tag(key, name, b"verified");
+    // The fields' types differ between targets.
+    #[allow(clippy::unnecessary_cast)]
     for field in [
         stat.st_dev as u64,
         stat.st_ino as u64,
@@ -555,7 +557,7 @@ mod tests {
 
         std::fs::set_permissions(&dirs.cache, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::fs::set_permissions(
-            &dirs.key.join(KEY_FILE),
+            dirs.key.join(KEY_FILE),
             std::fs::Permissions::from_mode(0o644),
         )
         .unwrap();
@@ -565,7 +567,7 @@ mod tests {
             "a key others can read lets them sign: {warnings:?}"
         );
         std::fs::set_permissions(
-            &dirs.key.join(KEY_FILE),
+            dirs.key.join(KEY_FILE),
             std::fs::Permissions::from_mode(0o600),
         )
         .unwrap();

@@ -112,7 +112,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // Not a plain drop, which would wait for a blocking read of stdin that a
+    // signal interrupted. Dropping the tasks stops any server still running.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {
             eprintln!("error: {}", block(&format!("{error:#}"), "  "));
@@ -121,7 +125,34 @@ fn main() -> ExitCode {
     }
 }
 
+/// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
+/// shutdown, so that no server outlives it. Exit code 128 + the signal: 130, 143.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, Failure> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
+        })
+    }
+
+    /// The exit code of the next signal.
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => 130,
+            _ = self.terminate.recv() => 143,
+        }
+    }
+}
+
 async fn run(cli: Cli) -> Result<u8, Failure> {
+    // Before any server starts: from here on a signal stops them first.
+    let mut signals = Signals::install()?;
     let mut options = Options::from_config_file(&cli.config).policy(Policy {
         allow_network: !cli.no_network,
         allow_processes: !cli.no_processes,
@@ -133,7 +164,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(mib) = cli.memory_limit {
         options = options.memory_limit(mib as usize * 1024 * 1024);
     }
-    let runtime = options.open().await?;
+    // The CLI starts no processes but servers: it can reap every orphan.
+    options = options.subreaper(true);
+    let runtime = tokio::select! {
+        runtime = options.open() => runtime?,
+        code = signals.next() => return Ok(code),
+    };
     for warning in runtime.startup_warnings() {
         eprintln!("warning: {}", block(warning, "  "));
     }
@@ -144,18 +180,29 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             block(&issue.to_string(), "  ")
         );
     }
-    let code = match &cli.command {
-        Command::Servers { watch: false } => servers(&runtime, cli.json).await?,
-        Command::Servers { watch: true } => watch(&runtime, cli.json).await?,
-        Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await?,
-        Command::Call {
-            tool,
-            arguments,
-            timeout,
-        } => call(&runtime, tool, arguments, *timeout, cli.json).await?,
+    let command = async {
+        match &cli.command {
+            Command::Servers { watch: false } => servers(&runtime, cli.json).await,
+            Command::Servers { watch: true } => watch(&runtime, cli.json).await,
+            Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await,
+            Command::Call {
+                tool,
+                arguments,
+                timeout,
+            } => call(&runtime, tool, arguments, *timeout, cli.json).await,
+        }
     };
-    runtime.shutdown().await;
-    Ok(code)
+    let outcome = tokio::select! {
+        outcome = command => outcome,
+        code = signals.next() => Ok(code),
+    };
+    // On every way out: servers stopped (SIGTERM, then SIGKILL after a grace
+    // period) and reaped, and what they left behind killed. A second signal
+    // cuts the grace period short.
+    tokio::select! {
+        () = runtime.shutdown() => outcome,
+        code = signals.next() => Ok(code),
+    }
 }
 
 /// Waits for every server to settle, with a spinner on a terminal.
@@ -230,14 +277,9 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
     print_servers(&runtime.servers(), json)?;
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    // Until a signal ends the CLI (see `run`).
     loop {
-        let event = tokio::select! {
-            _ = &mut interrupted => return Ok(0),
-            event = events.recv() => event,
-        };
-        let event = match event {
+        let event = match events.recv().await {
             Ok(event) => event,
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                 eprintln!("({n} events were dropped: the display fell behind)");
@@ -348,7 +390,7 @@ async fn call(
     json: bool,
 ) -> Result<u8, Failure> {
     let arguments = if arguments == "-" {
-        read_arguments(runtime, tool)?
+        read_arguments(runtime, tool).await?
     } else {
         arguments.to_owned()
     };
@@ -390,24 +432,29 @@ async fn call(
 
 /// Reads a call's arguments from stdin, keeping no more than a call may have:
 /// beyond that the rest is only counted, for the error.
-fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure> {
+/// On a blocking thread, so that a signal is handled while stdin waits.
+async fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure> {
     let limit = runtime.max_arguments_bytes();
-    let mut stdin = std::io::stdin().lock();
-    let mut bytes = Vec::new();
-    (&mut stdin)
-        .take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
+    let read = tokio::task::spawn_blocking(move || -> std::io::Result<(Vec<u8>, usize)> {
+        let mut stdin = std::io::stdin().lock();
+        let mut bytes = Vec::new();
+        (&mut stdin)
+            .take(limit as u64 + 1)
+            .read_to_end(&mut bytes)?;
+        let mut size = bytes.len();
+        if size > limit {
+            let rest = std::io::copy(&mut stdin, &mut std::io::sink())?;
+            size = size.saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
+        }
+        Ok((bytes, size))
+    });
+    let (bytes, size) = read
+        .await
+        .context("reading the arguments from stdin")?
         .context("reading the arguments from stdin")?;
-    if bytes.len() > limit {
-        let rest = std::io::copy(&mut stdin, &mut std::io::sink())
-            .context("reading the arguments from stdin")?;
-        let size = bytes
-            .len()
-            .saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
-        runtime
-            .check_arguments_size(tool, size)
-            .map_err(|e| fail(2, e))?;
-    }
+    runtime
+        .check_arguments_size(tool, size)
+        .map_err(|e| fail(2, e))?;
     String::from_utf8(bytes).map_err(|e| {
         fail(
             2,
@@ -487,11 +534,16 @@ impl Spinner {
         }
     }
 
-    fn finish(self) {
-        if let Some(task) = self.task {
+    fn finish(self) {}
+}
+
+impl Drop for Spinner {
+    /// Also when a signal ends the command mid-way: the terminal line is cleared.
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
             task.abort();
         }
-        if let Some(bar) = self.bar {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
     }

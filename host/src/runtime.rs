@@ -14,6 +14,7 @@ use crate::engine;
 use crate::imports::state::Memo;
 use crate::instance::Factory;
 use crate::store::{DiagnosticsMap, Policy, Wake};
+use crate::transport::descendants::Subreaper;
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
     ServerStatus, Tool,
@@ -53,6 +54,7 @@ pub struct Options {
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
+    subreaper: bool,
 }
 
 impl Options {
@@ -79,6 +81,7 @@ impl Options {
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
+            subreaper: false,
         }
     }
 
@@ -93,6 +96,25 @@ impl Options {
     #[doc(alias = "elicitation")]
     pub fn input_requests(mut self, enabled: bool) -> Self {
         self.input_requests = enabled;
+        self
+    }
+
+    /// Makes this process the *subreaper* of its descendants (Linux
+    /// `PR_SET_CHILD_SUBREAPER`; default off, on in the CLI), so that no process a
+    /// server starts can outlive the runtime, not even one that leaves the
+    /// server's process group with `setsid` and clears its environment.
+    ///
+    /// Without it, mcpbox still stops each server's process group and every
+    /// descendant that kept the `MCPBOX_SERVER_ID` marker it gives each server
+    /// in its environment. With it, orphans of servers are reparented to this
+    /// process: mcpbox reaps those that exit, and when the last runtime with this
+    /// option shuts down it kills **every child process it did not start as a
+    /// server**. The attribute belongs to the whole process and stays set, and
+    /// mcpbox cannot tell an orphan from a child started by other code in the
+    /// process; so turn it on only in a process that starts no child processes
+    /// of its own (or waits for none of them).
+    pub fn subreaper(mut self, enabled: bool) -> Self {
+        self.subreaper = enabled;
         self
     }
 
@@ -240,6 +262,23 @@ impl Runtime {
         .await
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
 
+        // Before any server starts, so that no early orphan goes to init.
+        let mut startup_warnings = startup_warnings;
+        let subreaper = if options.subreaper {
+            match Subreaper::start() {
+                Ok(subreaper) => Some(subreaper),
+                Err(e) => {
+                    startup_warnings.push(format!(
+                        "could not make this process the subreaper of its servers' \
+                         descendants ({e}); a descendant that leaves its server's process \
+                         group and environment may outlive the server"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let wake = Arc::new(Wake::default());
         let diagnostics = DiagnosticsMap::default();
         let factory = Factory::new(
@@ -273,6 +312,7 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
+            subreaper,
         );
         tokio::spawn(driver.run());
 

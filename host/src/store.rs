@@ -106,6 +106,8 @@ pub(crate) struct HostState {
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
     pub memo: Arc<crate::imports::state::Memo>,
+    /// The runtime's server processes, counted until stopped (shared by its instances).
+    pub supervisors: Arc<crate::transport::stdio::Supervisors>,
 }
 
 impl HostState {
@@ -126,6 +128,7 @@ impl HostState {
             wake,
             diagnostics,
             memo: Arc::default(),
+            supervisors: Arc::default(),
         }
     }
 }

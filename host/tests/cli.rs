@@ -673,3 +673,110 @@ fn a_tampered_component_cache_is_not_loaded() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Waits until process `pid` no longer runs: gone, or a zombie whose parent has
+/// yet to reap it. False after 30 s.
+fn stops_running(pid: u64) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat)
+                if stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('Z')) =>
+            {
+                return true;
+            }
+            Ok(_) if std::time::Instant::now() > deadline => return false,
+            // Polling /proc: the process is not ours to wait for.
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+}
+
+/// Starts mcpbox with `args` over a server that ignores SIGTERM and the end of
+/// its stdin, has a child in its process group and a grandchild that left the
+/// group with setsid and a cleared environment; waits until the server wrote
+/// its pids (so mcpbox is running), sends `signal` to mcpbox and returns its
+/// exit code and the three pids.
+fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pids.json");
+    let _ = std::fs::remove_file(&pid_file);
+    let pid_file_arg = pid_file.to_str().unwrap();
+    let cfg = config(
+        tag,
+        json!({ "m": misbehaving_entry(&[
+            "--spawn-child", "--escapee-clean-env", "--ignore-term", "--ignore-stdin-eof",
+            "--pid-file", pid_file_arg,
+        ]) }),
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let pids: Value = loop {
+        if let Ok(text) = std::fs::read_to_string(&pid_file) {
+            break serde_json::from_str(&text).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never started"
+        );
+        assert!(child.try_wait().unwrap().is_none(), "mcpbox ended early");
+        // Polling for a file another process writes.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = child.wait().unwrap().code();
+    let pids = ["pid", "child", "escapee"]
+        .iter()
+        .map(|k| {
+            pids[k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no {k} in {pids}"))
+        })
+        .collect();
+    (code, pids)
+}
+
+/// Issue 10, findings 7 and 8: SIGTERM or Ctrl-C (SIGINT) to the CLI stops every
+/// server first: one that ignores SIGTERM and its stdin closing (killed after
+/// the grace period), its child in its process group, and a grandchild that
+/// left the group with setsid and an empty environment (found because the CLI
+/// is the subreaper of its servers' descendants). Exit codes 143 and 130.
+#[test]
+fn signals_to_the_cli_stop_every_server_process() {
+    let (code, pids) = signalled("sigterm", &["--json", "servers", "--watch"], "-TERM");
+    assert_eq!(code, Some(143));
+    for pid in pids {
+        assert!(
+            stops_running(pid),
+            "process {pid} survived SIGTERM to mcpbox"
+        );
+    }
+    let (code, pids) = signalled(
+        "sigint",
+        &["call", "mcp__m__sleep", r#"{"seconds": 600}"#],
+        "-INT",
+    );
+    assert_eq!(code, Some(130));
+    for pid in pids {
+        assert!(
+            stops_running(pid),
+            "process {pid} survived SIGINT to mcpbox"
+        );
+    }
+}
