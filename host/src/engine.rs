@@ -252,7 +252,7 @@ pub(crate) fn load_component(
         }
         Err(Refused::Io(_)) => return compile(),
     };
-    let name = format!("{}.cwasm", cache_key(engine, digest));
+    let name = format!("{}.cwasm", cache_key(engine, digest, &key));
     let path = dir.path().join(&name);
     let file = dir.open_file(&name, false);
     if let Ok(Some(file)) = &file
@@ -325,7 +325,11 @@ pub(crate) fn wasm_digest(wasm: &[u8]) -> [u8; 32] {
     Sha256::digest(wasm).into()
 }
 
-fn cache_key(engine: &Engine, wasm_digest: &[u8]) -> String {
+/// The file name of a compiled component: a hash of the wasm's, the engine's
+/// compatibility hash and the key (so that runtimes with different keys, say
+/// under different `MCPBOX_CONFIG_DIR`s, keep apart rather than take each
+/// other's files for tampered ones).
+fn cache_key(engine: &Engine, wasm_digest: &[u8], key: &[u8; KEY_LEN]) -> String {
     struct ShaHasher(Sha256);
     impl Hasher for ShaHasher {
         fn finish(&self) -> u64 {
@@ -338,6 +342,7 @@ fn cache_key(engine: &Engine, wasm_digest: &[u8]) -> String {
     let mut hasher = ShaHasher(Sha256::new());
     hasher.0.update(CACHE_FORMAT);
     hasher.0.update(wasm_digest);
+    hasher.0.update(key);
     engine.precompile_compatibility_hash().hash(&mut hasher);
     let digest = hasher.0.finalize();
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
@@ -461,8 +466,8 @@ mod tests {
             written
         );
         assert_ne!(
-            cache_key(&engine, EMBEDDED_GUEST_SHA256),
-            cache_key(&engine, &wasm_digest(b"\0asm other"))
+            cache_key(&engine, EMBEDDED_GUEST_SHA256, &[0; KEY_LEN]),
+            cache_key(&engine, &wasm_digest(b"\0asm other"), &[0; KEY_LEN])
         );
         std::fs::remove_dir_all(&root).unwrap();
     }
@@ -485,16 +490,25 @@ mod tests {
             "{warnings:?}"
         );
         assert_eq!(std::fs::read(&file).unwrap(), good, "rewritten as it was");
-        // A file signed with another key (copied from elsewhere) fails the same way.
-        std::fs::write(dirs.key.join(KEY_FILE), [7u8; KEY_LEN]).unwrap();
-        let warnings = load(&dirs);
-        assert!(
-            warnings[0].contains("failed its integrity check"),
-            "{warnings:?}"
-        );
-        // A truncated file is recompiled without a warning... of tampering, still.
+        // Too short to hold a tag (cut off by a full disk, say): compiled afresh.
         std::fs::write(&file, &good[..10]).unwrap();
-        assert!(load(&dirs).iter().all(|w| w.contains("integrity")));
+        assert!(load(&dirs).is_empty());
+        assert_eq!(std::fs::read(&file).unwrap(), good);
+        // Under another key (another MCPBOX_CONFIG_DIR, a cache copied from
+        // elsewhere) the file has another name: the two never overwrite each other.
+        std::fs::write(dirs.key.join(KEY_FILE), [7u8; KEY_LEN]).unwrap();
+        assert!(load(&dirs).is_empty());
+        let names = std::fs::read_dir(&dirs.cache)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "cwasm")
+            })
+            .count();
+        assert_eq!(names, 2);
         std::fs::remove_dir_all(&root).unwrap();
     }
 

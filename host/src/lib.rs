@@ -41,6 +41,8 @@
 //!   other user can write them, written 0600 in 0700 directories.
 //! - `bindings`: the one `bindgen!` over `wit/`.
 //! - [`terminal`]: escaping server text for a terminal (the CLI's human output).
+//! - [`trust`]: whether a configuration file may start its servers (the CLI asks
+//!   before it runs a file it has not seen).
 //! - [`types`](Tool): the public data types.
 
 #![deny(missing_docs)]
@@ -54,6 +56,7 @@ mod runtime;
 mod store;
 pub mod terminal;
 mod transport;
+pub mod trust;
 mod types;
 mod user_files;
 

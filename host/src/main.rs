@@ -16,6 +16,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use mcpbox::terminal::{Lines, escape};
+use mcpbox::trust::ConfigFile;
 use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, ServerStatus};
 
 #[derive(Parser, Debug)]
@@ -40,6 +41,10 @@ struct Cli {
     /// Do not start stdio servers (child processes): they fail as denied by the policy.
     #[arg(long, global = true)]
     no_processes: bool,
+    /// Start the servers of the configuration without checking that it is trusted
+    /// (for CI; also `MCPBOX_TRUST_ALL=1`).
+    #[arg(long, global = true)]
+    trust: bool,
     /// The most memory the guest component may use, in MiB (default 256); a call's
     /// arguments may be 1/16 of it.
     #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -63,6 +68,9 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
     },
+    /// Trust the configuration file (`--config`) as it is now, so that its servers
+    /// may start: shows what it runs and remembers the file by path and SHA-256.
+    Trust,
     /// Call a tool and print its result.
     Call {
         /// The namespaced tool name, e.g. mcp__demo__echo.
@@ -125,6 +133,101 @@ fn main() -> ExitCode {
     }
 }
 
+/// `MCPBOX_TRUST_ALL=1` (or `true`, `yes`): trust every configuration (for CI).
+fn trust_all_from_env() -> bool {
+    std::env::var("MCPBOX_TRUST_ALL")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+/// What a configuration would start and hand over, for the user to judge.
+fn what_it_runs(config: &ConfigFile) -> String {
+    let mut text: String = config
+        .servers()
+        .iter()
+        .map(|s| format!("\n    {}", one(s)))
+        .collect();
+    let variables = config.variables();
+    if !variables.is_empty() {
+        text.push_str(&format!(
+            "\n  and hand them these environment variables: {}",
+            one(&variables.join(", "))
+        ));
+    }
+    text
+}
+
+/// `path` as one shell word.
+fn shell_word(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// Starts nothing from a configuration the user has not trusted: on a terminal
+/// asks (y/N), otherwise fails with exit code 2 saying what it would run and how
+/// to trust it.
+fn ensure_trusted(config: &ConfigFile) -> Result<(), Failure> {
+    let config_dir = mcpbox::default_config_dir();
+    if mcpbox::trust::check(config, config_dir.as_deref())?.is_some() {
+        return Ok(());
+    }
+    let shown = config.canonical.as_deref().unwrap_or(&config.path);
+    let runs = what_it_runs(config);
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        eprint!(
+            "mcpbox has not run {} before. It would start:{runs}\nStart these servers \
+             (and remember the file as it is now)? [y/N] ",
+            one(&shown.display().to_string())
+        );
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            if let Err(e) = mcpbox::trust::trust(config, config_dir.as_deref()) {
+                eprintln!("warning: trusted for this run only: {e}");
+            }
+            return Ok(());
+        }
+    }
+    Err(fail(
+        2,
+        anyhow::anyhow!(
+            "{} is not trusted yet: mcpbox starts the servers of a configuration file only \
+             once you have trusted it as it is. It would start:{runs}\n\
+             If you trust it, run `mcpbox --config {} trust` first (or pass --trust, or set \
+             MCPBOX_TRUST_ALL=1, for CI).",
+            shown.display(),
+            shell_word(shown)
+        ),
+    ))
+}
+
+/// `mcpbox trust`: shows what the configuration runs and remembers it.
+fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
+    let shown = config.canonical.as_deref().unwrap_or(&config.path);
+    if config.servers().is_empty() {
+        eprintln!(
+            "{} names no server: nothing to trust",
+            one(&shown.display().to_string())
+        );
+        return Ok(0);
+    }
+    mcpbox::trust::trust(config, mcpbox::default_config_dir().as_deref())?;
+    println!(
+        "trusted {} (sha256 {}), which starts:{}",
+        one(&shown.display().to_string()),
+        config.sha256_hex(),
+        what_it_runs(config)
+    );
+    Ok(0)
+}
+
 /// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
 /// shutdown, so that no server outlives it. Exit code 128 + the signal: 130, 143.
 struct Signals {
@@ -151,9 +254,18 @@ impl Signals {
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
+    // Read once: what runs is what was checked.
+    let config = ConfigFile::read(&cli.config)?;
+    if matches!(cli.command, Command::Trust) {
+        return trust_command(&config);
+    }
+    if !(cli.trust || trust_all_from_env()) {
+        ensure_trusted(&config)?;
+    }
     // Before any server starts: from here on a signal stops them first.
     let mut signals = Signals::install()?;
-    let mut options = Options::from_config_file(&cli.config).policy(Policy {
+    let origin = cli.config.display().to_string();
+    let mut options = Options::from_config_text(origin, config.text).policy(Policy {
         allow_network: !cli.no_network,
         allow_processes: !cli.no_processes,
         ..Policy::default()
@@ -190,6 +302,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 arguments,
                 timeout,
             } => call(&runtime, tool, arguments, *timeout, cli.json).await,
+            // Handled before the runtime opens.
+            Command::Trust => Ok(0),
         }
     };
     let outcome = tokio::select! {
