@@ -235,9 +235,12 @@ impl Runtime {
             }),
             _ => None,
         };
-        let (engine, component, startup_warnings) = tokio::task::spawn_blocking(move || {
+        let state_dir = options.cache_dir.clone();
+        let (engine, component, memo, startup_warnings) = tokio::task::spawn_blocking(move || {
             let engine = engine::engine()?;
             let mut warnings = Vec::new();
+            let (memo, warning) = Memo::open(state_dir.as_deref());
+            warnings.extend(warning);
             let component = match &guest {
                 GuestSource::Embedded => engine::load_component(
                     &engine,
@@ -257,7 +260,7 @@ impl Runtime {
                     engine::load_component(&engine, &wasm, &digest, cache.as_ref(), &mut warnings)?
                 }
             };
-            Ok::<_, Error>((engine, component, warnings))
+            Ok::<_, Error>((engine, component, memo, warnings))
         })
         .await
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
@@ -290,7 +293,7 @@ impl Runtime {
             diagnostics.clone(),
             (origin, text),
         )?
-        .with_memo(Memo::in_dir(options.cache_dir.as_deref()))
+        .with_memo(memo)
         .with_input_requests(options.input_requests);
         let started = factory.start().await?;
 
