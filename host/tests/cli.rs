@@ -481,6 +481,9 @@ fn terminal_escapes_from_servers_are_shown_escaped() {
         "the stderr tail: {text}"
     );
     assert!(text.contains(r"na\x1b[2Jme"), "the server's name: {text}");
+    // Finding 14: a server that never connected shows no protocol version.
+    let dead = text.lines().find(|l| l.starts_with("✗ dead")).unwrap();
+    assert!(!dead.contains("20"), "{dead}");
 
     let out = mcpbox(&cfg, &["tools"]);
     assert_terminal_safe("tools", &stdout(&out));
