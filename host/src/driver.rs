@@ -19,7 +19,7 @@ use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
 use crate::transport::descendants::Subreaper;
-use crate::types::{CallError, Event, InputAnswer, ServerStatus, Tool};
+use crate::types::{CallError, Event, InputAnswer, ServerState, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only
 /// bounds how soon a caller that gave up on a call gets that call cancelled.
@@ -134,13 +134,20 @@ impl Driver {
     pub async fn run(mut self) {
         // Who asked for the shutdown, answered once every server is gone.
         let mut shutdowns = Vec::new();
+        let mut failed = true;
         let reason = loop {
             let trap = match self.serve().await {
                 Ok(done) => {
                     shutdowns.extend(done);
+                    failed = false;
                     break "it was shut down".to_owned();
                 }
-                Err(trap) => format!("{trap:#}"),
+                // Out of memory, the usual cause, said plainly; the wasm
+                // backtrace of the allocator's abort would not tell it.
+                Err(trap) => match self.store.data().limits.out_of_memory() {
+                    Some(message) => message,
+                    None => format!("{trap:#}"),
+                },
             };
             let now = Instant::now();
             self.traps.retain(|t| now.duration_since(*t) < TRAP_WINDOW);
@@ -173,7 +180,26 @@ impl Driver {
             }
         };
         self.fail_pending(&reason);
+        if failed {
+            // No server runs without the guest: say so where people look.
+            let error = format!("the mcpbox runtime stopped: {reason}");
+            let servers: Vec<ServerStatus> = self
+                .published
+                .servers
+                .borrow()
+                .iter()
+                .map(|s| ServerStatus {
+                    state: ServerState::Failed,
+                    error: Some(error.clone()),
+                    tool_count: 0,
+                    ..s.clone()
+                })
+                .collect();
+            self.published.tools.send_replace(Arc::new(Vec::new()));
+            self.published.servers.send_replace(Arc::new(servers));
+        }
         let _ = self.published.stopped.send(Some(reason.clone()));
+        let _ = self.published.events.send(Event::Stopped(reason.clone()));
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {

@@ -333,7 +333,20 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
     }
     print_servers(&servers, json)?;
+    still_running(runtime)?;
     Ok(0)
+}
+
+/// A runtime that stopped by itself (its guest failed three times within a
+/// minute) is an error the user must see: exit code 3 with the reason.
+fn still_running(runtime: &Runtime) -> Result<(), Failure> {
+    match runtime.stopped() {
+        Some(reason) => Err(fail(
+            3,
+            anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
@@ -385,12 +398,15 @@ fn status_line(s: &ServerStatus, width: usize) -> String {
     line
 }
 
-/// Prints the servers, then every event until Ctrl-C.
+/// Prints the servers, then every event until Ctrl-C, or until the runtime
+/// stops by itself (then exit code 3).
 async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
     print_servers(&runtime.servers(), json)?;
+    // Stopped before the subscription: its event was missed.
+    still_running(runtime)?;
     // Until a signal ends the CLI (see `run`).
     loop {
         let event = match events.recv().await {
@@ -416,6 +432,9 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 } => {
                     serde_json::json!({ "event": "log", "server": server, "level": level, "message": message })
                 }
+                Event::Stopped(reason) => {
+                    serde_json::json!({ "event": "stopped", "reason": reason })
+                }
                 other => serde_json::json!({ "event": format!("{other:?}") }),
             };
             writeln!(out, "{value}")?;
@@ -437,10 +456,22 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                     one(level),
                     block(message, "    ")
                 )?,
+                Event::Stopped(reason) => writeln!(
+                    out,
+                    "✗ the mcpbox runtime stopped: {}",
+                    block(reason, "    ")
+                )?,
                 other => writeln!(out, "  {}", one(&format!("{other:?}")))?,
             }
         }
         out.flush()?;
+        drop(out);
+        if let Event::Stopped(reason) = event {
+            return Err(fail(
+                3,
+                anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
+            ));
+        }
     }
 }
 
@@ -493,6 +524,7 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
             block(s.error.as_deref().unwrap_or("unknown error"), "  ")
         );
     }
+    still_running(runtime)?;
     Ok(0)
 }
 

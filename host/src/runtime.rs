@@ -556,11 +556,14 @@ impl Runtime {
     }
 
     fn stop_reason(&self) -> String {
-        self.inner
-            .stopped
-            .borrow()
-            .clone()
-            .unwrap_or_else(|| "it stopped".into())
+        self.stopped().unwrap_or_else(|| "it stopped".into())
+    }
+
+    /// Why the runtime stopped, once it has: it was shut down, or the guest kept
+    /// failing (three traps within a minute). `None` while it runs. See also
+    /// [`Event::Stopped`].
+    pub fn stopped(&self) -> Option<String> {
+        self.inner.stopped.borrow().clone()
     }
 }
 

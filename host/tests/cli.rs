@@ -953,3 +953,61 @@ fn the_bundled_demo_is_trusted_only_as_shipped() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 10, finding 4 (what the host shows): a guest that fails three times
+/// within a minute stops the runtime. `servers` then shows every server failed
+/// with the reason and exits 3, `servers --watch` prints it and exits 3, and a
+/// call fails with the reason (exit 3). Here a server's 8 MiB log line is more
+/// than a 4 MiB guest can take, every time it is started again.
+#[test]
+fn a_stopped_runtime_is_visible() {
+    let cfg = config(
+        "stopped",
+        json!({ "big": misbehaving_entry(&["--huge-log", "8388608"]) }),
+    );
+    let out = mcpbox(&cfg, &["--memory-limit", "4", "servers"]);
+    let (text, message) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{text}{message}");
+    assert!(
+        message.contains("the mcpbox runtime stopped: the guest failed 3 times within a minute")
+            && message.contains("the guest ran out of memory")
+            && message.contains("--memory-limit"),
+        "{message}"
+    );
+    assert!(text.starts_with("✗ big"), "{text}");
+    assert!(text.contains("the mcpbox runtime stopped"), "{text}");
+
+    let out = mcpbox(&cfg, &["--memory-limit", "4", "call", "mcp__big__echo"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the mcpbox runtime stopped"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("wasm backtrace"), "{}", stderr(&out));
+
+    let child = mcpbox_command()
+        .arg("--config")
+        .arg(&cfg)
+        .args(["--memory-limit", "4", "--json", "servers", "--watch"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ends it if it never stops by itself. (Not `timeout 60 mcpbox`: killing
+    // `timeout` would leave mcpbox running.)
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
+    assert_eq!(last["event"], "stopped", "{}", stdout(&out));
+    assert!(
+        last["reason"].as_str().unwrap().contains("3 times"),
+        "{last}"
+    );
+}

@@ -12,6 +12,7 @@ Flags:
   --escapee             start a grandchild that leaves the process group with setsid()
                         and sleeps (its parent exits at once: a classic double fork)
   --escapee-clean-env   the same, with an empty environment (no marker inherited)
+  --huge-log BYTES      once initialised, send a log notification of BYTES characters
   --ignore-term         ignore SIGTERM (only SIGKILL stops it)
   --ignore-stdin-eof    keep running when stdin closes
   --pid-file PATH       once the children above are started, write
@@ -97,6 +98,11 @@ def send(message):
 
 def handle(message):
     method = message.get("method")
+    if method == "notifications/initialized" and value("--huge-log"):
+        data = "x" * int(value("--huge-log"))
+        send({"jsonrpc": "2.0", "method": "notifications/message",
+              "params": {"level": "info", "data": data}})
+        return
     if method == "notifications/initialized" and flag("--escapes"):
         send(
             {

@@ -496,6 +496,7 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
 #[tokio::test(flavor = "multi_thread")]
 async fn three_traps_within_a_minute_stop_the_runtime() {
     let runtime = trappable().await;
+    let mut events = runtime.events();
     for round in 1..=3 {
         assert_connected(&ready(&runtime).await, "fx");
         let err = call(
@@ -527,6 +528,26 @@ async fn three_traps_within_a_minute_stop_the_runtime() {
     assert!(
         matches!(&err, CallError::Runtime(m) if m.contains("3 times within a minute")),
         "{err:?}"
+    );
+    // Issue 10, finding 4: the stop is visible without a call: the reason, the
+    // servers failed with it (none runs without the guest), no tools, the event.
+    let reason = runtime.stopped().expect("stopped");
+    assert!(
+        reason.contains("the guest ran out of memory") && reason.contains("4.0 MiB"),
+        "the trap is told for what it is: {reason}"
+    );
+    let fx = status(&runtime.servers(), "fx").clone();
+    assert_eq!(fx.state, ServerState::Failed);
+    assert!(
+        fx.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the mcpbox runtime stopped")
+    );
+    assert!(runtime.tools().is_empty());
+    assert!(
+        std::iter::from_fn(|| events.try_recv().ok()).any(|e| matches!(e, Event::Stopped(_))),
+        "an Event::Stopped was sent"
     );
 }
 
