@@ -1079,9 +1079,19 @@ fn status_is_current<C>(slot: &Slot<C>, registry: &Registry) -> bool {
         && r.restartable == slot.restartable()
         && r.error == slot.error
         && r.status.tool_count == registry.count_for(&slot.config.name)
-        && r.status.protocol_version.as_deref() == client.and_then(Client::protocol_version)
+        && r.status.protocol_version.as_deref() == negotiated_version(client)
         && r.status.server_name.as_deref() == info.and_then(|i| i.name.as_deref())
         && r.status.server_version.as_deref() == info.and_then(|i| i.version.as_deref())
+}
+
+/// The protocol version a server's status shows: only one agreed on. While the
+/// client probes (`server/discover` names the version it tries) or once it gave
+/// up before connecting, none was.
+fn negotiated_version(client: Option<&Client>) -> Option<&str> {
+    let client = client?;
+    matches!(client.phase(), Phase::Listing | Phase::Ready)
+        .then(|| client.protocol_version())
+        .flatten()
 }
 
 fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
@@ -1109,7 +1119,7 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
         transport: slot.config.endpoint.kind().to_string(),
         error,
         tool_count: registry.count_for(&slot.config.name),
-        protocol_version: client.and_then(|c| c.protocol_version().map(String::from)),
+        protocol_version: negotiated_version(client).map(String::from),
         server_name: info.and_then(|i| i.name.clone()),
         server_version: info.and_then(|i| i.version.clone()),
     }

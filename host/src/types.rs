@@ -156,6 +156,10 @@ pub enum Event {
     /// (its call ended, or the server withdrew it).
     #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
+    /// The runtime stopped, for the reason given: shut down, or a guest that kept
+    /// failing (then every server is shown failed with this reason, the tool
+    /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
+    Stopped(String),
 }
 
 /// A server's request for input from the user: MCP elicitation

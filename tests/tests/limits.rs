@@ -1,5 +1,5 @@
 //! Resource bounds, measured in a process of their own so that no other test
-//! disturbs the numbers: peak memory on a 100 MB line, memory under a flood of
+//! disturbs the numbers: peak memory with a 400 MB `state.json`, on a 100 MB line, memory under a flood of
 //! notifications, zombies and file descriptors after 1,000 server life cycles, and
 //! memory over 100,000 calls through one runtime.
 //!
@@ -71,6 +71,7 @@ fn zombies() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn resource_bounds() {
+    huge_state_file().await;
     hundred_megabyte_line().await;
     notification_flood().await;
     life_cycles().await;
@@ -80,6 +81,60 @@ async fn resource_bounds() {
 
 /// A 100 MB line is refused with a clear error, and the host's peak memory grows
 /// by less than twice the (default, 64 MiB) cap while it is read and dropped.
+/// Issue 10, finding 14: a 400 MB `state.json` in the cache directory is not
+/// read: opening a runtime over it costs no more memory than over a small one,
+/// a warning says why, and the servers work.
+async fn huge_state_file() {
+    let root = std::env::temp_dir().join(format!("mcpbox-limits-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let text = json!({ "mcpServers": { "fx": { "command": fixture() } } }).to_string();
+    let open = || {
+        Options::from_config_text("limits.json", text.clone())
+            .cache_dir(Some(root.join("cache")))
+            .config_dir(Some(root.join("config")))
+            .open()
+    };
+    // The first open compiles the guest into the cache: its peak is not the file's.
+    let runtime = open().await.unwrap();
+    tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .unwrap();
+    call(&runtime, "mcp__fx__echo", json!({"text": "warm"}))
+        .await
+        .unwrap();
+    runtime.shutdown().await;
+    // Sparse: 400 MB that take no disk space.
+    std::fs::File::create(root.join("cache/state.json"))
+        .unwrap()
+        .set_len(400_000_000)
+        .unwrap();
+    let before = status_kib("VmHWM:");
+    let runtime = open().await.unwrap();
+    tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .unwrap();
+    let echoed = call(&runtime, "mcp__fx__echo", json!({"text": "ok"}))
+        .await
+        .unwrap();
+    let peak_growth_mib = (status_kib("VmHWM:") - before) / 1024;
+    println!("400 MB state.json: peak RSS grew by {peak_growth_mib} MiB");
+    assert_eq!(echoed.text, "ok");
+    assert!(
+        runtime
+            .startup_warnings()
+            .iter()
+            .any(|w| w.contains("400000000 bytes")),
+        "{:?}",
+        runtime.startup_warnings()
+    );
+    assert!(
+        peak_growth_mib < 64,
+        "peak memory grew by {peak_growth_mib} MiB"
+    );
+    runtime.shutdown().await;
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 async fn hundred_megabyte_line() {
     let runtime = open(json!({ "big": { "command": fixture() } })).await;
     call(&runtime, "mcp__big__echo", json!({"text": "warm"}))

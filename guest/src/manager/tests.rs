@@ -546,6 +546,37 @@ fn the_connect_deadline_covers_the_listing() {
     assert_eq!(m.platform().now(), 30_000);
 }
 
+/// Issue 10, finding 14: a server shows a protocol version only once one was
+/// negotiated, not the one being probed (`server/discover`), and not after it
+/// failed before connecting.
+#[test]
+fn no_protocol_version_before_one_is_negotiated() {
+    let mut p = FakePlatform::new();
+    // Ignores `server/discover`, so the probe is still under way.
+    p.serve("mute", || McpServer {
+        refuses_unknown: false,
+        ..McpServer::with_tools(&["x"])
+    });
+    let mut m = manager(p, &[("mute", json!({}))]);
+    m.start();
+    m.wait(0);
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Starting);
+    assert_eq!(s.protocol_version, None, "{s:?}");
+    m.platform().emit(
+        "mute",
+        0,
+        Output::Exit {
+            status: "exit code 1".into(),
+            stderr: vec![],
+        },
+    );
+    connect(&mut m);
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Failed);
+    assert_eq!(s.protocol_version, None, "{s:?}");
+}
+
 #[test]
 fn one_failing_server_does_not_affect_the_others() {
     let mut p = FakePlatform::new();
@@ -611,8 +642,11 @@ fn one_failing_server_does_not_affect_the_others() {
         )
     );
     assert!(m.platform().sim("ancient").borrow().dropped);
+    // Issue 10, finding 14: no protocol version was negotiated with these.
+    assert_eq!(ancient.protocol_version, None);
     let crash = status(&statuses, "crash");
     assert_eq!(crash.state, ServerState::Failed);
+    assert_eq!(crash.protocol_version, None, "it never connected");
     assert_eq!(
         crash.error.as_deref(),
         Some(

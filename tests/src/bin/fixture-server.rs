@@ -40,6 +40,8 @@
 //! | `--stderr-lines N` | write N lines to stderr at start |
 //! | `--bad-ids` | around every response, also send the same response with its id as a string, with an id nobody asked for, and a second time (a duplicate) |
 //! | `--spawn-child` | start a `sleep 600` child process at start (it shares the server's process group; see the `pids` tool) |
+//! | `--escapee` | start a `sleep 600` grandchild that calls `setsid` (leaving the process group and session) and is orphaned at once, as a daemon is (see the `pids` tool) |
+//! | `--escapee-clean-env` | the same, started with an empty environment (`env -i`) |
 //! | `--announce-sleeps` | on the arrival of each valid `sleep` call, before it starts, send `notifications/message` (level `info`, data [`fixture::SLEEP_STARTED`], no `logger`): a test awaits it to know the call reached the server |
 //!
 //! # Tools
@@ -62,7 +64,7 @@
 //! | `image` | none | a text block `a red pixel` and a 1×1 PNG image block |
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
-//! | `pids` | none | text: JSON `{"pid": …, "children": […]}`, the server's pid and its `--spawn-child` child |
+//! | `pids` | none | text: JSON `{"pid": …, "children": […], "escapees": […]}`, the server's pid, its `--spawn-child` child and its `--escapee` grandchild |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
 //!
 //! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
@@ -116,6 +118,16 @@ struct Options {
     bad_ids: bool,
     spawn_child: bool,
     announce_sleeps: bool,
+    escapee: Option<Escapee>,
+}
+
+/// A grandchild that leaves the server's process group and session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escapee {
+    /// With the server's environment.
+    KeepEnv,
+    /// With an empty environment.
+    CleanEnv,
 }
 
 impl Options {
@@ -135,6 +147,7 @@ impl Options {
             bad_ids: false,
             spawn_child: false,
             announce_sleeps: false,
+            escapee: None,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -160,6 +173,8 @@ impl Options {
                 "--stderr-lines" => options.stderr_lines = number(&flag, &value()?)?,
                 "--bad-ids" => options.bad_ids = true,
                 "--spawn-child" => options.spawn_child = true,
+                "--escapee" => options.escapee = Some(Escapee::KeepEnv),
+                "--escapee-clean-env" => options.escapee = Some(Escapee::CleanEnv),
                 "--announce-sleeps" => options.announce_sleeps = true,
                 "--help" | "-h" => {
                     eprintln!("usage: fixture-server [FLAGS]; see the source's module docs");
@@ -407,6 +422,8 @@ struct Server {
     out: Mutex<Option<io::Stdout>>,
     /// The `--spawn-child` child's pid.
     children: Vec<u32>,
+    /// The `--escapee` grandchild's pid.
+    escapees: Vec<u32>,
     tools: Mutex<Vec<Tool>>,
     /// Request ids from `notifications/cancelled`, in arrival order.
     cancelled: Mutex<Vec<Value>>,
@@ -885,7 +902,12 @@ impl Server {
                 }
             }
             Kind::Pids => {
-                text_result(&json!({"pid": process::id(), "children": self.children}).to_string())
+                let pids = json!({
+                    "pid": process::id(),
+                    "children": self.children,
+                    "escapees": self.escapees,
+                });
+                text_result(&pids.to_string())
             }
             Kind::Image => json!({
                 "content": [
@@ -976,11 +998,20 @@ fn main() {
     } else {
         Vec::new()
     };
+    let escapees = match options.escapee.map(spawn_escapee) {
+        Some(Ok(pid)) => vec![pid],
+        Some(Err(e)) => {
+            eprintln!("fixture-server: could not start the escapee: {e}");
+            process::exit(2);
+        }
+        None => Vec::new(),
+    };
     let server = Arc::new(Server {
         tools: Mutex::new(initial_tools(&options)),
         options,
         out: Mutex::new(Some(io::stdout())),
         children,
+        escapees,
         cancelled: Mutex::new(Vec::new()),
         cancelled_signal: Condvar::new(),
         sleeps: Mutex::new(BinaryHeap::new()),
@@ -997,6 +1028,27 @@ fn main() {
         }
     }
     // Stdin closed: the client is done with us. In-flight calls die with the process.
+}
+
+/// Starts `sleep 600` as a grandchild that leaves the process group and the
+/// session (`setsid`), the way a daemon does: a shell starts it in the
+/// background, prints its pid and exits, so it is orphaned at once. Returns its pid.
+fn spawn_escapee(how: Escapee) -> io::Result<u32> {
+    let env = if how == Escapee::CleanEnv {
+        "env -i "
+    } else {
+        ""
+    };
+    let script = format!("{env}setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!");
+    let out = process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(process::Stdio::null())
+        .stderr(process::Stdio::inherit())
+        .output()?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|e| io::Error::other(format!("the shell printed no pid: {e}")))
 }
 
 /// Closes file descriptor 1 for real, so the client sees end of file on the pipe.

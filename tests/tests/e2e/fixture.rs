@@ -409,8 +409,9 @@ async fn shutdown_stops_servers_and_later_calls_fail_cleanly() {
 }
 
 /// A runtime with one fixture server `fx` and room for normal work, but not for
-/// [`trapping_text`]: copying it into the guest exceeds the memory limit and
-/// traps the guest.
+/// a [`TRAPPING_BYTES`] answer: copying it into the guest exceeds the memory
+/// limit and traps the guest. (Arguments that large are refused before they
+/// enter the guest: see `oversized_arguments_are_refused_before_the_guest`.)
 async fn trappable() -> mcpbox::Runtime {
     let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
     mcpbox::Options::from_config_text("trap.json", text)
@@ -420,9 +421,43 @@ async fn trappable() -> mcpbox::Runtime {
         .unwrap()
 }
 
-/// An `echo` argument that traps a [`trappable`] guest.
-fn trapping_text() -> String {
-    "x".repeat(8 * 1024 * 1024)
+/// The size of a `huge` answer that traps a [`trappable`] guest.
+const TRAPPING_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Issue 10, finding 10: arguments over the limit (1/16 of the guest's memory
+/// limit) fail the call with `InvalidArguments` naming the size and the limit,
+/// before they enter the guest: no trap, no restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_arguments_are_refused_before_the_guest() {
+    let runtime = trappable().await;
+    assert_connected(&ready(&runtime).await, "fx");
+    let mut events = runtime.events();
+    let err = call(
+        &runtime,
+        "mcp__fx__echo",
+        json!({ "text": "x".repeat(8 * 1024 * 1024) }),
+    )
+    .await
+    .unwrap_err();
+    let CallError::InvalidArguments(message) = &err else {
+        panic!("expected invalid arguments, got {err:?}")
+    };
+    assert!(
+        message.contains("8388619 bytes")
+            && message.contains("256 KiB")
+            && message.contains("Options::memory_limit"),
+        "{message}"
+    );
+    // Just under the limit still goes through.
+    let text = "y".repeat(256 * 1024 - 100);
+    let r = call(&runtime, "mcp__fx__echo", json!({ "text": text }))
+        .await
+        .unwrap();
+    assert_eq!(r.text, text);
+    // The guest was not restarted: no warning says so.
+    while let Ok(event) = events.try_recv() {
+        assert!(!matches!(event, Event::Warning(_)), "{event:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -433,8 +468,8 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
 
     let err = call(
         &runtime,
-        "mcp__fx__echo",
-        json!({ "text": trapping_text() }),
+        "mcp__fx__huge",
+        json!({ "bytes": TRAPPING_BYTES }),
     )
     .await
     .unwrap_err();
@@ -461,12 +496,16 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
 #[tokio::test(flavor = "multi_thread")]
 async fn three_traps_within_a_minute_stop_the_runtime() {
     let runtime = trappable().await;
-    let huge = trapping_text();
+    let mut events = runtime.events();
     for round in 1..=3 {
         assert_connected(&ready(&runtime).await, "fx");
-        let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge }))
-            .await
-            .unwrap_err();
+        let err = call(
+            &runtime,
+            "mcp__fx__huge",
+            json!({ "bytes": TRAPPING_BYTES }),
+        )
+        .await
+        .unwrap_err();
         let CallError::Runtime(message) = &err else {
             panic!("expected a runtime error, got {err:?}")
         };
@@ -489,6 +528,26 @@ async fn three_traps_within_a_minute_stop_the_runtime() {
     assert!(
         matches!(&err, CallError::Runtime(m) if m.contains("3 times within a minute")),
         "{err:?}"
+    );
+    // Issue 10, finding 4: the stop is visible without a call: the reason, the
+    // servers failed with it (none runs without the guest), no tools, the event.
+    let reason = runtime.stopped().expect("stopped");
+    assert!(
+        reason.contains("the guest ran out of memory") && reason.contains("4.0 MiB"),
+        "the trap is told for what it is: {reason}"
+    );
+    let fx = status(&runtime.servers(), "fx").clone();
+    assert_eq!(fx.state, ServerState::Failed);
+    assert!(
+        fx.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the mcpbox runtime stopped")
+    );
+    assert!(runtime.tools().is_empty());
+    assert!(
+        std::iter::from_fn(|| events.try_recv().ok()).any(|e| matches!(e, Event::Stopped(_))),
+        "an Event::Stopped was sent"
     );
 }
 
