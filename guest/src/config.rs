@@ -12,7 +12,9 @@
 //! field as a path (`args[2]`, `env.API_KEY`) with a message that says how to fix
 //! it; that entry is skipped and the others load. Only text that is not a JSON
 //! object at all is an error. Entries keep the order they have in the file, since
-//! that order decides which of two colliding tool names wins.
+//! that order decides which of two colliding tool names wins; entries whose tool
+//! names can collide at all (`x` and `x__y`) are reported too, as issues that do
+//! not skip them.
 
 use crate::prelude::*;
 use core::fmt;
@@ -21,6 +23,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::naming;
 use crate::transport::{Endpoint, Pair};
 
 /// How long a server may take to connect, initialise and list its tools.
@@ -79,7 +82,8 @@ impl fmt::Display for ConfigIssue {
 pub struct Config {
     /// Loaded entries, in file order.
     pub servers: Vec<ServerConfig>,
-    /// Problems; entries with a problem are not in `servers`.
+    /// Problems. An entry with a problem is not in `servers`, except for names
+    /// that can collide with another entry's, which are only reported.
     pub issues: Vec<ConfigIssue>,
 }
 
@@ -238,7 +242,41 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
         }
         config.issues.append(&mut entry.issues);
     }
+    config.issues.extend(rival_names(&config.servers));
     Ok(config)
+}
+
+/// A warning for every loaded entry some of whose tool names could also be
+/// another entry's: `x__y`'s `mcp__x__y__…` names are names server `x` can give
+/// too. The entries still load (the registry decides such a collision by file
+/// order), but the user should know a tool can be shadowed.
+fn rival_names(servers: &[ServerConfig]) -> Vec<ConfigIssue> {
+    let segments: Vec<&str> = servers.iter().map(ServerConfig::name_segment).collect();
+    naming::rivals(&segments)
+        .into_iter()
+        .map(|(j, i)| {
+            let (server, rival) = (&servers[j], &servers[i]);
+            let (this, other) = (
+                naming::space(server.name_segment()),
+                naming::space(rival.name_segment()),
+            );
+            let winner = if i < j { &rival.name } else { &server.name };
+            ConfigIssue {
+                server: Some(server.name.clone()),
+                field: server
+                    .tool_prefix
+                    .as_ref()
+                    .map(|_| "toolPrefix".to_string()),
+                message: format!(
+                    "its tool names ({this}…) can be the same as tool names of server `{}` \
+                     ({other}…); where they are, the tool of `{winner}` (earlier in the file) \
+                     keeps the name and the other cannot be called by it; rename one of the \
+                     servers, or give one a `toolPrefix`, so that their names cannot meet",
+                    rival.name
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The 1-based line and column of the first non-whitespace character.
@@ -856,5 +894,43 @@ mod tests {
         assert_eq!(c.servers, vec![]);
         assert_eq!(c.issues[0].field.as_deref(), Some("toolPrefix"));
         assert_eq!(c.issues[1].field.as_deref(), Some("enabled"));
+    }
+
+    #[test]
+    fn names_whose_tools_can_collide_are_reported_and_still_load() {
+        let c = ok(r#"{"mcpServers": {
+            "x__y": {"command": "a"},
+            "x": {"command": "b"},
+            "gh": {"command": "c", "toolPrefix": "x"},
+            "fine": {"command": "d"}
+        }}"#);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["x__y", "x", "gh", "fine"]);
+        let where_: Vec<_> = c
+            .issues
+            .iter()
+            .map(|i| (i.server.clone(), i.field.clone()))
+            .collect();
+        assert_eq!(
+            where_,
+            [issue("x__y", None), issue("gh", Some("toolPrefix"))]
+        );
+        assert_eq!(
+            c.issues[0].to_string(),
+            "server `x__y`: its tool names (mcp__x__y__…) can be the same as tool names of \
+             server `x` (mcp__x__…); where they are, the tool of `x__y` (earlier in the file) \
+             keeps the name and the other cannot be called by it; rename one of the servers, \
+             or give one a `toolPrefix`, so that their names cannot meet"
+        );
+        assert!(
+            c.issues[1].message.contains("server `x`"),
+            "{}",
+            c.issues[1]
+        );
+        assert!(
+            c.issues[1].message.contains("tool of `x` (earlier"),
+            "{}",
+            c.issues[1]
+        );
     }
 }

@@ -58,7 +58,7 @@ use crate::client::{
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
-use crate::registry::{self, Registry, Source, Tool, ToolInfo};
+use crate::registry::{self, Registry, Source, Standing, Tool, ToolInfo};
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 use alloc::rc::Rc;
 
@@ -270,11 +270,6 @@ impl<C> Slot<C> {
         } else {
             Gate::Wait(at - now)
         }
-    }
-
-    /// Its retained tool of that registry name.
-    fn retained(&self, name: &str) -> Option<&Rc<Tool>> {
-        self.tools.iter().find(|t| t.name == name)
     }
 }
 
@@ -589,9 +584,14 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
-        let owner = self.slots.iter().enumerate().find_map(|(i, s)| {
-            let kept = s.state != ServerState::Connected;
-            kept.then(|| s.retained(tool)).flatten().map(|t| (i, t))
+        // The registry says which server owns a name it does not offer: the same
+        // rule that decides collisions, whatever state the servers are in.
+        let owner = self.registry.kept(tool).and_then(|entry| {
+            let i = self
+                .slots
+                .iter()
+                .position(|s| *s.config.name == *entry.server)?;
+            Some((i, entry.tool.clone()))
         });
         let Some((i, kept)) = owner else {
             return Err(self.missing_tool(tool));
@@ -631,12 +631,14 @@ impl<P: Platform> Manager<P> {
 
     /// An unknown name may belong to a server that is not connected: say so, since
     /// "no such tool" would send the caller looking in the wrong place. A server
-    /// whose last tool list is known does not claim names outside that list.
+    /// whose last tool list is known does not claim names outside that list, unless
+    /// it is starting: then a name it could claim waits for its new list (see
+    /// [`crate::registry`]).
     fn missing_tool(&self, tool: &str) -> CallError {
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
-                && s.tools.is_empty()
-                && tool.starts_with(&naming::prefix(s.config.name_segment()))
+                && (s.tools.is_empty() || s.state == ServerState::Starting)
+                && tool.starts_with(&naming::space(s.config.name_segment()))
         });
         match owner {
             Some(slot) => unavailable(tool, slot, self.platform.now_ms()),
@@ -1020,10 +1022,19 @@ impl<P: Platform> Manager<P> {
         let sources: Vec<Source<'_>> = self
             .slots
             .iter()
-            .filter(|s| s.state == ServerState::Connected)
-            .map(|s| Source {
-                server: &s.config.name,
-                tools: &s.tools,
+            .filter_map(|s| {
+                let standing = match s.state {
+                    ServerState::Connected => Standing::Connected,
+                    ServerState::Starting => Standing::Starting,
+                    _ if s.tools.is_empty() => return None,
+                    _ => Standing::Kept,
+                };
+                Some(Source {
+                    server: &s.config.name,
+                    segment: s.config.name_segment(),
+                    tools: &s.tools,
+                    standing,
+                })
             })
             .collect();
         let warnings = self.registry.rebuild(&sources);

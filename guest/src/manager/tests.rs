@@ -38,6 +38,18 @@ fn manager(platform: FakePlatform, servers: &[(&str, Value)]) -> Manager<FakePla
     m
 }
 
+/// A manager whose configuration has issues: the issues come with it.
+fn manager_with_issues(
+    platform: FakePlatform,
+    servers: &[(&str, Value)],
+) -> (Manager<FakePlatform>, Vec<ConfigIssue>) {
+    let mut m = Manager::new(platform);
+    let issues = m
+        .load_config("test", &config(servers))
+        .expect("valid config");
+    (m, issues)
+}
+
 /// Runs `wait` until no server is starting; returns every event seen.
 fn connect(m: &mut Manager<FakePlatform>) -> Vec<Event> {
     m.start();
@@ -639,7 +651,9 @@ fn collisions_keep_the_earlier_server_in_config_order() {
     p.serve("z.srv", || McpServer::with_tools(&["t", "only_z"]));
     p.serve("z_srv", || McpServer::with_tools(&["t"]));
     // "z.srv" comes first in the file although "z_srv" sorts first by name.
-    let mut m = manager(p, &[("z.srv", json!({})), ("z_srv", json!({}))]);
+    let (mut m, issues) = manager_with_issues(p, &[("z.srv", json!({})), ("z_srv", json!({}))]);
+    assert_eq!(issues.len(), 1, "the names can collide: {issues:?}");
+    assert_eq!(issues[0].server.as_deref(), Some("z_srv"));
     let events = connect(&mut m);
     let warnings: Vec<&String> = events
         .iter()
@@ -1811,4 +1825,110 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
     );
     let refusal = &sim.received.last().unwrap().0;
     assert_eq!(refusal["error"]["code"], -32601, "{refusal}");
+}
+
+// ---------------------------------------------------------------------------
+// Issue 10, finding 5: a colliding name reaches the server `tools` lists for it.
+
+/// `x` lists `y__echo` and `x__y` lists `echo`: both are `mcp__x__y__echo`.
+const CONTESTED: &str = "mcp__x__y__echo";
+
+/// A server whose tools answer with the server's own name, so a test sees which
+/// server a call reached.
+fn answering_with_its_name(server: &'static str, tools: &[&str], list_delay: u64) -> McpServer {
+    McpServer {
+        list_delay,
+        ..McpServer::with_tools(tools).on_call(move |_, id, out| {
+            out.reply(
+                0,
+                id,
+                json!({"content": [{"type": "text", "text": server}]}),
+            );
+        })
+    }
+}
+
+#[test]
+fn a_contested_name_routes_to_the_listed_server_whatever_connects_first() {
+    for run in 0..20u64 {
+        // Either server may be the slow one, by varying amounts, and either may
+        // come first in the file.
+        let slow = 1 + run * 37 % 500;
+        let (x_delay, xy_delay) = if run % 2 == 0 { (slow, 0) } else { (0, slow) };
+        let x_first = run % 4 < 2;
+        let mut p = FakePlatform::new();
+        p.serve("x", move || {
+            answering_with_its_name("x", &["y__echo"], x_delay)
+        });
+        p.serve("x__y", move || {
+            answering_with_its_name("x__y", &["echo"], xy_delay)
+        });
+        let mut entries = vec![("x", json!({})), ("x__y", json!({}))];
+        if !x_first {
+            entries.reverse();
+        }
+        let (mut m, issues) = manager_with_issues(p, &entries);
+        assert_eq!(issues.len(), 1, "run {run}: {issues:?}");
+        assert_eq!(issues[0].server.as_deref(), Some("x__y"), "run {run}");
+        m.start();
+        // What `mcpbox call` does: wait until the name is callable, or until no
+        // server is starting any more; then call at once.
+        while !m.tools().iter().any(|t| t.name == CONTESTED)
+            && m.servers().iter().any(|s| s.state == ServerState::Starting)
+        {
+            assert!(m.wait(100_000).is_empty());
+            m.events();
+        }
+        m.start_call(CONTESTED, "{}", CallOptions::default())
+            .unwrap_or_else(|e| panic!("run {run}: {e:?}"));
+        let reached = text_result(&completions(&mut m, 1)[0].outcome).to_string();
+        connect(&mut m);
+        let listed: Vec<ToolInfo> = m
+            .tools()
+            .into_iter()
+            .filter(|t| t.name == CONTESTED)
+            .collect();
+        assert_eq!(listed.len(), 1, "run {run}: {listed:?}");
+        assert_eq!(
+            reached, listed[0].server,
+            "run {run}: the call reached another server than `tools` lists"
+        );
+        // The winner does not depend on who connected first.
+        assert_eq!(reached, if x_first { "x" } else { "x__y" }, "run {run}");
+    }
+}
+
+#[test]
+fn a_lost_server_keeps_its_contested_name_and_the_call_restarts_it() {
+    let mut p = FakePlatform::new();
+    p.serve("x", || {
+        McpServer::with_tools(&["y__echo", "crash"]).on_call(|params, id, out| {
+            if params["name"] == "crash" {
+                let status = "exit code 3".to_string();
+                out.at(
+                    0,
+                    Output::Exit {
+                        status,
+                        stderr: vec![],
+                    },
+                );
+            } else {
+                out.reply(0, id, json!({"content": [{"type": "text", "text": "x"}]}));
+            }
+        })
+    });
+    p.serve("x__y", || answering_with_its_name("x__y", &["echo"], 0));
+    let (mut m, _) = manager_with_issues(p, &[("x", json!({})), ("x__y", json!({}))]);
+    connect(&mut m);
+    m.start_call("mcp__x__crash", "{}", CallOptions::default())
+        .unwrap();
+    completions(&mut m, 1);
+    // `x` is down: its name is not offered, and not handed to `x__y` either.
+    assert!(!m.tools().iter().any(|t| t.name == CONTESTED));
+    pass(&mut m, BACKOFF_BASE_MS);
+    m.start_call(CONTESTED, "{}", CallOptions::default())
+        .unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(text_result(&done[0].outcome), "x");
+    assert_eq!(m.platform().opened["x"].len(), 2, "the call restarted `x`");
 }

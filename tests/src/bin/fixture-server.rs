@@ -32,6 +32,7 @@
 //! | `--tools N` | add tools `tool_0` … `tool_{N-1}` (echo-like, see below) |
 //! | `--page-size K` | `tools/list` returns K tools per page |
 //! | `--weird-names` | add echo-like tools whose names need sanitising ([`fixture::WEIRD_NAMES`]): `read.file`, `héllo wörld`, `a/b:c`, `emoji🚀tool`, the already-valid `ok-name_1`, and two names longer than 64 characters once namespaced that share their first 70 characters |
+//! | `--tool NAME` | add an echo-like tool called NAME (repeatable) |
 //! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
 //! | `--no-init-reply` | never answer `initialize` |
@@ -65,7 +66,7 @@
 //! | `pids` | none | text: JSON `{"pid": …, "children": […]}`, the server's pid and its `--spawn-child` child |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
 //!
-//! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
+//! Echo-like tools (`--tools`, `--tool`, `--weird-names`, `--collide`, `add_tool`) take an
 //! optional `text` and return it, or their own name when it is absent, so a test can
 //! tell which of two colliding tools was called.
 //!
@@ -107,6 +108,7 @@ struct Options {
     tools: usize,
     page_size: Option<usize>,
     weird_names: bool,
+    extra_tools: Vec<String>,
     collide: bool,
     exit_on_init: Option<i32>,
     no_init_reply: bool,
@@ -126,6 +128,7 @@ impl Options {
             tools: 0,
             page_size: None,
             weird_names: false,
+            extra_tools: Vec::new(),
             collide: false,
             exit_on_init: None,
             no_init_reply: false,
@@ -150,6 +153,7 @@ impl Options {
                     options.page_size = Some(size);
                 }
                 "--weird-names" => options.weird_names = true,
+                "--tool" => options.extra_tools.push(value()?),
                 "--collide" => options.collide = true,
                 "--exit-on-init" => options.exit_on_init = Some(number(&flag, &value()?)?),
                 "--no-init-reply" => options.no_init_reply = true,
@@ -385,6 +389,7 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
                 .map(|name| Tool::echo_like(name)),
         );
     }
+    tools.extend(options.extra_tools.iter().map(|name| Tool::echo_like(name)));
     if options.collide {
         tools.extend(
             fixture::COLLIDING_NAMES

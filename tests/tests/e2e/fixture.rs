@@ -163,6 +163,60 @@ async fn collisions_are_reported_and_the_later_tool_skipped() {
     );
 }
 
+/// Issue 10, finding 5: server `x` with tool `y__ping` and server `x__y` with
+/// tool `ping` both make `mcp__x__y__ping`. Whichever server starts slowly, a call
+/// made as soon as the name is callable (as `mcpbox call` does) reaches the
+/// server `tools` lists for it, and that is the one first in the file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contested_name_reaches_the_listed_server_whichever_starts_first() {
+    const NAME: &str = "mcp__x__y__ping";
+    for slow in ["x", "x__y"] {
+        let entry = |server: &str, tool: &str| {
+            let mut args = vec!["--tool", tool];
+            if server == slow {
+                args.extend(["--start-delay-ms", "400"]);
+            }
+            fixture_entry(&args)
+        };
+        let runtime =
+            open(json!({ "x": entry("x", "y__ping"), "x__y": entry("x__y", "ping") })).await;
+        tokio::time::timeout(PATIENCE, runtime.wait_for_tool(NAME))
+            .await
+            .expect("the name becomes callable in time")
+            .expect("the name is listed");
+        // The echo-like tools answer with their own name.
+        let reached = call(&runtime, NAME, json!({})).await.unwrap().text;
+        ready(&runtime).await;
+        let listed: Vec<_> = runtime
+            .tools()
+            .iter()
+            .filter(|t| t.name == NAME)
+            .cloned()
+            .collect();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(
+            (listed[0].server.as_str(), listed[0].tool.as_str()),
+            ("x", "y__ping"),
+            "{slow} slow"
+        );
+        assert_eq!(
+            reached, "y__ping",
+            "{slow} slow: the call reached `x__y`'s tool"
+        );
+        let issues: Vec<String> = runtime
+            .config_issues()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert!(
+            issues[0].starts_with("server `x__y`: its tool names (mcp__x__y__…) can be the same as tool names of server `x`"),
+            "{issues:?}"
+        );
+        runtime.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_server_does_not_stop_the_others() {
     let runtime = open(json!({
