@@ -17,6 +17,7 @@
 //! not skip them.
 
 use crate::prelude::*;
+use alloc::collections::BTreeMap;
 use core::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
@@ -24,7 +25,17 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::naming;
-use crate::transport::{Endpoint, Pair};
+use crate::transport::{Endpoint, Pair, format_bytes};
+
+/// The largest configuration text accepted. Real files are a few KiB; the limit
+/// keeps a runaway file from costing the guest its memory (hosts refuse to read
+/// more than this, so the text never crosses into the guest).
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most server entries a configuration may have (every entry counts:
+/// disabled and broken ones too). Each server is a process or a remote session;
+/// far fewer than this are ever useful at once.
+pub const MAX_SERVERS: usize = 10_000;
 
 /// How long a server may take to connect, initialise and list its tools.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
@@ -158,7 +169,25 @@ fn member_path(parent: &str, key: &str) -> String {
 }
 
 /// Parses configuration text. `origin` names it in messages (usually its path).
+///
+/// Err for text that is not a JSON object, text over [`MAX_CONFIG_BYTES`] and
+/// more than [`MAX_SERVERS`] entries. Everything else is linear in the size of
+/// the text (up to the `O(n log n)` of finding duplicate and colliding names).
 pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
+    parse_capped(origin, text, MAX_SERVERS)
+}
+
+/// [`parse`] with another cap on the number of entries, so a test can measure
+/// that loading stays linear beyond the cap.
+pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Result<Config, String> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{origin} is {}, more than the {} a configuration may be; \
+             is this the right file?",
+            format_bytes(text.len() as u64),
+            format_bytes(MAX_CONFIG_BYTES as u64)
+        ));
+    }
     let mut config = Config::default();
     if text.trim().is_empty() {
         return Ok(config);
@@ -221,8 +250,20 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
         return Ok(config);
     };
 
+    if entries.0.len() > max_servers {
+        return Err(format!(
+            "{origin} configures {} servers under `{key}`; at most {max_servers} are supported \
+             (split the configuration, or remove entries that are not used)",
+            entries.0.len()
+        ));
+    }
+    // Where each name is defined last: a repeated name keeps its last definition.
+    let mut last = BTreeMap::new();
+    for (i, (name, _)) in entries.0.iter().enumerate() {
+        last.insert(name.as_str(), i);
+    }
     for (i, (name, raw)) in entries.0.iter().enumerate() {
-        if entries.0[i + 1..].iter().any(|(later, _)| later == name) {
+        if last.get(name.as_str()) != Some(&i) {
             config.issues.push(ConfigIssue {
                 server: Some(name.clone()),
                 field: None,
@@ -931,6 +972,56 @@ mod tests {
             c.issues[1].message.contains("tool of `x` (earlier"),
             "{}",
             c.issues[1]
+        );
+    }
+
+    /// `n` stdio entries `s0` … `s{n-1}`, then `extra` (text of more entries).
+    fn many(n: usize, extra: &str) -> String {
+        let mut entries: Vec<String> = (0..n)
+            .map(|i| format!(r#""s{i}": {{"command": "srv", "args": ["--n", "{i}"]}}"#))
+            .collect();
+        if !extra.is_empty() {
+            entries.push(extra.to_string());
+        }
+        format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
+    }
+
+    /// Issue 10, finding 12: loading was quadratic in the number of entries
+    /// (100,000 took longer than the guest's 10 s deadline). Loading is linear
+    /// now (measured, not asserted: see the printed time), and a configuration
+    /// beyond the caps is refused with a message that says so.
+    #[test]
+    fn a_configuration_of_100k_entries_loads_in_one_pass_and_beyond_the_caps_is_refused() {
+        // One name defined twice, once early and once at the end: the last wins.
+        let text = many(100_000, r#""s5": {"command": "again"}"#);
+        let started = std::time::Instant::now();
+        let c = parse_capped("big.json", &text, usize::MAX).unwrap();
+        std::eprintln!("100,000 entries loaded in {:?}", started.elapsed());
+        assert_eq!(c.servers.len(), 100_000);
+        assert_eq!(
+            c.issues.len(),
+            1,
+            "{:?}",
+            &c.issues[..c.issues.len().min(3)]
+        );
+        assert_eq!(c.issues[0].server.as_deref(), Some("s5"));
+        assert!(
+            matches!(&c.servers.last().unwrap().endpoint, Endpoint::Stdio { command, .. } if command == "again")
+        );
+
+        assert_eq!(
+            parse("big.json", &text).unwrap_err(),
+            "big.json configures 100001 servers under `mcpServers`; at most 10000 are supported \
+             (split the configuration, or remove entries that are not used)"
+        );
+        assert_eq!(ok(&many(MAX_SERVERS, "")).servers.len(), MAX_SERVERS);
+
+        let mut padded = many(1, "");
+        padded.insert_str(1, &" ".repeat(MAX_CONFIG_BYTES));
+        assert_eq!(
+            parse("padded.json", &padded).unwrap_err(),
+            "padded.json is 16.1 MiB, more than the 16 MiB a configuration may be; \
+             is this the right file?"
         );
     }
 }

@@ -279,6 +279,11 @@ pub struct Manager<P: Platform> {
     origin: String,
     slots: Vec<Slot<P::Conn>>,
     registry: Registry,
+    /// A server's tools or state changed since the registry was last rebuilt. The
+    /// rebuild waits for the end of the round (or for a reader): one rebuild for
+    /// the thousands of servers that connect or fail in one round, not one each,
+    /// which made starting a large configuration quadratic.
+    registry_stale: bool,
     /// Calls in flight → the slot that runs them.
     calls: BTreeMap<u64, usize>,
     next_call: u64,
@@ -334,6 +339,7 @@ impl<P: Platform> Manager<P> {
             origin: String::new(),
             slots: Vec::new(),
             registry: Registry::new(),
+            registry_stale: false,
             calls: BTreeMap::new(),
             next_call: 1,
             completions: Vec::new(),
@@ -400,11 +406,12 @@ impl<P: Platform> Manager<P> {
         self.origin = origin.to_string();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
+        self.invalidate_registry();
+        self.sync_registry();
         // Loading is not a state change: statuses are reported from `start` on.
         for slot in &mut self.slots {
             slot.reported = Some(Reported::now(slot, &self.registry));
         }
-        self.rebuild_registry();
         Ok(parsed.issues)
     }
 
@@ -455,7 +462,7 @@ impl<P: Platform> Manager<P> {
         slot.conn = None;
         slot.connect_deadline = None;
         self.open(i);
-        self.rebuild_registry();
+        self.invalidate_registry();
         self.sync_statuses();
         Ok(())
     }
@@ -500,6 +507,7 @@ impl<P: Platform> Manager<P> {
 
     /// Every configured server, in configuration order.
     pub fn servers(&self) -> Vec<ServerStatus> {
+        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.slots
             .iter()
             .map(|s| status_of(s, &self.registry))
@@ -508,12 +516,14 @@ impl<P: Platform> Manager<P> {
 
     /// Every tool, ordered by name.
     pub fn tools(&self) -> Vec<ToolInfo> {
+        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.registry.tools()
     }
 
     /// Every tool, ordered by name, without copying: for the `tools` export,
     /// which copies each field once into its own result.
     pub fn tool_entries(&self) -> &[registry::Entry] {
+        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.registry.entries()
     }
 
@@ -538,6 +548,7 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
+        self.sync_registry();
         let Some(entry) = self.registry.get(tool) else {
             return self.start_held_call(tool, arguments, options);
         };
@@ -725,7 +736,7 @@ impl<P: Platform> Manager<P> {
                 slot.error = None;
             }
         }
-        self.rebuild_registry();
+        self.invalidate_registry();
         self.sync_statuses();
     }
 
@@ -781,6 +792,9 @@ impl<P: Platform> Manager<P> {
     /// Sends the calls that waited for slot `i` to connect, each re-checked
     /// against the tool list the server has now.
     fn send_held(&mut self, i: usize) {
+        if !self.slots[i].held.is_empty() {
+            self.sync_registry();
+        }
         self.expire_held(i, self.platform.now_ms());
         let held = core::mem::take(&mut self.slots[i].held);
         for h in held {
@@ -915,13 +929,13 @@ impl<P: Platform> Manager<P> {
                     let slot = &mut self.slots[i];
                     slot.state = ServerState::Connected;
                     slot.connect_deadline = None;
-                    self.rebuild_registry();
+                    self.invalidate_registry();
                     self.send_held(i);
                 }
                 ClientEvent::ToolsChanged(defs) => {
                     if self.slots[i].state == ServerState::Connected {
                         self.set_tools(i, defs);
-                        self.rebuild_registry();
+                        self.invalidate_registry();
                         self.events.push(Event::ToolsChanged(server.clone()));
                     }
                 }
@@ -1015,7 +1029,18 @@ impl<P: Platform> Manager<P> {
         self.fail_held(i, |_| message.clone());
         self.slots[i].error = Some(message);
         self.process(i);
-        self.rebuild_registry();
+        self.invalidate_registry();
+    }
+
+    fn invalidate_registry(&mut self) {
+        self.registry_stale = true;
+    }
+
+    /// Rebuilds the registry if a server's tools or state changed since.
+    fn sync_registry(&mut self) {
+        if core::mem::take(&mut self.registry_stale) {
+            self.rebuild_registry();
+        }
     }
 
     fn rebuild_registry(&mut self) {
@@ -1043,6 +1068,7 @@ impl<P: Platform> Manager<P> {
 
     /// Queues a status event for every server whose status changed.
     fn sync_statuses(&mut self) {
+        self.sync_registry();
         for slot in &mut self.slots {
             if status_is_current(slot, &self.registry) {
                 continue;

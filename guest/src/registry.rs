@@ -204,6 +204,8 @@ pub struct Registry {
     /// Collisions already warned about, as (name, skipped server, skipped tool), so a
     /// rebuild does not repeat a warning for a collision that persists.
     reported: BTreeSet<(String, String, String)>,
+    /// How often the table was rebuilt, for tests that count.
+    rebuilds: u64,
 }
 
 impl Registry {
@@ -294,6 +296,7 @@ impl Registry {
         self.kept = kept;
         self.counts = counts;
         self.reported = collisions;
+        self.rebuilds += 1;
         warnings
     }
 
@@ -331,6 +334,12 @@ impl Registry {
     /// How many tools of `server` made it into the table.
     pub fn count_for(&self, server: &str) -> u32 {
         self.counts.get(server).copied().unwrap_or(0)
+    }
+
+    /// How often the table was rebuilt.
+    #[cfg(test)]
+    pub(crate) fn rebuilds(&self) -> u64 {
+        self.rebuilds
     }
 
     /// How many tools the table holds.

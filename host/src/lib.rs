@@ -53,7 +53,7 @@ mod transport;
 mod types;
 
 pub use engine::default_cache_dir;
-pub use runtime::{CallOptions, Options, Runtime};
+pub use runtime::{CallOptions, MAX_CONFIG_BYTES, Options, Runtime};
 pub use store::Policy;
 pub use types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,

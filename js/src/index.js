@@ -24,7 +24,7 @@
 // - limits.js: the guest's memory limit, written into its module.
 
 import { EventEmitter } from 'node:events';
-import { readFile, readdir } from 'node:fs/promises';
+import { open as openFile, readFile, readdir } from 'node:fs/promises';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
@@ -35,6 +35,52 @@ import { ConnectionTable } from './transport.js';
 /** Where `npm run build` puts the transpiled guest. */
 const GEN_DIR = new URL('../gen/', import.meta.url);
 const GLUE = 'mcpbox_guest.js';
+
+/**
+ * The largest configuration accepted, as the guest's own cap and the wasmtime host's
+ * `MAX_CONFIG_BYTES`: a bigger file is not read past it, and bigger text never enters the guest.
+ */
+export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads a configuration file, at most one byte past the cap; '' when it does not exist.
+ * @param {string} path
+ */
+async function readConfig(path) {
+  let handle;
+  try {
+    handle = await openFile(path, 'r');
+  } catch (error) {
+    if (error.code === 'ENOENT') return '';
+    throw new ConfigError(path, `${path}: cannot be read: ${error.message}`);
+  }
+  try {
+    const chunks = [];
+    let length = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      length += bytesRead;
+      if (length > MAX_CONFIG_BYTES) throw tooLarge(path);
+    }
+    return Buffer.concat(chunks, length).toString('utf8');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(path, `${path}: cannot be read: ${error.message}`);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** @param {string} origin */
+function tooLarge(origin) {
+  return new ConfigError(
+    origin,
+    `${origin} is larger than 16 MiB, the most a configuration may be; is this the right file?`,
+  );
+}
 
 /** The default cap on one message from a server, as in the wasmtime host. */
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -242,18 +288,12 @@ export class McpBox extends EventEmitter {
     let { configText, origin } = options;
     if (options.configFile !== undefined) {
       origin = options.configFile;
-      try {
-        configText = await readFile(options.configFile, 'utf8');
-      } catch (error) {
-        if (error.code !== 'ENOENT') {
-          throw new ConfigError(origin, `${origin}: cannot be read: ${error.message}`);
-        }
-        configText = '';
-      }
+      configText = await readConfig(options.configFile);
     }
     if (typeof configText !== 'string') {
       throw new TypeError('McpBox.open needs `configText` (a string) or `configFile`');
     }
+    if (Buffer.byteLength(configText, 'utf8') > MAX_CONFIG_BYTES) throw tooLarge(origin);
     const memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
     if (!Number.isSafeInteger(memoryLimit) || memoryLimit <= 0) {
       throw new TypeError(`memoryLimit must be a positive number of bytes, not ${memoryLimit}`);

@@ -4,9 +4,12 @@
 // servers, results, timeouts, cancellation, crashes, list changes and argument checks.
 
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { CallError, ConfigError, McpBox } from '../src/index.js';
+import { CallError, ConfigError, MAX_CONFIG_BYTES, McpBox } from '../src/index.js';
 import {
   assertConnected,
   call,
@@ -258,6 +261,28 @@ test('invalid config text is an error naming the origin', async () => {
   assert.ok(error instanceof ConfigError, String(error));
   assert.equal(error.origin, 'broken.json');
   assert.ok(error.message.startsWith('broken.json:1:'), `names the file, line and column: ${error.message}`);
+});
+
+test('an oversized configuration is refused with its limit', async (t) => {
+  // Issue 10, finding 12: a configuration past 16 MiB is not read past the cap, and
+  // text that size never enters the guest.
+  const dir = await mkdtemp(join(tmpdir(), 'mcpbox-js-big-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'big.json');
+  const text = '{"mcpServers": {}}';
+  await writeFile(file, text + ' '.repeat(MAX_CONFIG_BYTES + 1 - text.length));
+  const expected = 'is larger than 16 MiB, the most a configuration may be; is this the right file?';
+  const fromFile = await McpBox.open({ configFile: file }).catch((e) => e);
+  assert.ok(fromFile instanceof ConfigError, String(fromFile));
+  assert.equal(fromFile.message, `${file} ${expected}`);
+  const fromText = await McpBox.open({ configText: text.padEnd(MAX_CONFIG_BYTES + 1), origin: 'big' }).catch((e) => e);
+  assert.ok(fromText instanceof ConfigError, String(fromText));
+  assert.equal(fromText.message, `big ${expected}`);
+  // Too many servers is the guest's to say, in the same words as the wasmtime host.
+  const servers = Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`s${i}`, { command: 'x', disabled: true }]));
+  const many = await McpBox.open({ configText: JSON.stringify({ mcpServers: servers }), origin: 'many' }).catch((e) => e);
+  assert.ok(many instanceof ConfigError, String(many));
+  assert.match(many.message, /^many configures 10001 servers under `mcpServers`; at most 10000 are supported/);
 });
 
 test('a missing config file is an empty configuration', async (t) => {

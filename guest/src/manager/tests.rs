@@ -1932,3 +1932,42 @@ fn a_lost_server_keeps_its_contested_name_and_the_call_restarts_it() {
     assert_eq!(text_result(&done[0].outcome), "x");
     assert_eq!(m.platform().opened["x"].len(), 2, "the call restarted `x`");
 }
+
+// ---------------------------------------------------------------------------
+// Issue 10, finding 12: a large configuration starts in linear time.
+
+#[test]
+fn starting_thousands_of_servers_rebuilds_the_registry_once_per_round() {
+    let entries: Vec<(String, Value)> = (0..config::MAX_SERVERS)
+        .map(|i| (format!("s{i}"), json!({})))
+        .collect();
+    let entries: Vec<(&str, Value)> = entries
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
+    // Half of them cannot be opened (as under `--no-processes`), half connect.
+    let mut p = FakePlatform::new();
+    for i in (0..config::MAX_SERVERS).step_by(2) {
+        p.serve(&format!("s{i}"), || McpServer::with_tools(&["t"]));
+    }
+    let mut m = manager(p, &entries);
+    let before = m.registry.rebuilds();
+    m.start();
+    assert_eq!(
+        m.registry.rebuilds() - before,
+        1,
+        "one rebuild for 5,000 failed opens"
+    );
+    let mut rounds = 0;
+    while m.servers().iter().any(|s| s.state == ServerState::Starting) {
+        m.wait(1000);
+        m.events();
+        rounds += 1;
+    }
+    assert_eq!(m.tools().len(), config::MAX_SERVERS / 2);
+    assert!(
+        m.registry.rebuilds() - before <= 1 + rounds,
+        "{} rebuilds in {rounds} rounds",
+        m.registry.rebuilds() - before
+    );
+}
