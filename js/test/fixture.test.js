@@ -285,6 +285,28 @@ test('an oversized configuration is refused with its limit', async (t) => {
   assert.match(many.message, /^many configures 10001 servers under `mcpServers`; at most 10000 are supported/);
 });
 
+test('structured content passes through however deep, or fails loudly', async (t) => {
+  // Issue 10, finding 13: 10,000 levels deep reach the caller whole; a number no
+  // JavaScript number holds (1e999) fails the call, saying why, instead of turning into
+  // Infinity (and `null` once stringified).
+  const box = await open(t, { fx: fixtureEntry() });
+  assertConnected(await ready(box), 'fx');
+  const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+  const raw = (structured) => ({
+    result: `{"content":[{"type":"text","text":"ok"}],"structuredContent":${structured}}`,
+  });
+  const r = await call(box, 'mcp__fx__raw_result', raw(`{"deep": ${deep}, "exact": 1.5e300}`));
+  assert.equal(r.text, 'ok');
+  assert.equal(r.structuredContent.exact, 1.5e300);
+  let depth = 0;
+  for (let v = r.structuredContent.deep; Array.isArray(v); v = v[0]) depth += 1;
+  assert.equal(depth, 10_000);
+  const error = await callError(box, 'mcp__fx__raw_result', raw('{"big": 1e999}'));
+  assert.equal(error.kind, 'protocol');
+  assert.match(error.message, /^mcp__fx__raw_result: the call ran, but its result's structuredContent holds a number/);
+  assert.equal((await call(box, 'mcp__fx__echo', { text: 'still here' })).text, 'still here');
+});
+
 test('a missing config file is an empty configuration', async (t) => {
   const box = await within(McpBox.open({ configFile: '/nonexistent/.mcp.json' }), 'the runtime opens');
   t.after(() => box.shutdown());

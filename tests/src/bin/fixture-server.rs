@@ -64,6 +64,7 @@
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
 //! | `pids` | none | text: JSON `{"pid": …, "children": […]}`, the server's pid and its `--spawn-child` child |
+//! | `raw_result` | `result: string` (required) | answers with `result` as the JSON-RPC `result`, verbatim: text serde_json could not hold (10,000 levels deep, `1e999`) reaches the client as written |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
 //!
 //! Echo-like tools (`--tools`, `--tool`, `--weird-names`, `--collide`, `add_tool`) take an
@@ -200,6 +201,7 @@ enum Kind {
     CloseStdout,
     Pids,
     Elicit,
+    RawResult,
     /// Returns `text`, or the tool's own name.
     EchoLike,
 }
@@ -370,6 +372,13 @@ fn builtin_tools() -> Vec<Tool> {
             &[],
         ),
         Tool::new(
+            "raw_result",
+            Kind::RawResult,
+            "Answers with `result` as the JSON-RPC result, verbatim.",
+            json!({"result": text("The result object, as JSON text.")}),
+            &["result"],
+        ),
+        Tool::new(
             "pids",
             Kind::Pids,
             "Returns the server's pid and its children's, as JSON text.",
@@ -465,6 +474,17 @@ impl Server {
         if result.is_err() {
             // The client is gone; nobody is left to talk to.
             process::exit(0);
+        }
+    }
+
+    /// Writes one line as it is (no `--garbage` or `--bad-ids` around it).
+    fn send_raw(&self, line: &str) {
+        let mut guard = lock(&self.out);
+        if let Some(out) = guard.as_mut() {
+            let written = out.write_all(format!("{line}\n").as_bytes());
+            if written.and_then(|()| out.flush()).is_err() {
+                process::exit(0);
+            }
         }
     }
 
@@ -736,6 +756,14 @@ impl Server {
         let Some(kind) = kind else {
             return self.respond_error(id, code::INVALID_PARAMS, &format!("unknown tool: {name}"));
         };
+        if kind == Kind::RawResult {
+            let Some(result) = args.get("result").and_then(Value::as_str) else {
+                return self.respond(id, tool_error("`result` must be a string"));
+            };
+            return self.send_raw(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+            ));
+        }
         let progress_token = params.pointer("/_meta/progressToken").cloned();
         match self.run_tool(kind, name, args, id, progress_token) {
             Ok(Some(result)) => self.respond(id, result),
@@ -864,6 +892,8 @@ impl Server {
                 close_stdout_fd();
                 return Ok(None);
             }
+            // Answered in `call_tool`, verbatim.
+            Kind::RawResult => return Err("`raw_result` is answered verbatim".to_owned()),
             Kind::Elicit => {
                 let request = format!("elicit-{id}");
                 self.send(

@@ -27,12 +27,13 @@ async fn echo_round_trip_and_status() {
         .unwrap();
     assert!(!result.is_error);
     assert_eq!(result.text, "hello");
-    assert_eq!(result.content, json!([{"type": "text", "text": "hello"}]));
+    let content: serde_json::Value = serde_json::from_str(result.content.get()).unwrap();
+    assert_eq!(content, json!([{"type": "text", "text": "hello"}]));
 
     let sum = call(&runtime, "mcp__fx__add", json!({"a": 2, "b": 3.5}))
         .await
         .unwrap();
-    assert_eq!(sum.structured_content, Some(json!({"sum": 5.5})));
+    assert_eq!(sum.structured_value().unwrap(), Some(json!({"sum": 5.5})));
     runtime.shutdown().await;
 }
 
@@ -214,6 +215,51 @@ async fn a_contested_name_reaches_the_listed_server_whichever_starts_first() {
             "{issues:?}"
         );
         runtime.shutdown().await;
+    }
+}
+
+/// Issue 10, finding 13: a `structuredContent` deeper than serde_json's 128
+/// levels, or holding a number no f64 holds, became `null` on a successful
+/// result. It reaches the caller exactly as the server wrote it, 10,000 levels
+/// deep included, and nothing deep crashes the guest.
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_content_passes_through_exactly_however_deep_or_large() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    let mut events = runtime.events();
+    assert_connected(&ready(&runtime).await, "fx");
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    for structured in [
+        format!(r#"{{"deep": {deep}}}"#),
+        r#"{"big": 1e999, "exact": 123456789012345678901234567890, "written": 1.0e2}"#.to_owned(),
+        format!(r#"{{ "both" : [ {deep}, -1e999 ] }}"#),
+    ] {
+        let result = format!(
+            r#"{{"content":[{{"type":"text","text":"ok"}}],"structuredContent":{structured}}}"#
+        );
+        let r = call(&runtime, "mcp__fx__raw_result", json!({ "result": result }))
+            .await
+            .unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.text, "ok");
+        // Serialised as it was received: the server's text, byte for byte.
+        let received = serde_json::to_string(&r.structured_content).unwrap();
+        assert!(
+            received == structured,
+            "{} became {}",
+            &structured[..structured.len().min(80)],
+            &received[..received.len().min(80)]
+        );
+    }
+    // The guest is the same instance: nothing trapped.
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "still here");
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(&event, Event::Warning(w) if w.contains("guest failed")),
+            "{event:?}"
+        );
     }
 }
 
