@@ -101,7 +101,7 @@ pub struct Config {
 /// A JSON object's members in the order they were written. `serde_json::Map`
 /// sorts its keys unless `preserve_order` is on workspace-wide; collecting the
 /// members ourselves keeps file order without changing the host's serde_json.
-struct Members(Vec<(String, Box<RawValue>)>);
+pub(crate) struct Members(pub(crate) Vec<(String, Box<RawValue>)>);
 
 impl<'de> Deserialize<'de> for Members {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -124,7 +124,9 @@ impl<'de> Deserialize<'de> for Members {
 }
 
 impl Members {
-    fn read(raw: &RawValue) -> Option<Members> {
+    /// The members of a JSON object, each value unread; `None` when `raw` is not
+    /// an object. One level deep, so no value's depth matters.
+    pub(crate) fn read(raw: &RawValue) -> Option<Members> {
         serde_json::from_str(raw.get()).ok()
     }
 
@@ -139,8 +141,74 @@ impl Members {
     }
 }
 
-fn value(raw: &RawValue) -> Value {
-    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+/// A configuration value, read without building it: a `serde_json::Value` stops
+/// at 128 levels of nesting and cannot hold `1e999`, and a value it cannot build
+/// must be reported for what it is, never read as `null` (which drops the field).
+/// Arrays and objects are read one level at a time where a field wants one.
+enum Json {
+    Null,
+    Bool(bool),
+    Str(String),
+    /// A string with an escape that is not text (a lone surrogate), and why.
+    BadStr(String),
+    /// A number, as written.
+    Num(String),
+    Array,
+    Object,
+}
+
+impl Json {
+    fn read(raw: &RawValue) -> Json {
+        let text = raw.get().trim();
+        match text.as_bytes().first() {
+            Some(b'{') => Json::Object,
+            Some(b'[') => Json::Array,
+            Some(b'"') => match serde_json::from_str(text) {
+                Ok(s) => Json::Str(s),
+                Err(e) => Json::BadStr(e.to_string()),
+            },
+            Some(b't') => Json::Bool(true),
+            Some(b'f') => Json::Bool(false),
+            Some(b'n') => Json::Null,
+            _ => Json::Num(text.to_string()),
+        }
+    }
+
+    /// A short name of its type, for messages.
+    fn kind(&self) -> String {
+        match self {
+            Json::Null => "null".into(),
+            Json::Bool(_) => "a boolean".into(),
+            Json::Str(_) => "a string".into(),
+            Json::BadStr(why) => format!("a string that is not text ({why})"),
+            Json::Num(_) => "a number".into(),
+            Json::Array => "an array".into(),
+            Json::Object => "an object".into(),
+        }
+    }
+
+    /// How it would look quoted, for "quote it" hints.
+    fn unquoted(&self) -> String {
+        match self {
+            Json::Str(s) => s.clone(),
+            Json::Num(n) => n.clone(),
+            Json::Bool(b) => b.to_string(),
+            Json::Null => "null".into(),
+            Json::BadStr(_) | Json::Array | Json::Object => "…".into(),
+        }
+    }
+}
+
+/// A short name for the type of a JSON value that may be too deep or too large
+/// for a `serde_json::Value`, for messages.
+pub(crate) fn kind_of_raw(raw: &RawValue) -> String {
+    Json::read(raw).kind()
+}
+
+/// The items of a JSON array, each unread; `None` when `raw` is not an array.
+/// One level deep, so no item's depth matters.
+fn items(raw: &RawValue) -> Option<Vec<Box<RawValue>>> {
+    serde_json::from_str(raw.get()).ok()
 }
 
 /// A short name for a JSON value's type, for messages.
@@ -244,7 +312,7 @@ pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Resu
             field: Some(key.into()),
             message: format!(
                 "must be an object mapping server names to entries, but is {}",
-                kind_of(&value(servers))
+                Json::read(servers).kind()
             ),
         });
         return Ok(config);
@@ -371,7 +439,7 @@ impl Entry<'_> {
                 None,
                 format!(
                     "must be an object like {{\"command\": \"…\"}} or {{\"url\": \"…\"}}, but is {}",
-                    kind_of(&value(raw))
+                    Json::read(raw).kind()
                 ),
             );
             return None;
@@ -417,8 +485,8 @@ impl Entry<'_> {
     }
 
     fn kind(&mut self, fields: &Members) -> Option<Kind> {
-        match fields.get("type").map(value) {
-            Some(Value::String(t)) => match t.to_ascii_lowercase().as_str() {
+        match fields.get("type").map(Json::read) {
+            Some(Json::Str(t)) => match t.to_ascii_lowercase().as_str() {
                 "stdio" => Some(Kind::Stdio),
                 "http" | "streamable-http" | "streamablehttp" | "streamable_http" => {
                     Some(Kind::Http)
@@ -437,7 +505,7 @@ impl Entry<'_> {
                     Some("type".into()),
                     format!(
                         "must be a string (\"stdio\", \"http\" or \"sse\"), but is {}",
-                        kind_of(&other)
+                        other.kind()
                     ),
                 );
                 None
@@ -473,31 +541,31 @@ impl Entry<'_> {
         }
         let args = match fields.get("args") {
             None => Vec::new(),
-            Some(raw) => match value(raw) {
-                Value::Null => Vec::new(),
-                Value::Array(items) => {
+            Some(raw) => match (Json::read(raw), items(raw)) {
+                (Json::Null, _) => Vec::new(),
+                (_, Some(items)) => {
                     let mut args = Vec::with_capacity(items.len());
-                    for (i, item) in items.into_iter().enumerate() {
-                        match item {
-                            Value::String(s) => args.push(s),
+                    for (i, item) in items.iter().enumerate() {
+                        match Json::read(item) {
+                            Json::Str(s) => args.push(s),
                             other => self.issue(
                                 Some(format!("args[{i}]")),
                                 format!(
                                     "must be a string, but is {}; quote it, like \"{}\"",
-                                    kind_of(&other),
-                                    unquoted(&other)
+                                    other.kind(),
+                                    other.unquoted()
                                 ),
                             ),
                         }
                     }
                     args
                 }
-                other => {
+                (other, None) => {
                     self.issue(
                         Some("args".into()),
                         format!(
                             "must be an array of strings, like [\"-y\", \"package\"], but is {}",
-                            kind_of(&other)
+                            other.kind()
                         ),
                     );
                     Vec::new()
@@ -547,17 +615,12 @@ impl Entry<'_> {
         let Some(raw) = fields.get("env") else {
             return Vec::new();
         };
-        let trimmed = raw.get().trim_start();
-        if trimmed.starts_with('[') {
+        if let Some(items) = items(raw) {
             let mut env = Vec::new();
-            for (i, item) in serde_json::from_str::<Vec<Value>>(trimmed)
-                .unwrap_or_default()
-                .into_iter()
-                .enumerate()
-            {
+            for (i, item) in items.iter().enumerate() {
                 let field = Some(format!("env[{i}]"));
-                match item {
-                    Value::String(s) => match s.split_once('=') {
+                match Json::read(item) {
+                    Json::Str(s) => match s.split_once('=') {
                         Some(("", _)) => {
                             self.issue(field, format!("{s:?} has an empty variable name; write \"NAME=value\""))
                         }
@@ -572,7 +635,7 @@ impl Entry<'_> {
                     },
                     other => self.issue(
                         field,
-                        format!("must be a string like \"NAME=value\", but is {}", kind_of(&other)),
+                        format!("must be a string like \"NAME=value\", but is {}", other.kind()),
                     ),
                 }
             }
@@ -587,13 +650,13 @@ impl Entry<'_> {
             return Vec::new();
         };
         let Some(members) = Members::read(raw) else {
-            match value(raw) {
-                Value::Null => {}
+            match Json::read(raw) {
+                Json::Null => {}
                 other => self.issue(
                     Some(key.into()),
                     format!(
                         "must be an object of names to string values, like {{\"NAME\": \"value\"}}, but is {}",
-                        kind_of(&other)
+                        other.kind()
                     ),
                 ),
             }
@@ -606,14 +669,14 @@ impl Entry<'_> {
                 self.issue(field, format!("{name:?} is not a valid name"));
                 continue;
             }
-            match value(&raw) {
-                Value::String(s) => pairs.push(Pair { name, value: s }),
+            match Json::read(&raw) {
+                Json::Str(s) => pairs.push(Pair { name, value: s }),
                 other => self.issue(
                     field,
                     format!(
                         "{what} must be strings, but this is {}; quote it, like \"{}\"",
-                        kind_of(&other),
-                        unquoted(&other)
+                        other.kind(),
+                        other.unquoted()
                     ),
                 ),
             }
@@ -622,13 +685,13 @@ impl Entry<'_> {
     }
 
     fn string(&mut self, fields: &Members, key: &str) -> Option<String> {
-        match fields.get(key).map(value) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
+        match fields.get(key).map(Json::read) {
+            None | Some(Json::Null) => None,
+            Some(Json::Str(s)) => Some(s),
             Some(other) => {
                 self.issue(
                     Some(key.into()),
-                    format!("must be a string, but is {}", kind_of(&other)),
+                    format!("must be a string, but is {}", other.kind()),
                 );
                 None
             }
@@ -636,13 +699,13 @@ impl Entry<'_> {
     }
 
     fn boolean(&mut self, fields: &Members, key: &str) -> Option<bool> {
-        match fields.get(key).map(value) {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(b),
+        match fields.get(key).map(Json::read) {
+            None | Some(Json::Null) => None,
+            Some(Json::Bool(b)) => Some(b),
             Some(other) => {
                 self.issue(
                     Some(key.into()),
-                    format!("must be true or false, but is {}", kind_of(&other)),
+                    format!("must be true or false, but is {}", other.kind()),
                 );
                 None
             }
@@ -650,12 +713,15 @@ impl Entry<'_> {
     }
 
     fn millis(&mut self, fields: &Members, key: &str) -> Option<u64> {
-        let v = fields.get(key).map(value)?;
+        let v = fields.get(key).map(Json::read)?;
         let ms = match &v {
-            Value::Null => return None,
-            Value::Number(n) => n.as_u64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| crate::schema::is_whole(*f) && *f >= 0.0)
+            Json::Null => return None,
+            // Written as an integer, or as a whole number of another form (`3e4`);
+            // `1e999` parses as infinity, which is not a number of milliseconds.
+            Json::Num(n) => n.parse::<u64>().ok().or_else(|| {
+                n.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && crate::schema::is_whole(*f) && *f >= 0.0)
                     .map(|f| f as u64)
             }),
             _ => None,
@@ -668,23 +734,14 @@ impl Entry<'_> {
                     format!(
                         "must be a positive whole number of milliseconds, like 30000, but is {}",
                         match &v {
-                            Value::Number(n) => n.to_string(),
-                            other => kind_of(other).to_string(),
+                            Json::Num(n) => n.clone(),
+                            other => other.kind(),
                         }
                     ),
                 );
                 None
             }
         }
-    }
-}
-
-/// How a non-string value would look quoted, for "quote it" hints.
-fn unquoted(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(_) | Value::Bool(_) | Value::Null => v.to_string(),
-        _ => "…".into(),
     }
 }
 
@@ -1023,5 +1080,66 @@ mod tests {
             "padded.json is 16.1 MiB, more than the 16 MiB a configuration may be; \
              is this the right file?"
         );
+    }
+
+    /// Issue 10, finding 13: a value serde_json cannot build (deeper than 128
+    /// levels, a number beyond f64) was read as `null`, so `args` nested 200 deep
+    /// loaded a server with no arguments at all, and `1e999` ms kept the default
+    /// timeout, without a word. Every such field is reported now, and nothing deep
+    /// is built: 10,000 levels in an unknown field are skipped without recursion.
+    #[test]
+    fn values_too_deep_or_too_large_are_reported_never_dropped() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let text = format!(
+            r#"{{"mcpServers": {{
+            "args": {{"command": "x", "args": {args}}},
+            "arg": {{"command": "x", "args": ["ok", {args}]}},
+            "env": {{"command": "x", "env": {{"A": {args}}}}},
+            "envlist": {{"command": "x", "env": ["A=1", {args}]}},
+            "command": {{"command": {args}}},
+            "startup": {{"command": "x", "startupTimeoutMs": 1e999}},
+            "tool": {{"command": "x", "toolTimeoutMs": -1e999}},
+            "enabled": {{"command": "x", "enabled": 1e999}},
+            "ignored": {{"command": "x", "unknownField": {{"deep": {ignored}}}}}
+        }}}}"#,
+            args = deep(200),
+            ignored = deep(10_000),
+        );
+        let c = ok(&text);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ignored"]);
+        let where_: Vec<_> = c
+            .issues
+            .iter()
+            .map(|i| (i.server.clone(), i.field.clone()))
+            .collect();
+        assert_eq!(
+            where_,
+            [
+                issue("args", Some("args[0]")),
+                issue("arg", Some("args[1]")),
+                issue("env", Some("env.A")),
+                issue("envlist", Some("env[1]")),
+                issue("command", Some("command")),
+                issue("startup", Some("startupTimeoutMs")),
+                issue("tool", Some("toolTimeoutMs")),
+                issue("enabled", Some("enabled")),
+            ]
+        );
+        let messages: Vec<String> = c.issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages[0],
+            "server `args`, args[0]: must be a string, but is an array; quote it, like \"…\""
+        );
+        assert!(messages[1].ends_with("must be a string, but is an array; quote it, like \"…\""));
+        assert!(messages[2].ends_with(
+            "environment values must be strings, but this is an array; quote it, like \"…\""
+        ));
+        assert!(messages[4].ends_with("must be a string, but is an array"));
+        assert!(messages[5].ends_with(
+            "must be a positive whole number of milliseconds, like 30000, but is 1e999"
+        ));
+        assert!(messages[6].ends_with("but is -1e999"));
+        assert!(messages[7].ends_with("must be true or false, but is a number"));
     }
 }

@@ -27,8 +27,9 @@ use alloc::rc::Rc;
 use core::cell::OnceCell;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::config::kind_of;
+use crate::config::{Members, kind_of_raw};
 use crate::naming;
 use crate::schema::{self, Validator};
 
@@ -358,6 +359,13 @@ impl Registry {
 /// the caller, as is. The registry uses it for its tools, the manager for the
 /// tools a lost server had, so a call that would restart it is checked first.
 ///
+/// What goes to the server is the caller's text, exactly: it is never re-encoded
+/// (which would turn `1e2` into `100.0` and cut an integer beyond 64 bits). JSON
+/// is read without building it first, so any depth passes when there is no
+/// schema to check; arguments the schema must be checked on but a
+/// `serde_json::Value` cannot hold (deeper than 128 levels, a number beyond
+/// `f64`) are refused, saying so, rather than sent unchecked.
+///
 /// A top-level `null` the schema does not accept is taken to mean "not given"
 /// and left out, when the arguments are valid without it: models often write
 /// `"verbose": null` for an optional parameter they mean to skip, and MCP treats an
@@ -374,17 +382,23 @@ pub fn check_arguments(
     } else {
         arguments
     };
-    let value: Value = serde_json::from_str(text)
+    let raw: &RawValue = serde_json::from_str(text)
         .map_err(|e| format!("arguments for {name} are not valid JSON: {e}"))?;
-    if !value.is_object() {
+    let Some(members) = Members::read(raw) else {
         return Err(format!(
             "arguments for {name} must be a JSON object, but are {}",
-            kind_of(&value)
+            kind_of_raw(raw)
         ));
-    }
+    };
     let Some(validator) = validator else {
         return Ok(text.to_string());
     };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "arguments for {name} cannot be checked against its input schema: {e} (arguments are \
+             checked up to 128 levels deep, with numbers a 64-bit float holds); nothing was sent"
+        )
+    })?;
     let Err(errors) = validator.validate(&value) else {
         return Ok(text.to_string());
     };
@@ -392,15 +406,37 @@ pub fn check_arguments(
         && map.values().any(Value::is_null)
     {
         map.retain(|_, v| !v.is_null());
-        let stripped = Value::Object(map);
-        if validator.validate(&stripped).is_ok() {
-            return Ok(stripped.to_string());
+        if validator.validate(&Value::Object(map)).is_ok() {
+            return Ok(without_nulls(&members));
         }
     }
     Err(format!(
         "invalid arguments for {name}: {}",
         schema::describe(&errors)
     ))
+}
+
+/// The object text of `members` without its null members, each value as written.
+/// A repeated key counts once, at its last value, as a JSON parser reads it.
+fn without_nulls(members: &Members) -> String {
+    let mut last = BTreeMap::new();
+    for (i, (key, _)) in members.0.iter().enumerate() {
+        last.insert(key.as_str(), i);
+    }
+    let mut text = String::from("{");
+    for (i, (key, value)) in members.0.iter().enumerate() {
+        if last.get(key.as_str()) != Some(&i) || value.get() == "null" {
+            continue;
+        }
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push_str(&Value::String(key.clone()).to_string());
+        text.push(':');
+        text.push_str(value.get());
+    }
+    text.push('}');
+    text
 }
 
 #[cfg(test)]
@@ -634,6 +670,56 @@ mod tests {
             check(&r, "mcp__s__remote", "  ").unwrap(),
             "{}",
             "empty arguments become {{}}"
+        );
+    }
+
+    /// Issue 10, finding 13, for arguments: they reach the server as the caller
+    /// wrote them. Leaving out a null re-encoded the whole object, so `1e2` became
+    /// `100.0`, an integer beyond 64 bits lost its digits and keys were sorted;
+    /// arguments serde_json cannot build were called "not valid JSON".
+    #[test]
+    fn arguments_reach_the_server_as_written_or_are_refused_saying_why() {
+        let schema = r#"{"type":"object","properties":{"q":{"type":"string"},
+            "verbose":{"type":"boolean"}},"required":["q"]}"#;
+        let validator = Validator::compile(schema).ok();
+        let check = |args: &str| check_arguments("t", validator.as_ref(), args);
+        assert_eq!(
+            check(
+                r#"{"q":"x","n":123456789012345678901234567890,"f":1e2,"verbose":null,"a":[1.50]}"#
+            )
+            .unwrap(),
+            r#"{"q":"x","n":123456789012345678901234567890,"f":1e2,"a":[1.50]}"#
+        );
+        // A repeated key counts once, the last time (as a JSON parser reads it).
+        assert_eq!(
+            check(r#"{"q":"x","verbose":true,"verbose":null}"#).unwrap(),
+            r#"{"q":"x"}"#
+        );
+
+        let deep = |n: usize| format!(r#"{{"q":"x","d":{}{}}}"#, "[".repeat(n), "]".repeat(n));
+        // Without a schema to check, any depth passes through untouched; 10,000
+        // levels are read without recursion.
+        for n in [200, 10_000] {
+            assert_eq!(check_arguments("t", None, &deep(n)).unwrap(), deep(n));
+        }
+        // With one, what cannot be checked is refused, saying so.
+        let refused = check(&deep(200)).unwrap_err();
+        assert!(
+            refused.starts_with("arguments for t cannot be checked against its input schema: "),
+            "{refused}"
+        );
+        assert!(refused.contains("128 levels"), "{refused}");
+        let refused = check(r#"{"q":"x","n":1e999}"#).unwrap_err();
+        assert!(refused.contains("cannot be checked"), "{refused}");
+        assert!(
+            check_arguments("t", None, "[1]")
+                .unwrap_err()
+                .contains("must be a JSON object, but are an array")
+        );
+        assert!(
+            check_arguments("t", None, r#"{"a":"#)
+                .unwrap_err()
+                .contains("not valid JSON")
         );
     }
 }
