@@ -37,6 +37,37 @@ pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
 /// far fewer than this are ever useful at once.
 pub const MAX_SERVERS: usize = 10_000;
 
+/// What one server's tool list may hold, so that one server's data never costs
+/// the others: all servers share the guest's memory (256 MiB by default), and a
+/// server that lists a million tools would otherwise exhaust it and take every
+/// server down with the guest. A server past a limit fails alone, with a message
+/// naming the limit and the `limits` field that raises it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `maxTools`: tools in the listing, all pages together.
+    pub max_tools: usize,
+    /// `maxListBytes`: the JSON text of the listing, all pages together.
+    pub max_list_bytes: usize,
+    /// `maxToolBytes`: the JSON text of one tool (name, description, schemas).
+    pub max_tool_bytes: usize,
+}
+
+impl Limits {
+    /// 10,000 tools (a large real server lists a few hundred), 16 MiB of listing
+    /// (10,000 tools with ordinary schemas take about 2.5 MiB) and 1 MiB per tool.
+    pub const DEFAULT: Limits = Limits {
+        max_tools: 10_000,
+        max_list_bytes: 16 * 1024 * 1024,
+        max_tool_bytes: 1024 * 1024,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::DEFAULT
+    }
+}
+
 /// How long a server may take to connect, initialise and list its tools.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
 /// How long a tool call may run before it is cancelled.
@@ -57,6 +88,8 @@ pub struct ServerConfig {
     pub tool_timeout_ms: u64,
     /// Replaces the server's name in tool names.
     pub tool_prefix: Option<String>,
+    /// What its tool list may hold (`limits`).
+    pub limits: Limits,
 }
 
 impl ServerConfig {
@@ -474,6 +507,7 @@ impl Entry<'_> {
             );
         }
 
+        let limits = self.limits(&fields);
         Some(ServerConfig {
             name: self.server.to_string(),
             endpoint: endpoint?,
@@ -481,6 +515,7 @@ impl Entry<'_> {
             startup_timeout_ms,
             tool_timeout_ms,
             tool_prefix,
+            limits,
         })
     }
 
@@ -712,6 +747,60 @@ impl Entry<'_> {
         }
     }
 
+    /// `limits`: an object of positive whole numbers, each optional; unknown
+    /// names are reported (a misspelt limit would silently keep the default).
+    fn limits(&mut self, fields: &Members) -> Limits {
+        let mut limits = Limits::DEFAULT;
+        let Some(raw) = fields.get("limits") else {
+            return limits;
+        };
+        let Some(members) = Members::read(raw) else {
+            match Json::read(raw) {
+                Json::Null => {}
+                other => self.issue(
+                    Some("limits".into()),
+                    format!(
+                        "must be an object like {{\"maxTools\": 20000}}, but is {}",
+                        other.kind()
+                    ),
+                ),
+            }
+            return limits;
+        };
+        for (name, raw) in &members.0 {
+            let field = member_path("limits", name);
+            let slot = match name.as_str() {
+                "maxTools" => &mut limits.max_tools,
+                "maxListBytes" => &mut limits.max_list_bytes,
+                "maxToolBytes" => &mut limits.max_tool_bytes,
+                _ => {
+                    self.issue(
+                        Some(field),
+                        "is not a limit; the limits are maxTools, maxListBytes and maxToolBytes",
+                    );
+                    continue;
+                }
+            };
+            match Json::read(raw) {
+                Json::Num(n) => match n.parse::<usize>() {
+                    Ok(value) if value > 0 => *slot = value,
+                    _ => self.issue(
+                        Some(field),
+                        format!("must be a positive whole number, like 20000, but is {n}"),
+                    ),
+                },
+                other => self.issue(
+                    Some(field),
+                    format!(
+                        "must be a positive whole number, like 20000, but is {}",
+                        other.kind()
+                    ),
+                ),
+            }
+        }
+        limits
+    }
+
     fn millis(&mut self, fields: &Members, key: &str) -> Option<u64> {
         let v = fields.get(key).map(Json::read)?;
         let ms = match &v {
@@ -819,6 +908,7 @@ mod tests {
                 startup_timeout_ms: 5000,
                 tool_timeout_ms: 7000,
                 tool_prefix: Some("files".into()),
+                limits: Limits::DEFAULT,
             }]
         );
         assert_eq!(c.servers[0].name_segment(), "files");
@@ -1141,5 +1231,38 @@ mod tests {
         ));
         assert!(messages[6].ends_with("but is -1e999"));
         assert!(messages[7].ends_with("must be true or false, but is a number"));
+    }
+
+    #[test]
+    fn limits_are_read_per_server_and_checked() {
+        let c = ok(r#"{"mcpServers": {
+            "big": {"command": "x", "limits": {"maxTools": 100000, "maxListBytes": 67108864}},
+            "plain": {"command": "x"},
+            "typo": {"command": "x", "limits": {"maxTool": 5}},
+            "zero": {"command": "x", "limits": {"maxTools": 0, "maxToolBytes": "1 MiB"}},
+            "list": {"command": "x", "limits": [1]}
+        }}"#);
+        let big = &c.servers[0];
+        assert_eq!(
+            big.limits,
+            Limits {
+                max_tools: 100_000,
+                max_list_bytes: 64 << 20,
+                ..Limits::DEFAULT
+            }
+        );
+        assert_eq!(c.servers[1].limits, Limits::DEFAULT);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["big", "plain"]);
+        let messages: Vec<String> = c.issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            [
+                "server `typo`, limits.maxTool: is not a limit; the limits are maxTools, maxListBytes and maxToolBytes",
+                "server `zero`, limits.maxTools: must be a positive whole number, like 20000, but is 0",
+                "server `zero`, limits.maxToolBytes: must be a positive whole number, like 20000, but is a string",
+                "server `list`, limits: must be an object like {\"maxTools\": 20000}, but is an array",
+            ]
+        );
     }
 }

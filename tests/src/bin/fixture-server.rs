@@ -33,6 +33,8 @@
 //! | `--page-size K` | `tools/list` returns K tools per page |
 //! | `--weird-names` | add echo-like tools whose names need sanitising ([`fixture::WEIRD_NAMES`]): `read.file`, `héllo wörld`, `a/b:c`, `emoji🚀tool`, the already-valid `ok-name_1`, and two names longer than 64 characters once namespaced that share their first 70 characters |
 //! | `--tool NAME` | add an echo-like tool called NAME (repeatable) |
+//! | `--flood-tools N` | the first `tools/list` page also lists N tiny tools `flood_0` … (`{"name":…,"inputSchema":{"type":"object"}}`, about 50 bytes each), written as text so a million of them cost the fixture no more than the line; they cannot be called |
+//! | `--big-tool BYTES` | add an echo-like tool `big` whose description is BYTES characters long |
 //! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
 //! | `--no-init-reply` | never answer `initialize` |
@@ -110,6 +112,8 @@ struct Options {
     page_size: Option<usize>,
     weird_names: bool,
     extra_tools: Vec<String>,
+    flood_tools: usize,
+    big_tool: Option<usize>,
     collide: bool,
     exit_on_init: Option<i32>,
     no_init_reply: bool,
@@ -130,6 +134,8 @@ impl Options {
             page_size: None,
             weird_names: false,
             extra_tools: Vec::new(),
+            flood_tools: 0,
+            big_tool: None,
             collide: false,
             exit_on_init: None,
             no_init_reply: false,
@@ -155,6 +161,8 @@ impl Options {
                 }
                 "--weird-names" => options.weird_names = true,
                 "--tool" => options.extra_tools.push(value()?),
+                "--flood-tools" => options.flood_tools = number(&flag, &value()?)?,
+                "--big-tool" => options.big_tool = Some(number(&flag, &value()?)?),
                 "--collide" => options.collide = true,
                 "--exit-on-init" => options.exit_on_init = Some(number(&flag, &value()?)?),
                 "--no-init-reply" => options.no_init_reply = true,
@@ -180,6 +188,24 @@ impl Options {
 fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
     text.parse()
         .map_err(|_| format!("{flag}: {text:?} is not a valid number"))
+}
+
+/// The response to a first `tools/list` with `--flood-tools N`: `result`'s tools,
+/// then N tiny tools, built as text.
+fn flooded(id: &Value, result: &Value, n: usize) -> String {
+    let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#);
+    let listed = result["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut items = listed.iter().map(Value::to_string).collect::<Vec<_>>();
+    items.extend(
+        (0..n).map(|i| format!(r#"{{"name":"flood_{i}","inputSchema":{{"type":"object"}}}}"#)),
+    );
+    line.push_str(&items.join(","));
+    line.push(']');
+    if let Some(cursor) = result.get("nextCursor") {
+        line.push_str(&format!(r#","nextCursor":{cursor}"#));
+    }
+    line.push_str("}}");
+    line
 }
 
 /// What a tool does when called.
@@ -399,6 +425,11 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
         );
     }
     tools.extend(options.extra_tools.iter().map(|name| Tool::echo_like(name)));
+    if let Some(bytes) = options.big_tool {
+        let mut big = Tool::echo_like("big");
+        big.definition["description"] = Value::String("d".repeat(bytes));
+        tools.push(big);
+    }
     if options.collide {
         tools.extend(
             fixture::COLLIDING_NAMES
@@ -732,6 +763,9 @@ impl Server {
             result["nextCursor"] = Value::String(encode_cursor(end));
         }
         drop(tools);
+        if self.options.flood_tools > 0 && start == 0 {
+            return self.send_raw(&flooded(id, &result, self.options.flood_tools));
+        }
         self.respond(id, result);
     }
 
