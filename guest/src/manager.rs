@@ -482,6 +482,7 @@ impl<P: Platform> Manager<P> {
                     .memo_get(&era_key(&slot.config.name, &slot.config.endpoint))
                     .and_then(|era| Era::parse(&era));
                 let mut client = Client::new(&slot.config.name);
+                client.limit(slot.config.limits);
                 if self.input_requests {
                     client.enable_input_requests();
                 }

@@ -307,6 +307,22 @@ test('structured content passes through however deep, or fails loudly', async (t
   assert.equal((await call(box, 'mcp__fx__echo', { text: 'still here' })).text, 'still here');
 });
 
+test('a server past its tool-list limits fails alone', async (t) => {
+  // Issue 10, finding 4: a million tools in one 56 MB answer exhausted the guest's memory
+  // and every server went down with it.
+  const box = await open(t, { flood: fixtureEntry(['--flood-tools', '1000000']), good: fixtureEntry() });
+  const restarts = [];
+  box.on('event', (e) => {
+    if (e.type === 'warning' && e.message.includes('guest failed')) restarts.push(e.message);
+  });
+  const servers = await ready(box);
+  assertConnected(servers, 'good');
+  assert.equal(status(servers, 'flood').state, 'failed');
+  assert.match(status(servers, 'flood').error, /^server `flood` lists more than 16 MiB of tools \(its `limits.maxListBytes`\)/);
+  assert.equal((await call(box, 'mcp__good__echo', { text: 'unharmed' })).text, 'unharmed');
+  assert.deepEqual(restarts, []);
+});
+
 test('a missing config file is an empty configuration', async (t) => {
   const box = await within(McpBox.open({ configFile: '/nonexistent/.mcp.json' }), 'the runtime opens');
   t.after(() => box.shutdown());

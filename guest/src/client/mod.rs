@@ -69,6 +69,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::config::Limits;
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::methods;
@@ -109,6 +110,8 @@ pub struct Client {
     protocol_version: Option<String>,
     server_info: ServerInfo,
     listing: Option<Listing>,
+    /// What the tool list may hold (the server's `limits`).
+    limits: Limits,
     relist_requested: bool,
     /// A fingerprint of the last tool list reported, to report changes only
     /// (a copy of the list would double the memory a large list takes).
@@ -235,6 +238,7 @@ impl Client {
             protocol_version: None,
             server_info: ServerInfo::default(),
             listing: None,
+            limits: Limits::DEFAULT,
             relist_requested: false,
             tools_fingerprint: None,
             param_headers: BTreeMap::new(),
@@ -371,18 +375,19 @@ impl Client {
         self.handle_message(text.to_string(), now_ms);
     }
 
-    /// Handles one message from the server, taking its text: the parsed message
-    /// owns what it needs, so the text is freed before the message is acted on
-    /// and a large tool list is not held twice meanwhile.
+    /// Handles one message from the server, taking its text: a message's payload
+    /// is made of the text's own buffer (see [`jsonrpc::parse_owned`]), so a large
+    /// tool list is never held twice.
     pub fn handle_message(&mut self, text: String, now_ms: u64) {
         self.now_ms = now_ms;
-        let messages = jsonrpc::parse(&text);
-        let preview = messages
+        let parsed = jsonrpc::parse_owned(text);
+        let preview = parsed
+            .messages
             .iter()
             .any(|m| matches!(m, Message::Invalid(_)))
-            .then(|| jsonrpc::truncate(&text, 120));
-        drop(text);
-        for message in messages {
+            .then(|| jsonrpc::truncate(parsed.text.as_deref().unwrap_or_default(), 120));
+        drop(parsed.text);
+        for message in parsed.messages {
             match message {
                 Message::Request(r) => self.on_request(r),
                 Message::Notification(n) => self.on_notification(n, now_ms),

@@ -1971,3 +1971,128 @@ fn starting_thousands_of_servers_rebuilds_the_registry_once_per_round() {
         m.registry.rebuilds() - before
     );
 }
+
+// ---------------------------------------------------------------------------
+// Issue 10, finding 4: what one server's tool list may cost.
+
+/// A server listing `n` tools `t0` … in pages of `page_size`.
+fn listing(n: usize, page_size: usize) -> McpServer {
+    let names: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    McpServer {
+        page_size,
+        ..McpServer::with_tools(&refs)
+    }
+}
+
+fn error_of(m: &Manager<FakePlatform>, server: &str) -> String {
+    let statuses = m.servers();
+    let s = status(&statuses, server);
+    assert_eq!(s.state, ServerState::Failed, "{s:?}");
+    s.error.clone().unwrap_or_default()
+}
+
+#[test]
+fn a_server_past_a_limit_fails_alone_saying_which_and_how_to_raise_it() {
+    let mut p = FakePlatform::new();
+    p.serve("many", || listing(30, 7));
+    p.serve("bulky", || listing(60, 25));
+    p.serve("fat", || {
+        let s = McpServer::with_tools(&["ok"]);
+        s.tools.borrow_mut().push(
+            json!({"name": "fat", "description": "d".repeat(3000), "inputSchema": {"type": "object"}}),
+        );
+        s
+    });
+    p.serve("raised", || listing(30, 7));
+    p.serve("good", || McpServer::with_tools(&["echo"]));
+    let mut m = manager(
+        p,
+        &[
+            ("many", json!({"limits": {"maxTools": 20}})),
+            ("bulky", json!({"limits": {"maxListBytes": 4000}})),
+            ("fat", json!({"limits": {"maxToolBytes": 2048}})),
+            ("raised", json!({"limits": {"maxTools": 30}})),
+            ("good", json!({})),
+        ],
+    );
+    connect(&mut m);
+    assert_eq!(
+        error_of(&m, "many"),
+        "server `many` lists more than 20 tools (its `limits.maxTools`); if it should, raise the \
+         limit in its configuration entry: \"limits\": {\"maxTools\": 40}"
+    );
+    assert_eq!(
+        error_of(&m, "bulky"),
+        "server `bulky` lists more than 4000 bytes of tools (its `limits.maxListBytes`); if it \
+         should, raise the limit in its configuration entry: \"limits\": {\"maxListBytes\": 8000}"
+    );
+    let fat = error_of(&m, "fat");
+    assert!(
+        fat.starts_with("server `fat` lists a tool of 3 KiB (`fat`), more than its limit of 2 KiB per tool (its `limits.maxToolBytes`)"),
+        "{fat}"
+    );
+    assert!(
+        fat.ends_with("\"limits\": {\"maxToolBytes\": 4096}"),
+        "{fat}"
+    );
+    // The limit is inclusive, and the others are untouched.
+    let statuses = m.servers();
+    assert_eq!(status(&statuses, "raised").tool_count, 30);
+    assert_eq!(status(&statuses, "good").tool_count, 1);
+    m.start_call(
+        "mcp__good__echo",
+        r#"{"text":"fine"}"#,
+        CallOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "fine");
+    // Listing stopped at the page that went past the limit.
+    let sim = m.platform().sim("many");
+    assert_eq!(
+        sim.borrow().sent("tools/list").len(),
+        3,
+        "pages of 7: 7, 14, 21 > 20"
+    );
+    assert!(
+        sim.borrow().dropped,
+        "the failed server's connection is closed"
+    );
+}
+
+#[test]
+fn a_list_change_past_a_limit_fails_the_server_too() {
+    let mut p = FakePlatform::new();
+    let tools = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let shared = tools.clone();
+    p.serve("grows", move || {
+        let s = listing(5, usize::MAX);
+        *shared.borrow_mut() = s.tools.borrow().clone();
+        McpServer {
+            tools: shared.clone(),
+            ..s
+        }
+    });
+    let mut m = manager(p, &[("grows", json!({"limits": {"maxTools": 5}}))]);
+    connect(&mut m);
+    assert_eq!(m.tools().len(), 5);
+    tools
+        .borrow_mut()
+        .push(json!({"name": "one_more", "inputSchema": {"type": "object"}}));
+    m.platform().emit(
+        "grows",
+        0,
+        Output::Message(
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).to_string(),
+        ),
+    );
+    for _ in 0..10 {
+        m.wait(1000);
+        m.events();
+    }
+    assert!(
+        error_of(&m, "grows").starts_with("server `grows` lists more than 5 tools"),
+        "{}",
+        error_of(&m, "grows")
+    );
+}

@@ -34,6 +34,7 @@
 //! | `--weird-names` | add echo-like tools whose names need sanitising ([`fixture::WEIRD_NAMES`]): `read.file`, `héllo wörld`, `a/b:c`, `emoji🚀tool`, the already-valid `ok-name_1`, and two names longer than 64 characters once namespaced that share their first 70 characters |
 //! | `--tool NAME` | add an echo-like tool called NAME (repeatable) |
 //! | `--flood-tools N` | the first `tools/list` page also lists N tiny tools `flood_0` … (`{"name":…,"inputSchema":{"type":"object"}}`, about 50 bytes each), written as text so a million of them cost the fixture no more than the line; they cannot be called |
+//! | `--flood-tool-bytes B` | pad each `--flood-tools` tool with a description, to about B bytes of JSON |
 //! | `--big-tool BYTES` | add an echo-like tool `big` whose description is BYTES characters long |
 //! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
@@ -113,6 +114,7 @@ struct Options {
     weird_names: bool,
     extra_tools: Vec<String>,
     flood_tools: usize,
+    flood_tool_bytes: usize,
     big_tool: Option<usize>,
     collide: bool,
     exit_on_init: Option<i32>,
@@ -135,6 +137,7 @@ impl Options {
             weird_names: false,
             extra_tools: Vec::new(),
             flood_tools: 0,
+            flood_tool_bytes: 0,
             big_tool: None,
             collide: false,
             exit_on_init: None,
@@ -162,6 +165,7 @@ impl Options {
                 "--weird-names" => options.weird_names = true,
                 "--tool" => options.extra_tools.push(value()?),
                 "--flood-tools" => options.flood_tools = number(&flag, &value()?)?,
+                "--flood-tool-bytes" => options.flood_tool_bytes = number(&flag, &value()?)?,
                 "--big-tool" => options.big_tool = Some(number(&flag, &value()?)?),
                 "--collide" => options.collide = true,
                 "--exit-on-init" => options.exit_on_init = Some(number(&flag, &value()?)?),
@@ -191,13 +195,19 @@ fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
 }
 
 /// The response to a first `tools/list` with `--flood-tools N`: `result`'s tools,
-/// then N tiny tools, built as text.
-fn flooded(id: &Value, result: &Value, n: usize) -> String {
+/// then N tiny tools (each padded to about `bytes` with a description), built as text.
+fn flooded(id: &Value, result: &Value, n: usize, bytes: usize) -> String {
     let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#);
     let listed = result["tools"].as_array().map_or(&[][..], Vec::as_slice);
     let mut items = listed.iter().map(Value::to_string).collect::<Vec<_>>();
+    let padding = match bytes.saturating_sub(80) {
+        0 => String::new(),
+        pad => format!(r#""description":"{}","#, "d".repeat(pad)),
+    };
     items.extend(
-        (0..n).map(|i| format!(r#"{{"name":"flood_{i}","inputSchema":{{"type":"object"}}}}"#)),
+        (0..n).map(|i| {
+            format!(r#"{{"name":"flood_{i}",{padding}"inputSchema":{{"type":"object"}}}}"#)
+        }),
     );
     line.push_str(&items.join(","));
     line.push(']');
@@ -764,7 +774,8 @@ impl Server {
         }
         drop(tools);
         if self.options.flood_tools > 0 && start == 0 {
-            return self.send_raw(&flooded(id, &result, self.options.flood_tools));
+            let (n, bytes) = (self.options.flood_tools, self.options.flood_tool_bytes);
+            return self.send_raw(&flooded(id, &result, n, bytes));
         }
         self.respond(id, result);
     }
