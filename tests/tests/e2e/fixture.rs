@@ -220,8 +220,9 @@ async fn a_contested_name_reaches_the_listed_server_whichever_starts_first() {
 
 /// Issue 10, finding 13: a `structuredContent` deeper than serde_json's 128
 /// levels, or holding a number no f64 holds, became `null` on a successful
-/// result. It reaches the caller exactly as the server wrote it, 10,000 levels
-/// deep included, and nothing deep crashes the guest.
+/// result (and such a `content` made the result "malformed"). Both reach the
+/// caller exactly as the server wrote them, 10,000 levels deep included, and
+/// nothing deep crashes the guest.
 #[tokio::test(flavor = "multi_thread")]
 async fn structured_content_passes_through_exactly_however_deep_or_large() {
     let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
@@ -250,6 +251,16 @@ async fn structured_content_passes_through_exactly_however_deep_or_large() {
             &received[..received.len().min(80)]
         );
     }
+    // So does `content`, its text blocks found without building the others.
+    let content = format!(
+        r#"[{{"type":"text","text":"a"}},{{"type":"resource","resource":{{"uri":"x:y","deep":{deep},"n":1e999}}}}]"#
+    );
+    let result = format!(r#"{{"content":{content}}}"#);
+    let r = call(&runtime, "mcp__fx__raw_result", json!({ "result": result }))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "a");
+    assert!(serde_json::to_string(&r.content).unwrap() == content);
     // The guest is the same instance: nothing trapped.
     let r = call(&runtime, "mcp__fx__echo", json!({"text": "still here"}))
         .await
