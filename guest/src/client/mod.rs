@@ -68,6 +68,7 @@ use alloc::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::config::Limits;
 use crate::elicitation::InputRequest;
@@ -420,6 +421,9 @@ impl Client {
     }
 
     fn on_notification(&mut self, n: jsonrpc::Notification, now_ms: u64) {
+        if n.method == methods::LOG_MESSAGE {
+            return self.on_log(n.params.as_deref());
+        }
         let params: Value = n
             .params
             .as_ref()
@@ -428,26 +432,43 @@ impl Client {
         match n.method.as_str() {
             methods::TOOLS_LIST_CHANGED => self.on_list_changed(),
             methods::PROGRESS => self.on_progress(&params, now_ms),
-            methods::LOG_MESSAGE => {
-                let level = params
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .unwrap_or("info")
-                    .to_string();
-                let data = match params.get("data") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                let message = match params.get("logger").and_then(Value::as_str) {
-                    Some(logger) => format!("{logger}: {data}"),
-                    None => data,
-                };
-                self.events.push(ClientEvent::Log { level, message });
-            }
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
         }
+    }
+
+    /// `notifications/message`: `data` as text when it is a string, otherwise as
+    /// the server wrote it (read without building it, so no depth or number
+    /// loses it).
+    fn on_log(&mut self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        struct LogParams<'a> {
+            #[serde(default, borrow)]
+            level: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            logger: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            data: Option<&'a RawValue>,
+        }
+        let string =
+            |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+        let log = params
+            .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
+            .unwrap_or(LogParams {
+                level: None,
+                logger: None,
+                data: None,
+            });
+        let level = string(log.level).unwrap_or_else(|| "info".to_string());
+        let data = match log.data {
+            Some(raw) => string(Some(raw)).unwrap_or_else(|| raw.get().to_string()),
+            None => String::new(),
+        };
+        let message = match string(log.logger) {
+            Some(logger) => format!("{logger}: {data}"),
+            None => data,
+        };
+        self.events.push(ClientEvent::Log { level, message });
     }
 
     fn on_response(&mut self, r: jsonrpc::Response) {

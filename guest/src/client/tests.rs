@@ -1346,3 +1346,25 @@ fn content_of_any_depth_passes_through_with_its_text_found() {
         "the content list is the server's text"
     );
 }
+
+/// Issue 10, finding 13, for logs: `data` that a `serde_json::Value` cannot hold
+/// made the whole notification read as nothing: an empty `info` line.
+#[test]
+fn log_data_of_any_depth_is_kept_as_written() {
+    let mut c = ready(&["echo"]);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    c.handle_text(
+        &format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"error","logger":"db","data":{{"n":1e999,"d":{deep}}}}}}}"#
+        ),
+        0,
+    );
+    let events = c.take_events();
+    assert_eq!(
+        events,
+        [ClientEvent::Log {
+            level: "error".into(),
+            message: format!(r#"db: {{"n":1e999,"d":{deep}}}"#),
+        }]
+    );
+}
