@@ -316,20 +316,12 @@ impl Registry {
 
     /// The tool of that registry name.
     pub fn get(&self, name: &str) -> Option<&Entry> {
-        let at = self
-            .by_name
-            .binary_search_by(|e| e.tool.name.as_str().cmp(name))
-            .ok()?;
-        self.by_name.get(at)
+        by_name(&self.by_name, name)
     }
 
     /// The tool of that registry name that a server which is not connected owns.
     pub fn kept(&self, name: &str) -> Option<&Entry> {
-        let at = self
-            .kept
-            .binary_search_by(|e| e.tool.name.as_str().cmp(name))
-            .ok()?;
-        self.kept.get(at)
+        by_name(&self.kept, name)
     }
 
     /// How many tools of `server` made it into the table.
@@ -352,6 +344,14 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.by_name.is_empty()
     }
+}
+
+/// The entry of that name in a list ordered by name.
+fn by_name<'a>(entries: &'a [Entry], name: &str) -> Option<&'a Entry> {
+    let at = entries
+        .binary_search_by(|e| e.tool.name.as_str().cmp(name))
+        .ok()?;
+    entries.get(at)
 }
 
 /// Parses and checks call arguments for the tool `name` against `validator` (none:

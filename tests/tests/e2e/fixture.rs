@@ -8,7 +8,8 @@ use mcpbox::{CallError, CallOptions, Event, ServerState};
 use serde_json::json;
 
 use crate::{
-    PATIENCE, assert_connected, call, fixture, fixture_entry, next_event, open, ready, status,
+    PATIENCE, assert_connected, assert_no_guest_restart, call, fixture, fixture_entry, next_event,
+    open, ready, status,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -266,12 +267,7 @@ async fn structured_content_passes_through_exactly_however_deep_or_large() {
         .await
         .unwrap();
     assert_eq!(r.text, "still here");
-    while let Ok(event) = events.try_recv() {
-        assert!(
-            !matches!(&event, Event::Warning(w) if w.contains("guest failed")),
-            "{event:?}"
-        );
-    }
+    assert_no_guest_restart(&mut events);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,20 +2,10 @@
 //! saying which limit and how to raise it, and the others keep working in the
 //! same guest (issue 10, finding 4).
 
-use mcpbox::{Event, ServerState};
+use mcpbox::ServerState;
 use serde_json::json;
 
-use crate::{assert_connected, call, fixture_entry, open, ready, status};
-
-/// Asserts that no event so far says the guest trapped and was replaced.
-fn assert_no_guest_restart(events: &mut tokio::sync::broadcast::Receiver<Event>) {
-    while let Ok(event) = events.try_recv() {
-        assert!(
-            !matches!(&event, Event::Warning(w) if w.contains("guest failed")),
-            "{event:?}"
-        );
-    }
-}
+use crate::{assert_connected, assert_no_guest_restart, call, fixture_entry, open, ready, status};
 
 /// A million small tools in one 56 MB `tools/list` answer (under the 64 MiB
 /// message cap) made the guest run out of memory and trap, and every server
