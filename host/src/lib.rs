@@ -61,7 +61,7 @@ mod types;
 mod user_files;
 
 pub use engine::{default_cache_dir, default_config_dir};
-pub use runtime::{CallOptions, Options, Runtime};
+pub use runtime::{CallOptions, MAX_CONFIG_BYTES, Options, Runtime};
 pub use store::Policy;
 pub use types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,

@@ -223,6 +223,9 @@ impl Drop for Inner {
 impl Runtime {
     async fn open(options: Options) -> Result<Runtime, Error> {
         let (origin, text) = match &options.config {
+            ConfigSource::Text { origin, text } if text.len() > MAX_CONFIG_BYTES => {
+                return Err(too_large(origin));
+            }
             ConfigSource::Text { origin, text } => (origin.clone(), text.clone()),
             ConfigSource::File(path) => (path.display().to_string(), read_config(path)?),
         };
@@ -576,13 +579,39 @@ fn size(bytes: usize) -> String {
     }
 }
 
-fn read_config(path: &Path) -> Result<String, Error> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(Error::Config {
-            origin: path.display().to_string(),
-            message: format!("{}: cannot be read: {e}", path.display()),
-        }),
+/// The largest configuration accepted, as the guest's own cap
+/// (`mcpbox_guest::config::MAX_CONFIG_BYTES`): a bigger text is refused here,
+/// before it is read whole or copied into the guest's memory.
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+
+fn too_large(origin: &str) -> Error {
+    Error::Config {
+        origin: origin.to_owned(),
+        message: format!(
+            "{origin} is larger than 16 MiB, the most a configuration may be; is this the right file?"
+        ),
     }
+}
+
+fn read_config(path: &Path) -> Result<String, Error> {
+    use std::io::Read;
+    let origin = path.display().to_string();
+    let cannot = |e: std::io::Error| Error::Config {
+        origin: origin.clone(),
+        message: format!("{origin}: cannot be read: {e}"),
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(cannot(e)),
+    };
+    // One byte past the cap tells a file over it apart, whatever its metadata says.
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(too_large(&origin));
+    }
+    Ok(text)
 }

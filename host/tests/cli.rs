@@ -204,6 +204,51 @@ fn configuration_errors_name_the_file() {
     assert_eq!(stdout(&out), "");
 }
 
+/// Issue 10, finding 12: 100,000 entries took the guest past its deadline (a
+/// trap and a backtrace), and a 300 MB file was copied into the guest until it ran
+/// out of memory ("unreachable"). Both are refused now, with the cap in the message.
+#[test]
+fn an_oversized_configuration_is_refused_with_its_limit() {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-huge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let entries: Vec<String> = (0..100_000)
+        .map(|i| format!(r#""s{i}": {{"command": "srv", "disabled": true}}"#))
+        .collect();
+    let many = dir.join("many.json");
+    std::fs::write(
+        &many,
+        format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", ")),
+    )
+    .unwrap();
+    let out = mcpbox(&many, &["servers"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: {} configures 100000 servers under `mcpServers`; at most 10000 are supported \
+             (split the configuration, or remove entries that are not used)\n",
+            many.display()
+        )
+    );
+
+    // Past the size cap by one byte: the host stops reading there.
+    let big = dir.join("big.json");
+    let mut text = r#"{"mcpServers": {}}"#.to_owned();
+    text.push_str(&" ".repeat(mcpbox::MAX_CONFIG_BYTES + 1 - text.len()));
+    std::fs::write(&big, text).unwrap();
+    let out = mcpbox(&big, &["tools"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "error: {} is larger than 16 MiB, the most a configuration may be; is this the right file?\n",
+            big.display()
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn servers_watch_prints_changes_as_they_happen() {
     use std::io::{BufRead, BufReader};

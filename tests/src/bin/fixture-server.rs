@@ -32,6 +32,10 @@
 //! | `--tools N` | add tools `tool_0` … `tool_{N-1}` (echo-like, see below) |
 //! | `--page-size K` | `tools/list` returns K tools per page |
 //! | `--weird-names` | add echo-like tools whose names need sanitising ([`fixture::WEIRD_NAMES`]): `read.file`, `héllo wörld`, `a/b:c`, `emoji🚀tool`, the already-valid `ok-name_1`, and two names longer than 64 characters once namespaced that share their first 70 characters |
+//! | `--tool NAME` | add an echo-like tool called NAME (repeatable) |
+//! | `--flood-tools N` | the first `tools/list` page also lists N tiny tools `flood_0` … (`{"name":…,"inputSchema":{"type":"object"}}`, about 50 bytes each), written as text so a million of them cost the fixture no more than the line; they cannot be called |
+//! | `--flood-tool-bytes B` | pad each `--flood-tools` tool with a description, to about B bytes of JSON |
+//! | `--big-tool BYTES` | add an echo-like tool `big` whose description is BYTES characters long |
 //! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
 //! | `--no-init-reply` | never answer `initialize` |
@@ -65,9 +69,10 @@
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
 //! | `pids` | none | text: JSON `{"pid": …, "children": […], "escapees": […]}`, the server's pid, its `--spawn-child` child and its `--escapee` grandchild |
+//! | `raw_result` | `result: string` (required) | answers with `result` as the JSON-RPC `result`, verbatim: text serde_json could not hold (10,000 levels deep, `1e999`) reaches the client as written |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
 //!
-//! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
+//! Echo-like tools (`--tools`, `--tool`, `--weird-names`, `--collide`, `add_tool`) take an
 //! optional `text` and return it, or their own name when it is absent, so a test can
 //! tell which of two colliding tools was called.
 //!
@@ -109,6 +114,10 @@ struct Options {
     tools: usize,
     page_size: Option<usize>,
     weird_names: bool,
+    extra_tools: Vec<String>,
+    flood_tools: usize,
+    flood_tool_bytes: usize,
+    big_tool: Option<usize>,
     collide: bool,
     exit_on_init: Option<i32>,
     no_init_reply: bool,
@@ -138,6 +147,10 @@ impl Options {
             tools: 0,
             page_size: None,
             weird_names: false,
+            extra_tools: Vec::new(),
+            flood_tools: 0,
+            flood_tool_bytes: 0,
+            big_tool: None,
             collide: false,
             exit_on_init: None,
             no_init_reply: false,
@@ -163,6 +176,10 @@ impl Options {
                     options.page_size = Some(size);
                 }
                 "--weird-names" => options.weird_names = true,
+                "--tool" => options.extra_tools.push(value()?),
+                "--flood-tools" => options.flood_tools = number(&flag, &value()?)?,
+                "--flood-tool-bytes" => options.flood_tool_bytes = number(&flag, &value()?)?,
+                "--big-tool" => options.big_tool = Some(number(&flag, &value()?)?),
                 "--collide" => options.collide = true,
                 "--exit-on-init" => options.exit_on_init = Some(number(&flag, &value()?)?),
                 "--no-init-reply" => options.no_init_reply = true,
@@ -192,6 +209,30 @@ fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
         .map_err(|_| format!("{flag}: {text:?} is not a valid number"))
 }
 
+/// The response to a first `tools/list` with `--flood-tools N`: `result`'s tools,
+/// then N tiny tools (each padded to about `bytes` with a description), built as text.
+fn flooded(id: &Value, result: &Value, n: usize, bytes: usize) -> String {
+    let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#);
+    let listed = result["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut items = listed.iter().map(Value::to_string).collect::<Vec<_>>();
+    let padding = match bytes.saturating_sub(80) {
+        0 => String::new(),
+        pad => format!(r#""description":"{}","#, "d".repeat(pad)),
+    };
+    items.extend(
+        (0..n).map(|i| {
+            format!(r#"{{"name":"flood_{i}",{padding}"inputSchema":{{"type":"object"}}}}"#)
+        }),
+    );
+    line.push_str(&items.join(","));
+    line.push(']');
+    if let Some(cursor) = result.get("nextCursor") {
+        line.push_str(&format!(r#","nextCursor":{cursor}"#));
+    }
+    line.push_str("}}");
+    line
+}
+
 /// What a tool does when called.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -211,6 +252,7 @@ enum Kind {
     CloseStdout,
     Pids,
     Elicit,
+    RawResult,
     /// Returns `text`, or the tool's own name.
     EchoLike,
 }
@@ -381,6 +423,13 @@ fn builtin_tools() -> Vec<Tool> {
             &[],
         ),
         Tool::new(
+            "raw_result",
+            Kind::RawResult,
+            "Answers with `result` as the JSON-RPC result, verbatim.",
+            json!({"result": text("The result object, as JSON text.")}),
+            &["result"],
+        ),
+        Tool::new(
             "pids",
             Kind::Pids,
             "Returns the server's pid and its children's, as JSON text.",
@@ -399,6 +448,12 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
                 .iter()
                 .map(|name| Tool::echo_like(name)),
         );
+    }
+    tools.extend(options.extra_tools.iter().map(|name| Tool::echo_like(name)));
+    if let Some(bytes) = options.big_tool {
+        let mut big = Tool::echo_like("big");
+        big.definition["description"] = Value::String("d".repeat(bytes));
+        tools.push(big);
     }
     if options.collide {
         tools.extend(
@@ -477,6 +532,17 @@ impl Server {
         if result.is_err() {
             // The client is gone; nobody is left to talk to.
             process::exit(0);
+        }
+    }
+
+    /// Writes one line as it is (no `--garbage` or `--bad-ids` around it).
+    fn send_raw(&self, line: &str) {
+        let mut guard = lock(&self.out);
+        if let Some(out) = guard.as_mut() {
+            let written = out.write_all(format!("{line}\n").as_bytes());
+            if written.and_then(|()| out.flush()).is_err() {
+                process::exit(0);
+            }
         }
     }
 
@@ -724,6 +790,10 @@ impl Server {
             result["nextCursor"] = Value::String(encode_cursor(end));
         }
         drop(tools);
+        if self.options.flood_tools > 0 && start == 0 {
+            let (n, bytes) = (self.options.flood_tools, self.options.flood_tool_bytes);
+            return self.send_raw(&flooded(id, &result, n, bytes));
+        }
         self.respond(id, result);
     }
 
@@ -748,6 +818,14 @@ impl Server {
         let Some(kind) = kind else {
             return self.respond_error(id, code::INVALID_PARAMS, &format!("unknown tool: {name}"));
         };
+        if kind == Kind::RawResult {
+            let Some(result) = args.get("result").and_then(Value::as_str) else {
+                return self.respond(id, tool_error("`result` must be a string"));
+            };
+            return self.send_raw(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+            ));
+        }
         let progress_token = params.pointer("/_meta/progressToken").cloned();
         match self.run_tool(kind, name, args, id, progress_token) {
             Ok(Some(result)) => self.respond(id, result),
@@ -876,6 +954,8 @@ impl Server {
                 close_stdout_fd();
                 return Ok(None);
             }
+            // Answered in `call_tool`, verbatim.
+            Kind::RawResult => return Err("`raw_result` is answered verbatim".to_owned()),
             Kind::Elicit => {
                 let request = format!("elicit-{id}");
                 self.send(

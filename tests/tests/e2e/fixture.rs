@@ -8,7 +8,8 @@ use mcpbox::{CallError, CallOptions, Event, ServerState};
 use serde_json::json;
 
 use crate::{
-    PATIENCE, assert_connected, call, fixture, fixture_entry, next_event, open, ready, status,
+    PATIENCE, assert_connected, assert_no_guest_restart, call, fixture, fixture_entry, next_event,
+    open, ready, status,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -27,12 +28,13 @@ async fn echo_round_trip_and_status() {
         .unwrap();
     assert!(!result.is_error);
     assert_eq!(result.text, "hello");
-    assert_eq!(result.content, json!([{"type": "text", "text": "hello"}]));
+    let content: serde_json::Value = serde_json::from_str(result.content.get()).unwrap();
+    assert_eq!(content, json!([{"type": "text", "text": "hello"}]));
 
     let sum = call(&runtime, "mcp__fx__add", json!({"a": 2, "b": 3.5}))
         .await
         .unwrap();
-    assert_eq!(sum.structured_content, Some(json!({"sum": 5.5})));
+    assert_eq!(sum.structured_value().unwrap(), Some(json!({"sum": 5.5})));
     runtime.shutdown().await;
 }
 
@@ -161,6 +163,111 @@ async fn collisions_are_reported_and_the_later_tool_skipped() {
         1,
         "exactly one of the colliding tools is registered"
     );
+}
+
+/// Issue 10, finding 5: server `x` with tool `y__ping` and server `x__y` with
+/// tool `ping` both make `mcp__x__y__ping`. Whichever server starts slowly, a call
+/// made as soon as the name is callable (as `mcpbox call` does) reaches the
+/// server `tools` lists for it, and that is the one first in the file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contested_name_reaches_the_listed_server_whichever_starts_first() {
+    const NAME: &str = "mcp__x__y__ping";
+    for slow in ["x", "x__y"] {
+        let entry = |server: &str, tool: &str| {
+            let mut args = vec!["--tool", tool];
+            if server == slow {
+                args.extend(["--start-delay-ms", "400"]);
+            }
+            fixture_entry(&args)
+        };
+        let runtime =
+            open(json!({ "x": entry("x", "y__ping"), "x__y": entry("x__y", "ping") })).await;
+        tokio::time::timeout(PATIENCE, runtime.wait_for_tool(NAME))
+            .await
+            .expect("the name becomes callable in time")
+            .expect("the name is listed");
+        // The echo-like tools answer with their own name.
+        let reached = call(&runtime, NAME, json!({})).await.unwrap().text;
+        ready(&runtime).await;
+        let listed: Vec<_> = runtime
+            .tools()
+            .iter()
+            .filter(|t| t.name == NAME)
+            .cloned()
+            .collect();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(
+            (listed[0].server.as_str(), listed[0].tool.as_str()),
+            ("x", "y__ping"),
+            "{slow} slow"
+        );
+        assert_eq!(
+            reached, "y__ping",
+            "{slow} slow: the call reached `x__y`'s tool"
+        );
+        let issues: Vec<String> = runtime
+            .config_issues()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert!(
+            issues[0].starts_with("server `x__y`: its tool names (mcp__x__y__…) can be the same as tool names of server `x`"),
+            "{issues:?}"
+        );
+        runtime.shutdown().await;
+    }
+}
+
+/// Issue 10, finding 13: a `structuredContent` deeper than serde_json's 128
+/// levels, or holding a number no f64 holds, became `null` on a successful
+/// result (and such a `content` made the result "malformed"). Both reach the
+/// caller exactly as the server wrote them, 10,000 levels deep included, and
+/// nothing deep crashes the guest.
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_content_passes_through_exactly_however_deep_or_large() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    let mut events = runtime.events();
+    assert_connected(&ready(&runtime).await, "fx");
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    for structured in [
+        format!(r#"{{"deep": {deep}}}"#),
+        r#"{"big": 1e999, "exact": 123456789012345678901234567890, "written": 1.0e2}"#.to_owned(),
+        format!(r#"{{ "both" : [ {deep}, -1e999 ] }}"#),
+    ] {
+        let result = format!(
+            r#"{{"content":[{{"type":"text","text":"ok"}}],"structuredContent":{structured}}}"#
+        );
+        let r = call(&runtime, "mcp__fx__raw_result", json!({ "result": result }))
+            .await
+            .unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.text, "ok");
+        // Serialised as it was received: the server's text, byte for byte.
+        let received = serde_json::to_string(&r.structured_content).unwrap();
+        assert!(
+            received == structured,
+            "{} became {}",
+            &structured[..structured.len().min(80)],
+            &received[..received.len().min(80)]
+        );
+    }
+    // So does `content`, its text blocks found without building the others.
+    let content = format!(
+        r#"[{{"type":"text","text":"a"}},{{"type":"resource","resource":{{"uri":"x:y","deep":{deep},"n":1e999}}}}]"#
+    );
+    let result = format!(r#"{{"content":{content}}}"#);
+    let r = call(&runtime, "mcp__fx__raw_result", json!({ "result": result }))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "a");
+    assert!(serde_json::to_string(&r.content).unwrap() == content);
+    // The guest is the same instance: nothing trapped.
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "still here");
+    assert_no_guest_restart(&mut events);
 }
 
 #[tokio::test(flavor = "multi_thread")]
