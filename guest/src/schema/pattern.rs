@@ -21,7 +21,7 @@
 //! instead of hanging or overflowing the stack. The validator then treats the
 //! pattern as not checked for that string; the server still checks it.
 //!
-//! Supported: literals and escapes (`\d \w \s \b`, `\uXXXX`, surrogate pairs
+//! Supported: literals and escapes (`\d \w \s \b`, `\cX`, `\uXXXX`, surrogate pairs
 //! `\uD83D\uDE00`, `\u{…}`, `\xHH`, escaped punctuation), `.`, classes with
 //! ranges and negation, `^ $`, groups (capturing, `(?:…)`, named), alternation,
 //! greedy and lazy quantifiers (`* + ? {n} {n,} {n,m}`), and lookahead (`(?=…)`,
@@ -481,6 +481,12 @@ impl Parser {
             'f' => '\u{c}',
             'v' => '\u{b}',
             '0' if !self.peek().is_some_and(|d| d.is_ascii_digit()) => '\0',
+            // A control escape: `\cJ` is U+000A.
+            'c' if self.peek().is_some_and(|l| l.is_ascii_alphabetic()) => {
+                let letter = self.chars[self.pos];
+                self.pos += 1;
+                char::from(letter as u8 % 32)
+            }
             'x' => self.hex(2)?,
             'u' => {
                 if self.eat('{') {
@@ -742,6 +748,7 @@ mod tests {
             "a surrogate pair is one character"
         );
         assert!(m(r"^\uD83D\uDE00$", "😀"));
+        assert!(m(r"^\cJ[\ci]$", "\n\t"), "control escapes");
         assert!(m(r"^[\-\]a]+$", "-]a"));
         assert!(m(r"^[\d.]+$", "1.5"));
         assert!(m(r"^\/path\.json$", "/path.json"));
