@@ -2,24 +2,25 @@
 //!
 //! JSON Schema patterns are ECMA-262 regexes, read with the `u` flag: a character
 //! is a code point, not a UTF-16 unit. The `regex` crate has no lookahead, which
-//! tool schemas use (`^(?!tmp_)`). `regress` implements ECMA-262 in full and builds
-//! `no_std` without adding imports, but it is a classical backtracking engine with
-//! no bound on its work: no step budget, no timeout, no way to stop a match from
-//! outside (its docs: the `regex` crate "provides linear-time matching guarantees,
-//! while regress does not"). Patterns come from servers mcpbox does not trust, and
-//! an export runs to its end on the host's one driver task: `^(a+)+$` against a
-//! run of `a`s and a `!` takes regress time that doubles with each `a` (27 s for
-//! 30 of them, regress 0.11.1, measured natively), and `((^|){2}){2}x` against the
-//! empty string makes it ask for gigabytes of backtracking stack (found by
-//! `tests/differential/`). One hostile schema would stall every server's calls
-//! until the host's epoch deadline traps the guest, and three such calls in a
-//! minute stop the runtime. (regress would also grow the component from 0.71 MB
-//! to 1.2 MB.)
+//! tool schemas use (`^(?!tmp_)`). `regress` implements ECMA-262 in full, and 0.12
+//! (feature `alloc`) builds `no_std` without adding imports, but it is a classical
+//! backtracking engine with no bound on its work: no step budget, no timeout, no
+//! way to stop a match from outside (its docs: the `regex` crate "provides
+//! linear-time matching guarantees, while regress does not"). Patterns come from
+//! servers mcpbox does not trust, and an export runs to its end on the host's one
+//! driver task. Measured natively: `^(a+)+$` against a run of `a`s and a `!` takes
+//! regress time that doubles with each `a` (0.12.0: 33 s for 28 of them; 0.11.1:
+//! 27 s for 30), and `((^|){2}){2}x` against the empty string makes it ask for
+//! gigabytes of backtracking stack (both versions, found by `tests/differential/`).
+//! One hostile schema would stall every server's calls until the host's epoch
+//! deadline traps the guest, and three such calls in a minute stop the runtime.
+//! (regress 0.12 would also grow the component from 0.71 MB to 1.2 MB.)
 //!
-//! This matcher backtracks too, but counts: a match may take `STEP_BUDGET` (a million) steps
-//! and nest `DEPTH_BUDGET` (a thousand) calls deep, and past either it gives up (`None`)
-//! instead of hanging or overflowing the stack. The validator then treats the
-//! pattern as not checked for that string; the server still checks it.
+//! This matcher backtracks too, but counts: a match may take `STEP_BUDGET` (a
+//! million) steps and nest `DEPTH_BUDGET` (a thousand) calls deep, and past either
+//! it gives up (`None`) instead of hanging or overflowing the stack. The validator
+//! then treats the pattern as not checked for that string; the server still
+//! checks it.
 //!
 //! Supported: literals and escapes (`\d \w \s \b`, `\cX`, `\uXXXX`, surrogate pairs
 //! `\uD83D\uDE00`, `\u{…}`, `\xHH`, escaped punctuation), `.`, classes with
