@@ -593,7 +593,9 @@ fn too_large(origin: &str) -> Error {
     }
 }
 
-fn read_config(path: &Path) -> Result<String, Error> {
+/// The text of the configuration file at `path`, read no further than one byte
+/// past [`MAX_CONFIG_BYTES`]; a missing file is empty.
+pub(crate) fn read_config(path: &Path) -> Result<String, Error> {
     use std::io::Read;
     let origin = path.display().to_string();
     let cannot = |e: std::io::Error| Error::Config {

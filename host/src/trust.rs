@@ -62,6 +62,10 @@ pub enum TrustError {
         /// Why.
         source: std::io::Error,
     },
+    /// The configuration file could not be read whole (unreadable, or larger
+    /// than a configuration may be).
+    #[error(transparent)]
+    Config(#[from] crate::Error),
     /// The trust store could not be used (no configuration directory, one that
     /// others may write, an unreadable or unwritable file).
     #[error("the list of trusted configurations cannot be used: {0}")]
@@ -83,16 +87,20 @@ pub struct ConfigFile {
 }
 
 impl ConfigFile {
-    /// Reads `path`. A missing file is an empty configuration.
+    /// Reads `path`, no further than [`crate::MAX_CONFIG_BYTES`] (a larger file
+    /// is refused, as [`crate::Options::from_config_file`] refuses it). A missing
+    /// file is an empty configuration.
     pub fn read(path: &Path) -> Result<ConfigFile, TrustError> {
-        let read_error = |source| TrustError::Read {
-            path: path.to_owned(),
-            source,
-        };
-        let (text, canonical) = match std::fs::read_to_string(path) {
-            Ok(text) => (text, Some(std::fs::canonicalize(path).map_err(read_error)?)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
-            Err(e) => return Err(read_error(e)),
+        let text = crate::runtime::read_config(path)?;
+        let canonical = match std::fs::canonicalize(path) {
+            Ok(canonical) => Some(canonical),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && text.is_empty() => None,
+            Err(source) => {
+                return Err(TrustError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
         };
         Ok(ConfigFile {
             path: path.to_owned(),
@@ -108,20 +116,38 @@ impl ConfigFile {
     }
 
     /// What the configuration would start, one line per server as configured
-    /// (before `${VAR}` resolution): `name: command args…` or `name: url`.
-    /// Empty when it names no server or is not JSON (then nothing starts).
+    /// (before `${VAR}` resolution) and in the file's order: `name: command args…`
+    /// or `name: url`. Empty only when it starts nothing: it names no server, or
+    /// it is not JSON (the guest refuses it whole). JSON this cannot list (say,
+    /// servers in a `mcpServers` that is not an object) gives one line saying so,
+    /// never an empty list; entries holding values a `serde_json::Value` cannot
+    /// (`1e999`, nesting deeper than 128 levels), which the guest reads and starts,
+    /// are listed as written.
     pub fn servers(&self) -> Vec<String> {
-        let Ok(Value::Object(top)) = serde_json::from_str::<Value>(&self.text) else {
+        // Text that is not JSON at all starts nothing: the guest refuses it whole,
+        // saying where it breaks.
+        if serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_err() {
             return Vec::new();
+        }
+        let top: Top = match serde_json::from_str(&self.text) {
+            Ok(top) => top,
+            Err(e) => {
+                return vec![format!(
+                    "(servers this check cannot list: {e}; read the file before you trust it)"
+                )];
+            }
         };
         // As the guest reads it: `mcpServers` wins over VS Code's `servers`.
-        let Some(Value::Object(servers)) = top.get("mcpServers").or_else(|| top.get("servers"))
-        else {
+        let Some(Entries(servers)) = top.mcp_servers.or(top.servers) else {
             return Vec::new();
         };
         servers
             .iter()
-            .map(|(name, entry)| {
+            .map(|(name, raw)| {
+                let entry = match serde_json::from_str::<Value>(raw.get()) {
+                    Ok(entry) => entry,
+                    Err(e) => return format!("{name}: (cannot be shown here: {e}) {}", raw.get()),
+                };
                 let field = |key: &str| entry.get(key).and_then(Value::as_str);
                 let what = if let Some(command) = field("command") {
                     let args = entry
@@ -145,22 +171,86 @@ impl ConfigFile {
             .collect()
     }
 
-    /// The environment variables its `${VAR}` references would hand to servers.
+    /// The environment variables its `${VAR}` references would hand to servers:
+    /// those written in the text, and those its JSON strings spell with escapes
+    /// (`"\u0024{KEY}"` is `${KEY}` once decoded) in entries [`servers`](Self::servers)
+    /// can show (one it cannot show is listed as written, escapes and all).
     pub fn variables(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .text
-            .split("${")
-            .skip(1)
-            .filter_map(|rest| {
-                let end = rest.find(['}', ':'])?;
-                let name = &rest[..end];
-                (!name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
-                    .then(|| name.to_owned())
-            })
-            .collect();
+        let mut names = Vec::new();
+        variables_in(&self.text, &mut names);
+        if let Ok(top) = serde_json::from_str::<Top>(&self.text)
+            && let Some(Entries(servers)) = top.mcp_servers.or(top.servers)
+        {
+            for (_, raw) in servers {
+                if let Ok(entry) = serde_json::from_str::<Value>(raw.get()) {
+                    strings_in(&entry, &mut |s| variables_in(s, &mut names));
+                }
+            }
+        }
         names.sort();
         names.dedup();
         names
+    }
+}
+
+/// The two places a configuration lists its servers; everything else is skipped.
+#[derive(serde::Deserialize)]
+struct Top {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<Entries>,
+    servers: Option<Entries>,
+}
+
+/// Server entries in the file's order (`serde_json`'s map sorts its keys), each
+/// kept as written.
+struct Entries(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object mapping server names to entries")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// Adds the names of the `${VAR}` and `${VAR:-default}` references in `text`.
+fn variables_in(text: &str, names: &mut Vec<String>) {
+    for rest in text.split("${").skip(1) {
+        let Some(end) = rest.find(['}', ':']) else {
+            continue;
+        };
+        let name = &rest[..end];
+        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            names.push(name.to_owned());
+        }
+    }
+}
+
+/// Calls `f` on every string in `value`, keys included.
+fn strings_in(value: &Value, f: &mut impl FnMut(&str)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, f)),
+        Value::Object(members) => members.iter().for_each(|(k, v)| {
+            f(k);
+            strings_in(v, f);
+        }),
+        _ => {}
     }
 }
 
@@ -198,7 +288,7 @@ pub fn check(
         && canonical.parent() == Some(own.as_path())
         && let Some(name) = canonical.file_name().and_then(|n| n.to_str())
         && let Ok(user) = UserDir::open(&own)
-        && matches!(user.read(name, u64::MAX), Ok(Some(bytes)) if bytes == config.text.as_bytes())
+        && matches!(user.read(name, config.text.len() as u64), Ok(Some(bytes)) if bytes == config.text.as_bytes())
     {
         return Ok(Some(Trusted::UsersOwn));
     }
@@ -318,6 +408,64 @@ mod tests {
             config.variables(),
             ["AWS_SECRET_ACCESS_KEY", "HOME", "TOKEN"]
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A value a `serde_json::Value` cannot hold (`1e999`, nesting deeper than 128
+    /// levels) made the whole file unreadable to this check, which then took it for
+    /// one that names no server, while the guest read it and started its servers.
+    #[test]
+    fn what_serde_json_cannot_hold_is_still_asked_about() {
+        let dir = temp("unholdable");
+        let path = dir.join("mcp.json");
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"mcpServers": {{
+                    "big": {{"command": "run", "x": 1e999}},
+                    "deep": {{"url": "https://x.example/", "x": {deep}}}
+                }}}}"#
+            ),
+        )
+        .unwrap();
+        let config = ConfigFile::read(&path).unwrap();
+        assert_eq!(check(&config, Some(&dir.join("config"))).unwrap(), None);
+        let servers = config.servers();
+        assert_eq!(servers.len(), 2, "{servers:?}");
+        assert!(
+            servers[0].starts_with("big: (cannot be shown here: "),
+            "{servers:?}"
+        );
+        assert!(
+            servers[1].starts_with("deep: (cannot be shown here: "),
+            "{servers:?}"
+        );
+        // Spelled with an escape, a variable is still named.
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"a": {"url": "https://x.example/?k=\u0024{KEY}"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ConfigFile::read(&path).unwrap().variables(), ["KEY"]);
+        // Text that is not JSON starts nothing (the guest refuses it whole).
+        std::fs::write(&path, r#"{"mcpServers": {"a": {"command": "run"}"#).unwrap();
+        assert!(ConfigFile::read(&path).unwrap().servers().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The file is read no further than a configuration may be: a sparse 1 GiB
+    /// file is refused at once, as the runtime refuses it.
+    #[test]
+    fn an_oversized_file_is_not_read_whole() {
+        let dir = temp("oversized");
+        let path = dir.join("mcp.json");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        let err = ConfigFile::read(&path).unwrap_err();
+        assert!(err.to_string().contains("larger than 16 MiB"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -216,7 +216,9 @@ impl UserFile {
         }
         let mut bytes = Vec::with_capacity(size as usize);
         // Bounded again while reading: the file may grow after the fstat.
-        (&self.file).take(max + 1).read_to_end(&mut bytes)?;
+        (&self.file)
+            .take(max.saturating_add(1))
+            .read_to_end(&mut bytes)?;
         if bytes.len() as u64 > max {
             return Err(too_large("grew while it was read to"));
         }

@@ -967,6 +967,37 @@ fn an_untrusted_configuration_starts_nothing_until_trusted() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A number like `1e999` (or nesting deeper than 128 levels) anywhere in a server
+/// entry made the trust check, which read the file into a `serde_json::Value`,
+/// take it for a file naming no server, while the guest read it and started the
+/// server without a question.
+#[test]
+fn a_configuration_serde_json_cannot_hold_is_not_trusted_by_mistake() {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-unholdable-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let started = dir.join("started.json");
+    let entry = misbehaving_entry(&["--pid-file", started.to_str().unwrap()]);
+    let cfg = dir.join("unholdable.json");
+    let entry = entry.to_string();
+    let entry = format!("{}, \"x\": 1e999}}", &entry[..entry.len() - 1]);
+    std::fs::write(&cfg, format!(r#"{{"mcpServers": {{"project": {entry}}}}}"#)).unwrap();
+    let out = untrusting(&dir.join("config"))
+        .arg("--config")
+        .arg(&cfg)
+        .args(["servers"])
+        .output()
+        .unwrap();
+    let message = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{message}");
+    assert!(
+        message.contains("is not trusted yet") && message.contains("project: "),
+        "{message}"
+    );
+    assert!(!started.exists(), "the project's server was started");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The bundled demo runs without a question only while both its configuration
 /// and the server it runs are exactly what this build ships.
 #[test]
