@@ -1,7 +1,8 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
-//! Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or
-//! configuration error; 3 server unavailable or timeout.
+//! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
+//! 2 usage or configuration error; 3 server unavailable or timeout, or the
+//! runtime stopped; 130 / 143 SIGINT / SIGTERM.
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
@@ -23,7 +24,14 @@ use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, Serv
 #[command(
     name = "mcpbox",
     version,
-    about = "Use the tools of MCP servers through a sandboxed WebAssembly component"
+    about = "Use the tools of MCP servers through a sandboxed WebAssembly component",
+    after_help = "Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or configuration \
+                  error (also unknown tool, invalid or oversized arguments, an untrusted \
+                  configuration); 3 server unavailable or timeout, or the runtime stopped; \
+                  130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
+                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_CACHE_DIR (compiled \
+                  components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
+                  key, trusted configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
 )]
 struct Cli {
     /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
