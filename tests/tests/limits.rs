@@ -1,7 +1,8 @@
 //! Resource bounds, measured in a process of their own so that no other test
-//! disturbs the numbers: peak memory with a 400 MB `state.json`, on a 100 MB line, memory under a flood of
-//! notifications, zombies and file descriptors after 1,000 server life cycles, and
-//! memory over 100,000 calls through one runtime.
+//! disturbs the numbers: peak memory with a 400 MB `state.json` and on a 100 MB
+//! line, memory under a flood of notifications, zombies and file descriptors
+//! after 1,000 server life cycles, and memory over 100,000 calls through one
+//! runtime.
 //!
 //! The steps run in order inside one test because they read process-wide
 //! counters (`VmHWM`, `VmRSS`, `/proc/self/fd`).
@@ -79,8 +80,6 @@ async fn resource_bounds() {
     crash_with_calls_in_flight().await;
 }
 
-/// A 100 MB line is refused with a clear error, and the host's peak memory grows
-/// by less than twice the (default, 64 MiB) cap while it is read and dropped.
 /// Issue 10, finding 14: a 400 MB `state.json` in the cache directory is not
 /// read: opening a runtime over it costs no more memory than over a small one,
 /// a warning says why, and the servers work.
@@ -135,6 +134,8 @@ async fn huge_state_file() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A 100 MB line is refused with a clear error, and the host's peak memory grows
+/// by less than twice the (default, 64 MiB) cap while it is read and dropped.
 async fn hundred_megabyte_line() {
     let runtime = open(json!({ "big": { "command": fixture() } })).await;
     call(&runtime, "mcp__big__echo", json!({"text": "warm"}))
