@@ -24,7 +24,7 @@ use super::param_headers::check_param_headers;
 use super::wire::{ListParams, ListToolsResult, ListenFilter, ListenParams, RawTool, text_of};
 use super::{Client, ClientEvent, Era, Pending, Phase, ResultKind, result_kind};
 use crate::config::Limits;
-use crate::jsonrpc::{self, RpcError};
+use crate::jsonrpc;
 use crate::methods;
 use crate::registry::ToolDef;
 use crate::transport::{Failure, format_bytes};
