@@ -69,8 +69,13 @@ function validValue(bytes) {
   return true;
 }
 
-const err = (val) => ({ tag: 'err', val });
-const closed = err({ tag: 'closed' });
+/**
+ * Fails an import with the error case of its `result`: thrown with the WIT value as
+ * `payload`, as jco's glue expects it (not an `Error`: jco turns those into traps).
+ */
+function fail(val) {
+  throw { payload: val };
+}
 
 /**
  * The remote imports for one driver.
@@ -172,7 +177,7 @@ export function httpImports(hub, Pollable) {
     static open(server, endpoint) {
       const result = hub.request({ t: 'grant', server, endpoint });
       if (result.tag !== 'ok') {
-        return result;
+        fail(result.val);
       }
       grants.add(result.val.authority);
       return new Grant(result.val.authority, result.val.url);
@@ -204,10 +209,10 @@ export function httpImports(hub, Pollable) {
     static fromList(entries) {
       for (const [name, value] of entries) {
         if (!TOKEN.test(name) || !validValue(value)) {
-          return err({ tag: 'invalid-syntax' });
+          fail({ tag: 'invalid-syntax' });
         }
         if (FORBIDDEN.has(name.toLowerCase())) {
-          return err({ tag: 'forbidden' });
+          fail({ tag: 'forbidden' });
         }
       }
       return new Fields(entries);
@@ -232,7 +237,7 @@ export function httpImports(hub, Pollable) {
     setMethod(method) {
       if (method.tag === 'other') {
         if (!TOKEN.test(method.val)) {
-          return err();
+          fail();
         }
         this.method = method.val;
       } else {
@@ -258,7 +263,7 @@ export function httpImports(hub, Pollable) {
 
     body() {
       if (this.outgoing !== null) {
-        return err();
+        fail();
       }
       this.outgoing = new OutgoingBody();
       return this.outgoing;
@@ -280,7 +285,7 @@ export function httpImports(hub, Pollable) {
 
     write() {
       if (this.streamTaken) {
-        return err();
+        fail();
       }
       this.streamTaken = true;
       return new OutputStream(this);
@@ -314,12 +319,15 @@ export function httpImports(hub, Pollable) {
     }
 
     checkWrite() {
-      return this.target.finished ? closed : BigInt(WRITE_BUDGET);
+      if (this.target.finished) {
+        fail({ tag: 'closed' });
+      }
+      return BigInt(WRITE_BUDGET);
     }
 
     write(contents) {
       if (this.target.finished) {
-        return closed;
+        fail({ tag: 'closed' });
       }
       this.target.parts.push(contents);
       return undefined;
@@ -397,11 +405,11 @@ export function httpImports(hub, Pollable) {
         return undefined;
       }
       if (this.taken) {
-        return err();
+        return { tag: 'err', val: undefined };
       }
       this.taken = true;
       if (answer.failure !== null) {
-        return { tag: 'ok', val: err(answer.failure) };
+        return { tag: 'ok', val: { tag: 'err', val: answer.failure } };
       }
       answer.holders += 1;
       return { tag: 'ok', val: { tag: 'ok', val: new IncomingResponse(answer) } };
@@ -429,7 +437,7 @@ export function httpImports(hub, Pollable) {
 
     consume() {
       if (this.consumed) {
-        return err();
+        fail();
       }
       this.consumed = true;
       this.answer.holders += 1;
@@ -450,7 +458,7 @@ export function httpImports(hub, Pollable) {
 
     stream() {
       if (this.streamed) {
-        return err();
+        fail();
       }
       this.streamed = true;
       this.answer.holders += 1;
@@ -491,9 +499,9 @@ export function httpImports(hub, Pollable) {
         if (answer.broke !== null) {
           const error = new IoError(answer.broke);
           answer.broke = null;
-          return err({ tag: 'last-operation-failed', val: error });
+          fail({ tag: 'last-operation-failed', val: error });
         }
-        return closed;
+        fail({ tag: 'closed' });
       }
       const bytes = take(answer, Number(len));
       answer.taken += bytes.length;
