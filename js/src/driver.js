@@ -658,6 +658,12 @@ function refuseJob(job, message) {
  * stops the runtime. Returns why the runtime stopped.
  */
 async function run() {
+  // jco's glue reads `process.env.JCO_DEBUG` (its debug log's switch) several times in
+  // every call between the guest and its imports, and Node's `process.env` asks the C
+  // library on each read (about half a microsecond). This thread needs no live
+  // environment (`${VAR}` references are resolved on the main thread), so a plain copy,
+  // taken once, answers it.
+  process.env = { ...process.env };
   const { instantiate } = await import(glueUrl);
   let started;
   try {
