@@ -237,8 +237,8 @@ struct Script {
     cut_next_call: bool,
     /// The session is forgotten: requests carrying it get 404.
     forget_session: bool,
-    /// The next `tools/call` gets a `307` to this location.
-    redirect_next_call: Option<String>,
+    /// The next `tools/call` gets this redirect status to this location.
+    redirect_next_call: Option<(u16, String)>,
     session: Option<String>,
     sessions: usize,
     /// Answers waiting for a GET with `Last-Event-ID` equal to the key.
@@ -308,9 +308,15 @@ impl ScriptedServer {
         self.with(|s| s.cut_next_call = true);
     }
 
-    /// Answers the next `tools/call` with `307 Temporary Redirect` to `location`.
-    pub fn redirect_next_call(&self, location: &str) {
-        self.with(|s| s.redirect_next_call = Some(location.to_owned()));
+    /// Answers the next `tools/call` with HTTP `status` (`307`, `308`, …) and
+    /// `Location: location`, verbatim.
+    pub fn redirect_next_call(&self, status: u16, location: &str) {
+        self.with(|s| s.redirect_next_call = Some((status, location.to_owned())));
+    }
+
+    /// `http://127.0.0.1:PORT`, the server's origin.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Ends the current session: requests carrying its id get 404 from now on.
@@ -474,13 +480,10 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
             );
         }
         "tools/call" if s.redirect_next_call.is_some() => {
-            let location = s.redirect_next_call.take().unwrap_or_default();
-            respond(
-                &mut write,
-                "307 Temporary Redirect",
-                &[("Location", &location)],
-                "",
-            );
+            let (status, location) = s.redirect_next_call.take().unwrap_or_default();
+            // The reason phrase means nothing to clients.
+            let status = format!("{status} Redirect");
+            respond(&mut write, &status, &[("Location", &location)], "");
         }
         "tools/call" if s.fail_calls > 0 => {
             s.fail_calls -= 1;

@@ -38,13 +38,13 @@ impl<P: HttpPort> RemoteConnection<P> {
             return;
         }
         self.finish(id);
+        // A predicate: the manager reports it as "server `x` answered …".
         let why = format!(
-            "GET {} answered HTTP {} ({}), not an event stream",
+            "answered GET {} with HTTP {} ({}), not an event stream",
             self.url(),
             head.status,
             head.header("content-type").unwrap_or("no content type")
         );
-        self.note(why.clone());
         self.close(why);
     }
 
@@ -61,19 +61,18 @@ impl<P: HttpPort> RemoteConnection<P> {
             }
             Err(Some(elsewhere)) => {
                 let why = format!(
-                    "the server's endpoint event names {}, another origin than {}; mcpbox sends \
+                    "named {} in its endpoint event, another origin than {}; mcpbox sends \
                      messages only to the configured origin, so nothing was sent (if the server \
                      really lives there, configure that URL)",
                     elsewhere.origin,
                     self.url()
                 );
-                self.note(why.clone());
                 self.close(why);
             }
             Err(None) => {
-                let why = format!("the server's endpoint event {data:?} is not a URL");
-                self.note(why.clone());
-                self.close(why);
+                self.close(format!(
+                    "sent an endpoint event that is not a URL: {data:?}"
+                ));
             }
         }
     }

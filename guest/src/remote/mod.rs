@@ -360,7 +360,8 @@ impl<P: HttpPort> RemoteConnection<P> {
     }
 
     /// Ends the connection with `why`: every exchange is dropped, nothing more
-    /// is sent, and `receive` reports `closed` after what arrived before.
+    /// is sent, and `receive` reports `closed` after what arrived before. `why`
+    /// is a predicate: the manager says "server `x` {why}".
     fn close(&mut self, why: String) {
         if self.over {
             return;
@@ -683,7 +684,7 @@ impl<P: HttpPort> RemoteConnection<P> {
                 self.fail(id.as_deref(), why);
             }
             Purpose::Resume { id, .. } => self.fail(Some(&id), why),
-            Purpose::Stream => self.close(why),
+            Purpose::Stream => self.close(format!("failed: {why}")),
             Purpose::Reinit { .. } => self.end_reinit(Err(why)),
             Purpose::Listen { .. } | Purpose::Probe { .. } => self.note(why),
         }
@@ -792,7 +793,7 @@ impl<P: HttpPort> RemoteConnection<P> {
                 let failures = next_failures(&parser, before.as_deref(), failures);
                 self.listen_later(parser, failures);
             }
-            (Purpose::Stream, _) => self.close("the server closed its event stream".into()),
+            (Purpose::Stream, _) => self.close("closed its event stream".into()),
             (Purpose::Reinit { initialized }, _) => self.on_reinit_step(initialized),
             _ => {}
         }
@@ -899,7 +900,7 @@ impl<P: HttpPort> RemoteConnection<P> {
             }
             Purpose::Stream => {
                 self.note(format!("the event stream broke: {e}"));
-                let why = "the server closed its event stream".to_string();
+                let why = "closed its event stream".to_string();
                 self.probe_then(&e, After::Close(why));
             }
             Purpose::Probe { .. } => {

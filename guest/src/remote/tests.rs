@@ -610,7 +610,7 @@ fn legacy_posts_go_to_the_endpoint_on_the_same_origin_and_answers_come_on_the_st
     h.net.borrow_mut().push(id, 0, Progress::End);
     let got = h.run(40);
     assert!(
-        matches!(errors(&got)[..], [TransportError::Closed(w)] if w == "the server closed its event stream"),
+        matches!(errors(&got)[..], [TransportError::Closed(w)] if w == "closed its event stream"),
         "{got:?}"
     );
 }

@@ -320,4 +320,102 @@ mod tests {
             "{lines:?}"
         );
     }
+
+    /// Security finding 6, the host's side: everything the host hands the guest
+    /// for a remote server (a grant's stand-in URL, its answers, the errors of
+    /// opening one, the hook's error codes) is free of resolved values, wherever
+    /// the reference was: query, path, host, userinfo, a header. The guest's
+    /// own messages are checked end to end
+    /// (`security::a_secret_in_the_url_reaches_its_server_and_no_output`).
+    #[tokio::test(flavor = "multi_thread")]
+    async fn nothing_handed_to_the_guest_holds_a_resolved_value() {
+        use crate::bindings::remote::HostGrant;
+        use wasmtime::component::Resource;
+
+        const SECRET: &str = "s3cret-5e6f";
+        let lookup = |name: &str| match name {
+            "KEY" => Some(SECRET.to_owned()),
+            "HOST" => Some(format!("{SECRET}.invalid")),
+            "NEWLINE" => Some(format!("{SECRET}\n")),
+            _ => None,
+        };
+        // Nothing listens there: requests fail as a refused connection.
+        let refused = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let mut state = HostState::new(
+            Policy::default(),
+            Default::default(),
+            1 << 20,
+            Default::default(),
+        );
+        let endpoint = |url: String, header: &str| wit::HttpEndpoint {
+            url,
+            headers: vec![wit::Pair {
+                name: "Authorization".into(),
+                value: header.into(),
+            }],
+        };
+        let mut handed = Vec::new();
+        for url in [
+            format!("http://127.0.0.1:{refused}/mcp?key=${{KEY}}"),
+            format!("http://127.0.0.1:{refused}/${{KEY}}/mcp"),
+            format!("http://u:${{KEY}}@127.0.0.1:{refused}/mcp"),
+            "http://${HOST}/mcp".to_owned(),
+        ] {
+            let grant = super::super::remote::open(
+                &mut state,
+                "s",
+                &endpoint(url.clone(), "Bearer ${KEY}"),
+                &lookup,
+            )
+            .unwrap();
+            let this = state.table.push(grant).unwrap();
+            let borrow = || Resource::<super::super::remote::Grant>::new_borrow(this.rep());
+            let stand_in = state.url(borrow()).unwrap();
+            assert!(stand_in.contains(".mcpbox.internal/"), "{stand_in}");
+            handed.push(stand_in.clone());
+            for other in [url.clone(), format!("http://{SECRET}.invalid/")] {
+                handed.push(format!("{:?}", state.same_origin(borrow(), other)));
+            }
+            // Under the grant (the configured URL, another path), and naming none.
+            for uri in [
+                stand_in.clone(),
+                stand_in.replace("/mcp", "/other"),
+                format!("http://127.0.0.1:{refused}/mcp?key={SECRET}"),
+            ] {
+                match send(&mut state.grants, request(&uri, &[])).await {
+                    Ok(r) => panic!("{uri}: nothing listens, yet {r:?}"),
+                    Err(e) => handed.push(format!("{e:?} {e}")),
+                }
+            }
+            HostGrant::drop(&mut state, this).unwrap();
+        }
+        for (url, header) in [
+            ("http://127.0.0.1:1/mcp", "Bearer ${NEWLINE}"),
+            ("${KEY}", "x"),
+            ("http://127.0.0.1:1/?a=${KEY}&b=${UNSET}", "x"),
+        ] {
+            match super::super::remote::open(
+                &mut state,
+                "s",
+                &endpoint(url.into(), header),
+                &lookup,
+            ) {
+                Ok(_) => panic!("{url} {header}: opened"),
+                Err(e) => handed.push(format!("{e:?}")),
+            }
+        }
+        state.policy.allow_network = false;
+        let url = "http://127.0.0.1:1/?a=${KEY}";
+        match super::super::remote::open(&mut state, "s", &endpoint(url.into(), "x"), &lookup) {
+            Ok(_) => panic!("opened against the policy"),
+            Err(e) => handed.push(format!("{e:?}")),
+        }
+        assert_eq!(handed.len(), 4 * 6 + 4, "{handed:#?}");
+        for text in &handed {
+            assert!(!text.contains(SECRET), "handed to the guest: {text}");
+        }
+    }
 }

@@ -12,6 +12,7 @@
 //! `send` without ever blocking on the peer: it reads and writes the child's
 //! pipes in place.
 
+pub(crate) mod descendants;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
 pub(crate) mod stdio;
@@ -135,7 +136,12 @@ fn open(
     let spec = endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok())
         .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
     let diagnostics = track_diagnostics(state, server);
-    let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
+    let spawned = stdio::spawn(
+        &spec,
+        state.policy.max_message_bytes,
+        diagnostics.clone(),
+        &state.supervisors,
+    )?;
     Ok(Connection {
         pipes: Box::new(spawned.pipes),
         stash: VecDeque::new(),

@@ -1,10 +1,12 @@
 //! Remote servers: Streamable HTTP and legacy HTTP+SSE against the real npm and
 //! PyPI servers in their HTTP modes, and HTTP faults against a scripted server.
+//! Hostile servers (credentials to other origins, secrets in URLs) are in
+//! `security.rs`.
 
 use mcpbox::{CallError, Event, Runtime, ServerState};
 use mcpbox_tests::http::{
-    EverythingMode, LegacyServer, Recorder, ScriptedServer, ServerProcess, everything_http,
-    everything_http_at, fastmcp_http, free_port, ts_http_at,
+    EverythingMode, ScriptedServer, ServerProcess, everything_http, everything_http_at,
+    fastmcp_http, free_port, ts_http_at,
 };
 use serde_json::{Value, json};
 
@@ -71,7 +73,7 @@ async fn streamable_http_python_sdk() {
     let r = ok(&runtime, "mcp__py__greet", json!({"name": "Ada"})).await;
     assert_eq!(r.text, "Hello, Ada!");
     let r = ok(&runtime, "mcp__py__add", json!({"a": 2, "b": 40})).await;
-    assert_eq!(r.structured_content, Some(json!({"result": 42})));
+    assert_eq!(r.structured_value().unwrap(), Some(json!({"result": 42})));
     let r = ok(&runtime, "mcp__py__fail", json!({"message": "nope"})).await;
     assert!(r.is_error && r.text.contains("nope"), "{r:?}");
     // Concurrent calls share the session.
@@ -448,144 +450,5 @@ async fn the_policy_refuses_the_network_or_processes() {
             .is_some_and(|e| e.contains("the policy does not allow starting processes")),
         "{fx:?}"
     );
-    runtime.shutdown().await;
-}
-
-/// Security finding 3: a redirect to another origin is not followed, so neither
-/// the configured headers (credentials) nor the request reach it, and the call
-/// fails naming both origins and the fix. No `Referer` goes anywhere.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_redirect_to_another_origin_is_refused_and_nothing_reaches_it() {
-    let server = ScriptedServer::start();
-    let elsewhere = Recorder::start();
-    let runtime = open(json!({ "s": {
-        "type": "http",
-        "url": format!("{}?key=k", server.url),
-        "headers": { "X-API-Key": "secret-key", "Authorization": "Bearer secret-token" }
-    }}))
-    .await;
-    assert_connected(&ready(&runtime).await, "s");
-    server.redirect_next_call(&format!("{}/mcp", elsewhere.origin));
-    let err = call(&runtime, "mcp__s__echo", json!({"text": "x"}))
-        .await
-        .unwrap_err();
-    let CallError::Protocol(message) = &err else {
-        panic!("{err:?}")
-    };
-    assert!(
-        message.contains(&format!("{}?key=k", server.url))
-            && message.contains(&elsewhere.origin)
-            && message.contains("configure its new URL"),
-        "{message}"
-    );
-    assert!(elsewhere.seen().is_empty(), "{:#?}", elsewhere.seen());
-    // The connection is still good, and nothing carried a Referer.
-    assert_eq!(
-        ok(&runtime, "mcp__s__echo", json!({"text": "after"}))
-            .await
-            .text,
-        "after"
-    );
-    assert!(server.seen().iter().all(|r| r.header("referer").is_none()));
-    runtime.shutdown().await;
-}
-
-/// A redirect on the same origin is followed, with the configured headers.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_same_origin_redirect_is_followed_with_the_configured_headers() {
-    let server = ScriptedServer::start();
-    let runtime = open(json!({ "s": {
-        "type": "http",
-        "url": server.url,
-        "headers": { "X-API-Key": "secret-key" }
-    }}))
-    .await;
-    assert_connected(&ready(&runtime).await, "s");
-    server.redirect_next_call("/mcp-moved");
-    let r = ok(&runtime, "mcp__s__echo", json!({"text": "moved"})).await;
-    assert_eq!(r.text, "moved");
-    let calls: Vec<_> = server
-        .seen()
-        .into_iter()
-        .filter(|s| s.rpc_method() == Some("tools/call"))
-        .collect();
-    assert_eq!(calls.len(), 2, "the call, then the same call after the 307");
-    assert_eq!(calls[0].body, calls[1].body);
-    assert!(
-        calls
-            .iter()
-            .all(|c| c.header("x-api-key") == Some("secret-key"))
-    );
-    runtime.shutdown().await;
-}
-
-/// Security finding 2: a legacy SSE server whose `endpoint` event names another
-/// origin fails with a clear error, and nothing (no message, no header) is sent
-/// there.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_legacy_endpoint_on_another_origin_fails_the_server_and_nothing_reaches_it() {
-    let elsewhere = Recorder::start();
-    let server = LegacyServer::start(&format!("{}/messages?sessionId=1", elsewhere.origin));
-    let runtime = open(json!({ "old": {
-        "type": "sse",
-        "url": server.url,
-        "headers": { "Authorization": "Bearer secret-token" }
-    }}))
-    .await;
-    let servers = ready(&runtime).await;
-    let s = status(&servers, "old");
-    assert_eq!(s.state, ServerState::Failed, "{s:?}");
-    let error = s.error.as_deref().unwrap_or_default();
-    assert!(
-        error.contains(&elsewhere.origin)
-            && error.contains(&server.url)
-            && error.contains("nothing was sent"),
-        "{error}"
-    );
-    assert!(elsewhere.seen().is_empty(), "{:#?}", elsewhere.seen());
-    assert!(server.seen().iter().all(|r| r.method == "GET"));
-    // The stream itself, on the configured origin, got the configured header.
-    assert_eq!(
-        server.seen()[0].header("authorization"),
-        Some("Bearer secret-token")
-    );
-    runtime.shutdown().await;
-}
-
-/// Security finding 6: a `${VAR}` in the URL is resolved by the host for the
-/// request, but every message names the URL as configured.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_variable_in_the_url_reaches_the_server_but_no_message() {
-    let home = std::env::var("HOME").expect("HOME is set");
-    let server = ScriptedServer::start();
-    let gone = format!("http://127.0.0.1:{}/mcp?key=${{HOME}}", free_port());
-    let runtime = open(json!({
-        "s": { "type": "http", "url": format!("{}?key=${{HOME}}", server.url) },
-        "gone": { "type": "http", "url": gone },
-    }))
-    .await;
-    let servers = ready(&runtime).await;
-    assert_connected(&servers, "s");
-    assert_eq!(
-        ok(&runtime, "mcp__s__echo", json!({"text": "x"}))
-            .await
-            .text,
-        "x"
-    );
-    assert!(
-        server
-            .seen()
-            .iter()
-            .all(|r| r.path == format!("/mcp?key={home}")),
-        "{:#?}",
-        server.seen()
-    );
-    let error = status(&servers, "gone").error.clone().unwrap_or_default();
-    assert!(error.contains(&gone), "{error}");
-    assert!(!error.contains(&format!("key={home}")), "{error}");
-    let err = call(&runtime, "mcp__gone__anything", json!({}))
-        .await
-        .unwrap_err();
-    assert!(!err.to_string().contains(&format!("key={home}")), "{err}");
     runtime.shutdown().await;
 }
