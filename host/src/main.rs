@@ -548,6 +548,9 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 Event::Stopped(reason) => {
                     serde_json::json!({ "event": "stopped", "reason": reason })
                 }
+                Event::AuthorizationRequired { server, url } => {
+                    serde_json::json!({ "event": "authorizationRequired", "server": server, "url": url })
+                }
                 other => serde_json::json!({ "event": format!("{other:?}") }),
             };
             writeln!(out, "{value}")?;
@@ -573,6 +576,13 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                     out,
                     "✗ the mcpbox runtime stopped: {}",
                     block(reason, "    ")
+                )?,
+                // The CLI does not authorize on demand: no URL to show.
+                Event::AuthorizationRequired { server, .. } => writeln!(
+                    out,
+                    "  {}: needs login: run `mcpbox login {}`",
+                    one(server),
+                    one(server)
                 )?,
                 other => writeln!(out, "  {}", one(&format!("{other:?}")))?,
             }

@@ -10,6 +10,9 @@
 //! endpoint answering 500 with HTML, a redirect with a wrong `state`, an
 //! authorization nobody completes.
 //!
+//! Then trust: `login` of an untrusted configuration contacts nobody;
+//! `logout` needs no trust.
+//!
 //! Last, `servers` for a server that refuses every request: "needs login" and
 //! the command.
 //!
@@ -103,7 +106,17 @@ impl Setup {
             .args(args)
             .env("MCPBOX_CREDENTIALS", self.credentials())
             .env("MCPBOX_CACHE_DIR", self.dir.path().join("cache"))
-            .env_remove("BROWSER");
+            .env("MCPBOX_CONFIG_DIR", self.dir.path().join("config"))
+            .env("MCPBOX_TRUST_ALL", "1")
+            .env_remove("BROWSER")
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// `mcpbox` as a user who has not trusted the configuration.
+    fn mcpbox_untrusted(&self, args: &[&str]) -> Command {
+        let mut command = self.mcpbox(args);
+        command.env_remove("MCPBOX_TRUST_ALL");
         command
     }
 
@@ -237,6 +250,49 @@ fn login_stores_tokens_privately_and_logout_removes_them() {
     assert!(!file.contains(token), "{file}");
     let out = setup.mcpbox(&["logout", "demo"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("had no tokens"));
+}
+
+/// A login sends requests to URLs the configuration names and opens the browser
+/// on a page their server chose: from an untrusted file it contacts nobody and
+/// says how to trust it. A logout only forgets local tokens: no trust needed.
+#[test]
+fn login_needs_a_trusted_configuration_and_logout_does_not() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let setup = Setup::new(&format!(
+        "http://127.0.0.1:{port}/.well-known/openid-configuration"
+    ));
+    let out = setup
+        .mcpbox_untrusted(&["login", "demo", "--no-browser", "--timeout", "30"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("is not trusted yet") && err.contains("trust"),
+        "{err}"
+    );
+    assert!(!err.contains("Open this URL"), "{err}");
+    // The process has exited: a connection it made would be waiting here.
+    listener.set_nonblocking(true).unwrap();
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "the untrusted login contacted the metadata URL"
+    );
+    assert!(!setup.credentials().exists());
+
+    let out = setup
+        .mcpbox_untrusted(&["logout", "demo"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("demo had no tokens"), "{text}");
 }
 
 /// A failed login: exit code 3, the server named, the words expected, no file.
@@ -381,6 +437,8 @@ fn servers_shows_needs_login_with_the_command() {
         .arg("servers")
         .env("MCPBOX_CREDENTIALS", dir.path().join("credentials.json"))
         .env("MCPBOX_CACHE_DIR", dir.path().join("cache"))
+        .env("MCPBOX_CONFIG_DIR", dir.path().join("config"))
+        .env("MCPBOX_TRUST_ALL", "1")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
