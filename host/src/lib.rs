@@ -45,6 +45,8 @@
 mod bindings;
 mod driver;
 mod engine;
+#[cfg(feature = "import")]
+pub mod import;
 mod imports;
 mod instance;
 mod runtime;
