@@ -3,6 +3,8 @@
 //! Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or
 //! configuration error; 3 server unavailable or timeout.
 
+mod cli_import;
+
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,6 +67,21 @@ enum Command {
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
     },
+    /// Find the MCP servers configured for Claude Code, Claude Desktop, Cursor,
+    /// VS Code, Windsurf and Codex, and print them (nothing is written unless asked).
+    Import {
+        /// Add the servers found to this .mcp.json (default: the --config file),
+        /// never replacing an entry that is there.
+        #[arg(long, value_name = "PATH", num_args = 0..=1)]
+        write: Option<Option<PathBuf>>,
+        /// Connect to every server found and report its health (exit code 3 when
+        /// one fails).
+        #[arg(long)]
+        check: bool,
+        /// The project whose files are read (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+    },
 }
 
 /// A failure with the exit code it maps to.
@@ -113,6 +130,29 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
+    let policy = Policy {
+        allow_network: !cli.no_network,
+        allow_processes: !cli.no_processes,
+        ..Policy::default()
+    };
+    if let Command::Import {
+        write,
+        check,
+        project,
+    } = &cli.command
+    {
+        let request = cli_import::Request {
+            write: write
+                .clone()
+                .map(|path| path.unwrap_or_else(|| cli.config.clone())),
+            check: *check,
+            project: project.clone(),
+            json: cli.json,
+            policy,
+            guest: cli.guest.clone(),
+        };
+        return Ok(cli_import::run(request).await?);
+    }
     let mut options = Options::from_config_file(&cli.config).policy(Policy {
         allow_network: !cli.no_network,
         allow_processes: !cli.no_processes,
@@ -134,6 +174,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             arguments,
             timeout,
         } => call(&runtime, tool, arguments, *timeout, cli.json).await?,
+        Command::Import { .. } => unreachable!("handled before the runtime opens"),
     };
     runtime.shutdown().await;
     Ok(code)

@@ -53,7 +53,10 @@ pub(crate) fn read(places: &Places, sources: &mut Vec<SourceReport>, out: &mut V
         .clone()
         .unwrap_or_else(|| places.home.join(".codex"));
     for (scope, path) in [
-        (Scope::Project, places.project.join(".codex").join("config.toml")),
+        (
+            Scope::Project,
+            places.project.join(".codex").join("config.toml"),
+        ),
         (Scope::User, home.join("config.toml")),
     ] {
         let outcome = read_file(places, scope, &path, out);
@@ -66,7 +69,12 @@ pub(crate) fn read(places: &Places, sources: &mut Vec<SourceReport>, out: &mut V
     }
 }
 
-fn read_file(places: &Places, scope: Scope, path: &PathBuf, out: &mut Vec<Candidate>) -> SourceOutcome {
+fn read_file(
+    places: &Places,
+    scope: Scope,
+    path: &PathBuf,
+    out: &mut Vec<Candidate>,
+) -> SourceOutcome {
     let text = match source::read_text(path, places.max_bytes) {
         Ok(text) => text,
         Err(Unusable::Missing) => return SourceOutcome::Missing,
@@ -141,7 +149,10 @@ fn string(fields: &Table, key: &str) -> Result<Option<String>, String> {
     match fields.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("has `{key}` that is {}, not a string", other.type_str())),
+        Some(other) => Err(format!(
+            "has `{key}` that is {}, not a string",
+            other.type_str()
+        )),
     }
 }
 
@@ -157,7 +168,10 @@ fn strings(fields: &Table, key: &str) -> Result<Option<Vec<String>>, String> {
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        Some(other) => Err(format!("has `{key}` that is {}, not an array", other.type_str())),
+        Some(other) => Err(format!(
+            "has `{key}` that is {}, not an array",
+            other.type_str()
+        )),
     }
 }
 
@@ -173,7 +187,10 @@ fn string_table(fields: &Table, key: &str) -> Result<Vec<(String, String)>, Stri
                 other => Err(format!("has `{key}.{k}` that is {}", other.type_str())),
             })
             .collect(),
-        Some(other) => Err(format!("has `{key}` that is {}, not a table", other.type_str())),
+        Some(other) => Err(format!(
+            "has `{key}` that is {}, not a table",
+            other.type_str()
+        )),
     }
 }
 
@@ -181,8 +198,12 @@ fn seconds_to_ms(fields: &Table, key: &str) -> Result<Option<u64>, String> {
     match fields.get(key) {
         None => Ok(None),
         Some(Value::Integer(n)) if *n >= 0 => Ok(Some((*n as u64).saturating_mul(1000))),
-        Some(Value::Float(f)) if f.is_finite() && *f >= 0.0 => Ok(Some((f * 1000.0).round() as u64)),
-        Some(other) => Err(format!("has `{key}` that is not a number of seconds ({other})")),
+        Some(Value::Float(f)) if f.is_finite() && *f >= 0.0 => {
+            Ok(Some((f * 1000.0).round() as u64))
+        }
+        Some(other) => Err(format!(
+            "has `{key}` that is not a number of seconds ({other})"
+        )),
     }
 }
 
@@ -200,7 +221,8 @@ fn candidate(location: Location, fields: &Table) -> Result<Candidate, String> {
                         Value::String(n) => n.clone(),
                         Value::Table(t) => match t.get("name") {
                             Some(Value::String(n)) => {
-                                if matches!(t.get("source"), Some(Value::String(s)) if s == "remote") {
+                                if matches!(t.get("source"), Some(Value::String(s)) if s == "remote")
+                                {
                                     notes.push(format!(
                                         "`env_vars[{i}]` ({n}) came from Codex's remote \
                                          executor; mcpbox reads it from its own environment"
@@ -211,7 +233,10 @@ fn candidate(location: Location, fields: &Table) -> Result<Candidate, String> {
                             _ => return Err(format!("has `env_vars[{i}]` without a `name`")),
                         },
                         other => {
-                            return Err(format!("has `env_vars[{i}]` that is {}", other.type_str()));
+                            return Err(format!(
+                                "has `env_vars[{i}]` that is {}",
+                                other.type_str()
+                            ));
                         }
                     };
                     if !env.iter().any(|(n, _)| *n == name) {
@@ -271,7 +296,9 @@ fn candidate(location: Location, fields: &Table) -> Result<Candidate, String> {
     let tool_timeout_ms = seconds_to_ms(fields, "tool_timeout_sec")?;
     let mut transport = transport;
     if let Transport::Stdio { command, args, .. } = &transport
-        && std::iter::once(command).chain(args).any(|v| v.contains("${"))
+        && std::iter::once(command)
+            .chain(args)
+            .any(|v| v.contains("${"))
     {
         notes.push(
             "the command line contains `${`, which mcpbox reads as a variable reference \

@@ -10,7 +10,10 @@ use super::{Candidate, Client, JsonSource, Places, Scope, SourceReport, read_jso
 
 pub(crate) fn read(places: &Places, sources: &mut Vec<SourceReport>, out: &mut Vec<Candidate>) {
     for (scope, path) in [
-        (Scope::Project, places.project.join(".cursor").join("mcp.json")),
+        (
+            Scope::Project,
+            places.project.join(".cursor").join("mcp.json"),
+        ),
         (Scope::User, places.home.join(".cursor").join("mcp.json")),
     ] {
         read_json_source(

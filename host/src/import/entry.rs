@@ -84,9 +84,7 @@ fn read(value: &Value, location: Location, dialect: Dialect<'_>) -> Result<Candi
     let kind = match fields.get("type") {
         Some(Value::String(t)) => match t.to_ascii_lowercase().as_str() {
             "stdio" | "local" => "stdio",
-            "http" | "streamable-http" | "streamablehttp" | "streamable_http" | "remote" => {
-                "http"
-            }
+            "http" | "streamable-http" | "streamablehttp" | "streamable_http" | "remote" => "http",
             "sse" => "sse",
             other => {
                 return Err(format!(
@@ -119,7 +117,12 @@ fn read(value: &Value, location: Location, dialect: Dialect<'_>) -> Result<Candi
                     other => Err(format!("has `args[{i}]` that is {}", kind_of(other))),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(other) => return Err(format!("has `args` that is {}, not an array", kind_of(other))),
+            Some(other) => {
+                return Err(format!(
+                    "has `args` that is {}, not an array",
+                    kind_of(other)
+                ));
+            }
         };
         let env = string_map(fields.get("env"), "env", &mut convert)?;
         let cwd = match fields.get("cwd") {
@@ -208,14 +211,19 @@ fn string_map(
         Some(Value::Array(items)) if key == "env" => items
             .iter()
             .enumerate()
-            .map(|(i, item)| match item.as_str().and_then(|s| s.split_once('=')) {
-                Some((name, v)) if !name.is_empty() => {
-                    Ok((name.to_string(), convert(v, &format!("env.{name}"))))
-                }
-                _ => Err(format!("has `env[{i}]` that is not \"NAME=value\"")),
-            })
+            .map(
+                |(i, item)| match item.as_str().and_then(|s| s.split_once('=')) {
+                    Some((name, v)) if !name.is_empty() => {
+                        Ok((name.to_string(), convert(v, &format!("env.{name}"))))
+                    }
+                    _ => Err(format!("has `env[{i}]` that is not \"NAME=value\"")),
+                },
+            )
             .collect(),
-        Some(other) => Err(format!("has `{key}` that is {}, not an object", kind_of(other))),
+        Some(other) => Err(format!(
+            "has `{key}` that is {}, not an object",
+            kind_of(other)
+        )),
     }
 }
 

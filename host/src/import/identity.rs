@@ -29,17 +29,18 @@
 //!
 //! **A remote server** is its transport (`http` or `sse`) and its URL with the
 //! scheme and host lower-cased, the default port (`:443`, `:80`), a trailing `/`
-//! of the path and the `#fragment` dropped, and the values of query parameters
-//! whose name looks like a credential (or that hold a `${…}` reference) left out.
-//! Headers are not part of it.
+//! of the path and the `#fragment` dropped, and query parameters whose name
+//! looks like a credential (or whose value holds a `${…}` reference) left out:
+//! a key in the URL and a key in a header reach the same server. Headers are not
+//! part of it.
 
 use super::Transport;
 use super::secrets::is_credential_name;
 
 /// Launchers whose path does not matter, only their name.
 const LAUNCHERS: &[&str] = &[
-    "npx", "uvx", "bunx", "pipx", "pnpm", "yarn", "bun", "uv", "node", "python", "python3",
-    "deno", "docker",
+    "npx", "uvx", "bunx", "pipx", "pnpm", "yarn", "bun", "uv", "node", "python", "python3", "deno",
+    "docker",
 ];
 
 /// The identity of a server (see the module docs).
@@ -189,14 +190,12 @@ pub fn normalize_url(url: &str) -> String {
     let path = path.trim_end_matches('/');
     let mut out = format!("{scheme}://{host}{path}");
     if let Some(query) = query {
-        let params: Vec<String> = query
+        let params: Vec<&str> = query
             .split('&')
             .filter(|p| !p.is_empty())
-            .map(|p| match p.split_once('=') {
-                Some((name, value)) if is_credential_name(name) || value.contains("${") => {
-                    format!("{name}=")
-                }
-                _ => p.to_string(),
+            .filter(|p| match p.split_once('=') {
+                Some((name, value)) => !(is_credential_name(name) || value.contains("${")),
+                None => !is_credential_name(p),
             })
             .collect();
         if !params.is_empty() {
@@ -229,9 +228,18 @@ mod tests {
         let base = stdio("npx", &["-y", "@modelcontextprotocol/server-github"]);
         for other in [
             stdio("npx", &["@modelcontextprotocol/server-github"]),
-            stdio("npx", &["--yes", "@modelcontextprotocol/server-github@latest"]),
-            stdio("/usr/local/bin/npx", &["-y", "@modelcontextprotocol/server-github"]),
-            stdio("C:\\nodejs\\npx.cmd", &["-y", "-q", "@modelcontextprotocol/server-github"]),
+            stdio(
+                "npx",
+                &["--yes", "@modelcontextprotocol/server-github@latest"],
+            ),
+            stdio(
+                "/usr/local/bin/npx",
+                &["-y", "@modelcontextprotocol/server-github"],
+            ),
+            stdio(
+                "C:\\nodejs\\npx.cmd",
+                &["-y", "-q", "@modelcontextprotocol/server-github"],
+            ),
         ] {
             assert!(same(&base, &other), "{} vs {}", of(&base), of(&other));
         }
@@ -271,7 +279,10 @@ mod tests {
             cwd: Some("/srv".into()),
         };
         assert!(!same(&stdio("npx", &["pkg"]), &with_cwd));
-        assert!(!same(&stdio("uvx", &["-q", "x"]), &stdio("uvx", &["-y", "x"])));
+        assert!(!same(
+            &stdio("uvx", &["-q", "x"]),
+            &stdio("uvx", &["-y", "x"])
+        ));
     }
 
     #[test]
@@ -309,7 +320,14 @@ mod tests {
             &u("https://x.dev/mcp?key=abc&region=eu"),
             &u("https://x.dev/mcp?key=${X_KEY}&region=eu")
         ));
-        assert!(!same(&u("https://x.dev/mcp?region=eu"), &u("https://x.dev/mcp?region=us")));
+        assert!(same(
+            &u("https://x.dev/mcp?api_key=abc"),
+            &u("https://x.dev/mcp")
+        ));
+        assert!(!same(
+            &u("https://x.dev/mcp?region=eu"),
+            &u("https://x.dev/mcp?region=us")
+        ));
         assert!(!same(&base, &u("http://api.example.com/mcp")));
         assert!(!same(&base, &u("https://api.example.com/MCP")));
         let sse = Transport::Sse {

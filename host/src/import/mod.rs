@@ -453,10 +453,9 @@ fn absorb(server: &mut Server, c: Candidate) {
     }
     if c.location.name != server.name && !server.found_in.iter().any(|l| l.name == c.location.name)
     {
-        server.notes.push(format!(
-            "also called `{}` in {place}",
-            c.location.name
-        ));
+        server
+            .notes
+            .push(format!("also called `{}` in {place}", c.location.name));
     }
     server.found_in.push(c.location);
 }

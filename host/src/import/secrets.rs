@@ -109,9 +109,16 @@ pub fn is_credential_name(name: &str) -> bool {
                 | "COOKIE"
                 | "SIGNATURE"
                 | "SIG"
-        ) || ["TOKEN", "SECRET", "APIKEY", "ACCESSKEY", "SECRETKEY", "PASSWORD"]
-            .iter()
-            .any(|suffix| w.len() > suffix.len() && w.ends_with(suffix))
+        ) || [
+            "TOKEN",
+            "SECRET",
+            "APIKEY",
+            "ACCESSKEY",
+            "SECRETKEY",
+            "PASSWORD",
+        ]
+        .iter()
+        .any(|suffix| w.len() > suffix.len() && w.ends_with(suffix))
     })
 }
 
@@ -181,7 +188,11 @@ pub(crate) fn variable_part(name: &str) -> String {
 /// Replaces inline credentials in `transport` by references; returns what was
 /// replaced. `server` names the variables that are not an `env` name; `file` is
 /// where the values were written.
-pub(crate) fn scrub(server: &str, file: &std::path::Path, transport: &mut Transport) -> Vec<Secret> {
+pub(crate) fn scrub(
+    server: &str,
+    file: &std::path::Path,
+    transport: &mut Transport,
+) -> Vec<Secret> {
     let mut found = Vec::new();
     let prefix = variable_part(server);
     let mut secret = |variable: String, field: String, value: &str| {
@@ -351,10 +362,7 @@ pub(crate) fn separate_variables(servers: &mut [Server]) {
     for server in servers.iter_mut() {
         let prefix = variable_part(&server.name);
         for i in 0..server.secrets.len() {
-            let (variable, digest) = (
-                server.secrets[i].variable.clone(),
-                server.secrets[i].digest,
-            );
+            let (variable, digest) = (server.secrets[i].variable.clone(), server.secrets[i].digest);
             match first.iter().find(|(v, _)| *v == variable) {
                 None => first.push((variable, digest)),
                 Some((_, d)) if *d == digest => {}
@@ -386,7 +394,9 @@ fn rename_in_field(transport: &mut Transport, field: &str, old: &str, new: &str)
     match transport {
         Transport::Stdio { args, env, .. } => {
             if let Some(name) = field.strip_prefix("env.") {
-                env.iter_mut().filter(|(n, _)| n == name).for_each(|(_, v)| swap(v));
+                env.iter_mut()
+                    .filter(|(n, _)| n == name)
+                    .for_each(|(_, v)| swap(v));
             } else if let Some(i) = field
                 .strip_prefix("args[")
                 .and_then(|r| r.strip_suffix(']'))

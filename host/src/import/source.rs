@@ -30,7 +30,10 @@ pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, Unusable>
     // Read one byte past the cap, so a file of exactly the cap is accepted and
     // a longer one is known to be longer without reading all of it.
     let mut bytes = Vec::new();
-    if let Err(e) = file.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes) {
+    if let Err(e) = file
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)
+    {
         return Err(Unusable::Skipped(format!("cannot be read: {e}")));
     }
     if bytes.len() as u64 > max_bytes {
@@ -38,8 +41,7 @@ pub(crate) fn read_text(path: &Path, max_bytes: u64) -> Result<String, Unusable>
             "is larger than {max_bytes} bytes, the most mcpbox reads from a configuration file"
         )));
     }
-    String::from_utf8(bytes)
-        .map_err(|e| Unusable::Skipped(format!("is not UTF-8 text ({e})")))
+    String::from_utf8(bytes).map_err(|e| Unusable::Skipped(format!("is not UTF-8 text ({e})")))
 }
 
 /// A JSON object's members, in file order. (`serde_json`'s map sorts its keys;

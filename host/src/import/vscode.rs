@@ -15,7 +15,10 @@ use super::{Candidate, Client, JsonSource, Places, Scope, SourceReport, read_jso
 
 pub(crate) fn read(places: &Places, sources: &mut Vec<SourceReport>, out: &mut Vec<Candidate>) {
     for (scope, path) in [
-        (Scope::Project, places.project.join(".vscode").join("mcp.json")),
+        (
+            Scope::Project,
+            places.project.join(".vscode").join("mcp.json"),
+        ),
         (
             Scope::User,
             places.config_dir.join("Code").join("User").join("mcp.json"),

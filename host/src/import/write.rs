@@ -112,7 +112,12 @@ fn fields(server: &Server) -> Vec<(&'static str, CstInputValue)> {
 }
 
 fn object(fields: Vec<(&'static str, CstInputValue)>) -> CstInputValue {
-    CstInputValue::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    CstInputValue::Object(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
 fn to_value(input: &CstInputValue) -> Value {
