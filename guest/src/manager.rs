@@ -1145,5 +1145,8 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
     ))
 }
 
+mod reload;
+pub use reload::ReloadReport;
+
 #[cfg(test)]
 mod tests;
