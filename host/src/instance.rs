@@ -115,6 +115,13 @@ impl Factory {
         self
     }
 
+    /// The configuration a fresh instance loads from now on: the last one a
+    /// reload applied, so a guest replaced after a trap runs what was running.
+    pub fn set_config(&mut self, origin: String, text: String) {
+        self.origin = origin;
+        self.text = text;
+    }
+
     /// Keeps the guest's `state` entries in `memo` (in memory only by default).
     pub fn with_memo(mut self, memo: Arc<Memo>) -> Factory {
         self.memo = memo;

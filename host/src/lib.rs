@@ -39,6 +39,9 @@
 //!   compiled components.
 //! - `bindings`: the one `bindgen!` over `wit/`.
 //! - [`types`](Tool): the public data types.
+//! - `watch` (feature `watch`): the configuration file's watcher, which feeds
+//!   [`Runtime::reload`] (see [`Options::watch_config`]).
+//! - [`import`] (feature `import`): the servers other MCP clients configured.
 
 #![deny(missing_docs)]
 
@@ -53,13 +56,15 @@ mod runtime;
 mod store;
 mod transport;
 mod types;
+#[cfg(feature = "watch")]
+mod watch;
 
 pub use engine::default_cache_dir;
 pub use runtime::{CallOptions, Options, Runtime};
 pub use store::Policy;
 pub use types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,
-    ServerState, ServerStatus, Tool,
+    CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ReloadReport,
+    ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

@@ -161,6 +161,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }
+    if let Command::Servers { watch: true } = &cli.command {
+        // A long-running command follows the configuration file as it changes.
+        options = options.watch_config(true);
+    }
     let runtime = options.open().await?;
     for issue in runtime.config_issues() {
         eprintln!("warning: {}: {issue}", cli.config.display());
@@ -279,6 +283,12 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 } => {
                     serde_json::json!({ "event": "log", "server": server, "level": level, "message": message })
                 }
+                Event::Reloaded(report) => {
+                    serde_json::json!({ "event": "reloaded", "report": report })
+                }
+                Event::ReloadFailed { origin, error } => {
+                    serde_json::json!({ "event": "reloadFailed", "origin": origin, "error": error })
+                }
                 other => serde_json::json!({ "event": format!("{other:?}") }),
             };
             writeln!(out, "{value}")?;
@@ -292,11 +302,49 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                     level,
                     message,
                 } => writeln!(out, "  {server} [{level}] {message}")?,
+                Event::Reloaded(report) => writeln!(out, "{}", reload_lines(report))?,
+                Event::ReloadFailed { error, .. } => writeln!(
+                    out,
+                    "  reload failed, the running configuration stays: {}",
+                    error.replace('\n', "\n    ")
+                )?,
                 other => writeln!(out, "  {other:?}")?,
             }
         }
         out.flush()?;
     }
+}
+
+/// A reload as lines: what changed, what was kept, the problems.
+fn reload_lines(report: &mcpbox::ReloadReport) -> String {
+    let mut parts = Vec::new();
+    for (what, names) in [
+        ("added", &report.added),
+        ("removed", &report.removed),
+        ("restarted", &report.restarted),
+        ("updated", &report.updated),
+    ] {
+        if !names.is_empty() {
+            parts.push(format!("{what} {}", names.join(", ")));
+        }
+    }
+    if parts.is_empty() {
+        parts.push("nothing changed".into());
+    }
+    let mut text = format!("  reloaded {}: {}", report.origin, parts.join("; "));
+    if report.file_events > 1 {
+        text.push_str(&format!(" ({} file changes applied at once)", report.file_events));
+    }
+    if !report.kept.is_empty() {
+        text.push_str(&format!(
+            "\n    kept running as before (the new entry has a problem): {}",
+            report.kept.join(", ")
+        ));
+    }
+    for issue in &report.issues {
+        text.push_str(&format!("\n    warning: {issue}"));
+    }
+    text
 }
 
 async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8, Failure> {

@@ -15,8 +15,8 @@ use crate::imports::state::Memo;
 use crate::instance::Factory;
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
-    ServerStatus, Tool,
+    CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, ServerDiagnostics,
+    ServerState, ServerStatus, Tool,
 };
 
 /// Where the guest component comes from.
@@ -52,7 +52,15 @@ pub struct Options {
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
+    /// Watch the configuration file and reload it on change (`watch_config`).
+    watch: bool,
+    /// How long the file must be quiet before a change is applied.
+    watch_debounce: Duration,
 }
+
+/// How long a watched configuration file must be quiet before a change is
+/// applied; see [`Options::watch_debounce`].
+pub const DEFAULT_WATCH_DEBOUNCE: Duration = Duration::from_millis(200);
 
 impl Options {
     /// Reads the configuration (`.mcp.json` format) from a file. A missing file
@@ -77,7 +85,36 @@ impl Options {
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
+            watch: false,
+            watch_debounce: DEFAULT_WATCH_DEBOUNCE,
         }
+    }
+
+    /// Watches the configuration file (of [`from_config_file`](Options::from_config_file))
+    /// and applies every change as a diff, as [`Runtime::reload`] does: servers whose
+    /// entry did not change keep running. Each applied change is an
+    /// [`Event::Reloaded`]; a change that cannot be applied (text that does not
+    /// parse, a deleted file) is an [`Event::ReloadFailed`] and the running
+    /// configuration stays. The file's directory is watched, so editors that save
+    /// by writing a new file and renaming it over the old one are seen too.
+    /// Changes are applied once the file has been quiet for
+    /// [`watch_debounce`](Options::watch_debounce), so a burst of saves is applied
+    /// once, as its last state. No effect for configuration text.
+    ///
+    /// Needs the `watch` feature (on with the default `cli` feature).
+    #[cfg(feature = "watch")]
+    #[doc(alias = "hot reload")]
+    pub fn watch_config(mut self, enabled: bool) -> Self {
+        self.watch = enabled;
+        self
+    }
+
+    /// How long the watched file must go without a change before the change is
+    /// applied (default [`DEFAULT_WATCH_DEBOUNCE`], 200 ms).
+    #[cfg(feature = "watch")]
+    pub fn watch_debounce(mut self, quiet: Duration) -> Self {
+        self.watch_debounce = quiet;
+        self
     }
 
     /// Lets servers ask the user for input during a call: MCP elicitation
@@ -149,15 +186,20 @@ pub struct Runtime {
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     jobs: mpsc::UnboundedSender<Job>,
     wake: Arc<Wake>,
     servers: watch::Receiver<Arc<Vec<ServerStatus>>>,
     tools: watch::Receiver<Arc<Vec<Tool>>>,
     events: broadcast::Sender<Event>,
     stopped: watch::Receiver<Option<String>>,
-    issues: Vec<ConfigIssue>,
+    /// The problems of the configuration last applied.
+    issues: std::sync::Mutex<Vec<ConfigIssue>>,
     diagnostics: DiagnosticsMap,
+    /// Where the configuration comes from, for `reload`.
+    config: ConfigSource,
+    /// Reloads one at a time, so their order is the order they were asked in.
+    reloading: tokio::sync::Mutex<()>,
 }
 
 impl Drop for Inner {
@@ -172,6 +214,8 @@ impl Runtime {
             ConfigSource::Text { origin, text } => (origin.clone(), text.clone()),
             ConfigSource::File(path) => (path.display().to_string(), read_config(path)?),
         };
+        #[cfg(feature = "watch")]
+        let text_at_open = text.clone();
 
         let guest = options.guest.clone();
         let cache_dir = options.cache_dir.clone();
@@ -236,7 +280,7 @@ impl Runtime {
         );
         tokio::spawn(driver.run());
 
-        Ok(Runtime {
+        let runtime = Runtime {
             inner: Arc::new(Inner {
                 jobs: jobs_tx,
                 wake,
@@ -244,16 +288,135 @@ impl Runtime {
                 tools: tools_rx,
                 events: events_tx,
                 stopped: stopped_rx,
-                issues: started.issues,
+                issues: std::sync::Mutex::new(started.issues),
                 diagnostics,
+                config: options.config.clone(),
+                reloading: tokio::sync::Mutex::new(()),
             }),
-        })
+        };
+        #[cfg(feature = "watch")]
+        if options.watch
+            && let ConfigSource::File(path) = &options.config
+        {
+            crate::watch::start(&runtime, path, text_at_open, options.watch_debounce)?;
+        }
+        Ok(runtime)
     }
 
-    /// Problems found in the configuration. Entries with problems were skipped;
-    /// the rest loaded.
-    pub fn config_issues(&self) -> &[ConfigIssue] {
-        &self.inner.issues
+    /// Problems found in the configuration (the one last applied, after a
+    /// reload). Entries with problems were skipped; the rest loaded.
+    pub fn config_issues(&self) -> Vec<ConfigIssue> {
+        self.inner
+            .issues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Reads the configuration file again and applies it as a diff: servers
+    /// whose entry did not change keep running with their calls in flight;
+    /// removed ones are shut down (their calls fail with
+    /// [`CallError::ServerUnavailable`] naming the reload); added and changed
+    /// ones start; an entry that now has a problem keeps its running definition
+    /// (see [`ReloadReport`]). An [`Event::Reloaded`] follows the status events.
+    ///
+    /// `Err` when the text as a whole is unusable (not JSON: the message has the
+    /// line and column; the file cannot be read) — then the running configuration
+    /// stays, and an [`Event::ReloadFailed`] says so — or when the runtime was
+    /// opened from text (use [`reload_text`](Runtime::reload_text)) or stopped.
+    /// A missing file is an empty configuration, as when opening.
+    #[doc(alias = "hot reload")]
+    pub async fn reload(&self) -> Result<ReloadReport, Error> {
+        let ConfigSource::File(path) = &self.inner.config else {
+            return Err(Error::Config {
+                origin: self.origin(),
+                message: "this runtime was opened from configuration text, not a file: \
+                          use reload_text"
+                    .into(),
+            });
+        };
+        let text = match read_config(path) {
+            Ok(text) => text,
+            Err(e) => {
+                let _ = self.inner.events.send(Event::ReloadFailed {
+                    origin: path.display().to_string(),
+                    error: e.to_string(),
+                });
+                return Err(e);
+            }
+        };
+        self.apply(path.display().to_string(), text, 0).await
+    }
+
+    /// Applies configuration text as a diff, as [`reload`](Runtime::reload) does;
+    /// `origin` names it in messages. Later reloads from the file (by
+    /// [`reload`](Runtime::reload) or the watcher) replace it again.
+    pub async fn reload_text(
+        &self,
+        origin: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<ReloadReport, Error> {
+        self.apply(origin.into(), text.into(), 0).await
+    }
+
+    /// Sends one reload to the driver and records its issues.
+    pub(crate) async fn apply(
+        &self,
+        origin: String,
+        text: String,
+        file_events: u32,
+    ) -> Result<ReloadReport, Error> {
+        let _one_at_a_time = self.inner.reloading.lock().await;
+        let (reply, answer) = oneshot::channel();
+        let stopped = |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));
+        self.submit(Job::Reload {
+            origin: origin.clone(),
+            text,
+            file_events,
+            reply,
+        })
+        .map_err(stopped)?;
+        match answer.await {
+            Ok(Ok(report)) => {
+                *self.inner.issues.lock().unwrap_or_else(|p| p.into_inner()) =
+                    report.issues.clone();
+                Ok(report)
+            }
+            Ok(Err(message)) => Err(Error::Config { origin, message }),
+            Err(_) => Err(stopped(self.stop_reason())),
+        }
+    }
+
+    /// The configuration's origin as messages name it.
+    fn origin(&self) -> String {
+        match &self.inner.config {
+            ConfigSource::File(path) => path.display().to_string(),
+            ConfigSource::Text { origin, .. } => origin.clone(),
+        }
+    }
+
+    /// Sends an event to every subscriber (the watcher's own failures).
+    #[cfg(feature = "watch")]
+    pub(crate) fn announce(&self, event: Event) {
+        let _ = self.inner.events.send(event);
+    }
+
+    /// A handle that does not keep the runtime alive (for the watcher).
+    #[cfg(feature = "watch")]
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The runtime behind a [`downgrade`](Runtime::downgrade)d handle, while it lives.
+    #[cfg(feature = "watch")]
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Runtime> {
+        weak.upgrade().map(|inner| Runtime { inner })
+    }
+
+    /// Whether the runtime stopped (shut down, or the guest kept failing).
+    #[cfg(feature = "watch")]
+    pub(crate) fn stopped(&self) -> watch::Receiver<Option<String>> {
+        self.inner.stopped.clone()
     }
 
     /// Every configured server and its current state.
