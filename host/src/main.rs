@@ -333,7 +333,10 @@ fn reload_lines(report: &mcpbox::ReloadReport) -> String {
     }
     let mut text = format!("  reloaded {}: {}", report.origin, parts.join("; "));
     if report.file_events > 1 {
-        text.push_str(&format!(" ({} file changes applied at once)", report.file_events));
+        text.push_str(&format!(
+            " ({} file changes applied at once)",
+            report.file_events
+        ));
     }
     if !report.kept.is_empty() {
         text.push_str(&format!(

@@ -368,7 +368,8 @@ impl Runtime {
     ) -> Result<ReloadReport, Error> {
         let _one_at_a_time = self.inner.reloading.lock().await;
         let (reply, answer) = oneshot::channel();
-        let stopped = |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));
+        let stopped =
+            |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));
         self.submit(Job::Reload {
             origin: origin.clone(),
             text,

@@ -52,26 +52,25 @@ pub(crate) fn start(
         _ => PathBuf::from("."),
     };
     let (tx, rx) = mpsc::unbounded_channel::<()>();
-    let mut watcher =
-        notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let relevant = match &event {
-                // Reading the file (ours included) is no change.
-                Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => false,
-                Ok(event) => {
-                    event.need_rescan()
-                        || event
-                            .paths
-                            .iter()
-                            .any(|p| p.file_name() == Some(name.as_os_str()))
-                }
-                // The watch lost track of something: look at the file again.
-                Err(_) => true,
-            };
-            if relevant {
-                let _ = tx.send(());
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let relevant = match &event {
+            // Reading the file (ours included) is no change.
+            Ok(event) if matches!(event.kind, notify::EventKind::Access(_)) => false,
+            Ok(event) => {
+                event.need_rescan()
+                    || event
+                        .paths
+                        .iter()
+                        .any(|p| p.file_name() == Some(name.as_os_str()))
             }
-        })
-        .map_err(|e| cannot(e.to_string()))?;
+            // The watch lost track of something: look at the file again.
+            Err(_) => true,
+        };
+        if relevant {
+            let _ = tx.send(());
+        }
+    })
+    .map_err(|e| cannot(e.to_string()))?;
     watcher
         .watch(&dir, RecursiveMode::NonRecursive)
         .map_err(|e| cannot(format!("{} ({e})", dir.display())))?;
