@@ -30,7 +30,7 @@
 //! | [`registry`] | the tool table built from every connected server's list |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
-//! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
+//! | [`manager`] | every configured server at once: start-up, status, events, `wait`; a new configuration applied as a diff (`manager/reload.rs`) |
 
 #![deny(missing_docs)]
 // Native builds (the unit tests) keep std; see "Layout" for why wasm does not.

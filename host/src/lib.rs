@@ -60,7 +60,7 @@ mod types;
 mod watch;
 
 pub use engine::default_cache_dir;
-pub use runtime::{CallOptions, Options, Runtime};
+pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, Options, Runtime};
 pub use store::Policy;
 pub use types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ReloadReport,
