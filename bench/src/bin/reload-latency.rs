@@ -49,7 +49,9 @@ fn parse() -> Result<Args, String> {
                     .ok_or("--runs needs a positive number")?
             }
             "--debounce" => {
-                let ms: u64 = value()?.parse().map_err(|_| "--debounce needs milliseconds")?;
+                let ms: u64 = value()?
+                    .parse()
+                    .map_err(|_| "--debounce needs milliseconds")?;
                 args.debounce = Some(Duration::from_millis(ms));
             }
             "--fixture" => args.fixture = PathBuf::from(value()?),

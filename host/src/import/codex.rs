@@ -18,7 +18,7 @@
 //! counterpart and are named in a note. Values are literal: Codex has no
 //! `${…}` references of its own.
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use toml::{Table, Value};
 
@@ -72,7 +72,7 @@ pub(crate) fn read(places: &Places, sources: &mut Vec<SourceReport>, out: &mut V
 fn read_file(
     places: &Places,
     scope: Scope,
-    path: &PathBuf,
+    path: &Path,
     out: &mut Vec<Candidate>,
 ) -> SourceOutcome {
     let text = match source::read_text(path, places.max_bytes) {
@@ -125,7 +125,7 @@ fn read_file(
         let location = Location {
             client: Client::Codex,
             scope,
-            path: path.clone(),
+            path: path.to_path_buf(),
             name: name.clone(),
         };
         match entry {

@@ -356,12 +356,15 @@ pub(crate) struct Candidate {
     pub notes: Vec<String>,
 }
 
+/// One client's reader: its places into the source reports and candidates.
+type Reader = fn(&Places, &mut Vec<SourceReport>, &mut Vec<Candidate>);
+
 /// Reads every place, converts and merges what it finds. Never fails: a place
 /// that cannot be used is reported in [`Discovery::sources`].
 pub fn discover(places: &Places) -> Discovery {
     let mut sources = Vec::new();
     let mut candidates = Vec::new();
-    let readers: [fn(&Places, &mut Vec<SourceReport>, &mut Vec<Candidate>); 6] = [
+    let readers: [Reader; 6] = [
         claude_code::read,
         cursor::read,
         vscode::read,
