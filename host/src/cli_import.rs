@@ -18,20 +18,15 @@ pub struct Request {
     pub json: bool,
     pub policy: Policy,
     pub guest: Option<PathBuf>,
+    /// `--trust` or `MCPBOX_TRUST_ALL`: `--check` may start servers found only
+    /// in the project's files too.
+    pub trusted: bool,
 }
 
-/// Control characters and other invisible formatting in a one-line field
-/// (names and paths come from files other programs wrote) shown as escapes.
+/// A one-line field (names and paths come from files other programs wrote),
+/// escaped as the rest of the CLI's human output is.
 fn shown(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    mcpbox::terminal::escape(text, mcpbox::terminal::Lines::Escape).into_owned()
 }
 
 /// Runs the command; returns the exit code.
@@ -52,10 +47,25 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
         None => None,
     };
 
-    let health = if request.check && !discovery.servers.is_empty() {
-        let mut options =
-            Options::from_config_text("the imported servers", discovery.config_text())
-                .policy(request.policy.clone());
+    // A project's files come with the project (a cloned repository can name any
+    // program there): as for a configuration file, `--check` starts what only
+    // they name once the user said to trust them. Servers also found in the
+    // user's own files are the user's already.
+    let (checked, unchecked): (Vec<_>, Vec<_>) = discovery.servers.iter().cloned().partition(|s| {
+        request.trusted || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
+    });
+    let unchecked: Vec<String> = if request.check {
+        unchecked.into_iter().map(|s| s.name).collect()
+    } else {
+        Vec::new()
+    };
+    let health = if request.check && !checked.is_empty() {
+        let to_check = Discovery {
+            sources: Vec::new(),
+            servers: checked,
+        };
+        let mut options = Options::from_config_text("the imported servers", to_check.config_text())
+            .policy(request.policy.clone());
         if let Some(guest) = &request.guest {
             options = options.guest_file(guest);
         }
@@ -78,6 +88,7 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
             }).collect::<Vec<_>>(),
             "written": written,
             "health": health.as_deref(),
+            "unchecked": unchecked,
         });
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
@@ -119,6 +130,14 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
                 }
                 writeln!(out, "{line}")?;
             }
+        }
+        if !unchecked.is_empty() {
+            writeln!(
+                out,
+                "\nNot checked (found only in the project's files, which could start anything; \
+                 pass --trust to check them too): {}",
+                shown(&unchecked.join(", "))
+            )?;
         }
     }
     out.flush()?;

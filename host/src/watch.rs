@@ -95,7 +95,7 @@ async fn watch(
     quiet: Duration,
 ) {
     let origin = path.display().to_string();
-    let Some(mut stopped) = Runtime::upgrade(&weak).map(|r| r.stopped()) else {
+    let Some(mut stopped) = Runtime::upgrade(&weak).map(|r| r.stopped_watch()) else {
         return;
     };
     // Whether the last look at the file failed (then an unchanged text is
@@ -125,34 +125,41 @@ async fn watch(
         let Some(runtime) = Runtime::upgrade(&weak) else {
             return;
         };
+        // The same bounded read as a start (16 MiB at most).
         let read = {
             let path = path.clone();
-            tokio::task::spawn_blocking(move || std::fs::read_to_string(path)).await
+            tokio::task::spawn_blocking(move || crate::runtime::read_config_file(&path)).await
         };
         let Ok(read) = read else { return };
         match read {
-            Ok(text) if text == applied && !failed => {}
-            Ok(text) => match runtime.apply(origin.clone(), text.clone(), events).await {
+            Ok(Some(text)) if text == applied && !failed => {}
+            Ok(Some(text)) => match runtime
+                .apply_file(origin.clone(), text.clone(), events)
+                .await
+            {
                 Ok(_) => {
                     applied = text;
                     failed = false;
                 }
-                // The driver announced why (ReloadFailed), or the runtime stopped.
+                // The driver or the reload check announced why (ReloadFailed),
+                // or the runtime stopped.
                 Err(Error::Config { .. }) => failed = true,
                 Err(_) => return,
             },
-            Err(e) => {
-                let error = if e.kind() == std::io::ErrorKind::NotFound {
-                    format!(
-                        "{origin} was deleted; the running configuration stays until the file \
-                         is back"
-                    )
-                } else {
-                    format!("{origin} cannot be read ({e}); the running configuration stays")
-                };
+            Ok(None) => {
                 runtime.announce(Event::ReloadFailed {
                     origin: origin.clone(),
-                    error,
+                    error: format!(
+                        "{origin} was deleted; the running configuration stays until the file \
+                         is back"
+                    ),
+                });
+                failed = true;
+            }
+            Err(e) => {
+                runtime.announce(Event::ReloadFailed {
+                    origin: origin.clone(),
+                    error: format!("{e}; the running configuration stays"),
                 });
                 failed = true;
             }
