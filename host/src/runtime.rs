@@ -68,7 +68,10 @@ pub struct Options {
 /// A check a configuration read again from the file must pass before it is
 /// applied (see [`Options::reload_check`]).
 #[derive(Clone)]
-struct ReloadCheck(Arc<dyn Fn(&str) -> Result<(), String> + Send + Sync>);
+struct ReloadCheck(Arc<CheckFn>);
+
+/// The function of a [`ReloadCheck`]: `Err` says why the text is not applied.
+type CheckFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
 
 impl std::fmt::Debug for ReloadCheck {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
