@@ -13,6 +13,7 @@ mod fixture;
 mod http;
 mod peers;
 mod reload;
+mod security;
 mod server_limits;
 
 use std::time::Duration;
