@@ -19,6 +19,8 @@
 //! circuit of an unchanged server that failed too often (as `reconnect` does),
 //! without starting it: the next call to one of its tools does.
 
+use alloc::collections::{BTreeMap, BTreeSet};
+
 use crate::prelude::*;
 
 use super::{CallError, ConfigIssue, Event, Manager, ServerState, Slot, config};
@@ -79,31 +81,36 @@ impl<P: Platform> Manager<P> {
             issues: parsed.issues,
             ..ReloadReport::default()
         };
-        let broken: Vec<&str> = report
-            .issues
-            .iter()
-            .filter_map(|i| i.server.as_deref())
-            .filter(|name| !parsed.servers.iter().any(|s| s.name == *name))
-            .collect();
-
-        // What becomes of each old slot, decided before anything moves.
-        let fates: Vec<Fate> = self
-            .slots
-            .iter()
-            .map(|slot| {
-                let name = slot.config.name.as_str();
-                match parsed.servers.iter().find(|s| s.name == name) {
-                    Some(new) if !applies_live(&slot.config, new) => Fate::Restarted,
-                    Some(_) => Fate::Stays,
-                    None if broken.contains(&name) => Fate::Stays,
-                    None => Fate::Removed,
-                }
-            })
-            .collect();
+        // What becomes of each old slot, decided before anything moves. Lookups
+        // by name go through maps: a configuration may hold 10,000 entries.
+        let fates: Vec<Fate> = {
+            let mut new_by_name: BTreeMap<&str, &config::ServerConfig> = BTreeMap::new();
+            for server in &parsed.servers {
+                new_by_name.entry(server.name.as_str()).or_insert(server);
+            }
+            let broken: BTreeSet<&str> = report
+                .issues
+                .iter()
+                .filter_map(|i| i.server.as_deref())
+                .filter(|name| !new_by_name.contains_key(name))
+                .collect();
+            self.slots
+                .iter()
+                .map(|slot| {
+                    let name = slot.config.name.as_str();
+                    match new_by_name.get(name) {
+                        Some(new) if !applies_live(&slot.config, new) => Fate::Restarted,
+                        Some(_) => Fate::Stays,
+                        None if broken.contains(name) => Fate::Stays,
+                        None => Fate::Removed,
+                    }
+                })
+                .collect()
+        };
 
         // Close what goes while the indices still hold: calls complete, input
         // requests are withdrawn, and each old slot is left without a connection.
-        let mut held = Vec::new();
+        let mut held = BTreeMap::new();
         for (i, fate) in fates.iter().enumerate() {
             let name = self.slots[i].config.name.clone();
             let why = match fate {
@@ -134,11 +141,15 @@ impl<P: Platform> Manager<P> {
             slot.connect_deadline = None;
             if *fate == Fate::Restarted {
                 // Calls waiting for a restart wait for the new connection instead.
-                held.push((name, core::mem::take(&mut slot.held)));
+                held.insert(name, core::mem::take(&mut slot.held));
             }
         }
 
         // The new slots, in the new order, then the kept ones.
+        let mut old_by_name: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, slot) in self.slots.iter().enumerate() {
+            old_by_name.entry(slot.config.name.clone()).or_insert(i);
+        }
         let mut old: Vec<Option<Slot<P::Conn>>> = core::mem::take(&mut self.slots)
             .into_iter()
             .map(Some)
@@ -147,9 +158,10 @@ impl<P: Platform> Manager<P> {
         let mut slots: Vec<Slot<P::Conn>> = Vec::with_capacity(parsed.servers.len());
         let mut to_open = Vec::new();
         for new in parsed.servers {
-            let before = old
-                .iter()
-                .position(|s| s.as_ref().is_some_and(|s| s.config.name == new.name));
+            let before = old_by_name
+                .get(&new.name)
+                .copied()
+                .filter(|&i| old[i].is_some());
             let name = new.name.clone();
             match before.map(|i| (i, fates[i])) {
                 Some((i, Fate::Stays)) => {
@@ -171,8 +183,8 @@ impl<P: Platform> Manager<P> {
                     let restarted = matches!(other, Some((_, Fate::Restarted)));
                     let mut slot = Slot::new(new);
                     if restarted {
-                        if let Some(pos) = held.iter().position(|(n, _)| *n == name) {
-                            slot.held = held.swap_remove(pos).1;
+                        if let Some(calls) = held.remove(&name) {
+                            slot.held = calls;
                         }
                         // Its calls waiting for a restart move with it.
                         if let Some((i, _)) = other {
