@@ -306,3 +306,73 @@ async fn reload_text_and_a_runtime_opened_from_text() {
     assert_connected(&ready(&runtime).await, "b");
     runtime.shutdown().await;
 }
+
+/// A remote server's changed URL or headers restart it through a fresh grant:
+/// the new URL is the one reached, and the new headers are the ones sent.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_url_or_headers_restarts_a_remote_server() {
+    use mcpbox_tests::http::{EverythingMode, ScriptedServer, everything_http, fastmcp_http};
+
+    let everything = everything_http(EverythingMode::StreamableHttp);
+    let fastmcp = fastmcp_http();
+    let runtime = crate::open(json!({ "remote": { "type": "http", "url": everything.url } })).await;
+    assert_connected(&ready(&runtime).await, "remote");
+    let r = crate::call(&runtime, "mcp__remote__echo", json!({"message": "one"})).await;
+    assert_eq!(r.unwrap().text, "Echo: one");
+
+    // Another URL: the other server.
+    let report = runtime
+        .reload_text(
+            "edited.json",
+            config(json!({ "remote": { "type": "http", "url": fastmcp.url } })),
+        )
+        .await
+        .expect("the reload applies");
+    assert_eq!(report.restarted, ["remote"]);
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "remote");
+    assert_eq!(
+        status(&servers, "remote").server_name.as_deref(),
+        Some("fastmcp-peer")
+    );
+    let r = crate::call(&runtime, "mcp__remote__greet", json!({"name": "Ada"})).await;
+    assert_eq!(r.unwrap().text, "Hello, Ada!");
+
+    // Only the headers change: a new connection that sends the new ones.
+    let scripted = ScriptedServer::start();
+    let entry = |token: &str| {
+        config(json!({ "remote": {
+            "type": "http", "url": scripted.url, "headers": { "X-Token": token }
+        }}))
+    };
+    runtime
+        .reload_text("edited.json", entry("one"))
+        .await
+        .unwrap();
+    assert_connected(&ready(&runtime).await, "remote");
+    let report = runtime
+        .reload_text("edited.json", entry("two"))
+        .await
+        .unwrap();
+    assert_eq!(report.restarted, ["remote"]);
+    assert_connected(&ready(&runtime).await, "remote");
+    let r = crate::call(&runtime, "mcp__remote__echo", json!({"text": "hi"})).await;
+    assert_eq!(r.unwrap().text, "hi");
+    let seen = scripted.seen();
+    let call = seen
+        .iter()
+        .rfind(|s| s.rpc_method() == Some("tools/call"))
+        .expect("the call reached the server");
+    assert_eq!(call.header("x-token"), Some("two"), "{call:?}");
+    let inits: Vec<_> = seen
+        .iter()
+        .filter(|s| s.rpc_method() == Some("initialize"))
+        .map(|s| s.header("x-token"))
+        .collect();
+    assert_eq!(
+        inits,
+        [Some("one"), Some("two")],
+        "one connection per entry"
+    );
+    runtime.shutdown().await;
+}
