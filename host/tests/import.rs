@@ -73,6 +73,7 @@ impl World {
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("CODEX_HOME")
             .env_remove("APPDATA")
+            .env_remove("MCPBOX_TRUST_ALL")
             .stdin(Stdio::null())
             .output()
             .expect("mcpbox runs")
@@ -539,4 +540,56 @@ fn check_connects_to_each_server() {
 
     let found = world.json(&[]);
     assert!(found["health"].is_null(), "no check unless asked");
+}
+
+/// A server only a project's files name is not started by `--check` unless the
+/// user trusts them: a cloned repository can name any program.
+#[test]
+fn check_starts_project_only_servers_only_with_trust() {
+    let world = World::empty("check-trust");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/demo-server.py");
+    let marker = world.project.join("started");
+    // The project's server leaves a mark when it is started at all.
+    let script = format!(
+        "touch '{}' && exec python3 '{}'",
+        marker.display(),
+        demo.display()
+    );
+    std::fs::create_dir_all(world.project.join(".cursor")).unwrap();
+    std::fs::write(
+        world.project.join(".cursor/mcp.json"),
+        json!({"mcpServers": { "project": {"command": "sh", "args": ["-c", script]} }}).to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(world.home.join(".cursor")).unwrap();
+    std::fs::write(
+        world.home.join(".cursor/mcp.json"),
+        json!({"mcpServers": { "mine": {"command": "python3", "args": [demo]} }}).to_string(),
+    )
+    .unwrap();
+
+    let out = world.mcpbox(&["import", "--check"]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("● mine  4 tools"), "{shown}");
+    assert!(!shown.contains("● project"), "{shown}");
+    assert!(
+        shown.contains("Not checked (found only in the project's files")
+            && shown.contains("pass --trust to check them too): project"),
+        "{shown}"
+    );
+    assert!(!marker.exists(), "the project's server was started");
+    let found = world.json(&["--check"]);
+    assert_eq!(found["unchecked"], json!(["project"]), "{found:#}");
+    assert!(!marker.exists(), "the project's server was started");
+
+    let out = world.mcpbox(&["--trust", "import", "--check"]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("● project  4 tools"), "{shown}");
+    assert!(!shown.contains("Not checked"), "{shown}");
+    assert!(marker.exists(), "--trust starts the project's server");
 }
