@@ -15,7 +15,7 @@ use core::cell::RefCell;
 use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::config::ConfigIssue;
 use crate::elicitation::{InputAnswer, InputRequest};
-use crate::manager::{Event, LogEntry, Manager, ServerState, ServerStatus};
+use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
 use crate::remote::target::Target;
@@ -287,6 +287,18 @@ fn to_wit_issue(i: ConfigIssue) -> wit::ConfigIssue {
     }
 }
 
+fn to_wit_reload_report(r: ReloadReport) -> wit::ReloadReport {
+    wit::ReloadReport {
+        added: r.added,
+        removed: r.removed,
+        restarted: r.restarted,
+        updated: r.updated,
+        unchanged: r.unchanged,
+        kept: r.kept,
+        issues: r.issues.into_iter().map(to_wit_issue).collect(),
+    }
+}
+
 fn to_wit_call_error(e: CallError) -> wit::CallError {
     match e {
         CallError::UnknownTool(m) => wit::CallError::UnknownTool(m),
@@ -448,6 +460,10 @@ impl wit::Guest for Component {
     fn load_config(origin: String, text: String) -> Result<Vec<wit::ConfigIssue>, String> {
         with(|m| m.load_config(&origin, &text))
             .map(|issues| issues.into_iter().map(to_wit_issue).collect())
+    }
+
+    fn reload_config(origin: String, text: String) -> Result<wit::ReloadReport, String> {
+        with(|m| m.reload_config(&origin, &text)).map(to_wit_reload_report)
     }
 
     fn enable_input_requests() {

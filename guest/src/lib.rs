@@ -31,7 +31,7 @@
 //! | [`remote`] | remote servers over HTTP, spoken by the guest: Streamable HTTP, legacy HTTP+SSE, sessions, SSE, origins |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
-//! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
+//! | [`manager`] | every configured server at once: start-up, status, events, `wait`; a new configuration applied as a diff (`manager/reload.rs`) |
 
 #![deny(missing_docs)]
 // Native builds (the unit tests) keep std; see "Layout" for why wasm does not.

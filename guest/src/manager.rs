@@ -1198,5 +1198,8 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
     ))
 }
 
+mod reload;
+pub use reload::ReloadReport;
+
 #[cfg(test)]
 mod tests;

@@ -19,7 +19,7 @@ use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
 use crate::transport::descendants::Subreaper;
-use crate::types::{CallError, Event, InputAnswer, ServerState, ServerStatus, Tool};
+use crate::types::{CallError, Event, InputAnswer, ReloadReport, ServerState, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only
 /// bounds how soon a caller that gave up on a call gets that call cancelled.
@@ -51,6 +51,14 @@ pub(crate) enum Job {
         server: String,
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// Apply a new configuration as a diff (`registry.reload-config`).
+    Reload {
+        origin: String,
+        text: String,
+        /// File-system events the watcher folded into this reload.
+        file_events: u32,
+        reply: oneshot::Sender<Result<ReloadReport, String>>,
+    },
     /// Answer an input request (`registry.answer-input`).
     AnswerInput {
         id: u64,
@@ -73,6 +81,7 @@ pub(crate) struct Published {
 enum Interrupted {
     Call(CallReply),
     Other(oneshot::Sender<Result<(), String>>),
+    Reload(oneshot::Sender<Result<ReloadReport, String>>),
 }
 
 pub(crate) struct Driver {
@@ -210,6 +219,9 @@ impl Driver {
                 Job::Reconnect { reply, .. } | Job::AnswerInput { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
+                Job::Reload { reply, .. } => {
+                    let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
+                }
             }
         }
         // Dropping the store drops every connection, which stops every server;
@@ -240,6 +252,9 @@ impl Driver {
                 let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
             }
             Some(Interrupted::Other(reply)) => {
+                let _ = reply.send(Err(reason.to_owned()));
+            }
+            Some(Interrupted::Reload(reply)) => {
                 let _ = reply.send(Err(reason.to_owned()));
             }
             None => {}
@@ -376,6 +391,43 @@ impl Driver {
                     }
                     Err(trap) => {
                         self.interrupted = Some(Interrupted::Other(reply));
+                        Err(trap)
+                    }
+                }
+            }
+            Job::Reload {
+                origin,
+                text,
+                file_events,
+                reply,
+            } => {
+                let registry = self.guest.mcpbox_runtime_registry();
+                match registry
+                    .call_reload_config(&mut self.store, &origin, &text)
+                    .await
+                {
+                    Ok(Ok(report)) => {
+                        // A guest replaced after a trap loads what is running now.
+                        self.factory.set_config(origin.clone(), text);
+                        let report = ReloadReport::from_wit(origin, report, file_events);
+                        // The stopped and started servers' statuses come first, so
+                        // a listener that sees the report sees the new snapshots.
+                        self.publish_events().await?;
+                        self.publish_snapshots().await?;
+                        let _ = self.published.events.send(Event::Reloaded(report.clone()));
+                        let _ = reply.send(Ok(report));
+                        Ok(None)
+                    }
+                    Ok(Err(error)) => {
+                        let _ = self.published.events.send(Event::ReloadFailed {
+                            origin,
+                            error: error.clone(),
+                        });
+                        let _ = reply.send(Err(error));
+                        Ok(None)
+                    }
+                    Err(trap) => {
+                        self.interrupted = Some(Interrupted::Reload(reply));
                         Err(trap)
                     }
                 }

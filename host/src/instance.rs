@@ -131,6 +131,13 @@ impl Factory {
         self
     }
 
+    /// The configuration a fresh instance loads from now on: the last one a
+    /// reload applied, so a guest replaced after a trap runs what was running.
+    pub fn set_config(&mut self, origin: String, text: String) {
+        self.origin = origin;
+        self.text = text;
+    }
+
     /// The server processes of every instance made by this factory.
     pub fn supervisors(&self) -> Arc<Supervisors> {
         self.supervisors.clone()

@@ -51,12 +51,17 @@
 //! - [`trust`]: whether a configuration file may start its servers (the CLI asks
 //!   before it runs a file it has not seen).
 //! - [`types`](Tool): the public data types.
+//! - `watch` (feature `watch`): the configuration file's watcher, which feeds
+//!   [`Runtime::reload`] (see [`Options::watch_config`]).
+//! - [`import`] (feature `import`): the servers other MCP clients configured.
 
 #![deny(missing_docs)]
 
 mod bindings;
 mod driver;
 mod engine;
+#[cfg(feature = "import")]
+pub mod import;
 mod imports;
 mod instance;
 pub mod oauth;
@@ -67,14 +72,16 @@ mod transport;
 pub mod trust;
 mod types;
 mod user_files;
+#[cfg(feature = "watch")]
+mod watch;
 
 pub use engine::{default_cache_dir, default_config_dir};
 pub use oauth::TokenStore;
-pub use runtime::{CallOptions, MAX_CONFIG_BYTES, Options, Runtime};
+pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, MAX_CONFIG_BYTES, Options, Runtime};
 pub use store::Policy;
 pub use types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,
-    ServerState, ServerStatus, Tool,
+    CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ReloadReport,
+    ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

@@ -8,6 +8,8 @@
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
 //! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
+mod cli_import;
+
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -107,6 +109,21 @@ enum Command {
     Logout {
         /// The server's name in the configuration.
         server: String,
+    },
+    /// Find the MCP servers configured for Claude Code, Claude Desktop, Cursor,
+    /// VS Code, Windsurf and Codex, and print them (nothing is written unless asked).
+    Import {
+        /// Add the servers found to this .mcp.json (default: the --config file),
+        /// never replacing an entry that is there.
+        #[arg(long, value_name = "PATH", num_args = 0..=1)]
+        write: Option<Option<PathBuf>>,
+        /// Connect to every server found and report its health (exit code 3 when
+        /// one fails).
+        #[arg(long)]
+        check: bool,
+        /// The project whose files are read (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
     },
 }
 
@@ -234,6 +251,33 @@ fn ensure_trusted(config: &ConfigFile) -> Result<(), Failure> {
     ))
 }
 
+/// For `servers --watch`: a changed file is applied only once it is trusted as
+/// it is now, as a start would need. Trust was given to the file's contents, and
+/// a project file can change under a running watch (a `git pull`, a checkout):
+/// what runs should still be what the user agreed to. A change to a file the
+/// user trusted again (`mcpbox trust` in another terminal) is applied at the
+/// next save; one that names no server is always applied.
+fn still_trusted(config: ConfigFile) -> impl Fn(&str) -> Result<(), String> + Send + Sync {
+    let config_dir = mcpbox::default_config_dir();
+    move |text: &str| {
+        let changed = config.with_text(text.to_owned());
+        match mcpbox::trust::check(&changed, config_dir.as_deref()) {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(format!(
+                "{} changed and is not trusted as it is now, so nothing of it was applied. It \
+                 would start:{}\nIf you trust it, run `mcpbox --config {} trust` and save the \
+                 file again.",
+                changed.path.display(),
+                what_it_runs(&changed),
+                shell_word(&changed.path)
+            )),
+            Err(e) => Err(format!(
+                "whether the changed file is trusted cannot be told: {e}"
+            )),
+        }
+    }
+}
+
 /// `mcpbox trust`: shows what the configuration runs and remembers it.
 fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
     let shown = config.canonical.as_deref().unwrap_or(&config.path);
@@ -280,6 +324,30 @@ impl Signals {
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
+    let trusted_all = cli.trust || trust_all_from_env();
+    if let Command::Import {
+        write,
+        check,
+        project,
+    } = &cli.command
+    {
+        let request = cli_import::Request {
+            write: write
+                .clone()
+                .map(|path| path.unwrap_or_else(|| cli.config.clone())),
+            check: *check,
+            project: project.clone(),
+            json: cli.json,
+            policy: Policy {
+                allow_network: !cli.no_network,
+                allow_processes: !cli.no_processes,
+                ..Policy::default()
+            },
+            guest: cli.guest.clone(),
+            trusted: trusted_all,
+        };
+        return Ok(cli_import::run(request).await?);
+    }
     // Read once: what runs is what was checked.
     let config = ConfigFile::read(&cli.config)?;
     match &cli.command {
@@ -288,7 +356,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         Command::Logout { server } => return logout(&config, server),
         _ => {}
     }
-    if !(cli.trust || trust_all_from_env()) {
+    if !trusted_all {
         ensure_trusted(&config)?;
     }
     if let Command::Login {
@@ -301,12 +369,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     }
     // Before any server starts: from here on a signal stops them first.
     let mut signals = Signals::install()?;
-    let origin = cli.config.display().to_string();
-    let mut options = Options::from_config_text(origin, config.text).policy(Policy {
-        allow_network: !cli.no_network,
-        allow_processes: !cli.no_processes,
-        ..Policy::default()
-    });
+    let mut options =
+        Options::from_config_file_read(&cli.config, config.text.clone()).policy(Policy {
+            allow_network: !cli.no_network,
+            allow_processes: !cli.no_processes,
+            ..Policy::default()
+        });
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }
@@ -315,6 +383,13 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     }
     // The CLI starts no processes but servers: it can reap every orphan.
     options = options.subreaper(true);
+    if let Command::Servers { watch: true } = &cli.command {
+        // A long-running command follows the configuration file as it changes.
+        options = options.watch_config(true);
+        if !trusted_all {
+            options = options.reload_check(still_trusted(config));
+        }
+    }
     let runtime = tokio::select! {
         runtime = options.open() => runtime?,
         code = signals.next() => return Ok(code),
@@ -340,7 +415,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 timeout,
             } => call(&runtime, tool, arguments, *timeout, cli.json).await,
             // Handled before the runtime opens.
-            Command::Trust | Command::Login { .. } | Command::Logout { .. } => Ok(0),
+            Command::Trust
+            | Command::Login { .. }
+            | Command::Logout { .. }
+            | Command::Import { .. } => Ok(0),
         }
     };
     let outcome = tokio::select! {
@@ -545,6 +623,12 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 } => {
                     serde_json::json!({ "event": "log", "server": server, "level": level, "message": message })
                 }
+                Event::Reloaded(report) => {
+                    serde_json::json!({ "event": "reloaded", "report": report })
+                }
+                Event::ReloadFailed { origin, error } => {
+                    serde_json::json!({ "event": "reloadFailed", "origin": origin, "error": error })
+                }
                 Event::Stopped(reason) => {
                     serde_json::json!({ "event": "stopped", "reason": reason })
                 }
@@ -572,6 +656,12 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                     one(level),
                     block(message, "    ")
                 )?,
+                Event::Reloaded(report) => writeln!(out, "{}", reload_lines(report))?,
+                Event::ReloadFailed { error, .. } => writeln!(
+                    out,
+                    "  reload failed, the running configuration stays: {}",
+                    block(error, "    ")
+                )?,
                 Event::Stopped(reason) => writeln!(
                     out,
                     "✗ the mcpbox runtime stopped: {}",
@@ -596,6 +686,44 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
             ));
         }
     }
+}
+
+/// A reload as lines: what changed, what was kept, the problems.
+fn reload_lines(report: &mcpbox::ReloadReport) -> String {
+    let mut parts = Vec::new();
+    for (what, names) in [
+        ("added", &report.added),
+        ("removed", &report.removed),
+        ("restarted", &report.restarted),
+        ("updated", &report.updated),
+    ] {
+        if !names.is_empty() {
+            parts.push(format!("{what} {}", one(&names.join(", "))));
+        }
+    }
+    if parts.is_empty() {
+        parts.push("nothing changed".into());
+    }
+    let mut text = format!("  reloaded {}: {}", one(&report.origin), parts.join("; "));
+    if report.file_events > 1 {
+        text.push_str(&format!(
+            " ({} file changes applied at once)",
+            report.file_events
+        ));
+    }
+    if !report.kept.is_empty() {
+        text.push_str(&format!(
+            "\n    kept running as before (the new entry has a problem): {}",
+            one(&report.kept.join(", "))
+        ));
+    }
+    for issue in &report.issues {
+        text.push_str(&format!(
+            "\n    warning: {}",
+            block(&issue.to_string(), "      ")
+        ));
+    }
+    text
 }
 
 async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8, Failure> {

@@ -17,8 +17,8 @@ use crate::oauth::{self, OAuth, TokenStore};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::transport::descendants::Subreaper;
 use crate::types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
-    ServerStatus, Tool,
+    CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, ServerDiagnostics,
+    ServerState, ServerStatus, Tool,
 };
 
 /// Where the guest component comes from.
@@ -58,14 +58,51 @@ pub struct Options {
     token_store: TokenStore,
     authorize_on_demand: bool,
     authorization_timeout: Duration,
+    /// Watch the configuration file and reload it on change (`watch_config`).
+    watch: bool,
+    /// How long the file must be quiet before a change is applied.
+    watch_debounce: Duration,
     subreaper: bool,
+    /// The configuration file's text as the caller read it (`from_config_file_read`).
+    file_text: Option<String>,
+    /// What a configuration read again from the file must pass before it is applied.
+    reload_check: Option<ReloadCheck>,
 }
+
+/// A check a configuration read again from the file must pass before it is
+/// applied (see [`Options::reload_check`]).
+#[derive(Clone)]
+struct ReloadCheck(Arc<CheckFn>);
+
+/// The function of a [`ReloadCheck`]: `Err` says why the text is not applied.
+type CheckFn = dyn Fn(&str) -> Result<(), String> + Send + Sync;
+
+impl std::fmt::Debug for ReloadCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReloadCheck")
+    }
+}
+
+/// How long a watched configuration file must be quiet before a change is
+/// applied; see [`Options::watch_debounce`].
+pub const DEFAULT_WATCH_DEBOUNCE: Duration = Duration::from_millis(200);
 
 impl Options {
     /// Reads the configuration (`.mcp.json` format) from a file. A missing file
     /// is an empty configuration.
     pub fn from_config_file(path: impl Into<PathBuf>) -> Self {
         Self::new(ConfigSource::File(path.into()))
+    }
+
+    /// The configuration file at `path`, whose text the caller already read
+    /// (say with [`trust::ConfigFile::read`](crate::trust::ConfigFile::read), so that
+    /// what starts is what was checked): the runtime starts with `text`, and
+    /// [`Runtime::reload`] and the watcher of [`watch_config`](Options::watch_config)
+    /// read the file again, each read bounded as this one was.
+    pub fn from_config_file_read(path: impl Into<PathBuf>, text: impl Into<String>) -> Self {
+        let mut options = Self::new(ConfigSource::File(path.into()));
+        options.file_text = Some(text.into());
+        options
     }
 
     /// Uses configuration text; `origin` names it in error messages.
@@ -88,8 +125,54 @@ impl Options {
             token_store: TokenStore::default_location(),
             authorize_on_demand: false,
             authorization_timeout: oauth::DEFAULT_LOGIN_TIMEOUT,
+            watch: false,
+            watch_debounce: DEFAULT_WATCH_DEBOUNCE,
             subreaper: false,
+            file_text: None,
+            reload_check: None,
         }
+    }
+
+    /// Watches the configuration file (of [`from_config_file`](Options::from_config_file))
+    /// and applies every change as a diff, as [`Runtime::reload`] does: servers whose
+    /// entry did not change keep running. Each applied change is an
+    /// [`Event::Reloaded`]; a change that cannot be applied (text that does not
+    /// parse, a deleted file) is an [`Event::ReloadFailed`] and the running
+    /// configuration stays. The file's directory is watched, so editors that save
+    /// by writing a new file and renaming it over the old one are seen too.
+    /// Changes are applied once the file has been quiet for
+    /// [`watch_debounce`](Options::watch_debounce), so a burst of saves is applied
+    /// once, as its last state. No effect for configuration text.
+    ///
+    /// Needs the `watch` feature (on with the default `cli` feature).
+    #[cfg(feature = "watch")]
+    #[doc(alias = "hot reload")]
+    pub fn watch_config(mut self, enabled: bool) -> Self {
+        self.watch = enabled;
+        self
+    }
+
+    /// A check every configuration read again from the file (by
+    /// [`Runtime::reload`] or the watcher of [`watch_config`](Options::watch_config))
+    /// must pass before it is applied; `Err` says why not, and then nothing is
+    /// applied: the running configuration stays and an [`Event::ReloadFailed`]
+    /// carries the message. The CLI checks here that a changed file is still
+    /// trusted ([`trust`](crate::trust)). Text given to
+    /// [`Runtime::reload_text`] is the embedder's own and is not checked.
+    pub fn reload_check(
+        mut self,
+        check: impl Fn(&str) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.reload_check = Some(ReloadCheck(Arc::new(check)));
+        self
+    }
+
+    /// How long the watched file must go without a change before the change is
+    /// applied (default [`DEFAULT_WATCH_DEBOUNCE`], 200 ms).
+    #[cfg(feature = "watch")]
+    pub fn watch_debounce(mut self, quiet: Duration) -> Self {
+        self.watch_debounce = quiet;
+        self
     }
 
     /// Lets servers ask the user for input during a call: MCP elicitation
@@ -219,16 +302,23 @@ pub struct Runtime {
 }
 
 #[derive(Debug)]
-struct Inner {
+pub(crate) struct Inner {
     jobs: mpsc::UnboundedSender<Job>,
     wake: Arc<Wake>,
     servers: watch::Receiver<Arc<Vec<ServerStatus>>>,
     tools: watch::Receiver<Arc<Vec<Tool>>>,
     events: broadcast::Sender<Event>,
     stopped: watch::Receiver<Option<String>>,
-    issues: Vec<ConfigIssue>,
+    /// The problems of the configuration last applied.
+    issues: std::sync::Mutex<Vec<ConfigIssue>>,
     diagnostics: DiagnosticsMap,
     oauth: Arc<OAuth>,
+    /// Where the configuration comes from, for `reload`.
+    config: ConfigSource,
+    /// What a configuration read again from the file must pass (`Options::reload_check`).
+    reload_check: Option<ReloadCheck>,
+    /// Reloads one at a time, so their order is the order they were asked in.
+    reloading: tokio::sync::Mutex<()>,
     /// The guest's memory limit, which bounds the arguments of a call.
     memory_limit: usize,
     /// What went wrong while opening without stopping it.
@@ -257,8 +347,16 @@ impl Runtime {
                 return Err(too_large(origin));
             }
             ConfigSource::Text { origin, text } => (origin.clone(), text.clone()),
-            ConfigSource::File(path) => (path.display().to_string(), read_config(path)?),
+            ConfigSource::File(path) => match &options.file_text {
+                Some(text) if text.len() > MAX_CONFIG_BYTES => {
+                    return Err(too_large(&path.display().to_string()));
+                }
+                Some(text) => (path.display().to_string(), text.clone()),
+                None => (path.display().to_string(), read_config(path)?),
+            },
         };
+        #[cfg(feature = "watch")]
+        let text_at_open = text.clone();
 
         let guest = options.guest.clone();
         let cache = match (&options.cache_dir, &options.config_dir) {
@@ -360,7 +458,7 @@ impl Runtime {
         );
         tokio::spawn(driver.run());
 
-        Ok(Runtime {
+        let runtime = Runtime {
             inner: Arc::new(Inner {
                 jobs: jobs_tx,
                 wake,
@@ -368,19 +466,181 @@ impl Runtime {
                 tools: tools_rx,
                 events: events_tx,
                 stopped: stopped_rx,
-                issues: started.issues,
+                issues: std::sync::Mutex::new(started.issues),
                 diagnostics,
                 oauth,
+                config: options.config.clone(),
+                reload_check: options.reload_check.clone(),
+                reloading: tokio::sync::Mutex::new(()),
                 memory_limit: options.memory_limit,
                 startup_warnings,
             }),
-        })
+        };
+        #[cfg(feature = "watch")]
+        if options.watch
+            && let ConfigSource::File(path) = &options.config
+        {
+            crate::watch::start(&runtime, path, text_at_open, options.watch_debounce)?;
+        }
+        Ok(runtime)
     }
 
-    /// Problems found in the configuration. Entries with problems were skipped;
-    /// the rest loaded.
-    pub fn config_issues(&self) -> &[ConfigIssue] {
-        &self.inner.issues
+    /// Problems found in the configuration (the one last applied, after a
+    /// reload). Entries with problems were skipped; the rest loaded.
+    pub fn config_issues(&self) -> Vec<ConfigIssue> {
+        self.inner
+            .issues
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Reads the configuration file again and applies it as a diff: servers
+    /// whose entry did not change keep running with their calls in flight;
+    /// removed ones are shut down (their calls fail with
+    /// [`CallError::ServerUnavailable`] naming the reload); added and changed
+    /// ones start; an entry that now has a problem keeps its running definition
+    /// (see [`ReloadReport`]). An [`Event::Reloaded`] follows the status events.
+    ///
+    /// `Err` when the text as a whole is unusable (not JSON: the message has the
+    /// line and column; the file cannot be read) — then the running configuration
+    /// stays, and an [`Event::ReloadFailed`] says so — or when the runtime was
+    /// opened from text (use [`reload_text`](Runtime::reload_text)) or stopped.
+    /// A missing file is an empty configuration, as when opening.
+    #[doc(alias = "hot reload")]
+    pub async fn reload(&self) -> Result<ReloadReport, Error> {
+        let ConfigSource::File(path) = &self.inner.config else {
+            return Err(Error::Config {
+                origin: self.origin(),
+                message: "this runtime was opened from configuration text, not a file: \
+                          use reload_text"
+                    .into(),
+            });
+        };
+        let origin = path.display().to_string();
+        let text = match read_config(path) {
+            Ok(text) => text,
+            Err(e) => {
+                let _ = self.inner.events.send(Event::ReloadFailed {
+                    origin,
+                    error: e.to_string(),
+                });
+                return Err(e);
+            }
+        };
+        self.apply_file(origin, text, 0).await
+    }
+
+    /// Applies text read again from the configuration file, once it passed the
+    /// [`Options::reload_check`] (otherwise an [`Event::ReloadFailed`] and `Err`).
+    pub(crate) async fn apply_file(
+        &self,
+        origin: String,
+        text: String,
+        file_events: u32,
+    ) -> Result<ReloadReport, Error> {
+        if let Some(check) = self.inner.reload_check.clone() {
+            let checked = {
+                let text = text.clone();
+                // The check may read files (the CLI's trust store).
+                tokio::task::spawn_blocking(move || (check.0)(&text)).await
+            };
+            let refused = match checked {
+                Ok(Ok(())) => None,
+                Ok(Err(message)) => Some(message),
+                Err(e) => Some(format!("the reload check failed: {e}")),
+            };
+            if let Some(message) = refused {
+                let _ = self.inner.events.send(Event::ReloadFailed {
+                    origin: origin.clone(),
+                    error: message.clone(),
+                });
+                return Err(Error::Config { origin, message });
+            }
+        }
+        self.apply(origin, text, file_events).await
+    }
+
+    /// Applies configuration text as a diff, as [`reload`](Runtime::reload) does;
+    /// `origin` names it in messages. Later reloads from the file (by
+    /// [`reload`](Runtime::reload) or the watcher) replace it again.
+    pub async fn reload_text(
+        &self,
+        origin: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Result<ReloadReport, Error> {
+        let (origin, text) = (origin.into(), text.into());
+        // The cap of a start: refused before it is copied into the guest's memory.
+        if text.len() > MAX_CONFIG_BYTES {
+            let e = too_large(&origin);
+            let _ = self.inner.events.send(Event::ReloadFailed {
+                origin,
+                error: e.to_string(),
+            });
+            return Err(e);
+        }
+        self.apply(origin, text, 0).await
+    }
+
+    /// Sends one reload to the driver and records its issues.
+    pub(crate) async fn apply(
+        &self,
+        origin: String,
+        text: String,
+        file_events: u32,
+    ) -> Result<ReloadReport, Error> {
+        let _one_at_a_time = self.inner.reloading.lock().await;
+        let (reply, answer) = oneshot::channel();
+        let stopped =
+            |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));
+        self.submit(Job::Reload {
+            origin: origin.clone(),
+            text,
+            file_events,
+            reply,
+        })
+        .map_err(stopped)?;
+        match answer.await {
+            Ok(Ok(report)) => {
+                *self.inner.issues.lock().unwrap_or_else(|p| p.into_inner()) =
+                    report.issues.clone();
+                Ok(report)
+            }
+            Ok(Err(message)) => Err(Error::Config { origin, message }),
+            Err(_) => Err(stopped(self.stop_reason())),
+        }
+    }
+
+    /// The configuration's origin as messages name it.
+    fn origin(&self) -> String {
+        match &self.inner.config {
+            ConfigSource::File(path) => path.display().to_string(),
+            ConfigSource::Text { origin, .. } => origin.clone(),
+        }
+    }
+
+    /// Sends an event to every subscriber (the watcher's own failures).
+    #[cfg(feature = "watch")]
+    pub(crate) fn announce(&self, event: Event) {
+        let _ = self.inner.events.send(event);
+    }
+
+    /// A handle that does not keep the runtime alive (for the watcher).
+    #[cfg(feature = "watch")]
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<Inner> {
+        Arc::downgrade(&self.inner)
+    }
+
+    /// The runtime behind a [`downgrade`](Runtime::downgrade)d handle, while it lives.
+    #[cfg(feature = "watch")]
+    pub(crate) fn upgrade(weak: &std::sync::Weak<Inner>) -> Option<Runtime> {
+        weak.upgrade().map(|inner| Runtime { inner })
+    }
+
+    /// Whether the runtime stopped (shut down, or the guest kept failing).
+    #[cfg(feature = "watch")]
+    pub(crate) fn stopped_watch(&self) -> watch::Receiver<Option<String>> {
+        self.inner.stopped.clone()
     }
 
     /// Problems met while opening that did not stop it, for the embedder to show:
@@ -651,6 +911,12 @@ fn too_large(origin: &str) -> Error {
 /// The text of the configuration file at `path`, read no further than one byte
 /// past [`MAX_CONFIG_BYTES`]; a missing file is empty.
 pub(crate) fn read_config(path: &Path) -> Result<String, Error> {
+    Ok(read_config_file(path)?.unwrap_or_default())
+}
+
+/// The text of the configuration file at `path`, as [`read_config`] reads it;
+/// `None` when there is no such file (the watcher tells a deleted file apart).
+pub(crate) fn read_config_file(path: &Path) -> Result<Option<String>, Error> {
     use std::io::Read;
     let origin = path.display().to_string();
     let cannot = |e: std::io::Error| Error::Config {
@@ -659,7 +925,7 @@ pub(crate) fn read_config(path: &Path) -> Result<String, Error> {
     };
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(cannot(e)),
     };
     // One byte past the cap tells a file over it apart, whatever its metadata says.
@@ -670,5 +936,5 @@ pub(crate) fn read_config(path: &Path) -> Result<String, Error> {
     if text.len() > MAX_CONFIG_BYTES {
         return Err(too_large(&origin));
     }
-    Ok(text)
+    Ok(Some(text))
 }

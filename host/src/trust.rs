@@ -110,6 +110,18 @@ impl ConfigFile {
         })
     }
 
+    /// The same file with other contents: the text read from it again (say by a
+    /// watcher), to check before it is applied. The path is resolved again, as
+    /// [`read`](ConfigFile::read) does (the file may have been replaced or recreated).
+    pub fn with_text(&self, text: String) -> ConfigFile {
+        ConfigFile {
+            path: self.path.clone(),
+            canonical: std::fs::canonicalize(&self.path).ok(),
+            sha256: Sha256::digest(text.as_bytes()).into(),
+            text,
+        }
+    }
+
     /// The SHA-256 of its contents, in hex.
     pub fn sha256_hex(&self) -> String {
         hex(&self.sha256)

@@ -202,6 +202,75 @@ pub enum Event {
     /// failing (then every server is shown failed with this reason, the tool
     /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
     Stopped(String),
+    /// A new configuration was applied (by [`Runtime::reload`](crate::Runtime::reload),
+    /// [`Runtime::reload_text`](crate::Runtime::reload_text) or the file watcher of
+    /// [`Options::watch_config`](crate::Options::watch_config)). Comes after the
+    /// status events of the servers it stopped and started.
+    #[doc(alias = "hot reload")]
+    Reloaded(ReloadReport),
+    /// A new configuration was not applied: the running one stays. The error says
+    /// why (the file's line and column for text that does not parse; a file that
+    /// was deleted or cannot be read).
+    ReloadFailed {
+        /// The file or source the configuration came from.
+        origin: String,
+        /// What was wrong.
+        error: String,
+    },
+}
+
+/// What a configuration reload changed (see [`Event::Reloaded`]). Each list
+/// holds server names in configuration order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReloadReport {
+    /// The file or source the configuration came from.
+    pub origin: String,
+    /// Not configured before: started unless disabled.
+    pub added: Vec<String>,
+    /// No longer configured: shut down; their calls in flight failed with
+    /// [`CallError::ServerUnavailable`] naming the reload.
+    pub removed: Vec<String>,
+    /// Their entry changed (anything but the timeouts): the old connection was
+    /// closed (its calls in flight failed naming the reload) and the new entry
+    /// started unless disabled.
+    pub restarted: Vec<String>,
+    /// Their entry changed only in `startupTimeoutMs` / `toolTimeoutMs`: still
+    /// running; the new values apply from the next connect and call.
+    pub updated: Vec<String>,
+    /// Their entry is the same: still running, calls in flight untouched.
+    pub unchanged: Vec<String>,
+    /// Their new entry has a problem (in `issues`): the running definition was kept.
+    pub kept: Vec<String>,
+    /// Every problem in the new configuration.
+    pub issues: Vec<ConfigIssue>,
+    /// How many file-system events the watcher folded into this reload (a save
+    /// storm is applied once); 0 for a reload that was asked for.
+    pub file_events: u32,
+}
+
+impl ReloadReport {
+    /// Whether the reload started or stopped anything, or changed a setting.
+    pub fn changed(&self) -> bool {
+        !(self.added.is_empty()
+            && self.removed.is_empty()
+            && self.restarted.is_empty()
+            && self.updated.is_empty())
+    }
+
+    pub(crate) fn from_wit(origin: String, r: wit::ReloadReport, file_events: u32) -> Self {
+        ReloadReport {
+            origin,
+            added: r.added,
+            removed: r.removed,
+            restarted: r.restarted,
+            updated: r.updated,
+            unchanged: r.unchanged,
+            kept: r.kept,
+            issues: r.issues.into_iter().map(Into::into).collect(),
+            file_events,
+        }
+    }
 }
 
 /// A server's request for input from the user: MCP elicitation

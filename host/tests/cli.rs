@@ -250,6 +250,66 @@ fn an_oversized_configuration_is_refused_with_its_limit() {
 }
 
 #[test]
+fn servers_watch_follows_the_configuration_file() {
+    use std::io::{BufRead, BufReader};
+    let cfg = config("watch-reload", json!({ "demo": demo_entry() }));
+    let mut child = mcpbox_command()
+        .arg("--config")
+        .arg(&cfg)
+        .args(["servers", "--watch"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Ends it even if the expected lines never come (see the test above).
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str| {
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            seen.push(line.clone());
+            if line.contains(what) {
+                return;
+            }
+        }
+        panic!("no line with {what:?} in {seen:#?}");
+    };
+    wait_for("● demo");
+    // A save with a syntax error: said, and nothing stops.
+    std::fs::write(&cfg, "{\n  \"mcpServers\": {\n").unwrap();
+    wait_for("reload failed, the running configuration stays:");
+    // A save that renames the server: the change is applied and printed.
+    std::fs::write(
+        &cfg,
+        json!({ "mcpServers": { "renamed": demo_entry() } }).to_string(),
+    )
+    .unwrap();
+    wait_for("reloaded");
+    wait_for("● renamed");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert!(
+        text.contains("mcp.json:3:"),
+        "the error has its line: {text}"
+    );
+    assert!(
+        text.contains("added renamed; removed demo"),
+        "the reload says what changed: {text}"
+    );
+    assert!(
+        text.contains("– demo") && text.contains("removed from the configuration by a reload"),
+        "{text}"
+    );
+}
+
+#[test]
 fn servers_watch_prints_changes_as_they_happen() {
     use std::io::{BufRead, BufReader};
     let cfg = config("watch", json!({ "demo": demo_entry() }));
@@ -1187,4 +1247,65 @@ fn a_stopped_runtime_is_visible() {
         last["reason"].as_str().unwrap().contains("3 times"),
         "{last}"
     );
+}
+
+#[test]
+fn servers_watch_applies_a_changed_file_only_once_it_is_trusted_again() {
+    use std::io::{BufRead, BufReader};
+    let cfg = config("watch-trust", json!({ "demo": demo_entry() }));
+    let home = cfg.with_extension("trust-dir");
+    let _ = std::fs::remove_dir_all(&home);
+    let untrusting = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+        command
+            .env_remove("MCPBOX_TRUST_ALL")
+            .env("MCPBOX_CONFIG_DIR", &home)
+            .arg("--config")
+            .arg(&cfg)
+            .args(args)
+            .stdin(Stdio::null());
+        command
+    };
+    let trusted = untrusting(&["trust"]).output().unwrap();
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    let mut child = untrusting(&["servers", "--watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str| {
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            seen.push(line.clone());
+            if line.contains(what) {
+                return;
+            }
+        }
+        panic!("no line with {what:?} in {seen:#?}");
+    };
+    wait_for("● demo");
+    // A change nobody trusted (a `git pull`): nothing of it is applied.
+    let changed = json!({ "mcpServers": { "other": demo_entry() } }).to_string();
+    std::fs::write(&cfg, &changed).unwrap();
+    wait_for("is not trusted as it is now");
+    // Trusted from another terminal, then saved again: applied.
+    let trusted = untrusting(&["trust"]).output().unwrap();
+    assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
+    std::fs::write(&cfg, &changed).unwrap();
+    wait_for("reloaded");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert!(
+        !text.contains("○ other") || text.find("○ other") > text.find("is not trusted"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&home);
 }

@@ -187,13 +187,13 @@ const {
   bell: bellBuffer,
   modules,
   glueUrl,
-  origin,
-  configText,
   cacheDir,
   inputRequests,
   memoryLimit,
   maxMessageBytes,
 } = workerData;
+/** The configuration a fresh instance loads: the one last applied (a reload changes it). */
+let { origin, configText } = workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
 /**
@@ -592,6 +592,26 @@ class Session {
             hub.post({ t: 'reconnected', id: job.id, error });
             break;
           }
+          case 'reload': {
+            let report = null;
+            let error = null;
+            if (typeof registry.reloadConfig !== 'function') {
+              error = 'this guest component has no `reload-config` (it was built from an older WIT)';
+            } else {
+              try {
+                report = registry.reloadConfig(job.origin, job.text);
+                // A guest replaced after a trap loads what is running now.
+                origin = job.origin;
+                configText = job.text;
+              } catch (e) {
+                error = payloadOf(e);
+              }
+            }
+            // The stopped and started servers' statuses first, as driver.rs does.
+            this.publish([], { snapshots: report !== null });
+            hub.post({ t: 'reloaded', id: job.id, report, error });
+            break;
+          }
           case 'answer': {
             let error = null;
             try {
@@ -643,12 +663,14 @@ class Session {
   }
 }
 
-/** Answers a reconnect or input answer that was in hand when the guest trapped. */
+/** Answers a reconnect, input answer or reload that was in hand when the guest trapped. */
 function refuseJob(job, message) {
   if (job?.kind === 'reconnect') {
     hub.post({ t: 'reconnected', id: job.id, error: message });
   } else if (job?.kind === 'answer') {
     hub.post({ t: 'answered', id: job.id, error: message });
+  } else if (job?.kind === 'reload') {
+    hub.post({ t: 'reloaded', id: job.id, report: null, error: message });
   }
 }
 

@@ -25,7 +25,9 @@
 // - limits.js: the guest's memory limit, written into its module.
 
 import { EventEmitter } from 'node:events';
+import { watch as watchDirectory } from 'node:fs';
 import { open as openFile, readFile, readdir } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
@@ -46,15 +48,17 @@ const GLUE = 'mcpbox_guest.js';
 export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 
 /**
- * Reads a configuration file, at most one byte past the cap; '' when it does not exist.
+ * Reads a configuration file, at most one byte past the cap; `missing` ('' unless
+ * given: an empty configuration) when it does not exist.
  * @param {string} path
+ * @param {string | null} [missing]
  */
-async function readConfig(path) {
+async function readConfig(path, missing = '') {
   let handle;
   try {
     handle = await openFile(path, 'r');
   } catch (error) {
-    if (error.code === 'ENOENT') return '';
+    if (error.code === 'ENOENT') return missing;
     throw new ConfigError(path, `${path}: cannot be read: ${error.message}`);
   }
   try {
@@ -256,6 +260,24 @@ function configIssue(i) {
   return { server: i.server ?? null, field: i.field ?? null, message: i.message };
 }
 
+/** A WIT `reload-report` in the shape the wasmtime host's `ReloadReport` serialises to. */
+function reloadReport(origin, r, fileEvents) {
+  return {
+    origin,
+    added: r.added,
+    removed: r.removed,
+    restarted: r.restarted,
+    updated: r.updated,
+    unchanged: r.unchanged,
+    kept: r.kept,
+    issues: r.issues.map(configIssue),
+    fileEvents,
+  };
+}
+
+/** How long a watched file must be quiet before a change is applied, as in the Rust host. */
+const DEFAULT_WATCH_DEBOUNCE_MS = 200;
+
 /** An immutable list of converted records, as `servers()` and `tools()` hand out. */
 function snapshot(list, convert) {
   return Object.freeze(list.map((item) => Object.freeze(convert(item))));
@@ -296,7 +318,10 @@ function event(e) {
  * `{ type: 'log', server, level, message }` and, with `inputRequests: true`,
  * `{ type: 'input-requested', id, server, tool, message, requestedSchema }` (MCP
  * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
- * with `answerInput`) and `{ type: 'input-withdrawn', id }`.
+ * with `answerInput`) and `{ type: 'input-withdrawn', id }`; after a configuration
+ * reload (`reload`, `reloadText` or the `watchConfig` watcher) `{ type: 'reloaded',
+ * report }`, or `{ type: 'reload-failed', origin, error }` when the new configuration
+ * was not applied (the running one stays).
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -327,6 +352,11 @@ export class McpBox extends EventEmitter {
    * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
    *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
    *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
+   * @param {boolean} [options.watchConfig] watch `configFile` and apply every change as
+   *   `reload()` does (default false): its directory is watched, so saves that write a
+   *   new file and rename it are seen; a change is applied once the file has been quiet
+   *   for `watchDebounceMs`, so a burst of saves is applied once
+   * @param {number} [options.watchDebounceMs] that quiet time (default 200)
    * @returns {Promise<McpBox>} rejects with a `ConfigError` when the configuration as a
    *   whole is unusable
    */
@@ -365,6 +395,13 @@ export class McpBox extends EventEmitter {
       memoryLimit,
     });
     await box.#loaded;
+    if (options.configFile !== undefined) {
+      box.#configFile = options.configFile;
+      box.#applied = configText;
+      if (options.watchConfig === true) {
+        box.#watch(options.watchDebounceMs ?? DEFAULT_WATCH_DEBOUNCE_MS);
+      }
+    }
     return box;
   }
 
@@ -394,6 +431,17 @@ export class McpBox extends EventEmitter {
   #answers = new Map();
   /** `ready()` callers waiting for the servers to settle. */
   #waiters = [];
+  /** Reloads waiting for the driver's answer: id → { resolve, reject, origin, fileEvents }. */
+  #reloads = new Map();
+  /** Reloads run one at a time, in the order asked. */
+  #reloading = Promise.resolve();
+  /** The configuration file, when opened from one (for `reload`). */
+  #configFile = null;
+  /** The text the watcher last applied (a save of the same text is no change). */
+  #applied = null;
+  /** @type {import('node:fs').FSWatcher | null} */
+  #watcher = null;
+  #watchTimer = null;
 
   /** @private use `McpBox.open` */
   constructor(policy, modules, origin, configText, cacheDir, { inputRequests, memoryLimit }) {
@@ -547,6 +595,144 @@ export class McpBox extends EventEmitter {
   }
 
   /**
+   * Reads the configuration file again and applies it as a diff, in the guest, as the
+   * wasmtime host's `Runtime::reload` does: servers whose entry did not change keep
+   * running with their calls in flight; removed ones are shut down (their calls fail
+   * with `server-unavailable` naming the reload); added and changed ones start; an
+   * entry that now has a problem keeps its running definition. A `reloaded` event
+   * follows the status events.
+   *
+   * @returns {Promise<object>} the report `{ origin, added, removed, restarted, updated,
+   *   unchanged, kept, issues, fileEvents }`; rejects with a `ConfigError` (and emits
+   *   `reload-failed`) when the text as a whole is unusable (its line and column) or the
+   *   file cannot be read — the running configuration stays — and with an `Error` when
+   *   the box was opened from text or stopped. A missing file is an empty configuration.
+   */
+  async reload() {
+    if (this.#configFile === null) {
+      throw new Error('this box was opened from configuration text, not a file: use reloadText');
+    }
+    const origin = this.#configFile;
+    let text;
+    try {
+      // The same bounded read as a start (16 MiB at most).
+      text = await readConfig(origin);
+    } catch (error) {
+      this.emit('event', { type: 'reload-failed', origin, error: error.message });
+      throw error;
+    }
+    return this.#apply(origin, text, 0);
+  }
+
+  /**
+   * Applies configuration text as a diff, as `reload()` does; `origin` names it in
+   * messages.
+   *
+   * @param {string} origin
+   * @param {string} text
+   */
+  reloadText(origin, text) {
+    if (typeof origin !== 'string' || typeof text !== 'string') {
+      return Promise.reject(new TypeError('reloadText needs an origin and the text as strings'));
+    }
+    // The cap of a start: refused before it enters the guest.
+    if (Buffer.byteLength(text, 'utf8') > MAX_CONFIG_BYTES) {
+      const error = tooLarge(origin);
+      this.emit('event', { type: 'reload-failed', origin, error: error.message });
+      return Promise.reject(error);
+    }
+    return this.#apply(origin, text, 0);
+  }
+
+  /** Sends one reload to the driver, after the reloads before it. */
+  #apply(origin, text, fileEvents) {
+    const result = this.#reloading.then(
+      () =>
+        new Promise((resolve, reject) => {
+          if (this.#stopped !== null) {
+            reject(new Error(`the mcpbox runtime stopped: ${this.#stopped}`));
+            return;
+          }
+          const id = this.#nextCall++;
+          this.#reloads.set(id, { resolve, reject, origin, text, fileEvents });
+          this.#post({ t: 'job', job: { kind: 'reload', id, origin, text } });
+        }),
+    );
+    this.#reloading = result.catch(() => {});
+    return result;
+  }
+
+  /**
+   * Watches the configuration file's directory (not the file: a save that renames a
+   * new file over the old one replaces what a file watch follows) with Node's own
+   * `fs.watch`, and applies the file once it has been quiet for `debounceMs`. No npm
+   * package is needed for this: `fs.watch` on a directory reports renames and writes
+   * on Linux, macOS and Windows, which is all a single file needs (chokidar and the
+   * like add globbing and polling fallbacks this does not use).
+   */
+  #watch(debounceMs) {
+    const file = this.#configFile;
+    const name = basename(file);
+    let events = 0;
+    const look = async () => {
+      this.#watchTimer = null;
+      const folded = events;
+      events = 0;
+      if (this.#stopped !== null) {
+        return;
+      }
+      let text;
+      try {
+        // The same bounded read as a start; null when the file is gone.
+        text = await readConfig(file, null);
+      } catch (error) {
+        text = error;
+      }
+      if (typeof text !== 'string') {
+        const message =
+          text === null
+            ? `${file} was deleted; the running configuration stays until the file is back`
+            : `${text.message}; the running configuration stays`;
+        this.#watchFailed = true;
+        this.emit('event', { type: 'reload-failed', origin: file, error: message });
+        return;
+      }
+      if (text === this.#applied && !this.#watchFailed) {
+        return;
+      }
+      try {
+        await this.#apply(file, text, folded);
+        this.#applied = text;
+        this.#watchFailed = false;
+      } catch {
+        // The `reload-failed` event said why.
+        this.#watchFailed = true;
+      }
+    };
+    this.#watcher = watchDirectory(dirname(file), (_type, filename) => {
+      // Some platforms do not name the file: then it may be ours.
+      if (filename !== null && filename !== name) {
+        return;
+      }
+      events += 1;
+      clearTimeout(this.#watchTimer);
+      this.#watchTimer = setTimeout(look, debounceMs);
+    });
+    this.#watcher.on('error', (error) => {
+      this.emit('event', {
+        type: 'reload-failed',
+        origin: file,
+        error: `${file} is no longer watched: ${error.message}`,
+      });
+    });
+    // The servers keep the process alive until `shutdown()`; the watcher need not.
+    this.#watcher.unref();
+  }
+
+  /** Whether the watcher's last look at the file failed (then an unchanged text applies again). */
+  #watchFailed = false;
+
+  /**
    * Answers an input request (an `input-requested` event), that is an MCP elicitation
    * (`elicitation/create`, and `input_required` results in 2026-07-28). An accepted answer
    * goes to the server with the requested schema's defaults filled in for the fields it
@@ -698,6 +884,23 @@ export class McpBox extends EventEmitter {
         }
         break;
       }
+      case 'reloaded': {
+        const waiter = this.#reloads.get(msg.id);
+        this.#reloads.delete(msg.id);
+        if (waiter === undefined) {
+          break;
+        }
+        if (msg.error === null) {
+          const report = reloadReport(waiter.origin, msg.report, waiter.fileEvents);
+          this.#issues = Object.freeze(report.issues.map((i) => Object.freeze(i)));
+          this.emit('event', { type: 'reloaded', report });
+          waiter.resolve(report);
+        } else {
+          this.emit('event', { type: 'reload-failed', origin: waiter.origin, error: msg.error });
+          waiter.reject(new ConfigError(waiter.origin, msg.error));
+        }
+        break;
+      }
       case 'answered': {
         const waiter = this.#answers.get(msg.id);
         this.#answers.delete(msg.id);
@@ -771,11 +974,14 @@ export class McpBox extends EventEmitter {
       call.reject(new CallError('runtime', `the mcpbox runtime stopped: ${reason}`));
     }
     this.#calls.clear();
-    for (const waiter of [...this.#reconnects.values(), ...this.#answers.values()]) {
+    for (const waiter of [...this.#reconnects.values(), ...this.#answers.values(), ...this.#reloads.values()]) {
       waiter.reject(new Error(`the mcpbox runtime stopped: ${reason}`));
     }
     this.#reconnects.clear();
     this.#answers.clear();
+    this.#reloads.clear();
+    this.#watcher?.close();
+    clearTimeout(this.#watchTimer);
     this.#wakeWaiters();
   }
 }

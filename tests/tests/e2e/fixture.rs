@@ -484,7 +484,7 @@ async fn disabled_servers_and_config_issues() {
     assert_connected(&servers, "fine");
     let issue = runtime
         .config_issues()
-        .iter()
+        .into_iter()
         .find(|i| i.server.as_deref() == Some("bad"))
         .expect("bad is reported");
     assert_eq!(issue.field.as_deref(), Some("command"));

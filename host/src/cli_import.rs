@@ -1,0 +1,285 @@
+//! `mcpbox import`: what the other clients configured, printed, optionally
+//! written into a `.mcp.json` and optionally health-checked.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use mcpbox::import::{self, Discovery, Places, SourceOutcome, WriteOutcome};
+use mcpbox::{Options, Policy, ServerState};
+
+/// What `mcpbox import` was asked to do.
+pub struct Request {
+    /// `--write [PATH]`: where to write, when asked.
+    pub write: Option<PathBuf>,
+    /// `--check`: connect to every server found.
+    pub check: bool,
+    /// `--project DIR`: the project whose files are read (default: here).
+    pub project: Option<PathBuf>,
+    pub json: bool,
+    pub policy: Policy,
+    pub guest: Option<PathBuf>,
+    /// `--trust` or `MCPBOX_TRUST_ALL`: `--check` may start servers found only
+    /// in the project's files too.
+    pub trusted: bool,
+}
+
+/// A one-line field (names and paths come from files other programs wrote),
+/// escaped as the rest of the CLI's human output is.
+fn shown(text: &str) -> String {
+    mcpbox::terminal::escape(text, mcpbox::terminal::Lines::Escape).into_owned()
+}
+
+/// Runs the command; returns the exit code.
+pub async fn run(request: Request) -> anyhow::Result<u8> {
+    let project = match &request.project {
+        Some(p) => p.clone(),
+        None => std::env::current_dir()?,
+    };
+    let places = Places::from_env(&project)?;
+    let discovery = tokio::task::spawn_blocking({
+        let places = places.clone();
+        move || import::discover(&places)
+    })
+    .await?;
+
+    let written = match &request.write {
+        Some(path) => Some(import::write(&discovery.servers, path, places.max_bytes)?),
+        None => None,
+    };
+
+    // A project's files come with the project (a cloned repository can name any
+    // program there): as for a configuration file, `--check` starts what only
+    // they name once the user said to trust them. Servers also found in the
+    // user's own files are the user's already.
+    let (checked, unchecked): (Vec<_>, Vec<_>) = discovery.servers.iter().cloned().partition(|s| {
+        request.trusted || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
+    });
+    let unchecked: Vec<String> = if request.check {
+        unchecked.into_iter().map(|s| s.name).collect()
+    } else {
+        Vec::new()
+    };
+    let health = if request.check && !checked.is_empty() {
+        let to_check = Discovery {
+            sources: Vec::new(),
+            servers: checked,
+        };
+        let mut options = Options::from_config_text("the imported servers", to_check.config_text())
+            .policy(request.policy.clone());
+        if let Some(guest) = &request.guest {
+            options = options.guest_file(guest);
+        }
+        let runtime = options.open().await?;
+        let servers = runtime.ready().await;
+        runtime.shutdown().await;
+        Some(servers)
+    } else {
+        None
+    };
+
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if request.json {
+        let value = serde_json::json!({
+            "sources": discovery.sources,
+            "servers": discovery.servers.iter().map(|s| {
+                let mut v = serde_json::to_value(s).unwrap_or_default();
+                v["entry"] = s.entry();
+                v
+            }).collect::<Vec<_>>(),
+            "written": written,
+            "health": health.as_deref(),
+            "unchecked": unchecked,
+        });
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        writeln!(out)?;
+    } else {
+        print_human(
+            &mut out,
+            &places,
+            &discovery,
+            written.as_ref(),
+            request.write.is_some(),
+        )?;
+        if let Some(health) = &health {
+            writeln!(out, "\nHealth:")?;
+            let width = health
+                .iter()
+                .map(|s| s.name.chars().count())
+                .max()
+                .unwrap_or(0);
+            for s in health.iter() {
+                let symbol = match s.state {
+                    ServerState::Connected => "●",
+                    ServerState::Starting => "○",
+                    ServerState::Failed => "✗",
+                    ServerState::Closed => "–",
+                };
+                let mut line = format!("  {symbol} {:width$}", shown(&s.name));
+                match s.state {
+                    ServerState::Connected => {
+                        line.push_str(&format!("  {} tools", s.tool_count));
+                        if let Some(v) = &s.protocol_version {
+                            line.push_str(&format!("  {v}"));
+                        }
+                    }
+                    _ => {
+                        if let Some(e) = &s.error {
+                            line.push_str(&format!("  {}", shown(e.lines().next().unwrap_or(""))));
+                        }
+                    }
+                }
+                writeln!(out, "{line}")?;
+            }
+        }
+        if !unchecked.is_empty() {
+            writeln!(
+                out,
+                "\nNot checked (found only in the project's files, which could start anything; \
+                 pass --trust to check them too): {}",
+                shown(&unchecked.join(", "))
+            )?;
+        }
+    }
+    out.flush()?;
+    let unhealthy = health
+        .as_deref()
+        .is_some_and(|h| h.iter().any(|s| s.state == ServerState::Failed));
+    Ok(if unhealthy { 3 } else { 0 })
+}
+
+fn place(path: &Path, places: &Places) -> String {
+    match path.strip_prefix(&places.project) {
+        Ok(rest) => shown(&rest.display().to_string()),
+        Err(_) => shown(&import::tilde(path, &places.home)),
+    }
+}
+
+fn print_human(
+    out: &mut impl Write,
+    places: &Places,
+    discovery: &Discovery,
+    written: Option<&import::WriteReport>,
+    asked_to_write: bool,
+) -> std::io::Result<()> {
+    writeln!(out, "Sources:")?;
+    let mut missing = Vec::new();
+    for s in &discovery.sources {
+        let what = format!(
+            "{} ({}, {})",
+            place(&s.path, places),
+            s.client.label(),
+            s.scope.label()
+        );
+        match &s.outcome {
+            SourceOutcome::Missing => {
+                let shown = place(&s.path, places);
+                if !missing.contains(&shown) {
+                    missing.push(shown);
+                }
+            }
+            SourceOutcome::Read { servers, skipped } => {
+                let plural = if *servers == 1 { "" } else { "s" };
+                writeln!(out, "  {what}: {servers} server{plural}")?;
+                for reason in skipped {
+                    writeln!(out, "      skipped {}", shown(reason))?;
+                }
+            }
+            SourceOutcome::Skipped { reason } => {
+                writeln!(out, "  {what}: skipped: it {}", shown(reason))?;
+            }
+        }
+    }
+    if !missing.is_empty() {
+        writeln!(out, "  not found: {}", missing.join(", "))?;
+    }
+
+    if discovery.servers.is_empty() {
+        writeln!(out, "\nNo MCP servers found.")?;
+        return Ok(());
+    }
+    writeln!(out, "\nServers:")?;
+    let width = discovery
+        .servers
+        .iter()
+        .map(|s| s.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for s in &discovery.servers {
+        let off = if s.enabled { "" } else { "  (disabled)" };
+        writeln!(
+            out,
+            "  {:width$}  {:5}  {}{off}",
+            shown(&s.name),
+            s.transport.kind(),
+            shown(&s.transport.summary())
+        )?;
+        let found: Vec<String> = s
+            .found_in
+            .iter()
+            .map(|l| {
+                format!(
+                    "{} ({}) {}",
+                    l.client.label(),
+                    l.scope.label(),
+                    place(&l.path, places)
+                )
+            })
+            .collect();
+        writeln!(out, "      found in: {}", found.join("; "))?;
+        for secret in &s.secrets {
+            writeln!(
+                out,
+                "      set {}: {} was written inline in {}; it is now ${{{}}}",
+                secret.variable,
+                shown(&secret.field),
+                place(&secret.file, places),
+                secret.variable
+            )?;
+        }
+        for note in &s.notes {
+            writeln!(out, "      note: {}", shown(note))?;
+        }
+    }
+
+    match written {
+        None if !asked_to_write => writeln!(
+            out,
+            "\nNothing written: `mcpbox import --write [PATH]` adds these servers to a .mcp.json."
+        )?,
+        None => {}
+        Some(report) => {
+            let target = place(&report.path, places);
+            let names = |want: fn(&WriteOutcome) -> bool| -> Vec<String> {
+                report
+                    .servers
+                    .iter()
+                    .filter(|(_, o)| want(o))
+                    .map(|(n, _)| shown(n))
+                    .collect()
+            };
+            let added = names(|o| matches!(o, WriteOutcome::Added));
+            let there = names(|o| matches!(o, WriteOutcome::AlreadyThere));
+            if report.changed {
+                let verb = if report.created { "Created" } else { "Updated" };
+                writeln!(out, "\n{verb} {target}: added {}", added.join(", "))?;
+            } else {
+                writeln!(out, "\n{target} is unchanged")?;
+            }
+            if !there.is_empty() {
+                writeln!(out, "  already there: {}", there.join(", "))?;
+            }
+            for (name, outcome) in &report.servers {
+                if let WriteOutcome::Conflict { existing } = outcome {
+                    writeln!(
+                        out,
+                        "  not written: `{}`: {target} already has a different server of that name \
+                         ({}); rename one of them and run again",
+                        shown(name),
+                        shown(existing)
+                    )?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
