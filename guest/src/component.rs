@@ -239,6 +239,7 @@ fn to_wit_call_error(e: CallError) -> wit::CallError {
         CallError::Timeout(m) => wit::CallError::Timeout(m),
         CallError::Cancelled => wit::CallError::Cancelled,
         CallError::Protocol(m) => wit::CallError::Protocol(m),
+        CallError::Denied(m) => wit::CallError::Denied(m),
     }
 }
 

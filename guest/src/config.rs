@@ -21,6 +21,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::permissions::{Permissions, ToolFilter};
 use crate::transport::{Endpoint, Pair};
 
 /// How long a server may take to connect, initialise and list its tools.
@@ -43,6 +44,8 @@ pub struct ServerConfig {
     pub tool_timeout_ms: u64,
     /// Replaces the server's name in tool names.
     pub tool_prefix: Option<String>,
+    /// `enabledTools` / `disabledTools` (see [`crate::permissions`]).
+    pub tools: ToolFilter,
 }
 
 impl ServerConfig {
@@ -81,6 +84,9 @@ pub struct Config {
     pub servers: Vec<ServerConfig>,
     /// Problems; entries with a problem are not in `servers`.
     pub issues: Vec<ConfigIssue>,
+    /// The top-level `permissions` and `profiles` and the servers' tool filters,
+    /// resolved against `servers`.
+    pub permissions: Permissions,
 }
 
 /// A JSON object's members in the order they were written. `serde_json::Map`
@@ -238,6 +244,13 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
         }
         config.issues.append(&mut entry.issues);
     }
+    config.permissions = Permissions::read(
+        origin,
+        top.get("permissions").map(value).as_ref(),
+        top.get("profiles").map(value).as_ref(),
+        &config.servers,
+        &mut config.issues,
+    );
     Ok(config)
 }
 
@@ -327,6 +340,11 @@ impl Entry<'_> {
             );
         }
 
+        let tools = ToolFilter {
+            enabled: self.tool_list(&fields, "enabledTools", "enabled_tools"),
+            disabled: self.tool_list(&fields, "disabledTools", "disabled_tools"),
+        };
+
         Some(ServerConfig {
             name: self.server.to_string(),
             endpoint: endpoint?,
@@ -334,7 +352,58 @@ impl Entry<'_> {
             startup_timeout_ms,
             tool_timeout_ms,
             tool_prefix,
+            tools,
         })
+    }
+
+    /// `enabledTools` / `disabledTools` (or Codex's snake_case spelling): the key
+    /// found and its tool names. A malformed list skips the entry, as any other
+    /// problem does: a server whose tool filter cannot be read is not started
+    /// with none.
+    fn tool_list(
+        &mut self,
+        fields: &Members,
+        camel: &str,
+        snake: &str,
+    ) -> Option<(String, Vec<String>)> {
+        let key = match (fields.get(camel), fields.get(snake)) {
+            (Some(_), Some(_)) => {
+                self.issue(
+                    Some(snake.into()),
+                    format!("ignored because `{camel}` is present; keep one of the two"),
+                );
+                camel
+            }
+            (Some(_), None) => camel,
+            (None, Some(_)) => snake,
+            (None, None) => return None,
+        };
+        match fields.get(key).map(value) {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => {
+                let mut names = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    match item {
+                        Value::String(s) => names.push(s),
+                        other => self.issue(
+                            Some(format!("{key}[{i}]")),
+                            format!("must be a tool name (a string), but is {}", kind_of(&other)),
+                        ),
+                    }
+                }
+                Some((key.to_string(), names))
+            }
+            Some(other) => {
+                self.issue(
+                    Some(key.into()),
+                    format!(
+                        "must be a list of the server's tool names, like [\"read_file\"], but is {}",
+                        kind_of(&other)
+                    ),
+                );
+                None
+            }
+        }
     }
 
     fn kind(&mut self, fields: &Members) -> Option<Kind> {
@@ -683,6 +752,7 @@ mod tests {
                 startup_timeout_ms: 5000,
                 tool_timeout_ms: 7000,
                 tool_prefix: Some("files".into()),
+                tools: ToolFilter::default(),
             }]
         );
         assert_eq!(c.servers[0].name_segment(), "files");

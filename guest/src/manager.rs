@@ -58,6 +58,7 @@ use crate::client::{
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
+use crate::permissions::{Decision, Permissions, Rule};
 use crate::registry::{self, Registry, Source, Tool, ToolInfo};
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 use alloc::rc::Rc;
@@ -185,6 +186,9 @@ struct Slot<C> {
     tools: Vec<Rc<Tool>>,
     /// Calls waiting for it to (re)connect, oldest first.
     held: Vec<Held>,
+    /// Tools of its last list that the permission rules deny, by registry name:
+    /// not in the registry, refused by name when called.
+    denied: BTreeMap<String, Rc<Rule>>,
     /// Failures in a row: lost connections and failed connects since a call last
     /// got an answer (or since `reconnect` / `load_config`).
     failures: u32,
@@ -248,6 +252,7 @@ impl<C> Slot<C> {
             connect_deadline: None,
             tools: Vec::new(),
             held: Vec::new(),
+            denied: BTreeMap::new(),
             failures: 0,
             failed_at: 0,
             reported: None,
@@ -294,6 +299,10 @@ pub struct Manager<P: Platform> {
     /// Input requests waiting for an answer: id → (slot, the client's key).
     inputs: BTreeMap<u64, (usize, u64)>,
     next_input: u64,
+    /// The configuration's permission rules.
+    permissions: Permissions,
+    /// Warnings about rules naming unlisted tools, already given.
+    rule_warnings: alloc::collections::BTreeSet<String>,
 }
 
 impl<P: Platform> fmt::Debug for Manager<P> {
@@ -346,6 +355,8 @@ impl<P: Platform> Manager<P> {
             input_requests: false,
             inputs: BTreeMap::new(),
             next_input: 1,
+            permissions: Permissions::default(),
+            rule_warnings: Default::default(),
         }
     }
 
@@ -403,6 +414,8 @@ impl<P: Platform> Manager<P> {
         // Shutting down withdrew every input request; the ids of the old slots go too.
         self.inputs.clear();
         self.origin = origin.to_string();
+        self.permissions = parsed.permissions;
+        self.rule_warnings.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         // Loading is not a state change: statuses are reported from `start` on.
@@ -537,102 +550,144 @@ impl<P: Platform> Manager<P> {
     /// A tool of a server that was lost is recognised by the server's last tool
     /// list: the call restarts the server when its backoff has passed and waits
     /// for it, or fails at once with `server-unavailable` (see "Restarts").
+    /// A tool the permission rules deny fails with `denied`, naming the rule.
     pub fn start_call(
         &mut self,
         tool: &str,
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
-        let Some(entry) = self.registry.get(tool) else {
-            return self.start_held_call(tool, arguments, options);
-        };
-        let entry = entry.clone();
-        let (arguments, warning) = entry.tool.check_arguments(&entry.server, arguments);
-        self.events.extend(warning.map(Event::Warning));
-        let arguments = arguments.map_err(CallError::InvalidArguments)?;
-        let Some(i) = self
-            .slots
-            .iter()
-            .position(|s| *s.config.name == *entry.server)
-        else {
-            return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
-        };
-        let now = self.platform.now_ms();
-        let slot = &mut self.slots[i];
-        let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) else {
-            return Err(unavailable(tool, slot, now));
-        };
-        let call = self.next_call;
-        self.next_call += 1;
-        let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
-        let tool = &entry.tool;
-        client.start_call(
-            call,
-            &tool.name,
-            &tool.def.name,
-            &arguments,
-            timeout_ms,
-            now,
-        );
-        self.calls.insert(call, i);
-        self.flush(i);
-        self.process(i);
-        self.sync_statuses();
-        Ok(call)
+        self.start_call_as(tool, arguments, options, None)
     }
 
-    /// A call to a tool that is not in the registry: one of a lost server's kept
-    /// tools (hold the call, restarting the server if it may be), or unknown.
-    fn start_held_call(
+    /// [`Manager::start_call`] for a caller that uses the permission profile
+    /// `profile` (see [`crate::permissions`]): the call must pass the profile's
+    /// rules as well as the top-level ones.
+    pub fn start_call_as(
         &mut self,
         tool: &str,
         arguments: &str,
         options: CallOptions,
+        profile: Option<&str>,
     ) -> Result<u64, CallError> {
-        let owner = self.slots.iter().enumerate().find_map(|(i, s)| {
-            let kept = s.state != ServerState::Connected;
-            kept.then(|| s.retained(tool)).flatten().map(|t| (i, t))
-        });
-        let Some((i, kept)) = owner else {
-            return Err(self.missing_tool(tool));
-        };
-        let (arguments, warning) = kept.check_arguments(&self.slots[i].config.name, arguments);
-        self.events.extend(warning.map(Event::Warning));
-        let arguments = arguments.map_err(CallError::InvalidArguments)?;
-        let now = self.platform.now_ms();
-        let slot = &self.slots[i];
-        match slot.state {
-            // A restart is under way: wait for it with the calls already waiting.
-            ServerState::Starting => {}
-            ServerState::Failed if matches!(slot.gate(now), Gate::Open) => {
-                self.open(i);
-                self.sync_statuses();
-                let slot = &self.slots[i];
-                if slot.state != ServerState::Starting {
-                    return Err(unavailable(tool, slot, now));
+        let (i, found) = match self.registry.get(tool) {
+            Some(entry) => {
+                let Some(i) = self
+                    .slots
+                    .iter()
+                    .position(|s| *s.config.name == *entry.server)
+                else {
+                    return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
+                };
+                (i, entry.tool.clone())
+            }
+            None => {
+                // One of a lost server's kept tools, or a denied one, or unknown.
+                let owner = self.slots.iter().enumerate().find_map(|(i, s)| {
+                    let kept = s.state != ServerState::Connected;
+                    kept.then(|| s.retained(tool))
+                        .flatten()
+                        .map(|t| (i, t.clone()))
+                });
+                match owner {
+                    Some(owner) => owner,
+                    None => return Err(self.missing_tool(tool)),
                 }
             }
-            _ => return Err(unavailable(tool, slot, now)),
+        };
+        let server = self.slots[i].config.name.clone();
+        let decision = self.permissions.decide(&server, &found.def.name, profile);
+        if let Decision::Deny(rule) = &decision {
+            return Err(denied(tool, rule));
         }
-        let slot = &mut self.slots[i];
+        let (arguments, warning) = found.check_arguments(&server, arguments);
+        self.events.extend(warning.map(Event::Warning));
+        let arguments = arguments.map_err(CallError::InvalidArguments)?;
+        if let Decision::Ask(rule) = &decision {
+            return Err(CallError::Denied(format!(
+                "{tool} needs approval ({rule}), but nobody can be asked: the embedder \
+                 does not answer approvals"
+            )));
+        }
+        let now = self.platform.now_ms();
+        let timeout_ms = options
+            .timeout_ms
+            .unwrap_or(self.slots[i].config.tool_timeout_ms);
         let call = self.next_call;
-        self.next_call += 1;
-        let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
-        slot.held.push(Held {
+        self.dispatch(
             call,
-            name: tool.to_string(),
+            i,
+            &found,
             arguments,
             timeout_ms,
-            deadline_ms: now.saturating_add(timeout_ms),
+            now.saturating_add(timeout_ms),
+        )?;
+        self.next_call += 1;
+        Ok(call)
+    }
+
+    /// Sends call `call` of `tool` on slot `i`, or holds it until the server is
+    /// (re)connected, restarting it if it may be. Err, with nothing started,
+    /// when the server cannot take the call.
+    fn dispatch(
+        &mut self,
+        call: u64,
+        i: usize,
+        tool: &Rc<Tool>,
+        arguments: String,
+        timeout_ms: u64,
+        deadline_ms: u64,
+    ) -> Result<(), CallError> {
+        let now = self.platform.now_ms();
+        let slot = &mut self.slots[i];
+        let restart = slot.state == ServerState::Failed
+            && slot.restartable()
+            && matches!(slot.gate(now), Gate::Open);
+        let holds = slot.state == ServerState::Starting && slot.retained(&tool.name).is_some();
+        if let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) {
+            client.start_call_until(
+                call,
+                &tool.name,
+                &tool.def.name,
+                &arguments,
+                timeout_ms,
+                deadline_ms,
+            );
+            self.calls.insert(call, i);
+            self.flush(i);
+            self.process(i);
+            self.sync_statuses();
+            return Ok(());
+        }
+        if restart {
+            self.open(i);
+            self.sync_statuses();
+            let slot = &self.slots[i];
+            if slot.state != ServerState::Starting {
+                return Err(unavailable(&tool.name, slot, now));
+            }
+        } else if !holds {
+            // A restart under way (`holds`) is waited for with the calls already waiting.
+            return Err(unavailable(&tool.name, slot, now));
+        }
+        self.slots[i].held.push(Held {
+            call,
+            name: tool.name.clone(),
+            arguments,
+            timeout_ms,
+            deadline_ms,
         });
         self.calls.insert(call, i);
-        Ok(call)
+        Ok(())
     }
 
     /// An unknown name may belong to a server that is not connected: say so, since
     /// "no such tool" would send the caller looking in the wrong place. A server
     /// whose last tool list is known does not claim names outside that list.
     fn missing_tool(&self, tool: &str) -> CallError {
+        if let Some(rule) = self.slots.iter().find_map(|s| s.denied.get(tool)) {
+            return denied(tool, rule);
+        }
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
                 && s.tools.is_empty()
@@ -718,6 +773,7 @@ impl<P: Platform> Manager<P> {
             slot.conn = None;
             slot.connect_deadline = None;
             slot.tools.clear();
+            slot.denied.clear();
             if matches!(slot.state, ServerState::Starting | ServerState::Connected) {
                 slot.state = ServerState::Closed;
                 slot.error = None;
@@ -981,9 +1037,47 @@ impl<P: Platform> Manager<P> {
         }
     }
 
+    /// Takes a server's fresh tool list: the tools the permission rules deny
+    /// are set apart (never offered, refused by name), the rest named for the
+    /// registry; rules naming tools the list lacks are warned about, once.
     fn set_tools(&mut self, i: usize, defs: Vec<registry::ToolDef>) {
         let slot = &mut self.slots[i];
-        slot.tools = registry::prepare(slot.config.name_segment(), defs);
+        let server = &slot.config.name;
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        for warning in self.permissions.unknown_tools(server, &names) {
+            if self.rule_warnings.insert(warning.clone()) {
+                self.events.push(Event::Warning(warning));
+            }
+        }
+        slot.denied.clear();
+        let segment = slot.config.name_segment();
+        let mut offered = Vec::with_capacity(defs.len());
+        for def in defs {
+            match self.permissions.decide(server, &def.name, None) {
+                Decision::Deny(rule) => {
+                    slot.denied
+                        .insert(naming::tool_name(segment, &def.name), rule);
+                }
+                _ => offered.push(def),
+            }
+        }
+        slot.tools = registry::prepare(segment, offered);
+    }
+
+    /// The configuration's permission rules, for callers that filter by profile
+    /// (the gateway).
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
+    /// What the permission rules say about the tool of registry name `tool` for
+    /// a caller using `profile`; `None` when no such tool is offered.
+    pub fn decide(&self, tool: &str, profile: Option<&str>) -> Option<Decision> {
+        let entry = self.registry.get(tool)?;
+        Some(
+            self.permissions
+                .decide(&entry.server, &entry.tool.def.name, profile),
+        )
     }
 
     fn connection_lost(&mut self, i: usize, error: &TransportError) {
@@ -1113,6 +1207,11 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
         server_name: info.and_then(|i| i.name.clone()),
         server_version: info.and_then(|i| i.version.clone()),
     }
+}
+
+/// The refusal of a call to `tool` that `rule` denies.
+fn denied(tool: &str, rule: &Rule) -> CallError {
+    CallError::Denied(format!("{tool} is denied by the permission rule {rule}"))
 }
 
 fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {

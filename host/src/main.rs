@@ -1,7 +1,8 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
 //! Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or
-//! configuration error; 3 server unavailable or timeout.
+//! configuration error, or a call the permission rules refuse; 3 server
+//! unavailable or timeout.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -345,7 +346,9 @@ async fn call(
         Ok(result) => result,
         Err(e) => {
             let code = match e {
-                CallError::UnknownTool(_) | CallError::InvalidArguments(_) => 2,
+                CallError::UnknownTool(_)
+                | CallError::InvalidArguments(_)
+                | CallError::Denied(_) => 2,
                 _ => 3,
             };
             return Err(fail(code, e));

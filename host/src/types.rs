@@ -119,6 +119,10 @@ pub enum CallError {
     /// The server answered with a JSON-RPC error or a malformed result.
     #[error("{0}")]
     Protocol(String),
+    /// The configuration's permission rules refuse the call (the message names
+    /// the rule), or an `ask` rule's approval was refused or could not be asked for.
+    #[error("{0}")]
+    Denied(String),
     /// The runtime itself stopped (shut down, or the guest trapped).
     #[error("the mcpbox runtime stopped: {0}")]
     Runtime(String),
@@ -299,6 +303,7 @@ impl From<wit::CallError> for CallError {
             wit::CallError::Timeout(m) => CallError::Timeout(m),
             wit::CallError::Cancelled => CallError::Cancelled,
             wit::CallError::Protocol(m) => CallError::Protocol(m),
+            wit::CallError::Denied(m) => CallError::Denied(m),
         }
     }
 }

@@ -398,3 +398,48 @@ fn no_network_and_no_processes() {
     );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
+
+/// Writes a whole configuration (servers and rules) in a fresh directory.
+fn config_text(tag: &str, config: Value) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn permission_rules() {
+    let cfg = config_text(
+        "rules",
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "permissions": { "deny": ["mcp__demo__divide", "mcp__demo__nope"], "allow": ["mcp__*"] },
+        }),
+    );
+    // Denied tools are not listed; the configuration problems are warnings naming the field.
+    let out = mcpbox(&cfg, &["tools"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("mcp__demo__divide"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("mcp__demo__add"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("permissions.allow[0]")
+            && stderr(&out).contains("not a valid pattern"),
+        "{}",
+        stderr(&out)
+    );
+    // A denied call exits 2, naming the rule.
+    let out = mcpbox(&cfg, &["call", "mcp__demo__divide", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`mcp__demo__divide` (permissions.deny[0] in"),
+        "{}",
+        stderr(&out)
+    );
+    let out = mcpbox(&cfg, &["call", "mcp__demo__add", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::client::CallResult;
 use crate::elicitation::InputAnswer;
+use crate::permissions::Mode;
 use crate::testing::{FakePlatform, McpServer, Output};
 use crate::transport::{Endpoint, Oversized};
 
@@ -1812,3 +1813,6 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
     let refusal = &sim.received.last().unwrap().0;
     assert_eq!(refusal["error"]["code"], -32601, "{refusal}");
 }
+
+// Permission rules: denied tools, profiles, approvals.
+mod permissions;

@@ -12,6 +12,7 @@ mod faults;
 mod fixture;
 mod http;
 mod peers;
+mod permissions;
 
 use std::time::Duration;
 

@@ -1,0 +1,73 @@
+// Permission rules through the JavaScript host: the assertions of
+// tests/tests/e2e/permissions.rs (the wasmtime host's tests) on the same guest .wasm,
+// against the fixture server and the Python and TypeScript SDK peers.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { McpBox } from '../src/index.js';
+import { assertConnected, call, callError, fastmcpEntry, fixtureEntry, ready, tsEntry, within } from './support.js';
+
+/** Opens a runtime over a whole configuration and shuts it down when the test ends. */
+async function openConfig(t, config, options = {}) {
+  const box = await within(
+    McpBox.open({ configText: JSON.stringify(config), origin: 'test.mcp.json', ...options }),
+    'the runtime opens',
+  );
+  t.after(() => box.shutdown());
+  return box;
+}
+
+const names = (box, server) => box.tools().filter((tool) => tool.server === server).map((tool) => tool.name);
+
+test('denied and disabled tools are not offered and calls to them are refused', async (t) => {
+  const box = await openConfig(t, {
+    mcpServers: { fx: { ...fixtureEntry(), disabledTools: ['add'] } },
+    permissions: { deny: ['mcp__fx__crash'], ask: ['mcp__fx__sleep'] },
+  });
+  assertConnected(await ready(box), 'fx');
+  const offered = names(box, 'fx');
+  assert.ok(offered.includes('mcp__fx__echo') && offered.includes('mcp__fx__sleep'), offered);
+  assert.ok(!offered.includes('mcp__fx__crash') && !offered.includes('mcp__fx__add'), offered);
+  let error = await callError(box, 'mcp__fx__crash', {});
+  assert.equal(error.kind, 'denied');
+  assert.equal(
+    error.message,
+    'mcp__fx__crash is denied by the permission rule `mcp__fx__crash` (permissions.deny[0] in test.mcp.json)',
+  );
+  error = await callError(box, 'mcp__fx__add', { a: 1, b: 2 });
+  assert.ok(error.kind === 'denied' && error.message.includes('mcpServers.fx.disabledTools[0]'), error.message);
+  error = await callError(box, 'mcp__fx__sleep', { ms: 1 });
+  assert.ok(error.kind === 'denied' && error.message.includes('needs approval'), error.message);
+  assert.equal((await call(box, 'mcp__fx__echo', { text: 'still here' })).text, 'still here');
+});
+
+test('rule problems are configuration issues naming the field', async (t) => {
+  const box = await openConfig(t, {
+    mcpServers: { fx: fixtureEntry() },
+    permissions: { allow: ['mcp__*', 'mcp__nope__x'], colour: 1 },
+  });
+  assert.deepEqual(
+    box.configIssues().map((i) => [i.server, i.field]),
+    [
+      [null, 'permissions.colour'],
+      [null, 'permissions.allow[0]'],
+      ['nope', 'permissions.allow[1]'],
+    ],
+  );
+});
+
+test('the SDK peers are filtered by rules and tool lists', async (t) => {
+  const box = await openConfig(t, {
+    mcpServers: { py: fastmcpEntry(), ts: { ...tsEntry(), enabledTools: ['greet', 'add'] } },
+    permissions: { deny: ['mcp__py__add'] },
+  });
+  const servers = await ready(box);
+  assertConnected(servers, 'py');
+  assertConnected(servers, 'ts');
+  assert.deepEqual(names(box, 'py'), ['mcp__py__fail', 'mcp__py__greet']);
+  assert.deepEqual(names(box, 'ts'), ['mcp__ts__add', 'mcp__ts__greet']);
+  assert.equal((await callError(box, 'mcp__py__add', { a: 1, b: 2 })).kind, 'denied');
+  assert.ok((await callError(box, 'mcp__ts__fail', { message: 'm' })).message.includes('enabledTools'));
+  assert.equal((await call(box, 'mcp__ts__add', { a: 2, b: 3 })).text, '5');
+});
