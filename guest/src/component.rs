@@ -280,6 +280,7 @@ fn to_wit_event(e: Event) -> wit::Event {
             tool,
             message,
             requested_schema,
+            approval,
         }) => wit::Event::InputRequested(wit::InputRequest {
             id,
             server,
@@ -287,6 +288,10 @@ fn to_wit_event(e: Event) -> wit::Event {
             tool,
             message,
             requested_schema,
+            approval: approval.map(|a| wit::ApprovalRequest {
+                rule: a.rule,
+                arguments: a.arguments,
+            }),
         }),
         Event::InputWithdrawn(id) => wit::Event::InputWithdrawn(id),
     }
@@ -397,6 +402,10 @@ impl wit::Guest for Component {
 
     fn enable_input_requests() {
         with(Manager::enable_input_requests);
+    }
+
+    fn enable_approvals() {
+        with(Manager::enable_approvals);
     }
 
     fn start() {

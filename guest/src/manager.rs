@@ -47,6 +47,11 @@
 //! that no longer needs an answer (its call finished, timed out or was cancelled,
 //! its server went away) is an [`Event::InputWithdrawn`]. A call waiting for input
 //! stays a call in flight: `wait` keeps driving it and its timeout keeps running.
+//!
+//! # Approvals
+//!
+//! A call to a tool an `ask` permission rule covers waits for an approval, asked
+//! of the embedder as an input request (see `approvals`).
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -303,6 +308,12 @@ pub struct Manager<P: Platform> {
     permissions: Permissions,
     /// Warnings about rules naming unlisted tools, already given.
     rule_warnings: alloc::collections::BTreeSet<String>,
+    /// Whether `ask` rules are asked (see "Approvals").
+    approvals_enabled: bool,
+    /// Calls waiting for an approval, by input request id.
+    approvals: BTreeMap<u64, approvals::Pending>,
+    /// Tools approved for the session, as (profile, registry name).
+    session_approvals: alloc::collections::BTreeSet<(Option<String>, String)>,
 }
 
 impl<P: Platform> fmt::Debug for Manager<P> {
@@ -357,14 +368,20 @@ impl<P: Platform> Manager<P> {
             next_input: 1,
             permissions: Permissions::default(),
             rule_warnings: Default::default(),
+            approvals_enabled: false,
+            approvals: BTreeMap::new(),
+            session_approvals: Default::default(),
         }
     }
 
     /// Offers every server started from now on the `elicitation` capability: their
     /// requests for input become [`Event::InputRequested`]. Call before `start`; a
     /// server already connected keeps what it was offered until it reconnects.
+    ///
+    /// Approvals for `ask` rules come the same way, so this enables them too.
     pub fn enable_input_requests(&mut self) {
         self.input_requests = true;
+        self.approvals_enabled = true;
     }
 
     /// Answers input request `id`. An accepted answer (a JSON object) gets the
@@ -373,6 +390,9 @@ impl<P: Platform> Manager<P> {
     /// request stays open for a corrected answer) or when no request of that id is
     /// waiting (answered already, or withdrawn).
     pub fn answer_input(&mut self, id: u64, answer: &InputAnswer) -> Result<(), String> {
+        if let Some(answered) = self.answer_approval(id, answer) {
+            return answered;
+        }
         let Some(&(i, key)) = self.inputs.get(&id) else {
             return Err(format!(
                 "no input request {id} is waiting for an answer (it was answered already, \
@@ -416,6 +436,7 @@ impl<P: Platform> Manager<P> {
         self.origin = origin.to_string();
         self.permissions = parsed.permissions;
         self.rule_warnings.clear();
+        self.session_approvals.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         // Loading is not a state change: statuses are reported from `start` on.
@@ -603,17 +624,27 @@ impl<P: Platform> Manager<P> {
         let (arguments, warning) = found.check_arguments(&server, arguments);
         self.events.extend(warning.map(Event::Warning));
         let arguments = arguments.map_err(CallError::InvalidArguments)?;
-        if let Decision::Ask(rule) = &decision {
-            return Err(CallError::Denied(format!(
-                "{tool} needs approval ({rule}), but nobody can be asked: the embedder \
-                 does not answer approvals"
-            )));
-        }
         let now = self.platform.now_ms();
         let timeout_ms = options
             .timeout_ms
             .unwrap_or(self.slots[i].config.tool_timeout_ms);
         let call = self.next_call;
+        if let Decision::Ask(rule) = decision
+            && !self.approved_for_session(tool, profile)
+        {
+            self.ask_approval(approvals::Pending {
+                call,
+                slot: i,
+                tool: found,
+                arguments,
+                timeout_ms,
+                deadline_ms: now.saturating_add(timeout_ms),
+                rule,
+                profile: profile.map(String::from),
+            })?;
+            self.next_call += 1;
+            return Ok(call);
+        }
         self.dispatch(
             call,
             i,
@@ -705,6 +736,9 @@ impl<P: Platform> Manager<P> {
     /// Cancels a call in flight; it completes with `cancelled`. Unknown or
     /// finished calls are ignored.
     pub fn cancel(&mut self, call: u64) {
+        if self.cancel_approval(call) {
+            return;
+        }
         let Some(&i) = self.calls.get(&call) else {
             return;
         };
@@ -761,6 +795,7 @@ impl<P: Platform> Manager<P> {
     /// with `server-unavailable`. Kept tool lists are dropped: nothing restarts a
     /// server that was shut down except `start` or `reconnect`.
     pub fn shutdown(&mut self) {
+        self.withdraw_approvals("mcpbox was shut down before the call was approved");
         for i in 0..self.slots.len() {
             let slot = &mut self.slots[i];
             let message = format!("server `{}` was shut down", slot.config.name);
@@ -794,6 +829,7 @@ impl<P: Platform> Manager<P> {
                 ]
             })
             .flatten()
+            .chain(self.next_approval_deadline())
             .min()
     }
 
@@ -882,6 +918,7 @@ impl<P: Platform> Manager<P> {
         for i in 0..self.slots.len() {
             self.drive(i, now);
         }
+        self.expire_approvals(now);
         self.sync_statuses();
         now
     }
@@ -1243,6 +1280,8 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
         slot.config.name
     ))
 }
+
+mod approvals;
 
 #[cfg(test)]
 mod tests;

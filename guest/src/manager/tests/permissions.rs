@@ -2,6 +2,7 @@
 //! refused and why, per profile.
 
 use super::*;
+use crate::elicitation::InputRequest;
 
 /// A manager for `text` (a whole configuration), with no configuration issues.
 fn manager_for(platform: FakePlatform, text: &str) -> Manager<FakePlatform> {
@@ -210,4 +211,212 @@ fn an_ask_rule_without_anyone_to_ask_is_refused() {
     let e = denial(call(&mut m, "mcp__fs__write_file"));
     assert!(e.contains("needs approval"), "{e}");
     assert!(e.contains("permissions.ask[0]"), "{e}");
+}
+
+// ---------------------------------------------------------------------------
+// Approvals for `ask` rules.
+
+const ASK_WRITE: &str = r#"{"mcpServers": {"fs": {"command": "fs"}},
+    "permissions": {"ask": ["mcp__fs__write_file"]},
+    "profiles": {"ro": {}}}"#;
+
+/// A connected manager whose `write_file` needs approval, with approvals on.
+fn asking() -> Manager<FakePlatform> {
+    let mut m = manager_for(fs_platform(), ASK_WRITE);
+    m.enable_approvals();
+    connect(&mut m);
+    m
+}
+
+fn approval_request(m: &mut Manager<FakePlatform>) -> InputRequest {
+    let mut requests: Vec<InputRequest> = m
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::InputRequested(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    requests.remove(0)
+}
+
+fn calls_sent(m: &Manager<FakePlatform>) -> usize {
+    m.platform().sim("fs").borrow().sent("tools/call").len()
+}
+
+#[test]
+fn an_ask_call_waits_for_its_approval_and_goes_out_once_approved() {
+    let mut m = asking();
+    let call = call(&mut m, "mcp__fs__write_file").expect("asks");
+    let request = approval_request(&mut m);
+    assert_eq!(request.call, Some(call));
+    assert_eq!(request.server, "fs");
+    assert_eq!(request.tool.as_deref(), Some("mcp__fs__write_file"));
+    let approval = request.approval.clone().expect("an approval");
+    assert_eq!(approval.arguments, r#"{"text":"x"}"#);
+    assert_eq!(
+        approval.rule,
+        "`mcp__fs__write_file` (permissions.ask[0] in .mcp.json)"
+    );
+    assert!(
+        request.message.contains("Allow mcp__fs__write_file"),
+        "{}",
+        request.message
+    );
+    // Nothing goes out while it waits; waiting does not complete it.
+    assert!(m.wait(1_000).is_empty());
+    assert_eq!(calls_sent(&m), 0);
+    // A wrong answer is refused and the question stays open.
+    let e = m
+        .answer_input(
+            request.id,
+            &InputAnswer::Accept(r#"{"approve":"always"}"#.into()),
+        )
+        .unwrap_err();
+    assert!(e.contains("/approve"), "{e}");
+    m.answer_input(request.id, &InputAnswer::Accept("{}".into()))
+        .unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(done[0].call, call);
+    assert_eq!(text_result(&done[0].outcome), "x");
+    assert_eq!(calls_sent(&m), 1);
+    assert!(m.answer_input(request.id, &InputAnswer::Decline).is_err());
+    // Once means once: the next call asks again.
+    call_write(&mut m);
+    approval_request(&mut m);
+}
+
+#[test]
+fn approval_for_the_session_covers_later_calls_of_that_tool_and_profile() {
+    let mut m = asking();
+    call(&mut m, "mcp__fs__write_file").unwrap();
+    let request = approval_request(&mut m);
+    m.answer_input(
+        request.id,
+        &InputAnswer::Accept(r#"{"approve":"session"}"#.into()),
+    )
+    .unwrap();
+    completions(&mut m, 1);
+    call(&mut m, "mcp__fs__write_file").unwrap();
+    assert!(
+        !m.events()
+            .iter()
+            .any(|e| matches!(e, Event::InputRequested(_))),
+        "not asked again"
+    );
+    completions(&mut m, 1);
+    assert_eq!(calls_sent(&m), 2);
+    // Another profile's caller is asked.
+    m.start_call_as(
+        "mcp__fs__write_file",
+        "{}",
+        CallOptions::default(),
+        Some("ro"),
+    )
+    .unwrap();
+    let other = approval_request(&mut m);
+    m.answer_input(other.id, &InputAnswer::Decline).unwrap();
+    completions(&mut m, 1);
+    // Reloading forgets it.
+    m.load_config(".mcp.json", ASK_WRITE).unwrap();
+    connect(&mut m);
+    m.events();
+    call(&mut m, "mcp__fs__write_file").unwrap();
+    approval_request(&mut m);
+}
+
+#[test]
+fn a_refused_approval_denies_the_call_naming_the_rule() {
+    let mut m = asking();
+    let call = call(&mut m, "mcp__fs__write_file").unwrap();
+    let request = approval_request(&mut m);
+    m.answer_input(request.id, &InputAnswer::Decline).unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(done[0].call, call);
+    assert_eq!(
+        done[0].outcome,
+        Err(CallError::Denied(
+            "mcp__fs__write_file was not approved (the permission rule `mcp__fs__write_file` \
+             (permissions.ask[0] in .mcp.json) asks first)"
+                .into()
+        ))
+    );
+    assert_eq!(calls_sent(&m), 0);
+}
+
+#[test]
+fn an_unanswered_approval_times_out_and_a_cancelled_one_is_withdrawn() {
+    let mut m = asking();
+    let t0 = m.platform().now();
+    let call = m
+        .start_call(
+            "mcp__fs__write_file",
+            "{}",
+            CallOptions {
+                timeout_ms: Some(500),
+            },
+        )
+        .unwrap();
+    let request = approval_request(&mut m);
+    let done = completions(&mut m, 1);
+    assert_eq!(done[0].call, call);
+    let Err(CallError::Timeout(message)) = &done[0].outcome else {
+        panic!("{:?}", done[0].outcome)
+    };
+    assert!(
+        message.contains("was not approved within the call's timeout of 500ms"),
+        "{message}"
+    );
+    assert_eq!(
+        m.platform().now(),
+        t0 + 500,
+        "the timeout ran while it waited"
+    );
+    // `completions` drained the events; answer now fails.
+    assert!(
+        m.answer_input(request.id, &InputAnswer::Accept("{}".into()))
+            .is_err()
+    );
+
+    let call = call_write(&mut m);
+    let request = approval_request(&mut m);
+    m.cancel(call);
+    let events = m.events();
+    assert!(
+        events.contains(&Event::InputWithdrawn(request.id)),
+        "{events:?}"
+    );
+    let done = completions(&mut m, 1);
+    assert_eq!(done[0].outcome, Err(CallError::Cancelled));
+    assert_eq!(calls_sent(&m), 0);
+
+    // Shutting down withdraws a waiting approval too.
+    let call = call_write(&mut m);
+    let request = approval_request(&mut m);
+    m.shutdown();
+    let events = m.events();
+    assert!(
+        events.contains(&Event::InputWithdrawn(request.id)),
+        "{events:?}"
+    );
+    let done = m.wait(0);
+    assert_eq!(done[0].call, call);
+    assert!(matches!(
+        done[0].outcome,
+        Err(CallError::ServerUnavailable(_))
+    ));
+}
+
+fn call_write(m: &mut Manager<FakePlatform>) -> u64 {
+    call(m, "mcp__fs__write_file").unwrap()
+}
+
+#[test]
+fn input_requests_imply_approvals() {
+    let mut m = manager_for(fs_platform(), ASK_WRITE);
+    m.enable_input_requests();
+    connect(&mut m);
+    call(&mut m, "mcp__fs__write_file").expect("asks rather than refusing");
+    assert!(approval_request(&mut m).approval.is_some());
 }
