@@ -57,6 +57,8 @@ pub(crate) struct Factory {
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
     input_requests: bool,
+    /// Whether `ask` rules are asked (`registry.enable-approvals`).
+    approvals: bool,
 }
 
 /// An instance that has loaded its configuration and started its servers.
@@ -106,7 +108,14 @@ impl Factory {
             origin,
             text,
             input_requests: false,
+            approvals: false,
         })
+    }
+
+    /// Lets servers ask for input (elicitation) in every instance made from now on.
+    pub fn with_approvals(mut self, enabled: bool) -> Factory {
+        self.approvals = enabled;
+        self
     }
 
     /// Lets servers ask for input (elicitation) in every instance made from now on.
@@ -156,6 +165,12 @@ impl Factory {
                 .call_enable_input_requests(&mut store)
                 .await
                 .map_err(trapped("enabling input requests"))?;
+        }
+        if self.approvals {
+            registry
+                .call_enable_approvals(&mut store)
+                .await
+                .map_err(trapped("enabling approvals"))?;
         }
         registry
             .call_start(&mut store)

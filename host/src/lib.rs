@@ -56,8 +56,8 @@ pub use engine::default_cache_dir;
 pub use runtime::{CallOptions, Options, Runtime};
 pub use store::Policy;
 pub use types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,
-    ServerState, ServerStatus, Tool,
+    ApprovalRequest, CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest,
+    ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, ServerStatus};
+use mcpbox::{
+    CallError, CallOptions, InputAnswer, Options, Policy, Runtime, ServerState, ServerStatus,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -65,6 +67,10 @@ enum Command {
         /// Give up after this many seconds (overrides the server's tool timeout).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
+        /// Approve the call if an `ask` permission rule covers it, without asking.
+        /// Without it, a terminal is asked; with no terminal, the call is refused.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
 }
 
@@ -122,6 +128,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }
+    // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why).
+    options = options.approvals(matches!(cli.command, Command::Call { .. }));
     let runtime = options.open().await?;
     for issue in runtime.config_issues() {
         eprintln!("warning: {}: {issue}", cli.config.display());
@@ -134,7 +142,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             tool,
             arguments,
             timeout,
-        } => call(&runtime, tool, arguments, *timeout, cli.json).await?,
+            yes,
+        } => call(&runtime, tool, arguments, *timeout, *yes, cli.json).await?,
     };
     runtime.shutdown().await;
     Ok(code)
@@ -311,8 +320,18 @@ async fn call(
     tool: &str,
     arguments: &str,
     timeout: Option<f64>,
+    yes: bool,
     json: bool,
 ) -> Result<u8, Failure> {
+    // A prompt needs stdin for the answer: not when it is a pipe, nor when it
+    // carried the arguments.
+    let who = if yes {
+        Approver::Yes
+    } else if arguments != "-" && std::io::stdin().is_terminal() {
+        Approver::Terminal
+    } else {
+        Approver::Nobody
+    };
     let arguments = if arguments == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -339,11 +358,27 @@ async fn call(
     runtime.wait_for_tool(tool).await;
     spinner.finish();
 
+    // Subscribed before the call starts, so its approval request is not missed.
+    let approvals = tokio::spawn(answer_approvals(runtime.clone(), runtime.events(), who));
     let result = runtime
         .call_tool_json(tool, arguments, CallOptions { timeout })
         .await;
+    approvals.abort();
     let result = match result {
         Ok(result) => result,
+        Err(CallError::Denied(e)) if who == Approver::Nobody && e.contains("was not approved") => {
+            return Err(fail(
+                2,
+                anyhow::anyhow!(
+                    "{e}; nobody could be asked: stdin is not a terminal{}; pass --yes to approve it",
+                    if std::io::stdin().is_terminal() {
+                        " (it carried the arguments)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
         Err(e) => {
             let code = match e {
                 CallError::UnknownTool(_)
@@ -364,6 +399,80 @@ async fn call(
         writeln!(out, "{}", result.text)?;
     }
     Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// Who answers approvals for `ask` permission rules in `call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approver {
+    /// `--yes`: every approval is given.
+    Yes,
+    /// The user, at a prompt on stderr, answering on stdin.
+    Terminal,
+    /// Nobody: approvals are refused, and the error says how to give them.
+    Nobody,
+}
+
+/// Answers every approval request until aborted.
+async fn answer_approvals(
+    runtime: Runtime,
+    mut events: tokio::sync::broadcast::Receiver<mcpbox::Event>,
+    who: Approver,
+) {
+    loop {
+        let request = match events.recv().await {
+            Ok(mcpbox::Event::InputRequested(request)) => request,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(approval) = &request.approval else {
+            continue;
+        };
+        let answer = match who {
+            Approver::Yes => InputAnswer::approve_once(),
+            Approver::Nobody => InputAnswer::Decline,
+            Approver::Terminal => {
+                let question = format!(
+                    "{}\n  arguments: {}\nApprove? [y/N] ",
+                    escape_controls(&request.message),
+                    approval.arguments
+                );
+                prompt(question).await
+            }
+        };
+        let _ = runtime.answer_input(request.id, answer).await;
+    }
+}
+
+/// Asks on stderr and reads one line from stdin, on a thread of its own: a
+/// blocking read left behind when the call ends elsewhere (its timeout) must not
+/// hold the runtime's shutdown.
+async fn prompt(question: String) -> InputAnswer {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        eprint!("{question}");
+        let mut line = String::new();
+        let answer = match std::io::stdin().read_line(&mut line) {
+            Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+                InputAnswer::approve_once()
+            }
+            _ => InputAnswer::Decline,
+        };
+        let _ = tx.send(answer);
+    });
+    rx.await.unwrap_or(InputAnswer::Decline)
+}
+
+/// Text from a configuration or a server, made safe for a terminal.
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }
 
 /// A spinner on stderr while servers connect, shown only on a terminal.

@@ -52,6 +52,7 @@ pub struct Options {
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
+    approvals: bool,
 }
 
 impl Options {
@@ -77,6 +78,7 @@ impl Options {
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
+            approvals: false,
         }
     }
 
@@ -91,6 +93,22 @@ impl Options {
     #[doc(alias = "elicitation")]
     pub fn input_requests(mut self, enabled: bool) -> Self {
         self.input_requests = enabled;
+        self
+    }
+
+    /// Lets `ask` permission rules be asked (default off; [`input_requests`]
+    /// implies it): a call such a rule covers waits, its timeout running, for an
+    /// [`Event::InputRequested`] whose [`InputRequest::approval`] is set to be
+    /// answered with [`Runtime::answer_input`] — [`InputAnswer::approve_once`],
+    /// [`InputAnswer::approve_for_session`] or [`InputAnswer::Decline`]. Without
+    /// it, such a call fails at once with [`CallError::Denied`].
+    ///
+    /// [`input_requests`]: Options::input_requests
+    /// [`InputRequest::approval`]: crate::InputRequest::approval
+    /// [`InputAnswer::approve_once`]: crate::InputAnswer::approve_once
+    /// [`InputAnswer::approve_for_session`]: crate::InputAnswer::approve_for_session
+    pub fn approvals(mut self, enabled: bool) -> Self {
+        self.approvals = enabled;
         self
     }
 
@@ -212,7 +230,8 @@ impl Runtime {
             (origin, text),
         )?
         .with_memo(Memo::in_dir(options.cache_dir.as_deref()))
-        .with_input_requests(options.input_requests);
+        .with_input_requests(options.input_requests)
+        .with_approvals(options.approvals);
         let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();

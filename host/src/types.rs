@@ -183,6 +183,20 @@ pub struct InputRequest {
     pub message: String,
     /// The JSON Schema of the object wanted: flat properties, maybe with defaults.
     pub requested_schema: Value,
+    /// Set when mcpbox itself asks, because an `ask` permission rule covers the
+    /// call (see [`Options::approvals`](crate::Options::approvals)); `None` for a
+    /// server's request.
+    pub approval: Option<ApprovalRequest>,
+}
+
+/// What an approval is asked for: an `ask` permission rule covers a call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    /// The rule that asks, naming its field and file.
+    pub rule: String,
+    /// The call's arguments, checked against the tool's input schema.
+    pub arguments: Value,
 }
 
 /// The answer to an [`InputRequest`]: the result of an MCP elicitation
@@ -199,6 +213,19 @@ pub enum InputAnswer {
     Decline,
     /// The user dismissed the request without choosing.
     Cancel,
+}
+
+impl InputAnswer {
+    /// Approves this one call (the answer to an approval request).
+    pub fn approve_once() -> InputAnswer {
+        InputAnswer::Accept(serde_json::json!({ "approve": "once" }))
+    }
+
+    /// Approves this call and every later call of the same tool until the
+    /// configuration is reloaded (the answer to an approval request).
+    pub fn approve_for_session() -> InputAnswer {
+        InputAnswer::Accept(serde_json::json!({ "approve": "session" }))
+    }
 }
 
 impl From<&InputAnswer> for wit::InputAnswer {
@@ -325,6 +352,10 @@ impl From<wit::Event> for Event {
                 tool: r.tool,
                 message: r.message,
                 requested_schema: serde_json::from_str(&r.requested_schema).unwrap_or(Value::Null),
+                approval: r.approval.map(|a| ApprovalRequest {
+                    rule: a.rule,
+                    arguments: serde_json::from_str(&a.arguments).unwrap_or(Value::Null),
+                }),
             }),
             wit::Event::InputWithdrawn(id) => Event::InputWithdrawn(id),
         }

@@ -443,3 +443,86 @@ fn permission_rules() {
     let out = mcpbox(&cfg, &["call", "mcp__demo__add", r#"{"a": 1, "b": 2}"#]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// A configuration where `add` needs approval.
+fn asking_config(tag: &str) -> PathBuf {
+    config_text(
+        tag,
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "permissions": { "ask": ["mcp__demo__add"] },
+        }),
+    )
+}
+
+#[test]
+fn ask_rules_need_yes_or_a_terminal() {
+    let cfg = asking_config("ask");
+    let add = ["call", "mcp__demo__add", r#"{"a": 1, "b": 2}"#];
+    // No terminal and no --yes: refused, exit 2, saying how to approve.
+    let out = mcpbox(&cfg, &add);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("mcp__demo__add was not approved"), "{err}");
+    assert!(err.contains("permissions.ask[0]"), "{err}");
+    assert!(
+        err.contains("stdin is not a terminal") && err.contains("--yes"),
+        "{err}"
+    );
+    // --yes approves.
+    let out = mcpbox(
+        &cfg,
+        &["call", "--yes", "mcp__demo__add", r#"{"a": 1, "b": 2}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "3");
+    // Tools without a rule are not asked about.
+    let out = mcpbox(&cfg, &["call", "mcp__demo__echo", r#"{"text": "hi"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Runs `mcpbox --config cfg args…` on a pseudo-terminal (util-linux `script`),
+/// typing `typed` into it; returns the exit code and everything the terminal showed.
+fn on_a_terminal(cfg: &Path, args: &str, typed: &str) -> (Option<i32>, String) {
+    use std::io::Write;
+    let line = format!(
+        "{} --config {} {args}",
+        env!("CARGO_BIN_EXE_mcpbox"),
+        cfg.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(typed.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn a_terminal_is_asked() {
+    let cfg = asking_config("tty");
+    let add = r#"call mcp__demo__add '{"a": 2, "b": 5}'"#;
+    let (code, shown) = on_a_terminal(&cfg, add, "y\n");
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("Allow mcp__demo__add"), "{shown}");
+    assert!(shown.contains(r#"arguments: {"a":2,"b":5}"#), "{shown}");
+    assert!(shown.contains("Approve? [y/N]"), "{shown}");
+    // The answer is printed after the question (the typed `y` was echoed earlier).
+    assert!(shown.trim_end().ends_with("[y/N] 7"), "{shown}");
+    let (code, shown) = on_a_terminal(&cfg, add, "n\n");
+    assert_eq!(code, Some(2), "{shown}");
+    assert!(shown.contains("was not approved"), "{shown}");
+    assert!(
+        !shown.contains("--yes"),
+        "a refusal at the prompt is the user's: {shown}"
+    );
+}

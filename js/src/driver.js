@@ -180,7 +180,7 @@ class Hub {
   }
 }
 
-const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests, memoryLimit } =
+const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests, approvals, memoryLimit } =
   workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
@@ -487,6 +487,9 @@ class Session {
       issues = registry.loadConfig(origin, configText);
     } catch (error) {
       throw { config: payloadOf(error) };
+    }
+    if (approvals) {
+      registry.enableApprovals();
     }
     if (inputRequests) {
       registry.enableInputRequests();

@@ -188,6 +188,10 @@ function event(e) {
         tool: e.val.tool ?? null,
         message: e.val.message,
         requestedSchema: parseJson(e.val.requestedSchema),
+        approval:
+          e.val.approval === undefined
+            ? null
+            : { rule: e.val.approval.rule, arguments: parseJson(e.val.approval.arguments) },
       };
     case 'input-withdrawn':
       return { type: 'input-withdrawn', id: Number(e.val) };
@@ -201,8 +205,9 @@ function event(e) {
  * tool registry. Every method is safe to call at any time; `servers()` and `tools()`
  * are snapshots that never wait. Emits `'event'` with `{ type: 'status', status }`,
  * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }`,
- * `{ type: 'log', server, level, message }` and, with `inputRequests: true`,
- * `{ type: 'input-requested', id, server, tool, message, requestedSchema }` (MCP
+ * `{ type: 'log', server, level, message }` and, with `inputRequests: true` (or, for
+ * approvals of `ask` permission rules, `approvals: true`),
+ * `{ type: 'input-requested', id, server, tool, message, requestedSchema, approval }` (MCP
  * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
  * with `answerInput`) and `{ type: 'input-withdrawn', id }`.
  *
@@ -224,6 +229,11 @@ export class McpBox extends EventEmitter {
    *   be contacted (default true)
    * @param {number} [options.maxMessageBytes] the largest message accepted from a
    *   server (default 64 MiB)
+   * @param {boolean} [options.approvals] let `ask` permission rules be asked (default false;
+   *   `inputRequests` implies it): a call such a rule covers waits, its timeout running, for an
+   *   `input-requested` event whose `approval` is `{ rule, arguments }`, answered with
+   *   `answerInput(id, { action: 'accept', content: { approve: 'once' | 'session' } })` or
+   *   `{ action: 'decline' }`; without it, such a call fails at once with a `denied` error
    * @param {boolean} [options.inputRequests] let servers ask the user for input during a
    *   call: MCP elicitation (`elicitation/create`, and `input_required` results in
    *   2026-07-28), form mode; default false. Each request is an
@@ -276,6 +286,7 @@ export class McpBox extends EventEmitter {
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
       inputRequests: options.inputRequests === true,
+      approvals: options.approvals === true,
       memoryLimit,
     });
     await box.#loaded;
@@ -308,7 +319,7 @@ export class McpBox extends EventEmitter {
   #waiters = [];
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, memoryLimit }) {
+  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit }) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
@@ -326,6 +337,7 @@ export class McpBox extends EventEmitter {
         configText,
         cacheDir,
         inputRequests,
+        approvals,
         memoryLimit,
       },
       transferList: [port2],

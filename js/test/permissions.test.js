@@ -6,7 +6,17 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { McpBox } from '../src/index.js';
-import { assertConnected, call, callError, fastmcpEntry, fixtureEntry, ready, tsEntry, within } from './support.js';
+import {
+  assertConnected,
+  call,
+  callError,
+  fastmcpEntry,
+  fixtureEntry,
+  nextEvent,
+  ready,
+  tsEntry,
+  within,
+} from './support.js';
 
 /** Opens a runtime over a whole configuration and shuts it down when the test ends. */
 async function openConfig(t, config, options = {}) {
@@ -70,4 +80,62 @@ test('the SDK peers are filtered by rules and tool lists', async (t) => {
   assert.equal((await callError(box, 'mcp__py__add', { a: 1, b: 2 })).kind, 'denied');
   assert.ok((await callError(box, 'mcp__ts__fail', { message: 'm' })).message.includes('enabledTools'));
   assert.equal((await call(box, 'mcp__ts__add', { a: 2, b: 3 })).text, '5');
+});
+
+/** A runtime where the fixture's `echo` and every tool of the TypeScript peer need approval. */
+async function asking(t, approvals) {
+  const box = await openConfig(
+    t,
+    {
+      mcpServers: { fx: fixtureEntry(), ts: tsEntry() },
+      permissions: { ask: ['mcp__fx__echo', 'mcp__ts'] },
+    },
+    { approvals },
+  );
+  const servers = await ready(box);
+  assertConnected(servers, 'fx');
+  assertConnected(servers, 'ts');
+  return box;
+}
+
+/** Starts a call; resolves with its promise and the approval request it made. */
+async function ask(box, tool, args, options) {
+  const asked = nextEvent(box, (e) => e.type === 'input-requested');
+  const pending = box.callTool(tool, args, options);
+  pending.catch(() => {}); // awaited by the test
+  return { pending, request: await asked };
+}
+
+test('an approved call goes out, a refused one is denied, a session approval sticks', async (t) => {
+  const box = await asking(t, true);
+  let { pending, request } = await ask(box, 'mcp__fx__echo', { text: 'approved' });
+  assert.equal(request.server, 'fx');
+  assert.equal(request.tool, 'mcp__fx__echo');
+  assert.deepEqual(request.approval, {
+    rule: '`mcp__fx__echo` (permissions.ask[0] in test.mcp.json)',
+    arguments: { text: 'approved' },
+  });
+  await box.answerInput(request.id, { action: 'accept', content: {} });
+  assert.equal((await within(pending, 'echo answers')).text, 'approved');
+
+  ({ pending, request } = await ask(box, 'mcp__ts__greet', { name: 'Ada' }));
+  await box.answerInput(request.id, { action: 'decline' });
+  await assert.rejects(pending, (e) => e.kind === 'denied' && e.message.includes('was not approved'));
+
+  ({ pending, request } = await ask(box, 'mcp__ts__greet', { name: 'Bo' }));
+  await box.answerInput(request.id, { action: 'accept', content: { approve: 'session' } });
+  assert.equal((await within(pending, 'greet answers')).text, 'Hello, Bo!');
+  assert.equal((await call(box, 'mcp__ts__greet', { name: 'Cy' })).text, 'Hello, Cy!');
+});
+
+test('an unanswered approval ends with the call timeout; without approvals the call is refused', async (t) => {
+  const box = await asking(t, true);
+  const { pending, request } = await ask(box, 'mcp__fx__echo', { text: 'late' }, { timeoutMs: 300 });
+  const withdrawn = nextEvent(box, (e) => e.type === 'input-withdrawn' && e.id === request.id);
+  await assert.rejects(pending, (e) => e.kind === 'timeout' && e.message.includes('was not approved within'));
+  await withdrawn;
+
+  const refusing = await asking(t, false);
+  const error = await callError(refusing, 'mcp__fx__echo', { text: 'x' });
+  assert.ok(error.kind === 'denied' && error.message.includes('nobody can be asked'), error.message);
 });

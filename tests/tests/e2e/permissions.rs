@@ -151,3 +151,158 @@ async fn the_sdk_peers_are_filtered_by_rules_and_tool_lists() {
     assert_eq!(r.text, "Hello, Ada!");
     runtime.shutdown().await;
 }
+
+/// A runtime where the fixture's `echo` needs approval and the TypeScript peer's
+/// `greet` too (the whole `ts` server asks), with approvals on.
+async fn asking(approvals: bool) -> Runtime {
+    let (ts, ts_args) = mcpbox_tests::ts_server_command();
+    let config = json!({
+        "mcpServers": { "fx": fixture_entry(&[]), "ts": { "command": ts, "args": ts_args } },
+        "permissions": { "ask": ["mcp__fx__echo", "mcp__ts"] },
+    });
+    let runtime = Options::from_config_text("test.mcp.json", config.to_string())
+        .approvals(approvals)
+        .open()
+        .await
+        .expect("the runtime opens");
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "fx");
+    assert_connected(&servers, "ts");
+    runtime
+}
+
+/// Starts a call and returns it with the approval request it made.
+async fn ask(
+    runtime: &Runtime,
+    tool: &str,
+    args: Value,
+    options: mcpbox::CallOptions,
+) -> (
+    tokio::task::JoinHandle<Result<mcpbox::CallResult, CallError>>,
+    mcpbox::InputRequest,
+) {
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let tool = tool.to_owned();
+    let call = tokio::spawn(async move { caller.call_tool(&tool, args, options).await });
+    let Event::InputRequested(request) =
+        crate::next_event(&mut events, |e| matches!(e, Event::InputRequested(_))).await
+    else {
+        unreachable!()
+    };
+    (call, request)
+}
+
+async fn finished(
+    call: tokio::task::JoinHandle<Result<mcpbox::CallResult, CallError>>,
+) -> Result<mcpbox::CallResult, CallError> {
+    tokio::time::timeout(crate::PATIENCE, call)
+        .await
+        .expect("the call ends in time")
+        .expect("the call task runs")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_approved_call_goes_out_and_a_refused_one_is_denied() {
+    let runtime = asking(true).await;
+    let (pending, request) = ask(
+        &runtime,
+        "mcp__fx__echo",
+        json!({"text": "approved"}),
+        Default::default(),
+    )
+    .await;
+    assert_eq!(request.server, "fx");
+    assert_eq!(request.tool.as_deref(), Some("mcp__fx__echo"));
+    let approval = request.approval.as_ref().expect("an approval request");
+    assert_eq!(approval.arguments, json!({"text": "approved"}));
+    assert_eq!(
+        approval.rule,
+        "`mcp__fx__echo` (permissions.ask[0] in test.mcp.json)"
+    );
+    assert_eq!(
+        request.requested_schema["properties"]["approve"]["default"],
+        "once"
+    );
+    runtime
+        .answer_input(request.id, mcpbox::InputAnswer::approve_once())
+        .await
+        .unwrap();
+    assert_eq!(finished(pending).await.unwrap().text, "approved");
+
+    // The TypeScript SDK peer: a whole-server ask rule, refused.
+    let (pending, request) = ask(
+        &runtime,
+        "mcp__ts__greet",
+        json!({"name": "Ada"}),
+        Default::default(),
+    )
+    .await;
+    runtime
+        .answer_input(request.id, mcpbox::InputAnswer::Decline)
+        .await
+        .unwrap();
+    let e = denial(finished(pending).await);
+    assert!(
+        e.contains("mcp__ts__greet was not approved") && e.contains("permissions.ask[1]"),
+        "{e}"
+    );
+
+    // Approved for the session: the next calls go without a question.
+    let (pending, request) = ask(
+        &runtime,
+        "mcp__ts__greet",
+        json!({"name": "Bo"}),
+        Default::default(),
+    )
+    .await;
+    runtime
+        .answer_input(request.id, mcpbox::InputAnswer::approve_for_session())
+        .await
+        .unwrap();
+    assert_eq!(finished(pending).await.unwrap().text, "Hello, Bo!");
+    let again = call(&runtime, "mcp__ts__greet", json!({"name": "Cy"})).await;
+    assert_eq!(again.unwrap().text, "Hello, Cy!");
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unanswered_approval_ends_with_the_call_timeout() {
+    let runtime = asking(true).await;
+    let mut events = runtime.events();
+    let options = mcpbox::CallOptions {
+        timeout: Some(std::time::Duration::from_millis(300)),
+    };
+    let (pending, request) = ask(&runtime, "mcp__fx__echo", json!({"text": "late"}), options).await;
+    let result = finished(pending).await;
+    let Err(CallError::Timeout(message)) = &result else {
+        panic!("{result:?}")
+    };
+    assert!(
+        message.contains("was not approved within the call's timeout"),
+        "{message}"
+    );
+    crate::next_event(
+        &mut events,
+        |e| matches!(e, Event::InputWithdrawn(id) if *id == request.id),
+    )
+    .await;
+    assert!(
+        runtime
+            .answer_input(request.id, mcpbox::InputAnswer::approve_once())
+            .await
+            .is_err()
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_approvals_an_ask_call_is_refused_at_once() {
+    let runtime = asking(false).await;
+    let e = denial(call(&runtime, "mcp__fx__echo", json!({"text": "x"})).await);
+    assert!(
+        e.contains("needs approval") && e.contains("nobody can be asked"),
+        "{e}"
+    );
+    runtime.shutdown().await;
+}
