@@ -85,6 +85,7 @@ impl Connection for HostConnection {
             skipped_lines: d.skipped_lines,
             oversized_messages: d.oversized_messages,
             exit_status: d.exit_status,
+            sandbox: d.sandbox,
         }
     }
 }
@@ -151,11 +152,13 @@ fn to_wit_endpoint(endpoint: &Endpoint) -> types::Endpoint {
             args,
             env,
             cwd,
+            sandbox,
         } => types::Endpoint::Stdio(types::StdioEndpoint {
             command: command.clone(),
             args: args.clone(),
             env: to_wit_pairs(env),
             cwd: cwd.clone(),
+            sandbox: sandbox.as_ref().map(to_wit_sandbox),
         }),
         Endpoint::Http { url, headers } => types::Endpoint::Http(types::HttpEndpoint {
             url: url.clone(),
@@ -165,6 +168,24 @@ fn to_wit_endpoint(endpoint: &Endpoint) -> types::Endpoint {
             url: url.clone(),
             headers: to_wit_pairs(headers),
         }),
+    }
+}
+
+fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> types::Sandbox {
+    use crate::sandbox::Network;
+    types::Sandbox {
+        read: s.read.clone(),
+        write: s.write.clone(),
+        network: match &s.network {
+            Network::None => types::NetworkGrant::None,
+            Network::All => types::NetworkGrant::All,
+            Network::Ports { connect, bind } => types::NetworkGrant::Ports(types::PortGrant {
+                connect: connect.clone(),
+                bind: bind.clone(),
+            }),
+        },
+        env: s.env.clone(),
+        require: s.require,
     }
 }
 

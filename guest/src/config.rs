@@ -22,6 +22,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::permissions::{Permissions, ToolFilter};
+use crate::sandbox::{self, Sandbox};
 use crate::transport::{Endpoint, Pair};
 
 /// How long a server may take to connect, initialise and list its tools.
@@ -235,6 +236,7 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
         let mut entry = Entry {
             server: name,
             issues: Vec::new(),
+            notes: Vec::new(),
         };
         let parsed = entry.parse(raw);
         if entry.issues.is_empty()
@@ -243,6 +245,7 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
             config.servers.push(server);
         }
         config.issues.append(&mut entry.issues);
+        config.issues.append(&mut entry.notes);
     }
     config.permissions = Permissions::read(
         origin,
@@ -275,6 +278,8 @@ fn start_of_value(text: &str) -> (usize, usize) {
 struct Entry<'a> {
     server: &'a str,
     issues: Vec<ConfigIssue>,
+    /// Problems that do not skip the entry (an unknown key in a `sandbox`).
+    notes: Vec<ConfigIssue>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -496,11 +501,13 @@ impl Entry<'_> {
         };
         let env = self.env(fields);
         let cwd = self.string(fields, "cwd");
+        let sandbox = self.sandbox(fields);
         Some(Endpoint::Stdio {
             command: command?,
             args,
             env,
             cwd,
+            sandbox,
         })
     }
 
@@ -525,11 +532,41 @@ impl Entry<'_> {
             _ => {}
         }
         let headers = self.string_map(fields, "headers", "header values");
+        if fields.get("sandbox").is_some() {
+            let note = ConfigIssue {
+                server: Some(self.server.to_string()),
+                field: Some("sandbox".into()),
+                message: "ignored: a sandbox confines a local (stdio) server's process, and this \
+                          server is remote"
+                    .into(),
+            };
+            self.notes.push(note);
+        }
         let url = url?;
         Some(if kind == Kind::Sse {
             Endpoint::Sse { url, headers }
         } else {
             Endpoint::Http { url, headers }
+        })
+    }
+
+    /// The `sandbox` block (see [`crate::sandbox`]): a bad grant skips the entry,
+    /// an unknown key is only reported.
+    fn sandbox(&mut self, fields: &Members) -> Option<Sandbox> {
+        let value = value(fields.get("sandbox")?);
+        let server = self.server.to_string();
+        let (issues, notes) = (&mut self.issues, &mut self.notes);
+        sandbox::parse(&value, &mut |field, message, fatal| {
+            let issue = ConfigIssue {
+                server: Some(server.clone()),
+                field: Some(field),
+                message,
+            };
+            if fatal {
+                issues.push(issue);
+            } else {
+                notes.push(issue);
+            }
         })
     }
 
@@ -747,6 +784,7 @@ mod tests {
                     ],
                     env: vec![pair("API_KEY", "${API_KEY:-none}"), pair("MODE", "fast")],
                     cwd: Some("/tmp".into()),
+                    sandbox: None,
                 },
                 enabled: true,
                 startup_timeout_ms: 5000,

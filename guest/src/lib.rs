@@ -28,6 +28,7 @@
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
+//! | [`sandbox`] | a stdio server's `sandbox` block: the grants the host enforces on its process |
 //! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
@@ -48,6 +49,7 @@ pub mod methods;
 pub mod naming;
 pub mod permissions;
 pub mod registry;
+pub mod sandbox;
 pub mod schema;
 pub mod transport;
 

@@ -33,6 +33,8 @@ pub enum Endpoint {
         env: Vec<Pair>,
         /// Working directory; the host's own when absent.
         cwd: Option<String>,
+        /// What its process may reach; unconfined when absent.
+        sandbox: Option<crate::sandbox::Sandbox>,
     },
     /// Streamable HTTP.
     Http {
@@ -136,6 +138,8 @@ pub struct Diagnostics {
     pub oversized_messages: u64,
     /// How the process ended, once it has ("exit code 1").
     pub exit_status: Option<String>,
+    /// The sandbox the process runs in, as the host describes it; none when unconfined.
+    pub sandbox: Option<String>,
 }
 
 impl Diagnostics {
@@ -153,7 +157,15 @@ impl Diagnostics {
             return String::new();
         }
         let start = lines.len().saturating_sub(LINES);
-        format!("; last stderr: {}", lines[start..].join(" | "))
+        let mut suffix = format!("; last stderr: {}", lines[start..].join(" | "));
+        // A permission error from a confined server usually means a missing grant.
+        if let Some(sandbox) = &self.sandbox {
+            suffix.push_str(&format!(
+                " (it runs in a sandbox: {sandbox}; a permission error above may mean it needs \
+                 another grant)"
+            ));
+        }
+        suffix
     }
 }
 

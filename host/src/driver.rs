@@ -251,6 +251,10 @@ impl Driver {
 
     /// Publishes events, and fresh snapshots first when one calls for them.
     async fn publish(&mut self, events: Vec<registry::Event>) -> wasmtime::Result<()> {
+        // The host's own warnings (from opening connections) come with the turn.
+        for notice in self.store.data().take_notices() {
+            let _ = self.published.events.send(Event::Warning(notice));
+        }
         if events.is_empty() {
             return Ok(());
         }

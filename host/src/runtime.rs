@@ -314,6 +314,7 @@ impl Runtime {
             skipped_lines: d.skipped_lines,
             oversized_messages: d.oversized_messages,
             exit_status: d.exit_status.clone(),
+            sandbox: d.sandbox.clone(),
         })
     }
 

@@ -106,9 +106,27 @@ pub(crate) struct HostState {
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
     pub memo: Arc<crate::imports::state::Memo>,
+    /// Warnings from the host's own imports (a sandbox grant dropped or skipped),
+    /// published by the driver as warning events after each guest call.
+    pub notices: Mutex<Vec<String>>,
 }
 
 impl HostState {
+    /// Queues warnings for the embedder (see `notices`).
+    pub fn notice(&self, warnings: Vec<String>) {
+        if !warnings.is_empty() {
+            self.notices
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(warnings);
+        }
+    }
+
+    /// Takes the queued warnings.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     pub fn new(
         policy: Policy,
         wake: Arc<Wake>,
@@ -126,6 +144,7 @@ impl HostState {
             wake,
             diagnostics,
             memo: Arc::default(),
+            notices: Mutex::default(),
         }
     }
 }

@@ -56,6 +56,9 @@ pub struct ServerDiagnostics {
     pub oversized_messages: u64,
     /// How the process ended ("exit code 1", "signal 9"), once it has.
     pub exit_status: Option<String>,
+    /// The sandbox the process runs in (the kernel mechanism and the grants),
+    /// when its entry has a `sandbox` block.
+    pub sandbox: Option<String>,
 }
 
 /// One tool in the registry.

@@ -526,3 +526,28 @@ fn a_terminal_is_asked() {
         "a refusal at the prompt is the user's: {shown}"
     );
 }
+
+#[test]
+fn sandboxed_servers() {
+    let script = repo().join("examples/demo-server.py");
+    let cfg = config(
+        "sandbox",
+        json!({
+            // python3 may be a version manager's shim: its installation is granted too.
+            "demo": { "command": "python3", "args": [script], "sandbox": { "read": [script] } },
+            "blind": { "command": "python3", "args": [script], "sandbox": {} },
+        }),
+    );
+    let out = mcpbox(
+        &cfg,
+        &["call", "mcp__demo__echo", r#"{"text": "confined"}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "confined");
+    // Without its script the server cannot start, and the error says why.
+    let out = mcpbox(&cfg, &["call", "mcp__blind__echo", r#"{"text": "x"}"#]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("it runs in a sandbox: Landlock ABI"), "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+}

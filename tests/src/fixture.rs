@@ -22,6 +22,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "close_stdout",
     "elicit",
     "pids",
+    "read_text",
+    "connect",
 ];
 
 /// The first of two tool names that share their first 70 characters, so both

@@ -47,6 +47,12 @@ const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
 /// the pipe open must not hold the error back for longer.
 const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
 
+/// What confines a child: a prepared Landlock ruleset (Linux only).
+#[cfg(target_os = "linux")]
+pub(crate) type Confinement = super::sandbox::Prepared;
+#[cfg(not(target_os = "linux"))]
+pub(crate) type Confinement = std::convert::Infallible;
+
 /// The running parts of one stdio server, handed to [`super::Connection`].
 pub(crate) struct Spawned {
     pub pipes: Pipes,
@@ -71,10 +77,12 @@ impl std::fmt::Debug for ProcessGuard {
 }
 
 /// Starts the server. Must be called inside a tokio runtime.
+/// `sandbox`, when given, confines the child before it runs the command.
 pub(crate) fn spawn(
     spec: &StdioSpec,
     max_message: usize,
     diagnostics: Arc<Mutex<Diagnostics>>,
+    sandbox: Option<Confinement>,
 ) -> Result<Spawned, wit::TransportError> {
     let mut command = Command::new(&spec.command);
     command
@@ -89,6 +97,12 @@ pub(crate) fn spawn(
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
+    #[cfg(target_os = "linux")]
+    if let Some(prepared) = sandbox {
+        super::sandbox::confine_before_exec(&mut command, prepared);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = sandbox;
     let mut child = command.spawn().map_err(|e| {
         let place = spec
             .cwd

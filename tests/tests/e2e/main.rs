@@ -13,6 +13,7 @@ mod fixture;
 mod http;
 mod peers;
 mod permissions;
+mod sandbox;
 
 use std::time::Duration;
 
