@@ -37,7 +37,7 @@ mod bindings {
 }
 
 use bindings::exports::mcpbox::runtime::registry as wit;
-use bindings::mcpbox::runtime::{control, state, transport, types};
+use bindings::mcpbox::runtime::{blobs, control, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
 
@@ -116,6 +116,26 @@ impl Platform for Host {
 
     fn memo_set(&mut self, key: &str, value: &str) {
         state::set(key, value);
+    }
+
+    fn write_blob(
+        &mut self,
+        server: &str,
+        name: &str,
+        mime_type: &str,
+        data: &[u8],
+    ) -> Result<crate::transport::Blob, crate::transport::BlobError> {
+        use crate::transport::{Blob, BlobError};
+        blobs::write(server, name, mime_type, data)
+            .map(|b| Blob {
+                uri: b.uri,
+                size: b.size,
+            })
+            .map_err(|e| match e {
+                blobs::BlobError::Denied(m) => BlobError::Denied(m),
+                blobs::BlobError::TooLarge(limit) => BlobError::TooLarge(limit),
+                blobs::BlobError::Io(m) => BlobError::Io(m),
+            })
     }
 
     fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {
@@ -427,6 +447,14 @@ impl wit::Guest for Component {
 
     fn enable_approvals() {
         with(Manager::enable_approvals);
+    }
+
+    fn set_options(options: wit::EmbedderOptions) {
+        let options = crate::manager::EmbedderOptions {
+            max_result_bytes: options.max_result_bytes,
+            inline_media: options.inline_media,
+        };
+        with(|m| m.set_options(options));
     }
 
     fn start() {

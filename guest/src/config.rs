@@ -88,6 +88,8 @@ pub struct Config {
     /// The top-level `permissions` and `profiles` and the servers' tool filters,
     /// resolved against `servers`.
     pub permissions: Permissions,
+    /// The top-level `output`: how large results and media are limited.
+    pub output: crate::output::Settings,
 }
 
 /// A JSON object's members in the order they were written. `serde_json::Map`
@@ -254,6 +256,8 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
         &config.servers,
         &mut config.issues,
     );
+    config.output =
+        crate::output::Settings::read(top.get("output").map(value).as_ref(), &mut config.issues);
     Ok(config)
 }
 

@@ -28,6 +28,7 @@
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
+//! | [`output`] | output limits: oversized results and media written to host files, a head and a link passed on |
 //! | [`sandbox`] | a stdio server's `sandbox` block: the grants the host enforces on its process |
 //! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
@@ -47,6 +48,7 @@ pub mod jsonrpc;
 pub mod manager;
 pub mod methods;
 pub mod naming;
+pub mod output;
 pub mod permissions;
 pub mod registry;
 pub mod sandbox;

@@ -314,6 +314,23 @@ pub struct Manager<P: Platform> {
     approvals: BTreeMap<u64, approvals::Pending>,
     /// Tools approved for the session, as (profile, registry name).
     session_approvals: alloc::collections::BTreeSet<(Option<String>, String)>,
+    /// Calls started and not yet completed, with what their end needs to know
+    /// (see `completion`).
+    flight: BTreeMap<u64, completion::Flight>,
+    /// How results are limited (the configuration's `output`, the embedder's
+    /// overrides).
+    output: crate::output::Settings,
+    /// The embedder's overrides, kept across configuration loads.
+    options: EmbedderOptions,
+}
+
+/// What the embedder sets over the configuration (`registry.set-options`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbedderOptions {
+    /// Overrides `output.maxBytes`.
+    pub max_result_bytes: Option<u64>,
+    /// Overrides `output.media` (true: `inline`).
+    pub inline_media: Option<bool>,
 }
 
 impl<P: Platform> fmt::Debug for Manager<P> {
@@ -371,6 +388,9 @@ impl<P: Platform> Manager<P> {
             approvals_enabled: false,
             approvals: BTreeMap::new(),
             session_approvals: Default::default(),
+            flight: BTreeMap::new(),
+            output: Default::default(),
+            options: EmbedderOptions::default(),
         }
     }
 
@@ -435,6 +455,8 @@ impl<P: Platform> Manager<P> {
         self.inputs.clear();
         self.origin = origin.to_string();
         self.permissions = parsed.permissions;
+        self.output = parsed.output;
+        self.apply_options();
         self.rule_warnings.clear();
         self.session_approvals.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
@@ -629,6 +651,10 @@ impl<P: Platform> Manager<P> {
             .timeout_ms
             .unwrap_or(self.slots[i].config.tool_timeout_ms);
         let call = self.next_call;
+        let flight = completion::Flight {
+            server: server.clone(),
+            tool: found.clone(),
+        };
         if let Decision::Ask(rule) = decision
             && !self.approved_for_session(tool, profile)
         {
@@ -642,17 +668,24 @@ impl<P: Platform> Manager<P> {
                 rule,
                 profile: profile.map(String::from),
             })?;
+            self.flight.insert(call, flight);
             self.next_call += 1;
             return Ok(call);
         }
-        self.dispatch(
+        // Noted before sending: a call may complete within `dispatch`.
+        self.flight.insert(call, flight);
+        let sent = self.dispatch(
             call,
             i,
             &found,
             arguments,
             timeout_ms,
             now.saturating_add(timeout_ms),
-        )?;
+        );
+        if sent.is_err() {
+            self.flight.remove(&call);
+        }
+        sent?;
         self.next_call += 1;
         Ok(call)
     }
@@ -783,7 +816,24 @@ impl<P: Platform> Manager<P> {
                 }
             }
         }
-        core::mem::take(&mut self.completions)
+        let done = core::mem::take(&mut self.completions);
+        done.into_iter().map(|c| self.finish(c)).collect()
+    }
+
+    /// Sets what the embedder overrides over the configuration (output limits);
+    /// kept across configuration loads.
+    pub fn set_options(&mut self, options: EmbedderOptions) {
+        self.options = options;
+        self.apply_options();
+    }
+
+    fn apply_options(&mut self) {
+        if let Some(max) = self.options.max_result_bytes {
+            self.output.max_bytes = max.max(1);
+        }
+        if let Some(inline) = self.options.inline_media {
+            self.output.inline_media = inline;
+        }
     }
 
     /// Takes the events queued since the last call.
@@ -1282,6 +1332,7 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
 }
 
 mod approvals;
+mod completion;
 
 #[cfg(test)]
 mod tests;

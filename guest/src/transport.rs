@@ -211,6 +211,50 @@ pub trait Platform {
     fn memo_set(&mut self, key: &str, value: &str) {
         let _ = (key, value);
     }
+    /// Has the host write `data` to a new file (`mcpbox:runtime/blobs`): a
+    /// result too large to pass on, or an image. `name` suggests the file name.
+    fn write_blob(
+        &mut self,
+        server: &str,
+        name: &str,
+        mime_type: &str,
+        data: &[u8],
+    ) -> Result<Blob, BlobError> {
+        let _ = (server, name, mime_type, data);
+        Err(BlobError::Denied("this platform keeps no files".into()))
+    }
+}
+
+/// A file the host wrote for the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// Where it is, as a URI (`file:///…`).
+    pub uri: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Why the host did not write a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobError {
+    /// Its policy keeps no files, or no more of them.
+    Denied(String),
+    /// Larger than the host accepts (the limit, in bytes).
+    TooLarge(u64),
+    /// Writing failed.
+    Io(String),
+}
+
+impl fmt::Display for BlobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlobError::Denied(m) => write!(f, "denied: {m}"),
+            BlobError::TooLarge(limit) => {
+                write!(f, "larger than the {limit} bytes the host keeps per file")
+            }
+            BlobError::Io(m) => write!(f, "{m}"),
+        }
+    }
 }
 
 /// Formats a duration for people: `30s`, `1.5s`, `250ms`.

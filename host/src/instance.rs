@@ -11,8 +11,9 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::Error;
-use crate::bindings::{Mcpbox, McpboxPre, control, registry, state, transport};
+use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, state, transport};
 use crate::engine::EPOCH_TICK;
+use crate::imports::blobs::Results;
 use crate::imports::state::Memo;
 use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
 use crate::types::{ConfigIssue, ServerStatus, Tool};
@@ -53,6 +54,10 @@ pub(crate) struct Factory {
     diagnostics: DiagnosticsMap,
     /// What the guest remembers across runs (`mcpbox:runtime/state`).
     memo: Arc<Memo>,
+    /// Where the `blobs` import writes.
+    results: Arc<Results>,
+    /// What the embedder sets over the configuration.
+    embedder: EmbedderSettings,
     origin: String,
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
@@ -68,6 +73,13 @@ pub(crate) struct Started {
     pub issues: Vec<ConfigIssue>,
     pub servers: Vec<ServerStatus>,
     pub tools: Vec<Tool>,
+}
+
+/// What the embedder sets over the configuration (see `Options`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EmbedderSettings {
+    pub max_result_bytes: Option<u64>,
+    pub inline_media: Option<bool>,
 }
 
 impl Factory {
@@ -89,6 +101,7 @@ impl Factory {
             transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             state::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            blobs::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             Ok(())
         };
         link(&mut linker)
@@ -105,6 +118,8 @@ impl Factory {
             wake,
             diagnostics,
             memo: Arc::default(),
+            results: Arc::new(Results::new(None, 0, 0)),
+            embedder: EmbedderSettings::default(),
             origin,
             text,
             input_requests: false,
@@ -112,7 +127,7 @@ impl Factory {
         })
     }
 
-    /// Lets servers ask for input (elicitation) in every instance made from now on.
+    /// Lets `ask` rules be asked (approvals) in every instance made from now on.
     pub fn with_approvals(mut self, enabled: bool) -> Factory {
         self.approvals = enabled;
         self
@@ -121,6 +136,18 @@ impl Factory {
     /// Lets servers ask for input (elicitation) in every instance made from now on.
     pub fn with_input_requests(mut self, enabled: bool) -> Factory {
         self.input_requests = enabled;
+        self
+    }
+
+    /// Where the `blobs` import writes (nowhere by default).
+    pub fn with_results(mut self, results: Arc<Results>) -> Factory {
+        self.results = results;
+        self
+    }
+
+    /// Sets the embedder's overrides (`registry.set-options`).
+    pub fn with_embedder(mut self, options: EmbedderSettings) -> Factory {
+        self.embedder = options;
         self
     }
 
@@ -139,6 +166,7 @@ impl Factory {
             self.diagnostics.clone(),
         );
         state.memo = self.memo.clone();
+        state.results = self.results.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);
@@ -172,6 +200,14 @@ impl Factory {
                 .await
                 .map_err(trapped("enabling approvals"))?;
         }
+        let options = registry::EmbedderOptions {
+            max_result_bytes: self.embedder.max_result_bytes,
+            inline_media: self.embedder.inline_media,
+        };
+        registry
+            .call_set_options(&mut store, options)
+            .await
+            .map_err(trapped("setting options"))?;
         registry
             .call_start(&mut store)
             .await

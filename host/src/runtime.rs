@@ -11,8 +11,9 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::Error;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
+use crate::imports::blobs::Results;
 use crate::imports::state::Memo;
-use crate::instance::Factory;
+use crate::instance::{EmbedderSettings, Factory};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
@@ -53,6 +54,9 @@ pub struct Options {
     memory_limit: usize,
     input_requests: bool,
     approvals: bool,
+    /// Where result files go: `None` for the default, `Some(None)` for none.
+    results_dir: Option<Option<PathBuf>>,
+    embedder: EmbedderSettings,
 }
 
 impl Options {
@@ -79,6 +83,8 @@ impl Options {
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
             approvals: false,
+            results_dir: None,
+            embedder: EmbedderSettings::default(),
         }
     }
 
@@ -109,6 +115,31 @@ impl Options {
     /// [`InputAnswer::approve_for_session`]: crate::InputAnswer::approve_for_session
     pub fn approvals(mut self, enabled: bool) -> Self {
         self.approvals = enabled;
+        self
+    }
+
+    /// Where oversized tool results and the images and audio in results are
+    /// written (see the README, "Output limits"); `None` keeps no files (results
+    /// are then cut, and media passed on inline). Default: a directory of its own
+    /// per runtime, `results/<unix seconds>-<pid>` in the cache directory (in the
+    /// system's temporary directory when there is no cache directory).
+    pub fn results_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.results_dir = Some(dir);
+        self
+    }
+
+    /// Results larger than this many bytes are written to a file and passed on as
+    /// their head, a note and a link to the file (overrides the configuration's
+    /// `output.maxBytes`; default 100,000).
+    pub fn max_result_bytes(mut self, bytes: u64) -> Self {
+        self.embedder.max_result_bytes = Some(bytes);
+        self
+    }
+
+    /// Keeps images and audio in results inline (base64) instead of writing them
+    /// to files (overrides the configuration's `output.media`).
+    pub fn inline_media(mut self, inline: bool) -> Self {
+        self.embedder.inline_media = Some(inline);
         self
     }
 
@@ -220,10 +251,21 @@ impl Runtime {
 
         let wake = Arc::new(Wake::default());
         let diagnostics = DiagnosticsMap::default();
+        let results_dir = match &options.results_dir {
+            Some(chosen) => chosen.clone(),
+            None => Some(Results::default_dir(
+                &options
+                    .cache_dir
+                    .clone()
+                    .unwrap_or_else(|| std::env::temp_dir().join("mcpbox")),
+            )),
+        };
+        let max_file = options.policy.max_message_bytes as u64;
+        let max_total = options.policy.max_result_files_bytes;
         let factory = Factory::new(
             engine,
             &component,
-            options.policy,
+            options.policy.clone(),
             options.memory_limit,
             wake.clone(),
             diagnostics.clone(),
@@ -231,7 +273,9 @@ impl Runtime {
         )?
         .with_memo(Memo::in_dir(options.cache_dir.as_deref()))
         .with_input_requests(options.input_requests)
-        .with_approvals(options.approvals);
+        .with_approvals(options.approvals)
+        .with_results(Arc::new(Results::new(results_dir, max_file, max_total)))
+        .with_embedder(options.embedder.clone());
         let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();

@@ -33,8 +33,12 @@ pub struct Policy {
     /// goes on the network.
     pub allow_network: bool,
     /// Largest message accepted from a server, in bytes; larger ones are dropped
-    /// with a clear error for the request they answer.
+    /// with a clear error for the request they answer. Also the largest result
+    /// file (see [`Options::results_dir`](crate::Options::results_dir)).
     pub max_message_bytes: usize,
+    /// The most bytes of result files (oversized results, images, audio) one
+    /// runtime writes; past it, results are cut and media passed on inline.
+    pub max_result_files_bytes: u64,
 }
 
 impl Default for Policy {
@@ -43,6 +47,7 @@ impl Default for Policy {
             allow_processes: true,
             allow_network: true,
             max_message_bytes: 64 * 1024 * 1024,
+            max_result_files_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -109,6 +114,8 @@ pub(crate) struct HostState {
     /// Warnings from the host's own imports (a sandbox grant dropped or skipped),
     /// published by the driver as warning events after each guest call.
     pub notices: Mutex<Vec<String>>,
+    /// Where the `blobs` import writes (none by default: every write is denied).
+    pub results: Arc<crate::imports::blobs::Results>,
 }
 
 impl HostState {
@@ -145,6 +152,7 @@ impl HostState {
             diagnostics,
             memo: Arc::default(),
             notices: Mutex::default(),
+            results: Arc::new(crate::imports::blobs::Results::new(None, 0, 0)),
         }
     }
 }

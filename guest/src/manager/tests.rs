@@ -1816,3 +1816,6 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
 
 // Permission rules: denied tools, profiles, approvals.
 mod permissions;
+
+// What happens at a call's end: output limits.
+mod completion;

@@ -6,10 +6,12 @@
 //! | `mcpbox:runtime/transport` | [`crate::transport`] (`mod.rs`: `Host`, `HostConnection`; one module per wire) |
 //! | `mcpbox:runtime/control`   | [`control`]                    |
 //! | `mcpbox:runtime/state`     | [`state`]                      |
+//! | `mcpbox:runtime/blobs`     | [`blobs`]                      |
 //! | `wasi:io`, `wasi:clocks`   | `wasmtime-wasi`                |
 //!
 //! Each implementation is thin: it looks up the resource, calls plain Rust and
 //! maps the error. All of them are implemented on [`crate::store::HostState`].
 
+pub(crate) mod blobs;
 pub(crate) mod control;
 pub(crate) mod state;

@@ -11,6 +11,7 @@ mod era;
 mod faults;
 mod fixture;
 mod http;
+mod output;
 mod peers;
 mod permissions;
 mod sandbox;
