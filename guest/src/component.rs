@@ -335,6 +335,18 @@ fn to_wit_event(e: Event) -> wit::Event {
             }),
         }),
         Event::InputWithdrawn(id) => wit::Event::InputWithdrawn(id),
+        Event::Audit(r) => wit::Event::Audit(wit::AuditRecord {
+            call: r.call,
+            server: r.server,
+            tool: r.tool,
+            profile: r.profile,
+            decision: r.decision,
+            rule: r.rule,
+            approval: r.approval,
+            outcome: r.outcome,
+            duration_ms: r.duration_ms,
+            arguments: r.arguments,
+        }),
     }
 }
 
@@ -453,8 +465,14 @@ impl wit::Guest for Component {
         let options = crate::manager::EmbedderOptions {
             max_result_bytes: options.max_result_bytes,
             inline_media: options.inline_media,
+            audit: options.audit,
+            audit_arguments: options.audit_arguments,
         };
         with(|m| m.set_options(options));
+    }
+
+    fn audit_file() -> Option<String> {
+        with(|m| m.audit_file().map(String::from))
     }
 
     fn start() {

@@ -90,6 +90,8 @@ pub struct Config {
     pub permissions: Permissions,
     /// The top-level `output`: how large results and media are limited.
     pub output: crate::output::Settings,
+    /// The top-level `audit`: where the audit trail goes.
+    pub audit: crate::audit::Settings,
 }
 
 /// A JSON object's members in the order they were written. `serde_json::Map`
@@ -258,6 +260,8 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
     );
     config.output =
         crate::output::Settings::read(top.get("output").map(value).as_ref(), &mut config.issues);
+    config.audit =
+        crate::audit::Settings::read(top.get("audit").map(value).as_ref(), &mut config.issues);
     Ok(config)
 }
 

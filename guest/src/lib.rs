@@ -28,6 +28,7 @@
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
+//! | [`audit`] | the audit trail: one record per call (decision, rule, approval, outcome, duration) |
 //! | [`output`] | output limits: oversized results and media written to host files, a head and a link passed on |
 //! | [`sandbox`] | a stdio server's `sandbox` block: the grants the host enforces on its process |
 //! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called |
@@ -41,6 +42,7 @@
 
 extern crate alloc;
 
+pub mod audit;
 pub mod client;
 pub mod config;
 pub mod elicitation;

@@ -174,6 +174,9 @@ pub enum Event {
     InputRequested(InputRequest),
     /// The input request of this id needs no answer any more.
     InputWithdrawn(u64),
+    /// A call ended (or was refused): what the rules decided and how it went.
+    /// Only queued when audit events are on ([`EmbedderOptions::audit`]).
+    Audit(crate::audit::AuditRecord),
 }
 
 struct Slot<C> {
@@ -320,6 +323,12 @@ pub struct Manager<P: Platform> {
     /// How results are limited (the configuration's `output`, the embedder's
     /// overrides).
     output: crate::output::Settings,
+    /// Whether every call's end queues an [`Event::Audit`].
+    audit_events: bool,
+    /// Whether audit records carry the arguments.
+    audit_arguments: bool,
+    /// The configuration's `audit` object.
+    audit: crate::audit::Settings,
     /// The embedder's overrides, kept across configuration loads.
     options: EmbedderOptions,
 }
@@ -331,6 +340,10 @@ pub struct EmbedderOptions {
     pub max_result_bytes: Option<u64>,
     /// Overrides `output.media` (true: `inline`).
     pub inline_media: Option<bool>,
+    /// Queue an [`Event::Audit`] for every call.
+    pub audit: Option<bool>,
+    /// Overrides `audit.arguments`.
+    pub audit_arguments: Option<bool>,
 }
 
 impl<P: Platform> fmt::Debug for Manager<P> {
@@ -390,6 +403,9 @@ impl<P: Platform> Manager<P> {
             session_approvals: Default::default(),
             flight: BTreeMap::new(),
             output: Default::default(),
+            audit_events: false,
+            audit_arguments: false,
+            audit: Default::default(),
             options: EmbedderOptions::default(),
         }
     }
@@ -456,6 +472,7 @@ impl<P: Platform> Manager<P> {
         self.origin = origin.to_string();
         self.permissions = parsed.permissions;
         self.output = parsed.output;
+        self.audit = parsed.audit;
         self.apply_options();
         self.rule_warnings.clear();
         self.session_approvals.clear();
@@ -613,6 +630,24 @@ impl<P: Platform> Manager<P> {
         options: CallOptions,
         profile: Option<&str>,
     ) -> Result<u64, CallError> {
+        let mut attempt = completion::Attempt::default();
+        let started = self.begin_call(tool, arguments, options, profile, &mut attempt);
+        if let Err(e) = &started {
+            self.audit_refusal(tool, arguments, profile, attempt, e);
+        }
+        started
+    }
+
+    /// [`Manager::start_call_as`], noting what it decided in `attempt` for the
+    /// audit record of a call refused at once.
+    fn begin_call(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        options: CallOptions,
+        profile: Option<&str>,
+        attempt: &mut completion::Attempt,
+    ) -> Result<u64, CallError> {
         let (i, found) = match self.registry.get(tool) {
             Some(entry) => {
                 let Some(i) = self
@@ -625,7 +660,16 @@ impl<P: Platform> Manager<P> {
                 (i, entry.tool.clone())
             }
             None => {
-                // One of a lost server's kept tools, or a denied one, or unknown.
+                // A tool the rules deny, one of a lost server's kept tools, or unknown.
+                let refused = self
+                    .slots
+                    .iter()
+                    .find_map(|s| Some((s.config.name.clone(), s.denied.get(tool)?.clone())));
+                if let Some((server, rule)) = refused {
+                    attempt.server = Some(server);
+                    attempt.decision = Some(Decision::Deny(rule.clone()));
+                    return Err(denied(tool, &rule));
+                }
                 let owner = self.slots.iter().enumerate().find_map(|(i, s)| {
                     let kept = s.state != ServerState::Connected;
                     kept.then(|| s.retained(tool))
@@ -640,6 +684,8 @@ impl<P: Platform> Manager<P> {
         };
         let server = self.slots[i].config.name.clone();
         let decision = self.permissions.decide(&server, &found.def.name, profile);
+        attempt.server = Some(server.clone());
+        attempt.decision = Some(decision.clone());
         if let Decision::Deny(rule) = &decision {
             return Err(denied(tool, rule));
         }
@@ -651,26 +697,36 @@ impl<P: Platform> Manager<P> {
             .timeout_ms
             .unwrap_or(self.slots[i].config.tool_timeout_ms);
         let call = self.next_call;
-        let flight = completion::Flight {
+        let mut flight = completion::Flight {
             server: server.clone(),
             tool: found.clone(),
+            decision: decision.clone(),
+            profile: profile.map(String::from),
+            approval: None,
+            started_ms: now,
+            arguments: self.audit_arguments.then(|| arguments.clone()),
         };
-        if let Decision::Ask(rule) = decision
-            && !self.approved_for_session(tool, profile)
-        {
-            self.ask_approval(approvals::Pending {
-                call,
-                slot: i,
-                tool: found,
-                arguments,
-                timeout_ms,
-                deadline_ms: now.saturating_add(timeout_ms),
-                rule,
-                profile: profile.map(String::from),
-            })?;
-            self.flight.insert(call, flight);
-            self.next_call += 1;
-            return Ok(call);
+        if let Decision::Ask(rule) = decision {
+            if self.approved_for_session(tool, profile) {
+                flight.approval = Some("session-earlier");
+            } else {
+                if !self.approvals_enabled {
+                    attempt.approval = Some("nobody");
+                }
+                self.ask_approval(approvals::Pending {
+                    call,
+                    slot: i,
+                    tool: found,
+                    arguments,
+                    timeout_ms,
+                    deadline_ms: now.saturating_add(timeout_ms),
+                    rule,
+                    profile: profile.map(String::from),
+                })?;
+                self.flight.insert(call, flight);
+                self.next_call += 1;
+                return Ok(call);
+            }
         }
         // Noted before sending: a call may complete within `dispatch`.
         self.flight.insert(call, flight);
@@ -820,8 +876,8 @@ impl<P: Platform> Manager<P> {
         done.into_iter().map(|c| self.finish(c)).collect()
     }
 
-    /// Sets what the embedder overrides over the configuration (output limits);
-    /// kept across configuration loads.
+    /// Sets what the embedder overrides over the configuration (output limits,
+    /// audit events); kept across configuration loads.
     pub fn set_options(&mut self, options: EmbedderOptions) {
         self.options = options;
         self.apply_options();
@@ -834,6 +890,14 @@ impl<P: Platform> Manager<P> {
         if let Some(inline) = self.options.inline_media {
             self.output.inline_media = inline;
         }
+        self.audit_events = self.options.audit.unwrap_or(false);
+        self.audit_arguments = self.options.audit_arguments.unwrap_or(self.audit.arguments);
+    }
+
+    /// The configuration's `audit.file`, as written (`${VAR}` unresolved): where
+    /// the host is asked to write the audit trail.
+    pub fn audit_file(&self) -> Option<&str> {
+        self.audit.file.as_deref()
     }
 
     /// Takes the events queued since the last call.

@@ -146,6 +146,13 @@ impl<P: Platform> Manager<P> {
         let pending = self.approvals.remove(&id)?;
         self.calls.remove(&pending.call);
         let tool = pending.tool.name.clone();
+        if let Some(flight) = self.flight.get_mut(&pending.call) {
+            flight.approval = Some(match verdict {
+                Verdict::Once => "once",
+                Verdict::Session => "session",
+                Verdict::Refused => "refused",
+            });
+        }
         match verdict {
             Verdict::Refused => {
                 let message = format!(
@@ -189,6 +196,7 @@ impl<P: Platform> Manager<P> {
         };
         self.approvals.remove(&id);
         self.events.push(Event::InputWithdrawn(id));
+        self.note_approval(call, "withdrawn");
         self.complete(call, Err(CallError::Cancelled));
         true
     }
@@ -209,6 +217,7 @@ impl<P: Platform> Manager<P> {
                 continue;
             };
             self.events.push(Event::InputWithdrawn(id));
+            self.note_approval(p.call, "unanswered");
             let message = format!(
                 "{} was not approved within the call's timeout of {} (the permission rule {} asks first)",
                 p.tool.name,
@@ -223,8 +232,16 @@ impl<P: Platform> Manager<P> {
     pub(super) fn withdraw_approvals(&mut self, why: &str) {
         for (id, p) in core::mem::take(&mut self.approvals) {
             self.events.push(Event::InputWithdrawn(id));
+            self.note_approval(p.call, "withdrawn");
             let message = format!("{} is unavailable: {why}", p.tool.name);
             self.complete(p.call, Err(CallError::ServerUnavailable(message)));
+        }
+    }
+
+    /// Notes how call `call`'s approval ended, for its audit record.
+    fn note_approval(&mut self, call: u64, how: &'static str) {
+        if let Some(flight) = self.flight.get_mut(&call) {
+            flight.approval = Some(how);
         }
     }
 

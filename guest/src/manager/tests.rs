@@ -1817,5 +1817,5 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
 // Permission rules: denied tools, profiles, approvals.
 mod permissions;
 
-// What happens at a call's end: output limits.
+// What happens at a call's end: output limits, audit records.
 mod completion;
