@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use wasmtime::Store;
 
+use crate::audit::AuditLog;
 use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
@@ -90,6 +91,8 @@ pub(crate) struct Driver {
     traps: Vec<Instant>,
     /// When `cancel_abandoned` last looked at every pending call.
     last_abandon_scan: Instant,
+    /// The audit trail's file, when one is named.
+    audit: Option<Arc<AuditLog>>,
 }
 
 /// A guest that traps this many times within [`TRAP_WINDOW`] is not restarted again.
@@ -116,7 +119,15 @@ impl Driver {
             interrupted: None,
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
+            audit: None,
         }
+    }
+
+    /// Appends audit records to `audit` (the first instance's; a replacement
+    /// instance brings its own).
+    pub fn with_audit(mut self, audit: Option<Arc<AuditLog>>) -> Self {
+        self.audit = audit;
+        self
     }
 
     /// Runs until shut down or until every runtime handle is dropped. A guest
@@ -141,6 +152,7 @@ impl Driver {
                     // The old store goes with its connections, which stops its servers.
                     self.store = started.store;
                     self.guest = started.guest;
+                    self.audit = started.audit;
                     self.published.tools.send_replace(Arc::new(started.tools));
                     self.published
                         .servers
@@ -268,8 +280,14 @@ impl Driver {
             self.publish_snapshots().await?;
         }
         for event in events {
+            let event: Event = event.into();
+            if let (Event::Audit(record), Some(log)) = (&event, &self.audit)
+                && let Err(e) = log.write(record)
+            {
+                let _ = self.published.events.send(Event::Warning(e));
+            }
             // No subscribers is fine: events are for whoever listens.
-            let _ = self.published.events.send(event.into());
+            let _ = self.published.events.send(event);
         }
         Ok(())
     }
@@ -296,6 +314,9 @@ impl Driver {
                         self.pending.insert(call, reply);
                     }
                     Ok(Err(e)) => {
+                        // A refusal's audit record is out (and in the audit file)
+                        // before the caller hears of it.
+                        self.publish_events().await?;
                         let _ = reply.send(Err(e.into()));
                     }
                     Err(trap) => {

@@ -11,6 +11,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::Error;
+use crate::audit::AuditLog;
 use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, state, transport};
 use crate::engine::EPOCH_TICK;
 use crate::imports::blobs::Results;
@@ -73,6 +74,8 @@ pub(crate) struct Started {
     pub issues: Vec<ConfigIssue>,
     pub servers: Vec<ServerStatus>,
     pub tools: Vec<Tool>,
+    /// The audit trail's file, when the embedder or the configuration names one.
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 /// What the embedder sets over the configuration (see `Options`).
@@ -80,6 +83,11 @@ pub(crate) struct Started {
 pub(crate) struct EmbedderSettings {
     pub max_result_bytes: Option<u64>,
     pub inline_media: Option<bool>,
+    /// Whether audit events reach the embedder even with no file.
+    pub audit_events: bool,
+    pub audit_arguments: Option<bool>,
+    /// Overrides the configuration's `audit.file`.
+    pub audit_file: Option<std::path::PathBuf>,
 }
 
 impl Factory {
@@ -145,7 +153,8 @@ impl Factory {
         self
     }
 
-    /// Sets the embedder's overrides (`registry.set-options`).
+    /// Sets the embedder's overrides (`registry.set-options`) and the audit log
+    /// file the embedder names (the configuration may name one too).
     pub fn with_embedder(mut self, options: EmbedderSettings) -> Factory {
         self.embedder = options;
         self
@@ -200,9 +209,31 @@ impl Factory {
                 .await
                 .map_err(trapped("enabling approvals"))?;
         }
+        let audit = match &self.embedder.audit_file {
+            Some(path) => Some(path.clone()),
+            None => registry
+                .call_audit_file(&mut store)
+                .await
+                .map_err(trapped("reading the audit settings"))?
+                .map(|written| crate::audit::resolve_path(&self.origin, &written))
+                .transpose()
+                .map_err(|message| Error::Config {
+                    origin: self.origin.clone(),
+                    message,
+                })?,
+        };
+        let audit = audit
+            .map(|path| AuditLog::open(&path).map(Arc::new))
+            .transpose()
+            .map_err(|message| Error::Config {
+                origin: self.origin.clone(),
+                message,
+            })?;
         let options = registry::EmbedderOptions {
             max_result_bytes: self.embedder.max_result_bytes,
             inline_media: self.embedder.inline_media,
+            audit: Some(self.embedder.audit_events || audit.is_some()),
+            audit_arguments: self.embedder.audit_arguments,
         };
         registry
             .call_set_options(&mut store, options)
@@ -225,6 +256,7 @@ impl Factory {
             issues: issues.into_iter().map(Into::into).collect(),
             servers: servers.into_iter().map(Into::into).collect(),
             tools,
+            audit,
         })
     }
 }

@@ -42,6 +42,7 @@
 
 #![deny(missing_docs)]
 
+mod audit;
 mod bindings;
 mod driver;
 mod engine;
@@ -56,8 +57,8 @@ pub use engine::default_cache_dir;
 pub use runtime::{CallOptions, Options, Runtime};
 pub use store::Policy;
 pub use types::{
-    ApprovalRequest, CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest,
-    ServerDiagnostics, ServerState, ServerStatus, Tool,
+    ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,
+    InputRequest, ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

@@ -38,6 +38,10 @@ struct Cli {
     /// Do not start stdio servers (child processes): they fail as denied by the policy.
     #[arg(long, global = true)]
     no_processes: bool,
+    /// Append the audit trail (one JSON line per call) to this file, instead of
+    /// the configuration's `audit.file`.
+    #[arg(long, global = true, value_name = "PATH")]
+    audit: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -128,25 +132,33 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }
+    if let Some(audit) = &cli.audit {
+        options = options.audit_file(audit);
+    }
     // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why).
     options = options.approvals(matches!(cli.command, Command::Call { .. }));
     let runtime = options.open().await?;
     for issue in runtime.config_issues() {
         eprintln!("warning: {}: {issue}", cli.config.display());
     }
-    let code = match &cli.command {
-        Command::Servers { watch: false } => servers(&runtime, cli.json).await?,
-        Command::Servers { watch: true } => watch(&runtime, cli.json).await?,
-        Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await?,
+    let code = dispatch(&cli, &runtime).await;
+    // Also after a failure: the audit trail's last records go out on the way down.
+    runtime.shutdown().await;
+    code
+}
+
+async fn dispatch(cli: &Cli, runtime: &Runtime) -> Result<u8, Failure> {
+    match &cli.command {
+        Command::Servers { watch: false } => servers(runtime, cli.json).await,
+        Command::Servers { watch: true } => watch(runtime, cli.json).await,
+        Command::Tools { server } => tools(runtime, server.as_deref(), cli.json).await,
         Command::Call {
             tool,
             arguments,
             timeout,
             yes,
-        } => call(&runtime, tool, arguments, *timeout, *yes, cli.json).await?,
-    };
-    runtime.shutdown().await;
-    Ok(code)
+        } => call(runtime, tool, arguments, *timeout, *yes, cli.json).await,
+    }
 }
 
 /// Waits for every server to settle, with a spinner on a terminal.

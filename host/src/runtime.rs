@@ -143,6 +143,28 @@ impl Options {
         self
     }
 
+    /// Appends the audit trail (one JSON line per call) to this file, instead of
+    /// the configuration's `audit.file`. The file is created if missing; one
+    /// that cannot be opened fails [`Options::open`].
+    pub fn audit_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.embedder.audit_file = Some(path.into());
+        self
+    }
+
+    /// Sends every call's audit record as an [`Event::Audit`] even when no audit
+    /// file is written (with one, they are sent anyway).
+    pub fn audit_events(mut self, enabled: bool) -> Self {
+        self.embedder.audit_events = enabled;
+        self
+    }
+
+    /// Records call arguments in the audit trail (overrides the configuration's
+    /// `audit.arguments`; default off).
+    pub fn audit_arguments(mut self, enabled: bool) -> Self {
+        self.embedder.audit_arguments = Some(enabled);
+        self
+    }
+
     /// Loads another build of the guest component instead of the embedded one.
     pub fn guest_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.guest = GuestSource::File(path.into());
@@ -296,7 +318,8 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
-        );
+        )
+        .with_audit(started.audit);
         tokio::spawn(driver.run());
 
         Ok(Runtime {

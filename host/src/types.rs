@@ -163,6 +163,42 @@ pub enum Event {
     /// (its call ended, or the server withdrew it).
     #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
+    /// A call ended, or was refused before it started: what the permission rules
+    /// decided and how it went (see [`Options::audit_events`](crate::Options::audit_events)
+    /// and [`Options::audit_file`](crate::Options::audit_file)).
+    Audit(AuditRecord),
+}
+
+/// One call, as the audit trail records it; one JSON line of the audit file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// When the host learnt the call ended (RFC 3339, UTC, milliseconds).
+    pub time: String,
+    /// The call's handle in the guest; `None` when it was refused before it started.
+    pub call: Option<u64>,
+    /// The configured server name (empty when no tool of that name was found).
+    pub server: String,
+    /// The namespaced tool name.
+    pub tool: String,
+    /// The permission profile the caller used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// `allow`, `ask` or `deny`; `None` when no tool of that name was found.
+    pub decision: Option<String>,
+    /// The rule that decided, naming its field and file.
+    pub rule: Option<String>,
+    /// For `ask`: `once`, `session`, `session-earlier`, `refused`, `unanswered`,
+    /// `withdrawn` or `nobody`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// `ok`, `tool-error`, or the error's kind (`denied`, `timeout`, …).
+    pub outcome: String,
+    /// From the call's start to its end, approval included.
+    pub duration_ms: u64,
+    /// The arguments, when the trail records them (`audit.arguments`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
 }
 
 /// A server's request for input from the user: MCP elicitation
@@ -361,6 +397,21 @@ impl From<wit::Event> for Event {
                 }),
             }),
             wit::Event::InputWithdrawn(id) => Event::InputWithdrawn(id),
+            wit::Event::Audit(r) => Event::Audit(AuditRecord {
+                time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+                call: r.call,
+                server: r.server,
+                tool: r.tool,
+                profile: r.profile,
+                decision: r.decision,
+                rule: r.rule,
+                approval: r.approval,
+                outcome: r.outcome,
+                duration_ms: r.duration_ms,
+                arguments: r
+                    .arguments
+                    .map(|a| serde_json::from_str(&a).unwrap_or(Value::String(a))),
+            }),
         }
     }
 }

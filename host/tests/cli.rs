@@ -551,3 +551,50 @@ fn sandboxed_servers() {
     assert!(err.contains("it runs in a sandbox: Landlock ABI"), "{err}");
     assert!(err.contains("Permission denied"), "{err}");
 }
+
+#[test]
+fn the_audit_flag_appends_a_line_per_call() {
+    let cfg = config_text(
+        "audit",
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "permissions": { "deny": ["mcp__demo__divide"] },
+        }),
+    );
+    let file = cfg.parent().unwrap().join("audit.jsonl");
+    let _ = std::fs::remove_file(&file);
+    let audit = file.to_str().unwrap();
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--audit",
+            audit,
+            "call",
+            "mcp__demo__add",
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--audit",
+            audit,
+            "call",
+            "mcp__demo__divide",
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["tool"], "mcp__demo__add");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[1]["decision"], "deny");
+    assert_eq!(lines[1]["outcome"], "denied");
+    assert!(lines[0].get("arguments").is_none());
+}

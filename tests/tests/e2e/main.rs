@@ -5,6 +5,7 @@
 //! One test binary, so the guest is compiled (or loaded from the cache) once
 //! per run and every test shares it.
 
+mod audit;
 mod concurrency;
 mod elicitation;
 mod era;
