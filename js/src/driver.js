@@ -12,7 +12,9 @@
 // `wasi:clocks/monotonic-clock` over that doorbell and `process.hrtime`,
 // `mcpbox:runtime/control.wake-signal` over the job queue, and
 // `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
-// framing) happens on the main thread (transport.js, stdio.js).
+// framing) happens on the main thread (transport.js, stdio.js), and
+// `mcpbox:runtime/blobs` over the result directory (blobs.js). The audit trail's file
+// (audit.js) is written here too, as the guest's `audit` events come out.
 //
 // A guest that traps (anything escaping an export call) is replaced, as driver.rs
 // does: the trapped instance's connections are closed (its servers stop), a fresh
@@ -23,6 +25,8 @@
 
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
+import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
+import { Results } from './blobs.js';
 import { Doorbell } from './channel.js';
 import { formatBytes, watchRealloc } from './limits.js';
 import { Memo } from './state.js';
@@ -180,8 +184,20 @@ class Hub {
   }
 }
 
-const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests, approvals, memoryLimit } =
-  workerData;
+const {
+  port,
+  bell: bellBuffer,
+  modules,
+  glueUrl,
+  origin,
+  configText,
+  cacheDir,
+  inputRequests,
+  approvals,
+  memoryLimit,
+  results: resultsOptions,
+  embedder,
+} = workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
 /**
@@ -404,6 +420,12 @@ class Connection {
 /** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
 const memo = new Memo(cacheDir);
 
+/** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
+const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
+
+/** The audit trail's file, once the first instance has named it (kept across restarts). */
+let auditLog = null;
+
 /**
  * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
  * looks interfaces up without their `@version`, although its .d.ts names them with it.)
@@ -417,9 +439,62 @@ const imports = {
     get: (key) => memo.get(key),
     set: (key, value) => memo.set(key, value),
   },
+  'mcpbox:runtime/blobs': {
+    write: (server, name, _mimeType, data) => {
+      const written = results.write(server, name, data);
+      if (written.err !== undefined) {
+        throw new ResultError(written.err);
+      }
+      return written.ok;
+    },
+  },
   'wasi:io/poll': { Pollable, poll },
   'wasi:clocks/monotonic-clock': monotonicClock,
 };
+
+/**
+ * Opens the audit file the embedder or else the configuration names, unless one is open
+ * already; throws the configuration error's message when it cannot be opened.
+ */
+function openAuditLog(registry) {
+  if (auditLog !== null) {
+    return;
+  }
+  let path = embedder.auditFile;
+  try {
+    if (path === null) {
+      const written = registry.auditFile();
+      path = written === undefined ? null : resolveAuditPath(origin, written);
+    }
+    auditLog = path === null ? null : AuditLog.open(path);
+  } catch (error) {
+    throw { config: `${origin}: ${error.message}` };
+  }
+}
+
+/**
+ * Stamps each `audit` event with the wall-clock time and appends it to the audit file;
+ * a write that fails adds a warning event. Returns the events to publish.
+ */
+function stampAudits(events) {
+  if (!events.some((e) => e.tag === 'audit')) {
+    return events;
+  }
+  const out = [];
+  for (const e of events) {
+    if (e.tag !== 'audit') {
+      out.push(e);
+      continue;
+    }
+    const record = auditRecord(e.val, new Date().toISOString());
+    out.push({ tag: 'audit', val: record });
+    const failed = auditLog?.write(record) ?? null;
+    if (failed !== null) {
+      out.push({ tag: 'warning', val: failed });
+    }
+  }
+  return out;
+}
 
 /** A guest that traps this many times within `TRAP_WINDOW_NS` is not restarted again (as driver.rs). */
 const MAX_TRAPS = 3;
@@ -494,14 +569,22 @@ class Session {
     if (inputRequests) {
       registry.enableInputRequests();
     }
+    openAuditLog(registry);
+    registry.setOptions({
+      maxResultBytes: embedder.maxResultBytes === null ? undefined : BigInt(embedder.maxResultBytes),
+      inlineMedia: embedder.inlineMedia ?? undefined,
+      audit: embedder.auditEvents || auditLog !== null,
+      auditArguments: embedder.auditArguments ?? undefined,
+    });
     registry.start();
     return { session: new Session(registry, watch.memoryBytes), issues };
   }
 
   /** Publishes a turn's completions and events (taken from the guest when not given). */
-  publish(completions, { snapshots = false, events = this.registry.events() } = {}) {
+  publish(completions, { snapshots = false, events = this.registry.events(), refused = [] } = {}) {
+    events = stampAudits(events);
     const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
-    const done = [];
+    const done = [...refused];
     for (const c of completions) {
       const id = this.callers.get(c.call);
       if (id !== undefined) {
@@ -609,7 +692,8 @@ class Session {
         handling(null);
       }
       if (refused.length > 0) {
-        hub.post({ t: 'update', events: [], done: refused });
+        // With their audit records: out (and in the audit file) before the callers hear.
+        this.publish([], { refused });
       }
       const turn = registry.wait(IDLE_WAIT_MS);
       this.publish(turn.completions, { events: turn.events });
@@ -727,4 +811,9 @@ try {
   reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 closeLive();
+try {
+  auditLog?.close();
+} catch {
+  // Every line was written when it came; closing can only lose nothing.
+}
 hub.post({ t: 'stopped', reason });

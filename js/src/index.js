@@ -21,12 +21,16 @@
 // - endpoint.js: `${VAR}` resolution and the child's environment allowlist.
 // - framing.js: newline-delimited JSON with a size cap.
 // - state.js: the `state` import's store, `state.json` in the cache directory.
+// - blobs.js: the `blobs` import: oversized results and media written to files.
+// - audit.js: the audit trail's file.
 // - limits.js: the guest's memory limit, written into its module.
 
 import { EventEmitter } from 'node:events';
 import { readFile, readdir } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
+import { DEFAULT_MAX_RESULT_FILES_BYTES, defaultResultsDir } from './blobs.js';
 import { Doorbell } from './channel.js';
 import { DEFAULT_MEMORY_LIMIT, capMemory } from './limits.js';
 import { defaultCacheDir } from './state.js';
@@ -195,6 +199,9 @@ function event(e) {
       };
     case 'input-withdrawn':
       return { type: 'input-withdrawn', id: Number(e.val) };
+    case 'audit':
+      // Already the audit file's line (driver.js stamps and writes it).
+      return { type: 'audit', record: e.val };
     default:
       return { type: e.tag, value: e.val };
   }
@@ -209,7 +216,10 @@ function event(e) {
  * approvals of `ask` permission rules, `approvals: true`),
  * `{ type: 'input-requested', id, server, tool, message, requestedSchema, approval }` (MCP
  * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
- * with `answerInput`) and `{ type: 'input-withdrawn', id }`.
+ * with `answerInput`) and `{ type: 'input-withdrawn', id }`, and with an audit file or
+ * `auditEvents: true`, `{ type: 'audit', record }` for every call (a line of the audit
+ * trail: `time`, `call`, `server`, `tool`, `profile`, `decision`, `rule`, `approval`,
+ * `outcome`, `durationMs`, `arguments`; see the README, "The audit trail").
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -242,6 +252,24 @@ export class McpBox extends EventEmitter {
    * @param {number} [options.memoryLimit] the most linear memory the guest may use, in
    *   bytes (default 256 MiB, as the wasmtime host's `Options::memory_limit`). A guest
    *   that needs more traps, and is replaced like any trapped guest
+   * @param {string | null} [options.resultsDir] where oversized tool results and the
+   *   images and audio in results are written (README, "Output limits"); `null` keeps no
+   *   files (results are then cut, media passed on inline). Default: a directory of its
+   *   own per runtime, `results/<unix seconds>-<pid>` in the cache directory
+   * @param {number} [options.maxResultBytes] results larger than this are written to a
+   *   file and passed on as their head, a note and a link (overrides the configuration's
+   *   `output.maxBytes`; default 100,000)
+   * @param {boolean} [options.inlineMedia] keep images and audio in results inline
+   *   (base64) instead of writing them to files (overrides `output.media`)
+   * @param {number} [options.maxResultFilesBytes] all of this runtime's result files
+   *   together at most this many bytes (default 1 GiB); later writes are refused
+   * @param {string} [options.auditFile] append the audit trail (one JSON line per call)
+   *   to this file, instead of the configuration's `audit.file`; one that cannot be
+   *   opened rejects `open` with a `ConfigError` naming it
+   * @param {boolean} [options.auditEvents] emit `audit` events even without an audit
+   *   file (with one they are emitted anyway)
+   * @param {boolean} [options.auditArguments] record call arguments in the audit trail
+   *   (overrides the configuration's `audit.arguments`; default off)
    * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
    *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
    *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
@@ -284,10 +312,36 @@ export class McpBox extends EventEmitter {
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     };
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
+    const maxResultFilesBytes = options.maxResultFilesBytes ?? DEFAULT_MAX_RESULT_FILES_BYTES;
+    for (const [name, value] of [
+      ['maxResultBytes', options.maxResultBytes],
+      ['maxResultFilesBytes', maxResultFilesBytes],
+    ]) {
+      if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
+        throw new TypeError(`${name} must be a number of bytes (0 or more), not ${value}`);
+      }
+    }
+    if (options.auditFile !== undefined && (typeof options.auditFile !== 'string' || options.auditFile === '')) {
+      throw new TypeError(`auditFile must be a file name, not ${JSON.stringify(options.auditFile)}`);
+    }
+    const results = {
+      dir: options.resultsDir === undefined ? defaultResultsDir(cacheDir) : options.resultsDir,
+      maxFileBytes: policy.maxMessageBytes,
+      maxTotalBytes: maxResultFilesBytes,
+    };
+    const embedder = {
+      maxResultBytes: options.maxResultBytes ?? null,
+      inlineMedia: options.inlineMedia ?? null,
+      auditFile: options.auditFile === undefined ? null : resolvePath(options.auditFile),
+      auditEvents: options.auditEvents === true,
+      auditArguments: options.auditArguments ?? null,
+    };
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
       inputRequests: options.inputRequests === true,
       approvals: options.approvals === true,
       memoryLimit,
+      results,
+      embedder,
     });
     await box.#loaded;
     return box;
@@ -319,13 +373,15 @@ export class McpBox extends EventEmitter {
   #waiters = [];
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit }) {
+  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit, results, embedder }) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
-    this.#table = new ConnectionTable(policy, (conn, items, paused, writerEnded) =>
-      this.#post({ t: 'in', conn, items, paused, writerEnded }),
+    this.#table = new ConnectionTable(
+      policy,
+      (conn, items, paused, writerEnded) => this.#post({ t: 'in', conn, items, paused, writerEnded }),
+      (message) => this.emit('event', { type: 'warning', message }),
     );
     this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
       workerData: {
@@ -339,6 +395,8 @@ export class McpBox extends EventEmitter {
         inputRequests,
         approvals,
         memoryLimit,
+        results,
+        embedder,
       },
       transferList: [port2],
     });
@@ -530,6 +588,8 @@ export class McpBox extends EventEmitter {
       skippedLines: Number(d.skippedLines),
       oversizedMessages: Number(d.oversizedMessages),
       exitStatus: d.exitStatus ?? null,
+      // This host confines no server (see transport.js).
+      sandbox: d.sandbox ?? null,
     };
   }
 
