@@ -144,7 +144,6 @@ async fn an_audit_file_that_cannot_be_written_fails_the_open() {
     let e = Options::from_config_text("test.mcp.json", config.to_string())
         .open()
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(e.to_string().contains("/proc/mcpbox-cannot"), "{e}");
 }

@@ -25,7 +25,7 @@ async fn open_with(servers: Value, options: impl FnOnce(Options) -> Options) -> 
         .await
         .expect("the runtime opens");
     for s in ready(&runtime).await.iter() {
-        assert_connected(&[s.clone()], &s.name);
+        assert_connected(std::slice::from_ref(s), &s.name);
     }
     runtime
 }
