@@ -453,6 +453,13 @@ impl wit::Guest for Component {
             .map(|issues| issues.into_iter().map(to_wit_issue).collect())
     }
 
+    fn load_claude_settings(origin: String, text: String) -> Vec<wit::ConfigIssue> {
+        with(|m| m.load_claude_settings(&origin, &text))
+            .into_iter()
+            .map(to_wit_issue)
+            .collect()
+    }
+
     fn enable_input_requests() {
         with(Manager::enable_input_requests);
     }

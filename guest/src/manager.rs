@@ -486,6 +486,32 @@ impl<P: Platform> Manager<P> {
         Ok(parsed.issues)
     }
 
+    /// Adds the permission rules of a Claude Code settings file (its text;
+    /// `origin` names it) to the configuration's (see
+    /// [`Permissions::add_claude_settings`]). Kept until the next
+    /// [`Manager::load_config`], which drops them: a host reads the file again
+    /// after each load. Text that is not JSON is one issue; nothing changes.
+    pub fn load_claude_settings(&mut self, origin: &str, text: &str) -> Vec<ConfigIssue> {
+        let value: serde_json::Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) => {
+                return vec![ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "{origin}: not valid JSON ({e}); its permissions are not read"
+                    ),
+                }];
+            }
+        };
+        let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
+        let mut issues = Vec::new();
+        self.permissions
+            .add_claude_settings(origin, &value, &servers, &mut issues);
+        self.rebuild_registry();
+        issues
+    }
+
     /// Starts every enabled server that is not already starting or connected.
     pub fn start(&mut self) {
         for i in 0..self.slots.len() {

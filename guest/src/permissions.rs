@@ -9,6 +9,11 @@
 //!   (`allow`, `ask` or `deny`; `allow` when absent) for tools no rule names;
 //! - per server, `enabledTools` (an allowlist of the server's own tool names) and
 //!   `disabledTools` (a denylist); Codex's `enabled_tools` / `disabled_tools` too;
+//! - the `permissions` of a Claude Code settings file (`.claude/settings.json`
+//!   next to the configuration), when the embedder asks for them
+//!   ([`Permissions::add_claude_settings`]): their `mcp__…` rules join the
+//!   top-level ones; rules about Claude Code's own tools (`Bash(…)`) and its other
+//!   keys are skipped without a word, since they are not mcpbox's;
 //! - named **profiles** (top-level `profiles`: name → a rule set of the same
 //!   shape as `permissions`), one of which a caller may name per call (the gateway
 //!   names one per downstream client). A profile only narrows: a call must pass
@@ -271,6 +276,7 @@ impl Permissions {
             servers: Targets::new(servers),
             issues,
             named_tools: BTreeMap::new(),
+            claude_settings: false,
         };
         let base = match permissions {
             None | Some(Value::Null) => RuleSet::default(),
@@ -314,6 +320,63 @@ impl Permissions {
             filters,
             named_tools: reader.named_tools,
             implicit: implicit_rule(),
+        }
+    }
+
+    /// Adds the `permissions` of a Claude Code settings file (`value`, the
+    /// file's whole object; `origin` names it in rules and issues): its `allow`,
+    /// `ask` and `deny` rules about MCP tools join the top-level rules (deny still
+    /// wins over ask, ask over allow, whichever file a rule is in). Rules about
+    /// Claude Code's own tools and its other keys (`defaultMode`, `env`, …) are
+    /// skipped silently; a wrong MCP rule is an issue, as in the configuration.
+    pub fn add_claude_settings(
+        &mut self,
+        origin: &str,
+        value: &Value,
+        servers: &[ServerConfig],
+        issues: &mut Vec<ConfigIssue>,
+    ) {
+        let permissions = match value {
+            Value::Object(map) => match map.get("permissions") {
+                None | Some(Value::Null) => return,
+                Some(p) => p,
+            },
+            other => {
+                issues.push(ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "{origin}: must be a JSON object (Claude Code settings), but is {}; its \
+                         permissions are not read",
+                        kind_of(other)
+                    ),
+                });
+                return;
+            }
+        };
+        let mut reader = Reader {
+            origin,
+            servers: Targets::new(servers),
+            issues,
+            named_tools: BTreeMap::new(),
+            claude_settings: true,
+        };
+        let added = reader.rule_set("permissions", permissions);
+        for (server, tools) in reader.named_tools {
+            self.named_tools.entry(server).or_default().extend(tools);
+        }
+        for (server, rules) in added.servers {
+            let mine = self.base.servers.entry(server).or_default();
+            for i in 0..MODES.len() {
+                if mine.whole[i].is_none() {
+                    mine.whole[i] = rules.whole[i].clone();
+                }
+                for (tool, rule) in &rules.tools[i] {
+                    mine.tools[i]
+                        .entry(tool.clone())
+                        .or_insert_with(|| rule.clone());
+                }
+            }
         }
     }
 
@@ -515,6 +578,9 @@ struct Reader<'a> {
     servers: Targets,
     issues: &'a mut Vec<ConfigIssue>,
     named_tools: BTreeMap<String, Vec<(String, Rc<Rule>)>>,
+    /// Reading a Claude Code settings file: what is not about MCP tools is
+    /// Claude Code's, not a mistake.
+    claude_settings: bool,
 }
 
 /// The keys of a rule set.
@@ -553,7 +619,7 @@ impl Reader<'_> {
             return set;
         };
         for key in map.keys() {
-            if RULE_SET_KEYS.contains(&key.as_str()) {
+            if RULE_SET_KEYS.contains(&key.as_str()) || self.claude_settings {
                 continue;
             }
             let hint = match key.as_str() {
@@ -610,6 +676,8 @@ impl Reader<'_> {
             }
         }
         match map.get("default") {
+            // Claude Code has no `default`: its `defaultMode` is for its own tools.
+            _ if self.claude_settings => {}
             None | Some(Value::Null) => {}
             Some(Value::String(word)) if Mode::parse(word).is_some() => {
                 let mode = Mode::parse(word).unwrap_or(Mode::Deny);
@@ -640,6 +708,10 @@ impl Reader<'_> {
     /// Files one rule of list `mode`, written at `field`, into `set`.
     fn add_rule(&mut self, set: &mut RuleSet, mode: Mode, field: String, text: &str) {
         let Some(rest) = text.strip_prefix("mcp__") else {
+            if self.claude_settings {
+                // `Bash(…)`, `Read(…)`: Claude Code's own tools.
+                return;
+            }
             let hint = if text.contains('(') {
                 " (Claude Code rules for its own tools, like `Bash(…)`, do not apply to MCP tools)"
             } else {

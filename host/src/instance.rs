@@ -88,6 +88,9 @@ pub(crate) struct EmbedderSettings {
     pub audit_arguments: Option<bool>,
     /// Overrides the configuration's `audit.file`.
     pub audit_file: Option<std::path::PathBuf>,
+    /// Also read the permission rules of `.claude/settings.json` (and
+    /// `settings.local.json`) next to the configuration.
+    pub claude_settings: bool,
 }
 
 impl Factory {
@@ -189,7 +192,7 @@ impl Factory {
             let what = what.to_owned();
             move |e: wasmtime::Error| Error::Guest(format!("the guest failed while {what}: {e:#}"))
         };
-        let issues = registry
+        let mut issues = registry
             .call_load_config(&mut store, &self.origin, &self.text)
             .await
             .map_err(trapped("loading the configuration"))?
@@ -197,6 +200,32 @@ impl Factory {
                 origin: self.origin.clone(),
                 message,
             })?;
+        if self.embedder.claude_settings {
+            let files = claude_settings_files(&self.origin);
+            if files.is_empty() {
+                issues.push(registry::ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "no Claude Code settings were read: there is no .claude/settings.json \
+                         (or settings.local.json) next to {}",
+                        self.origin
+                    ),
+                });
+            }
+            for path in files {
+                let text = std::fs::read_to_string(&path).map_err(|e| Error::Config {
+                    origin: path.display().to_string(),
+                    message: format!("the Claude Code settings cannot be read: {e}"),
+                })?;
+                issues.extend(
+                    registry
+                        .call_load_claude_settings(&mut store, &path.display().to_string(), &text)
+                        .await
+                        .map_err(trapped("reading the Claude Code settings"))?,
+                );
+            }
+        }
         if self.input_requests {
             registry
                 .call_enable_input_requests(&mut store)
@@ -266,4 +295,21 @@ impl Factory {
 pub(crate) fn budget(store: &mut Store<HostState>, blocking_ms: u64) {
     let tick_ms = EPOCH_TICK.as_millis() as u64;
     store.set_epoch_deadline((blocking_ms + GUEST_BUDGET_MS).div_ceil(tick_ms));
+}
+
+/// The Claude Code settings files next to the configuration that exist:
+/// `.claude/settings.json`, then `.claude/settings.local.json`, in the
+/// configuration file's directory (the current directory for configuration text
+/// that is not a file).
+fn claude_settings_files(origin: &str) -> Vec<std::path::PathBuf> {
+    let config = std::path::Path::new(origin);
+    let dir = config
+        .parent()
+        .filter(|_| config.is_file())
+        .unwrap_or(std::path::Path::new(""));
+    ["settings.json", "settings.local.json"]
+        .iter()
+        .map(|name| dir.join(".claude").join(name))
+        .filter(|path| path.is_file())
+        .collect()
 }

@@ -42,6 +42,10 @@ struct Cli {
     /// the configuration's `audit.file`.
     #[arg(long, global = true, value_name = "PATH")]
     audit: Option<PathBuf>,
+    /// Also apply the MCP permission rules of the Claude Code settings next to the
+    /// configuration (.claude/settings.json, .claude/settings.local.json).
+    #[arg(long, global = true)]
+    claude_settings: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -135,6 +139,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(audit) = &cli.audit {
         options = options.audit_file(audit);
     }
+    options = options.claude_settings(cli.claude_settings);
     // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why).
     options = options.approvals(matches!(cli.command, Command::Call { .. }));
     let runtime = options.open().await?;

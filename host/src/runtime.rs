@@ -158,6 +158,16 @@ impl Options {
         self
     }
 
+    /// Also reads the permission rules of a Claude Code settings file next to the
+    /// configuration (`.claude/settings.json` and `.claude/settings.local.json` in
+    /// its directory): their `allow` / `ask` / `deny` rules about MCP tools join the
+    /// configuration's; rules about Claude Code's own tools are skipped (README,
+    /// "Permissions"). No such file is a configuration issue; default off.
+    pub fn claude_settings(mut self, enabled: bool) -> Self {
+        self.embedder.claude_settings = enabled;
+        self
+    }
+
     /// Records call arguments in the audit trail (overrides the configuration's
     /// `audit.arguments`; default off).
     pub fn audit_arguments(mut self, enabled: bool) -> Self {

@@ -598,3 +598,44 @@ fn the_audit_flag_appends_a_line_per_call() {
     assert_eq!(lines[1]["outcome"], "denied");
     assert!(lines[0].get("arguments").is_none());
 }
+
+#[test]
+fn claude_code_settings_next_to_the_configuration_apply_when_asked() {
+    let cfg = config_text("claude", json!({ "mcpServers": { "demo": demo_entry() } }));
+    let claude = cfg.parent().unwrap().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(
+        claude.join("settings.json"),
+        json!({ "permissions": {
+            "allow": ["Bash(cargo test:*)"],
+            "deny": ["Read(./.env)", "mcp__demo__divide"],
+            "defaultMode": "acceptEdits",
+        } })
+        .to_string(),
+    )
+    .unwrap();
+    let args = ["call", "mcp__demo__divide", r#"{"a": 6, "b": 3}"#];
+    // Off unless asked for.
+    let out = mcpbox(&cfg, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = mcpbox(&cfg, &[&["--claude-settings"][..], &args[..]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "mcp__demo__divide is denied by the permission rule `mcp__demo__divide` (permissions.deny[1] in {})",
+            claude.join("settings.json").display()
+        )),
+        "{err}"
+    );
+    // Claude Code's own rules are not mistakes.
+    assert!(!err.contains("warning"), "{err}");
+    std::fs::remove_dir_all(&claude).unwrap();
+    let out = mcpbox(&cfg, &["--claude-settings", "tools"]);
+    assert!(
+        stderr(&out)
+            .contains("no Claude Code settings were read: there is no .claude/settings.json"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -23,6 +23,8 @@
 // Three traps within a minute stop the runtime. The memory limit that makes a guest
 // trap instead of growing without bound is in limits.js.
 
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
@@ -452,6 +454,48 @@ const imports = {
   'wasi:clocks/monotonic-clock': monotonicClock,
 };
 
+/** Whether `path` is a file. */
+function isFile(path) {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * With `claudeSettings`, adds the permission rules of `.claude/settings.json` and
+ * `.claude/settings.local.json` next to the configuration file (in the current directory
+ * for configuration text) to the loaded configuration, as the wasmtime host does
+ * (instance.rs). Returns their issues; throws the configuration error's message when a
+ * file cannot be read.
+ */
+function loadClaudeSettings(registry) {
+  if (!embedder.claudeSettings) {
+    return [];
+  }
+  const dir = isFile(origin) ? dirname(origin) : '';
+  const files = ['settings.json', 'settings.local.json'].map((n) => join(dir, '.claude', n)).filter(isFile);
+  if (files.length === 0) {
+    return [
+      {
+        message: `no Claude Code settings were read: there is no .claude/settings.json (or settings.local.json) next to ${origin}`,
+      },
+    ];
+  }
+  const issues = [];
+  for (const file of files) {
+    let text;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw { config: `${file}: the Claude Code settings cannot be read: ${error.message}` };
+    }
+    issues.push(...registry.loadClaudeSettings(file, text));
+  }
+  return issues;
+}
+
 /**
  * Opens the audit file the embedder or else the configuration names, unless one is open
  * already; throws the configuration error's message when it cannot be opened.
@@ -563,6 +607,7 @@ class Session {
     } catch (error) {
       throw { config: payloadOf(error) };
     }
+    issues = [...issues, ...loadClaudeSettings(registry)];
     if (approvals) {
       registry.enableApprovals();
     }

@@ -270,6 +270,9 @@ export class McpBox extends EventEmitter {
    *   file (with one they are emitted anyway)
    * @param {boolean} [options.auditArguments] record call arguments in the audit trail
    *   (overrides the configuration's `audit.arguments`; default off)
+   * @param {boolean} [options.claudeSettings] also apply the MCP permission rules of the
+   *   Claude Code settings next to the configuration file (`.claude/settings.json`,
+   *   `.claude/settings.local.json`); rules about Claude Code's own tools are skipped
    * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
    *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
    *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
@@ -335,6 +338,7 @@ export class McpBox extends EventEmitter {
       auditFile: options.auditFile === undefined ? null : resolvePath(options.auditFile),
       auditEvents: options.auditEvents === true,
       auditArguments: options.auditArguments ?? null,
+      claudeSettings: options.claudeSettings === true,
     };
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
       inputRequests: options.inputRequests === true,

@@ -3,6 +3,9 @@
 // against the fixture server and the Python and TypeScript SDK peers.
 
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { McpBox } from '../src/index.js';
@@ -138,4 +141,35 @@ test('an unanswered approval ends with the call timeout; without approvals the c
   const refusing = await asking(t, false);
   const error = await callError(refusing, 'mcp__fx__echo', { text: 'x' });
   assert.ok(error.kind === 'denied' && error.message.includes('nobody can be asked'), error.message);
+});
+
+test('the MCP rules of Claude Code settings next to the configuration apply when asked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'mcpbox-js-claude-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const configFile = join(dir, '.mcp.json');
+  writeFileSync(configFile, JSON.stringify({ mcpServers: { fx: fixtureEntry(), ts: tsEntry() } }));
+  mkdirSync(join(dir, '.claude'));
+  const settings = join(dir, '.claude', 'settings.json');
+  writeFileSync(
+    settings,
+    JSON.stringify({ permissions: { allow: ['Bash(npm test)'], deny: ['mcp__fx__add', 'mcp__ts__greet'], defaultMode: 'plan' } }),
+  );
+  const plain = await within(McpBox.open({ configFile }), 'the runtime opens');
+  t.after(() => plain.shutdown());
+  assertConnected(await ready(plain), 'fx');
+  assert.equal((await call(plain, 'mcp__fx__add', { a: 1, b: 2 })).text, '3', 'off unless asked for');
+
+  const box = await within(McpBox.open({ configFile, claudeSettings: true }), 'the runtime opens');
+  t.after(() => box.shutdown());
+  const servers = await ready(box);
+  assertConnected(servers, 'fx');
+  assertConnected(servers, 'ts');
+  assert.deepEqual(box.configIssues(), [], "Claude Code's own rules are not mistakes");
+  assert.ok(!names(box, 'ts').includes('mcp__ts__greet'));
+  const error = await callError(box, 'mcp__fx__add', { a: 1, b: 2 });
+  assert.equal(error.kind, 'denied');
+  assert.equal(
+    error.message,
+    `mcp__fx__add is denied by the permission rule \`mcp__fx__add\` (permissions.deny[0] in ${settings})`,
+  );
 });

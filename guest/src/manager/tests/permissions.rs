@@ -420,3 +420,49 @@ fn input_requests_imply_approvals() {
     call(&mut m, "mcp__fs__write_file").expect("asks rather than refusing");
     assert!(approval_request(&mut m).approval.is_some());
 }
+
+#[test]
+fn a_claude_code_settings_file_adds_its_mcp_rules_and_skips_the_rest() {
+    let mut m = manager_for(
+        fs_platform(),
+        r#"{"mcpServers": {"fs": {"command": "fs"}},
+            "permissions": {"allow": ["mcp__fs__delete"]}}"#,
+    );
+    let settings = r#"{
+        "permissions": {
+            "allow": ["Bash(npm run test:*)", "mcp__fs__list"],
+            "ask": ["mcp__fs__write_file"],
+            "deny": ["Read(./.env)", "mcp__fs__delete", "mcp__github"],
+            "defaultMode": "acceptEdits"
+        },
+        "env": {"X": "1"}
+    }"#;
+    let issues = m.load_claude_settings(".claude/settings.json", settings);
+    // Claude Code's own rules and keys are not mistakes; an MCP rule naming a
+    // server mcpbox does not have is.
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(issues[0].server.as_deref(), Some("github"));
+    assert_eq!(issues[0].field.as_deref(), Some("permissions.deny[2]"));
+    connect(&mut m);
+    // Deny wins whichever file it is in.
+    assert!(!names(&m).contains(&"mcp__fs__delete".to_string()));
+    assert_eq!(
+        denial(call(&mut m, "mcp__fs__delete")),
+        "mcp__fs__delete is denied by the permission rule `mcp__fs__delete` \
+         (permissions.deny[1] in .claude/settings.json)"
+    );
+    assert!(denial(call(&mut m, "mcp__fs__write_file")).contains("needs approval"));
+    assert!(call(&mut m, "mcp__fs__read_file").is_ok());
+    assert!(completions(&mut m, 1)[0].outcome.is_ok());
+
+    assert_eq!(
+        m.load_claude_settings(".claude/settings.json", "{not json")
+            .len(),
+        1
+    );
+    // A new configuration drops them.
+    m.load_config(".mcp.json", r#"{"mcpServers": {"fs": {"command": "fs"}}}"#)
+        .unwrap();
+    connect(&mut m);
+    assert!(names(&m).contains(&"mcp__fs__delete".to_string()));
+}
