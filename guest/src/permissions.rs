@@ -830,9 +830,17 @@ mod tests {
     use super::*;
     use crate::config;
 
+    /// The permissions of `text` and its issues about them. The servers `a` and
+    /// `a__b` (for the longest-name rule) can give the same tool names, which the
+    /// configuration reports too: not a permission issue, left out.
     fn load(text: &str) -> (Permissions, Vec<ConfigIssue>) {
         let c = config::parse(".mcp.json", text).expect("parses");
-        (c.permissions, c.issues)
+        let issues = c
+            .issues
+            .into_iter()
+            .filter(|i| !(i.field.is_none() && i.message.contains("can be the same as tool names")))
+            .collect();
+        (c.permissions, issues)
     }
 
     fn servers(extra: &str) -> String {
