@@ -22,6 +22,7 @@
 //! | W4  | spawn + initialize + tools/list of 10,000 tools | ms, peak RSS |
 //! | W5  | 200 concurrent sleeps of 0–50 ms | ms until every (checked) answer |
 //! | W6  | a 17.6 MB tools/list line | ms, peak RSS, or "hung" |
+//! | H1–H3 | mcpbox alone over Streamable HTTP against the npm and TypeScript SDK reference servers ([`http`]) | µs/call or calls/s, client CPU µs/call |
 //!
 //! `--policy` adds a side, `mcpbox+policy`, and a second table comparing it with
 //! plain mcpbox: W1 with the fixture in a sandbox (its set-up cost at spawn), the
@@ -37,6 +38,7 @@
 //! repeats the timed part of W2 and W3; `MCPBOX_BENCH_SMAPS=1` prints a worker's
 //! largest memory mappings (the guest's linear memory is one of them).
 
+mod http;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -78,10 +80,16 @@ pub enum Workload {
     BigList,
     Sleeps,
     HugeList,
+    /// H1: sequential calls over Streamable HTTP (2025-11-25, a session).
+    HttpSequential,
+    /// H2: calls in flight over Streamable HTTP.
+    HttpConcurrent,
+    /// H3: sequential calls over Streamable HTTP in the 2026-07-28 era.
+    HttpStateless,
 }
 
 impl Workload {
-    const ALL: [Workload; 7] = [
+    const ALL: [Workload; 10] = [
         Workload::Connect,
         Workload::ColdProcess,
         Workload::Sequential,
@@ -89,7 +97,18 @@ impl Workload {
         Workload::BigList,
         Workload::Sleeps,
         Workload::HugeList,
+        Workload::HttpSequential,
+        Workload::HttpConcurrent,
+        Workload::HttpStateless,
     ];
+
+    /// The remote workloads: mcpbox alone, against a reference server over HTTP.
+    fn is_http(self) -> bool {
+        matches!(
+            self,
+            Workload::HttpSequential | Workload::HttpConcurrent | Workload::HttpStateless
+        )
+    }
 
     fn id(self) -> &'static str {
         match self {
@@ -100,6 +119,9 @@ impl Workload {
             Workload::BigList => "W4",
             Workload::Sleeps => "W5",
             Workload::HugeList => "W6",
+            Workload::HttpSequential => "H1",
+            Workload::HttpConcurrent => "H2",
+            Workload::HttpStateless => "H3",
         }
     }
 
@@ -218,6 +240,48 @@ const ROWS: &[Row] = &[
         unit: "MiB",
         target: Target::None,
     },
+    Row {
+        workload: Workload::HttpSequential,
+        label: "H1 HTTP sequential echo",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpSequential,
+        label: "H1 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpConcurrent,
+        label: "H2 HTTP 200 in flight",
+        metric: "calls_per_s",
+        unit: "calls/s",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpConcurrent,
+        label: "H2 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpStateless,
+        label: "H3 HTTP 2026-07-28 sequential",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpStateless,
+        label: "H3 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
 ];
 
 /// The samples of one side of one workload.
@@ -267,7 +331,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-raw" => parsed.raw = false,
             "--policy" => parsed.policy = true,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6] [--no-raw] [--policy] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3] [--no-raw] [--policy] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -376,17 +440,19 @@ fn harness(args: &Args) -> Result<(), String> {
         for &workload in &args.only {
             eprint!(" {}", workload.id());
             // mcpbox and rmcp alternate who goes first; the raw reference runs last.
-            // mcpbox with policy runs next to plain mcpbox, on either side of it.
+            // The HTTP workloads measure mcpbox alone (see http.rs); mcpbox with policy
+            // runs next to plain mcpbox, on either side of it.
             let mut sides = match (
                 rep % 2 == 0,
                 args.policy && workload != Workload::ColdProcess,
             ) {
+                _ if workload.is_http() => vec![Side::Mcpbox],
                 (true, false) => vec![Side::Mcpbox, Side::Rmcp],
                 (false, false) => vec![Side::Rmcp, Side::Mcpbox],
                 (true, true) => vec![Side::Policy, Side::Mcpbox, Side::Rmcp],
                 (false, true) => vec![Side::Rmcp, Side::Mcpbox, Side::Policy],
             };
-            if args.raw && workload != Workload::ColdProcess {
+            if args.raw && workload != Workload::ColdProcess && !workload.is_http() {
                 sides.push(Side::Raw);
             }
             for side in sides {
@@ -581,6 +647,8 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
                 .arg("--config")
                 .arg(&config)
                 .arg("tools")
+                // The bench wrote this configuration itself (see `mcpbox trust`).
+                .arg("--trust")
                 .env("MCPBOX_CACHE_DIR", &setup.cache_dir);
             // Same guest as the workers use (see `MCPBOX_BENCH_GUEST` in worker.rs).
             if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {

@@ -32,6 +32,7 @@
 //! | [`output`] | output limits: oversized results and media written to host files, a head and a link passed on |
 //! | [`sandbox`] | a stdio server's `sandbox` block: the grants the host enforces on its process |
 //! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called |
+//! | [`remote`] | remote servers over HTTP, spoken by the guest: Streamable HTTP, legacy HTTP+SSE, sessions, SSE, origins |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
@@ -53,6 +54,7 @@ pub mod naming;
 pub mod output;
 pub mod permissions;
 pub mod registry;
+pub mod remote;
 pub mod sandbox;
 pub mod schema;
 pub mod transport;

@@ -12,11 +12,12 @@ use wasmtime::{Engine, Store};
 
 use crate::Error;
 use crate::audit::AuditLog;
-use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, state, transport};
+use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, remote, state, transport};
 use crate::engine::EPOCH_TICK;
 use crate::imports::blobs::Results;
 use crate::imports::state::Memo;
 use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
+use crate::transport::stdio::Supervisors;
 use crate::types::{ConfigIssue, ServerStatus, Tool};
 
 /// How long one call into the guest may run wasm code before it is stopped as
@@ -59,6 +60,8 @@ pub(crate) struct Factory {
     results: Arc<Results>,
     /// What the embedder sets over the configuration.
     embedder: EmbedderSettings,
+    /// The server processes of every instance, so a shutdown can wait for them.
+    supervisors: Arc<Supervisors>,
     origin: String,
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
@@ -109,7 +112,10 @@ impl Factory {
             // io, clocks, random and stdio with an empty context: nothing here
             // reaches files, sockets or the environment.
             wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(linker)?;
+            // wasi:http, whose requests the hook sends only under a `remote` grant.
+            wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
             transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            remote::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             state::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             blobs::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
@@ -131,6 +137,7 @@ impl Factory {
             memo: Arc::default(),
             results: Arc::new(Results::new(None, 0, 0)),
             embedder: EmbedderSettings::default(),
+            supervisors: Arc::default(),
             origin,
             text,
             input_requests: false,
@@ -163,6 +170,11 @@ impl Factory {
         self
     }
 
+    /// The server processes of every instance made by this factory.
+    pub fn supervisors(&self) -> Arc<Supervisors> {
+        self.supervisors.clone()
+    }
+
     /// Keeps the guest's `state` entries in `memo` (in memory only by default).
     pub fn with_memo(mut self, memo: Arc<Memo>) -> Factory {
         self.memo = memo;
@@ -179,6 +191,7 @@ impl Factory {
         );
         state.memo = self.memo.clone();
         state.results = self.results.clone();
+        state.supervisors = self.supervisors.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

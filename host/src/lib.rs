@@ -3,9 +3,9 @@
 //! All MCP logic (JSON-RPC, the client, the multi-server manager and the tool
 //! registry) lives in a WebAssembly component, the *guest*, that has no ambient
 //! authority. This crate is the *host*: it runs the guest with wasmtime and
-//! owns everything that touches the world — server processes, the capability
-//! policy, the component cache — and offers the embedding API and the `mcpbox`
-//! command-line tool.
+//! owns everything that touches the world — server processes, HTTP under
+//! grants, the capability policy, the component cache — and offers the
+//! embedding API and the `mcpbox` command-line tool.
 //!
 //! ```no_run
 //! use mcpbox::{CallOptions, Options};
@@ -28,16 +28,25 @@
 //!   `imports/control.rs` (the wake signal) and `imports/state.rs` (what the
 //!   guest remembers across runs, the MCP era of each server, in `state.json`
 //!   in the cache directory).
-//! - `transport`: the `mcpbox:runtime/transport` import (`transport/mod.rs`) and
-//!   one module per wire — stdio child processes with process groups, env
-//!   scrubbing and a message size cap; Streamable HTTP and HTTP+SSE.
+//! - `imports/remote.rs` and `imports/wasi_http.rs`: remote servers. The guest
+//!   speaks Streamable HTTP and HTTP+SSE itself over `wasi:http`; the host opens
+//!   grants (the network policy, `${VAR}` resolved and kept out of the guest) and
+//!   sends the guest's requests under them, adding the configured headers.
+//! - `transport`: the `mcpbox:runtime/transport` import (`transport/mod.rs`):
+//!   stdio child processes with process groups, env scrubbing and a message
+//!   size cap.
 //! - `store`: the store's data (`HostState`), the capability
 //!   [`Policy`] and the wake signal.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
-//!   compiled components.
+//!   compiled components (signed, and loaded only from the user's own files).
+//! - `user_files`: files kept for the user between runs, used only where no
+//!   other user can write them, written 0600 in 0700 directories.
 //! - `bindings`: the one `bindgen!` over `wit/`.
+//! - [`terminal`]: escaping server text for a terminal (the CLI's human output).
+//! - [`trust`]: whether a configuration file may start its servers (the CLI asks
+//!   before it runs a file it has not seen).
 //! - [`types`](Tool): the public data types.
 
 #![deny(missing_docs)]
@@ -50,11 +59,14 @@ mod imports;
 mod instance;
 mod runtime;
 mod store;
+pub mod terminal;
 mod transport;
+pub mod trust;
 mod types;
+mod user_files;
 
-pub use engine::default_cache_dir;
-pub use runtime::{CallOptions, Options, Runtime};
+pub use engine::{default_cache_dir, default_config_dir};
+pub use runtime::{CallOptions, MAX_CONFIG_BYTES, Options, Runtime};
 pub use store::Policy;
 pub use types::{
     ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,

@@ -10,8 +10,9 @@ use serde_json::value::RawValue;
 use super::param_headers::param_headers;
 use super::wire::{CallParams, RawCallResult};
 use super::{Client, ClientEvent, Outgoing, Pending, ResultKind, result_kind};
-use crate::jsonrpc::{self, Id, RpcError};
+use crate::jsonrpc::{self, Id};
 use crate::methods;
+use crate::transport::Failure;
 
 /// Options for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -159,6 +160,7 @@ impl Client {
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));
+        meta.id = Some(id.to_json());
         if let Some(annotated) = self.param_headers.get(&call.tool) {
             meta.param_headers = param_headers(annotated, call.arguments.get());
         }
@@ -210,7 +212,7 @@ impl Client {
     pub(super) fn on_call_response(
         &mut self,
         c: PendingCall,
-        outcome: Result<Box<RawValue>, RpcError>,
+        outcome: Result<Box<RawValue>, Failure>,
     ) {
         let outcome = match outcome {
             Ok(raw) => match read_call_result(&c.name, &raw) {
@@ -244,12 +246,20 @@ pub(super) fn read_call_result(
     let content = result
         .content
         .map_or_else(|| "[]".to_string(), |c| c.get().to_string());
-    let blocks: Vec<Value> =
+    // The blocks one level deep, and of each only `type` and `text`: the rest
+    // (a resource 10,000 levels deep, a number like 1e999) is skipped, not built,
+    // and passes through in `content` as the server wrote it.
+    let blocks: Vec<&RawValue> =
         serde_json::from_str(&content).map_err(|_| malformed("content is not a list".into()))?;
     let text = blocks
         .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .filter_map(|b| serde_json::from_str::<Block<'_>>(b.get()).ok())
+        .filter(|b| {
+            b.kind
+                .and_then(|k| serde_json::from_str::<String>(k.get()).ok())
+                .is_some_and(|k| k == "text")
+        })
+        .filter_map(|b| serde_json::from_str::<String>(b.text?.get()).ok())
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Some(CallResult {
@@ -261,6 +271,15 @@ pub(super) fn read_call_result(
             .map(|s| s.get().to_string())
             .filter(|s| s != "null"),
     }))
+}
+
+/// What the flat text view reads of a content block.
+#[derive(serde::Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
 }
 
 pub(super) fn tool_error(text: String) -> CallResult {

@@ -12,7 +12,7 @@
 //!   `subscriptions/listen` for tool-list changes when the server offers them.
 //!   Every request carries `_meta` with the protocol version, the client's
 //!   capabilities and its name; `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
-//!   follow from the [`SendMeta`] the host gets with each message. An
+//!   follow from the [`SendMeta`] the HTTP transport gets with each message. An
 //!   `UnsupportedProtocolVersion` error (-32022) listing a version mcpbox speaks is
 //!   retried once with it. A listing's `ttlMs` schedules the next one when no
 //!   subscription delivers changes.
@@ -68,12 +68,14 @@ use alloc::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use crate::config::Limits;
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::methods;
 use crate::registry::ToolDef;
-use crate::transport::{Oversized, SendMeta};
+use crate::transport::{Failure, Oversized, SendMeta};
 
 mod calls;
 mod cancellation;
@@ -109,6 +111,8 @@ pub struct Client {
     protocol_version: Option<String>,
     server_info: ServerInfo,
     listing: Option<Listing>,
+    /// What the tool list may hold (the server's `limits`).
+    limits: Limits,
     relist_requested: bool,
     /// A fingerprint of the last tool list reported, to report changes only
     /// (a copy of the list would double the memory a large list takes).
@@ -235,6 +239,7 @@ impl Client {
             protocol_version: None,
             server_info: ServerInfo::default(),
             listing: None,
+            limits: Limits::DEFAULT,
             relist_requested: false,
             tools_fingerprint: None,
             param_headers: BTreeMap::new(),
@@ -310,6 +315,7 @@ impl Client {
 
     fn meta(&self, method: Option<&str>, name: Option<&str>) -> SendMeta {
         SendMeta {
+            id: None,
             method: method.map(String::from),
             name: name.map(String::from),
             protocol_version: self.protocol_version.clone(),
@@ -339,6 +345,10 @@ impl Client {
         self.next_id += 1;
         let method = meta.method.as_deref().unwrap_or_default();
         let text = jsonrpc::request(&id, method, params);
+        let meta = SendMeta {
+            id: Some(id.to_json()),
+            ..meta
+        };
         self.outbox.push(Outgoing { text, meta });
         self.pending.insert(id.clone(), pending);
         id
@@ -371,18 +381,19 @@ impl Client {
         self.handle_message(text.to_string(), now_ms);
     }
 
-    /// Handles one message from the server, taking its text: the parsed message
-    /// owns what it needs, so the text is freed before the message is acted on
-    /// and a large tool list is not held twice meanwhile.
+    /// Handles one message from the server, taking its text: a message's payload
+    /// is made of the text's own buffer (see [`jsonrpc::parse_owned`]), so a large
+    /// tool list is never held twice.
     pub fn handle_message(&mut self, text: String, now_ms: u64) {
         self.now_ms = now_ms;
-        let messages = jsonrpc::parse(&text);
-        let preview = messages
+        let parsed = jsonrpc::parse_owned(text);
+        let preview = parsed
+            .messages
             .iter()
             .any(|m| matches!(m, Message::Invalid(_)))
-            .then(|| jsonrpc::truncate(&text, 120));
-        drop(text);
-        for message in messages {
+            .then(|| jsonrpc::truncate(parsed.text.as_deref().unwrap_or_default(), 120));
+        drop(parsed.text);
+        for message in parsed.messages {
             match message {
                 Message::Request(r) => self.on_request(r),
                 Message::Notification(n) => self.on_notification(n, now_ms),
@@ -415,6 +426,9 @@ impl Client {
     }
 
     fn on_notification(&mut self, n: jsonrpc::Notification, now_ms: u64) {
+        if n.method == methods::LOG_MESSAGE {
+            return self.on_log(n.params.as_deref());
+        }
         let params: Value = n
             .params
             .as_ref()
@@ -423,63 +437,92 @@ impl Client {
         match n.method.as_str() {
             methods::TOOLS_LIST_CHANGED => self.on_list_changed(),
             methods::PROGRESS => self.on_progress(&params, now_ms),
-            methods::LOG_MESSAGE => {
-                let level = params
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .unwrap_or("info")
-                    .to_string();
-                let data = match params.get("data") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                let message = match params.get("logger").and_then(Value::as_str) {
-                    Some(logger) => format!("{logger}: {data}"),
-                    None => data,
-                };
-                self.events.push(ClientEvent::Log { level, message });
-            }
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
         }
     }
 
+    /// `notifications/message`: `data` as text when it is a string, otherwise as
+    /// the server wrote it (read without building it, so no depth or number
+    /// loses it).
+    fn on_log(&mut self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        struct LogParams<'a> {
+            #[serde(default, borrow)]
+            level: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            logger: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            data: Option<&'a RawValue>,
+        }
+        let string =
+            |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+        let log = params
+            .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
+            .unwrap_or(LogParams {
+                level: None,
+                logger: None,
+                data: None,
+            });
+        let level = string(log.level).unwrap_or_else(|| "info".to_string());
+        let data = match log.data {
+            Some(raw) => string(Some(raw)).unwrap_or_else(|| raw.get().to_string()),
+            None => String::new(),
+        };
+        let message = match string(log.logger) {
+            Some(logger) => format!("{logger}: {data}"),
+            None => data,
+        };
+        self.events.push(ClientEvent::Log { level, message });
+    }
+
     fn on_response(&mut self, r: jsonrpc::Response) {
-        let Some(pending) = self.pending.remove(&r.id) else {
-            if self.forget_abandoned(&r.id) {
+        self.on_answer(r.id, r.outcome.map_err(Failure::Rpc));
+    }
+
+    /// The transport could not get request `id` (JSON text) answered: an HTTP
+    /// error status, a stream that ended for good before the answer. The request
+    /// fails as it would on a JSON-RPC error, with the transport's account.
+    pub fn handle_failure(&mut self, id: &str, failure: Failure) {
+        self.on_answer(Id::from_json(id), Err(failure));
+    }
+
+    fn on_answer(&mut self, id: Id, outcome: Result<Box<RawValue>, Failure>) {
+        let Some(pending) = self.pending.remove(&id) else {
+            if self.forget_abandoned(&id) {
                 return;
             }
             self.stats.unknown_responses += 1;
             if self.stats.unknown_responses == 1 {
                 self.warn(format!(
                     "server `{}` answered request id {}, which matches no request in flight; ignoring it (further ones are only counted)",
-                    self.server, r.id
+                    self.server, id
                 ));
             }
             return;
         };
         match pending {
-            Pending::Initialize { or_discover } => self.on_initialized(r.outcome, or_discover),
-            Pending::Discover { retried } => self.on_discovered(r.outcome, retried),
-            Pending::ListTools => self.on_tools_page(r.outcome),
+            Pending::Initialize { or_discover } => self.on_initialized(outcome, or_discover),
+            Pending::Discover { retried } => self.on_discovered(outcome, retried),
+            Pending::ListTools => self.on_tools_page(outcome),
             Pending::Listen => {
-                if let Err(e) = r.outcome {
+                if let Err(e) = outcome {
                     self.warn(format!(
                         "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale",
                         self.server
                     ));
                 }
             }
-            Pending::Call(c) => self.on_call_response(c, r.outcome),
+            Pending::Call(c) => self.on_call_response(c, outcome),
         }
     }
 
-    /// The host dropped an oversized message. If we can tell which request it
-    /// answered, that request fails now rather than at its timeout.
+    /// An oversized message was dropped (by the host, or by the guest's HTTP
+    /// reader). If its edges show which request it answered, that request fails
+    /// now rather than at its timeout.
     pub fn handle_oversized(&mut self, o: &Oversized) {
         let too_large = format!("message too large ({} bytes > cap {})", o.size, o.cap);
-        let id = o.id.as_deref().map(Id::from_json);
+        let id = o.id().as_deref().map(Id::from_json);
         match id.as_ref().and_then(|id| self.pending.remove(id)) {
             Some(Pending::Call(c)) => {
                 let why = format!("{}: the server's answer was dropped: {too_large}", c.name);
@@ -510,7 +553,7 @@ impl Client {
                 }
             }
             None => self.warn(format!(
-                "server `{}` sent a {too_large}; the host dropped it",
+                "server `{}` sent a {too_large}; it was dropped",
                 self.server
             )),
         }

@@ -16,6 +16,8 @@ mod output;
 mod peers;
 mod permissions;
 mod sandbox;
+mod security;
+mod server_limits;
 
 use std::time::Duration;
 
@@ -100,4 +102,14 @@ pub async fn next_event(
     })
     .await
     .expect("the event arrives in time")
+}
+
+/// Asserts that no event so far says the guest trapped and was replaced.
+pub fn assert_no_guest_restart(events: &mut tokio::sync::broadcast::Receiver<Event>) {
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(&event, Event::Warning(w) if w.contains("guest failed")),
+            "{event:?}"
+        );
+    }
 }
