@@ -1000,7 +1000,15 @@ fn mcpbox_with_stdin(config: &Path, args: &[&str], input: String) -> Output {
 /// than trapping the guest and restarting every server.
 #[test]
 fn oversized_arguments_are_refused_before_the_guest() {
-    let cfg = config("big-args", json!({ "demo": demo_entry() }));
+    // The 20 MiB echo below passes on whole: above the default output limit
+    // (`output.maxBytes`), a result would be cut to a head and a file.
+    let cfg = config_text(
+        "big-args",
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "output": { "maxBytes": 32 * 1024 * 1024 },
+        }),
+    );
     let text = "x".repeat(40 * 1024 * 1024);
     let arguments = json!({ "text": text }).to_string();
     let out = mcpbox_with_stdin(&cfg, &["call", "mcp__demo__echo", "-"], arguments);
