@@ -142,8 +142,8 @@ test('the JavaScript and the wasmtime host write the same line', async (t) => {
   const cli = join(dir, 'cli.jsonl');
   const js = join(dir, 'js.jsonl');
   const run = promisify(execFile);
-  await run(mcpboxCli(), ['--config', configFile, '--audit', cli, 'call', 'mcp__fx__echo', '{"text":"x"}']);
-  await assert.rejects(run(mcpboxCli(), ['--config', configFile, '--audit', cli, 'call', 'mcp__fx__crash', '{}']));
+  await run(mcpboxCli(), ['--trust', '--config', configFile, '--audit', cli, 'call', 'mcp__fx__echo', '{"text":"x"}']);
+  await assert.rejects(run(mcpboxCli(), ['--trust', '--config', configFile, '--audit', cli, 'call', 'mcp__fx__crash', '{}']));
   const box = await within(McpBox.open({ configFile, auditFile: js }), 'the runtime opens');
   t.after(() => box.shutdown());
   assertConnected(await ready(box), 'fx');
