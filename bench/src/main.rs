@@ -24,6 +24,10 @@
 //! | W6  | a 17.6 MB tools/list line | ms, peak RSS, or "hung" |
 //! | H1–H3 | mcpbox alone over Streamable HTTP against the npm and TypeScript SDK reference servers ([`http`]) | µs/call or calls/s, client CPU µs/call |
 //!
+//! `--policy` adds a side, `mcpbox+policy`, and a second table comparing it with
+//! plain mcpbox: W1 with the fixture in a sandbox (its set-up cost at spawn), the
+//! other workloads with 1,000 permission rules (their cost per call).
+//!
 //! A third column, `raw`, is a hand-written minimal NDJSON client (no MCP
 //! library, no sandbox): a reference for what the fixture server and the OS cost
 //! on their own.
@@ -50,6 +54,9 @@ pub enum Side {
     Rmcp,
     /// A hand-written minimal NDJSON client: what the fixture and the OS cost alone.
     Raw,
+    /// mcpbox with a policy feature configured (`--policy`): a sandboxed fixture
+    /// in W1, 1,000 permission rules elsewhere (see [`worker::policy_config`]).
+    Policy,
 }
 
 impl Side {
@@ -58,6 +65,7 @@ impl Side {
             Side::Mcpbox => "mcpbox",
             Side::Rmcp => "rmcp",
             Side::Raw => "raw",
+            Side::Policy => "mcpbox+policy",
         }
     }
 }
@@ -290,6 +298,8 @@ struct Args {
     build: bool,
     /// Also run the raw client, the reference for what the fixture and the OS cost.
     raw: bool,
+    /// Also run mcpbox with the policy features configured (`Side::Policy`).
+    policy: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -298,6 +308,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         only: Workload::ALL.to_vec(),
         build: true,
         raw: true,
+        policy: false,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -318,8 +329,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--no-build" => parsed.build = false,
             "--no-raw" => parsed.raw = false,
+            "--policy" => parsed.policy = true,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3] [--no-raw] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3] [--no-raw] [--policy] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -356,6 +368,7 @@ fn worker_main(mut args: impl Iterator<Item = String>) -> ExitCode {
         "mcpbox" => Side::Mcpbox,
         "rmcp" => Side::Rmcp,
         "raw" => Side::Raw,
+        "mcpbox+policy" => Side::Policy,
         other => {
             eprintln!("unknown side {other:?}");
             return ExitCode::from(2);
@@ -427,13 +440,17 @@ fn harness(args: &Args) -> Result<(), String> {
         for &workload in &args.only {
             eprint!(" {}", workload.id());
             // mcpbox and rmcp alternate who goes first; the raw reference runs last.
-            // The HTTP workloads measure mcpbox alone (see http.rs).
-            let mut sides = if workload.is_http() {
-                vec![Side::Mcpbox]
-            } else if rep % 2 == 0 {
-                vec![Side::Mcpbox, Side::Rmcp]
-            } else {
-                vec![Side::Rmcp, Side::Mcpbox]
+            // The HTTP workloads measure mcpbox alone (see http.rs); mcpbox with policy
+            // runs next to plain mcpbox, on either side of it.
+            let mut sides = match (
+                rep % 2 == 0,
+                args.policy && workload != Workload::ColdProcess,
+            ) {
+                _ if workload.is_http() => vec![Side::Mcpbox],
+                (true, false) => vec![Side::Mcpbox, Side::Rmcp],
+                (false, false) => vec![Side::Rmcp, Side::Mcpbox],
+                (true, true) => vec![Side::Policy, Side::Mcpbox, Side::Rmcp],
+                (false, true) => vec![Side::Rmcp, Side::Mcpbox, Side::Policy],
             };
             if args.raw && workload != Workload::ColdProcess && !workload.is_http() {
                 sides.push(Side::Raw);
@@ -644,7 +661,7 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
             command.arg(&setup.fixture);
             command
         }
-        Side::Raw => return Err("W1c has no raw side".into()),
+        Side::Raw | Side::Policy => return Err(format!("W1c has no {} side", side.name())),
     };
     command.stdin(Stdio::null()).stderr(Stdio::piped());
     let started = Instant::now();
@@ -770,6 +787,9 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
             row.label
         );
     }
+    if args.policy {
+        print_policy_table(args, samples);
+    }
     println!();
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
@@ -783,6 +803,38 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
         println!("every target met");
     } else {
         println!("targets missed: {}", missed.join(", "));
+    }
+}
+
+/// `--policy`: plain mcpbox against mcpbox with 1,000 rules and a sandbox.
+fn print_policy_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
+    println!();
+    println!(
+        "policy: W1 with the fixture in a sandbox, the others with {} permission rules; \
+         ratio = mcpbox+policy/mcpbox of the medians",
+        worker::POLICY_RULES
+    );
+    println!();
+    println!("| workload | mcpbox | mcpbox+policy | ratio |");
+    println!("|---|---|---|---|");
+    for row in ROWS
+        .iter()
+        .filter(|r| args.only.contains(&r.workload) && r.workload != Workload::ColdProcess)
+    {
+        let (plain, plain_median) = cell(
+            samples.get(&(row.workload, Side::Mcpbox)),
+            row.metric,
+            row.unit,
+        );
+        let (policy, policy_median) = cell(
+            samples.get(&(row.workload, Side::Policy)),
+            row.metric,
+            row.unit,
+        );
+        let ratio = policy_median
+            .zip(plain_median)
+            .map_or("–".into(), |(a, b)| format!("{:.3}", a / b));
+        println!("| {} | {plain} | {policy} | {ratio} |", row.label);
     }
 }
 
@@ -805,6 +857,24 @@ mod tests {
         assert_eq!(plan.iter().min(), Some(&0));
         assert_eq!(plan, worker::sleep_plan());
         assert_ne!(plan.last(), Some(&worker::LONGEST_SLEEP_MS));
+    }
+
+    #[test]
+    fn the_policy_side_configures_a_sandbox_or_a_thousand_rules() {
+        let fixture = std::path::Path::new("/bin/fixture");
+        let w1: serde_json::Value =
+            serde_json::from_str(&worker::policy_config(fixture, Workload::Connect, 20)).unwrap();
+        assert_eq!(w1["mcpServers"]["fixture"]["sandbox"]["network"], false);
+        assert!(w1.get("permissions").is_none());
+        let w2: serde_json::Value =
+            serde_json::from_str(&worker::policy_config(fixture, Workload::Sequential, 20))
+                .unwrap();
+        let rules: usize = ["allow", "ask", "deny"]
+            .iter()
+            .map(|k| w2["permissions"][k].as_array().unwrap().len())
+            .sum();
+        assert_eq!(rules, worker::POLICY_RULES);
+        assert!(w2["mcpServers"]["fixture"].get("sandbox").is_none());
     }
 
     #[test]

@@ -94,11 +94,42 @@ pub fn mcpbox_config(fixture: &std::path::Path, workload: Workload, builtin: usi
     json!({"mcpServers": {"fixture": entry}}).to_string()
 }
 
+/// How many permission rules `mcpbox+policy` configures.
+pub const POLICY_RULES: usize = 1_000;
+
+/// The `.mcp.json` of `mcpbox+policy`: [`mcpbox_config`] with the policy feature
+/// whose cost the workload shows. W1 (a server's start): the fixture in a sandbox
+/// (no paths granted, no network). Every other workload (calls): [`POLICY_RULES`]
+/// permission rules — allow, ask and deny rules for tools the fixture does not
+/// have, and an allow rule for the server, which decides every call.
+pub fn policy_config(fixture: &std::path::Path, workload: Workload, builtin: usize) -> String {
+    let mut config: Value = serde_json::from_str(&mcpbox_config(fixture, workload, builtin))
+        .expect("mcpbox_config is JSON");
+    if workload == Workload::Connect {
+        config["mcpServers"]["fixture"]["sandbox"] = json!({ "network": false });
+        return config.to_string();
+    }
+    let rules = |kind: &str, n: usize| -> Vec<String> {
+        (0..n)
+            .map(|i| format!("mcp__fixture__{kind}_{i}"))
+            .collect()
+    };
+    let third = (POLICY_RULES - 1) / 3;
+    let mut allow = rules("allowed", POLICY_RULES - 1 - 2 * third);
+    allow.push("mcp__fixture".into());
+    config["permissions"] = json!({
+        "allow": allow,
+        "ask": rules("asked", third),
+        "deny": rules("denied", third),
+    });
+    config.to_string()
+}
+
 /// Runs one sample and returns its metrics.
 pub async fn run(job: Job) -> Result<Metrics, BoxError> {
     let mut metrics = match job.side {
         _ if job.workload.is_http() => crate::http::run(&job).await?,
-        Side::Mcpbox => Mcpbox::run(&job).await?,
+        Side::Mcpbox | Side::Policy => Mcpbox::run(&job).await?,
         Side::Rmcp => Rmcp::run(&job).await?,
         Side::Raw => Raw::run(&job).await?,
     };
@@ -308,11 +339,13 @@ struct Mcpbox(mcpbox::Runtime);
 
 impl Client for Mcpbox {
     async fn connect(job: &Job) -> Result<(Self, usize), BoxError> {
-        let mut options = mcpbox::Options::from_config_text(
-            "bench.mcp.json",
-            mcpbox_config(&job.fixture, job.workload, job.builtin),
-        )
-        .cache_dir(Some(job.cache_dir.clone()));
+        let config = if job.side == Side::Policy {
+            policy_config(&job.fixture, job.workload, job.builtin)
+        } else {
+            mcpbox_config(&job.fixture, job.workload, job.builtin)
+        };
+        let mut options = mcpbox::Options::from_config_text("bench.mcp.json", config)
+            .cache_dir(Some(job.cache_dir.clone()));
         // For profiling: a guest built with its name section, so that perf shows
         // the guest's function names (see docs/PERFORMANCE.md).
         if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {

@@ -43,7 +43,7 @@ mod bindings {
 }
 
 use bindings::exports::mcpbox::runtime::registry as wit;
-use bindings::mcpbox::runtime::{control, remote, state, transport, types};
+use bindings::mcpbox::runtime::{blobs, control, remote, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
 
@@ -85,6 +85,7 @@ impl Connection for StdioConnection {
             skipped_lines: d.skipped_lines,
             oversized_messages: d.oversized_messages,
             exit_status: d.exit_status,
+            sandbox: d.sandbox,
         }
     }
 }
@@ -148,12 +149,14 @@ impl Platform for Host {
                 args,
                 env,
                 cwd,
+                sandbox,
             } => {
                 let endpoint = types::StdioEndpoint {
                     command: command.clone(),
                     args: args.clone(),
                     env: to_wit_pairs(env),
                     cwd: cwd.clone(),
+                    sandbox: sandbox.as_ref().map(to_wit_sandbox),
                 };
                 return transport::Connection::open(server, &endpoint)
                     .map(|conn| {
@@ -190,6 +193,26 @@ impl Platform for Host {
         state::set(key, value);
     }
 
+    fn write_blob(
+        &mut self,
+        server: &str,
+        name: &str,
+        mime_type: &str,
+        data: &[u8],
+    ) -> Result<crate::transport::Blob, crate::transport::BlobError> {
+        use crate::transport::{Blob, BlobError};
+        blobs::write(server, name, mime_type, data)
+            .map(|b| Blob {
+                uri: b.uri,
+                size: b.size,
+            })
+            .map_err(|e| match e {
+                blobs::BlobError::Denied(m) => BlobError::Denied(m),
+                blobs::BlobError::TooLarge(limit) => BlobError::TooLarge(limit),
+                blobs::BlobError::Io(m) => BlobError::Io(m),
+            })
+    }
+
     fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {
         let clock = monotonic_clock::subscribe_instant(deadline_ms.saturating_mul(1_000_000));
         let wake = self.wake.get_or_insert_with(control::wake_signal);
@@ -221,6 +244,24 @@ fn to_wit_pairs(pairs: &[Pair]) -> Vec<types::Pair> {
             value: p.value.clone(),
         })
         .collect()
+}
+
+fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> types::Sandbox {
+    use crate::sandbox::Network;
+    types::Sandbox {
+        read: s.read.clone(),
+        write: s.write.clone(),
+        network: match &s.network {
+            Network::None => types::NetworkGrant::None,
+            Network::All => types::NetworkGrant::All,
+            Network::Ports { connect, bind } => types::NetworkGrant::Ports(types::PortGrant {
+                connect: connect.clone(),
+                bind: bind.clone(),
+            }),
+        },
+        env: s.env.clone(),
+        require: s.require,
+    }
 }
 
 fn from_wit_error(e: types::TransportError) -> TransportError {
@@ -307,6 +348,7 @@ fn to_wit_call_error(e: CallError) -> wit::CallError {
         CallError::Timeout(m) => wit::CallError::Timeout(m),
         CallError::Cancelled => wit::CallError::Cancelled,
         CallError::Protocol(m) => wit::CallError::Protocol(m),
+        CallError::Denied(m) => wit::CallError::Denied(m),
     }
 }
 
@@ -347,6 +389,7 @@ fn to_wit_event(e: Event) -> wit::Event {
             tool,
             message,
             requested_schema,
+            approval,
         }) => wit::Event::InputRequested(wit::InputRequest {
             id,
             server,
@@ -354,8 +397,24 @@ fn to_wit_event(e: Event) -> wit::Event {
             tool,
             message,
             requested_schema,
+            approval: approval.map(|a| wit::ApprovalRequest {
+                rule: a.rule,
+                arguments: a.arguments,
+            }),
         }),
         Event::InputWithdrawn(id) => wit::Event::InputWithdrawn(id),
+        Event::Audit(r) => wit::Event::Audit(wit::AuditRecord {
+            call: r.call,
+            server: r.server,
+            tool: r.tool,
+            profile: r.profile,
+            decision: r.decision,
+            rule: r.rule,
+            approval: r.approval,
+            outcome: r.outcome,
+            duration_ms: r.duration_ms,
+            arguments: r.arguments,
+        }),
     }
 }
 
@@ -466,8 +525,33 @@ impl wit::Guest for Component {
         with(|m| m.reload_config(&origin, &text)).map(to_wit_reload_report)
     }
 
+    fn load_claude_settings(origin: String, text: String) -> Vec<wit::ConfigIssue> {
+        with(|m| m.load_claude_settings(&origin, &text))
+            .into_iter()
+            .map(to_wit_issue)
+            .collect()
+    }
+
     fn enable_input_requests() {
         with(Manager::enable_input_requests);
+    }
+
+    fn enable_approvals() {
+        with(Manager::enable_approvals);
+    }
+
+    fn set_options(options: wit::EmbedderOptions) {
+        let options = crate::manager::EmbedderOptions {
+            max_result_bytes: options.max_result_bytes,
+            inline_media: options.inline_media,
+            audit: options.audit,
+            audit_arguments: options.audit_arguments,
+        };
+        with(|m| m.set_options(options));
+    }
+
+    fn audit_file() -> Option<String> {
+        with(|m| m.audit_file().map(String::from))
     }
 
     fn start() {

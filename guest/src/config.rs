@@ -25,6 +25,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::naming;
+use crate::permissions::{Permissions, ToolFilter};
+use crate::sandbox::{self, Sandbox};
 use crate::transport::{Endpoint, Pair, format_bytes};
 
 /// The largest configuration text accepted. Real files are a few KiB; the limit
@@ -88,6 +90,8 @@ pub struct ServerConfig {
     pub tool_timeout_ms: u64,
     /// Replaces the server's name in tool names.
     pub tool_prefix: Option<String>,
+    /// `enabledTools` / `disabledTools` (see [`crate::permissions`]).
+    pub tools: ToolFilter,
     /// What its tool list may hold (`limits`).
     pub limits: Limits,
 }
@@ -129,6 +133,13 @@ pub struct Config {
     /// Problems. An entry with a problem is not in `servers`, except for names
     /// that can collide with another entry's, which are only reported.
     pub issues: Vec<ConfigIssue>,
+    /// The top-level `permissions` and `profiles` and the servers' tool filters,
+    /// resolved against `servers`.
+    pub permissions: Permissions,
+    /// The top-level `output`: how large results and media are limited.
+    pub output: crate::output::Settings,
+    /// The top-level `audit`: where the audit trail goes.
+    pub audit: crate::audit::Settings,
 }
 
 /// A JSON object's members in the order they were written. `serde_json::Map`
@@ -242,6 +253,29 @@ pub(crate) fn kind_of_raw(raw: &RawValue) -> String {
 /// One level deep, so no item's depth matters.
 fn items(raw: &RawValue) -> Option<Vec<Box<RawValue>>> {
     serde_json::from_str(raw.get()).ok()
+}
+
+/// A policy object (`permissions`, `profiles`, `output`, `audit`, a `sandbox`, a
+/// tool list), built whole as a `serde_json::Value`: they are small, and read
+/// with `Value`'s API. One that serde_json cannot build (nested past 128 levels,
+/// a number like `1e999`) is an issue naming the field, never read as absent.
+fn whole_value(
+    raw: &RawValue,
+    server: Option<&str>,
+    field: &str,
+    issues: &mut Vec<ConfigIssue>,
+) -> Option<Value> {
+    match serde_json::from_str(raw.get()) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            issues.push(ConfigIssue {
+                server: server.map(String::from),
+                field: Some(field.to_string()),
+                message: format!("cannot be read ({e}), ignored; write it as plain JSON"),
+            });
+            None
+        }
+    }
 }
 
 /// A short name for a JSON value's type, for messages.
@@ -375,6 +409,7 @@ pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Resu
         let mut entry = Entry {
             server: name,
             issues: Vec::new(),
+            notes: Vec::new(),
         };
         let parsed = entry.parse(raw);
         if entry.issues.is_empty()
@@ -383,7 +418,23 @@ pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Resu
             config.servers.push(server);
         }
         config.issues.append(&mut entry.issues);
+        config.issues.append(&mut entry.notes);
     }
+    let mut whole = |key: &str| {
+        top.get(key)
+            .and_then(|raw| whole_value(raw, None, key, &mut config.issues))
+    };
+    let (permissions, profiles) = (whole("permissions"), whole("profiles"));
+    let (output, audit) = (whole("output"), whole("audit"));
+    config.permissions = Permissions::read(
+        origin,
+        permissions.as_ref(),
+        profiles.as_ref(),
+        &config.servers,
+        &mut config.issues,
+    );
+    config.output = crate::output::Settings::read(output.as_ref(), &mut config.issues);
+    config.audit = crate::audit::Settings::read(audit.as_ref(), &mut config.issues);
     config.issues.extend(rival_names(&config.servers));
     Ok(config)
 }
@@ -442,6 +493,8 @@ fn start_of_value(text: &str) -> (usize, usize) {
 struct Entry<'a> {
     server: &'a str,
     issues: Vec<ConfigIssue>,
+    /// Problems that do not skip the entry (an unknown key in a `sandbox`).
+    notes: Vec<ConfigIssue>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -507,6 +560,11 @@ impl Entry<'_> {
             );
         }
 
+        let tools = ToolFilter {
+            enabled: self.tool_list(&fields, "enabledTools", "enabled_tools"),
+            disabled: self.tool_list(&fields, "disabledTools", "disabled_tools"),
+        };
+
         let limits = self.limits(&fields);
         Some(ServerConfig {
             name: self.server.to_string(),
@@ -515,8 +573,61 @@ impl Entry<'_> {
             startup_timeout_ms,
             tool_timeout_ms,
             tool_prefix,
+            tools,
             limits,
         })
+    }
+
+    /// `enabledTools` / `disabledTools` (or Codex's snake_case spelling): the key
+    /// found and its tool names. A malformed list skips the entry, as any other
+    /// problem does: a server whose tool filter cannot be read is not started
+    /// with none.
+    fn tool_list(
+        &mut self,
+        fields: &Members,
+        camel: &str,
+        snake: &str,
+    ) -> Option<(String, Vec<String>)> {
+        let key = match (fields.get(camel), fields.get(snake)) {
+            (Some(_), Some(_)) => {
+                self.issue(
+                    Some(snake.into()),
+                    format!("ignored because `{camel}` is present; keep one of the two"),
+                );
+                camel
+            }
+            (Some(_), None) => camel,
+            (None, Some(_)) => snake,
+            (None, None) => return None,
+        };
+        let server = self.server.to_string();
+        let raw = fields.get(key)?;
+        match whole_value(raw, Some(&server), key, &mut self.issues) {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(items)) => {
+                let mut names = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    match item {
+                        Value::String(s) => names.push(s),
+                        other => self.issue(
+                            Some(format!("{key}[{i}]")),
+                            format!("must be a tool name (a string), but is {}", kind_of(&other)),
+                        ),
+                    }
+                }
+                Some((key.to_string(), names))
+            }
+            Some(other) => {
+                self.issue(
+                    Some(key.into()),
+                    format!(
+                        "must be a list of the server's tool names, like [\"read_file\"], but is {}",
+                        kind_of(&other)
+                    ),
+                );
+                None
+            }
+        }
     }
 
     fn kind(&mut self, fields: &Members) -> Option<Kind> {
@@ -609,11 +720,13 @@ impl Entry<'_> {
         };
         let env = self.env(fields);
         let cwd = self.string(fields, "cwd");
+        let sandbox = self.sandbox(fields);
         Some(Endpoint::Stdio {
             command: command?,
             args,
             env,
             cwd,
+            sandbox,
         })
     }
 
@@ -638,11 +751,46 @@ impl Entry<'_> {
             _ => {}
         }
         let headers = self.string_map(fields, "headers", "header values");
+        if fields.get("sandbox").is_some() {
+            let note = ConfigIssue {
+                server: Some(self.server.to_string()),
+                field: Some("sandbox".into()),
+                message: "ignored: a sandbox confines a local (stdio) server's process, and this \
+                          server is remote"
+                    .into(),
+            };
+            self.notes.push(note);
+        }
         let url = url?;
         Some(if kind == Kind::Sse {
             Endpoint::Sse { url, headers }
         } else {
             Endpoint::Http { url, headers }
+        })
+    }
+
+    /// The `sandbox` block (see [`crate::sandbox`]): a bad grant skips the entry,
+    /// an unknown key is only reported.
+    fn sandbox(&mut self, fields: &Members) -> Option<Sandbox> {
+        let server = self.server.to_string();
+        let value = whole_value(
+            fields.get("sandbox")?,
+            Some(&server),
+            "sandbox",
+            &mut self.issues,
+        )?;
+        let (issues, notes) = (&mut self.issues, &mut self.notes);
+        sandbox::parse(&value, &mut |field, message, fatal| {
+            let issue = ConfigIssue {
+                server: Some(server.clone()),
+                field: Some(field),
+                message,
+            };
+            if fatal {
+                issues.push(issue);
+            } else {
+                notes.push(issue);
+            }
         })
     }
 
@@ -903,11 +1051,13 @@ mod tests {
                     ],
                     env: vec![pair("API_KEY", "${API_KEY:-none}"), pair("MODE", "fast")],
                     cwd: Some("/tmp".into()),
+                    sandbox: None,
                 },
                 enabled: true,
                 startup_timeout_ms: 5000,
                 tool_timeout_ms: 7000,
                 tool_prefix: Some("files".into()),
+                tools: ToolFilter::default(),
                 limits: Limits::DEFAULT,
             }]
         );

@@ -40,6 +40,18 @@ pub struct InputRequest {
     pub message: String,
     /// The JSON Schema of the object wanted, JSON text.
     pub requested_schema: String,
+    /// Set when mcpbox itself asks: an `ask` permission rule wants the call
+    /// approved (see `manager::approvals`). None for a server's request.
+    pub approval: Option<Approval>,
+}
+
+/// What an approval request is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    /// The rule that asks, as a sentence fragment naming its field and file.
+    pub rule: String,
+    /// The call's arguments, JSON object text (already checked against the schema).
+    pub arguments: String,
 }
 
 /// The embedder's answer to an input request.

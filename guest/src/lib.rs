@@ -28,6 +28,10 @@
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
+//! | [`audit`] | the audit trail: one record per call (decision, rule, approval, outcome, duration) |
+//! | [`output`] | output limits: oversized results and media written to host files, a head and a link passed on |
+//! | [`sandbox`] | a stdio server's `sandbox` block: the grants the host enforces on its process |
+//! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called |
 //! | [`remote`] | remote servers over HTTP, spoken by the guest: Streamable HTTP, legacy HTTP+SSE, sessions, SSE, origins |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
@@ -39,6 +43,7 @@
 
 extern crate alloc;
 
+pub mod audit;
 pub mod client;
 pub mod config;
 pub mod elicitation;
@@ -46,8 +51,11 @@ pub mod jsonrpc;
 pub mod manager;
 pub mod methods;
 pub mod naming;
+pub mod output;
+pub mod permissions;
 pub mod registry;
 pub mod remote;
+pub mod sandbox;
 pub mod schema;
 pub mod transport;
 

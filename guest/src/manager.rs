@@ -47,6 +47,11 @@
 //! that no longer needs an answer (its call finished, timed out or was cancelled,
 //! its server went away) is an [`Event::InputWithdrawn`]. A call waiting for input
 //! stays a call in flight: `wait` keeps driving it and its timeout keeps running.
+//!
+//! # Approvals
+//!
+//! A call to a tool an `ask` permission rule covers waits for an approval, asked
+//! of the embedder as an input request (see `approvals`).
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -58,6 +63,7 @@ use crate::client::{
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
+use crate::permissions::{Decision, Permissions, Rule};
 use crate::registry::{self, Registry, Source, Standing, Tool, ToolInfo};
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 use alloc::rc::Rc;
@@ -168,6 +174,9 @@ pub enum Event {
     InputRequested(InputRequest),
     /// The input request of this id needs no answer any more.
     InputWithdrawn(u64),
+    /// A call ended (or was refused): what the rules decided and how it went.
+    /// Only queued when audit events are on ([`EmbedderOptions::audit`]).
+    Audit(crate::audit::AuditRecord),
 }
 
 struct Slot<C> {
@@ -185,6 +194,9 @@ struct Slot<C> {
     tools: Vec<Rc<Tool>>,
     /// Calls waiting for it to (re)connect, oldest first.
     held: Vec<Held>,
+    /// Tools of its last list that the permission rules deny, by registry name:
+    /// not in the registry, refused by name when called.
+    denied: BTreeMap<String, Rc<Rule>>,
     /// Failures in a row: lost connections and failed connects since a call last
     /// got an answer (or since `reconnect` / `load_config`).
     failures: u32,
@@ -248,6 +260,7 @@ impl<C> Slot<C> {
             connect_deadline: None,
             tools: Vec::new(),
             held: Vec::new(),
+            denied: BTreeMap::new(),
             failures: 0,
             failed_at: 0,
             reported: None,
@@ -294,6 +307,43 @@ pub struct Manager<P: Platform> {
     /// Input requests waiting for an answer: id → (slot, the client's key).
     inputs: BTreeMap<u64, (usize, u64)>,
     next_input: u64,
+    /// The configuration's permission rules.
+    permissions: Permissions,
+    /// Warnings about rules naming unlisted tools, already given.
+    rule_warnings: alloc::collections::BTreeSet<String>,
+    /// Whether `ask` rules are asked (see "Approvals").
+    approvals_enabled: bool,
+    /// Calls waiting for an approval, by input request id.
+    approvals: BTreeMap<u64, approvals::Pending>,
+    /// Tools approved for the session, as (profile, registry name).
+    session_approvals: alloc::collections::BTreeSet<(Option<String>, String)>,
+    /// Calls started and not yet completed, with what their end needs to know
+    /// (see `completion`).
+    flight: BTreeMap<u64, completion::Flight>,
+    /// How results are limited (the configuration's `output`, the embedder's
+    /// overrides).
+    output: crate::output::Settings,
+    /// Whether every call's end queues an [`Event::Audit`].
+    audit_events: bool,
+    /// Whether audit records carry the arguments.
+    audit_arguments: bool,
+    /// The configuration's `audit` object.
+    audit: crate::audit::Settings,
+    /// The embedder's overrides, kept across configuration loads.
+    options: EmbedderOptions,
+}
+
+/// What the embedder sets over the configuration (`registry.set-options`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmbedderOptions {
+    /// Overrides `output.maxBytes`.
+    pub max_result_bytes: Option<u64>,
+    /// Overrides `output.media` (true: `inline`).
+    pub inline_media: Option<bool>,
+    /// Queue an [`Event::Audit`] for every call.
+    pub audit: Option<bool>,
+    /// Overrides `audit.arguments`.
+    pub audit_arguments: Option<bool>,
 }
 
 impl<P: Platform> fmt::Debug for Manager<P> {
@@ -347,14 +397,28 @@ impl<P: Platform> Manager<P> {
             input_requests: false,
             inputs: BTreeMap::new(),
             next_input: 1,
+            permissions: Permissions::default(),
+            rule_warnings: Default::default(),
+            approvals_enabled: false,
+            approvals: BTreeMap::new(),
+            session_approvals: Default::default(),
+            flight: BTreeMap::new(),
+            output: Default::default(),
+            audit_events: false,
+            audit_arguments: false,
+            audit: Default::default(),
+            options: EmbedderOptions::default(),
         }
     }
 
     /// Offers every server started from now on the `elicitation` capability: their
     /// requests for input become [`Event::InputRequested`]. Call before `start`; a
     /// server already connected keeps what it was offered until it reconnects.
+    ///
+    /// Approvals for `ask` rules come the same way, so this enables them too.
     pub fn enable_input_requests(&mut self) {
         self.input_requests = true;
+        self.approvals_enabled = true;
     }
 
     /// Answers input request `id`. An accepted answer (a JSON object) gets the
@@ -363,6 +427,9 @@ impl<P: Platform> Manager<P> {
     /// request stays open for a corrected answer) or when no request of that id is
     /// waiting (answered already, or withdrawn).
     pub fn answer_input(&mut self, id: u64, answer: &InputAnswer) -> Result<(), String> {
+        if let Some(answered) = self.answer_approval(id, answer) {
+            return answered;
+        }
         let Some(&(i, key)) = self.inputs.get(&id) else {
             return Err(format!(
                 "no input request {id} is waiting for an answer (it was answered already, \
@@ -404,6 +471,12 @@ impl<P: Platform> Manager<P> {
         // Shutting down withdrew every input request; the ids of the old slots go too.
         self.inputs.clear();
         self.origin = origin.to_string();
+        self.permissions = parsed.permissions;
+        self.output = parsed.output;
+        self.audit = parsed.audit;
+        self.apply_options();
+        self.rule_warnings.clear();
+        self.session_approvals.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         self.invalidate_registry();
@@ -413,6 +486,32 @@ impl<P: Platform> Manager<P> {
             slot.reported = Some(Reported::now(slot, &self.registry));
         }
         Ok(parsed.issues)
+    }
+
+    /// Adds the permission rules of a Claude Code settings file (its text;
+    /// `origin` names it) to the configuration's (see
+    /// [`Permissions::add_claude_settings`]). Kept until the next
+    /// [`Manager::load_config`], which drops them: a host reads the file again
+    /// after each load. Text that is not JSON is one issue; nothing changes.
+    pub fn load_claude_settings(&mut self, origin: &str, text: &str) -> Vec<ConfigIssue> {
+        let value: serde_json::Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) => {
+                return vec![ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "{origin}: not valid JSON ({e}); its permissions are not read"
+                    ),
+                }];
+            }
+        };
+        let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
+        let mut issues = Vec::new();
+        self.permissions
+            .add_claude_settings(origin, &value, &servers, &mut issues);
+        self.invalidate_registry();
+        issues
     }
 
     /// Starts every enabled server that is not already starting or connected.
@@ -543,102 +642,200 @@ impl<P: Platform> Manager<P> {
     /// A tool of a server that was lost is recognised by the server's last tool
     /// list: the call restarts the server when its backoff has passed and waits
     /// for it, or fails at once with `server-unavailable` (see "Restarts").
+    /// A tool the permission rules deny fails with `denied`, naming the rule.
     pub fn start_call(
         &mut self,
         tool: &str,
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
-        self.sync_registry();
-        let Some(entry) = self.registry.get(tool) else {
-            return self.start_held_call(tool, arguments, options);
-        };
-        let entry = entry.clone();
-        let (arguments, warning) = entry.tool.check_arguments(&entry.server, arguments);
-        self.events.extend(warning.map(Event::Warning));
-        let arguments = arguments.map_err(CallError::InvalidArguments)?;
-        let Some(i) = self
-            .slots
-            .iter()
-            .position(|s| *s.config.name == *entry.server)
-        else {
-            return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
-        };
-        let now = self.platform.now_ms();
-        let slot = &mut self.slots[i];
-        let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) else {
-            return Err(unavailable(tool, slot, now));
-        };
-        let call = self.next_call;
-        self.next_call += 1;
-        let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
-        let tool = &entry.tool;
-        client.start_call(
-            call,
-            &tool.name,
-            &tool.def.name,
-            &arguments,
-            timeout_ms,
-            now,
-        );
-        self.calls.insert(call, i);
-        self.flush(i);
-        self.process(i);
-        self.sync_statuses();
-        Ok(call)
+        self.start_call_as(tool, arguments, options, None)
     }
 
-    /// A call to a tool that is not in the registry: one of a lost server's kept
-    /// tools (hold the call, restarting the server if it may be), or unknown.
-    fn start_held_call(
+    /// [`Manager::start_call`] for a caller that uses the permission profile
+    /// `profile` (see [`crate::permissions`]): the call must pass the profile's
+    /// rules as well as the top-level ones.
+    pub fn start_call_as(
         &mut self,
         tool: &str,
         arguments: &str,
         options: CallOptions,
+        profile: Option<&str>,
     ) -> Result<u64, CallError> {
-        // The registry says which server owns a name it does not offer: the same
-        // rule that decides collisions, whatever state the servers are in.
-        let owner = self.registry.kept(tool).and_then(|entry| {
-            let i = self
-                .slots
-                .iter()
-                .position(|s| *s.config.name == *entry.server)?;
-            Some((i, entry.tool.clone()))
-        });
-        let Some((i, kept)) = owner else {
-            return Err(self.missing_tool(tool));
+        let mut attempt = completion::Attempt::default();
+        let started = self.begin_call(tool, arguments, options, profile, &mut attempt);
+        if let Err(e) = &started {
+            self.audit_refusal(tool, arguments, profile, attempt, e);
+        }
+        started
+    }
+
+    /// [`Manager::start_call_as`], noting what it decided in `attempt` for the
+    /// audit record of a call refused at once.
+    fn begin_call(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        options: CallOptions,
+        profile: Option<&str>,
+        attempt: &mut completion::Attempt,
+    ) -> Result<u64, CallError> {
+        self.sync_registry();
+        let (i, found) = match self.registry.get(tool) {
+            Some(entry) => {
+                let Some(i) = self
+                    .slots
+                    .iter()
+                    .position(|s| *s.config.name == *entry.server)
+                else {
+                    return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
+                };
+                (i, entry.tool.clone())
+            }
+            None => {
+                // A tool the rules deny, one of a lost server's kept tools, or unknown.
+                let refused = self
+                    .slots
+                    .iter()
+                    .find_map(|s| Some((s.config.name.clone(), s.denied.get(tool)?.clone())));
+                if let Some((server, rule)) = refused {
+                    attempt.server = Some(server);
+                    attempt.decision = Some(Decision::Deny(rule.clone()));
+                    return Err(denied(tool, &rule));
+                }
+                // The registry says which server owns a name it does not offer: the
+                // same rule that decides collisions, whatever state the servers are in.
+                let owner = self.registry.kept(tool).and_then(|entry| {
+                    let i = self
+                        .slots
+                        .iter()
+                        .position(|s| *s.config.name == *entry.server)?;
+                    Some((i, entry.tool.clone()))
+                });
+                match owner {
+                    Some(owner) => owner,
+                    None => return Err(self.missing_tool(tool)),
+                }
+            }
         };
-        let (arguments, warning) = kept.check_arguments(&self.slots[i].config.name, arguments);
+        let server = self.slots[i].config.name.clone();
+        let decision = self.permissions.decide(&server, &found.def.name, profile);
+        attempt.server = Some(server.clone());
+        attempt.decision = Some(decision.clone());
+        if let Decision::Deny(rule) = &decision {
+            return Err(denied(tool, rule));
+        }
+        let (arguments, warning) = found.check_arguments(&server, arguments);
         self.events.extend(warning.map(Event::Warning));
         let arguments = arguments.map_err(CallError::InvalidArguments)?;
         let now = self.platform.now_ms();
-        let slot = &self.slots[i];
-        match slot.state {
-            // A restart is under way: wait for it with the calls already waiting.
-            ServerState::Starting => {}
-            ServerState::Failed if matches!(slot.gate(now), Gate::Open) => {
-                self.open(i);
-                self.sync_statuses();
-                let slot = &self.slots[i];
-                if slot.state != ServerState::Starting {
-                    return Err(unavailable(tool, slot, now));
-                }
-            }
-            _ => return Err(unavailable(tool, slot, now)),
-        }
-        let slot = &mut self.slots[i];
+        let timeout_ms = options
+            .timeout_ms
+            .unwrap_or(self.slots[i].config.tool_timeout_ms);
         let call = self.next_call;
-        self.next_call += 1;
-        let timeout_ms = options.timeout_ms.unwrap_or(slot.config.tool_timeout_ms);
-        slot.held.push(Held {
+        let mut flight = completion::Flight {
+            server: server.clone(),
+            tool: found.clone(),
+            decision: decision.clone(),
+            profile: profile.map(String::from),
+            approval: None,
+            started_ms: now,
+            arguments: self.audit_arguments.then(|| arguments.clone()),
+        };
+        if let Decision::Ask(rule) = decision {
+            if self.approved_for_session(tool, profile) {
+                flight.approval = Some("session-earlier");
+            } else {
+                if !self.approvals_enabled {
+                    attempt.approval = Some("nobody");
+                }
+                self.ask_approval(approvals::Pending {
+                    call,
+                    slot: i,
+                    tool: found,
+                    arguments,
+                    timeout_ms,
+                    deadline_ms: now.saturating_add(timeout_ms),
+                    rule,
+                    profile: profile.map(String::from),
+                })?;
+                self.flight.insert(call, flight);
+                self.next_call += 1;
+                return Ok(call);
+            }
+        }
+        // Noted before sending: a call may complete within `dispatch`.
+        self.flight.insert(call, flight);
+        let sent = self.dispatch(
             call,
-            name: tool.to_string(),
+            i,
+            &found,
             arguments,
             timeout_ms,
-            deadline_ms: now.saturating_add(timeout_ms),
+            now.saturating_add(timeout_ms),
+        );
+        if sent.is_err() {
+            self.flight.remove(&call);
+        }
+        sent?;
+        self.next_call += 1;
+        Ok(call)
+    }
+
+    /// Sends call `call` of `tool` on slot `i`, or holds it until the server is
+    /// (re)connected, restarting it if it may be. Err, with nothing started,
+    /// when the server cannot take the call.
+    fn dispatch(
+        &mut self,
+        call: u64,
+        i: usize,
+        tool: &Rc<Tool>,
+        arguments: String,
+        timeout_ms: u64,
+        deadline_ms: u64,
+    ) -> Result<(), CallError> {
+        let now = self.platform.now_ms();
+        let slot = &mut self.slots[i];
+        let restart = slot.state == ServerState::Failed
+            && slot.restartable()
+            && matches!(slot.gate(now), Gate::Open);
+        // A kept name of a server that is restarting: the registry gave it to this server.
+        let holds = slot.state == ServerState::Starting;
+        if let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) {
+            client.start_call_until(
+                call,
+                &tool.name,
+                &tool.def.name,
+                &arguments,
+                timeout_ms,
+                deadline_ms,
+            );
+            self.calls.insert(call, i);
+            self.flush(i);
+            self.process(i);
+            self.sync_statuses();
+            return Ok(());
+        }
+        if restart {
+            self.open(i);
+            self.sync_statuses();
+            let slot = &self.slots[i];
+            if slot.state != ServerState::Starting {
+                return Err(unavailable(&tool.name, slot, now));
+            }
+        } else if !holds {
+            // A restart under way (`holds`) is waited for with the calls already waiting.
+            return Err(unavailable(&tool.name, slot, now));
+        }
+        self.slots[i].held.push(Held {
+            call,
+            name: tool.name.clone(),
+            arguments,
+            timeout_ms,
+            deadline_ms,
         });
         self.calls.insert(call, i);
-        Ok(call)
+        Ok(())
     }
 
     /// An unknown name may belong to a server that is not connected: say so, since
@@ -647,6 +844,9 @@ impl<P: Platform> Manager<P> {
     /// it is starting: then a name it could claim waits for its new list (see
     /// [`crate::registry`]).
     fn missing_tool(&self, tool: &str) -> CallError {
+        if let Some(rule) = self.slots.iter().find_map(|s| s.denied.get(tool)) {
+            return denied(tool, rule);
+        }
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
                 && (s.tools.is_empty() || s.state == ServerState::Starting)
@@ -664,6 +864,9 @@ impl<P: Platform> Manager<P> {
     /// Cancels a call in flight; it completes with `cancelled`. Unknown or
     /// finished calls are ignored.
     pub fn cancel(&mut self, call: u64) {
+        if self.cancel_approval(call) {
+            return;
+        }
         let Some(&i) = self.calls.get(&call) else {
             return;
         };
@@ -708,7 +911,32 @@ impl<P: Platform> Manager<P> {
                 }
             }
         }
-        core::mem::take(&mut self.completions)
+        let done = core::mem::take(&mut self.completions);
+        done.into_iter().map(|c| self.finish(c)).collect()
+    }
+
+    /// Sets what the embedder overrides over the configuration (output limits,
+    /// audit events); kept across configuration loads.
+    pub fn set_options(&mut self, options: EmbedderOptions) {
+        self.options = options;
+        self.apply_options();
+    }
+
+    fn apply_options(&mut self) {
+        if let Some(max) = self.options.max_result_bytes {
+            self.output.max_bytes = max.max(1);
+        }
+        if let Some(inline) = self.options.inline_media {
+            self.output.inline_media = inline;
+        }
+        self.audit_events = self.options.audit.unwrap_or(false);
+        self.audit_arguments = self.options.audit_arguments.unwrap_or(self.audit.arguments);
+    }
+
+    /// The configuration's `audit.file`, as written (`${VAR}` unresolved): where
+    /// the host is asked to write the audit trail.
+    pub fn audit_file(&self) -> Option<&str> {
+        self.audit.file.as_deref()
     }
 
     /// Takes the events queued since the last call.
@@ -720,6 +948,7 @@ impl<P: Platform> Manager<P> {
     /// with `server-unavailable`. Kept tool lists are dropped: nothing restarts a
     /// server that was shut down except `start` or `reconnect`.
     pub fn shutdown(&mut self) {
+        self.withdraw_approvals("mcpbox was shut down before the call was approved");
         for i in 0..self.slots.len() {
             let slot = &mut self.slots[i];
             let message = format!("server `{}` was shut down", slot.config.name);
@@ -732,6 +961,7 @@ impl<P: Platform> Manager<P> {
             slot.conn = None;
             slot.connect_deadline = None;
             slot.tools.clear();
+            slot.denied.clear();
             if matches!(slot.state, ServerState::Starting | ServerState::Connected) {
                 slot.state = ServerState::Closed;
                 slot.error = None;
@@ -753,6 +983,7 @@ impl<P: Platform> Manager<P> {
                 ]
             })
             .flatten()
+            .chain(self.next_approval_deadline())
             .min()
     }
 
@@ -844,6 +1075,7 @@ impl<P: Platform> Manager<P> {
         for i in 0..self.slots.len() {
             self.drive(i, now);
         }
+        self.expire_approvals(now);
         self.sync_statuses();
         now
     }
@@ -1003,9 +1235,47 @@ impl<P: Platform> Manager<P> {
         }
     }
 
+    /// Takes a server's fresh tool list: the tools the permission rules deny
+    /// are set apart (never offered, refused by name), the rest named for the
+    /// registry; rules naming tools the list lacks are warned about, once.
     fn set_tools(&mut self, i: usize, defs: Vec<registry::ToolDef>) {
         let slot = &mut self.slots[i];
-        slot.tools = registry::prepare(slot.config.name_segment(), defs);
+        let server = &slot.config.name;
+        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        for warning in self.permissions.unknown_tools(server, &names) {
+            if self.rule_warnings.insert(warning.clone()) {
+                self.events.push(Event::Warning(warning));
+            }
+        }
+        slot.denied.clear();
+        let segment = slot.config.name_segment();
+        let mut offered = Vec::with_capacity(defs.len());
+        for def in defs {
+            match self.permissions.decide(server, &def.name, None) {
+                Decision::Deny(rule) => {
+                    slot.denied
+                        .insert(naming::tool_name(segment, &def.name), rule);
+                }
+                _ => offered.push(def),
+            }
+        }
+        slot.tools = registry::prepare(segment, offered);
+    }
+
+    /// The configuration's permission rules, for callers that filter by profile
+    /// (the gateway).
+    pub fn permissions(&self) -> &Permissions {
+        &self.permissions
+    }
+
+    /// What the permission rules say about the tool of registry name `tool` for
+    /// a caller using `profile`; `None` when no such tool is offered.
+    pub fn decide(&self, tool: &str, profile: Option<&str>) -> Option<Decision> {
+        let entry = self.registry.get(tool)?;
+        Some(
+            self.permissions
+                .decide(&entry.server, &entry.tool.def.name, profile),
+        )
     }
 
     fn connection_lost(&mut self, i: usize, error: &TransportError) {
@@ -1168,6 +1438,11 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
     }
 }
 
+/// The refusal of a call to `tool` that `rule` denies.
+fn denied(tool: &str, rule: &Rule) -> CallError {
+    CallError::Denied(format!("{tool} is denied by the permission rule {rule}"))
+}
+
 fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
     if slot.restartable() {
         let error = slot.error.as_deref().unwrap_or("it failed");
@@ -1200,6 +1475,8 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
 
 mod reload;
 pub use reload::ReloadReport;
+mod approvals;
+mod completion;
 
 #[cfg(test)]
 mod tests;

@@ -182,6 +182,10 @@ pub struct FakePlatform {
     pub blocks: usize,
     /// What the guest kept with `memo_set` (the host's `state` store).
     pub memo: BTreeMap<String, String>,
+    /// Files the guest had written (`mcpbox:runtime/blobs`): server, name, bytes.
+    pub blobs: Vec<(String, String, Vec<u8>)>,
+    /// When set, `write_blob` is denied with this reason.
+    pub refuse_blobs: Option<String>,
 }
 
 impl FakePlatform {
@@ -195,6 +199,8 @@ impl FakePlatform {
             wake_at: None,
             blocks: 0,
             memo: BTreeMap::new(),
+            blobs: Vec::new(),
+            refuse_blobs: None,
         }
     }
 
@@ -236,6 +242,25 @@ impl FakePlatform {
 
 impl Platform for FakePlatform {
     type Conn = FakeConn;
+
+    fn write_blob(
+        &mut self,
+        server: &str,
+        name: &str,
+        _mime_type: &str,
+        data: &[u8],
+    ) -> Result<crate::transport::Blob, crate::transport::BlobError> {
+        if let Some(why) = &self.refuse_blobs {
+            return Err(crate::transport::BlobError::Denied(why.clone()));
+        }
+        let uri = format!("mem://blobs/{}", self.blobs.len());
+        self.blobs
+            .push((server.to_string(), name.to_string(), data.to_vec()));
+        Ok(crate::transport::Blob {
+            uri,
+            size: data.len() as u64,
+        })
+    }
 
     fn open(&mut self, server: &str, endpoint: &Endpoint) -> Result<FakeConn, TransportError> {
         self.endpoints.push((server.to_string(), endpoint.clone()));

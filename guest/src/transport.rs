@@ -40,6 +40,8 @@ pub enum Endpoint {
         env: Vec<Pair>,
         /// Working directory; the host's own when absent.
         cwd: Option<String>,
+        /// What its process may reach; unconfined when absent.
+        sandbox: Option<crate::sandbox::Sandbox>,
     },
     /// Streamable HTTP.
     Http {
@@ -188,6 +190,8 @@ pub struct Diagnostics {
     pub oversized_messages: u64,
     /// How the process ended, once it has ("exit code 1").
     pub exit_status: Option<String>,
+    /// The sandbox the process runs in, as the host describes it; none when unconfined.
+    pub sandbox: Option<String>,
 }
 
 impl Diagnostics {
@@ -205,7 +209,15 @@ impl Diagnostics {
             return String::new();
         }
         let start = lines.len().saturating_sub(LINES);
-        format!("; last stderr: {}", lines[start..].join(" | "))
+        let mut suffix = format!("; last stderr: {}", lines[start..].join(" | "));
+        // A permission error from a confined server usually means a missing grant.
+        if let Some(sandbox) = &self.sandbox {
+            suffix.push_str(&format!(
+                " (it runs in a sandbox: {sandbox}; a permission error above may mean it needs \
+                 another grant)"
+            ));
+        }
+        suffix
     }
 }
 
@@ -255,6 +267,50 @@ pub trait Platform {
     /// Keeps `value` under `key` across runs, where the platform can.
     fn memo_set(&mut self, key: &str, value: &str) {
         let _ = (key, value);
+    }
+    /// Has the host write `data` to a new file (`mcpbox:runtime/blobs`): a
+    /// result too large to pass on, or an image. `name` suggests the file name.
+    fn write_blob(
+        &mut self,
+        server: &str,
+        name: &str,
+        mime_type: &str,
+        data: &[u8],
+    ) -> Result<Blob, BlobError> {
+        let _ = (server, name, mime_type, data);
+        Err(BlobError::Denied("this platform keeps no files".into()))
+    }
+}
+
+/// A file the host wrote for the guest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// Where it is, as a URI (`file:///…`).
+    pub uri: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// Why the host did not write a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlobError {
+    /// Its policy keeps no files, or no more of them.
+    Denied(String),
+    /// Larger than the host accepts (the limit, in bytes).
+    TooLarge(u64),
+    /// Writing failed.
+    Io(String),
+}
+
+impl fmt::Display for BlobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BlobError::Denied(m) => write!(f, "denied: {m}"),
+            BlobError::TooLarge(limit) => {
+                write!(f, "larger than the {limit} bytes the host keeps per file")
+            }
+            BlobError::Io(m) => write!(f, "{m}"),
+        }
     }
 }
 

@@ -24,5 +24,7 @@ mod generated {
 }
 
 pub(crate) use generated::exports::mcpbox::runtime::registry;
-pub(crate) use generated::mcpbox::runtime::{control, remote, state, transport, types as wit};
+pub(crate) use generated::mcpbox::runtime::{
+    blobs, control, remote, state, transport, types as wit,
+};
 pub(crate) use generated::{Mcpbox, McpboxPre};

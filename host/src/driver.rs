@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use wasmtime::Store;
 
+use crate::audit::AuditLog;
 use crate::bindings::{Mcpbox, registry};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
@@ -100,6 +101,8 @@ pub(crate) struct Driver {
     traps: Vec<Instant>,
     /// When `cancel_abandoned` last looked at every pending call.
     last_abandon_scan: Instant,
+    /// The audit trail's file, when one is named.
+    audit: Option<Arc<AuditLog>>,
     /// This runtime's use of the subreaper, if it has the option.
     subreaper: Option<Subreaper>,
 }
@@ -133,8 +136,16 @@ impl Driver {
             interrupted: None,
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
+            audit: None,
             subreaper,
         }
+    }
+
+    /// Appends audit records to `audit` (the first instance's; a replacement
+    /// instance brings its own).
+    pub fn with_audit(mut self, audit: Option<Arc<AuditLog>>) -> Self {
+        self.audit = audit;
+        self
     }
 
     /// Runs until shut down or until every runtime handle is dropped. A guest
@@ -170,6 +181,7 @@ impl Driver {
                     // The old store goes with its connections, which stops its servers.
                     self.store = started.store;
                     self.guest = started.guest;
+                    self.audit = started.audit;
                     self.published.tools.send_replace(Arc::new(started.tools));
                     self.published
                         .servers
@@ -325,6 +337,10 @@ impl Driver {
 
     /// Publishes events, and fresh snapshots first when one calls for them.
     async fn publish(&mut self, events: Vec<registry::Event>) -> wasmtime::Result<()> {
+        // The host's own warnings (from opening connections) come with the turn.
+        for notice in self.store.data().take_notices() {
+            let _ = self.published.events.send(Event::Warning(notice));
+        }
         if events.is_empty() {
             return Ok(());
         }
@@ -338,8 +354,14 @@ impl Driver {
             self.publish_snapshots().await?;
         }
         for event in events {
+            let event: Event = event.into();
+            if let (Event::Audit(record), Some(log)) = (&event, &self.audit)
+                && let Err(e) = log.write(record)
+            {
+                let _ = self.published.events.send(Event::Warning(e));
+            }
             // No subscribers is fine: events are for whoever listens.
-            let _ = self.published.events.send(event.into());
+            let _ = self.published.events.send(event);
         }
         Ok(())
     }
@@ -367,6 +389,9 @@ impl Driver {
                         self.pending.insert(call, reply);
                     }
                     Ok(Err(e)) => {
+                        // A refusal's audit record is out (and in the audit file)
+                        // before the caller hears of it.
+                        self.publish_events().await?;
                         let _ = reply.send(Err(e.into()));
                     }
                     Err(trap) => {

@@ -11,8 +11,10 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::Error;
-use crate::bindings::{Mcpbox, McpboxPre, control, registry, remote, state, transport};
+use crate::audit::AuditLog;
+use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, remote, state, transport};
 use crate::engine::EPOCH_TICK;
+use crate::imports::blobs::Results;
 use crate::imports::state::Memo;
 use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
 use crate::transport::stdio::Supervisors;
@@ -54,6 +56,10 @@ pub(crate) struct Factory {
     diagnostics: DiagnosticsMap,
     /// What the guest remembers across runs (`mcpbox:runtime/state`).
     memo: Arc<Memo>,
+    /// Where the `blobs` import writes.
+    results: Arc<Results>,
+    /// What the embedder sets over the configuration.
+    embedder: EmbedderSettings,
     /// The server processes of every instance, so a shutdown can wait for them.
     supervisors: Arc<Supervisors>,
     origin: String,
@@ -62,6 +68,8 @@ pub(crate) struct Factory {
     input_requests: bool,
     /// The runtime's OAuth state, which outlives instances.
     oauth: Option<Arc<crate::oauth::OAuth>>,
+    /// Whether `ask` rules are asked (`registry.enable-approvals`).
+    approvals: bool,
 }
 
 /// An instance that has loaded its configuration and started its servers.
@@ -71,6 +79,23 @@ pub(crate) struct Started {
     pub issues: Vec<ConfigIssue>,
     pub servers: Vec<ServerStatus>,
     pub tools: Vec<Tool>,
+    /// The audit trail's file, when the embedder or the configuration names one.
+    pub audit: Option<Arc<AuditLog>>,
+}
+
+/// What the embedder sets over the configuration (see `Options`).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EmbedderSettings {
+    pub max_result_bytes: Option<u64>,
+    pub inline_media: Option<bool>,
+    /// Whether audit events reach the embedder even with no file.
+    pub audit_events: bool,
+    pub audit_arguments: Option<bool>,
+    /// Overrides the configuration's `audit.file`.
+    pub audit_file: Option<std::path::PathBuf>,
+    /// Also read the permission rules of `.claude/settings.json` (and
+    /// `settings.local.json`) next to the configuration.
+    pub claude_settings: bool,
 }
 
 impl Factory {
@@ -95,6 +120,7 @@ impl Factory {
             remote::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             state::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            blobs::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             Ok(())
         };
         link(&mut linker)
@@ -111,12 +137,21 @@ impl Factory {
             wake,
             diagnostics,
             memo: Arc::default(),
+            results: Arc::new(Results::new(None, 0, 0)),
+            embedder: EmbedderSettings::default(),
             supervisors: Arc::default(),
             origin,
             text,
             input_requests: false,
             oauth: None,
+            approvals: false,
         })
+    }
+
+    /// Lets `ask` rules be asked (approvals) in every instance made from now on.
+    pub fn with_approvals(mut self, enabled: bool) -> Factory {
+        self.approvals = enabled;
+        self
     }
 
     /// Lets servers ask for input (elicitation) in every instance made from now on.
@@ -136,6 +171,19 @@ impl Factory {
     pub fn set_config(&mut self, origin: String, text: String) {
         self.origin = origin;
         self.text = text;
+    }
+
+    /// Where the `blobs` import writes (nowhere by default).
+    pub fn with_results(mut self, results: Arc<Results>) -> Factory {
+        self.results = results;
+        self
+    }
+
+    /// Sets the embedder's overrides (`registry.set-options`) and the audit log
+    /// file the embedder names (the configuration may name one too).
+    pub fn with_embedder(mut self, options: EmbedderSettings) -> Factory {
+        self.embedder = options;
+        self
     }
 
     /// The server processes of every instance made by this factory.
@@ -159,6 +207,7 @@ impl Factory {
         );
         state.memo = self.memo.clone();
         state.grants.oauth = self.oauth.clone();
+        state.results = self.results.clone();
         state.supervisors = self.supervisors.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
@@ -173,7 +222,7 @@ impl Factory {
             let what = what.to_owned();
             move |e: wasmtime::Error| Error::Guest(format!("the guest failed while {what}: {e:#}"))
         };
-        let issues = registry
+        let mut issues = registry
             .call_load_config(&mut store, &self.origin, &self.text)
             .await
             .map_err(trapped("loading the configuration"))?
@@ -181,12 +230,74 @@ impl Factory {
                 origin: self.origin.clone(),
                 message,
             })?;
+        if self.embedder.claude_settings {
+            let files = claude_settings_files(&self.origin);
+            if files.is_empty() {
+                issues.push(registry::ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "no Claude Code settings were read: there is no .claude/settings.json \
+                         (or settings.local.json) next to {}",
+                        self.origin
+                    ),
+                });
+            }
+            for path in files {
+                let text = std::fs::read_to_string(&path).map_err(|e| Error::Config {
+                    origin: path.display().to_string(),
+                    message: format!("the Claude Code settings cannot be read: {e}"),
+                })?;
+                issues.extend(
+                    registry
+                        .call_load_claude_settings(&mut store, &path.display().to_string(), &text)
+                        .await
+                        .map_err(trapped("reading the Claude Code settings"))?,
+                );
+            }
+        }
         if self.input_requests {
             registry
                 .call_enable_input_requests(&mut store)
                 .await
                 .map_err(trapped("enabling input requests"))?;
         }
+        if self.approvals {
+            registry
+                .call_enable_approvals(&mut store)
+                .await
+                .map_err(trapped("enabling approvals"))?;
+        }
+        let audit = match &self.embedder.audit_file {
+            Some(path) => Some(path.clone()),
+            None => registry
+                .call_audit_file(&mut store)
+                .await
+                .map_err(trapped("reading the audit settings"))?
+                .map(|written| crate::audit::resolve_path(&self.origin, &written))
+                .transpose()
+                .map_err(|message| Error::Config {
+                    origin: self.origin.clone(),
+                    message,
+                })?,
+        };
+        let audit = audit
+            .map(|path| AuditLog::open(&path).map(Arc::new))
+            .transpose()
+            .map_err(|message| Error::Config {
+                origin: self.origin.clone(),
+                message,
+            })?;
+        let options = registry::EmbedderOptions {
+            max_result_bytes: self.embedder.max_result_bytes,
+            inline_media: self.embedder.inline_media,
+            audit: Some(self.embedder.audit_events || audit.is_some()),
+            audit_arguments: self.embedder.audit_arguments,
+        };
+        registry
+            .call_set_options(&mut store, options)
+            .await
+            .map_err(trapped("setting options"))?;
         registry
             .call_start(&mut store)
             .await
@@ -204,6 +315,7 @@ impl Factory {
             issues: issues.into_iter().map(Into::into).collect(),
             servers: servers.into_iter().map(Into::into).collect(),
             tools,
+            audit,
         })
     }
 }
@@ -213,4 +325,21 @@ impl Factory {
 pub(crate) fn budget(store: &mut Store<HostState>, blocking_ms: u64) {
     let tick_ms = EPOCH_TICK.as_millis() as u64;
     store.set_epoch_deadline((blocking_ms + GUEST_BUDGET_MS).div_ceil(tick_ms));
+}
+
+/// The Claude Code settings files next to the configuration that exist:
+/// `.claude/settings.json`, then `.claude/settings.local.json`, in the
+/// configuration file's directory (the current directory for configuration text
+/// that is not a file).
+fn claude_settings_files(origin: &str) -> Vec<std::path::PathBuf> {
+    let config = std::path::Path::new(origin);
+    let dir = config
+        .parent()
+        .filter(|_| config.is_file())
+        .unwrap_or(std::path::Path::new(""));
+    ["settings.json", "settings.local.json"]
+        .iter()
+        .map(|name| dir.join(".claude").join(name))
+        .filter(|path| path.is_file())
+        .collect()
 }

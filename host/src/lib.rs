@@ -57,6 +57,7 @@
 
 #![deny(missing_docs)]
 
+mod audit;
 mod bindings;
 mod driver;
 mod engine;
@@ -80,8 +81,8 @@ pub use oauth::TokenStore;
 pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, MAX_CONFIG_BYTES, Options, Runtime};
 pub use store::Policy;
 pub use types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ReloadReport,
-    ServerDiagnostics, ServerState, ServerStatus, Tool,
+    ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,
+    InputRequest, ReloadReport, ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

@@ -1,7 +1,7 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
 //! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
-//! 2 usage or configuration error; 3 server unavailable or timeout, or the
+//! 2 usage or configuration error, or a call the permission rules refuse; 3 server unavailable or timeout, or the
 //! runtime stopped; 130 / 143 SIGINT / SIGTERM.
 //!
 //! Human-readable output shows text from servers and configurations through
@@ -20,7 +20,9 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use mcpbox::terminal::{Lines, escape};
 use mcpbox::trust::ConfigFile;
-use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, ServerStatus};
+use mcpbox::{
+    CallError, CallOptions, InputAnswer, Options, Policy, Runtime, ServerState, ServerStatus,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -29,7 +31,8 @@ use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, Serv
     about = "Use the tools of MCP servers through a sandboxed WebAssembly component",
     after_help = "Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or configuration \
                   error (also unknown tool, invalid or oversized arguments, an untrusted \
-                  configuration); 3 server unavailable or timeout, or the runtime stopped; \
+                  configuration, a call the permission rules deny or nobody approved); \
+                  3 server unavailable or timeout, or the runtime stopped; \
                   130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
                   Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_CACHE_DIR (compiled \
                   components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
@@ -51,6 +54,14 @@ struct Cli {
     /// Do not start stdio servers (child processes): they fail as denied by the policy.
     #[arg(long, global = true)]
     no_processes: bool,
+    /// Append the audit trail (one JSON line per call) to this file, instead of
+    /// the configuration's `audit.file`.
+    #[arg(long, global = true, value_name = "PATH")]
+    audit: Option<PathBuf>,
+    /// Also apply the MCP permission rules of the Claude Code settings next to the
+    /// configuration (.claude/settings.json, .claude/settings.local.json).
+    #[arg(long, global = true)]
+    claude_settings: bool,
     /// Start the servers of the configuration without checking that it is trusted
     /// (for CI; also `MCPBOX_TRUST_ALL=1`).
     #[arg(long, global = true)]
@@ -91,6 +102,10 @@ enum Command {
         /// Give up after this many seconds (overrides the server's tool timeout).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
+        /// Approve the call if an `ask` permission rule covers it, without asking.
+        /// Without it, a terminal is asked; with no terminal, the call is refused.
+        #[arg(long, short = 'y')]
+        yes: bool,
     },
     /// Authorize mcpbox with a remote server that uses OAuth: opens the
     /// authorization page in the browser (or prints its URL) and waits for the
@@ -381,6 +396,12 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(mib) = cli.memory_limit {
         options = options.memory_limit(mib as usize * 1024 * 1024);
     }
+    if let Some(audit) = &cli.audit {
+        options = options.audit_file(audit);
+    }
+    options = options.claude_settings(cli.claude_settings);
+    // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why).
+    options = options.approvals(matches!(cli.command, Command::Call { .. }));
     // The CLI starts no processes but servers: it can reap every orphan.
     options = options.subreaper(true);
     if let Command::Servers { watch: true } = &cli.command {
@@ -413,7 +434,8 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 tool,
                 arguments,
                 timeout,
-            } => call(&runtime, tool, arguments, *timeout, cli.json).await,
+                yes,
+            } => call(&runtime, tool, arguments, *timeout, *yes, cli.json).await,
             // Handled before the runtime opens.
             Command::Trust
             | Command::Login { .. }
@@ -784,8 +806,18 @@ async fn call(
     tool: &str,
     arguments: &str,
     timeout: Option<f64>,
+    yes: bool,
     json: bool,
 ) -> Result<u8, Failure> {
+    // A prompt needs stdin for the answer: not when it is a pipe, nor when it
+    // carried the arguments.
+    let who = if yes {
+        Approver::Yes
+    } else if arguments != "-" && std::io::stdin().is_terminal() {
+        Approver::Terminal
+    } else {
+        Approver::Nobody
+    };
     let arguments = if arguments == "-" {
         read_arguments(runtime, tool).await?
     } else {
@@ -802,14 +834,32 @@ async fn call(
     runtime.wait_for_tool(tool).await;
     spinner.finish();
 
+    // Subscribed before the call starts, so its approval request is not missed.
+    let approvals = tokio::spawn(answer_approvals(runtime.clone(), runtime.events(), who));
     let result = runtime
         .call_tool_json(tool, arguments, CallOptions { timeout })
         .await;
+    approvals.abort();
     let result = match result {
         Ok(result) => result,
+        Err(CallError::Denied(e)) if who == Approver::Nobody && e.contains("was not approved") => {
+            return Err(fail(
+                2,
+                anyhow::anyhow!(
+                    "{e}; nobody could be asked: stdin is not a terminal{}; pass --yes to approve it",
+                    if std::io::stdin().is_terminal() {
+                        " (it carried the arguments)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
         Err(e) => {
             let code = match e {
-                CallError::UnknownTool(_) | CallError::InvalidArguments(_) => 2,
+                CallError::UnknownTool(_)
+                | CallError::InvalidArguments(_)
+                | CallError::Denied(_) => 2,
                 _ => 3,
             };
             return Err(fail(code, e));
@@ -871,6 +921,67 @@ fn one(text: &str) -> std::borrow::Cow<'_, str> {
 /// the CLI's own.
 fn block(text: &str, indent: &str) -> String {
     escape(text, Lines::Keep).replace('\n', &format!("\n{indent}"))
+}
+
+/// Who answers approvals for `ask` permission rules in `call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approver {
+    /// `--yes`: every approval is given.
+    Yes,
+    /// The user, at a prompt on stderr, answering on stdin.
+    Terminal,
+    /// Nobody: approvals are refused, and the error says how to give them.
+    Nobody,
+}
+
+/// Answers every approval request until aborted.
+async fn answer_approvals(
+    runtime: Runtime,
+    mut events: tokio::sync::broadcast::Receiver<mcpbox::Event>,
+    who: Approver,
+) {
+    loop {
+        let request = match events.recv().await {
+            Ok(mcpbox::Event::InputRequested(request)) => request,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(approval) = &request.approval else {
+            continue;
+        };
+        let answer = match who {
+            Approver::Yes => InputAnswer::approve_once(),
+            Approver::Nobody => InputAnswer::Decline,
+            Approver::Terminal => {
+                let question = format!(
+                    "{}\n  arguments: {}\nApprove? [y/N] ",
+                    block(&request.message, "  "),
+                    one(&approval.arguments.to_string())
+                );
+                prompt(question).await
+            }
+        };
+        let _ = runtime.answer_input(request.id, answer).await;
+    }
+}
+
+/// Asks on stderr and reads one line from stdin, on a thread of its own: a
+/// blocking read left behind when the call ends elsewhere (its timeout) must not
+/// hold the runtime's shutdown.
+async fn prompt(question: String) -> InputAnswer {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        eprint!("{question}");
+        let mut line = String::new();
+        let answer = match std::io::stdin().read_line(&mut line) {
+            Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+                InputAnswer::approve_once()
+            }
+            _ => InputAnswer::Decline,
+        };
+        let _ = tx.send(answer);
+    });
+    rx.await.unwrap_or(InputAnswer::Decline)
 }
 
 /// `--timeout SECS` as a [`Duration`]: a positive, finite number of seconds that

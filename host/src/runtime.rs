@@ -11,8 +11,9 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::Error;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
+use crate::imports::blobs::Results;
 use crate::imports::state::Memo;
-use crate::instance::Factory;
+use crate::instance::{EmbedderSettings, Factory};
 use crate::oauth::{self, OAuth, TokenStore};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::transport::descendants::Subreaper;
@@ -62,6 +63,10 @@ pub struct Options {
     watch: bool,
     /// How long the file must be quiet before a change is applied.
     watch_debounce: Duration,
+    approvals: bool,
+    /// Where result files go: `None` for the default, `Some(None)` for none.
+    results_dir: Option<Option<PathBuf>>,
+    embedder: EmbedderSettings,
     subreaper: bool,
     /// The configuration file's text as the caller read it (`from_config_file_read`).
     file_text: Option<String>,
@@ -127,6 +132,9 @@ impl Options {
             authorization_timeout: oauth::DEFAULT_LOGIN_TIMEOUT,
             watch: false,
             watch_debounce: DEFAULT_WATCH_DEBOUNCE,
+            approvals: false,
+            results_dir: None,
+            embedder: EmbedderSettings::default(),
             subreaper: false,
             file_text: None,
             reload_check: None,
@@ -208,6 +216,79 @@ impl Options {
     pub fn authorize_on_demand(mut self, enabled: bool, timeout: Duration) -> Self {
         self.authorize_on_demand = enabled;
         self.authorization_timeout = timeout;
+        self
+    }
+
+    /// Lets `ask` permission rules be asked (default off; [`input_requests`]
+    /// implies it): a call such a rule covers waits, its timeout running, for an
+    /// [`Event::InputRequested`] whose [`InputRequest::approval`] is set to be
+    /// answered with [`Runtime::answer_input`] — [`InputAnswer::approve_once`],
+    /// [`InputAnswer::approve_for_session`] or [`InputAnswer::Decline`]. Without
+    /// it, such a call fails at once with [`CallError::Denied`].
+    ///
+    /// [`input_requests`]: Options::input_requests
+    /// [`InputRequest::approval`]: crate::InputRequest::approval
+    /// [`InputAnswer::approve_once`]: crate::InputAnswer::approve_once
+    /// [`InputAnswer::approve_for_session`]: crate::InputAnswer::approve_for_session
+    pub fn approvals(mut self, enabled: bool) -> Self {
+        self.approvals = enabled;
+        self
+    }
+
+    /// Where oversized tool results and the images and audio in results are
+    /// written (see the README, "Output limits"); `None` keeps no files (results
+    /// are then cut, and media passed on inline). Default: a directory of its own
+    /// per runtime, `results/<unix seconds>-<pid>` in the cache directory (in the
+    /// system's temporary directory when there is no cache directory).
+    pub fn results_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.results_dir = Some(dir);
+        self
+    }
+
+    /// Results larger than this many bytes are written to a file and passed on as
+    /// their head, a note and a link to the file (overrides the configuration's
+    /// `output.maxBytes`; default 100,000).
+    pub fn max_result_bytes(mut self, bytes: u64) -> Self {
+        self.embedder.max_result_bytes = Some(bytes);
+        self
+    }
+
+    /// Keeps images and audio in results inline (base64) instead of writing them
+    /// to files (overrides the configuration's `output.media`).
+    pub fn inline_media(mut self, inline: bool) -> Self {
+        self.embedder.inline_media = Some(inline);
+        self
+    }
+
+    /// Appends the audit trail (one JSON line per call) to this file, instead of
+    /// the configuration's `audit.file`. The file is created if missing; one
+    /// that cannot be opened fails [`Options::open`].
+    pub fn audit_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.embedder.audit_file = Some(path.into());
+        self
+    }
+
+    /// Sends every call's audit record as an [`Event::Audit`] even when no audit
+    /// file is written (with one, they are sent anyway).
+    pub fn audit_events(mut self, enabled: bool) -> Self {
+        self.embedder.audit_events = enabled;
+        self
+    }
+
+    /// Also reads the permission rules of a Claude Code settings file next to the
+    /// configuration (`.claude/settings.json` and `.claude/settings.local.json` in
+    /// its directory): their `allow` / `ask` / `deny` rules about MCP tools join the
+    /// configuration's; rules about Claude Code's own tools are skipped (README,
+    /// "Permissions"). No such file is a configuration issue; default off.
+    pub fn claude_settings(mut self, enabled: bool) -> Self {
+        self.embedder.claude_settings = enabled;
+        self
+    }
+
+    /// Records call arguments in the audit trail (overrides the configuration's
+    /// `audit.arguments`; default off).
+    pub fn audit_arguments(mut self, enabled: bool) -> Self {
+        self.embedder.audit_arguments = Some(enabled);
         self
     }
 
@@ -423,10 +504,21 @@ impl Runtime {
             options.authorization_timeout,
             events_tx.clone(),
         ));
+        let results_dir = match &options.results_dir {
+            Some(chosen) => chosen.clone(),
+            None => Some(Results::default_dir(
+                &options
+                    .cache_dir
+                    .clone()
+                    .unwrap_or_else(|| std::env::temp_dir().join("mcpbox")),
+            )),
+        };
+        let max_file = options.policy.max_message_bytes as u64;
+        let max_total = options.policy.max_result_files_bytes;
         let factory = Factory::new(
             engine,
             &component,
-            options.policy,
+            options.policy.clone(),
             options.memory_limit,
             wake.clone(),
             diagnostics.clone(),
@@ -434,7 +526,10 @@ impl Runtime {
         )?
         .with_memo(memo)
         .with_input_requests(options.input_requests)
-        .with_oauth(oauth.clone());
+        .with_oauth(oauth.clone())
+        .with_approvals(options.approvals)
+        .with_results(Arc::new(Results::new(results_dir, max_file, max_total)))
+        .with_embedder(options.embedder.clone());
         let started = factory.start().await?;
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
@@ -455,7 +550,8 @@ impl Runtime {
             wake.clone(),
             published,
             subreaper,
-        );
+        )
+        .with_audit(started.audit);
         tokio::spawn(driver.run());
 
         let runtime = Runtime {
@@ -689,6 +785,7 @@ impl Runtime {
             skipped_lines: d.skipped_lines,
             oversized_messages: d.oversized_messages,
             exit_status: d.exit_status.clone(),
+            sandbox: d.sandbox.clone(),
         })
     }
 

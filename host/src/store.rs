@@ -34,8 +34,12 @@ pub struct Policy {
     /// goes on the network.
     pub allow_network: bool,
     /// Largest message accepted from a server, in bytes; larger ones are dropped
-    /// with a clear error for the request they answer.
+    /// with a clear error for the request they answer. Also the largest result
+    /// file (see [`Options::results_dir`](crate::Options::results_dir)).
     pub max_message_bytes: usize,
+    /// The most bytes of result files (oversized results, images, audio) one
+    /// runtime writes; past it, results are cut and media passed on inline.
+    pub max_result_files_bytes: u64,
 }
 
 impl Default for Policy {
@@ -44,6 +48,7 @@ impl Default for Policy {
             allow_processes: true,
             allow_network: true,
             max_message_bytes: 64 * 1024 * 1024,
+            max_result_files_bytes: 1024 * 1024 * 1024,
         }
     }
 }
@@ -107,6 +112,11 @@ pub(crate) struct HostState {
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
     pub memo: Arc<crate::imports::state::Memo>,
+    /// Warnings from the host's own imports (a sandbox grant dropped or skipped),
+    /// published by the driver as warning events after each guest call.
+    pub notices: Mutex<Vec<String>>,
+    /// Where the `blobs` import writes (none by default: every write is denied).
+    pub results: Arc<crate::imports::blobs::Results>,
     /// `wasi:http`'s context.
     pub http: wasmtime_wasi_http::WasiHttpCtx,
     /// The remote servers the guest may reach (`remote.grant`), for the
@@ -117,6 +127,21 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
+    /// Queues warnings for the embedder (see `notices`).
+    pub fn notice(&self, warnings: Vec<String>) {
+        if !warnings.is_empty() {
+            self.notices
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(warnings);
+        }
+    }
+
+    /// Takes the queued warnings.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     pub fn new(
         policy: Policy,
         wake: Arc<Wake>,
@@ -138,6 +163,8 @@ impl HostState {
             wake,
             diagnostics,
             memo: Arc::default(),
+            notices: Mutex::default(),
+            results: Arc::new(crate::imports::blobs::Results::new(None, 0, 0)),
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             grants: crate::imports::remote::Grants::default(),
             supervisors: Arc::default(),

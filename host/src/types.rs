@@ -56,6 +56,9 @@ pub struct ServerDiagnostics {
     pub oversized_messages: u64,
     /// How the process ended ("exit code 1", "signal 9"), once it has.
     pub exit_status: Option<String>,
+    /// The sandbox the process runs in (the kernel mechanism and the grants),
+    /// when its entry has a `sandbox` block.
+    pub sandbox: Option<String>,
 }
 
 /// One tool in the registry.
@@ -148,6 +151,10 @@ pub enum CallError {
     /// The server answered with a JSON-RPC error or a malformed result.
     #[error("{0}")]
     Protocol(String),
+    /// The configuration's permission rules refuse the call (the message names
+    /// the rule), or an `ask` rule's approval was refused or could not be asked for.
+    #[error("{0}")]
+    Denied(String),
     /// The runtime itself stopped (shut down, or the guest trapped).
     #[error("the mcpbox runtime stopped: {0}")]
     Runtime(String),
@@ -198,6 +205,10 @@ pub enum Event {
         /// The authorization URL, when mcpbox is waiting for the user to open it.
         url: Option<String>,
     },
+    /// A call ended, or was refused before it started: what the permission rules
+    /// decided and how it went (see [`Options::audit_events`](crate::Options::audit_events)
+    /// and [`Options::audit_file`](crate::Options::audit_file)).
+    Audit(AuditRecord),
     /// The runtime stopped, for the reason given: shut down, or a guest that kept
     /// failing (then every server is shown failed with this reason, the tool
     /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
@@ -273,6 +284,38 @@ impl ReloadReport {
     }
 }
 
+/// One call, as the audit trail records it; one JSON line of the audit file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditRecord {
+    /// When the host learnt the call ended (RFC 3339, UTC, milliseconds).
+    pub time: String,
+    /// The call's handle in the guest; `None` when it was refused before it started.
+    pub call: Option<u64>,
+    /// The configured server name (empty when no tool of that name was found).
+    pub server: String,
+    /// The namespaced tool name.
+    pub tool: String,
+    /// The permission profile the caller used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// `allow`, `ask` or `deny`; `None` when no tool of that name was found.
+    pub decision: Option<String>,
+    /// The rule that decided, naming its field and file.
+    pub rule: Option<String>,
+    /// For `ask`: `once`, `session`, `session-earlier`, `refused`, `unanswered`,
+    /// `withdrawn` or `nobody`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
+    /// `ok`, `tool-error`, or the error's kind (`denied`, `timeout`, …).
+    pub outcome: String,
+    /// From the call's start to its end, approval included.
+    pub duration_ms: u64,
+    /// The arguments, when the trail records them (`audit.arguments`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+}
+
 /// A server's request for input from the user: MCP elicitation
 /// (`elicitation/create`, and `input_required` results in 2026-07-28), form mode.
 ///
@@ -294,6 +337,20 @@ pub struct InputRequest {
     pub message: String,
     /// The JSON Schema of the object wanted: flat properties, maybe with defaults.
     pub requested_schema: Value,
+    /// Set when mcpbox itself asks, because an `ask` permission rule covers the
+    /// call (see [`Options::approvals`](crate::Options::approvals)); `None` for a
+    /// server's request.
+    pub approval: Option<ApprovalRequest>,
+}
+
+/// What an approval is asked for: an `ask` permission rule covers a call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequest {
+    /// The rule that asks, naming its field and file.
+    pub rule: String,
+    /// The call's arguments, checked against the tool's input schema.
+    pub arguments: Value,
 }
 
 /// The answer to an [`InputRequest`]: the result of an MCP elicitation
@@ -310,6 +367,19 @@ pub enum InputAnswer {
     Decline,
     /// The user dismissed the request without choosing.
     Cancel,
+}
+
+impl InputAnswer {
+    /// Approves this one call (the answer to an approval request).
+    pub fn approve_once() -> InputAnswer {
+        InputAnswer::Accept(serde_json::json!({ "approve": "once" }))
+    }
+
+    /// Approves this call and every later call of the same tool until the
+    /// configuration is reloaded (the answer to an approval request).
+    pub fn approve_for_session() -> InputAnswer {
+        InputAnswer::Accept(serde_json::json!({ "approve": "session" }))
+    }
 }
 
 impl From<&InputAnswer> for wit::InputAnswer {
@@ -412,6 +482,7 @@ impl From<wit::CallError> for CallError {
             wit::CallError::Timeout(m) => CallError::Timeout(m),
             wit::CallError::Cancelled => CallError::Cancelled,
             wit::CallError::Protocol(m) => CallError::Protocol(m),
+            wit::CallError::Denied(m) => CallError::Denied(m),
         }
     }
 }
@@ -433,8 +504,27 @@ impl From<wit::Event> for Event {
                 tool: r.tool,
                 message: r.message,
                 requested_schema: serde_json::from_str(&r.requested_schema).unwrap_or(Value::Null),
+                approval: r.approval.map(|a| ApprovalRequest {
+                    rule: a.rule,
+                    arguments: serde_json::from_str(&a.arguments).unwrap_or(Value::Null),
+                }),
             }),
             wit::Event::InputWithdrawn(id) => Event::InputWithdrawn(id),
+            wit::Event::Audit(r) => Event::Audit(AuditRecord {
+                time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+                call: r.call,
+                server: r.server,
+                tool: r.tool,
+                profile: r.profile,
+                decision: r.decision,
+                rule: r.rule,
+                approval: r.approval,
+                outcome: r.outcome,
+                duration_ms: r.duration_ms,
+                arguments: r
+                    .arguments
+                    .map(|a| serde_json::from_str(&a).unwrap_or(Value::String(a))),
+            }),
         }
     }
 }

@@ -519,6 +519,249 @@ fn no_network_and_no_processes() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
 
+/// Writes a whole configuration (servers and rules) in a fresh directory.
+fn config_text(tag: &str, config: Value) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mcp.json");
+    std::fs::write(&path, config.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn permission_rules() {
+    let cfg = config_text(
+        "rules",
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "permissions": { "deny": ["mcp__demo__divide", "mcp__demo__nope"], "allow": ["mcp__*"] },
+        }),
+    );
+    // Denied tools are not listed; the configuration problems are warnings naming the field.
+    let out = mcpbox(&cfg, &["tools"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("mcp__demo__divide"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("mcp__demo__add"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("permissions.allow[0]")
+            && stderr(&out).contains("not a valid pattern"),
+        "{}",
+        stderr(&out)
+    );
+    // A denied call exits 2, naming the rule.
+    let out = mcpbox(&cfg, &["call", "mcp__demo__divide", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("`mcp__demo__divide` (permissions.deny[0] in"),
+        "{}",
+        stderr(&out)
+    );
+    let out = mcpbox(&cfg, &["call", "mcp__demo__add", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// A configuration where `add` needs approval.
+fn asking_config(tag: &str) -> PathBuf {
+    config_text(
+        tag,
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "permissions": { "ask": ["mcp__demo__add"] },
+        }),
+    )
+}
+
+#[test]
+fn ask_rules_need_yes_or_a_terminal() {
+    let cfg = asking_config("ask");
+    let add = ["call", "mcp__demo__add", r#"{"a": 1, "b": 2}"#];
+    // No terminal and no --yes: refused, exit 2, saying how to approve.
+    let out = mcpbox(&cfg, &add);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("mcp__demo__add was not approved"), "{err}");
+    assert!(err.contains("permissions.ask[0]"), "{err}");
+    assert!(
+        err.contains("stdin is not a terminal") && err.contains("--yes"),
+        "{err}"
+    );
+    // --yes approves.
+    let out = mcpbox(
+        &cfg,
+        &["call", "--yes", "mcp__demo__add", r#"{"a": 1, "b": 2}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "3");
+    // Tools without a rule are not asked about.
+    let out = mcpbox(&cfg, &["call", "mcp__demo__echo", r#"{"text": "hi"}"#]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Runs `mcpbox --config cfg args…` on a pseudo-terminal (util-linux `script`),
+/// typing `typed` into it; returns the exit code and everything the terminal showed.
+fn on_a_terminal(cfg: &Path, args: &str, typed: &str) -> (Option<i32>, String) {
+    use std::io::Write;
+    let line = format!(
+        "{} --config {} {args}",
+        env!("CARGO_BIN_EXE_mcpbox"),
+        cfg.display()
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        // The configuration is the test's own (see `mcpbox_command`).
+        .env("MCPBOX_TRUST_ALL", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux `script` runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(typed.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), stdout(&out))
+}
+
+#[test]
+fn a_terminal_is_asked() {
+    let cfg = asking_config("tty");
+    let add = r#"call mcp__demo__add '{"a": 2, "b": 5}'"#;
+    let (code, shown) = on_a_terminal(&cfg, add, "y\n");
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("Allow mcp__demo__add"), "{shown}");
+    assert!(shown.contains(r#"arguments: {"a":2,"b":5}"#), "{shown}");
+    assert!(shown.contains("Approve? [y/N]"), "{shown}");
+    // The answer is printed after the question (the typed `y` was echoed earlier).
+    assert!(shown.trim_end().ends_with("[y/N] 7"), "{shown}");
+    let (code, shown) = on_a_terminal(&cfg, add, "n\n");
+    assert_eq!(code, Some(2), "{shown}");
+    assert!(shown.contains("was not approved"), "{shown}");
+    assert!(
+        !shown.contains("--yes"),
+        "a refusal at the prompt is the user's: {shown}"
+    );
+}
+
+#[test]
+fn sandboxed_servers() {
+    let script = repo().join("examples/demo-server.py");
+    let cfg = config(
+        "sandbox",
+        json!({
+            // python3 may be a version manager's shim: its installation is granted too.
+            "demo": { "command": "python3", "args": [script], "sandbox": { "read": [script] } },
+            "blind": { "command": "python3", "args": [script], "sandbox": {} },
+        }),
+    );
+    let out = mcpbox(
+        &cfg,
+        &["call", "mcp__demo__echo", r#"{"text": "confined"}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "confined");
+    // Without its script the server cannot start, and the error says why.
+    let out = mcpbox(&cfg, &["call", "mcp__blind__echo", r#"{"text": "x"}"#]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("it runs in a sandbox: Landlock ABI"), "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
+}
+
+#[test]
+fn the_audit_flag_appends_a_line_per_call() {
+    let cfg = config_text(
+        "audit",
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "permissions": { "deny": ["mcp__demo__divide"] },
+        }),
+    );
+    let file = cfg.parent().unwrap().join("audit.jsonl");
+    let _ = std::fs::remove_file(&file);
+    let audit = file.to_str().unwrap();
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--audit",
+            audit,
+            "call",
+            "mcp__demo__add",
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = mcpbox(
+        &cfg,
+        &[
+            "--audit",
+            audit,
+            "call",
+            "mcp__demo__divide",
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let lines: Vec<Value> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["tool"], "mcp__demo__add");
+    assert_eq!(lines[0]["outcome"], "ok");
+    assert_eq!(lines[1]["decision"], "deny");
+    assert_eq!(lines[1]["outcome"], "denied");
+    assert!(lines[0].get("arguments").is_none());
+}
+
+#[test]
+fn claude_code_settings_next_to_the_configuration_apply_when_asked() {
+    let cfg = config_text("claude", json!({ "mcpServers": { "demo": demo_entry() } }));
+    let claude = cfg.parent().unwrap().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    std::fs::write(
+        claude.join("settings.json"),
+        json!({ "permissions": {
+            "allow": ["Bash(cargo test:*)"],
+            "deny": ["Read(./.env)", "mcp__demo__divide"],
+            "defaultMode": "acceptEdits",
+        } })
+        .to_string(),
+    )
+    .unwrap();
+    let args = ["call", "mcp__demo__divide", r#"{"a": 6, "b": 3}"#];
+    // Off unless asked for.
+    let out = mcpbox(&cfg, &args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = mcpbox(&cfg, &[&["--claude-settings"][..], &args[..]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "mcp__demo__divide is denied by the permission rule `mcp__demo__divide` (permissions.deny[1] in {})",
+            claude.join("settings.json").display()
+        )),
+        "{err}"
+    );
+    // Claude Code's own rules are not mistakes.
+    assert!(!err.contains("warning"), "{err}");
+    std::fs::remove_dir_all(&claude).unwrap();
+    let out = mcpbox(&cfg, &["--claude-settings", "tools"]);
+    assert!(
+        stderr(&out)
+            .contains("no Claude Code settings were read: there is no .claude/settings.json"),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// Security finding 6: a `${VAR}` in a URL is resolved by the host for the
 /// request, and every output shows the URL as configured, never the value: the
 /// status (`servers`, `--json servers`, the `--watch` stream of events), the
@@ -817,7 +1060,15 @@ fn mcpbox_with_stdin(config: &Path, args: &[&str], input: String) -> Output {
 /// than trapping the guest and restarting every server.
 #[test]
 fn oversized_arguments_are_refused_before_the_guest() {
-    let cfg = config("big-args", json!({ "demo": demo_entry() }));
+    // The 20 MiB echo below passes on whole: above the default output limit
+    // (`output.maxBytes`), a result would be cut to a head and a file.
+    let cfg = config_text(
+        "big-args",
+        json!({
+            "mcpServers": { "demo": demo_entry() },
+            "output": { "maxBytes": 32 * 1024 * 1024 },
+        }),
+    );
     let text = "x".repeat(40 * 1024 * 1024);
     let arguments = json!({ "text": text }).to_string();
     let out = mcpbox_with_stdin(&cfg, &["call", "mcp__demo__echo", "-"], arguments);

@@ -14,6 +14,8 @@
 // `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
 // framing) happens on the main thread (transport.js, stdio.js). The remote imports
 // (`remote.grant`, `wasi:http`) are proxies too, in http_imports.js.
+// `mcpbox:runtime/blobs` writes over the result directory (blobs.js), and the audit
+// trail's file (audit.js) is written here too, as the guest's `audit` events come out.
 //
 // A guest that traps (anything escaping an export call) is replaced, as driver.rs
 // does: the trapped instance's connections are closed (its servers stop), a fresh
@@ -22,8 +24,12 @@
 // Three traps within a minute stop the runtime. The memory limit that makes a guest
 // trap instead of growing without bound is in limits.js.
 
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
+import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
+import { Results } from './blobs.js';
 import { Doorbell } from './channel.js';
 import { httpImports } from './http_imports.js';
 import { formatBytes, watchRealloc } from './limits.js';
@@ -189,7 +195,10 @@ const {
   glueUrl,
   cacheDir,
   inputRequests,
+  approvals,
   memoryLimit,
+  results: resultsOptions,
+  embedder,
   maxMessageBytes,
 } = workerData;
 /** The configuration a fresh instance loads: the one last applied (a reload changes it). */
@@ -418,6 +427,12 @@ class Connection {
 /** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
 const memo = new Memo(cacheDir);
 
+/** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
+const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
+
+/** The audit trail's file, once the first instance has named it (kept across restarts). */
+let auditLog = null;
+
 /**
  * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
  * looks interfaces up without their `@version`, although its .d.ts names them with it.)
@@ -431,10 +446,105 @@ const imports = {
     get: (key) => memo.get(key),
     set: (key, value) => memo.set(key, value),
   },
+  'mcpbox:runtime/blobs': {
+    write: (server, name, _mimeType, data) => {
+      const written = results.write(server, name, data);
+      if (written.err !== undefined) {
+        throw new ResultError(written.err);
+      }
+      return written.ok;
+    },
+  },
   'wasi:io/poll': { Pollable, poll },
   'wasi:clocks/monotonic-clock': monotonicClock,
   ...http.imports,
 };
+
+/** Whether `path` is a file. */
+function isFile(path) {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * With `claudeSettings`, adds the permission rules of `.claude/settings.json` and
+ * `.claude/settings.local.json` next to the configuration file (in the current directory
+ * for configuration text) to the loaded configuration, as the wasmtime host does
+ * (instance.rs). Returns their issues; throws the configuration error's message when a
+ * file cannot be read.
+ */
+function loadClaudeSettings(registry) {
+  if (!embedder.claudeSettings) {
+    return [];
+  }
+  const dir = isFile(origin) ? dirname(origin) : '';
+  const files = ['settings.json', 'settings.local.json'].map((n) => join(dir, '.claude', n)).filter(isFile);
+  if (files.length === 0) {
+    return [
+      {
+        message: `no Claude Code settings were read: there is no .claude/settings.json (or settings.local.json) next to ${origin}`,
+      },
+    ];
+  }
+  const issues = [];
+  for (const file of files) {
+    let text;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      throw { config: `${file}: the Claude Code settings cannot be read: ${error.message}` };
+    }
+    issues.push(...registry.loadClaudeSettings(file, text));
+  }
+  return issues;
+}
+
+/**
+ * Opens the audit file the embedder or else the configuration names, unless one is open
+ * already; throws the configuration error's message when it cannot be opened.
+ */
+function openAuditLog(registry) {
+  if (auditLog !== null) {
+    return;
+  }
+  let path = embedder.auditFile;
+  try {
+    if (path === null) {
+      const written = registry.auditFile();
+      path = written === undefined ? null : resolveAuditPath(origin, written);
+    }
+    auditLog = path === null ? null : AuditLog.open(path);
+  } catch (error) {
+    throw { config: `${origin}: ${error.message}` };
+  }
+}
+
+/**
+ * Stamps each `audit` event with the wall-clock time and appends it to the audit file;
+ * a write that fails adds a warning event. Returns the events to publish.
+ */
+function stampAudits(events) {
+  if (!events.some((e) => e.tag === 'audit')) {
+    return events;
+  }
+  const out = [];
+  for (const e of events) {
+    if (e.tag !== 'audit') {
+      out.push(e);
+      continue;
+    }
+    const record = auditRecord(e.val, new Date().toISOString());
+    out.push({ tag: 'audit', val: record });
+    const failed = auditLog?.write(record) ?? null;
+    if (failed !== null) {
+      out.push({ tag: 'warning', val: failed });
+    }
+  }
+  return out;
+}
 
 /** A guest that traps this many times within `TRAP_WINDOW_NS` is not restarted again (as driver.rs). */
 const MAX_TRAPS = 3;
@@ -503,17 +613,29 @@ class Session {
     } catch (error) {
       throw { config: payloadOf(error) };
     }
+    issues = [...issues, ...loadClaudeSettings(registry)];
+    if (approvals) {
+      registry.enableApprovals();
+    }
     if (inputRequests) {
       registry.enableInputRequests();
     }
+    openAuditLog(registry);
+    registry.setOptions({
+      maxResultBytes: embedder.maxResultBytes === null ? undefined : BigInt(embedder.maxResultBytes),
+      inlineMedia: embedder.inlineMedia ?? undefined,
+      audit: embedder.auditEvents || auditLog !== null,
+      auditArguments: embedder.auditArguments ?? undefined,
+    });
     registry.start();
     return { session: new Session(registry, watch.memoryBytes), issues };
   }
 
   /** Publishes a turn's completions and events (taken from the guest when not given). */
-  publish(completions, { snapshots = false, events = this.registry.events() } = {}) {
+  publish(completions, { snapshots = false, events = this.registry.events(), refused = [] } = {}) {
+    events = stampAudits(events);
     const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
-    const done = [];
+    const done = [...refused];
     for (const c of completions) {
       const id = this.callers.get(c.call);
       if (id !== undefined) {
@@ -641,7 +763,8 @@ class Session {
         handling(null);
       }
       if (refused.length > 0) {
-        hub.post({ t: 'update', events: [], done: refused });
+        // With their audit records: out (and in the audit file) before the callers hear.
+        this.publish([], { refused });
       }
       const turn = registry.wait(IDLE_WAIT_MS);
       this.publish(turn.completions, { events: turn.events });
@@ -767,4 +890,9 @@ try {
   reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 closeLive();
+try {
+  auditLog?.close();
+} catch {
+  // Every line was written when it came; closing can only lose nothing.
+}
 hub.post({ t: 'stopped', reason });

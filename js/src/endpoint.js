@@ -43,7 +43,7 @@ export class EndpointError extends Error {}
  * Resolves a stdio endpoint (`{command, args, env: [{name, value}], cwd}` as the guest
  * sends it) against `lookup`, the host's environment in production.
  *
- * @param {{command: string, args: string[], env: {name: string, value: string}[], cwd?: string}} ep
+ * @param {{command: string, args: string[], env: {name: string, value: string}[], cwd?: string, sandbox?: {env?: string[]}}} ep
  * @param {(name: string) => string | undefined} lookup
  * @returns {{command: string, args: string[], env: Record<string, string>, cwd?: string}}
  *   `env` is the child's complete environment.
@@ -58,7 +58,8 @@ export function resolveStdio(ep, lookup) {
   const cwd = ep.cwd == null ? undefined : interpolate(ep.cwd, 'cwd', lookup);
 
   const env = {};
-  for (const name of AMBIENT_ALLOWLIST) {
+  // A sandbox's `env` names the only ambient variables that pass.
+  for (const name of ep.sandbox?.env ?? AMBIENT_ALLOWLIST) {
     const value = lookup(name);
     if (value !== undefined) {
       env[name] = value;

@@ -22,14 +22,17 @@
 // - endpoint.js: `${VAR}` resolution and the child's environment allowlist.
 // - framing.js: newline-delimited JSON with a size cap.
 // - state.js: the `state` import's store, `state.json` in the cache directory.
+// - blobs.js: the `blobs` import: oversized results and media written to files.
+// - audit.js: the audit trail's file.
 // - limits.js: the guest's memory limit, written into its module.
 
 import { EventEmitter } from 'node:events';
 import { watch as watchDirectory } from 'node:fs';
 import { open as openFile, readFile, readdir } from 'node:fs/promises';
-import { basename, dirname } from 'node:path';
+import { basename, dirname, resolve as resolvePath } from 'node:path';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
+import { DEFAULT_MAX_RESULT_FILES_BYTES, defaultResultsDir } from './blobs.js';
 import { Doorbell } from './channel.js';
 import { DEFAULT_MEMORY_LIMIT, capMemory } from './limits.js';
 import { Grants } from './remote.js';
@@ -302,9 +305,16 @@ function event(e) {
         tool: e.val.tool ?? null,
         message: e.val.message,
         requestedSchema: parseJson(e.val.requestedSchema),
+        approval:
+          e.val.approval === undefined
+            ? null
+            : { rule: e.val.approval.rule, arguments: parseJson(e.val.approval.arguments) },
       };
     case 'input-withdrawn':
       return { type: 'input-withdrawn', id: Number(e.val) };
+    case 'audit':
+      // Already the audit file's line (driver.js stamps and writes it).
+      return { type: 'audit', record: e.val };
     default:
       return { type: e.tag, value: e.val };
   }
@@ -315,13 +325,17 @@ function event(e) {
  * tool registry. Every method is safe to call at any time; `servers()` and `tools()`
  * are snapshots that never wait. Emits `'event'` with `{ type: 'status', status }`,
  * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }`,
- * `{ type: 'log', server, level, message }` and, with `inputRequests: true`,
- * `{ type: 'input-requested', id, server, tool, message, requestedSchema }` (MCP
+ * `{ type: 'log', server, level, message }` and, with `inputRequests: true` (or, for
+ * approvals of `ask` permission rules, `approvals: true`),
+ * `{ type: 'input-requested', id, server, tool, message, requestedSchema, approval }` (MCP
  * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
  * with `answerInput`) and `{ type: 'input-withdrawn', id }`; after a configuration
  * reload (`reload`, `reloadText` or the `watchConfig` watcher) `{ type: 'reloaded',
  * report }`, or `{ type: 'reload-failed', origin, error }` when the new configuration
- * was not applied (the running one stays).
+ * was not applied (the running one stays); and with an audit file or
+ * `auditEvents: true`, `{ type: 'audit', record }` for every call (a line of the audit
+ * trail: `time`, `call`, `server`, `tool`, `profile`, `decision`, `rule`, `approval`,
+ * `outcome`, `durationMs`, `arguments`; see the README, "The audit trail").
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -341,6 +355,11 @@ export class McpBox extends EventEmitter {
    *   be contacted (default true)
    * @param {number} [options.maxMessageBytes] the largest message accepted from a
    *   server (default 64 MiB)
+   * @param {boolean} [options.approvals] let `ask` permission rules be asked (default false;
+   *   `inputRequests` implies it): a call such a rule covers waits, its timeout running, for an
+   *   `input-requested` event whose `approval` is `{ rule, arguments }`, answered with
+   *   `answerInput(id, { action: 'accept', content: { approve: 'once' | 'session' } })` or
+   *   `{ action: 'decline' }`; without it, such a call fails at once with a `denied` error
    * @param {boolean} [options.inputRequests] let servers ask the user for input during a
    *   call: MCP elicitation (`elicitation/create`, and `input_required` results in
    *   2026-07-28), form mode; default false. Each request is an
@@ -349,6 +368,27 @@ export class McpBox extends EventEmitter {
    * @param {number} [options.memoryLimit] the most linear memory the guest may use, in
    *   bytes (default 256 MiB, as the wasmtime host's `Options::memory_limit`). A guest
    *   that needs more traps, and is replaced like any trapped guest
+   * @param {string | null} [options.resultsDir] where oversized tool results and the
+   *   images and audio in results are written (README, "Output limits"); `null` keeps no
+   *   files (results are then cut, media passed on inline). Default: a directory of its
+   *   own per runtime, `results/<unix seconds>-<pid>` in the cache directory
+   * @param {number} [options.maxResultBytes] results larger than this are written to a
+   *   file and passed on as their head, a note and a link (overrides the configuration's
+   *   `output.maxBytes`; default 100,000)
+   * @param {boolean} [options.inlineMedia] keep images and audio in results inline
+   *   (base64) instead of writing them to files (overrides `output.media`)
+   * @param {number} [options.maxResultFilesBytes] all of this runtime's result files
+   *   together at most this many bytes (default 1 GiB); later writes are refused
+   * @param {string} [options.auditFile] append the audit trail (one JSON line per call)
+   *   to this file, instead of the configuration's `audit.file`; one that cannot be
+   *   opened rejects `open` with a `ConfigError` naming it
+   * @param {boolean} [options.auditEvents] emit `audit` events even without an audit
+   *   file (with one they are emitted anyway)
+   * @param {boolean} [options.auditArguments] record call arguments in the audit trail
+   *   (overrides the configuration's `audit.arguments`; default off)
+   * @param {boolean} [options.claudeSettings] also apply the MCP permission rules of the
+   *   Claude Code settings next to the configuration file (`.claude/settings.json`,
+   *   `.claude/settings.local.json`); rules about Claude Code's own tools are skipped
    * @param {string | null} [options.cacheDir] where `state.json` (what the guest learns
    *   about servers) is kept, shared with the wasmtime host; `null` keeps it in memory.
    *   Default: `$MCPBOX_CACHE_DIR`, else `$XDG_CACHE_HOME/mcpbox`, else `~/.cache/mcpbox`
@@ -390,9 +430,37 @@ export class McpBox extends EventEmitter {
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
     };
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
+    const maxResultFilesBytes = options.maxResultFilesBytes ?? DEFAULT_MAX_RESULT_FILES_BYTES;
+    for (const [name, value] of [
+      ['maxResultBytes', options.maxResultBytes],
+      ['maxResultFilesBytes', maxResultFilesBytes],
+    ]) {
+      if (value !== undefined && !(Number.isSafeInteger(value) && value >= 0)) {
+        throw new TypeError(`${name} must be a number of bytes (0 or more), not ${value}`);
+      }
+    }
+    if (options.auditFile !== undefined && (typeof options.auditFile !== 'string' || options.auditFile === '')) {
+      throw new TypeError(`auditFile must be a file name, not ${JSON.stringify(options.auditFile)}`);
+    }
+    const results = {
+      dir: options.resultsDir === undefined ? defaultResultsDir(cacheDir) : options.resultsDir,
+      maxFileBytes: policy.maxMessageBytes,
+      maxTotalBytes: maxResultFilesBytes,
+    };
+    const embedder = {
+      maxResultBytes: options.maxResultBytes ?? null,
+      inlineMedia: options.inlineMedia ?? null,
+      auditFile: options.auditFile === undefined ? null : resolvePath(options.auditFile),
+      auditEvents: options.auditEvents === true,
+      auditArguments: options.auditArguments ?? null,
+      claudeSettings: options.claudeSettings === true,
+    };
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
       inputRequests: options.inputRequests === true,
+      approvals: options.approvals === true,
       memoryLimit,
+      results,
+      embedder,
     });
     await box.#loaded;
     if (options.configFile !== undefined) {
@@ -444,12 +512,16 @@ export class McpBox extends EventEmitter {
   #watchTimer = null;
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, memoryLimit }) {
+  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit, results, embedder }) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
-    this.#table = new ConnectionTable(policy, (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }));
+    this.#table = new ConnectionTable(
+      policy,
+      (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }),
+      (message) => this.emit('event', { type: 'warning', message }),
+    );
     this.#grants = new Grants(policy);
     this.#http = new HttpExchanges(this.#grants, (msg) => this.#post(msg));
     this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
@@ -462,7 +534,10 @@ export class McpBox extends EventEmitter {
         configText,
         cacheDir,
         inputRequests,
+        approvals,
         memoryLimit,
+        results,
+        embedder,
         maxMessageBytes: policy.maxMessageBytes,
       },
       transferList: [port2],
@@ -794,6 +869,8 @@ export class McpBox extends EventEmitter {
       skippedLines: Number(d.skippedLines),
       oversizedMessages: Number(d.oversizedMessages),
       exitStatus: d.exitStatus ?? null,
+      // This host confines no server (see transport.js).
+      sandbox: d.sandbox ?? null,
     };
   }
 

@@ -6,6 +6,12 @@
 // table owns the processes, applies the policy and resolves `${VAR}` references from
 // the environment, and forwards what each server sends to the driver. Error variants
 // and their texts are those of host/src/transport/mod.rs.
+//
+// A stdio server's `sandbox` is the wasmtime host's to enforce (Landlock, in the child
+// before exec); Node cannot run code between fork and exec, so this host confines
+// nothing. A sandbox that must be enforced is refused (`denied`, naming the server and
+// what to do), never silently dropped; with `"require": false` the server runs
+// unconfined, with a warning, and only its `env` grant applies.
 
 import { EndpointError, resolveStdio } from './endpoint.js';
 import { StdioServer } from './stdio.js';
@@ -22,10 +28,13 @@ export class ConnectionTable {
    * @param {(conn: number, items: object[], paused: boolean) => void} forward
    *   delivers a server's items to the driver; `paused` asks it to report when the guest
    *   has taken them (`taken`)
+   * @param {(message: string) => void} [warn] reports what the embedder should know
+   *   (a sandbox that is not enforced)
    */
-  constructor(policy, forward) {
+  constructor(policy, forward, warn = () => {}) {
     this.policy = policy;
     this.forward = forward;
+    this.warn = warn;
     /** @type {Map<number, StdioServer>} */
     this.servers = new Map();
     /** @type {Map<string, StdioServer>} each server's latest connection, by configured name */
@@ -46,6 +55,15 @@ export class ConnectionTable {
         `server \`${server}\`: the policy does not allow starting processes (allow them with \`allowProcesses: true\`)`,
       );
     }
+    const sandbox = endpoint.sandbox;
+    if (sandbox !== undefined && sandbox.require) {
+      return err(
+        'denied',
+        `server \`${server}\`: the sandbox cannot be enforced: the JavaScript host has no sandbox ` +
+          '(Landlock confinement is the wasmtime host\'s: run this server with the mcpbox CLI or the Rust library); ' +
+          'set "sandbox": {"require": false} to run it unconfined',
+      );
+    }
     let spec;
     try {
       spec = resolveStdio(endpoint, (name) => process.env[name]);
@@ -54,6 +72,11 @@ export class ConnectionTable {
         return err('invalid-endpoint', `server \`${server}\`: ${error.message}`);
       }
       throw error;
+    }
+    if (sandbox !== undefined) {
+      this.warn(
+        `server \`${server}\`: runs unconfined: the JavaScript host has no sandbox, only the \`env\` grant applies ("require": false)`,
+      );
     }
     const id = this.nextId++;
     try {

@@ -58,12 +58,12 @@ test("a server that exits takes the rest of its group with it", async (t) => {
 });
 
 test('a message over the size cap fails its call and the connection survives', async (t) => {
-  const box = await open(t, { fx: fixtureEntry() }, { maxMessageBytes: 4096 });
+  const box = await open(t, { fx: fixtureEntry() }, { maxMessageBytes: 16384 });
   await ready(box);
   const error = await callError(box, 'mcp__fx__huge', { bytes: 100_000 });
   assert.equal(error.kind, 'protocol', error.message);
   assert.match(error.message, /mcp__fx__huge/);
-  assert.match(error.message, /cap 4096/);
+  assert.match(error.message, /cap 16384/);
   assert.equal((await call(box, 'mcp__fx__echo', { text: 'after' })).text, 'after');
 });
 

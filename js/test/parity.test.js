@@ -5,10 +5,11 @@
 
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 
 import { McpBox } from '../src/index.js';
 import { ScriptedServer } from './scripted.js';
@@ -41,6 +42,23 @@ async function both(t, servers) {
     rmSync(dir, { recursive: true, force: true });
   });
   return { config, box };
+}
+
+/**
+ * A result with the files each host wrote (output limits: media and oversized results)
+ * made comparable: each host has its own result directory, and the file names carry the
+ * call's handle, which differs between a fresh CLI and a runtime that made other calls.
+ * The files' contents are compared instead.
+ */
+function sameFiles(result) {
+  const value = structuredClone(result);
+  for (const block of value.content) {
+    if (block.type === 'resource_link' && block.uri.startsWith('file://')) {
+      block.bytes = readFileSync(fileURLToPath(block.uri)).toString('base64');
+      block.uri = 'file://RESULTS/' + block.uri.replace(/^.*\/\d{4}-/, '');
+    }
+  }
+  return JSON.parse(JSON.stringify(value).replace(/-\d+-(\d+\.[a-z0-9]+)\b/g, '-CALL-$1'));
 }
 
 /** Calls `tool` in both hosts; returns the CLI's and the JS host's outcome. */
@@ -98,7 +116,7 @@ test('results and call errors are the same in both hosts', async (t) => {
     const { viaCli, viaJs } = await callBoth(config, box, tool, args);
     assert.ok(viaJs.ok, `${tool}: ${viaJs.error}`);
     assert.equal(viaCli.code, viaJs.ok.isError ? 1 : 0, viaCli.stderr);
-    assert.deepEqual(viaJs.ok, JSON.parse(viaCli.stdout), tool);
+    assert.deepEqual(sameFiles(viaJs.ok), sameFiles(JSON.parse(viaCli.stdout)), tool);
   }
 
   const failures = [

@@ -23,6 +23,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "elicit",
     "raw_result",
     "pids",
+    "read_text",
+    "connect",
 ];
 
 /// The first of two tool names that share their first 70 characters, so both

@@ -49,6 +49,9 @@ pub enum CallError {
     Cancelled,
     /// A JSON-RPC error answer or a malformed result.
     Protocol(String),
+    /// The permission rules refuse the call (the text names the rule), or
+    /// nobody approved it.
+    Denied(String),
 }
 
 impl core::fmt::Display for CallError {
@@ -58,7 +61,8 @@ impl core::fmt::Display for CallError {
             | CallError::InvalidArguments(m)
             | CallError::ServerUnavailable(m)
             | CallError::Timeout(m)
-            | CallError::Protocol(m) => f.write_str(m),
+            | CallError::Protocol(m)
+            | CallError::Denied(m) => f.write_str(m),
             CallError::Cancelled => f.write_str("cancelled"),
         }
     }

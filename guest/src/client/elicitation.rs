@@ -143,6 +143,7 @@ impl Client {
             tool,
             message: request.message,
             requested_schema: request.schema.to_string(),
+            approval: None,
         }));
         self.inputs.insert(
             key,

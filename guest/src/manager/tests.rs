@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::client::CallResult;
 use crate::elicitation::InputAnswer;
+use crate::permissions::Mode;
 use crate::testing::{FakePlatform, McpServer, Output};
 use crate::transport::{Endpoint, Oversized};
 
@@ -1864,6 +1865,11 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
     assert_eq!(refusal["error"]["code"], -32601, "{refusal}");
 }
 
+// Permission rules: denied tools, profiles, approvals.
+mod permissions;
+
+// What happens at a call's end: output limits, audit records.
+mod completion;
 // ---------------------------------------------------------------------------
 // Issue 10, finding 5: a colliding name reaches the server `tools` lists for it.
 

@@ -8,11 +8,13 @@
 //! | `wasi:http`                | `wasmtime-wasi-http`, with the hook in [`wasi_http`] (OAuth: [`crate::oauth`]) |
 //! | `mcpbox:runtime/control`   | [`control`]                    |
 //! | `mcpbox:runtime/state`     | [`state`]                      |
+//! | `mcpbox:runtime/blobs`     | [`blobs`]                      |
 //! | `wasi:io`, `wasi:clocks`   | `wasmtime-wasi`                |
 //!
 //! Each implementation is thin: it looks up the resource, calls plain Rust and
 //! maps the error. All of them are implemented on [`crate::store::HostState`].
 
+pub(crate) mod blobs;
 pub(crate) mod control;
 pub(crate) mod remote;
 pub(crate) mod state;

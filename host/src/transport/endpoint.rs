@@ -6,6 +6,8 @@
 //! allowlist of the ambient environment plus the server's explicit `env`, so
 //! credentials in the host's environment never leak to a server by accident.
 
+use std::path::PathBuf;
+
 use crate::bindings::wit;
 
 /// Ambient variables every child gets (when set): enough to find programs, a
@@ -43,6 +45,25 @@ pub(crate) struct StdioSpec {
     /// The complete environment of the child.
     pub env: Vec<(String, String)>,
     pub cwd: Option<String>,
+    /// The grants, paths resolved; unconfined when absent.
+    pub sandbox: Option<SandboxSpec>,
+}
+
+/// The grants of one server, paths resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SandboxSpec {
+    pub read: Vec<PathBuf>,
+    pub write: Vec<PathBuf>,
+    pub network: Network,
+    pub require: bool,
+}
+
+/// A sandboxed server's TCP access (the WIT `network-grant`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Network {
+    None,
+    All,
+    Ports { connect: Vec<u16>, bind: Vec<u16> },
 }
 
 /// Resolves a stdio endpoint against `lookup` (the host's environment in production).
@@ -66,9 +87,14 @@ pub(crate) fn resolve_stdio(
         .map(|c| interpolate(c, "cwd", lookup))
         .transpose()?;
 
-    let mut env: Vec<(String, String)> = AMBIENT_ALLOWLIST
-        .iter()
-        .filter_map(|name| lookup(name).map(|v| ((*name).to_owned(), v)))
+    // A sandbox's `env` names the only ambient variables that pass.
+    let ambient: Vec<&str> = match ep.sandbox.as_ref().and_then(|s| s.env.as_ref()) {
+        Some(names) => names.iter().map(String::as_str).collect(),
+        None => AMBIENT_ALLOWLIST.to_vec(),
+    };
+    let mut env: Vec<(String, String)> = ambient
+        .into_iter()
+        .filter_map(|name| lookup(name).map(|v| (name.to_owned(), v)))
         .collect();
     for pair in &ep.env {
         let value = interpolate(&pair.value, &format!("env.{}", pair.name), lookup)?;
@@ -76,11 +102,39 @@ pub(crate) fn resolve_stdio(
         env.retain(|(name, _)| name != &pair.name);
         env.push((pair.name.clone(), value));
     }
+    let sandbox = ep
+        .sandbox
+        .as_ref()
+        .map(|s| {
+            let paths = |key: &str, list: &[String]| {
+                list.iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        interpolate(p, &format!("sandbox.{key}[{i}]"), lookup).map(PathBuf::from)
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            };
+            Ok::<_, String>(SandboxSpec {
+                read: paths("read", &s.read)?,
+                write: paths("write", &s.write)?,
+                network: match &s.network {
+                    wit::NetworkGrant::None => Network::None,
+                    wit::NetworkGrant::All => Network::All,
+                    wit::NetworkGrant::Ports(p) => Network::Ports {
+                        connect: p.connect.clone(),
+                        bind: p.bind.clone(),
+                    },
+                },
+                require: s.require,
+            })
+        })
+        .transpose()?;
     Ok(StdioSpec {
         command,
         args,
         env,
         cwd,
+        sandbox,
     })
 }
 
@@ -396,6 +450,7 @@ mod tests {
                 },
             ],
             cwd: None,
+            sandbox: None,
         };
         let spec = resolve_stdio(&ep, &env).unwrap();
         assert_eq!(spec.args, vec!["--home=/home/me"]);

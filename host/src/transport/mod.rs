@@ -1,5 +1,6 @@
 //! Local servers: the host side of `mcpbox:runtime/transport`, child processes
-//! speaking one JSON-RPC message per line ([`stdio`], [`framing`]).
+//! speaking one JSON-RPC message per line ([`stdio`], [`framing`]), confined by
+//! their `sandbox` grants on Linux (`sandbox`: Landlock, applied in the child).
 //!
 //! [`endpoint`] resolves `${VAR}` references in the host, for stdio servers
 //! here and for remote ones in `crate::imports::remote`, whose grants the
@@ -15,6 +16,8 @@
 pub(crate) mod descendants;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
+#[cfg(target_os = "linux")]
+pub(crate) mod sandbox;
 pub(crate) mod stdio;
 
 use std::collections::VecDeque;
@@ -48,6 +51,8 @@ pub(crate) struct Diagnostics {
     pub skipped_lines: u64,
     pub oversized_messages: u64,
     pub exit_status: Option<String>,
+    /// The sandbox the process runs in, described; none when unconfined.
+    pub sandbox: Option<String>,
 }
 
 /// A live connection, stored in the store's resource table.
@@ -106,6 +111,7 @@ impl Connection {
             skipped_lines: d.skipped_lines,
             oversized_messages: d.oversized_messages,
             exit_status: d.exit_status.clone(),
+            sandbox: d.sandbox.clone(),
         }
     }
 }
@@ -136,10 +142,12 @@ fn open(
     let spec = endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok())
         .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
     let diagnostics = track_diagnostics(state, server);
+    let confined = confine(state, server, &spec, &diagnostics)?;
     let spawned = stdio::spawn(
         &spec,
         state.policy.max_message_bytes,
         diagnostics.clone(),
+        confined,
         &state.supervisors,
     )?;
     Ok(Connection {
@@ -149,6 +157,56 @@ fn open(
         diagnostics,
         _process: spawned.process,
     })
+}
+
+/// Prepares the sandbox of a stdio server that has one: its description goes to
+/// the diagnostics, its warnings to the notices; a grant the kernel cannot
+/// enforce (and `require`s) is `denied`.
+#[cfg(target_os = "linux")]
+fn confine(
+    state: &HostState,
+    server: &str,
+    spec: &endpoint::StdioSpec,
+    diagnostics: &Mutex<Diagnostics>,
+) -> Result<Option<sandbox::Prepared>, wit::TransportError> {
+    let Some(grants) = &spec.sandbox else {
+        return Ok(None);
+    };
+    let cwd = spec.cwd.as_deref().map(std::path::Path::new);
+    let mut prepared =
+        sandbox::prepare(server, grants, &spec.command, &spec.env, cwd).map_err(|e| match e {
+            sandbox::SandboxError::Unsupported { .. } => wit::TransportError::Denied(e.to_string()),
+            sandbox::SandboxError::Setup { .. } => wit::TransportError::Io(e.to_string()),
+        })?;
+    diagnostics
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .sandbox = Some(prepared.description.clone());
+    state.notice(std::mem::take(&mut prepared.warnings));
+    Ok(Some(prepared))
+}
+
+/// Other systems have no Landlock: a sandbox that must be enforced is refused.
+#[cfg(not(target_os = "linux"))]
+fn confine(
+    state: &HostState,
+    server: &str,
+    spec: &endpoint::StdioSpec,
+    _: &Mutex<Diagnostics>,
+) -> Result<Option<std::convert::Infallible>, wit::TransportError> {
+    match &spec.sandbox {
+        None => Ok(None),
+        Some(s) if s.require => Err(wit::TransportError::Denied(format!(
+            "server `{server}`: the sandbox cannot be enforced: it needs Linux (Landlock); set \
+             \"sandbox\": {{\"require\": false}} to run it unconfined"
+        ))),
+        Some(_) => {
+            state.notice(vec![format!(
+                "server `{server}`: runs unconfined: sandboxes need Linux (Landlock) (\"require\": false)"
+            )]);
+            Ok(None)
+        }
+    }
 }
 
 /// Fresh diagnostics for a new connection of `server`, published for

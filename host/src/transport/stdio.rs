@@ -52,6 +52,12 @@ const EXIT_AFTER_EOF: Duration = Duration::from_millis(500);
 /// the pipe open must not hold the error back for longer.
 const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
 
+/// What confines a child: a prepared Landlock ruleset (Linux only).
+#[cfg(target_os = "linux")]
+pub(crate) type Confinement = super::sandbox::Prepared;
+#[cfg(not(target_os = "linux"))]
+pub(crate) type Confinement = std::convert::Infallible;
+
 /// The running parts of one stdio server, handed to [`super::Connection`].
 pub(crate) struct Spawned {
     pub pipes: Pipes,
@@ -122,10 +128,12 @@ impl Drop for Supervising {
 }
 
 /// Starts the server. Must be called inside a tokio runtime.
+/// `sandbox`, when given, confines the child before it runs the command.
 pub(crate) fn spawn(
     spec: &StdioSpec,
     max_message: usize,
     diagnostics: Arc<Mutex<Diagnostics>>,
+    sandbox: Option<Confinement>,
     supervisors: &Arc<Supervisors>,
 ) -> Result<Spawned, wit::TransportError> {
     let marker = descendants::new_marker();
@@ -144,6 +152,12 @@ pub(crate) fn spawn(
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
+    #[cfg(target_os = "linux")]
+    if let Some(prepared) = sandbox {
+        super::sandbox::confine_before_exec(&mut command, prepared);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = sandbox;
     let mut child = {
         // From fork to registering the pid, so the reaper never takes this
         // server's exit status from tokio (see `descendants`).

@@ -68,6 +68,8 @@
 //! | `image` | none | a text block `a red pixel` and a 1×1 PNG image block |
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
+//! | `read_text` | `path: string` (required) | the file's text, or `isError` with the OS error (`Permission denied (os error 13)` in a sandbox) |
+//! | `connect` | `port: integer` (required) | opens and closes a TCP connection to `127.0.0.1:port`: `connected to …`, or `isError` with the OS error |
 //! | `pids` | none | text: JSON `{"pid": …, "children": […], "escapees": […]}`, the server's pid, its `--spawn-child` child and its `--escapee` grandchild |
 //! | `raw_result` | `result: string` (required) | answers with `result` as the JSON-RPC `result`, verbatim: text serde_json could not hold (10,000 levels deep, `1e999`) reaches the client as written |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
@@ -252,6 +254,8 @@ enum Kind {
     CloseStdout,
     Pids,
     Elicit,
+    ReadText,
+    Connect,
     RawResult,
     /// Returns `text`, or the tool's own name.
     EchoLike,
@@ -435,6 +439,20 @@ fn builtin_tools() -> Vec<Tool> {
             "Returns the server's pid and its children's, as JSON text.",
             json!({}),
             &[],
+        ),
+        Tool::new(
+            "read_text",
+            Kind::ReadText,
+            "Returns the text of the file at `path` (for sandbox tests).",
+            json!({"path": {"type": "string"}}),
+            &["path"],
+        ),
+        Tool::new(
+            "connect",
+            Kind::Connect,
+            "Opens a TCP connection to 127.0.0.1:`port` and closes it (for sandbox tests).",
+            json!({"port": {"type": "integer", "minimum": 0, "maximum": 65535}}),
+            &["port"],
         ),
     ]
 }
@@ -988,6 +1006,22 @@ impl Server {
                     "escapees": self.escapees,
                 });
                 text_result(&pids.to_string())
+            }
+            Kind::ReadText => {
+                let path = string_arg(args, "path")?.ok_or("`path` is required")?;
+                match std::fs::read_to_string(path) {
+                    Ok(text) => text_result(&text),
+                    Err(e) => tool_error(&format!("cannot read {path}: {e}")),
+                }
+            }
+            Kind::Connect => {
+                let port = uint_arg(args, "port")?.ok_or("`port` is required")?;
+                let port = u16::try_from(port).map_err(|_| "`port` is too large".to_owned())?;
+                let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                match std::net::TcpStream::connect_timeout(&address, Duration::from_secs(10)) {
+                    Ok(_) => text_result(&format!("connected to {address}")),
+                    Err(e) => tool_error(&format!("cannot connect to {address}: {e}")),
+                }
             }
             Kind::Image => json!({
                 "content": [

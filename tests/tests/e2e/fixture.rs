@@ -536,7 +536,15 @@ const TRAPPING_BYTES: u64 = 8 * 1024 * 1024;
 /// before they enter the guest: no trap, no restart.
 #[tokio::test(flavor = "multi_thread")]
 async fn oversized_arguments_are_refused_before_the_guest() {
-    let runtime = trappable().await;
+    // As `trappable`, with results up to 1 MiB passed on whole: the echo below is
+    // over the default output limit (`output.maxBytes`, 100,000 bytes).
+    let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
+    let runtime = mcpbox::Options::from_config_text("trap.json", text)
+        .memory_limit(4 * 1024 * 1024)
+        .max_result_bytes(1024 * 1024)
+        .open()
+        .await
+        .unwrap();
     assert_connected(&ready(&runtime).await, "fx");
     let mut events = runtime.events();
     let err = call(

@@ -5,14 +5,18 @@
 //! One test binary, so the guest is compiled (or loaded from the cache) once
 //! per run and every test shares it.
 
+mod audit;
 mod concurrency;
 mod elicitation;
 mod era;
 mod faults;
 mod fixture;
 mod http;
+mod output;
 mod peers;
+mod permissions;
 mod reload;
+mod sandbox;
 mod security;
 mod server_limits;
 

@@ -1,0 +1,122 @@
+//! What happens when a call ends, before its completion leaves `wait`: its result
+//! is limited ([`crate::output`]: oversized results and media go to host files)
+//! and, when audit events are on, its [`AuditRecord`] is queued.
+//!
+//! Each call started is noted in `Manager::flight` with what its end needs: its
+//! server (by name: a configuration loaded meanwhile renumbers the slots) and
+//! tool, what the permission rules decided, how an approval was answered, when
+//! it started, and its arguments when the audit trail records them. A call
+//! refused at once never gets a handle; its record is queued by
+//! [`Manager::start_call_as`] from an [`Attempt`].
+
+use super::*;
+use crate::audit::AuditRecord;
+
+/// A call in flight, as its end needs to know it.
+pub(super) struct Flight {
+    /// The configured server name.
+    pub server: String,
+    pub tool: Rc<Tool>,
+    pub decision: Decision,
+    pub profile: Option<String>,
+    /// How its approval was answered (see [`AuditRecord::approval`]).
+    pub approval: Option<&'static str>,
+    pub started_ms: u64,
+    /// Checked arguments, when audit records carry them.
+    pub arguments: Option<String>,
+}
+
+/// What a call that was refused at once had got to.
+#[derive(Default)]
+pub(super) struct Attempt {
+    pub server: Option<String>,
+    pub decision: Option<Decision>,
+    pub approval: Option<&'static str>,
+}
+
+/// The audit name of an outcome.
+fn outcome(outcome: &Result<CallResult, CallError>) -> &'static str {
+    match outcome {
+        Ok(r) if r.is_error => "tool-error",
+        Ok(_) => "ok",
+        Err(CallError::UnknownTool(_)) => "unknown-tool",
+        Err(CallError::InvalidArguments(_)) => "invalid-arguments",
+        Err(CallError::ServerUnavailable(_)) => "server-unavailable",
+        Err(CallError::Timeout(_)) => "timeout",
+        Err(CallError::Cancelled) => "cancelled",
+        Err(CallError::Protocol(_)) => "protocol",
+        Err(CallError::Denied(_)) => "denied",
+    }
+}
+
+impl<P: Platform> Manager<P> {
+    /// Limits a completed call's result and queues its audit record.
+    pub(super) fn finish(&mut self, mut c: Completion) -> Completion {
+        let Some(flight) = self.flight.remove(&c.call) else {
+            return c;
+        };
+        if let Ok(result) = c.outcome {
+            let (result, warnings) = crate::output::limit(
+                result,
+                &self.output,
+                &flight.server,
+                &flight.tool.name,
+                c.call,
+                &mut self.platform,
+            );
+            self.events.extend(warnings.into_iter().map(Event::Warning));
+            c.outcome = Ok(result);
+        }
+        if self.audit_events {
+            let now = self.platform.now_ms();
+            let rule = flight.decision.rule().to_string();
+            self.events.push(Event::Audit(AuditRecord {
+                call: Some(c.call),
+                server: flight.server,
+                tool: flight.tool.name.clone(),
+                profile: flight.profile,
+                decision: Some(flight.decision.mode().as_str().to_string()),
+                rule: Some(rule),
+                approval: flight.approval.map(String::from),
+                outcome: outcome(&c.outcome).to_string(),
+                duration_ms: now.saturating_sub(flight.started_ms),
+                arguments: flight.arguments,
+            }));
+        }
+        c
+    }
+
+    /// Queues the audit record of a call refused at once (`error`).
+    pub(super) fn audit_refusal(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        profile: Option<&str>,
+        attempt: Attempt,
+        error: &CallError,
+    ) {
+        if !self.audit_events {
+            return;
+        }
+        let (decision, rule) = match &attempt.decision {
+            Some(d) => (
+                Some(d.mode().as_str().to_string()),
+                Some(d.rule().to_string()),
+            ),
+            None => (None, None),
+        };
+        self.events.push(Event::Audit(AuditRecord {
+            call: None,
+            server: attempt.server.unwrap_or_default(),
+            tool: tool.to_string(),
+            profile: profile.map(String::from),
+            decision,
+            rule,
+            approval: attempt.approval.map(String::from),
+            outcome: outcome(&Err(error.clone())).to_string(),
+            duration_ms: 0,
+            // As the caller gave them: they may not have been valid JSON.
+            arguments: self.audit_arguments.then(|| arguments.to_string()),
+        }));
+    }
+}
