@@ -258,8 +258,9 @@ fn to_wit_completion(c: Completion) -> wit::Completion {
     }
 }
 
-fn to_wit_event(e: Event) -> wit::Event {
-    match e {
+/// The export's view of an event; `None` for the ones the gateway keeps to itself.
+fn to_wit_event(e: Event) -> Option<wit::Event> {
+    Some(match e {
         Event::Status(s) => wit::Event::Status(to_wit_status(s)),
         Event::ToolsChanged(s) => wit::Event::ToolsChanged(s),
         Event::Warning(w) => wit::Event::Warning(w),
@@ -288,7 +289,8 @@ fn to_wit_event(e: Event) -> wit::Event {
             requested_schema,
         }),
         Event::InputWithdrawn(id) => wit::Event::InputWithdrawn(id),
-    }
+        Event::Progress(_) => return None,
+    })
 }
 
 // wasm32-wasip2 without the `atomics` feature has exactly one thread; the `Sync`
@@ -437,14 +439,14 @@ impl wit::Guest for Component {
         let (completions, events) = with(|m| (m.wait(timeout_ms), m.events()));
         wit::Turn {
             completions: completions.into_iter().map(to_wit_completion).collect(),
-            events: events.into_iter().map(to_wit_event).collect(),
+            events: events.into_iter().filter_map(to_wit_event).collect(),
         }
     }
 
     fn events() -> Vec<wit::Event> {
         with(Manager::events)
             .into_iter()
-            .map(to_wit_event)
+            .filter_map(to_wit_event)
             .collect()
     }
 

@@ -53,7 +53,8 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 
 use crate::client::{
-    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Stats,
+    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Progress,
+    Stats,
 };
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
@@ -168,6 +169,9 @@ pub enum Event {
     InputRequested(InputRequest),
     /// The input request of this id needs no answer any more.
     InputWithdrawn(u64),
+    /// A server reported progress on a call. Not part of the `registry` export's
+    /// events: the gateway passes it to the downstream client that made the call.
+    Progress(Progress),
 }
 
 struct Slot<C> {
@@ -514,6 +518,16 @@ impl<P: Platform> Manager<P> {
     /// Every tool, ordered by name.
     pub fn tools(&self) -> Vec<ToolInfo> {
         self.registry.tools()
+    }
+
+    /// Changes whenever the registry is rebuilt (see [`Registry::generation`]).
+    pub fn tools_generation(&self) -> u64 {
+        self.registry.generation()
+    }
+
+    /// Whether any server is still starting (connecting or listing its tools).
+    pub fn starting(&self) -> bool {
+        self.slots.iter().any(|s| s.state == ServerState::Starting)
     }
 
     /// Every tool, ordered by name, without copying: for the `tools` export,
@@ -953,6 +967,7 @@ impl<P: Platform> Manager<P> {
                     request.id = id;
                     self.events.push(Event::InputRequested(request));
                 }
+                ClientEvent::Progress(p) => self.events.push(Event::Progress(p)),
                 ClientEvent::InputWithdrawn(key) => {
                     let id = self
                         .inputs

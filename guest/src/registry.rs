@@ -177,6 +177,9 @@ pub struct Registry {
     /// Collisions already warned about, as (name, skipped server, skipped tool), so a
     /// rebuild does not repeat a warning for a collision that persists.
     reported: BTreeSet<(String, String, String)>,
+    /// Counts rebuilds, so a reader that derived something from the table (the
+    /// gateway's exposed names) knows when to derive it again.
+    generation: u64,
 }
 
 impl Registry {
@@ -229,6 +232,7 @@ impl Registry {
         self.by_name = by_name;
         self.counts = counts;
         self.reported = collisions;
+        self.generation += 1;
         warnings
     }
 
@@ -257,6 +261,11 @@ impl Registry {
     /// How many tools of `server` made it into the table.
     pub fn count_for(&self, server: &str) -> u32 {
         self.counts.get(server).copied().unwrap_or(0)
+    }
+
+    /// How many times the table was rebuilt: equal generations, equal tables.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// How many tools the table holds.

@@ -400,6 +400,16 @@ fn timeouts_cancel_and_progress_extends() {
         900,
     );
     assert_eq!(c.next_deadline(), Some(1900));
+    // And is reported, for the gateway to pass on.
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Progress(Progress {
+            call: 5,
+            progress: json!(1),
+            total: None,
+            message: None
+        })]
+    );
     // A token of the wrong type does not.
     feed(
         &mut c,
