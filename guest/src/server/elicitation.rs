@@ -41,7 +41,7 @@ pub(super) enum Asked {
     /// An upstream input request (the manager's input id), on `exchange`.
     Input { input: u64, exchange: u64 },
     /// An approval.
-    Approval(Approval),
+    Approval(Box<Approval>),
 }
 
 /// A call held by an `ask` rule.
@@ -60,7 +60,7 @@ enum Subject {
     /// A manager call waiting for answers to its input requests.
     Call(u64),
     /// A call waiting for its approval.
-    Approval(Approval),
+    Approval(Box<Approval>),
 }
 
 /// An `input_required` round waiting for the client's retry.
@@ -279,13 +279,19 @@ impl Gateway {
                 json!({"method": METHOD, "params": params}),
             );
             let keys = [("approve".to_string(), 0)].into_iter().collect();
-            return self.input_required(&origin, Subject::Approval(approval), served, keys, asks);
+            return self.input_required(
+                &origin,
+                Subject::Approval(Box::new(approval)),
+                served,
+                keys,
+                asks,
+            );
         }
         let Some(exchange) = origin.exchange else {
             return;
         };
         let id = self.send_request(exchange, &params);
-        self.asked.insert(id, Asked::Approval(approval));
+        self.asked.insert(id, Asked::Approval(Box::new(approval)));
     }
 
     /// Answers `origin` with an `input_required` result and keeps the round.

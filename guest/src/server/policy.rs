@@ -261,7 +261,7 @@ mod tests {
             Decision::Deny(_) | Decision::Ask(_)
         ));
         assert!(rules.has_profile("ro") && !rules.has_profile("rw"));
-        assert!(matches(&"mcp__fs__*".to_string(), "fs", "anything"));
+        assert!(matches("mcp__fs__*", "fs", "anything"));
         assert!(!matches("mcp__fsx", "fs", "a"));
     }
 }
