@@ -20,6 +20,7 @@ mod generated {
     });
 }
 
+pub(crate) use generated::exports::mcpbox::runtime::gateway;
 pub(crate) use generated::exports::mcpbox::runtime::registry;
 pub(crate) use generated::mcpbox::runtime::{control, state, transport, types as wit};
 pub(crate) use generated::{Mcpbox, McpboxPre};

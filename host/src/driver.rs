@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use wasmtime::Store;
 
-use crate::bindings::{Mcpbox, registry};
+use crate::bindings::{Mcpbox, gateway, registry, wit};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
 use crate::types::{CallError, Event, InputAnswer, ServerStatus, Tool};
@@ -56,7 +56,31 @@ pub(crate) enum Job {
         answer: InputAnswer,
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// Start serving downstream clients (`gateway.serve`); signals go to `sink`.
+    Serve {
+        options: gateway::ServeOptions,
+        sink: DownstreamSink,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+    /// A downstream message (`gateway.receive`).
+    Downstream(gateway::Inbound),
+    /// A downstream client left an exchange (`gateway.exchange-closed`).
+    ExchangeClosed(u64),
+    /// A downstream client ended its session (`gateway.session-closed`).
+    SessionClosed(u64),
 }
+
+/// What the driver hands the serving transport.
+#[derive(Debug)]
+pub(crate) enum Downstream {
+    /// The gateway's signals, in order.
+    Signals(Vec<wit::DownstreamSignal>),
+    /// The guest was replaced: every session and exchange it knew is gone.
+    Reset(String),
+}
+
+/// Where the driver sends the gateway's signals.
+pub(crate) type DownstreamSink = mpsc::UnboundedSender<Downstream>;
 
 /// What the driver publishes for [`crate::Runtime`] to read.
 #[derive(Debug)]
@@ -90,6 +114,8 @@ pub(crate) struct Driver {
     traps: Vec<Instant>,
     /// When `cancel_abandoned` last looked at every pending call.
     last_abandon_scan: Instant,
+    /// The gateway's options and where its signals go, once serving.
+    serving: Option<(gateway::ServeOptions, DownstreamSink)>,
 }
 
 /// A guest that traps this many times within [`TRAP_WINDOW`] is not restarted again.
@@ -116,6 +142,7 @@ impl Driver {
             interrupted: None,
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
+            serving: None,
         }
     }
 
@@ -150,6 +177,22 @@ impl Driver {
                     let _ = self.published.events.send(Event::Warning(format!(
                         "the guest failed and was restarted: {trap}"
                     )));
+                    // The new instance serves too; the old one's sessions are gone.
+                    if let Some((options, sink)) = &self.serving {
+                        let _ = sink.send(Downstream::Reset(format!(
+                            "the guest failed and was restarted: {trap}"
+                        )));
+                        let served = self
+                            .guest
+                            .mcpbox_runtime_gateway()
+                            .call_serve(&mut self.store, options)
+                            .await;
+                        if !matches!(served, Ok(Ok(()))) {
+                            break format!(
+                                "the guest failed ({trap}) and the new instance could not serve"
+                            );
+                        }
+                    }
                 }
                 Err(e) => {
                     break format!("the guest failed ({trap}) and could not be restarted: {e}");
@@ -157,6 +200,9 @@ impl Driver {
             }
         };
         self.fail_pending(&reason);
+        if let Some((_, sink)) = self.serving.take() {
+            let _ = sink.send(Downstream::Reset(format!("the mcpbox runtime stopped: {reason}")));
+        }
         let _ = self.published.stopped.send(Some(reason.clone()));
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
@@ -167,9 +213,12 @@ impl Driver {
                 Job::Shutdown { reply } => {
                     let _ = reply.send(());
                 }
-                Job::Reconnect { reply, .. } | Job::AnswerInput { reply, .. } => {
+                Job::Reconnect { reply, .. }
+                | Job::AnswerInput { reply, .. }
+                | Job::Serve { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
+                Job::Downstream(_) | Job::ExchangeClosed(_) | Job::SessionClosed(_) => {}
             }
         }
         // Dropping the store drops every connection, which stops every server.
@@ -221,6 +270,7 @@ impl Driver {
             // once, before the snapshots the events may call for. Failures are
             // answered after the events are published, so a caller whose call
             // failed because its server died also sees that server failed.
+            self.forward(turn.downstream);
             let (results, failures): (Vec<_>, Vec<_>) = turn
                 .completions
                 .into_iter()
@@ -228,6 +278,16 @@ impl Driver {
             self.answer(results);
             self.publish(turn.events).await?;
             self.answer(failures);
+        }
+    }
+
+    /// Hands the gateway's signals to the serving transport.
+    fn forward(&self, signals: Vec<wit::DownstreamSignal>) {
+        if signals.is_empty() {
+            return;
+        }
+        if let Some((_, sink)) = &self.serving {
+            let _ = sink.send(Downstream::Signals(signals));
         }
     }
 
@@ -320,6 +380,48 @@ impl Driver {
                     }
                 }
             }
+            Job::Serve {
+                options,
+                sink,
+                reply,
+            } => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                match gateway.call_serve(&mut self.store, &options).await {
+                    Ok(result) => {
+                        if result.is_ok() {
+                            self.serving = Some((options, sink));
+                        }
+                        let _ = reply.send(result);
+                        Ok(None)
+                    }
+                    Err(trap) => {
+                        self.interrupted = Some(Interrupted::Other(reply));
+                        Err(trap)
+                    }
+                }
+            }
+            Job::Downstream(inbound) => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                let signals = gateway.call_receive(&mut self.store, &inbound).await?;
+                self.forward(signals);
+                Ok(None)
+            }
+            Job::ExchangeClosed(exchange) => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                let signals = gateway
+                    .call_exchange_closed(&mut self.store, exchange)
+                    .await?;
+                self.forward(signals);
+                Ok(None)
+            }
+            Job::SessionClosed(session) => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                let signals = gateway
+                    .call_session_closed(&mut self.store, session)
+                    .await?;
+                self.forward(signals);
+                Ok(None)
+            }
             Job::Reconnect { server, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
                 match registry.call_reconnect(&mut self.store, &server).await {
@@ -370,6 +472,7 @@ impl Driver {
         let registry = self.guest.mcpbox_runtime_registry();
         registry.call_shutdown(&mut self.store).await?;
         let turn = registry.call_wait(&mut self.store, 0).await?;
+        self.forward(turn.downstream);
         self.publish(turn.events).await?;
         self.answer(turn.completions);
         self.publish_snapshots().await

@@ -33,6 +33,8 @@
 //!   scrubbing and a message size cap; Streamable HTTP and HTTP+SSE.
 //! - `store`: the store's data (`HostState`), the capability
 //!   [`Policy`] and the wake signal.
+//! - `serve`: the gateway's transports — [`Runtime::serve_stdio`] and
+//!   [`Runtime::serve_http`] (Streamable HTTP); the MCP logic is the guest's.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
@@ -48,12 +50,14 @@ mod engine;
 mod imports;
 mod instance;
 mod runtime;
+mod serve;
 mod store;
 mod transport;
 mod types;
 
 pub use engine::default_cache_dir;
 pub use runtime::{CallOptions, Options, Runtime};
+pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
 pub use store::Policy;
 pub use types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, InputRequest, ServerDiagnostics,

@@ -11,7 +11,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use mcpbox::{CallError, CallOptions, Options, Policy, Runtime, ServerState, ServerStatus};
+use mcpbox::{
+    CallError, CallOptions, HttpOptions, Naming, Options, Policy, Runtime, ServeOptions,
+    ServerState, ServerStatus,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -65,6 +68,34 @@ enum Command {
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
     },
+    /// Serve every configured server's tools as one MCP server: on stdin/stdout
+    /// (logs go to stderr), or over Streamable HTTP with --http.
+    Serve {
+        /// Serve Streamable HTTP at http://ADDR/mcp (and /mcp/PROFILE) instead of
+        /// stdio, e.g. 127.0.0.1:8080 (port 0 picks a free port). Any address other
+        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
+        /// printed on stderr.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Serve under the named profile of the configuration's "profiles" (a set
+        /// of permission rules); over HTTP, for /mcp (the path /mcp/NAME picks another).
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
+        /// Tool names: `prefixed` ({server}__{tool}) or `conditional` (a tool's own
+        /// name unless another server has one of that name).
+        #[arg(long, value_name = "MODE", default_value = "prefixed")]
+        naming: String,
+        /// The longest tool name served (51 leaves room for a client's
+        /// `mcp__mcpbox__` within 64).
+        #[arg(long, value_name = "N", default_value_t = 51)]
+        max_name_length: usize,
+        /// Serve two tools, search_tools and call_tool, instead of every tool.
+        #[arg(long)]
+        tool_search: bool,
+        /// Accept this Origin besides loopback ones (repeatable).
+        #[arg(long, value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
+    },
 }
 
 /// A failure with the exit code it maps to.
@@ -91,12 +122,20 @@ fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // One thread does: the CLI waits on the runtime, which waits on its servers.
-    // Starting worker threads cost a cold `mcpbox tools` ~0.6 ms of its ~4.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // One thread does for the other commands: the CLI waits on the runtime, which
+    // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
+    // its ~4). `serve` answers many clients while the guest works: two workers.
+    let runtime = if matches!(cli.command, Command::Serve { .. }) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: could not start the async runtime: {e}");
@@ -121,6 +160,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }
+    if matches!(cli.command, Command::Serve { .. }) {
+        // Upstream servers may ask the gateway's clients for input.
+        options = options.input_requests(true);
+    }
     let runtime = options.open().await?;
     for issue in runtime.config_issues() {
         eprintln!("warning: {}: {issue}", cli.config.display());
@@ -134,6 +177,33 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             arguments,
             timeout,
         } => call(&runtime, tool, arguments, *timeout, cli.json).await?,
+        Command::Serve {
+            http,
+            profile,
+            naming,
+            max_name_length,
+            tool_search,
+            allow_origin,
+        } => {
+            let naming = match naming.as_str() {
+                "prefixed" => Naming::Prefixed,
+                "conditional" => Naming::Conditional,
+                other => {
+                    return Err(fail(
+                        2,
+                        anyhow::anyhow!("--naming must be `prefixed` or `conditional`, not `{other}`"),
+                    ));
+                }
+            };
+            let options = ServeOptions {
+                naming,
+                max_name_len: *max_name_length,
+                tool_search: *tool_search,
+                profile: profile.clone(),
+                ..ServeOptions::default()
+            };
+            serve(&runtime, options, http.as_deref(), allow_origin).await?
+        }
     };
     runtime.shutdown().await;
     Ok(code)
@@ -361,6 +431,64 @@ async fn call(
         writeln!(out, "{}", result.text)?;
     }
     Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// `mcpbox serve`: MCP on stdin/stdout, or Streamable HTTP. Everything but the
+/// protocol goes to stderr.
+async fn serve(
+    runtime: &Runtime,
+    options: ServeOptions,
+    http: Option<&str>,
+    allow_origin: &[String],
+) -> Result<u8, Failure> {
+    use mcpbox::Event;
+    let mut events = runtime.events();
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            match event {
+                Event::Warning(w) => eprintln!("mcpbox serve: warning: {w}"),
+                Event::Status(s) if s.state == ServerState::Failed => eprintln!(
+                    "mcpbox serve: server `{}` failed: {}",
+                    s.name,
+                    s.error.as_deref().unwrap_or("unknown error")
+                ),
+                Event::Status(s) if s.state == ServerState::Connected => {
+                    eprintln!("mcpbox serve: server `{}` connected ({} tools)", s.name, s.tool_count)
+                }
+                _ => {}
+            }
+        }
+    });
+    let Some(addr) = http else {
+        runtime
+            .serve_stdio(options, tokio::io::stdin(), tokio::io::stdout())
+            .await
+            .map_err(|e| fail(2, e))?;
+        return Ok(0);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("could not listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    let mut token = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty());
+    if token.is_none() && !local.ip().is_loopback() {
+        let made = mcpbox::random_token().context("making up a bearer token")?;
+        eprintln!("mcpbox serve: bearer token (set MCPBOX_TOKEN to choose one): {made}");
+        token = Some(made);
+    }
+    eprintln!("mcpbox serve: listening on http://{local}/mcp");
+    let http = HttpOptions {
+        token,
+        allowed_origins: allow_origin.to_vec(),
+        ..HttpOptions::default()
+    };
+    tokio::select! {
+        served = runtime.serve_http(options, http, listener) => {
+            served.map_err(|e| fail(2, e))?;
+        }
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(0)
 }
 
 /// A spinner on stderr while servers connect, shown only on a terminal.

@@ -104,6 +104,15 @@ fn start(
     }
 }
 
+/// Starts `command` and waits until one of its stderr lines gives `ready` the URL.
+///
+/// # Panics
+///
+/// When it does not start listening within [`START_DEADLINE`].
+pub fn start_with(command: Command, ready: &dyn Fn(&str) -> Option<String>) -> ServerProcess {
+    start(command, ready, &|_| false).unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The transports `@modelcontextprotocol/server-everything` serves over HTTP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EverythingMode {

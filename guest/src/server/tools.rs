@@ -28,6 +28,10 @@ use super::lifecycle::Refusal;
 use super::search::{self, Index};
 use super::{DownCall, Gateway, Origin, call_error, json_text, tool_error};
 
+/// How long a 2026-07-28 client may keep a tool list without asking again, when
+/// it does not listen for changes.
+const LIST_TTL_MS: u64 = 300_000;
+
 /// The search mode's tools.
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// The search mode's tool that calls a tool found by `search_tools`.
@@ -152,6 +156,11 @@ impl Gateway {
                 r#","nextCursor":{}"#,
                 json_text(&exposure.tools[end - 1].name)
             ));
+        }
+        if origin.stateless.is_some() {
+            // Caching hints (2026-07-28): changes are announced on
+            // subscriptions/listen; the list is the client's own (its profile).
+            text.push_str(&format!(r#","ttlMs":{LIST_TTL_MS},"cacheScope":"private""#));
         }
         text.push('}');
         Ok(text)
