@@ -230,6 +230,7 @@ impl HttpResponse {
 /// One HTTP/1.1 request by hand (`Connection: close`), for the tests that need
 /// headers a client library would not send (a foreign `Origin`, no token, a huge
 /// body) or that drop the connection on purpose.
+#[derive(Debug)]
 pub struct RawRequest {
     stream: TcpStream,
 }

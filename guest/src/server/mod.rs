@@ -253,6 +253,8 @@ pub struct Gateway {
     calls: BTreeMap<u64, DownCall>,
     /// `tools/list` requests held while servers start.
     held: Vec<(Origin, Option<String>)>,
+    /// `tools/call` requests for tools not listed yet, held while servers start.
+    held_calls: Vec<(Origin, Value)>,
     /// The served tools per profile, rebuilt when the registry changes.
     exposures: BTreeMap<Option<String>, Rc<Exposure>>,
     /// Search indexes per profile.
@@ -266,6 +268,10 @@ pub struct Gateway {
     next_request: u64,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
+    /// The session of the stdio client. On stdio the connection is the session:
+    /// lines that follow `initialize` belong to it even when the host hands them in
+    /// before it saw the session open.
+    stdio_session: Option<u64>,
     out: Vec<Signal>,
 }
 
@@ -341,6 +347,10 @@ impl Gateway {
             headers,
             text,
         } = inbound;
+        let session = match (session, kind) {
+            (None, TransportKind::Stdio) => self.stdio_session,
+            (session, _) => session,
+        };
         self.exchanges.entry(exchange).or_insert(Exchange {
             session,
             kind,
@@ -421,6 +431,9 @@ impl Gateway {
     /// The client ended its session (HTTP `DELETE`, or stdin closed): its calls
     /// are cancelled and the session is forgotten.
     pub fn session_closed<P: Platform>(&mut self, m: &mut Manager<P>, session: u64) {
+        if self.stdio_session == Some(session) {
+            self.stdio_session = None;
+        }
         if self.sessions.remove(&session).is_none() {
             return;
         }
@@ -486,7 +499,7 @@ impl Gateway {
         if self.serving {
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
-            if !m.starting() && !self.held.is_empty() {
+            if !m.starting() && !(self.held.is_empty() && self.held_calls.is_empty()) {
                 self.release_held(m);
             }
             if m.tools_generation() != self.seen_generation {
@@ -583,6 +596,9 @@ impl Gateway {
         );
         if let Some(x) = self.exchanges.get_mut(&ctx.exchange) {
             x.session = Some(id);
+        }
+        if ctx.kind == TransportKind::Stdio {
+            self.stdio_session = Some(id);
         }
         self.out.push(Signal::SessionOpened {
             exchange: ctx.exchange,

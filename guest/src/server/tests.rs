@@ -750,12 +750,9 @@ fn a_client_that_goes_away_cancels_its_calls() {
         })
         .unwrap();
     rig.answer_of(x, out);
-    rig.send_with(
-        Some(s),
-        None,
-        call(1, "slow__work", json!({})),
-        TransportKind::Stdio,
-    );
+    // The stdio host need not have seen the session open: the connection is the session.
+    rig.send_with(None, None, call(1, "slow__work", json!({})), TransportKind::Stdio);
+    assert_eq!(rig.g.calls.values().next().unwrap().origin.session, Some(s));
     rig.g.session_closed(&mut rig.m, s);
     rig.turn();
     // A 2026 HTTP client closes its stream.

@@ -114,6 +114,9 @@ impl Gateway {
             let page = self.tools_page(m, &origin, cursor.as_deref());
             self.answer(&origin, page);
         }
+        for (origin, params) in core::mem::take(&mut self.held_calls) {
+            self.call_tool(m, origin, params);
+        }
     }
 
     fn tools_page<P: Platform>(
@@ -212,6 +215,11 @@ impl Gateway {
             }
         }
         let Some(exposed) = exposure.get(&name).cloned() else {
+            if m.starting() {
+                // Its server may still be listing it: wait for the servers.
+                self.held_calls.push((origin, params));
+                return;
+            }
             if let Some(rule) = exposure.denied.get(&name) {
                 let text = tool_error(&format!(
                     "{name} is not allowed here: denied by the rule `{rule}`"
