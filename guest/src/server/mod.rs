@@ -257,6 +257,8 @@ pub struct Gateway {
     held_calls: Vec<(Origin, Value)>,
     /// The served tools per profile, rebuilt when the registry changes.
     exposures: BTreeMap<Option<String>, Rc<Exposure>>,
+    /// Tools each profile served before whose server is gone, by served name.
+    retired: BTreeMap<Option<String>, BTreeMap<String, exposure::Exposed>>,
     /// Search indexes per profile.
     indexes: BTreeMap<Option<String>, Rc<search::Index>>,
     /// The registry generation the sessions were last compared against.
@@ -819,9 +821,25 @@ impl Gateway {
         if key.is_none() || self.exposures.is_empty() {
             self.warnings.extend(warnings);
         }
+        // Tools that left (their server failed) are kept by name: a call to one
+        // goes to the manager, which restarts the server or says why it cannot.
+        if let Some(old) = self.exposures.get(&key) {
+            let retired = self.retired.entry(key.clone()).or_default();
+            for t in &old.tools {
+                if exposure.get(&t.name).is_none() {
+                    retired.insert(t.name.clone(), t.clone());
+                }
+            }
+            retired.retain(|name, _| exposure.get(name).is_none());
+        }
         let exposure = Rc::new(exposure);
         self.exposures.insert(key, exposure.clone());
         exposure
+    }
+
+    /// A tool `profile` served before and no longer lists (its server is gone).
+    fn retired(&self, profile: Option<&str>, name: &str) -> Option<&exposure::Exposed> {
+        self.retired.get(&profile.map(String::from))?.get(name)
     }
 }
 

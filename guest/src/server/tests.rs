@@ -799,6 +799,10 @@ fn an_upstream_crash_mid_call_is_a_tool_error() {
             .iter()
             .any(|v| v["method"] == "notifications/tools/list_changed")
     );
+    // Its tools are still known: a call says why it cannot run, not "unknown tool".
+    let (r, _) = rig.request(Some(s), call(2, "crashy__boom", json!({})));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(texts(&r["result"]).contains("next restart allowed"), "{r}");
 }
 
 #[test]

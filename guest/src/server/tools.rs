@@ -214,7 +214,11 @@ impl Gateway {
                 _ => {}
             }
         }
-        let Some(exposed) = exposure.get(&name).cloned() else {
+        let known = exposure
+            .get(&name)
+            .or_else(|| self.retired(origin.profile.as_deref(), &name))
+            .cloned();
+        let Some(exposed) = known else {
             if m.starting() {
                 // Its server may still be listing it: wait for the servers.
                 self.held_calls.push((origin, params));
