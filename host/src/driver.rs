@@ -201,7 +201,9 @@ impl Driver {
         };
         self.fail_pending(&reason);
         if let Some((_, sink)) = self.serving.take() {
-            let _ = sink.send(Downstream::Reset(format!("the mcpbox runtime stopped: {reason}")));
+            let _ = sink.send(Downstream::Reset(format!(
+                "the mcpbox runtime stopped: {reason}"
+            )));
         }
         let _ = self.published.stopped.send(Some(reason.clone()));
         self.jobs.close();

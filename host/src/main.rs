@@ -191,7 +191,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 other => {
                     return Err(fail(
                         2,
-                        anyhow::anyhow!("--naming must be `prefixed` or `conditional`, not `{other}`"),
+                        anyhow::anyhow!(
+                            "--naming must be `prefixed` or `conditional`, not `{other}`"
+                        ),
                     ));
                 }
             };
@@ -453,7 +455,10 @@ async fn serve(
                     s.error.as_deref().unwrap_or("unknown error")
                 ),
                 Event::Status(s) if s.state == ServerState::Connected => {
-                    eprintln!("mcpbox serve: server `{}` connected ({} tools)", s.name, s.tool_count)
+                    eprintln!(
+                        "mcpbox serve: server `{}` connected ({} tools)",
+                        s.name, s.tool_count
+                    )
                 }
                 _ => {}
             }

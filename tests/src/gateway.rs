@@ -111,20 +111,43 @@ pub enum Target {
 
 /// The command line that runs `client` against `target`, making `calls`
 /// (tool name, arguments) after listing the tools.
-pub fn client_command(client: SdkClient, target: &Target, calls: &[(&str, Value)], approve: bool) -> Command {
+pub fn client_command(
+    client: SdkClient,
+    target: &Target,
+    calls: &[(&str, Value)],
+    approve: bool,
+) -> Command {
     let mut command = match client {
         SdkClient::PyLegacy | SdkClient::PyStateless => {
             let mut c = Command::new(python_venv().join("bin").join("python"));
             c.arg(peers_dir().join("py_client.py"));
-            c.args(["--era", if client.stateless() { "2026-07-28" } else { "legacy" }]);
+            c.args([
+                "--era",
+                if client.stateless() {
+                    "2026-07-28"
+                } else {
+                    "legacy"
+                },
+            ]);
             c
         }
         _ => {
             let mut c = Command::new("node");
             c.arg(peers_dir().join("ts_client.mjs"));
-            let sdk = if client == SdkClient::TsV1 { "v1" } else { "v2" };
+            let sdk = if client == SdkClient::TsV1 {
+                "v1"
+            } else {
+                "v2"
+            };
             c.args(["--sdk", sdk]);
-            c.args(["--era", if client.stateless() { "2026-07-28" } else { "legacy" }]);
+            c.args([
+                "--era",
+                if client.stateless() {
+                    "2026-07-28"
+                } else {
+                    "legacy"
+                },
+            ]);
             if approve {
                 c.arg("--approve");
             }
@@ -181,15 +204,25 @@ pub fn run_client(mut command: Command) -> Value {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let (out, err) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
     match status {
         Some(s) if s.success() => {}
         Some(s) => panic!("{command:?} failed ({s}):\nstdout:\n{out}\nstderr:\n{err}"),
-        None => panic!("{command:?} took longer than {CLIENT_DEADLINE:?}:\nstdout:\n{out}\nstderr:\n{err}"),
+        None => panic!(
+            "{command:?} took longer than {CLIENT_DEADLINE:?}:\nstdout:\n{out}\nstderr:\n{err}"
+        ),
     }
-    let last = out.lines().rev().find(|l| l.starts_with('{')).unwrap_or_default();
-    serde_json::from_str(last)
-        .unwrap_or_else(|e| panic!("{command:?} printed no report ({e}):\nstdout:\n{out}\nstderr:\n{err}"))
+    let last = out
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| {
+        panic!("{command:?} printed no report ({e}):\nstdout:\n{out}\nstderr:\n{err}")
+    })
 }
 
 /// An HTTP response as a test sees it.
@@ -215,7 +248,10 @@ impl HttpResponse {
     /// The JSON-RPC messages in the body: the body itself, or the `data:` of each
     /// SSE event.
     pub fn messages(&self) -> Vec<Value> {
-        if self.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+        {
             self.body
                 .lines()
                 .filter_map(|l| l.strip_prefix("data: "))
@@ -240,9 +276,13 @@ impl RawRequest {
     /// `headers` besides `Host`, `Content-Length` and `Connection`.
     pub fn send(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> RawRequest {
         let rest = url.strip_prefix("http://").expect("an http:// URL");
-        let (authority, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
+        let (authority, path) = rest
+            .split_once('/')
+            .map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
         let mut stream = TcpStream::connect(authority).expect("connect to the gateway");
-        stream.set_read_timeout(Some(CLIENT_DEADLINE)).expect("a read timeout");
+        stream
+            .set_read_timeout(Some(CLIENT_DEADLINE))
+            .expect("a read timeout");
         let mut head = format!(
             "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
             body.len()
@@ -266,7 +306,11 @@ impl RawRequest {
         let mut reader = BufReader::new(&mut self.stream);
         let mut line = String::new();
         reader.read_line(&mut line).expect("a status line");
-        let status = line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let status = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         let mut id = None;
         loop {
             line.clear();
@@ -303,8 +347,16 @@ impl RawRequest {
         let chunked = headers
             .iter()
             .any(|(n, v)| n == "transfer-encoding" && v.contains("chunked"));
-        let body = if chunked { dechunk(body) } else { body.to_owned() };
-        HttpResponse { status, headers, body }
+        let body = if chunked {
+            dechunk(body)
+        } else {
+            body.to_owned()
+        };
+        HttpResponse {
+            status,
+            headers,
+            body,
+        }
     }
 }
 
@@ -312,7 +364,9 @@ impl RawRequest {
 fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
         if n == 0 || rest.len() < n {
             break;
         }

@@ -206,7 +206,10 @@ pub fn discover_result() -> Value {
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
         "capabilities": {"tools": {"listChanged": true}},
-        "serverInfo": server_info(),
+        // The gateway's capabilities never change while it runs; the answer is
+        // the same for every client.
+        "ttlMs": 3_600_000,
+        "cacheScope": "public",
         "_meta": {META_SERVER_INFO: server_info()}
     })
 }

@@ -751,7 +751,12 @@ fn a_client_that_goes_away_cancels_its_calls() {
         .unwrap();
     rig.answer_of(x, out);
     // The stdio host need not have seen the session open: the connection is the session.
-    rig.send_with(None, None, call(1, "slow__work", json!({})), TransportKind::Stdio);
+    rig.send_with(
+        None,
+        None,
+        call(1, "slow__work", json!({})),
+        TransportKind::Stdio,
+    );
     assert_eq!(rig.g.calls.values().next().unwrap().origin.session, Some(s));
     rig.g.session_closed(&mut rig.m, s);
     rig.turn();

@@ -224,9 +224,19 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
         Some("" | "/") => None,
         Some(rest) => match rest.strip_prefix('/') {
             Some(name) if !name.is_empty() && !name.contains('/') => Some(percent_decode(name)),
-            _ => return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp or /mcp/{profile}"),
+            _ => {
+                return plain(
+                    StatusCode::NOT_FOUND,
+                    "not found: the MCP endpoint is /mcp or /mcp/{profile}",
+                );
+            }
         },
-        None => return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp or /mcp/{profile}"),
+        None => {
+            return plain(
+                StatusCode::NOT_FOUND,
+                "not found: the MCP endpoint is /mcp or /mcp/{profile}",
+            );
+        }
     };
     match *req.method() {
         Method::POST => post(shared, req, profile).await,
@@ -386,7 +396,12 @@ async fn post(
                 &format!("the request body is over the limit of {limit} bytes"),
             );
         }
-        Err(_) => return plain(StatusCode::BAD_REQUEST, "the request body could not be read"),
+        Err(_) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "the request body could not be read",
+            );
+        }
     };
     let text = match String::from_utf8(body.to_vec()) {
         Ok(text) => text,
@@ -416,7 +431,10 @@ async fn post(
         text,
     });
     if let Err(why) = shared.runtime.submit(job) {
-        return plain(StatusCode::SERVICE_UNAVAILABLE, &format!("the mcpbox runtime stopped: {why}"));
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("the mcpbox runtime stopped: {why}"),
+        );
     }
     respond(rx, guard).await
 }
@@ -456,8 +474,10 @@ async fn respond(mut rx: mpsc::Receiver<Items>, mut guard: Guard) -> Response<Re
             guard.armed = false;
             let mut r = Response::new(Either::Left(Full::new(Bytes::from(text.to_string()))));
             *r.status_mut() = StatusCode::from_u16(*status).unwrap_or(StatusCode::OK);
-            r.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
             r
         }
         _ => sse(SseBody::new(first, rx, guard)),
@@ -473,7 +493,10 @@ async fn respond(mut rx: mpsc::Receiver<Items>, mut guard: Guard) -> Response<Re
 fn sse(body: SseBody) -> Response<ResponseBody> {
     let mut r = Response::new(Either::Right(body));
     let h = r.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     r
 }
@@ -485,7 +508,10 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream") || v.contains("*/*"));
     if !accepts {
-        return plain(StatusCode::NOT_ACCEPTABLE, "not acceptable: GET opens an SSE stream (text/event-stream)");
+        return plain(
+            StatusCode::NOT_ACCEPTABLE,
+            "not acceptable: GET opens an SSE stream (text/event-stream)",
+        );
     }
     let Some(id) = session_header(req.headers()) else {
         let mut r = plain(
@@ -532,13 +558,18 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
                         first.push(Item::End(200));
                         Stream::Replayed
                     }
-                    _ => return plain(StatusCode::NOT_FOUND, "that stream is not known (any more)"),
+                    _ => {
+                        return plain(StatusCode::NOT_FOUND, "that stream is not known (any more)");
+                    }
                 }
             }
         }
         None => {
             if session.standalone.as_ref().is_some_and(|s| !s.is_closed()) {
-                return plain(StatusCode::CONFLICT, "the session's standalone stream is already open");
+                return plain(
+                    StatusCode::CONFLICT,
+                    "the session's standalone stream is already open",
+                );
             }
             session.standalone = Some(sink);
             Stream::Standalone(id.clone())
@@ -554,7 +585,10 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
 
 fn delete(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> {
     let Some(id) = session_header(req.headers()) else {
-        return plain(StatusCode::BAD_REQUEST, "DELETE needs the Mcp-Session-Id of the session to end");
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "DELETE needs the Mcp-Session-Id of the session to end",
+        );
     };
     let handle = {
         let mut state = shared.state();
@@ -653,7 +687,10 @@ impl SseBody {
                     event.push_str("event: message\n");
                     // JSON needs no line breaks between tokens; one `data:` line.
                     event.push_str("data: ");
-                    event.extend(text.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }));
+                    event.extend(
+                        text.chars()
+                            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+                    );
                     event.push_str("\n\n");
                     self.buffered.push_back(Bytes::from(event));
                 }
@@ -718,10 +755,11 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
             let state = &mut *state;
             let mut batches: Vec<(Dest, Items)> = Vec::new();
             let mut ended = Vec::new();
-            let mut add = |dest: Dest, item: Item| match batches.iter_mut().find(|(d, _)| *d == dest) {
-                Some((_, items)) => items.push(item),
-                None => batches.push((dest, vec![item])),
-            };
+            let mut add =
+                |dest: Dest, item: Item| match batches.iter_mut().find(|(d, _)| *d == dest) {
+                    Some((_, items)) => items.push(item),
+                    None => batches.push((dest, vec![item])),
+                };
             for signal in signals {
                 match signal {
                     wit::DownstreamSignal::SessionOpened(o) => {
@@ -747,7 +785,9 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                         let text: Arc<str> = Arc::from(m.text);
                         match m.target {
                             wit::DownstreamTarget::Exchange(x) => {
-                                let Some(entry) = state.exchanges.get_mut(&x) else { continue };
+                                let Some(entry) = state.exchanges.get_mut(&x) else {
+                                    continue;
+                                };
                                 let id = match &entry.session {
                                     Some(sid) => {
                                         entry.seq += 1;
@@ -761,8 +801,12 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                                 add(Dest::Exchange(x), Item::Message { id, text });
                             }
                             wit::DownstreamTarget::Session(h) => {
-                                let Some(sid) = state.handles.get(&h).cloned() else { continue };
-                                let Some(s) = state.sessions.get_mut(&sid) else { continue };
+                                let Some(sid) = state.handles.get(&h).cloned() else {
+                                    continue;
+                                };
+                                let Some(s) = state.sessions.get_mut(&sid) else {
+                                    continue;
+                                };
                                 s.standalone_seq += 1;
                                 let n = s.standalone_seq;
                                 remember(s, 0, n, &text);
@@ -791,7 +835,10 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                         Some(*x),
                     ),
                     Dest::Standalone(sid) => (
-                        state.sessions.get_mut(sid).and_then(|s| s.standalone.as_ref()),
+                        state
+                            .sessions
+                            .get_mut(sid)
+                            .and_then(|s| s.standalone.as_ref()),
                         None,
                     ),
                 };
@@ -839,7 +886,9 @@ fn remember(s: &mut SessionEntry, stream: u64, n: u64, text: &Arc<str>) {
     s.replay.push_back((stream, n, text.clone()));
     s.replay_bytes += text.len();
     while s.replay.len() > REPLAY_EVENTS || s.replay_bytes > REPLAY_BYTES {
-        let Some((_, _, old)) = s.replay.pop_front() else { break };
+        let Some((_, _, old)) = s.replay.pop_front() else {
+            break;
+        };
         s.replay_bytes -= old.len();
     }
 }

@@ -87,7 +87,8 @@ pub(crate) fn random_hex(n: usize) -> std::io::Result<String> {
     let mut bytes = vec![0u8; n];
     let mut filled = 0;
     while filled < n {
-        filled += rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
+        filled +=
+            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
     }
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

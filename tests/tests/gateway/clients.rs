@@ -26,20 +26,45 @@ fn check(client: SdkClient, target: &str, report: &Value) {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    for name in ["fx__echo", "fx__sleep", "ts__greet", "ts__add", "py__greet", "py__add"] {
-        assert!(tools.contains(&name), "{client:?} over {target}: {name} missing from {tools:?}");
+    for name in [
+        "fx__echo",
+        "fx__sleep",
+        "ts__greet",
+        "ts__add",
+        "py__greet",
+        "py__add",
+    ] {
+        assert!(
+            tools.contains(&name),
+            "{client:?} over {target}: {name} missing from {tools:?}"
+        );
     }
     let results = &report["calls"];
-    assert_eq!(text(&results[0]), "through the gateway", "{client:?} over {target}: {report}");
+    assert_eq!(
+        text(&results[0]),
+        "through the gateway",
+        "{client:?} over {target}: {report}"
+    );
     assert_eq!(text(&results[1]), "5", "{client:?} over {target}: {report}");
     // The upstream's structured content and output schema pass through unchanged.
-    assert_eq!(results[1]["structuredContent"], json!({"sum": 5}), "{client:?} over {target}");
-    assert_eq!(text(&results[2]), "Hello, Ada!", "{client:?} over {target}: {report}");
+    assert_eq!(
+        results[1]["structuredContent"],
+        json!({"sum": 5}),
+        "{client:?} over {target}"
+    );
+    assert_eq!(
+        text(&results[2]),
+        "Hello, Ada!",
+        "{client:?} over {target}: {report}"
+    );
     let version = report["protocolVersion"].as_str().unwrap_or_default();
     if client.stateless() {
         assert_eq!(version, "2026-07-28", "{client:?} over {target}: {report}");
     } else {
-        assert!(version.starts_with("2025-") || version.is_empty(), "{client:?} over {target}: {report}");
+        assert!(
+            version.starts_with("2025-") || version.is_empty(),
+            "{client:?} over {target}: {report}"
+        );
     }
 }
 
@@ -71,21 +96,34 @@ where
         .unwrap_or_else(|e| panic!("rmcp over {what} could not connect: {e}"));
     let tools = client.list_all_tools().await.expect("tools/list");
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert!(names.contains(&"fx__echo") && names.contains(&"ts__greet"), "{what}: {names:?}");
+    assert!(
+        names.contains(&"fx__echo") && names.contains(&"ts__greet"),
+        "{what}: {names:?}"
+    );
     let result = client
         .call_tool(
-            CallToolRequestParams::new("ts__greet")
-                .with_arguments(json!({"name": "rmcp"}).as_object().cloned().unwrap_or_default()),
+            CallToolRequestParams::new("ts__greet").with_arguments(
+                json!({"name": "rmcp"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
         )
         .await
         .expect("tools/call");
-    let text: Vec<&str> = result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.as_str())).collect();
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
     assert_eq!(text, ["Hello, rmcp!"], "{what}");
     client.cancel().await.expect("close");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rmcp_client_in_both_eras_over_stdio_and_http() {
+    // reqwest needs a process-wide TLS provider even for plain http://.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
     let eras = || {
@@ -129,12 +167,30 @@ fn clients_approve_ask_rules_and_answer_upstream_questions() {
     for client in [SdkClient::TsV1, SdkClient::TsV2Legacy] {
         for target in [Target::Http(http.url.clone()), Target::Stdio(stdio.clone())] {
             let report = run_client(client_command(client, &target, &calls, true));
-            let tools: Vec<&str> = report["tools"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
-            assert!(!tools.contains(&"fx__crash"), "denied tools are not listed: {tools:?}");
-            assert_eq!(text(&report["calls"][0]), "approved", "{client:?} {target:?}: {report}");
+            let tools: Vec<&str> = report["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert!(
+                !tools.contains(&"fx__crash"),
+                "denied tools are not listed: {tools:?}"
+            );
+            assert_eq!(
+                text(&report["calls"][0]),
+                "approved",
+                "{client:?} {target:?}: {report}"
+            );
             let answer: Value = serde_json::from_str(text(&report["calls"][1])).unwrap_or_default();
-            assert_eq!(answer["action"], "accept", "{client:?} {target:?}: {report}");
-            assert_eq!(answer["content"]["name"], "Ada", "{client:?} {target:?}: {report}");
+            assert_eq!(
+                answer["action"], "accept",
+                "{client:?} {target:?}: {report}"
+            );
+            assert_eq!(
+                answer["content"]["name"], "Ada",
+                "{client:?} {target:?}: {report}"
+            );
         }
     }
     // A client that declared no elicitation gets a clear tool error for the ask rule.
@@ -145,5 +201,8 @@ fn clients_approve_ask_rules_and_answer_upstream_questions() {
         false,
     ));
     assert_eq!(report["calls"][0]["isError"], true, "{report}");
-    assert!(text(&report["calls"][0]).contains("cannot be asked"), "{report}");
+    assert!(
+        text(&report["calls"][0]).contains("cannot be asked"),
+        "{report}"
+    );
 }

@@ -11,7 +11,12 @@ use crate::{POST, config, stateless_call, stdio_gateway, text};
 
 /// The request ids the fixture saw cancelled, through the gateway.
 fn cancellations(url: &str) -> Vec<Value> {
-    let r = http(url, "POST", &POST, &stateless_call(900, "fx__cancellations", json!({})));
+    let r = http(
+        url,
+        "POST",
+        &POST,
+        &stateless_call(900, "fx__cancellations", json!({})),
+    );
     let messages = r.messages();
     let seen: Vec<Value> = serde_json::from_str(text(&messages[0]["result"])).unwrap_or_default();
     seen
@@ -25,7 +30,11 @@ fn await_cancellations(url: &str, n: usize) -> Vec<Value> {
         if seen.len() >= n {
             return seen;
         }
-        assert!(Instant::now() < until, "the fixture saw {} cancellations, not {n}", seen.len());
+        assert!(
+            Instant::now() < until,
+            "the fixture saw {} cancellations, not {n}",
+            seen.len()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -34,11 +43,19 @@ fn await_cancellations(url: &str, n: usize) -> Vec<Value> {
 fn an_upstream_crash_mid_call_is_a_tool_error_not_a_hang() {
     let config = config(false, json!({}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
-    let r = http(&gateway.url, "POST", &POST, &stateless_call(1, "fx__crash", json!({"code": 7})));
+    let r = http(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(1, "fx__crash", json!({"code": 7})),
+    );
     assert_eq!(r.status, 200, "{r:?}");
     let result = &r.messages()[0]["result"];
     assert_eq!(result["isError"], true, "{result}");
-    assert!(text(result).contains("server `fx`") && text(result).contains("exit code 7"), "{result}");
+    assert!(
+        text(result).contains("server `fx`") && text(result).contains("exit code 7"),
+        "{result}"
+    );
 
     // Over stdio, a 2025 client: the same.
     let argv = stdio_gateway(&config.path, &[]);
@@ -77,20 +94,37 @@ fn a_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
     let r = http(&gateway.url, "POST", &POST, &init.to_string());
     let session = r.header("mcp-session-id").expect("a session id").to_owned();
-    let with_session: Vec<(&str, &str)> = POST.iter().copied().chain([("Mcp-Session-Id", session.as_str())]).collect();
+    let with_session: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Mcp-Session-Id", session.as_str())])
+        .collect();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(http(&gateway.url, "POST", &with_session, &note.to_string()).status, 202);
+    assert_eq!(
+        http(&gateway.url, "POST", &with_session, &note.to_string()).status,
+        202
+    );
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "fx__progress", "arguments": {"steps": 100000, "interval_ms": 50},
         "_meta": {"progressToken": "p2"}}});
     let mut request = RawRequest::send(&gateway.url, "POST", &with_session, &call.to_string());
     let (_, id, _) = request.first_event();
     assert!(id.is_some(), "a session's events carry ids for resumption");
-    let gone = http(&gateway.url, "DELETE", &[("Mcp-Session-Id", session.as_str())], "");
+    let gone = http(
+        &gateway.url,
+        "DELETE",
+        &[("Mcp-Session-Id", session.as_str())],
+        "",
+    );
     assert_eq!(gone.status, 200);
     await_cancellations(&gateway.url, before + 2);
     // The ended session is unknown from now on.
-    let r = http(&gateway.url, "POST", &with_session, &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string());
+    let r = http(
+        &gateway.url,
+        "POST",
+        &with_session,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string(),
+    );
     assert_eq!(r.status, 404);
     drop(request);
 }
@@ -104,7 +138,12 @@ fn a_hundred_http_clients_at_once() {
         .map(|i| {
             let url = url.clone();
             std::thread::spawn(move || {
-                let r = http(&url, "POST", &POST, &stateless_call(i, "fx__echo", json!({"text": format!("client {i}")})));
+                let r = http(
+                    &url,
+                    "POST",
+                    &POST,
+                    &stateless_call(i, "fx__echo", json!({"text": format!("client {i}")})),
+                );
                 assert_eq!(r.status, 200, "{r:?}");
                 let messages = r.messages();
                 assert_eq!(messages[0]["id"], i);
@@ -132,7 +171,10 @@ fn a_client_that_does_not_read_does_not_hold_up_the_others() {
             .chain([("Mcp-Session-Id".to_owned(), session)])
             .collect();
         let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-        let h: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
         assert_eq!(http(&gateway.url, "POST", &h, &note).status, 202);
         headers
     };
@@ -157,7 +199,12 @@ fn a_client_that_does_not_read_does_not_hold_up_the_others() {
     let last = messages.last().expect("an answer");
     assert_eq!(text(&last["result"]), "flooded 50000", "{last}");
     // And a third client is answered while the slow one still holds its stream.
-    let r = http(&gateway.url, "POST", &POST, &stateless_call(6, "fx__echo", json!({"text": "still here"})));
+    let r = http(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(6, "fx__echo", json!({"text": "still here"})),
+    );
     assert_eq!(text(&r.messages()[0]["result"]), "still here");
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(stalled);

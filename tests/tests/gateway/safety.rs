@@ -15,17 +15,35 @@ fn foreign_hosts_and_origins_are_refused() {
     let config = config(false, json!({}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let body = stateless_call(1, "fx__echo", json!({"text": "x"}));
-    let evil_host: Vec<(&str, &str)> = POST.iter().copied().chain([("Host", "evil.example.com")]).collect();
+    let evil_host: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Host", "evil.example.com")])
+        .collect();
     assert_eq!(http(&gateway.url, "POST", &evil_host, &body).status, 403);
-    let evil_origin: Vec<(&str, &str)> =
-        POST.iter().copied().chain([("Origin", "http://evil.example.com")]).collect();
+    let evil_origin: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Origin", "http://evil.example.com")])
+        .collect();
     assert_eq!(http(&gateway.url, "POST", &evil_origin, &body).status, 403);
-    let local_origin: Vec<(&str, &str)> =
-        POST.iter().copied().chain([("Origin", "http://localhost:3000")]).collect();
+    let local_origin: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Origin", "http://localhost:3000")])
+        .collect();
     assert_eq!(http(&gateway.url, "POST", &local_origin, &body).status, 200);
     // An origin allowed on the command line.
-    let allowed = serve_http(crate::cli(), &config.path, &["--allow-origin", "https://app.example"]);
-    let app: Vec<(&str, &str)> = POST.iter().copied().chain([("Origin", "https://app.example")]).collect();
+    let allowed = serve_http(
+        crate::cli(),
+        &config.path,
+        &["--allow-origin", "https://app.example"],
+    );
+    let app: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Origin", "https://app.example")])
+        .collect();
     assert_eq!(http(&allowed.url, "POST", &app, &body).status, 200);
 }
 
@@ -38,15 +56,24 @@ fn a_token_is_required_when_one_is_set() {
         .arg(&config.path)
         .args(["serve", "--http", "127.0.0.1:0"])
         .env("MCPBOX_TOKEN", "s3cret-token");
-    let gateway = start_with(command, &|line| Some(line.split("listening on ").nth(1)?.trim().to_owned()));
+    let gateway = start_with(command, &|line| {
+        Some(line.split("listening on ").nth(1)?.trim().to_owned())
+    });
     let body = stateless_call(1, "fx__echo", json!({"text": "x"}));
     let r = http(&gateway.url, "POST", &POST, &body);
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
-    let wrong: Vec<(&str, &str)> = POST.iter().copied().chain([("Authorization", "Bearer nope")]).collect();
+    let wrong: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Authorization", "Bearer nope")])
+        .collect();
     assert_eq!(http(&gateway.url, "POST", &wrong, &body).status, 401);
-    let right: Vec<(&str, &str)> =
-        POST.iter().copied().chain([("Authorization", "Bearer s3cret-token")]).collect();
+    let right: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Authorization", "Bearer s3cret-token")])
+        .collect();
     let r = http(&gateway.url, "POST", &right, &body);
     assert_eq!(r.status, 200);
     assert_eq!(text(&r.messages()[0]["result"]), "x");
@@ -60,12 +87,28 @@ fn limits_sessions_and_methods() {
     let big = format!("{{\"x\": \"{}\"}}", "y".repeat(5 * 1024 * 1024));
     assert_eq!(http(&gateway.url, "POST", &POST, &big).status, 413);
     // Not JSON as a content type.
-    assert_eq!(http(&gateway.url, "POST", &[("Content-Type", "text/plain")], "{}").status, 415);
+    assert_eq!(
+        http(
+            &gateway.url,
+            "POST",
+            &[("Content-Type", "text/plain")],
+            "{}"
+        )
+        .status,
+        415
+    );
     // An unknown session, a GET without one, a DELETE of none.
-    let unknown: Vec<(&str, &str)> = POST.iter().copied().chain([("Mcp-Session-Id", "0123")]).collect();
+    let unknown: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Mcp-Session-Id", "0123")])
+        .collect();
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
     assert_eq!(http(&gateway.url, "POST", &unknown, &ping).status, 404);
-    assert_eq!(http(&gateway.url, "GET", &[("Accept", "text/event-stream")], "").status, 405);
+    assert_eq!(
+        http(&gateway.url, "GET", &[("Accept", "text/event-stream")], "").status,
+        405
+    );
     assert_eq!(http(&gateway.url, "DELETE", &[], "").status, 400);
     assert_eq!(http(&gateway.url, "PUT", &[], "").status, 405);
     let other = gateway.url.replace("/mcp", "/other");
@@ -75,8 +118,12 @@ fn limits_sessions_and_methods() {
     assert_eq!(r.status, 400);
     assert_eq!(r.messages()[0]["error"]["code"], -32600);
     // A 2026-07-28 notification-only POST: 202.
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
-    assert_eq!(http(&gateway.url, "POST", &POST, &note.to_string()).status, 202);
+    let note =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    assert_eq!(
+        http(&gateway.url, "POST", &POST, &note.to_string()).status,
+        202
+    );
 }
 
 #[test]
@@ -89,9 +136,16 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
     assert_eq!(r.header("content-type"), Some("application/json"));
     let session = r.header("mcp-session-id").expect("a session").to_owned();
     assert_eq!(session.len(), 32, "128 random bits");
-    let headers: Vec<(&str, &str)> = POST.iter().copied().chain([("Mcp-Session-Id", session.as_str())]).collect();
+    let headers: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Mcp-Session-Id", session.as_str())])
+        .collect();
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(http(&gateway.url, "POST", &headers, &note.to_string()).status, 202);
+    assert_eq!(
+        http(&gateway.url, "POST", &headers, &note.to_string()).status,
+        202
+    );
     let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "fx__progress", "arguments": {"steps": 5, "interval_ms": 100}, "_meta": {"progressToken": "t"}}});
     let mut request = RawRequest::send(&gateway.url, "POST", &headers, &call.to_string());
@@ -109,9 +163,15 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
     let r = http(&gateway.url, "GET", &resume, "");
     assert_eq!(r.status, 200);
     let messages = r.messages();
-    let response = messages.iter().find(|m| m["id"] == 7).unwrap_or_else(|| panic!("{messages:?}"));
+    let response = messages
+        .iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("{messages:?}"));
     assert_eq!(text(&response["result"]), "done 5");
-    let progress = messages.iter().filter(|m| m["method"] == "notifications/progress").count();
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
     assert!(progress >= 3, "the progress after event {id}: {messages:?}");
 }
 
@@ -140,7 +200,10 @@ fn profiles_are_chosen_by_path() {
         &stateless_call(2, "fx__add", json!({"a": 1, "b": 2})),
     );
     let result = &denied.messages()[0]["result"];
-    assert!(text(result).contains("profiles.echo-only.permissions.default: deny"), "{result}");
+    assert!(
+        text(result).contains("profiles.echo-only.permissions.default: deny"),
+        "{result}"
+    );
     let r = http(&format!("{}/nope", gateway.url), "POST", &POST, &list);
     assert_eq!(r.status, 404);
 }
