@@ -23,9 +23,10 @@ use alloc::collections::BTreeMap;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::elicitation::{InputAnswer, InputRequest, METHOD};
+use crate::elicitation::{InputAnswer, InputRequest};
 use crate::jsonrpc::{self, INVALID_PARAMS, Id};
 use crate::manager::Manager;
+use crate::methods::{self, ELICITATION_CREATE as METHOD};
 use crate::transport::Platform;
 
 use super::exposure::Exposed;
@@ -233,7 +234,7 @@ impl Gateway {
                 "reason": "the upstream server no longer needs the answer"});
             self.out.push(Signal::Message {
                 target: Target::Exchange(exchange),
-                text: jsonrpc::notification("notifications/cancelled", Some(&params)),
+                text: jsonrpc::notification(methods::CANCELLED, Some(&params)),
             });
             return true;
         }

@@ -12,6 +12,7 @@
 //!   the body. Errors of this era carry an HTTP status (400 for bad parameters and
 //!   mismatches, 404 for unknown methods), which the host applies to the exchange.
 
+use crate::methods;
 use crate::prelude::*;
 
 use serde_json::{Map, Value, json};
@@ -88,7 +89,7 @@ pub fn header<'a>(headers: &'a [Pair], name: &str) -> Option<&'a str> {
 
 /// Whether a request without a session is meant as a 2026-07-28 one.
 pub fn claims_stateless(method: &str, meta: Option<&Map<String, Value>>, headers: &[Pair]) -> bool {
-    method == "server/discover"
+    method == methods::SERVER_DISCOVER
         || meta.is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
         || header(headers, "mcp-protocol-version") == Some(STATELESS_VERSION)
 }

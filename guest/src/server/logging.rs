@@ -7,6 +7,7 @@
 //! session's standalone stream. Progress names the call: it goes on that call's
 //! stream under the progress token the downstream client gave.
 
+use crate::methods;
 use crate::prelude::*;
 use alloc::collections::BTreeSet;
 
@@ -44,7 +45,7 @@ impl Gateway {
             .filter(|v| v.is_object() || v.is_array())
             .unwrap_or_else(|| Value::String(log.message.clone()));
         let note = jsonrpc::notification(
-            "notifications/message",
+            methods::LOG_MESSAGE,
             Some(&json!({"level": log.level, "logger": log.server, "data": data})),
         );
         let mut told = BTreeSet::new();
@@ -97,7 +98,7 @@ impl Gateway {
         }
         self.out.push(Signal::Message {
             target: Target::Exchange(exchange),
-            text: jsonrpc::notification("notifications/progress", Some(&params)),
+            text: jsonrpc::notification(methods::PROGRESS, Some(&params)),
         });
     }
 }

@@ -48,6 +48,7 @@ mod tools;
 #[cfg(test)]
 mod tests;
 
+use crate::methods;
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
 use alloc::rc::Rc;
@@ -501,7 +502,8 @@ impl Gateway {
         if self.serving {
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
-            if !m.starting() && !(self.held.is_empty() && self.held_calls.is_empty()) {
+            let held = !self.held.is_empty() || !self.held_calls.is_empty();
+            if held && !m.starting() {
                 self.release_held(m);
             }
             if m.tools_generation() != self.seen_generation {
@@ -557,7 +559,7 @@ impl Gateway {
             }
             return self.stateless(m, origin, method, params);
         }
-        if method == "initialize" {
+        if method == methods::INITIALIZE {
             return self.initialize(m, ctx, origin, &params);
         }
         let refusal = Refusal::new(
@@ -623,8 +625,8 @@ impl Gateway {
         params: Value,
     ) {
         match method {
-            "ping" => self.answer(&origin, Ok("{}".into())),
-            "initialize" => {
+            methods::PING => self.answer(&origin, Ok("{}".into())),
+            methods::INITIALIZE => {
                 let version = self
                     .sessions
                     .get(&origin.session.unwrap_or_default())
@@ -634,9 +636,9 @@ impl Gateway {
                     Ok(json_text(&lifecycle::initialize_result(version))),
                 );
             }
-            "tools/list" => self.list_tools(m, origin, &params),
-            "tools/call" => self.call_tool(m, origin, params),
-            "logging/setLevel" => {
+            methods::TOOLS_LIST => self.list_tools(m, origin, &params),
+            methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            methods::LOGGING_SET_LEVEL => {
                 let level = params.get("level").and_then(Value::as_str);
                 match level.and_then(logging::rank) {
                     Some(rank) => {
@@ -673,10 +675,12 @@ impl Gateway {
         params: Value,
     ) {
         match method {
-            "server/discover" => self.answer(&origin, Ok(json_text(&lifecycle::discover_result()))),
-            "tools/list" => self.list_tools(m, origin, &params),
-            "tools/call" => self.call_tool(m, origin, params),
-            "subscriptions/listen" => self.listen(m, origin, &params),
+            methods::SERVER_DISCOVER => {
+                self.answer(&origin, Ok(json_text(&lifecycle::discover_result())))
+            }
+            methods::TOOLS_LIST => self.list_tools(m, origin, &params),
+            methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
             _ => self.answer(
                 &origin,
                 Err(
@@ -699,12 +703,12 @@ impl Gateway {
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
         match n.method.as_str() {
-            "notifications/initialized" => {
+            methods::INITIALIZED => {
                 if let Some(s) = ctx.session.and_then(|s| self.sessions.get_mut(&s)) {
                     s.initialized = true;
                 }
             }
-            "notifications/cancelled" => {
+            methods::CANCELLED => {
                 // Over stateless HTTP a client cancels by closing the stream: an
                 // id alone could name another client's request.
                 if ctx.session.is_none() && ctx.kind == TransportKind::Http {

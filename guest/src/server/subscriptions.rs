@@ -10,6 +10,7 @@
 //! `notifications/subscriptions/acknowledged`, which says the part of the filter
 //! the gateway honours (tool-list changes only).
 
+use crate::methods;
 use crate::prelude::*;
 
 use serde_json::{Value, json};
@@ -59,7 +60,7 @@ impl Gateway {
         self.out.push(Signal::Message {
             target: Target::Exchange(exchange),
             text: jsonrpc::notification(
-                "notifications/subscriptions/acknowledged",
+                methods::SUBSCRIPTIONS_ACKNOWLEDGED,
                 Some(&json!({"notifications": honored, "_meta": {META_SUBSCRIPTION_ID: id}})),
             ),
         });
@@ -97,7 +98,7 @@ impl Gateway {
                 s.notified = fingerprint;
                 self.out.push(Signal::Message {
                     target: Target::Session(id),
-                    text: jsonrpc::notification::<()>("notifications/tools/list_changed", None),
+                    text: jsonrpc::notification::<()>(methods::TOOLS_LIST_CHANGED, None),
                 });
             }
         }
@@ -120,7 +121,7 @@ impl Gateway {
                 let params = json!({"_meta": {META_SUBSCRIPTION_ID: listen.id}});
                 self.out.push(Signal::Message {
                     target: Target::Exchange(exchange),
-                    text: jsonrpc::notification("notifications/tools/list_changed", Some(&params)),
+                    text: jsonrpc::notification(methods::TOOLS_LIST_CHANGED, Some(&params)),
                 });
             }
         }
