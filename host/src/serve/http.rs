@@ -110,6 +110,8 @@ type Sink = mpsc::Sender<Items>;
 struct SessionEntry {
     handle: u64,
     standalone: Option<Sink>,
+    /// Which attachment `standalone` is (see `ExchangeEntry::attached`).
+    standalone_attached: u64,
     standalone_seq: u64,
     /// (stream, n, message) of recent events, oldest first.
     replay: VecDeque<(u64, u64, Arc<str>)>,
@@ -121,6 +123,9 @@ struct SessionEntry {
 struct ExchangeEntry {
     /// None once the client went away (or was cut off).
     sink: Option<Sink>,
+    /// Which attachment `sink` is (a resumed stream attaches anew), so the guard
+    /// of an older connection does not detach a newer one.
+    attached: u64,
     /// The session it belongs to, by id.
     session: Option<String>,
     seq: u64,
@@ -413,6 +418,7 @@ async fn post(
         exchange,
         ExchangeEntry {
             sink: Some(sink),
+            attached: 0,
             session: session_id,
             seq: 0,
         },
@@ -420,6 +426,7 @@ async fn post(
     let guard = Guard {
         shared: shared.clone(),
         stream: Stream::Exchange(exchange),
+        attached: 0,
         armed: true,
     };
     let job = Job::Downstream(gateway::Inbound {
@@ -535,6 +542,7 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
         return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
     };
     let mut first: Items = Vec::new();
+    let mut attached = 0;
     let stream = match resume {
         Some((stream, after)) => {
             for (s, n, text) in &session.replay {
@@ -547,11 +555,15 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
             }
             if stream == 0 {
                 session.standalone = Some(sink);
+                session.standalone_attached += 1;
+                attached = session.standalone_attached;
                 Stream::Standalone(id.clone())
             } else {
                 match state.exchanges.get_mut(&stream) {
                     Some(x) if x.session.as_deref() == Some(id.as_str()) => {
                         x.sink = Some(sink);
+                        x.attached += 1;
+                        attached = x.attached;
                         Stream::Exchange(stream)
                     }
                     _ if session.ended.contains(&stream) => {
@@ -572,12 +584,15 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
                 );
             }
             session.standalone = Some(sink);
+            session.standalone_attached += 1;
+            attached = session.standalone_attached;
             Stream::Standalone(id.clone())
         }
     };
     let guard = Guard {
         shared: shared.clone(),
         stream,
+        attached,
         armed: true,
     };
     sse(SseBody::new(first, rx, guard))
@@ -620,6 +635,8 @@ enum Stream {
 struct Guard {
     shared: Arc<Shared>,
     stream: Stream,
+    /// The attachment this guard's stream is.
+    attached: u64,
     armed: bool,
 }
 
@@ -633,11 +650,11 @@ impl Drop for Guard {
                 let known = {
                     let mut state = self.shared.state();
                     match state.exchanges.get_mut(x) {
-                        Some(entry) => {
+                        Some(entry) if entry.attached == self.attached => {
                             entry.sink = None;
                             true
                         }
-                        None => false,
+                        _ => false,
                     }
                 };
                 if known {
@@ -645,7 +662,9 @@ impl Drop for Guard {
                 }
             }
             Stream::Standalone(id) => {
-                if let Some(s) = self.shared.state().sessions.get_mut(id) {
+                if let Some(s) = self.shared.state().sessions.get_mut(id)
+                    && s.standalone_attached == self.attached
+                {
                     s.standalone = None;
                 }
             }
@@ -769,6 +788,7 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                             SessionEntry {
                                 handle: o.session,
                                 standalone: None,
+                                standalone_attached: 0,
                                 standalone_seq: 0,
                                 replay: VecDeque::new(),
                                 replay_bytes: 0,

@@ -78,7 +78,13 @@ fn sdk_clients_of_both_eras_over_stdio_and_http() {
             ("http", Target::Http(http.url.clone())),
             ("stdio", Target::Stdio(stdio.clone())),
         ] {
-            let report = run_client(client_command(client, &target, &calls(), false));
+            let run = std::panic::catch_unwind(|| {
+                run_client(client_command(client, &target, &calls(), false))
+            });
+            let report = run.unwrap_or_else(|panic| {
+                eprintln!("the HTTP gateway's stderr:\n{}", http.stderr().join("\n"));
+                std::panic::resume_unwind(panic)
+            });
             check(client, name, &report);
         }
     }
