@@ -293,6 +293,19 @@ impl RawRequest {
         for (n, v) in headers {
             head.push_str(&format!("{n}: {v}\r\n"));
         }
+        // A 2026-07-28 request carries its method and name in headers too
+        // (SEP-2243), as a real client sends them, unless the test set its own.
+        let given = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        if let Ok(message) = serde_json::from_str::<Value>(body)
+            && message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].is_string()
+        {
+            if let (Some(method), false) = (message["method"].as_str(), given("mcp-method")) {
+                head.push_str(&format!("Mcp-Method: {method}\r\n"));
+            }
+            if let (Some(name), false) = (message["params"]["name"].as_str(), given("mcp-name")) {
+                head.push_str(&format!("Mcp-Name: {name}\r\n"));
+            }
+        }
         head.push_str("\r\n");
         stream.write_all(head.as_bytes()).expect("send the head");
         stream.write_all(body.as_bytes()).expect("send the body");

@@ -79,12 +79,13 @@ impl Refusal {
     }
 }
 
-/// The value of a request header, by case-insensitive name.
+/// The value of a request header, by case-insensitive name, without the
+/// whitespace HTTP allows around it.
 pub fn header<'a>(headers: &'a [Pair], name: &str) -> Option<&'a str> {
     headers
         .iter()
         .find(|p| p.name.eq_ignore_ascii_case(name))
-        .map(|p| p.value.as_str())
+        .map(|p| p.value.trim())
 }
 
 /// Whether a request without a session is meant as a 2026-07-28 one.
@@ -99,6 +100,7 @@ pub fn check_stateless(
     method: &str,
     params: &Value,
     headers: &[Pair],
+    http: bool,
 ) -> Result<RequestMeta, Refusal> {
     let invalid = |why: &str| {
         Refusal::new(
@@ -122,6 +124,18 @@ pub fn check_stateless(
     else {
         return Err(invalid("_meta has no client capabilities object"));
     };
+    let mismatch = |what: String| {
+        Refusal::new(HEADER_MISMATCH, format!("Header mismatch: {what}")).status(400)
+    };
+    // Headers first: a body that disagrees with its headers is refused as such,
+    // whatever version it names.
+    if let Some(h) = header(headers, "mcp-protocol-version")
+        && h != version
+    {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version is {h:?} but _meta says {version:?}"
+        )));
+    }
     if version != STATELESS_VERSION {
         return Err(Refusal::new(
             UNSUPPORTED_PROTOCOL_VERSION,
@@ -130,34 +144,38 @@ pub fn check_stateless(
         .data(json!({"supported": [STATELESS_VERSION], "requested": version}))
         .status(400));
     }
-    let mismatch = |what: String| {
-        Refusal::new(HEADER_MISMATCH, format!("Header mismatch: {what}")).status(400)
-    };
-    if let Some(h) = header(headers, "mcp-protocol-version")
-        && h != version
-    {
-        return Err(mismatch(format!(
-            "MCP-Protocol-Version is {h:?} but _meta says {version:?}"
-        )));
+    // Over HTTP every request names its method, and a request about a named
+    // tool (resource, prompt) names it, in headers (SEP-2243).
+    match header(headers, "mcp-method") {
+        Some(h) if h != method => {
+            return Err(mismatch(format!(
+                "Mcp-Method is {h:?} but the method is {method:?}"
+            )));
+        }
+        None if http => {
+            return Err(mismatch(format!(
+                "the Mcp-Method header is missing (the method is {method:?})"
+            )));
+        }
+        _ => {}
     }
-    if let Some(h) = header(headers, "mcp-method")
-        && h != method
-    {
-        return Err(mismatch(format!(
-            "Mcp-Method is {h:?} but the method is {method:?}"
-        )));
-    }
-    if let Some(h) = header(headers, "mcp-name") {
-        let name = params
-            .get("name")
-            .or_else(|| params.get("uri"))
-            .and_then(Value::as_str);
-        if name != Some(h) {
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str);
+    match (header(headers, "mcp-name"), name) {
+        (Some(h), name) if name != Some(h) => {
             return Err(mismatch(format!(
                 "Mcp-Name is {h:?} but the request names {}",
                 name.map_or("nothing".to_string(), |n| format!("{n:?}"))
             )));
         }
+        (None, Some(name)) if http => {
+            return Err(mismatch(format!(
+                "the Mcp-Name header is missing (the request names {name:?})"
+            )));
+        }
+        _ => {}
     }
     Ok(RequestMeta {
         elicitation: declares_form_elicitation(capabilities.get("elicitation")),
@@ -226,27 +244,37 @@ mod tests {
     #[test]
     fn stateless_requests_are_checked() {
         assert_eq!(
-            check_stateless("tools/list", &meta(), &[]),
+            check_stateless("tools/list", &meta(), &[], false),
             Ok(RequestMeta::default())
         );
-        let e = check_stateless("tools/list", &json!({}), &[]).unwrap_err();
+        let e = check_stateless("tools/list", &json!({}), &[], false).unwrap_err();
         assert_eq!((e.error.code, e.status), (INVALID_PARAMS, Some(400)));
         let mut old = meta();
         old["_meta"][META_PROTOCOL_VERSION] = json!("v9");
-        let e = check_stateless("tools/list", &old, &[]).unwrap_err();
+        let e = check_stateless("tools/list", &old, &[], false).unwrap_err();
         assert_eq!(e.error.code, UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(e.error.data.unwrap()["requested"], "v9");
         let h = |n: &str, v: &str| Pair {
             name: n.into(),
             value: v.into(),
         };
-        let e =
-            check_stateless("tools/list", &meta(), &[h("Mcp-Method", "tools/call")]).unwrap_err();
+        let e = check_stateless(
+            "tools/list",
+            &meta(),
+            &[h("Mcp-Method", "tools/call")],
+            false,
+        )
+        .unwrap_err();
         assert_eq!(e.error.code, HEADER_MISMATCH);
         let mut call = meta();
         call["name"] = json!("a");
-        assert!(check_stateless("tools/call", &call, &[h("mcp-name", "a")]).is_ok());
-        assert!(check_stateless("tools/call", &call, &[h("mcp-name", "b")]).is_err());
+        assert!(check_stateless("tools/call", &call, &[h("mcp-name", " a ")], false).is_ok());
+        assert!(check_stateless("tools/call", &call, &[h("mcp-name", "b")], false).is_err());
+        // Over HTTP the headers are required.
+        let e = check_stateless("tools/call", &call, &[h("mcp-name", "a")], true).unwrap_err();
+        assert_eq!((e.error.code, e.status), (HEADER_MISMATCH, Some(400)));
+        let both = [h("Mcp-Method", "tools/call"), h("Mcp-Name", "a")];
+        assert!(check_stateless("tools/call", &call, &both, true).is_ok());
     }
 
     #[test]

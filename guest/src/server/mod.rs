@@ -472,6 +472,22 @@ impl Gateway {
         completions: Vec<Completion>,
         events: Vec<Event>,
     ) -> (Vec<Completion>, Vec<Event>) {
+        // Progress and log lines of a call come before its answer: they go out
+        // first, while the call's stream is still open.
+        let mut rest = Vec::with_capacity(events.len());
+        let mut for_host = Vec::new();
+        for event in events {
+            match event {
+                Event::Progress(p) => self.route_progress(&p),
+                Event::Log(log) => {
+                    if self.serving {
+                        self.route_log(&log);
+                    }
+                    for_host.push(Event::Log(log));
+                }
+                other => rest.push(other),
+            }
+        }
         let mut theirs = Vec::new();
         for c in completions {
             if self.calls.contains_key(&c.call) {
@@ -480,19 +496,11 @@ impl Gateway {
                 theirs.push(c);
             }
         }
-        let mut for_host = Vec::new();
         let mut inputs = Vec::new();
-        for event in events {
+        for event in rest {
             match event {
-                Event::Progress(p) => self.route_progress(&p),
                 Event::InputRequested(r) if self.owns_input(&r) => inputs.push(r),
                 Event::InputWithdrawn(id) if self.withdraw_input(id) => {}
-                Event::Log(log) => {
-                    if self.serving {
-                        self.route_log(&log);
-                    }
-                    for_host.push(Event::Log(log));
-                }
                 other => for_host.push(other),
             }
         }
@@ -553,7 +561,12 @@ impl Gateway {
         }
         let meta = params.get("_meta").and_then(Value::as_object);
         if lifecycle::claims_stateless(method, meta, &ctx.headers) {
-            match lifecycle::check_stateless(method, &params, &ctx.headers) {
+            match lifecycle::check_stateless(
+                method,
+                &params,
+                &ctx.headers,
+                ctx.kind == TransportKind::Http,
+            ) {
                 Ok(meta) => origin.stateless = Some(meta),
                 Err(refusal) => return self.answer(&origin, Err(refusal)),
             }

@@ -93,6 +93,18 @@ impl Rig {
     ) -> (u64, Vec<Signal>) {
         let exchange = self.next_exchange;
         self.next_exchange += 1;
+        // The headers an HTTP client sends with a 2026-07-28 request (SEP-2243).
+        let mut headers = Vec::new();
+        if kind == TransportKind::Http && message["params"]["_meta"].is_object() {
+            let pair = |name: &str, value: &Value| Pair {
+                name: name.into(),
+                value: value.as_str().unwrap_or_default().into(),
+            };
+            headers.push(pair("Mcp-Method", &message["method"]));
+            if message["params"]["name"].is_string() {
+                headers.push(pair("Mcp-Name", &message["params"]["name"]));
+            }
+        }
         self.g.receive(
             &mut self.m,
             Inbound {
@@ -100,7 +112,7 @@ impl Rig {
                 exchange,
                 kind,
                 profile: profile.map(String::from),
-                headers: Vec::new(),
+                headers,
                 text: message.to_string(),
             },
         );
@@ -141,6 +153,12 @@ impl Rig {
             .find(|m| m.get("id").is_some() && m.get("method").is_none())
             .expect("a response");
         (response, status)
+    }
+
+    /// A request on a fresh exchange: every message on it, in order, and the status.
+    fn request_all(&mut self, session: Option<u64>, message: Value) -> (Vec<Value>, u16) {
+        let (x, first) = self.send(session, message);
+        self.answer_of(x, first)
     }
 
     /// Opens a 2025 session and sends `initialized`.
@@ -909,4 +927,35 @@ fn batches_and_garbage_are_answered_in_one_exchange() {
         (Some(-32700), 400)
     );
     assert_eq!(messages[0]["id"], Value::Null);
+}
+
+#[test]
+fn progress_sent_with_the_answer_goes_out_before_it() {
+    let mut p = FakePlatform::new();
+    p.serve("fast", || {
+        McpServer::with_tools(&["work"]).on_call(|params, id, out| {
+            let token = params["_meta"]["progressToken"].clone();
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 100, "total": 100}}),
+            );
+            out.reply(
+                0,
+                id,
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            );
+        })
+    });
+    let mut rig = Rig::new(p, &["fast"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (messages, _) = rig.request_all(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "fast__work", "arguments": {}, "_meta": {"progressToken": 7}}}),
+    );
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[1]["id"], 4);
 }
