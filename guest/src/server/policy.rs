@@ -19,9 +19,13 @@
 //! { "mcpServers": { … },
 //!   "permissions": { "deny": ["mcp__fs__write_file"] },
 //!   "profiles": {
-//!     "readonly": { "permissions": { "allow": ["mcp__fs__read_file"], "default": "deny" } }
+//!     "readonly": { "allow": ["mcp__fs__read_file"], "default": "deny" }
 //!   } }
 //! ```
+//!
+//! A profile is a rule set of the same shape as `permissions`, as the policy work
+//! writes it (so a configuration written for the gateway today keeps its meaning
+//! when that evaluator replaces this one).
 //!
 //! The top-level `permissions` apply to every client; a profile's rules are
 //! evaluated after them, so a profile can only narrow what the top level allows
@@ -57,7 +61,7 @@ struct Permissions {
     deny: Vec<String>,
     /// `default`, when given.
     default: Option<Default>,
-    /// Where it came from, for rule names: `permissions` or `profiles.NAME.permissions`.
+    /// Where it came from, for rule names: `permissions` or `profiles.NAME`.
     origin: String,
 }
 
@@ -181,20 +185,8 @@ impl Rules {
             None => {}
             Some(Value::Object(profiles)) => {
                 for (name, profile) in profiles {
-                    let origin = format!("profiles.{name}.permissions");
-                    let permissions = match profile.get("permissions") {
-                        Some(p) => Permissions::read(&origin, p, &mut issues),
-                        None => {
-                            issues.push(issue(
-                                &format!("profiles.{name}"),
-                                "has no `permissions` object; the profile allows what the top level allows",
-                            ));
-                            Permissions {
-                                origin,
-                                ..Permissions::default()
-                            }
-                        }
-                    };
+                    let origin = format!("profiles.{name}");
+                    let permissions = Permissions::read(&origin, profile, &mut issues);
                     rules.profiles.insert(name.clone(), permissions);
                 }
             }
@@ -236,8 +228,8 @@ mod tests {
     fn deny_wins_over_ask_over_allow_and_profiles_narrow() {
         let (rules, issues) = Rules::parse(
             r#"{"permissions": {"allow": ["mcp__fs"], "ask": ["mcp__fs__write"], "deny": ["mcp__fs__rm"]},
-                "profiles": {"ro": {"permissions": {"allow": ["mcp__fs__read"], "default": "deny"}},
-                             "bad": {"permissions": {"allow": ["fs"], "default": "maybe"}}}}"#,
+                "profiles": {"ro": {"allow": ["mcp__fs__read"], "default": "deny"},
+                             "bad": {"allow": ["fs"], "default": "maybe"}}}"#,
         );
         assert_eq!(issues.len(), 2, "{issues:?}");
         assert_eq!(rules.decide(None, "fs", "read"), Decision::Allow);
@@ -253,7 +245,7 @@ mod tests {
         assert_eq!(rules.decide(Some("ro"), "fs", "read"), Decision::Allow);
         assert_eq!(
             rules.decide(Some("ro"), "other", "x"),
-            Decision::Deny("profiles.ro.permissions.default: deny".into())
+            Decision::Deny("profiles.ro.default: deny".into())
         );
         // The top level's ask still holds inside a profile that allows.
         assert!(matches!(

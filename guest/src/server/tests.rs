@@ -589,7 +589,7 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
     let mut p = FakePlatform::new();
     p.serve("fs", || McpServer::with_tools(&["read", "write", "rm"]));
     let rules = r#", "permissions": {"ask": ["mcp__fs__write"], "deny": ["mcp__fs__rm"]},
-        "profiles": {"ro": {"permissions": {"allow": ["mcp__fs__read"], "default": "deny"}}}"#;
+        "profiles": {"ro": {"allow": ["mcp__fs__read"], "default": "deny"}}"#;
     let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
     rig.settle();
     let s = rig.initialize(json!({"elicitation": {}}));

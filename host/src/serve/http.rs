@@ -141,6 +141,8 @@ struct State {
 struct Shared {
     runtime: Runtime,
     options: HttpOptions,
+    /// The profile of `/mcp` (`ServeOptions::profile`); `/mcp/{profile}` names another.
+    default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
     loopback: bool,
     state: Mutex<State>,
@@ -157,6 +159,7 @@ pub(super) async fn run(
     runtime: Runtime,
     feed: mpsc::UnboundedReceiver<Downstream>,
     options: HttpOptions,
+    default_profile: Option<String>,
     listener: TcpListener,
 ) -> Result<(), ServeError> {
     let local: SocketAddr = listener.local_addr()?;
@@ -170,6 +173,7 @@ pub(super) async fn run(
     let shared = Arc::new(Shared {
         runtime,
         options,
+        default_profile,
         loopback,
         state: Mutex::new(State::default()),
         next_exchange: AtomicU64::new(1),
@@ -226,7 +230,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
     }
     let path = req.uri().path();
     let profile = match path.strip_prefix("/mcp") {
-        Some("" | "/") => None,
+        Some("" | "/") => shared.default_profile.clone(),
         Some(rest) => match rest.strip_prefix('/') {
             Some(name) if !name.is_empty() && !name.contains('/') => Some(percent_decode(name)),
             _ => {

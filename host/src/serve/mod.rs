@@ -51,7 +51,8 @@ pub struct ServeOptions {
     /// Tools per `tools/list` page.
     pub page_size: usize,
     /// The profile (a named set of permission rules in the configuration) the
-    /// stdio client is served under. Over HTTP the path chooses: `/mcp/NAME`.
+    /// stdio client is served under, and over HTTP the clients of `/mcp`
+    /// (`/mcp/NAME` chooses another).
     pub profile: Option<String>,
 }
 
@@ -149,9 +150,9 @@ impl Runtime {
         stdio::run(self, feed, options.profile, input, output).await
     }
 
-    /// Serves the registry over Streamable HTTP at `/mcp` (and `/mcp/{profile}`)
-    /// on `listener`, until the runtime stops or accepting fails. See
-    /// [`HttpOptions`] for the safety rules.
+    /// Serves the registry over Streamable HTTP at `/mcp` (under
+    /// [`ServeOptions::profile`]) and `/mcp/{profile}` on `listener`, until the
+    /// runtime stops or accepting fails. See [`HttpOptions`] for the safety rules.
     pub async fn serve_http(
         &self,
         options: ServeOptions,
@@ -159,6 +160,6 @@ impl Runtime {
         listener: TcpListener,
     ) -> Result<(), ServeError> {
         let feed = self.start_gateway(&options).await?;
-        http::run(self.clone(), feed, http, listener).await
+        http::run(self.clone(), feed, http, options.profile, listener).await
     }
 }

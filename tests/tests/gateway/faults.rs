@@ -1,9 +1,10 @@
 //! Faults through the gateway: an upstream that crashes mid-call, clients that go
-//! away mid-call, many clients at once, a client that does not read.
+//! away mid-call (over HTTP, and over stdio in front of a second gateway), many
+//! clients at once, a client that does not read.
 
 use std::time::{Duration, Instant};
 
-use mcpbox_tests::gateway::{RawRequest, http, serve_http};
+use mcpbox_tests::gateway::{ConfigFile, RawRequest, http, serve_http};
 use mcpbox_tests::stdio::StdioPeer;
 use serde_json::{Value, json};
 
@@ -127,6 +128,40 @@ fn a_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
     );
     assert_eq!(r.status, 404);
     drop(request);
+}
+
+#[test]
+fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
+    // Gateway behind gateway: the stdio gateway's upstream is an HTTP gateway in
+    // front of the fixture, so the fixture outlives the stdio gateway and can be
+    // asked what it saw cancelled.
+    let inner_config = config(false, json!({}));
+    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
+    let before = cancellations(&inner.url).len();
+    let outer_config = ConfigFile::new(&json!({"mcpServers": {
+        "up": {"type": "http", "url": inner.url},
+    }}));
+    let argv = stdio_gateway(&outer_config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    peer.initialize("2025-11-25");
+    peer.send_request(
+        "tools/call",
+        json!({"name": "up__fx__progress", "arguments": {"steps": 100000, "interval_ms": 50},
+               "_meta": {"progressToken": "p"}}),
+    );
+    // The call is running upstream once its progress comes back through both.
+    loop {
+        let message = peer.next_message();
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "p", "{message}");
+            break;
+        }
+        assert!(message.get("id").is_none(), "an answer before any progress: {message}");
+    }
+    peer.close_stdin();
+    assert!(peer.wait_exit().success());
+    await_cancellations(&inner.url, before + 1);
 }
 
 #[test]

@@ -1,12 +1,14 @@
 //! `mcpbox serve` against real MCP clients: the official TypeScript SDK (v1 and v2)
 //! and Python SDK clients and rmcp's, over stdio and Streamable HTTP, in both eras,
 //! in front of upstream servers of both eras (the fixture, the TypeScript SDK v2
-//! peer, the Python SDK peer); the HTTP safety rules; faults.
+//! peer, the Python SDK peer); names, profiles and tool search; the HTTP safety
+//! rules; faults.
 //!
 //! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
 //! `mcpbox_tests::gateway`).
 
 mod clients;
+mod exposure;
 mod faults;
 mod safety;
 

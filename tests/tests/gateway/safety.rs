@@ -176,10 +176,10 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
 }
 
 #[test]
-fn profiles_are_chosen_by_path() {
+fn profiles_are_chosen_by_path_or_serve_profile() {
     let config = config(
         false,
-        json!({"profiles": {"echo-only": {"permissions": {"allow": ["mcp__fx__echo"], "default": "deny"}}}}),
+        json!({"profiles": {"echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"}}}),
     );
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": crate::meta()}}).to_string();
@@ -201,9 +201,19 @@ fn profiles_are_chosen_by_path() {
     );
     let result = &denied.messages()[0]["result"];
     assert!(
-        text(result).contains("profiles.echo-only.permissions.default: deny"),
+        text(result).contains("profiles.echo-only.default: deny"),
         "{result}"
     );
     let r = http(&format!("{}/nope", gateway.url), "POST", &POST, &list);
     assert_eq!(r.status, 404);
+    // `--profile` is the profile of plain /mcp.
+    let narrowed = serve_http(crate::cli(), &config.path, &["--profile", "echo-only"]);
+    let listed = http(&narrowed.url, "POST", &POST, &list).messages();
+    let names: Vec<&str> = listed[0]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["fx__echo"]);
 }
