@@ -46,7 +46,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -74,8 +74,14 @@ pub struct HttpOptions {
     pub allowed_origins: Vec<String>,
     /// The largest request body; larger is `413`.
     pub max_body_bytes: usize,
-    /// The largest request head (request line and headers), at least 8 KiB.
+    /// The largest request head (request line and headers); larger is `431`.
     pub max_header_bytes: usize,
+    /// The longest a client may take to send a request head (counted from when
+    /// the connection waits for one, so an idle kept-alive connection is closed
+    /// after it too), and then to send the body. A head not complete by then
+    /// closes the connection, a body is `408`: a client that trickles bytes
+    /// (slowloris) holds a connection for this long at most.
+    pub read_timeout: Duration,
     /// Batches of messages a stream may hold for a client that is not reading;
     /// one more closes that stream (the client can resume it).
     pub stream_buffer: usize,
@@ -88,6 +94,7 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             max_body_bytes: 4 * 1024 * 1024,
             max_header_bytes: 64 * 1024,
+            read_timeout: Duration::from_secs(30),
             stream_buffer: 256,
         }
     }
@@ -199,8 +206,13 @@ pub(super) async fn run(
         let shared = shared.clone();
         tokio::spawn(async move {
             let mut builder = http1::Builder::new();
-            // hyper's floor for the read buffer, which bounds the request head.
-            builder.max_buf_size(shared.options.max_header_bytes.max(8 * 1024));
+            builder
+                .max_header_size(shared.options.max_header_bytes)
+                // hyper's floor for its read buffer is 8 KiB.
+                .max_buf_size(shared.options.max_header_bytes.max(8 * 1024))
+                // The header timeout takes effect only with a timer.
+                .timer(TokioTimer::new())
+                .header_read_timeout(shared.options.read_timeout);
             let service = service_fn(move |req| {
                 let shared = shared.clone();
                 async move { Ok::<_, Infallible>(handle(shared, req).await) }
@@ -397,7 +409,18 @@ async fn post(
     };
     let headers = mcp_headers(req.headers());
     let limit = shared.options.max_body_bytes;
-    let body = match Limited::new(req.into_body(), limit).collect().await {
+    let timeout = shared.options.read_timeout;
+    let collected = tokio::time::timeout(timeout, Limited::new(req.into_body(), limit).collect());
+    let Ok(collected) = collected.await else {
+        return plain(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the request body did not arrive within {}s",
+                timeout.as_secs_f64()
+            ),
+        );
+    };
+    let body = match collected {
         Ok(body) => body.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return plain(

@@ -2,7 +2,7 @@
 //! and Python SDK clients and rmcp's, over stdio and Streamable HTTP, in both eras,
 //! in front of upstream servers of both eras (the fixture, the TypeScript SDK v2
 //! peer, the Python SDK peer); names, profiles and tool search; the HTTP safety
-//! rules; faults.
+//! rules; faults; clients that misbehave on purpose.
 //!
 //! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
 //! `mcpbox_tests::gateway`).
@@ -10,6 +10,7 @@
 mod clients;
 mod exposure;
 mod faults;
+mod hostile;
 mod safety;
 
 use std::path::Path;
