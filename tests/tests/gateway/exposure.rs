@@ -19,8 +19,7 @@ async fn connect(config: &ConfigFile, extra: &[&str]) -> RunningService<RoleClie
     let mut command = tokio::process::Command::new(&argv[0]);
     command.args(&argv[1..]);
     let transport = TokioChildProcess::new(command).expect("start the gateway");
-    ()
-        .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+    ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
         .await
         .unwrap_or_else(|e| panic!("rmcp could not connect to `serve {extra:?}`: {e}"))
 }
@@ -30,7 +29,11 @@ async fn names(client: &RunningService<RoleClient, ()>) -> Vec<String> {
     tools.iter().map(|t| t.name.to_string()).collect()
 }
 
-async fn call(client: &RunningService<RoleClient, ()>, name: &str, arguments: Value) -> CallToolResult {
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    arguments: Value,
+) -> CallToolResult {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };
@@ -59,12 +62,23 @@ async fn conditional_names_keep_a_tools_own_name_unless_two_servers_have_it() {
     }}));
     let client = connect(&two, &["--naming", "conditional"]).await;
     let served = names(&client).await;
-    for name in ["tool_0", "tool_1", "fx__echo", "fy__echo", "fx__add", "fy__add"] {
-        assert!(served.iter().any(|n| n == name), "{name} missing from {served:?}");
+    for name in [
+        "tool_0", "tool_1", "fx__echo", "fy__echo", "fx__add", "fy__add",
+    ] {
+        assert!(
+            served.iter().any(|n| n == name),
+            "{name} missing from {served:?}"
+        );
     }
-    assert!(!served.iter().any(|n| n == "echo"), "a clashing name kept its own: {served:?}");
+    assert!(
+        !served.iter().any(|n| n == "echo"),
+        "a clashing name kept its own: {served:?}"
+    );
     assert_eq!(text(&call(&client, "tool_0", json!({})).await), "tool_0");
-    assert_eq!(text(&call(&client, "fy__echo", json!({"text": "fy"})).await), "fy");
+    assert_eq!(
+        text(&call(&client, "fy__echo", json!({"text": "fy"})).await),
+        "fy"
+    );
     client.cancel().await.expect("close");
 
     // One server: every tool keeps its own name.
@@ -73,7 +87,10 @@ async fn conditional_names_keep_a_tools_own_name_unless_two_servers_have_it() {
     let served = names(&client).await;
     assert!(served.iter().any(|n| n == "echo"), "{served:?}");
     assert!(!served.iter().any(|n| n.contains("__")), "{served:?}");
-    assert_eq!(text(&call(&client, "echo", json!({"text": "own"})).await), "own");
+    assert_eq!(
+        text(&call(&client, "echo", json!({"text": "own"})).await),
+        "own"
+    );
     client.cancel().await.expect("close");
 
     // A `toolPrefix` stands for the server's name in the prefixed mode.
@@ -94,7 +111,10 @@ async fn a_stdio_client_is_served_under_the_profile_serve_names() {
     );
     let client = connect(&config, &["--profile", "echo-only"]).await;
     assert_eq!(names(&client).await, ["fx__echo"]);
-    assert_eq!(text(&call(&client, "fx__echo", json!({"text": "ok"})).await), "ok");
+    assert_eq!(
+        text(&call(&client, "fx__echo", json!({"text": "ok"})).await),
+        "ok"
+    );
     let denied = call(&client, "fx__add", json!({"a": 1, "b": 2})).await;
     assert_eq!(denied.is_error, Some(true));
     assert!(
@@ -128,14 +148,28 @@ async fn tool_search_finds_and_calls_one_of_ten_thousand_tools() {
     assert_eq!(names(&client).await, ["search_tools", "call_tool"]);
 
     // By name: the one tool whose name has the number ranks first.
-    let found = call(&client, "search_tools", json!({"query": "tool 4321", "limit": 3})).await;
-    let tools = &found.structured_content.as_ref().expect("structured results")["tools"];
+    let found = call(
+        &client,
+        "search_tools",
+        json!({"query": "tool 4321", "limit": 3}),
+    )
+    .await;
+    let tools = &found
+        .structured_content
+        .as_ref()
+        .expect("structured results")["tools"];
     assert_eq!(tools[0]["name"], "fx__tool_4321", "{tools}");
-    assert!(tools[0]["inputSchema"]["properties"]["text"].is_object(), "{tools}");
+    assert!(
+        tools[0]["inputSchema"]["properties"]["text"].is_object(),
+        "{tools}"
+    );
     assert!(tools.as_array().is_some_and(|t| t.len() <= 3), "{tools}");
     // By what it does: words of the description.
     let found = call(&client, "search_tools", json!({"query": "add two numbers"})).await;
-    let tools = &found.structured_content.as_ref().expect("structured results")["tools"];
+    let tools = &found
+        .structured_content
+        .as_ref()
+        .expect("structured results")["tools"];
     assert_eq!(tools[0]["name"], "fx__add", "{tools}");
     // Nothing matches: said so, not an error.
     let none = call(&client, "search_tools", json!({"query": "xyzzy"})).await;
@@ -149,7 +183,12 @@ async fn tool_search_finds_and_calls_one_of_ten_thousand_tools() {
     )
     .await;
     assert_eq!(text(&result), "found");
-    let sum = call(&client, "call_tool", json!({"name": "fx__add", "arguments": {"a": 2, "b": 3}})).await;
+    let sum = call(
+        &client,
+        "call_tool",
+        json!({"name": "fx__add", "arguments": {"a": 2, "b": 3}}),
+    )
+    .await;
     assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
     let missing = call(&client, "call_tool", json!({})).await;
     assert_eq!(missing.is_error, Some(true), "{}", text(&missing));

@@ -157,7 +157,10 @@ fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
             assert_eq!(message["params"]["progressToken"], "p", "{message}");
             break;
         }
-        assert!(message.get("id").is_none(), "an answer before any progress: {message}");
+        assert!(
+            message.get("id").is_none(),
+            "an answer before any progress: {message}"
+        );
     }
     peer.close_stdin();
     assert!(peer.wait_exit().success());
