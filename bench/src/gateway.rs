@@ -317,7 +317,9 @@ async fn connect(
         }
         Route::GwStdio => {
             let mut command = tokio::process::Command::new(&p.mcpbox);
+            // The bench wrote this configuration itself (see `mcpbox trust`).
             command
+                .arg("--trust")
                 .arg("--config")
                 .arg(p.config(big))
                 .arg("serve")
@@ -337,6 +339,7 @@ async fn connect(
         Route::GwHttp => {
             let mut command = Command::new(&p.mcpbox);
             command
+                .arg("--trust")
                 .arg("--config")
                 .arg(p.config(big))
                 .args(["serve", "--http", "127.0.0.1:0"])

@@ -652,6 +652,8 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
                 .arg("--config")
                 .arg(&config)
                 .arg("tools")
+                // The bench wrote this configuration itself (see `mcpbox trust`).
+                .arg("--trust")
                 .env("MCPBOX_CACHE_DIR", &setup.cache_dir);
             // Same guest as the workers use (see `MCPBOX_BENCH_GUEST` in worker.rs).
             if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {

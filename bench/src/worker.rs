@@ -82,11 +82,16 @@ fn expected_tools(workload: Workload, builtin: usize) -> usize {
 
 /// The `.mcp.json` that points mcpbox at the fixture.
 pub fn mcpbox_config(fixture: &std::path::Path, workload: Workload, builtin: usize) -> String {
-    json!({"mcpServers": {"fixture": {
+    let mut entry = json!({
         "command": fixture.display().to_string(),
         "args": fixture_args(workload, builtin),
-    }}})
-    .to_string()
+    });
+    if workload == Workload::HugeList {
+        // 71,000 tools in 17.6 MB are past the default limits (10,000 tools,
+        // 16 MiB), as a user with such a server would raise them.
+        entry["limits"] = json!({"maxTools": 100_000, "maxListBytes": 32 << 20});
+    }
+    json!({"mcpServers": {"fixture": entry}}).to_string()
 }
 
 /// Runs one sample and returns its metrics.

@@ -12,16 +12,61 @@
 //! field as a path (`args[2]`, `env.API_KEY`) with a message that says how to fix
 //! it; that entry is skipped and the others load. Only text that is not a JSON
 //! object at all is an error. Entries keep the order they have in the file, since
-//! that order decides which of two colliding tool names wins.
+//! that order decides which of two colliding tool names wins; entries whose tool
+//! names can collide at all (`x` and `x__y`) are reported too, as issues that do
+//! not skip them.
 
 use crate::prelude::*;
+use alloc::collections::BTreeMap;
 use core::fmt;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::transport::{Endpoint, Pair};
+use crate::naming;
+use crate::transport::{Endpoint, Pair, format_bytes};
+
+/// The largest configuration text accepted. Real files are a few KiB; the limit
+/// keeps a runaway file from costing the guest its memory (hosts refuse to read
+/// more than this, so the text never crosses into the guest).
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most server entries a configuration may have (every entry counts:
+/// disabled and broken ones too). Each server is a process or a remote session;
+/// far fewer than this are ever useful at once.
+pub const MAX_SERVERS: usize = 10_000;
+
+/// What one server's tool list may hold, so that one server's data never costs
+/// the others: all servers share the guest's memory (256 MiB by default), and a
+/// server that lists a million tools would otherwise exhaust it and take every
+/// server down with the guest. A server past a limit fails alone, with a message
+/// naming the limit and the `limits` field that raises it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// `maxTools`: tools in the listing, all pages together.
+    pub max_tools: usize,
+    /// `maxListBytes`: the JSON text of the listing, all pages together.
+    pub max_list_bytes: usize,
+    /// `maxToolBytes`: the JSON text of one tool (name, description, schemas).
+    pub max_tool_bytes: usize,
+}
+
+impl Limits {
+    /// 10,000 tools (a large real server lists a few hundred), 16 MiB of listing
+    /// (10,000 tools with ordinary schemas take about 2.5 MiB) and 1 MiB per tool.
+    pub const DEFAULT: Limits = Limits {
+        max_tools: 10_000,
+        max_list_bytes: 16 * 1024 * 1024,
+        max_tool_bytes: 1024 * 1024,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::DEFAULT
+    }
+}
 
 /// How long a server may take to connect, initialise and list its tools.
 pub const DEFAULT_STARTUP_TIMEOUT_MS: u64 = 30_000;
@@ -43,6 +88,8 @@ pub struct ServerConfig {
     pub tool_timeout_ms: u64,
     /// Replaces the server's name in tool names.
     pub tool_prefix: Option<String>,
+    /// What its tool list may hold (`limits`).
+    pub limits: Limits,
 }
 
 impl ServerConfig {
@@ -79,14 +126,15 @@ impl fmt::Display for ConfigIssue {
 pub struct Config {
     /// Loaded entries, in file order.
     pub servers: Vec<ServerConfig>,
-    /// Problems; entries with a problem are not in `servers`.
+    /// Problems. An entry with a problem is not in `servers`, except for names
+    /// that can collide with another entry's, which are only reported.
     pub issues: Vec<ConfigIssue>,
 }
 
 /// A JSON object's members in the order they were written. `serde_json::Map`
 /// sorts its keys unless `preserve_order` is on workspace-wide; collecting the
 /// members ourselves keeps file order without changing the host's serde_json.
-struct Members(Vec<(String, Box<RawValue>)>);
+pub(crate) struct Members(pub(crate) Vec<(String, Box<RawValue>)>);
 
 impl<'de> Deserialize<'de> for Members {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -109,7 +157,9 @@ impl<'de> Deserialize<'de> for Members {
 }
 
 impl Members {
-    fn read(raw: &RawValue) -> Option<Members> {
+    /// The members of a JSON object, each value unread; `None` when `raw` is not
+    /// an object. One level deep, so no value's depth matters.
+    pub(crate) fn read(raw: &RawValue) -> Option<Members> {
         serde_json::from_str(raw.get()).ok()
     }
 
@@ -124,8 +174,74 @@ impl Members {
     }
 }
 
-fn value(raw: &RawValue) -> Value {
-    serde_json::from_str(raw.get()).unwrap_or(Value::Null)
+/// A configuration value, read without building it: a `serde_json::Value` stops
+/// at 128 levels of nesting and cannot hold `1e999`, and a value it cannot build
+/// must be reported for what it is, never read as `null` (which drops the field).
+/// Arrays and objects are read one level at a time where a field wants one.
+enum Json {
+    Null,
+    Bool(bool),
+    Str(String),
+    /// A string with an escape that is not text (a lone surrogate), and why.
+    BadStr(String),
+    /// A number, as written.
+    Num(String),
+    Array,
+    Object,
+}
+
+impl Json {
+    fn read(raw: &RawValue) -> Json {
+        let text = raw.get().trim();
+        match text.as_bytes().first() {
+            Some(b'{') => Json::Object,
+            Some(b'[') => Json::Array,
+            Some(b'"') => match serde_json::from_str(text) {
+                Ok(s) => Json::Str(s),
+                Err(e) => Json::BadStr(e.to_string()),
+            },
+            Some(b't') => Json::Bool(true),
+            Some(b'f') => Json::Bool(false),
+            Some(b'n') => Json::Null,
+            _ => Json::Num(text.to_string()),
+        }
+    }
+
+    /// A short name of its type, for messages.
+    fn kind(&self) -> String {
+        match self {
+            Json::Null => "null".into(),
+            Json::Bool(_) => "a boolean".into(),
+            Json::Str(_) => "a string".into(),
+            Json::BadStr(why) => format!("a string that is not text ({why})"),
+            Json::Num(_) => "a number".into(),
+            Json::Array => "an array".into(),
+            Json::Object => "an object".into(),
+        }
+    }
+
+    /// How it would look quoted, for "quote it" hints.
+    fn unquoted(&self) -> String {
+        match self {
+            Json::Str(s) => s.clone(),
+            Json::Num(n) => n.clone(),
+            Json::Bool(b) => b.to_string(),
+            Json::Null => "null".into(),
+            Json::BadStr(_) | Json::Array | Json::Object => "…".into(),
+        }
+    }
+}
+
+/// A short name for the type of a JSON value that may be too deep or too large
+/// for a `serde_json::Value`, for messages.
+pub(crate) fn kind_of_raw(raw: &RawValue) -> String {
+    Json::read(raw).kind()
+}
+
+/// The items of a JSON array, each unread; `None` when `raw` is not an array.
+/// One level deep, so no item's depth matters.
+fn items(raw: &RawValue) -> Option<Vec<Box<RawValue>>> {
+    serde_json::from_str(raw.get()).ok()
 }
 
 /// A short name for a JSON value's type, for messages.
@@ -154,7 +270,25 @@ fn member_path(parent: &str, key: &str) -> String {
 }
 
 /// Parses configuration text. `origin` names it in messages (usually its path).
+///
+/// Err for text that is not a JSON object, text over [`MAX_CONFIG_BYTES`] and
+/// more than [`MAX_SERVERS`] entries. Everything else is linear in the size of
+/// the text (up to the `O(n log n)` of finding duplicate and colliding names).
 pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
+    parse_capped(origin, text, MAX_SERVERS)
+}
+
+/// [`parse`] with another cap on the number of entries, so a test can measure
+/// that loading stays linear beyond the cap.
+pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Result<Config, String> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{origin} is {}, more than the {} a configuration may be; \
+             is this the right file?",
+            format_bytes(text.len() as u64),
+            format_bytes(MAX_CONFIG_BYTES as u64)
+        ));
+    }
     let mut config = Config::default();
     if text.trim().is_empty() {
         return Ok(config);
@@ -211,14 +345,26 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
             field: Some(key.into()),
             message: format!(
                 "must be an object mapping server names to entries, but is {}",
-                kind_of(&value(servers))
+                Json::read(servers).kind()
             ),
         });
         return Ok(config);
     };
 
+    if entries.0.len() > max_servers {
+        return Err(format!(
+            "{origin} configures {} servers under `{key}`; at most {max_servers} are supported \
+             (split the configuration, or remove entries that are not used)",
+            entries.0.len()
+        ));
+    }
+    // Where each name is defined last: a repeated name keeps its last definition.
+    let mut last = BTreeMap::new();
+    for (i, (name, _)) in entries.0.iter().enumerate() {
+        last.insert(name.as_str(), i);
+    }
     for (i, (name, raw)) in entries.0.iter().enumerate() {
-        if entries.0[i + 1..].iter().any(|(later, _)| later == name) {
+        if last.get(name.as_str()) != Some(&i) {
             config.issues.push(ConfigIssue {
                 server: Some(name.clone()),
                 field: None,
@@ -238,7 +384,41 @@ pub fn parse(origin: &str, text: &str) -> Result<Config, String> {
         }
         config.issues.append(&mut entry.issues);
     }
+    config.issues.extend(rival_names(&config.servers));
     Ok(config)
+}
+
+/// A warning for every loaded entry some of whose tool names could also be
+/// another entry's: `x__y`'s `mcp__x__y__…` names are names server `x` can give
+/// too. The entries still load (the registry decides such a collision by file
+/// order), but the user should know a tool can be shadowed.
+fn rival_names(servers: &[ServerConfig]) -> Vec<ConfigIssue> {
+    let segments: Vec<&str> = servers.iter().map(ServerConfig::name_segment).collect();
+    naming::rivals(&segments)
+        .into_iter()
+        .map(|(j, i)| {
+            let (server, rival) = (&servers[j], &servers[i]);
+            let (this, other) = (
+                naming::space(server.name_segment()),
+                naming::space(rival.name_segment()),
+            );
+            let winner = if i < j { &rival.name } else { &server.name };
+            ConfigIssue {
+                server: Some(server.name.clone()),
+                field: server
+                    .tool_prefix
+                    .as_ref()
+                    .map(|_| "toolPrefix".to_string()),
+                message: format!(
+                    "its tool names ({this}…) can be the same as tool names of server `{}` \
+                     ({other}…); where they are, the tool of `{winner}` (earlier in the file) \
+                     keeps the name and the other cannot be called by it; rename one of the \
+                     servers, or give one a `toolPrefix`, so that their names cannot meet",
+                    rival.name
+                ),
+            }
+        })
+        .collect()
 }
 
 /// The 1-based line and column of the first non-whitespace character.
@@ -292,7 +472,7 @@ impl Entry<'_> {
                 None,
                 format!(
                     "must be an object like {{\"command\": \"…\"}} or {{\"url\": \"…\"}}, but is {}",
-                    kind_of(&value(raw))
+                    Json::read(raw).kind()
                 ),
             );
             return None;
@@ -327,6 +507,7 @@ impl Entry<'_> {
             );
         }
 
+        let limits = self.limits(&fields);
         Some(ServerConfig {
             name: self.server.to_string(),
             endpoint: endpoint?,
@@ -334,12 +515,13 @@ impl Entry<'_> {
             startup_timeout_ms,
             tool_timeout_ms,
             tool_prefix,
+            limits,
         })
     }
 
     fn kind(&mut self, fields: &Members) -> Option<Kind> {
-        match fields.get("type").map(value) {
-            Some(Value::String(t)) => match t.to_ascii_lowercase().as_str() {
+        match fields.get("type").map(Json::read) {
+            Some(Json::Str(t)) => match t.to_ascii_lowercase().as_str() {
                 "stdio" => Some(Kind::Stdio),
                 "http" | "streamable-http" | "streamablehttp" | "streamable_http" => {
                     Some(Kind::Http)
@@ -358,7 +540,7 @@ impl Entry<'_> {
                     Some("type".into()),
                     format!(
                         "must be a string (\"stdio\", \"http\" or \"sse\"), but is {}",
-                        kind_of(&other)
+                        other.kind()
                     ),
                 );
                 None
@@ -394,31 +576,31 @@ impl Entry<'_> {
         }
         let args = match fields.get("args") {
             None => Vec::new(),
-            Some(raw) => match value(raw) {
-                Value::Null => Vec::new(),
-                Value::Array(items) => {
+            Some(raw) => match (Json::read(raw), items(raw)) {
+                (Json::Null, _) => Vec::new(),
+                (_, Some(items)) => {
                     let mut args = Vec::with_capacity(items.len());
-                    for (i, item) in items.into_iter().enumerate() {
-                        match item {
-                            Value::String(s) => args.push(s),
+                    for (i, item) in items.iter().enumerate() {
+                        match Json::read(item) {
+                            Json::Str(s) => args.push(s),
                             other => self.issue(
                                 Some(format!("args[{i}]")),
                                 format!(
                                     "must be a string, but is {}; quote it, like \"{}\"",
-                                    kind_of(&other),
-                                    unquoted(&other)
+                                    other.kind(),
+                                    other.unquoted()
                                 ),
                             ),
                         }
                     }
                     args
                 }
-                other => {
+                (other, None) => {
                     self.issue(
                         Some("args".into()),
                         format!(
                             "must be an array of strings, like [\"-y\", \"package\"], but is {}",
-                            kind_of(&other)
+                            other.kind()
                         ),
                     );
                     Vec::new()
@@ -468,17 +650,12 @@ impl Entry<'_> {
         let Some(raw) = fields.get("env") else {
             return Vec::new();
         };
-        let trimmed = raw.get().trim_start();
-        if trimmed.starts_with('[') {
+        if let Some(items) = items(raw) {
             let mut env = Vec::new();
-            for (i, item) in serde_json::from_str::<Vec<Value>>(trimmed)
-                .unwrap_or_default()
-                .into_iter()
-                .enumerate()
-            {
+            for (i, item) in items.iter().enumerate() {
                 let field = Some(format!("env[{i}]"));
-                match item {
-                    Value::String(s) => match s.split_once('=') {
+                match Json::read(item) {
+                    Json::Str(s) => match s.split_once('=') {
                         Some(("", _)) => {
                             self.issue(field, format!("{s:?} has an empty variable name; write \"NAME=value\""))
                         }
@@ -493,7 +670,7 @@ impl Entry<'_> {
                     },
                     other => self.issue(
                         field,
-                        format!("must be a string like \"NAME=value\", but is {}", kind_of(&other)),
+                        format!("must be a string like \"NAME=value\", but is {}", other.kind()),
                     ),
                 }
             }
@@ -508,13 +685,13 @@ impl Entry<'_> {
             return Vec::new();
         };
         let Some(members) = Members::read(raw) else {
-            match value(raw) {
-                Value::Null => {}
+            match Json::read(raw) {
+                Json::Null => {}
                 other => self.issue(
                     Some(key.into()),
                     format!(
                         "must be an object of names to string values, like {{\"NAME\": \"value\"}}, but is {}",
-                        kind_of(&other)
+                        other.kind()
                     ),
                 ),
             }
@@ -527,14 +704,14 @@ impl Entry<'_> {
                 self.issue(field, format!("{name:?} is not a valid name"));
                 continue;
             }
-            match value(&raw) {
-                Value::String(s) => pairs.push(Pair { name, value: s }),
+            match Json::read(&raw) {
+                Json::Str(s) => pairs.push(Pair { name, value: s }),
                 other => self.issue(
                     field,
                     format!(
                         "{what} must be strings, but this is {}; quote it, like \"{}\"",
-                        kind_of(&other),
-                        unquoted(&other)
+                        other.kind(),
+                        other.unquoted()
                     ),
                 ),
             }
@@ -543,13 +720,13 @@ impl Entry<'_> {
     }
 
     fn string(&mut self, fields: &Members, key: &str) -> Option<String> {
-        match fields.get(key).map(value) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
+        match fields.get(key).map(Json::read) {
+            None | Some(Json::Null) => None,
+            Some(Json::Str(s)) => Some(s),
             Some(other) => {
                 self.issue(
                     Some(key.into()),
-                    format!("must be a string, but is {}", kind_of(&other)),
+                    format!("must be a string, but is {}", other.kind()),
                 );
                 None
             }
@@ -557,26 +734,83 @@ impl Entry<'_> {
     }
 
     fn boolean(&mut self, fields: &Members, key: &str) -> Option<bool> {
-        match fields.get(key).map(value) {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(b),
+        match fields.get(key).map(Json::read) {
+            None | Some(Json::Null) => None,
+            Some(Json::Bool(b)) => Some(b),
             Some(other) => {
                 self.issue(
                     Some(key.into()),
-                    format!("must be true or false, but is {}", kind_of(&other)),
+                    format!("must be true or false, but is {}", other.kind()),
                 );
                 None
             }
         }
     }
 
+    /// `limits`: an object of positive whole numbers, each optional; unknown
+    /// names are reported (a misspelt limit would silently keep the default).
+    fn limits(&mut self, fields: &Members) -> Limits {
+        let mut limits = Limits::DEFAULT;
+        let Some(raw) = fields.get("limits") else {
+            return limits;
+        };
+        let Some(members) = Members::read(raw) else {
+            match Json::read(raw) {
+                Json::Null => {}
+                other => self.issue(
+                    Some("limits".into()),
+                    format!(
+                        "must be an object like {{\"maxTools\": 20000}}, but is {}",
+                        other.kind()
+                    ),
+                ),
+            }
+            return limits;
+        };
+        for (name, raw) in &members.0 {
+            let field = member_path("limits", name);
+            let slot = match name.as_str() {
+                "maxTools" => &mut limits.max_tools,
+                "maxListBytes" => &mut limits.max_list_bytes,
+                "maxToolBytes" => &mut limits.max_tool_bytes,
+                _ => {
+                    self.issue(
+                        Some(field),
+                        "is not a limit; the limits are maxTools, maxListBytes and maxToolBytes",
+                    );
+                    continue;
+                }
+            };
+            match Json::read(raw) {
+                Json::Num(n) => match n.parse::<usize>() {
+                    Ok(value) if value > 0 => *slot = value,
+                    _ => self.issue(
+                        Some(field),
+                        format!("must be a positive whole number, like 20000, but is {n}"),
+                    ),
+                },
+                other => self.issue(
+                    Some(field),
+                    format!(
+                        "must be a positive whole number, like 20000, but is {}",
+                        other.kind()
+                    ),
+                ),
+            }
+        }
+        limits
+    }
+
     fn millis(&mut self, fields: &Members, key: &str) -> Option<u64> {
-        let v = fields.get(key).map(value)?;
+        let v = fields.get(key).map(Json::read)?;
         let ms = match &v {
-            Value::Null => return None,
-            Value::Number(n) => n.as_u64().or_else(|| {
-                n.as_f64()
-                    .filter(|f| crate::schema::is_whole(*f) && *f >= 0.0)
+            Json::Null => return None,
+            // Written as an integer, or as a whole number of another form (`3e4`);
+            // `1e999` parses as infinity, which is not a number of milliseconds.
+            Json::Num(n) => n.parse::<u64>().ok().or_else(|| {
+                n.parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && crate::schema::is_whole(*f) && *f >= 0.0)
                     .map(|f| f as u64)
             }),
             _ => None,
@@ -589,23 +823,14 @@ impl Entry<'_> {
                     format!(
                         "must be a positive whole number of milliseconds, like 30000, but is {}",
                         match &v {
-                            Value::Number(n) => n.to_string(),
-                            other => kind_of(other).to_string(),
+                            Json::Num(n) => n.clone(),
+                            other => other.kind(),
                         }
                     ),
                 );
                 None
             }
         }
-    }
-}
-
-/// How a non-string value would look quoted, for "quote it" hints.
-fn unquoted(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(_) | Value::Bool(_) | Value::Null => v.to_string(),
-        _ => "…".into(),
     }
 }
 
@@ -683,6 +908,7 @@ mod tests {
                 startup_timeout_ms: 5000,
                 tool_timeout_ms: 7000,
                 tool_prefix: Some("files".into()),
+                limits: Limits::DEFAULT,
             }]
         );
         assert_eq!(c.servers[0].name_segment(), "files");
@@ -856,5 +1082,187 @@ mod tests {
         assert_eq!(c.servers, vec![]);
         assert_eq!(c.issues[0].field.as_deref(), Some("toolPrefix"));
         assert_eq!(c.issues[1].field.as_deref(), Some("enabled"));
+    }
+
+    #[test]
+    fn names_whose_tools_can_collide_are_reported_and_still_load() {
+        let c = ok(r#"{"mcpServers": {
+            "x__y": {"command": "a"},
+            "x": {"command": "b"},
+            "gh": {"command": "c", "toolPrefix": "x"},
+            "fine": {"command": "d"}
+        }}"#);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["x__y", "x", "gh", "fine"]);
+        let where_: Vec<_> = c
+            .issues
+            .iter()
+            .map(|i| (i.server.clone(), i.field.clone()))
+            .collect();
+        assert_eq!(
+            where_,
+            [issue("x__y", None), issue("gh", Some("toolPrefix"))]
+        );
+        assert_eq!(
+            c.issues[0].to_string(),
+            "server `x__y`: its tool names (mcp__x__y__…) can be the same as tool names of \
+             server `x` (mcp__x__…); where they are, the tool of `x__y` (earlier in the file) \
+             keeps the name and the other cannot be called by it; rename one of the servers, \
+             or give one a `toolPrefix`, so that their names cannot meet"
+        );
+        assert!(
+            c.issues[1].message.contains("server `x`"),
+            "{}",
+            c.issues[1]
+        );
+        assert!(
+            c.issues[1].message.contains("tool of `x` (earlier"),
+            "{}",
+            c.issues[1]
+        );
+    }
+
+    /// `n` stdio entries `s0` … `s{n-1}`, then `extra` (text of more entries).
+    fn many(n: usize, extra: &str) -> String {
+        let mut entries: Vec<String> = (0..n)
+            .map(|i| format!(r#""s{i}": {{"command": "srv", "args": ["--n", "{i}"]}}"#))
+            .collect();
+        if !extra.is_empty() {
+            entries.push(extra.to_string());
+        }
+        format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
+    }
+
+    /// Issue 10, finding 12: loading was quadratic in the number of entries
+    /// (100,000 took longer than the guest's 10 s deadline). Loading is linear
+    /// now (measured, not asserted: see the printed time), and a configuration
+    /// beyond the caps is refused with a message that says so.
+    #[test]
+    fn a_configuration_of_100k_entries_loads_in_one_pass_and_beyond_the_caps_is_refused() {
+        // One name defined twice, once early and once at the end: the last wins.
+        let text = many(100_000, r#""s5": {"command": "again"}"#);
+        let started = std::time::Instant::now();
+        let c = parse_capped("big.json", &text, usize::MAX).unwrap();
+        std::eprintln!("100,000 entries loaded in {:?}", started.elapsed());
+        assert_eq!(c.servers.len(), 100_000);
+        assert_eq!(
+            c.issues.len(),
+            1,
+            "{:?}",
+            &c.issues[..c.issues.len().min(3)]
+        );
+        assert_eq!(c.issues[0].server.as_deref(), Some("s5"));
+        assert!(
+            matches!(&c.servers.last().unwrap().endpoint, Endpoint::Stdio { command, .. } if command == "again")
+        );
+
+        assert_eq!(
+            parse("big.json", &text).unwrap_err(),
+            "big.json configures 100001 servers under `mcpServers`; at most 10000 are supported \
+             (split the configuration, or remove entries that are not used)"
+        );
+        assert_eq!(ok(&many(MAX_SERVERS, "")).servers.len(), MAX_SERVERS);
+
+        let mut padded = many(1, "");
+        padded.insert_str(1, &" ".repeat(MAX_CONFIG_BYTES));
+        assert_eq!(
+            parse("padded.json", &padded).unwrap_err(),
+            "padded.json is 16.1 MiB, more than the 16 MiB a configuration may be; \
+             is this the right file?"
+        );
+    }
+
+    /// Issue 10, finding 13: a value serde_json cannot build (deeper than 128
+    /// levels, a number beyond f64) was read as `null`, so `args` nested 200 deep
+    /// loaded a server with no arguments at all, and `1e999` ms kept the default
+    /// timeout, without a word. Every such field is reported now, and nothing deep
+    /// is built: 10,000 levels in an unknown field are skipped without recursion.
+    #[test]
+    fn values_too_deep_or_too_large_are_reported_never_dropped() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        let text = format!(
+            r#"{{"mcpServers": {{
+            "args": {{"command": "x", "args": {args}}},
+            "arg": {{"command": "x", "args": ["ok", {args}]}},
+            "env": {{"command": "x", "env": {{"A": {args}}}}},
+            "envlist": {{"command": "x", "env": ["A=1", {args}]}},
+            "command": {{"command": {args}}},
+            "startup": {{"command": "x", "startupTimeoutMs": 1e999}},
+            "tool": {{"command": "x", "toolTimeoutMs": -1e999}},
+            "enabled": {{"command": "x", "enabled": 1e999}},
+            "ignored": {{"command": "x", "unknownField": {{"deep": {ignored}}}}}
+        }}}}"#,
+            args = deep(200),
+            ignored = deep(10_000),
+        );
+        let c = ok(&text);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["ignored"]);
+        let where_: Vec<_> = c
+            .issues
+            .iter()
+            .map(|i| (i.server.clone(), i.field.clone()))
+            .collect();
+        assert_eq!(
+            where_,
+            [
+                issue("args", Some("args[0]")),
+                issue("arg", Some("args[1]")),
+                issue("env", Some("env.A")),
+                issue("envlist", Some("env[1]")),
+                issue("command", Some("command")),
+                issue("startup", Some("startupTimeoutMs")),
+                issue("tool", Some("toolTimeoutMs")),
+                issue("enabled", Some("enabled")),
+            ]
+        );
+        let messages: Vec<String> = c.issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages[0],
+            "server `args`, args[0]: must be a string, but is an array; quote it, like \"…\""
+        );
+        assert!(messages[1].ends_with("must be a string, but is an array; quote it, like \"…\""));
+        assert!(messages[2].ends_with(
+            "environment values must be strings, but this is an array; quote it, like \"…\""
+        ));
+        assert!(messages[4].ends_with("must be a string, but is an array"));
+        assert!(messages[5].ends_with(
+            "must be a positive whole number of milliseconds, like 30000, but is 1e999"
+        ));
+        assert!(messages[6].ends_with("but is -1e999"));
+        assert!(messages[7].ends_with("must be true or false, but is a number"));
+    }
+
+    #[test]
+    fn limits_are_read_per_server_and_checked() {
+        let c = ok(r#"{"mcpServers": {
+            "big": {"command": "x", "limits": {"maxTools": 100000, "maxListBytes": 67108864}},
+            "plain": {"command": "x"},
+            "typo": {"command": "x", "limits": {"maxTool": 5}},
+            "zero": {"command": "x", "limits": {"maxTools": 0, "maxToolBytes": "1 MiB"}},
+            "list": {"command": "x", "limits": [1]}
+        }}"#);
+        let big = &c.servers[0];
+        assert_eq!(
+            big.limits,
+            Limits {
+                max_tools: 100_000,
+                max_list_bytes: 64 << 20,
+                ..Limits::DEFAULT
+            }
+        );
+        assert_eq!(c.servers[1].limits, Limits::DEFAULT);
+        let names: Vec<_> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["big", "plain"]);
+        let messages: Vec<String> = c.issues.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            [
+                "server `typo`, limits.maxTool: is not a limit; the limits are maxTools, maxListBytes and maxToolBytes",
+                "server `zero`, limits.maxTools: must be a positive whole number, like 20000, but is 0",
+                "server `zero`, limits.maxToolBytes: must be a positive whole number, like 20000, but is a string",
+                "server `list`, limits: must be an object like {\"maxTools\": 20000}, but is an array",
+            ]
+        );
     }
 }

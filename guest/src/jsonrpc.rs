@@ -9,6 +9,7 @@
 
 use crate::prelude::*;
 use core::fmt;
+use core::ops::Range;
 
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
@@ -154,24 +155,26 @@ pub enum Message {
 
 /// Keeps a field that is present — even as `null` — apart from an absent one
 /// (`#[serde(default)]` gives `None` only when the key is missing).
-fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Box<RawValue>>, D::Error> {
-    Box::<RawValue>::deserialize(d).map(Some)
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(d).map(Some)
 }
 
+/// A message's members, borrowed from its text: nothing is copied until the
+/// message is classified.
 #[derive(Deserialize)]
-struct Envelope {
+struct Envelope<'a> {
     #[serde(default)]
     jsonrpc: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
     #[serde(default)]
     method: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    params: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    result: Option<Box<RawValue>>,
-    #[serde(default, deserialize_with = "present")]
-    error: Option<Box<RawValue>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
 }
 
 /// Classifies one message text. A JSON array (a batch, allowed by MCP 2025-03-26)
@@ -179,58 +182,163 @@ struct Envelope {
 pub fn parse(text: &str) -> Vec<Message> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') {
-        return match serde_json::from_str::<Vec<Box<RawValue>>>(trimmed) {
+        return match serde_json::from_str::<Vec<&RawValue>>(trimmed) {
             Ok(items) if items.is_empty() => vec![Message::Invalid("empty batch".into())],
-            Ok(items) => items.iter().map(|item| classify(item.get())).collect(),
+            Ok(items) => items
+                .iter()
+                .map(|item| {
+                    let text = item.get();
+                    shape(text).into_message(|range| owned(text[range].to_string()))
+                })
+                .collect(),
             Err(e) => vec![Message::Invalid(format!("not valid JSON: {e}"))],
         };
     }
-    vec![classify(text)]
+    vec![shape(text).into_message(|range| owned(text[range].to_string()))]
 }
 
-fn classify(text: &str) -> Message {
-    let env: Envelope = match serde_json::from_str(text) {
+/// What [`parse_owned`] made of a text.
+#[derive(Debug)]
+pub struct Parsed {
+    /// The messages.
+    pub messages: Vec<Message>,
+    /// The text, unless it became a message's payload.
+    pub text: Option<String>,
+}
+
+/// [`parse`], taking the text: the `params` or `result` of a single message is
+/// made of the text's own buffer rather than a copy. A tool list near the 64 MiB
+/// message cap is then held once, not twice, while it is read: what the guest
+/// needs at most for one message is about its size, not double.
+pub fn parse_owned(text: String) -> Parsed {
+    if text.trim_start().starts_with('[') {
+        return Parsed {
+            messages: parse(&text),
+            text: Some(text),
+        };
+    }
+    let shape = shape(&text);
+    if let Shape::Invalid(why) = shape {
+        return Parsed {
+            messages: vec![Message::Invalid(why)],
+            text: Some(text),
+        };
+    }
+    let message = shape.into_message(|range| {
+        let mut buffer = text;
+        buffer.truncate(range.end);
+        buffer.drain(..range.start);
+        owned(buffer)
+    });
+    Parsed {
+        messages: vec![message],
+        text: None,
+    }
+}
+
+/// A payload's text as an owned raw value. It was read as one already, so this
+/// only fails for a bug, reported as an invalid message rather than a panic.
+fn owned(text: String) -> Result<Box<RawValue>, String> {
+    RawValue::from_string(text).map_err(|e| format!("not valid JSON: {e}"))
+}
+
+/// A message classified, its payload (`params` or `result`) still a place in the
+/// text it came from.
+enum Shape {
+    Request {
+        id: Id,
+        method: String,
+        params: Option<Range<usize>>,
+    },
+    Notification {
+        method: String,
+        params: Option<Range<usize>>,
+    },
+    Response {
+        id: Id,
+        outcome: Result<Range<usize>, RpcError>,
+    },
+    Invalid(String),
+}
+
+impl Shape {
+    /// The message, its payload made by `payload` from its place in the text.
+    fn into_message(
+        self,
+        payload: impl FnOnce(Range<usize>) -> Result<Box<RawValue>, String>,
+    ) -> Message {
+        let made = |range: Option<Range<usize>>| range.map(payload).transpose();
+        match self {
+            Shape::Request { id, method, params } => match made(params) {
+                Ok(params) => Message::Request(Request { id, method, params }),
+                Err(e) => Message::Invalid(e),
+            },
+            Shape::Notification { method, params } => match made(params) {
+                Ok(params) => Message::Notification(Notification { method, params }),
+                Err(e) => Message::Invalid(e),
+            },
+            Shape::Response { id, outcome } => match outcome {
+                Ok(range) => match made(Some(range)) {
+                    Ok(Some(result)) => Message::Response(Response {
+                        id,
+                        outcome: Ok(result),
+                    }),
+                    Ok(None) => Message::Invalid("a response without its result".into()),
+                    Err(e) => Message::Invalid(e),
+                },
+                Err(error) => Message::Response(Response {
+                    id,
+                    outcome: Err(error),
+                }),
+            },
+            Shape::Invalid(why) => Message::Invalid(why),
+        }
+    }
+}
+
+/// Where `part` (borrowed from `text`) lies in `text`.
+fn place(text: &str, part: &RawValue) -> Range<usize> {
+    let start = (part.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+    start..start + part.get().len()
+}
+
+fn shape(text: &str) -> Shape {
+    let env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
-        Err(e) if e.is_data() => return Message::Invalid(format!("not a JSON-RPC object: {e}")),
-        Err(e) => return Message::Invalid(format!("not valid JSON: {e}")),
+        Err(e) if e.is_data() => return Shape::Invalid(format!("not a JSON-RPC object: {e}")),
+        Err(e) => return Shape::Invalid(format!("not valid JSON: {e}")),
     };
     if env.jsonrpc != Some(Value::String("2.0".into())) {
-        return Message::Invalid("missing \"jsonrpc\": \"2.0\"".into());
+        return Shape::Invalid("missing \"jsonrpc\": \"2.0\"".into());
     }
-    if let Some(params) = &env.params
+    if let Some(params) = env.params
         && !matches!(
             params.get().trim_start().as_bytes().first(),
             Some(b'{' | b'[')
         )
     {
-        return Message::Invalid("params must be an object or an array".into());
+        return Shape::Invalid("params must be an object or an array".into());
     }
+    let params = env.params.map(|p| place(text, p));
     match env.method {
         Some(Value::String(method)) => match env.id {
-            None => Message::Notification(Notification {
-                method,
-                params: env.params,
-            }),
+            None => Shape::Notification { method, params },
             Some(raw) => match Id::from_json(raw.get()) {
                 Id::Other(other) => {
-                    Message::Invalid(format!("request id {other} is not a string or an integer"))
+                    Shape::Invalid(format!("request id {other} is not a string or an integer"))
                 }
-                id => Message::Request(Request {
-                    id,
-                    method,
-                    params: env.params,
-                }),
+                id => Shape::Request { id, method, params },
             },
         },
-        Some(_) => Message::Invalid("method must be a string".into()),
+        Some(_) => Shape::Invalid("method must be a string".into()),
         None => {
             let Some(raw_id) = env.id else {
-                return Message::Invalid("neither a method nor an id".into());
+                return Shape::Invalid("neither a method nor an id".into());
             };
             let id = Id::from_json(raw_id.get());
             let outcome = match (env.result, env.error) {
-                (Some(result), None) => Ok(result),
-                (None, Some(error)) => Err(read_error(&error)),
+                (Some(result), None) => Ok(place(text, result)),
+                (None, Some(error)) => Err(read_error(error)),
                 (Some(_), Some(_)) => Err(RpcError::new(
                     INTERNAL_ERROR,
                     "malformed response: it has both result and error",
@@ -240,7 +348,7 @@ fn classify(text: &str) -> Message {
                     "malformed response: it has neither result nor error",
                 )),
             };
-            Message::Response(Response { id, outcome })
+            Shape::Response { id, outcome }
         }
     }
 }
@@ -481,5 +589,47 @@ mod tests {
     fn truncates_on_char_boundaries() {
         assert_eq!(truncate("héllo", 2), "h…");
         assert_eq!(truncate("abc", 3), "abc");
+    }
+
+    /// Taking the text changes nothing but where the payload's bytes live.
+    #[test]
+    fn parse_owned_agrees_with_parse() {
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        let texts = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#.to_string(),
+            r#"  {"jsonrpc":"2.0","id":"a","result": {"x": 1e999} , "extra": 1}"#.to_string(),
+            format!(r#"{{"jsonrpc":"2.0","id":2,"result":{{"deep":{deep}}}}}"#),
+            r#"{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"é":"ü"}}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":5,"result":null}"#.to_string(),
+            r#"[{"jsonrpc":"2.0","id":6,"result":1},{"jsonrpc":"2.0","method":"m"}]"#.to_string(),
+            r#"{"jsonrpc":"2.0","id":7,"result":1,"error":{"code":1,"message":"m"}}"#.to_string(),
+            "not json".to_string(),
+            r#"{"jsonrpc":"1.0","id":1,"result":1}"#.to_string(),
+        ];
+        for text in texts {
+            let parsed = parse_owned(text.clone());
+            assert_eq!(
+                format!("{:?}", parsed.messages),
+                format!("{:?}", parse(&text)),
+                "{}",
+                &text[..text.len().min(80)]
+            );
+            let invalid = parsed
+                .messages
+                .iter()
+                .any(|m| matches!(m, Message::Invalid(_)));
+            // The text is still there for a preview whenever a message is invalid.
+            if invalid {
+                assert_eq!(parsed.text.as_deref(), Some(text.as_str()));
+            }
+        }
+        let Message::Response(r) =
+            &parse_owned(r#"{"jsonrpc":"2.0","id":1,"result": {"a" : 1e2}}"#.into()).messages[0]
+        else {
+            panic!()
+        };
+        assert_eq!(r.outcome.as_ref().unwrap().get(), r#"{"a" : 1e2}"#);
     }
 }

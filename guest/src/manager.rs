@@ -59,7 +59,7 @@ use crate::client::{
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
-use crate::registry::{self, Registry, Source, Tool, ToolInfo};
+use crate::registry::{self, Registry, Source, Standing, Tool, ToolInfo};
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 use alloc::rc::Rc;
 
@@ -275,11 +275,6 @@ impl<C> Slot<C> {
             Gate::Wait(at - now)
         }
     }
-
-    /// Its retained tool of that registry name.
-    fn retained(&self, name: &str) -> Option<&Rc<Tool>> {
-        self.tools.iter().find(|t| t.name == name)
-    }
 }
 
 /// All servers of one configuration.
@@ -288,6 +283,11 @@ pub struct Manager<P: Platform> {
     origin: String,
     slots: Vec<Slot<P::Conn>>,
     registry: Registry,
+    /// A server's tools or state changed since the registry was last rebuilt. The
+    /// rebuild waits for the end of the round (or for a reader): one rebuild for
+    /// the thousands of servers that connect or fail in one round, not one each,
+    /// which made starting a large configuration quadratic.
+    registry_stale: bool,
     /// Calls in flight → the slot that runs them.
     calls: BTreeMap<u64, usize>,
     next_call: u64,
@@ -343,6 +343,7 @@ impl<P: Platform> Manager<P> {
             origin: String::new(),
             slots: Vec::new(),
             registry: Registry::new(),
+            registry_stale: false,
             calls: BTreeMap::new(),
             next_call: 1,
             completions: Vec::new(),
@@ -409,11 +410,12 @@ impl<P: Platform> Manager<P> {
         self.origin = origin.to_string();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
+        self.invalidate_registry();
+        self.sync_registry();
         // Loading is not a state change: statuses are reported from `start` on.
         for slot in &mut self.slots {
             slot.reported = Some(Reported::now(slot, &self.registry));
         }
-        self.rebuild_registry();
         Ok(parsed.issues)
     }
 
@@ -464,7 +466,7 @@ impl<P: Platform> Manager<P> {
         slot.conn = None;
         slot.connect_deadline = None;
         self.open(i);
-        self.rebuild_registry();
+        self.invalidate_registry();
         self.sync_statuses();
         Ok(())
     }
@@ -484,6 +486,7 @@ impl<P: Platform> Manager<P> {
                     .memo_get(&era_key(&slot.config.name, &slot.config.endpoint))
                     .and_then(|era| Era::parse(&era));
                 let mut client = Client::new(&slot.config.name);
+                client.limit(slot.config.limits);
                 if self.input_requests {
                     client.enable_input_requests();
                 }
@@ -509,6 +512,7 @@ impl<P: Platform> Manager<P> {
 
     /// Every configured server, in configuration order.
     pub fn servers(&self) -> Vec<ServerStatus> {
+        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.slots
             .iter()
             .map(|s| status_of(s, &self.registry))
@@ -517,6 +521,7 @@ impl<P: Platform> Manager<P> {
 
     /// Every tool, ordered by name.
     pub fn tools(&self) -> Vec<ToolInfo> {
+        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.registry.tools()
     }
 
@@ -533,6 +538,7 @@ impl<P: Platform> Manager<P> {
     /// Every tool, ordered by name, without copying: for the `tools` export,
     /// which copies each field once into its own result.
     pub fn tool_entries(&self) -> &[registry::Entry] {
+        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.registry.entries()
     }
 
@@ -557,6 +563,7 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
+        self.sync_registry();
         let Some(entry) = self.registry.get(tool) else {
             return self.start_held_call(tool, arguments, options);
         };
@@ -603,9 +610,14 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
-        let owner = self.slots.iter().enumerate().find_map(|(i, s)| {
-            let kept = s.state != ServerState::Connected;
-            kept.then(|| s.retained(tool)).flatten().map(|t| (i, t))
+        // The registry says which server owns a name it does not offer: the same
+        // rule that decides collisions, whatever state the servers are in.
+        let owner = self.registry.kept(tool).and_then(|entry| {
+            let i = self
+                .slots
+                .iter()
+                .position(|s| *s.config.name == *entry.server)?;
+            Some((i, entry.tool.clone()))
         });
         let Some((i, kept)) = owner else {
             return Err(self.missing_tool(tool));
@@ -645,12 +657,14 @@ impl<P: Platform> Manager<P> {
 
     /// An unknown name may belong to a server that is not connected: say so, since
     /// "no such tool" would send the caller looking in the wrong place. A server
-    /// whose last tool list is known does not claim names outside that list.
+    /// whose last tool list is known does not claim names outside that list, unless
+    /// it is starting: then a name it could claim waits for its new list (see
+    /// [`crate::registry`]).
     fn missing_tool(&self, tool: &str) -> CallError {
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
-                && s.tools.is_empty()
-                && tool.starts_with(&naming::prefix(s.config.name_segment()))
+                && (s.tools.is_empty() || s.state == ServerState::Starting)
+                && tool.starts_with(&naming::space(s.config.name_segment()))
         });
         match owner {
             Some(slot) => unavailable(tool, slot, self.platform.now_ms()),
@@ -737,7 +751,7 @@ impl<P: Platform> Manager<P> {
                 slot.error = None;
             }
         }
-        self.rebuild_registry();
+        self.invalidate_registry();
         self.sync_statuses();
     }
 
@@ -793,6 +807,9 @@ impl<P: Platform> Manager<P> {
     /// Sends the calls that waited for slot `i` to connect, each re-checked
     /// against the tool list the server has now.
     fn send_held(&mut self, i: usize) {
+        if !self.slots[i].held.is_empty() {
+            self.sync_registry();
+        }
         self.expire_held(i, self.platform.now_ms());
         let held = core::mem::take(&mut self.slots[i].held);
         for h in held {
@@ -927,13 +944,13 @@ impl<P: Platform> Manager<P> {
                     let slot = &mut self.slots[i];
                     slot.state = ServerState::Connected;
                     slot.connect_deadline = None;
-                    self.rebuild_registry();
+                    self.invalidate_registry();
                     self.send_held(i);
                 }
                 ClientEvent::ToolsChanged(defs) => {
                     if self.slots[i].state == ServerState::Connected {
                         self.set_tools(i, defs);
-                        self.rebuild_registry();
+                        self.invalidate_registry();
                         self.events.push(Event::ToolsChanged(server.clone()));
                     }
                 }
@@ -1028,17 +1045,37 @@ impl<P: Platform> Manager<P> {
         self.fail_held(i, |_| message.clone());
         self.slots[i].error = Some(message);
         self.process(i);
-        self.rebuild_registry();
+        self.invalidate_registry();
+    }
+
+    fn invalidate_registry(&mut self) {
+        self.registry_stale = true;
+    }
+
+    /// Rebuilds the registry if a server's tools or state changed since.
+    fn sync_registry(&mut self) {
+        if core::mem::take(&mut self.registry_stale) {
+            self.rebuild_registry();
+        }
     }
 
     fn rebuild_registry(&mut self) {
         let sources: Vec<Source<'_>> = self
             .slots
             .iter()
-            .filter(|s| s.state == ServerState::Connected)
-            .map(|s| Source {
-                server: &s.config.name,
-                tools: &s.tools,
+            .filter_map(|s| {
+                let standing = match s.state {
+                    ServerState::Connected => Standing::Connected,
+                    ServerState::Starting => Standing::Starting,
+                    _ if s.tools.is_empty() => return None,
+                    _ => Standing::Kept,
+                };
+                Some(Source {
+                    server: &s.config.name,
+                    segment: s.config.name_segment(),
+                    tools: &s.tools,
+                    standing,
+                })
             })
             .collect();
         let warnings = self.registry.rebuild(&sources);
@@ -1047,6 +1084,7 @@ impl<P: Platform> Manager<P> {
 
     /// Queues a status event for every server whose status changed.
     fn sync_statuses(&mut self) {
+        self.sync_registry();
         for slot in &mut self.slots {
             if status_is_current(slot, &self.registry) {
                 continue;
@@ -1094,9 +1132,19 @@ fn status_is_current<C>(slot: &Slot<C>, registry: &Registry) -> bool {
         && r.restartable == slot.restartable()
         && r.error == slot.error
         && r.status.tool_count == registry.count_for(&slot.config.name)
-        && r.status.protocol_version.as_deref() == client.and_then(Client::protocol_version)
+        && r.status.protocol_version.as_deref() == negotiated_version(client)
         && r.status.server_name.as_deref() == info.and_then(|i| i.name.as_deref())
         && r.status.server_version.as_deref() == info.and_then(|i| i.version.as_deref())
+}
+
+/// The protocol version a server's status shows: only one agreed on. While the
+/// client probes (`server/discover` names the version it tries) or once it gave
+/// up before connecting, none was.
+fn negotiated_version(client: Option<&Client>) -> Option<&str> {
+    let client = client?;
+    matches!(client.phase(), Phase::Listing | Phase::Ready)
+        .then(|| client.protocol_version())
+        .flatten()
 }
 
 fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
@@ -1124,7 +1172,7 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
         transport: slot.config.endpoint.kind().to_string(),
         error,
         tool_count: registry.count_for(&slot.config.name),
-        protocol_version: client.and_then(|c| c.protocol_version().map(String::from)),
+        protocol_version: negotiated_version(client).map(String::from),
         server_name: info.and_then(|i| i.name.clone()),
         server_version: info.and_then(|i| i.version.clone()),
     }

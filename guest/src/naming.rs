@@ -7,6 +7,16 @@
 //! *unsanitised* server and tool names: two long names that share a prefix still
 //! differ, and the same server and tool always get the same name, on every run and
 //! every platform (FNV-1a is fixed, unlike the std hasher).
+//!
+//! # Collisions between servers
+//!
+//! Joining with `__` is ambiguous when a server name holds `__` itself: server `x`
+//! with tool `y__echo` and server `x__y` with tool `echo` are both
+//! `mcp__x__y__echo`. Every name of a server starts with its [`space`], so two
+//! servers can only collide when one's space is the start of the other's:
+//! [`rivals`] finds those pairs when the configuration loads (in `O(n log n)`,
+//! not by comparing every pair), and the registry keeps a name that a server
+//! still starting could claim out of reach until it has listed its tools.
 
 use crate::prelude::*;
 
@@ -33,6 +43,48 @@ pub fn sanitize(segment: &str) -> String {
 /// The start of every name a server segment produces: `mcp__{segment}__`.
 pub fn prefix(segment: &str) -> String {
     format!("mcp__{}__", sanitize(segment))
+}
+
+/// The start every registry name of a server with this segment shares: its
+/// [`prefix`], or as much of it as a cut name keeps.
+pub fn space(segment: &str) -> String {
+    let mut space = prefix(segment);
+    space.truncate(MAX_LEN - SUFFIX_LEN);
+    space
+}
+
+/// The starts of `name` that could be some server's [`space`], shortest first:
+/// every start ending in `__` no longer than a cut name keeps, and the start a cut
+/// name keeps.
+pub fn possible_spaces(name: &str) -> impl Iterator<Item = &str> {
+    let keep = MAX_LEN - SUFFIX_LEN;
+    let bytes = name.as_bytes();
+    (2..=name.len().min(keep))
+        .filter(move |&k| k == keep || bytes[k - 2..k] == *b"__")
+        .filter(move |&k| name.is_char_boundary(k))
+        .map(move |k| &name[..k])
+}
+
+/// For every segment some of whose names could also be names of another
+/// segment's server: (its index, that other's index), one pair per segment, in
+/// `segments` order. The other is the one with the shortest space (`x` for
+/// `x__y`), or the first with the same space.
+pub fn rivals(segments: &[&str]) -> Vec<(usize, usize)> {
+    let spaces: Vec<String> = segments.iter().map(|s| space(s)).collect();
+    let mut first = alloc::collections::BTreeMap::new();
+    for (i, space) in spaces.iter().enumerate() {
+        first.entry(space.as_str()).or_insert(i);
+    }
+    let mut pairs = Vec::new();
+    for (j, space) in spaces.iter().enumerate() {
+        let rival = possible_spaces(space)
+            .filter_map(|start| first.get(start).copied())
+            .find(|&i| i != j);
+        if let Some(i) = rival {
+            pairs.push((j, i));
+        }
+    }
+    pairs
 }
 
 /// The registry name of `tool` on the server whose name segment is `segment`
@@ -117,6 +169,54 @@ mod tests {
         assert_eq!(a, tool_name("server", &format!("{base}_alpha")));
         assert_eq!(&a[55..], "_b8472f20");
         assert_eq!(a, format!("mcp__server__{}_b8472f20", "x".repeat(42)));
+    }
+
+    #[test]
+    fn every_name_starts_with_its_space() {
+        for (segment, tool) in [
+            ("x", "y__echo"),
+            ("x__y", "echo"),
+            ("s", &*"t".repeat(80)),
+            (&*"long".repeat(20), "t"),
+        ] {
+            let name = tool_name(segment, tool);
+            assert!(name.starts_with(&space(segment)), "{name}");
+            assert!(
+                possible_spaces(&name).any(|s| s == space(segment)),
+                "{name} does not offer {}",
+                space(segment)
+            );
+        }
+        assert_eq!(space("x"), "mcp__x__");
+        assert_eq!(space(&"long".repeat(20)).len(), MAX_LEN - SUFFIX_LEN);
+        let starts: Vec<&str> = possible_spaces("mcp__x__y__echo").collect();
+        assert_eq!(starts, ["mcp__", "mcp__x__", "mcp__x__y__"]);
+    }
+
+    #[test]
+    fn rivals_are_servers_whose_names_can_meet() {
+        // `x` and `x__y` (either order), `x` and `x_` (`mcp__x___…`), the same
+        // name once sanitised, and two long names that share what a cut keeps.
+        let long = "l".repeat(60);
+        let segments = [
+            "x__y", "other", "x", "x_", "a.b", "a_b", "a", "ab", &*long, &*long,
+        ];
+        assert_eq!(rivals(&segments), [(0, 2), (3, 2), (5, 4), (9, 8)]);
+        assert_eq!(rivals(&["x", "y", "xy", "x-y"]), []);
+    }
+
+    #[test]
+    fn rivals_scale_with_the_number_of_servers() {
+        // 100,000 servers that all collide with one: one pair each, no pair of
+        // every two.
+        let names: Vec<String> = (0..100_000).map(|i| format!("x__{i}")).collect();
+        let mut segments: Vec<&str> = names.iter().map(String::as_str).collect();
+        segments.push("x");
+        let pairs = rivals(&segments);
+        assert_eq!(pairs.len(), 100_000);
+        assert!(pairs.iter().all(|&(_, i)| i == 100_000));
+        let same: Vec<&str> = vec!["same"; 100_000];
+        assert_eq!(rivals(&same).len(), 99_999);
     }
 
     #[test]

@@ -1,10 +1,19 @@
-//! The tool table: every connected server's tools under one flat namespace.
+//! The tool table: every server's tools under one flat namespace.
 //!
-//! The table is rebuilt from scratch whenever any server's list changes: servers in
-//! configuration order, each server's tools in the order it listed them. That makes
-//! the outcome a pure function of the lists, so collisions always resolve the same
-//! way: the earlier tool keeps the name, the later one is skipped, and both are
-//! named in a warning.
+//! The table is rebuilt from scratch whenever any server's list or state
+//! changes. Its outcome is a pure function of the servers' lists and states, not
+//! of the order in which servers connected or listed: of the tools that share a
+//! name, the one whose server comes first in the configuration keeps it (of one
+//! server's tools, the first by tool name), the others are skipped, and each
+//! collision is named once in a warning.
+//!
+//! A server that is not connected but whose last list is kept (it failed, and
+//! calls restart it) still owns its names: they are not offered, and a call to one
+//! restarts that server rather than reaching a later server that lists the same
+//! name. A server that is still starting has not said what it lists, so a name it
+//! could claim (one in its [`naming::space`]) is not offered by a server after it
+//! until it has listed: what `tools` shows is then what calls reach, whichever
+//! server answers first.
 //!
 //! A rebuild copies no tool: the table holds the servers' own [`Tool`]s (shared
 //! through `Rc`), whose schemas are the exact text the server sent. A tool's input
@@ -18,8 +27,9 @@ use alloc::rc::Rc;
 use core::cell::OnceCell;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
-use crate::config::kind_of;
+use crate::config::{Members, kind_of_raw};
 use crate::naming;
 use crate::schema::{self, Validator};
 
@@ -148,13 +158,29 @@ pub fn prepare(segment: &str, defs: Vec<ToolDef>) -> Vec<Rc<Tool>> {
         .collect()
 }
 
+/// Where a server stands, for a rebuild.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Connected: its tools are offered.
+    Connected,
+    /// Not connected, its last list kept: the names stay its own, not offered.
+    Kept,
+    /// Starting: like `Kept` for the list it had before (if any), and a name it
+    /// could claim is not offered by a server after it until it has listed.
+    Starting,
+}
+
 /// One server's contribution to a rebuild.
 #[derive(Debug, Clone, Copy)]
 pub struct Source<'a> {
     /// The configured server name.
     pub server: &'a str,
-    /// Its current tools.
+    /// Its segment of tool names (the name, or its `toolPrefix`).
+    pub segment: &'a str,
+    /// Its current (or kept) tools.
     pub tools: &'a [Rc<Tool>],
+    /// Whether it is connected.
+    pub standing: Standing,
 }
 
 /// A tool in the table.
@@ -169,9 +195,11 @@ pub struct Entry {
 /// The tool table.
 #[derive(Debug, Default)]
 pub struct Registry {
-    /// Ordered by registry name, one entry per name: looked up by binary search,
-    /// and read in pages by position.
+    /// The tools offered, ordered by registry name, one entry per name: looked up
+    /// by binary search, and read in pages by position.
     by_name: Vec<Entry>,
+    /// Names owned by a server that is not connected, ordered the same way.
+    kept: Vec<Entry>,
     /// Tools in the table per server, counted at rebuild: statuses ask often.
     counts: BTreeMap<Rc<str>, u32>,
     /// Collisions already warned about, as (name, skipped server, skipped tool), so a
@@ -188,37 +216,58 @@ impl Registry {
         Registry::default()
     }
 
-    /// Rebuilds the table from every connected server's tools, in configuration
-    /// order. Returns warnings for collisions not reported before.
+    /// Rebuilds the table from every server's tools; `sources` are in
+    /// configuration order, which decides collisions. Returns warnings for
+    /// collisions not reported before.
     pub fn rebuild(&mut self, sources: &[Source<'_>]) -> Vec<String> {
-        let mut all: Vec<Entry> = Vec::with_capacity(sources.iter().map(|s| s.tools.len()).sum());
-        for source in sources {
+        let mut all: Vec<(usize, Entry)> =
+            Vec::with_capacity(sources.iter().map(|s| s.tools.len()).sum());
+        // The first starting server that could claim a name, per space.
+        let mut starting: BTreeMap<String, usize> = BTreeMap::new();
+        for (rank, source) in sources.iter().enumerate() {
             let server: Rc<str> = Rc::from(source.server);
-            all.extend(source.tools.iter().map(|tool| Entry {
-                server: server.clone(),
-                tool: tool.clone(),
+            all.extend(source.tools.iter().map(|tool| {
+                let entry = Entry {
+                    server: server.clone(),
+                    tool: tool.clone(),
+                };
+                (rank, entry)
             }));
+            if source.standing == Standing::Starting {
+                starting
+                    .entry(naming::space(source.segment))
+                    .or_insert(rank);
+            }
         }
-        // Stable: among tools of one name, the earlier server (and the earlier
-        // tool of a server) stays first, and is the one kept.
-        all.sort_by(|a, b| a.tool.name.cmp(&b.tool.name));
-        let mut by_name: Vec<Entry> = Vec::with_capacity(all.len());
-        let mut counts = BTreeMap::new();
+        // A total order: by name, then the server's place in the configuration,
+        // then the tool's own name (a server's listing order can change between
+        // runs); stable for a tool a server lists twice.
+        all.sort_by(|(ra, a), (rb, b)| {
+            (&a.tool.name, ra, &a.tool.def.name).cmp(&(&b.tool.name, rb, &b.tool.def.name))
+        });
+        let mut winners: Vec<(usize, Entry)> = Vec::with_capacity(all.len());
         let mut collisions = BTreeSet::new();
         let mut warnings = Vec::new();
-        for entry in all {
-            if let Some(first) = by_name.last().filter(|f| f.tool.name == entry.tool.name) {
+        for (rank, entry) in all {
+            if let Some((_, first)) = winners
+                .last()
+                .filter(|(_, f)| f.tool.name == entry.tool.name)
+            {
                 let (tool, server) = (&entry.tool, &entry.server);
                 let key = (tool.name.clone(), server.to_string(), tool.def.name.clone());
                 if !self.reported.contains(&key) {
                     warnings.push(format!(
                         "tool name collision: {} is the name of `{}` on server `{}` and of `{}` on server `{}`; \
-                         keeping the first, skipping `{}` on server `{}` (set `toolPrefix` on one server to keep both)",
+                         keeping `{}` on server `{}` (the earlier server in the configuration), skipping `{}` \
+                         on server `{}`, which cannot be called by this name (set `toolPrefix` on one server \
+                         to keep both)",
                         tool.name,
                         first.tool.def.name,
                         first.server,
                         tool.def.name,
                         server,
+                        first.tool.def.name,
+                        first.server,
                         tool.def.name,
                         server,
                     ));
@@ -226,10 +275,27 @@ impl Registry {
                 collisions.insert(key);
                 continue;
             }
+            winners.push((rank, entry));
+        }
+        let mut by_name: Vec<Entry> = Vec::with_capacity(winners.len());
+        let mut kept = Vec::new();
+        let mut counts = BTreeMap::new();
+        for (rank, entry) in winners {
+            if sources[rank].standing != Standing::Connected {
+                kept.push(entry);
+                continue;
+            }
+            let withheld = !starting.is_empty()
+                && naming::possible_spaces(&entry.tool.name)
+                    .any(|space| starting.get(space).is_some_and(|&first| first < rank));
+            if withheld {
+                continue;
+            }
             *counts.entry(entry.server.clone()).or_insert(0u32) += 1;
             by_name.push(entry);
         }
         self.by_name = by_name;
+        self.kept = kept;
         self.counts = counts;
         self.reported = collisions;
         self.generation += 1;
@@ -251,11 +317,12 @@ impl Registry {
 
     /// The tool of that registry name.
     pub fn get(&self, name: &str) -> Option<&Entry> {
-        let at = self
-            .by_name
-            .binary_search_by(|e| e.tool.name.as_str().cmp(name))
-            .ok()?;
-        self.by_name.get(at)
+        by_name(&self.by_name, name)
+    }
+
+    /// The tool of that registry name that a server which is not connected owns.
+    pub fn kept(&self, name: &str) -> Option<&Entry> {
+        by_name(&self.kept, name)
     }
 
     /// How many tools of `server` made it into the table.
@@ -265,6 +332,12 @@ impl Registry {
 
     /// How many times the table was rebuilt: equal generations, equal tables.
     pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// How often the table was rebuilt.
+    #[cfg(test)]
+    pub(crate) fn rebuilds(&self) -> u64 {
         self.generation
     }
 
@@ -279,10 +352,25 @@ impl Registry {
     }
 }
 
+/// The entry of that name in a list ordered by name.
+fn by_name<'a>(entries: &'a [Entry], name: &str) -> Option<&'a Entry> {
+    let at = entries
+        .binary_search_by(|e| e.tool.name.as_str().cmp(name))
+        .ok()?;
+    entries.get(at)
+}
+
 /// Parses and checks call arguments for the tool `name` against `validator` (none:
 /// only "a JSON object" is checked). Empty text means `{}`. The error text is for
 /// the caller, as is. The registry uses it for its tools, the manager for the
 /// tools a lost server had, so a call that would restart it is checked first.
+///
+/// What goes to the server is the caller's text, exactly: it is never re-encoded
+/// (which would turn `1e2` into `100.0` and cut an integer beyond 64 bits). JSON
+/// is read without building it first, so any depth passes when there is no
+/// schema to check; arguments the schema must be checked on but a
+/// `serde_json::Value` cannot hold (deeper than 128 levels, a number beyond
+/// `f64`) are refused, saying so, rather than sent unchecked.
 ///
 /// A top-level `null` the schema does not accept is taken to mean "not given"
 /// and left out, when the arguments are valid without it: models often write
@@ -300,17 +388,23 @@ pub fn check_arguments(
     } else {
         arguments
     };
-    let value: Value = serde_json::from_str(text)
+    let raw: &RawValue = serde_json::from_str(text)
         .map_err(|e| format!("arguments for {name} are not valid JSON: {e}"))?;
-    if !value.is_object() {
+    let Some(members) = Members::read(raw) else {
         return Err(format!(
             "arguments for {name} must be a JSON object, but are {}",
-            kind_of(&value)
+            kind_of_raw(raw)
         ));
-    }
+    };
     let Some(validator) = validator else {
         return Ok(text.to_string());
     };
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "arguments for {name} cannot be checked against its input schema: {e} (arguments are \
+             checked up to 128 levels deep, with numbers a 64-bit float holds); nothing was sent"
+        )
+    })?;
     let Err(errors) = validator.validate(&value) else {
         return Ok(text.to_string());
     };
@@ -318,15 +412,37 @@ pub fn check_arguments(
         && map.values().any(Value::is_null)
     {
         map.retain(|_, v| !v.is_null());
-        let stripped = Value::Object(map);
-        if validator.validate(&stripped).is_ok() {
-            return Ok(stripped.to_string());
+        if validator.validate(&Value::Object(map)).is_ok() {
+            return Ok(without_nulls(&members));
         }
     }
     Err(format!(
         "invalid arguments for {name}: {}",
         schema::describe(&errors)
     ))
+}
+
+/// The object text of `members` without its null members, each value as written.
+/// A repeated key counts once, at its last value, as a JSON parser reads it.
+fn without_nulls(members: &Members) -> String {
+    let mut last = BTreeMap::new();
+    for (i, (key, _)) in members.0.iter().enumerate() {
+        last.insert(key.as_str(), i);
+    }
+    let mut text = String::from("{");
+    for (i, (key, value)) in members.0.iter().enumerate() {
+        if last.get(key.as_str()) != Some(&i) || value.get() == "null" {
+            continue;
+        }
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push_str(&Value::String(key.clone()).to_string());
+        text.push(':');
+        text.push_str(value.get());
+    }
+    text.push('}');
+    text
 }
 
 #[cfg(test)]
@@ -353,6 +469,17 @@ mod tests {
         prepare(segment, defs)
     }
 
+    /// A connected server whose segment is its name (or a `toolPrefix` that the
+    /// tools were prepared with).
+    fn live<'a>(server: &'a str, tools: &'a [Rc<Tool>]) -> Source<'a> {
+        Source {
+            server,
+            segment: server,
+            tools,
+            standing: Standing::Connected,
+        }
+    }
+
     /// Checks arguments the way the manager does, failing on a first-use warning.
     fn check(r: &Registry, name: &str, arguments: &str) -> Result<String, String> {
         let entry = r.get(name).unwrap();
@@ -366,13 +493,7 @@ mod tests {
         let schema = r#"{ "type" : "object",  "properties": {"b": {}, "a": {}} }"#;
         let a = prepare("srv", vec![def("zeta", schema), def("alpha", "true")]);
         let mut r = Registry::new();
-        assert!(
-            r.rebuild(&[Source {
-                server: "srv",
-                tools: &a
-            }])
-            .is_empty()
-        );
+        assert!(r.rebuild(&[live("srv", &a)]).is_empty());
         let names: Vec<_> = r.tools().into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["mcp__srv__alpha", "mcp__srv__zeta"]);
         assert_eq!(
@@ -389,16 +510,7 @@ mod tests {
         let first = tools("a.b", &["t"]);
         let second = tools("a_b", &["t", "u"]);
         let mut r = Registry::new();
-        let sources = [
-            Source {
-                server: "a.b",
-                tools: &first,
-            },
-            Source {
-                server: "a_b",
-                tools: &second,
-            },
-        ];
+        let sources = [live("a.b", &first), live("a_b", &second)];
         let warnings = r.rebuild(&sources);
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("mcp__a_b__t"));
@@ -414,14 +526,70 @@ mod tests {
         assert_eq!(r.rebuild(&sources).len(), 1);
     }
 
+    fn source<'a>(server: &'a str, tools: &'a [Rc<Tool>], standing: Standing) -> Source<'a> {
+        Source {
+            standing,
+            ..live(server, tools)
+        }
+    }
+
+    #[test]
+    fn a_name_a_starting_server_could_claim_waits_for_its_list() {
+        let x = tools("x", &["y__echo"]);
+        let xy = tools("x__y", &["echo", "other"]);
+        let mut r = Registry::new();
+        // `x` (first in the configuration) is still starting: `x__y`'s
+        // `mcp__x__y__…` names could be `x`'s, so none is offered yet.
+        r.rebuild(&[source("x", &[], Standing::Starting), live("x__y", &xy)]);
+        assert_eq!(r.len(), 0);
+        assert!(r.get("mcp__x__y__echo").is_none());
+        assert_eq!(r.count_for("x__y"), 0);
+        // Once `x` has listed, its tool wins and the other name is offered.
+        let warnings = r.rebuild(&[live("x", &x), live("x__y", &xy)]);
+        assert_eq!(&*r.get("mcp__x__y__echo").unwrap().server, "x");
+        assert_eq!(&*r.get("mcp__x__y__other").unwrap().server, "x__y");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains("skipping `echo` on server `x__y`, which cannot be called"),
+            "{warnings:?}"
+        );
+        // A starting server after the one that lists the name withholds nothing.
+        r.rebuild(&[live("x", &x), source("x__y", &[], Standing::Starting)]);
+        assert_eq!(&*r.get("mcp__x__y__echo").unwrap().server, "x");
+    }
+
+    #[test]
+    fn a_server_that_is_not_connected_keeps_its_names() {
+        let x = tools("x", &["y__echo"]);
+        let xy = tools("x__y", &["echo"]);
+        let mut r = Registry::new();
+        for standing in [Standing::Kept, Standing::Starting] {
+            r.rebuild(&[source("x", &x, standing), live("x__y", &xy)]);
+            assert!(r.get("mcp__x__y__echo").is_none(), "not offered");
+            assert_eq!(&*r.kept("mcp__x__y__echo").unwrap().server, "x");
+            assert_eq!(r.tools(), vec![]);
+        }
+        // The server after it keeps nothing from a name it lost.
+        r.rebuild(&[live("x", &x), source("x__y", &xy, Standing::Kept)]);
+        assert!(r.kept("mcp__x__y__echo").is_none());
+        assert_eq!(&*r.get("mcp__x__y__echo").unwrap().server, "x");
+    }
+
+    #[test]
+    fn of_one_server_s_colliding_tools_the_first_by_name_wins_whatever_the_listing_order() {
+        for names in [["x_y", "x.y"], ["x.y", "x_y"]] {
+            let t = tools("s", &names);
+            let mut r = Registry::new();
+            assert_eq!(r.rebuild(&[live("s", &t)]).len(), 1);
+            assert_eq!(r.get("mcp__s__x_y").unwrap().tool.def.name, "x.y");
+        }
+    }
+
     #[test]
     fn tool_prefix_replaces_the_server_segment() {
         let t = tools("gh", &["search"]);
         let mut r = Registry::new();
-        r.rebuild(&[Source {
-            server: "github-enterprise",
-            tools: &t,
-        }]);
+        r.rebuild(&[live("github-enterprise", &t)]);
         let info = &r.tools()[0];
         assert_eq!(info.name, "mcp__gh__search");
         assert_eq!(info.server, "github-enterprise");
@@ -438,10 +606,7 @@ mod tests {
             )],
         );
         let mut r = Registry::new();
-        r.rebuild(&[Source {
-            server: "demo",
-            tools: &t,
-        }]);
+        r.rebuild(&[live("demo", &t)]);
         assert_eq!(
             check(&r, "mcp__demo__echo", r#"{"text": 5}"#).unwrap_err(),
             "invalid arguments for mcp__demo__echo: /text: want string, but got number"
@@ -497,10 +662,7 @@ mod tests {
             vec![def("remote", r#"{"$ref":"https://x.example/s.json"}"#)],
         );
         let mut r = Registry::new();
-        r.rebuild(&[Source {
-            server: "s",
-            tools: &t,
-        }]);
+        r.rebuild(&[live("s", &t)]);
         let entry = r.get("mcp__s__remote").unwrap();
         let (checked, warning) = entry
             .tool
@@ -514,6 +676,56 @@ mod tests {
             check(&r, "mcp__s__remote", "  ").unwrap(),
             "{}",
             "empty arguments become {{}}"
+        );
+    }
+
+    /// Issue 10, finding 13, for arguments: they reach the server as the caller
+    /// wrote them. Leaving out a null re-encoded the whole object, so `1e2` became
+    /// `100.0`, an integer beyond 64 bits lost its digits and keys were sorted;
+    /// arguments serde_json cannot build were called "not valid JSON".
+    #[test]
+    fn arguments_reach_the_server_as_written_or_are_refused_saying_why() {
+        let schema = r#"{"type":"object","properties":{"q":{"type":"string"},
+            "verbose":{"type":"boolean"}},"required":["q"]}"#;
+        let validator = Validator::compile(schema).ok();
+        let check = |args: &str| check_arguments("t", validator.as_ref(), args);
+        assert_eq!(
+            check(
+                r#"{"q":"x","n":123456789012345678901234567890,"f":1e2,"verbose":null,"a":[1.50]}"#
+            )
+            .unwrap(),
+            r#"{"q":"x","n":123456789012345678901234567890,"f":1e2,"a":[1.50]}"#
+        );
+        // A repeated key counts once, the last time (as a JSON parser reads it).
+        assert_eq!(
+            check(r#"{"q":"x","verbose":true,"verbose":null}"#).unwrap(),
+            r#"{"q":"x"}"#
+        );
+
+        let deep = |n: usize| format!(r#"{{"q":"x","d":{}{}}}"#, "[".repeat(n), "]".repeat(n));
+        // Without a schema to check, any depth passes through untouched; 10,000
+        // levels are read without recursion.
+        for n in [200, 10_000] {
+            assert_eq!(check_arguments("t", None, &deep(n)).unwrap(), deep(n));
+        }
+        // With one, what cannot be checked is refused, saying so.
+        let refused = check(&deep(200)).unwrap_err();
+        assert!(
+            refused.starts_with("arguments for t cannot be checked against its input schema: "),
+            "{refused}"
+        );
+        assert!(refused.contains("128 levels"), "{refused}");
+        let refused = check(r#"{"q":"x","n":1e999}"#).unwrap_err();
+        assert!(refused.contains("cannot be checked"), "{refused}");
+        assert!(
+            check_arguments("t", None, "[1]")
+                .unwrap_err()
+                .contains("must be a JSON object, but are an array")
+        );
+        assert!(
+            check_arguments("t", None, r#"{"a":"#)
+                .unwrap_err()
+                .contains("not valid JSON")
         );
     }
 }

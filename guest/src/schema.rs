@@ -6,10 +6,16 @@
 //! evaluate only makes our check weaker, never wrong, so unsupported parts are skipped
 //! with a note rather than rejected.
 //!
-//! Why not `boon`: it pulls `ahash` with its runtime RNG and std's `RandomState`,
-//! which would add `wasi:random` imports to a component that must have none, and it
-//! grows the guest from ~0.3 MB to ~1.8 MB (slower Cranelift start-up). Tool schemas
-//! use a small, stable part of JSON Schema; that part is implemented here:
+//! Why not `boon` (or `jsonschema`, which is larger): boon needs std, and the
+//! component is `no_std` so that it imports no `wasi:cli/*` (see `lib.rs`); boon's
+//! `ahash` and std's `HashMap` seed themselves at run time, which adds
+//! `wasi:random/random` and `wasi:random/insecure-seed` imports to a component that
+//! must have none; and it is big: a std build of the guest grows from 0.65 MB to
+//! 2.3 MB with boon (measured with the `guest` profile; the `no_std` guest is
+//! 0.71 MB), and Cranelift's compile time at first run grows with it. Tool schemas use a small,
+//! stable part of JSON Schema; that part is implemented here, and
+//! `tests/differential/` checks it against boon on generated schemas and
+//! instances (the README lists the differences, "Documented differences"):
 //!
 //! - `type`, `enum`, `const`;
 //! - numbers: `minimum`, `maximum`, `exclusiveMinimum`/`exclusiveMaximum` (numbers,
@@ -29,6 +35,12 @@
 //! Not evaluated (noted): `unevaluatedProperties`, `unevaluatedItems`,
 //! `$dynamicRef` outside this document. `format` is an annotation in draft 2020-12
 //! and is not asserted.
+//!
+//! A schema that declares its draft in `$schema` is read as that draft: a keyword
+//! added later (`const` before draft 6, `prefixItems` before 2020-12, …) is not a
+//! keyword there and is ignored, and up to draft 7 `$ref` replaces its siblings.
+//! A schema without `$schema` is read with every draft's keywords (MCP servers mix
+//! them: draft-7 tuple `items` beside 2020-12 `$defs`).
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -153,20 +165,56 @@ pub(crate) fn is_whole(x: f64) -> bool {
     x.is_finite() && (x.abs() >= 9_007_199_254_740_992.0 || (x as i64) as f64 == x)
 }
 
-/// The whole number nearest to `x` (ties away from zero), without std's `round`.
-fn nearest_whole(x: f64) -> f64 {
-    if !x.is_finite() || x.abs() >= 9_007_199_254_740_992.0 {
-        return x;
+/// `multipleOf` as the JSON text means it, in decimal: 0.3 is a multiple of 0.1,
+/// though in binary floating point 0.3 / 0.1 is 2.9999999999999996. Each number is
+/// taken as the shortest decimal that reads back as the same `f64` (what the
+/// server wrote, for up to 17 significant digits). Checked after the binary
+/// quotient, so what a floating-point validator accepts is accepted too.
+fn is_decimal_multiple(x: f64, m: f64) -> bool {
+    let (Some((a, p)), Some((b, q))) = (decimal(x), decimal(m)) else {
+        return false;
+    };
+    if a == 0 {
+        return true;
     }
-    let truncated = (x as i64) as f64;
-    let rest = x - truncated;
-    if rest >= 0.5 {
-        truncated + 1.0
-    } else if rest <= -0.5 {
-        truncated - 1.0
+    if b == 0 {
+        return false;
+    }
+    // x / m = a / b * 10^(p - q): a whole number when b divides a * 10^(p - q).
+    if p >= q {
+        let mut rest = u128::from(a % b);
+        for _ in 0..p - q {
+            if rest == 0 {
+                break;
+            }
+            rest = rest * 10 % u128::from(b);
+        }
+        rest == 0
     } else {
-        truncated
+        let mut divisor = u128::from(b);
+        for _ in 0..q - p {
+            divisor *= 10;
+            if divisor > u128::from(a) {
+                return false;
+            }
+        }
+        u128::from(a) % divisor == 0
     }
+}
+
+/// `|x|` as digits and a power of ten: 0.25 is (25, -2). `None` for NaN and the
+/// infinities, which JSON does not have.
+fn decimal(x: f64) -> Option<(u64, i32)> {
+    if !x.is_finite() {
+        return None;
+    }
+    // Rust's `{:e}` is the shortest round-trip form: "2.5e-1".
+    let text = format!("{:e}", x.abs());
+    let (mantissa, exponent) = text.split_once('e')?;
+    let exponent: i32 = exponent.parse().ok()?;
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits: u64 = format!("{whole}{fraction}").parse().ok()?;
+    Some((digits, exponent - fraction.len() as i32))
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -240,12 +288,10 @@ impl Validator {
     pub fn compile(text: &str) -> Result<Validator, String> {
         let root: Value =
             serde_json::from_str(text).map_err(|e| format!("the schema is not valid JSON: {e}"))?;
-        let legacy = match root.get("$schema").and_then(Value::as_str) {
-            Some(s) => ["draft-03", "draft-04", "draft-06", "draft-07"]
-                .iter()
-                .any(|d| s.contains(d)),
-            None => false,
-        };
+        let draft = root
+            .get("$schema")
+            .and_then(Value::as_str)
+            .and_then(declared_draft);
         let mut compiler = Compiler {
             root: &root,
             root_id: root
@@ -255,7 +301,7 @@ impl Validator {
                 .map(|s| s.trim_end_matches('#').to_string())
                 .filter(|s| !s.is_empty()),
             anchors: BTreeMap::new(),
-            legacy,
+            draft,
             nodes: Vec::new(),
             memo: BTreeMap::new(),
             notes: Vec::new(),
@@ -452,15 +498,14 @@ impl Validator {
         {
             out.push(err(path, format!("want < {}, but got {got}", num(m))));
         }
-        if let Some(m) = k.multiple_of {
-            let q = x / m;
-            // Floating-point division leaves noise: 0.3 / 0.1 is 2.9999999999999996.
-            if !q.is_finite() || (q - nearest_whole(q)).abs() > 1e-9 * q.abs().max(1.0) {
-                out.push(err(
-                    path,
-                    format!("want a multiple of {}, but got {got}", num(m)),
-                ));
-            }
+        if let Some(m) = k.multiple_of
+            && !is_whole(x / m)
+            && !is_decimal_multiple(x, m)
+        {
+            out.push(err(
+                path,
+                format!("want a multiple of {}, but got {got}", num(m)),
+            ));
         }
     }
 
@@ -852,8 +897,11 @@ struct Compiler<'a> {
     root: &'a Value,
     root_id: Option<String>,
     anchors: BTreeMap<String, String>,
-    /// Draft 7 and earlier: `$ref` replaces its siblings.
-    legacy: bool,
+    /// The draft `$schema` declares (4, 6, 7, 2019, 2020), if any: a keyword
+    /// that draft does not have is not a keyword there, and evaluating it would
+    /// reject arguments the server accepts. Without one, every draft's keywords
+    /// are read.
+    draft: Option<u32>,
     nodes: Vec<Node>,
     /// Schema locations already compiled, so `$ref` cycles close into a graph.
     memo: BTreeMap<String, usize>,
@@ -914,12 +962,18 @@ impl Compiler<'_> {
                 return Err(format!("{}/$ref must be a string", at(ptr)));
             };
             k.reference = Some(self.resolve(ptr, r)?);
-            if self.legacy {
+            // Draft 7 and earlier: `$ref` replaces its siblings.
+            if self.draft.is_some_and(|d| d <= 7) {
                 return Ok(k);
             }
         }
         for (key, v) in map {
             let here = || format!("{}/{key}", at(ptr));
+            if let Some(since) = introduced_in(key)
+                && self.draft.is_some_and(|d| d < since)
+            {
+                continue;
+            }
             match key.as_str() {
                 "type" => {
                     let names: Vec<&Value> = match v {
@@ -1148,6 +1202,37 @@ impl Compiler<'_> {
     }
 }
 
+/// The draft a `$schema` URI names, as 3, 4, 6, 7, 2019 or 2020.
+fn declared_draft(uri: &str) -> Option<u32> {
+    [
+        ("draft-03", 3),
+        ("draft-04", 4),
+        ("draft-06", 6),
+        ("draft-07", 7),
+        ("2019-09", 2019),
+        ("2020-12", 2020),
+    ]
+    .iter()
+    .find(|(name, _)| uri.contains(name))
+    .map(|&(_, draft)| draft)
+}
+
+/// The draft that made `key` a keyword, for the keywords newer than draft 4.
+fn introduced_in(key: &str) -> Option<u32> {
+    Some(match key {
+        "const" | "contains" | "propertyNames" => 6,
+        "if" => 7,
+        "dependentRequired"
+        | "dependentSchemas"
+        | "minContains"
+        | "maxContains"
+        | "unevaluatedProperties"
+        | "unevaluatedItems" => 2019,
+        "prefixItems" => 2020,
+        _ => return None,
+    })
+}
+
 /// A schema location for messages: `#/properties/x`.
 fn at(ptr: &str) -> String {
     format!("#{ptr}")
@@ -1283,13 +1368,54 @@ mod tests {
     }
 
     #[test]
+    fn multiple_of_absorbs_rounding_but_not_fractions() {
+        assert_eq!(check(json!({"multipleOf": 0.1}), json!(0.3)), Ok(()));
+        assert_eq!(check(json!({"multipleOf": 0.01}), json!(0.07)), Ok(()));
+        // 10^300 is not a multiple of 3, but its nearest f64 divided by 3 is
+        // whole, so a floating-point validator accepts it: so does the guest.
+        assert_eq!(check(json!({"multipleOf": 3}), json!(1e300)), Ok(()));
+        assert_eq!(check(json!({"multipleOf": 0.7}), json!(2.1)), Ok(()));
+        assert_eq!(check(json!({"multipleOf": 1e-300}), json!(1e300)), Ok(()));
+        assert!(check(json!({"multipleOf": 0.7}), json!(2.2)).is_err());
+        assert!(check(json!({"multipleOf": 1e-3}), json!(1e-4)).is_err());
+        assert_eq!(check(json!({"multipleOf": 0.5}), json!(0)), Ok(()));
+        // Found by the differential test against boon: the former tolerance
+        // (a quotient within 1e-9 of a whole number) took these for multiples.
+        for x in [json!(1000000000.5), json!(1e-10), json!(4503599627370495.5)] {
+            assert!(check(json!({"multipleOf": 1}), x.clone()).is_err(), "{x}");
+        }
+    }
+
+    #[test]
+    fn a_declared_draft_ignores_keywords_it_does_not_have() {
+        // Found by the differential test against boon: `propertyNames` is not a
+        // draft-4 keyword, nor `prefixItems` a draft-7 one; checking them would
+        // reject arguments the server accepts.
+        let draft4 = json!({"$schema": "http://json-schema.org/draft-04/schema#", "propertyNames": {"maxLength": 0}});
+        assert_eq!(check(draft4, json!({"a": 1})), Ok(()));
+        let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#", "prefixItems": [{"type": "string"}], "if": {"type": "array"}, "then": {"minItems": 2}});
+        assert!(
+            check(draft7.clone(), json!([1]))
+                .unwrap_err()
+                .contains("at least 2")
+        );
+        let draft6 = json!({"$schema": "http://json-schema.org/draft-06/schema#", "if": {}, "then": false, "const": 1});
+        assert!(check(draft6, json!(2)).unwrap_err().contains("want 1"));
+        // Without `$schema`, every draft's keywords count.
+        let unlabelled =
+            json!({"propertyNames": {"maxLength": 0}, "prefixItems": [{"type": "string"}]});
+        assert!(check(unlabelled.clone(), json!({"a": 1})).is_err());
+        assert!(check(unlabelled, json!([1])).is_err());
+    }
+
+    #[test]
     fn whole_numbers_without_std() {
         assert!(is_whole(2.0) && is_whole(-3.0) && is_whole(1e300));
         assert!(!is_whole(2.5) && !is_whole(f64::NAN) && !is_whole(f64::INFINITY));
-        assert_eq!(nearest_whole(2.5), 3.0);
-        assert_eq!(nearest_whole(-2.5), -3.0);
-        assert_eq!(nearest_whole(2.4999), 2.0);
-        assert_eq!(nearest_whole(-0.2), 0.0);
+        assert_eq!(decimal(0.25), Some((25, -2)));
+        assert_eq!(decimal(-1e300), Some((1, 300)));
+        assert_eq!(decimal(123.0), Some((123, 0)));
+        assert_eq!(decimal(0.0), Some((0, 0)));
     }
 
     #[test]

@@ -212,9 +212,40 @@ pub fn format_ms(ms: u64) -> String {
     }
 }
 
+/// A size for people: `900 bytes`, `64 KiB`, `1.5 MiB`, `286.1 MiB`.
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let (mut unit, mut scale) = (0, 1024u64);
+    while unit + 1 < UNITS.len() && bytes >= scale * 1024 {
+        unit += 1;
+        scale *= 1024;
+    }
+    let tenths = (u128::from(bytes) * 10).div_ceil(u128::from(scale));
+    if tenths % 10 == 0 {
+        format!("{} {}", tenths / 10, UNITS[unit])
+    } else {
+        format!("{}.{} {}", tenths / 10, tenths % 10, UNITS[unit])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_naturally() {
+        assert_eq!(format_bytes(900), "900 bytes");
+        assert_eq!(format_bytes(64 * 1024), "64 KiB");
+        assert_eq!(format_bytes(1536 * 1024), "1.5 MiB");
+        assert_eq!(format_bytes(16 * 1024 * 1024), "16 MiB");
+        // Rounded up, so a size just over a limit never reads as the limit.
+        assert_eq!(format_bytes(16 * 1024 * 1024 + 1), "16.1 MiB");
+        assert_eq!(format_bytes(300_000_000), "286.2 MiB");
+        assert_eq!(format_bytes(5 << 40), "5120 GiB");
+    }
 
     #[test]
     fn durations_read_naturally() {

@@ -18,7 +18,8 @@ use wasmtime::Store;
 use crate::bindings::{Mcpbox, gateway, registry, wit};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
-use crate::types::{CallError, Event, InputAnswer, ServerStatus, Tool};
+use crate::transport::descendants::Subreaper;
+use crate::types::{CallError, Event, InputAnswer, ServerState, ServerStatus, Tool};
 
 /// The longest the guest blocks in `wait` without a reason to return. Only
 /// bounds how soon a caller that gave up on a call gets that call cancelled.
@@ -116,7 +117,13 @@ pub(crate) struct Driver {
     last_abandon_scan: Instant,
     /// The gateway's options and where its signals go, once serving.
     serving: Option<(gateway::ServeOptions, DownstreamSink)>,
+    /// This runtime's use of the subreaper, if it has the option.
+    subreaper: Option<Subreaper>,
 }
+
+/// How long a shutdown waits for the servers to be gone: their grace period
+/// between SIGTERM and SIGKILL, and time to reap them and their descendants.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// A guest that traps this many times within [`TRAP_WINDOW`] is not restarted again.
 const MAX_TRAPS: usize = 3;
@@ -130,6 +137,7 @@ impl Driver {
         jobs: mpsc::UnboundedReceiver<Job>,
         wake: Arc<Wake>,
         published: Published,
+        subreaper: Option<Subreaper>,
     ) -> Self {
         Driver {
             factory,
@@ -143,6 +151,7 @@ impl Driver {
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
             serving: None,
+            subreaper,
         }
     }
 
@@ -150,10 +159,22 @@ impl Driver {
     /// that traps is replaced by a fresh instance (its servers restart); only a
     /// guest that keeps trapping stops the runtime.
     pub async fn run(mut self) {
+        // Who asked for the shutdown, answered once every server is gone.
+        let mut shutdowns = Vec::new();
+        let mut failed = true;
         let reason = loop {
             let trap = match self.serve().await {
-                Ok(()) => break "it was shut down".to_owned(),
-                Err(trap) => format!("{trap:#}"),
+                Ok(done) => {
+                    shutdowns.extend(done);
+                    failed = false;
+                    break "it was shut down".to_owned();
+                }
+                // Out of memory, the usual cause, said plainly; the wasm
+                // backtrace of the allocator's abort would not tell it.
+                Err(trap) => match self.store.data().limits.out_of_memory() {
+                    Some(message) => message,
+                    None => format!("{trap:#}"),
+                },
             };
             let now = Instant::now();
             self.traps.retain(|t| now.duration_since(*t) < TRAP_WINDOW);
@@ -162,7 +183,6 @@ impl Driver {
                 // The callers in flight are told this, not that the guest restarted.
                 break format!("the guest failed {MAX_TRAPS} times within a minute; last: {trap}");
             }
-            self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
             match self.factory.start().await {
                 Ok(started) => {
                     // The old store goes with its connections, which stops its servers.
@@ -172,6 +192,9 @@ impl Driver {
                     self.published
                         .servers
                         .send_replace(Arc::new(started.servers));
+                    // Answered once the new snapshots are out, so a caller told of the
+                    // restart that then waits for readiness waits for the new servers.
+                    self.fail_pending(&format!("the guest failed and was restarted: {trap}"));
                     // Told after the new snapshots are out, so a listener that then
                     // waits for readiness waits for the new instance's servers.
                     let _ = self.published.events.send(Event::Warning(format!(
@@ -205,16 +228,33 @@ impl Driver {
                 "the mcpbox runtime stopped: {reason}"
             )));
         }
+        if failed {
+            // No server runs without the guest: say so where people look.
+            let error = format!("the mcpbox runtime stopped: {reason}");
+            let servers: Vec<ServerStatus> = self
+                .published
+                .servers
+                .borrow()
+                .iter()
+                .map(|s| ServerStatus {
+                    state: ServerState::Failed,
+                    error: Some(error.clone()),
+                    tool_count: 0,
+                    ..s.clone()
+                })
+                .collect();
+            self.published.tools.send_replace(Arc::new(Vec::new()));
+            self.published.servers.send_replace(Arc::new(servers));
+        }
         let _ = self.published.stopped.send(Some(reason.clone()));
+        let _ = self.published.events.send(Event::Stopped(reason.clone()));
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {
                 Job::Call { reply, .. } => {
                     let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
-                Job::Shutdown { reply } => {
-                    let _ = reply.send(());
-                }
+                Job::Shutdown { reply } => shutdowns.push(reply),
                 Job::Reconnect { reply, .. }
                 | Job::AnswerInput { reply, .. }
                 | Job::Serve { reply, .. } => {
@@ -223,7 +263,22 @@ impl Driver {
                 Job::Downstream(_) | Job::ExchangeClosed(_) | Job::SessionClosed(_) => {}
             }
         }
-        // Dropping the store drops every connection, which stops every server.
+        // Dropping the store drops every connection, which stops every server;
+        // then wait until they (and what they left behind) are gone.
+        let Driver {
+            store,
+            factory,
+            subreaper,
+            ..
+        } = self;
+        drop(store);
+        let _ = tokio::time::timeout(SHUTDOWN_WAIT, factory.supervisors().all_stopped()).await;
+        if let Some(subreaper) = subreaper {
+            subreaper.release().await;
+        }
+        for reply in shutdowns {
+            let _ = reply.send(());
+        }
     }
 
     /// Fails every call in flight, and the job whose guest call trapped.
@@ -242,7 +297,9 @@ impl Driver {
         }
     }
 
-    async fn serve(&mut self) -> wasmtime::Result<()> {
+    /// Runs the guest until a shutdown (returning its reply, if a caller asked
+    /// for it) or a trap.
+    async fn serve(&mut self) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
         loop {
             // One budget covers a whole turn of the loop: the jobs, the wait and
             // the snapshots. A guest stuck in a loop traps instead of hanging.
@@ -253,12 +310,14 @@ impl Driver {
                         self.wake.take();
                         if let Some(done) = self.handle(job).await? {
                             self.shutdown().await?;
-                            let _ = done.send(());
-                            return Ok(());
+                            return Ok(Some(done));
                         }
                     }
                     Err(mpsc::error::TryRecvError::Empty) => break,
-                    Err(mpsc::error::TryRecvError::Disconnected) => return self.shutdown().await,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        self.shutdown().await?;
+                        return Ok(None);
+                    }
                 }
             }
             self.cancel_abandoned().await?;
@@ -342,7 +401,8 @@ impl Driver {
                 reply,
             } => {
                 let options = registry::CallOptions {
-                    timeout_ms: timeout.map(|t| t.as_millis() as u64),
+                    // A timeout past u64 milliseconds (585 million years) is no timeout.
+                    timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 };
                 let started = self
                     .guest

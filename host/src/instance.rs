@@ -15,6 +15,7 @@ use crate::bindings::{Mcpbox, McpboxPre, control, registry, state, transport};
 use crate::engine::EPOCH_TICK;
 use crate::imports::state::Memo;
 use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
+use crate::transport::stdio::Supervisors;
 use crate::types::{ConfigIssue, ServerStatus, Tool};
 
 /// How long one call into the guest may run wasm code before it is stopped as
@@ -53,6 +54,8 @@ pub(crate) struct Factory {
     diagnostics: DiagnosticsMap,
     /// What the guest remembers across runs (`mcpbox:runtime/state`).
     memo: Arc<Memo>,
+    /// The server processes of every instance, so a shutdown can wait for them.
+    supervisors: Arc<Supervisors>,
     origin: String,
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
@@ -103,6 +106,7 @@ impl Factory {
             wake,
             diagnostics,
             memo: Arc::default(),
+            supervisors: Arc::default(),
             origin,
             text,
             input_requests: false,
@@ -113,6 +117,11 @@ impl Factory {
     pub fn with_input_requests(mut self, enabled: bool) -> Factory {
         self.input_requests = enabled;
         self
+    }
+
+    /// The server processes of every instance made by this factory.
+    pub fn supervisors(&self) -> Arc<Supervisors> {
+        self.supervisors.clone()
     }
 
     /// Keeps the guest's `state` entries in `memo` (in memory only by default).
@@ -130,6 +139,7 @@ impl Factory {
             self.diagnostics.clone(),
         );
         state.memo = self.memo.clone();
+        state.supervisors = self.supervisors.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

@@ -38,8 +38,13 @@
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
-//!   compiled components.
+//!   compiled components (signed, and loaded only from the user's own files).
+//! - `user_files`: files kept for the user between runs, used only where no
+//!   other user can write them, written 0600 in 0700 directories.
 //! - `bindings`: the one `bindgen!` over `wit/`.
+//! - [`terminal`]: escaping server text for a terminal (the CLI's human output).
+//! - [`trust`]: whether a configuration file may start its servers (the CLI asks
+//!   before it runs a file it has not seen).
 //! - [`types`](Tool): the public data types.
 
 #![deny(missing_docs)]
@@ -52,11 +57,14 @@ mod instance;
 mod runtime;
 mod serve;
 mod store;
+pub mod terminal;
 mod transport;
+pub mod trust;
 mod types;
+mod user_files;
 
-pub use engine::default_cache_dir;
-pub use runtime::{CallOptions, Options, Runtime};
+pub use engine::{default_cache_dir, default_config_dir};
+pub use runtime::{CallOptions, MAX_CONFIG_BYTES, Options, Runtime};
 pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
 pub use store::Policy;
 pub use types::{

@@ -1,7 +1,12 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
-//! Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or
-//! configuration error; 3 server unavailable or timeout.
+//! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
+//! 2 usage or configuration error; 3 server unavailable or timeout, or the
+//! runtime stopped; 130 / 143 SIGINT / SIGTERM.
+//!
+//! Human-readable output shows text from servers and configurations through
+//! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
+//! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -11,6 +16,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use mcpbox::terminal::{Lines, escape};
+use mcpbox::trust::ConfigFile;
 use mcpbox::{
     CallError, CallOptions, HttpOptions, Naming, Options, Policy, Runtime, ServeOptions,
     ServerState, ServerStatus,
@@ -20,7 +27,15 @@ use mcpbox::{
 #[command(
     name = "mcpbox",
     version,
-    about = "Use the tools of MCP servers through a sandboxed WebAssembly component"
+    about = "Use the tools of MCP servers through a sandboxed WebAssembly component",
+    after_help = "Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or configuration \
+                  error (also unknown tool, invalid or oversized arguments, an untrusted \
+                  configuration); 3 server unavailable or timeout, or the runtime stopped; \
+                  130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
+                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http: the \
+                  bearer token); MCPBOX_CACHE_DIR (compiled \
+                  components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
+                  key, trusted configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
 )]
 struct Cli {
     /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
@@ -38,6 +53,14 @@ struct Cli {
     /// Do not start stdio servers (child processes): they fail as denied by the policy.
     #[arg(long, global = true)]
     no_processes: bool,
+    /// Start the servers of the configuration without checking that it is trusted
+    /// (for CI; also `MCPBOX_TRUST_ALL=1`).
+    #[arg(long, global = true)]
+    trust: bool,
+    /// The most memory the guest component may use, in MiB (default 256); a call's
+    /// arguments may be 1/16 of it.
+    #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    memory_limit: Option<u32>,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,6 +80,9 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
     },
+    /// Trust the configuration file (`--config`) as it is now, so that its servers
+    /// may start: shows what it runs and remembers the file by path and SHA-256.
+    Trust,
     /// Call a tool and print its result.
     Call {
         /// The namespaced tool name, e.g. mcp__demo__echo.
@@ -142,17 +168,152 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // Not a plain drop, which would wait for a blocking read of stdin that a
+    // signal interrupted. Dropping the tasks stops any server still running.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => ExitCode::from(code),
         Err(Failure { code, error }) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", block(&format!("{error:#}"), "  "));
             ExitCode::from(code)
         }
     }
 }
 
+/// `MCPBOX_TRUST_ALL=1` (or `true`, `yes`): trust every configuration (for CI).
+fn trust_all_from_env() -> bool {
+    std::env::var("MCPBOX_TRUST_ALL")
+        .is_ok_and(|v| matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+}
+
+/// What a configuration would start and hand over, for the user to judge.
+fn what_it_runs(config: &ConfigFile) -> String {
+    let mut text: String = config
+        .servers()
+        .iter()
+        .map(|s| format!("\n    {}", one(s)))
+        .collect();
+    let variables = config.variables();
+    if !variables.is_empty() {
+        text.push_str(&format!(
+            "\n  and hand them these environment variables: {}",
+            one(&variables.join(", "))
+        ));
+    }
+    text
+}
+
+/// `path` as one shell word.
+fn shell_word(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// Starts nothing from a configuration the user has not trusted: on a terminal
+/// asks (y/N), otherwise fails with exit code 2 saying what it would run and how
+/// to trust it.
+fn ensure_trusted(config: &ConfigFile) -> Result<(), Failure> {
+    let config_dir = mcpbox::default_config_dir();
+    if mcpbox::trust::check(config, config_dir.as_deref())?.is_some() {
+        return Ok(());
+    }
+    let shown = config.canonical.as_deref().unwrap_or(&config.path);
+    let runs = what_it_runs(config);
+    if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() {
+        eprint!(
+            "mcpbox has not run {} before. It would start:{runs}\nStart these servers \
+             (and remember the file as it is now)? [y/N] ",
+            one(&shown.display().to_string())
+        );
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+            if let Err(e) = mcpbox::trust::trust(config, config_dir.as_deref()) {
+                eprintln!("warning: trusted for this run only: {e}");
+            }
+            return Ok(());
+        }
+    }
+    Err(fail(
+        2,
+        anyhow::anyhow!(
+            "{} is not trusted yet: mcpbox starts the servers of a configuration file only \
+             once you have trusted it as it is. It would start:{runs}\n\
+             If you trust it, run `mcpbox --config {} trust` first (or pass --trust, or set \
+             MCPBOX_TRUST_ALL=1, for CI).",
+            shown.display(),
+            shell_word(shown)
+        ),
+    ))
+}
+
+/// `mcpbox trust`: shows what the configuration runs and remembers it.
+fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
+    let shown = config.canonical.as_deref().unwrap_or(&config.path);
+    if config.servers().is_empty() {
+        eprintln!(
+            "{} names no server: nothing to trust",
+            one(&shown.display().to_string())
+        );
+        return Ok(0);
+    }
+    mcpbox::trust::trust(config, mcpbox::default_config_dir().as_deref())?;
+    println!(
+        "trusted {} (sha256 {}), which starts:{}",
+        one(&shown.display().to_string()),
+        config.sha256_hex(),
+        what_it_runs(config)
+    );
+    Ok(0)
+}
+
+/// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
+/// shutdown, so that no server outlives it. Exit code 128 + the signal: 130, 143.
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, Failure> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
+            terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
+        })
+    }
+
+    /// The exit code of the next signal.
+    async fn next(&mut self) -> u8 {
+        tokio::select! {
+            _ = self.interrupt.recv() => 130,
+            _ = self.terminate.recv() => 143,
+        }
+    }
+}
+
 async fn run(cli: Cli) -> Result<u8, Failure> {
-    let mut options = Options::from_config_file(&cli.config).policy(Policy {
+    // Read once: what runs is what was checked.
+    let config = ConfigFile::read(&cli.config)?;
+    if matches!(cli.command, Command::Trust) {
+        return trust_command(&config);
+    }
+    if !(cli.trust || trust_all_from_env()) {
+        ensure_trusted(&config)?;
+    }
+    // Before any server starts: from here on a signal stops them first.
+    let mut signals = Signals::install()?;
+    let origin = cli.config.display().to_string();
+    let mut options = Options::from_config_text(origin, config.text).policy(Policy {
         allow_network: !cli.no_network,
         allow_processes: !cli.no_processes,
         ..Policy::default()
@@ -164,51 +325,80 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         // Upstream servers may ask the gateway's clients for input.
         options = options.input_requests(true);
     }
-    let runtime = options.open().await?;
-    for issue in runtime.config_issues() {
-        eprintln!("warning: {}: {issue}", cli.config.display());
+    if let Some(mib) = cli.memory_limit {
+        options = options.memory_limit(mib as usize * 1024 * 1024);
     }
-    let code = match &cli.command {
-        Command::Servers { watch: false } => servers(&runtime, cli.json).await?,
-        Command::Servers { watch: true } => watch(&runtime, cli.json).await?,
-        Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await?,
-        Command::Call {
-            tool,
-            arguments,
-            timeout,
-        } => call(&runtime, tool, arguments, *timeout, cli.json).await?,
-        Command::Serve {
-            http,
-            profile,
-            naming,
-            max_name_length,
-            tool_search,
-            allow_origin,
-        } => {
-            let naming = match naming.as_str() {
-                "prefixed" => Naming::Prefixed,
-                "conditional" => Naming::Conditional,
-                other => {
-                    return Err(fail(
-                        2,
-                        anyhow::anyhow!(
-                            "--naming must be `prefixed` or `conditional`, not `{other}`"
-                        ),
-                    ));
-                }
-            };
-            let options = ServeOptions {
+    // The CLI starts no processes but servers: it can reap every orphan.
+    options = options.subreaper(true);
+    let runtime = tokio::select! {
+        runtime = options.open() => runtime?,
+        code = signals.next() => return Ok(code),
+    };
+    for warning in runtime.startup_warnings() {
+        eprintln!("warning: {}", block(warning, "  "));
+    }
+    for issue in runtime.config_issues() {
+        eprintln!(
+            "warning: {}: {}",
+            one(&cli.config.display().to_string()),
+            block(&issue.to_string(), "  ")
+        );
+    }
+    let command = async {
+        match &cli.command {
+            Command::Servers { watch: false } => servers(&runtime, cli.json).await,
+            Command::Servers { watch: true } => watch(&runtime, cli.json).await,
+            Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await,
+            Command::Call {
+                tool,
+                arguments,
+                timeout,
+            } => call(&runtime, tool, arguments, *timeout, cli.json).await,
+            Command::Serve {
+                http,
+                profile,
                 naming,
-                max_name_len: *max_name_length,
-                tool_search: *tool_search,
-                profile: profile.clone(),
-                ..ServeOptions::default()
-            };
-            serve(&runtime, options, http.as_deref(), allow_origin).await?
+                max_name_length,
+                tool_search,
+                allow_origin,
+            } => {
+                let naming = match naming.as_str() {
+                    "prefixed" => Naming::Prefixed,
+                    "conditional" => Naming::Conditional,
+                    other => {
+                        return Err(fail(
+                            2,
+                            anyhow::anyhow!(
+                                "--naming must be `prefixed` or `conditional`, not `{}`",
+                                one(other)
+                            ),
+                        ));
+                    }
+                };
+                let options = ServeOptions {
+                    naming,
+                    max_name_len: *max_name_length,
+                    tool_search: *tool_search,
+                    profile: profile.clone(),
+                    ..ServeOptions::default()
+                };
+                serve(&runtime, options, http.as_deref(), allow_origin).await
+            }
+            // Handled before the runtime opens.
+            Command::Trust => Ok(0),
         }
     };
-    runtime.shutdown().await;
-    Ok(code)
+    let outcome = tokio::select! {
+        outcome = command => outcome,
+        code = signals.next() => Ok(code),
+    };
+    // On every way out: servers stopped (SIGTERM, then SIGKILL after a grace
+    // period) and reaped, and what they left behind killed. A second signal
+    // cuts the grace period short.
+    tokio::select! {
+        () = runtime.shutdown() => outcome,
+        code = signals.next() => Ok(code),
+    }
 }
 
 /// Waits for every server to settle, with a spinner on a terminal.
@@ -225,7 +415,20 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
     }
     print_servers(&servers, json)?;
+    still_running(runtime)?;
     Ok(0)
+}
+
+/// A runtime that stopped by itself (its guest failed three times within a
+/// minute) is an error the user must see: exit code 3 with the reason.
+fn still_running(runtime: &Runtime) -> Result<(), Failure> {
+    match runtime.stopped() {
+        Some(reason) => Err(fail(
+            3,
+            anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
+        )),
+        None => Ok(()),
+    }
 }
 
 fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
@@ -239,7 +442,7 @@ fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
     }
     let width = servers
         .iter()
-        .map(|s| s.name.chars().count())
+        .map(|s| one(&s.name).chars().count())
         .max()
         .unwrap_or(0);
     for s in servers {
@@ -257,37 +460,38 @@ fn status_line(s: &ServerStatus, width: usize) -> String {
         ServerState::Failed => "✗",
         ServerState::Closed => "–",
     };
-    let mut line = format!("{symbol} {:width$}  {:>3} tools", s.name, s.tool_count);
+    let name = one(&s.name);
+    // Padded by what is shown: an escaped name is wider than its characters.
+    let mut line = format!("{symbol} {name:width$}  {:>3} tools", s.tool_count);
     if let Some(v) = &s.protocol_version {
-        line.push_str(&format!("  {v}"));
+        line.push_str(&format!("  {}", one(v)));
     }
     if let Some(name) = &s.server_name {
         line.push_str(&format!(
-            "  {name} {}",
-            s.server_version.as_deref().unwrap_or("")
+            "  {} {}",
+            one(name),
+            one(s.server_version.as_deref().unwrap_or(""))
         ));
     }
     let mut line = line.trim_end().to_owned();
     if let Some(error) = &s.error {
-        line.push_str(&format!("\n    {}", error.replace('\n', "\n    ")));
+        line.push_str(&format!("\n    {}", block(error, "    ")));
     }
     line
 }
 
-/// Prints the servers, then every event until Ctrl-C.
+/// Prints the servers, then every event until Ctrl-C, or until the runtime
+/// stops by itself (then exit code 3).
 async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
     print_servers(&runtime.servers(), json)?;
-    let interrupted = tokio::signal::ctrl_c();
-    tokio::pin!(interrupted);
+    // Stopped before the subscription: its event was missed.
+    still_running(runtime)?;
+    // Until a signal ends the CLI (see `run`).
     loop {
-        let event = tokio::select! {
-            _ = &mut interrupted => return Ok(0),
-            event = events.recv() => event,
-        };
-        let event = match event {
+        let event = match events.recv().await {
             Ok(event) => event,
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
                 eprintln!("({n} events were dropped: the display fell behind)");
@@ -310,23 +514,46 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 } => {
                     serde_json::json!({ "event": "log", "server": server, "level": level, "message": message })
                 }
+                Event::Stopped(reason) => {
+                    serde_json::json!({ "event": "stopped", "reason": reason })
+                }
                 other => serde_json::json!({ "event": format!("{other:?}") }),
             };
             writeln!(out, "{value}")?;
         } else {
             match &event {
                 Event::Status(s) => writeln!(out, "{}", status_line(s, 0))?,
-                Event::ToolsChanged(server) => writeln!(out, "  {server}: tool list changed")?,
-                Event::Warning(text) => writeln!(out, "  warning: {text}")?,
+                Event::ToolsChanged(server) => {
+                    writeln!(out, "  {}: tool list changed", one(server))?
+                }
+                Event::Warning(text) => writeln!(out, "  warning: {}", block(text, "    "))?,
                 Event::Log {
                     server,
                     level,
                     message,
-                } => writeln!(out, "  {server} [{level}] {message}")?,
-                other => writeln!(out, "  {other:?}")?,
+                } => writeln!(
+                    out,
+                    "  {} [{}] {}",
+                    one(server),
+                    one(level),
+                    block(message, "    ")
+                )?,
+                Event::Stopped(reason) => writeln!(
+                    out,
+                    "✗ the mcpbox runtime stopped: {}",
+                    block(reason, "    ")
+                )?,
+                other => writeln!(out, "  {}", one(&format!("{other:?}")))?,
             }
         }
         out.flush()?;
+        drop(out);
+        if let Event::Stopped(reason) = event {
+            return Err(fail(
+                3,
+                anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
+            ));
+        }
     }
 }
 
@@ -335,11 +562,12 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
     if let Some(name) = server
         && !servers.iter().any(|s| s.name == name)
     {
-        let known: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        let known: Vec<String> = servers.iter().map(|s| one(&s.name).into_owned()).collect();
         return Err(fail(
             2,
             anyhow::anyhow!(
-                "no server named `{name}` (configured: {})",
+                "no server named `{}` (configured: {})",
+                one(name),
                 known.join(", ")
             ),
         ));
@@ -355,14 +583,18 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
         serde_json::to_writer_pretty(&mut out, &selected)?;
         writeln!(out)?;
     } else {
-        let width = selected.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        let width = selected
+            .iter()
+            .map(|t| one(&t.name).chars().count())
+            .max()
+            .unwrap_or(0);
         for t in &selected {
             let description = t
                 .description
                 .as_deref()
                 .and_then(|d| d.lines().next())
                 .unwrap_or("");
-            writeln!(out, "{:width$}  {description}", t.name)?;
+            writeln!(out, "{:width$}  {}", one(&t.name), one(description))?;
         }
     }
     // Before the warnings on stderr, so a terminal shows them in that order.
@@ -370,10 +602,11 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
     for s in servers.iter().filter(|s| s.state == ServerState::Failed) {
         eprintln!(
             "warning: server `{}` failed: {}",
-            s.name,
-            s.error.as_deref().unwrap_or("unknown error")
+            one(&s.name),
+            block(s.error.as_deref().unwrap_or("unknown error"), "  ")
         );
     }
+    still_running(runtime)?;
     Ok(0)
 }
 
@@ -385,24 +618,14 @@ async fn call(
     json: bool,
 ) -> Result<u8, Failure> {
     let arguments = if arguments == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .context("reading the arguments from stdin")?;
-        text
+        read_arguments(runtime, tool).await?
     } else {
         arguments.to_owned()
     };
-    let timeout = match timeout {
-        Some(secs) if secs.is_finite() && secs > 0.0 => Some(Duration::from_secs_f64(secs)),
-        Some(secs) => {
-            return Err(fail(
-                2,
-                anyhow::anyhow!("--timeout must be a positive number of seconds, not {secs}"),
-            ));
-        }
-        None => None,
-    };
+    let timeout = timeout
+        .map(parse_timeout)
+        .transpose()
+        .map_err(|e| fail(2, e))?;
 
     // Wait for this tool's server only, not for every slow server; when the tool
     // never appears, the registry's own error says why (its server failed, …).
@@ -428,9 +651,9 @@ async fn call(
         serde_json::to_writer_pretty(&mut out, &result)?;
         writeln!(out)?;
     } else if result.is_error {
-        eprintln!("{}", result.text);
+        eprintln!("{}", escape(&result.text, Lines::Keep));
     } else {
-        writeln!(out, "{}", result.text)?;
+        writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
     }
     Ok(if result.is_error { 1 } else { 0 })
 }
@@ -448,16 +671,17 @@ async fn serve(
     tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
             match event {
-                Event::Warning(w) => eprintln!("mcpbox serve: warning: {w}"),
+                Event::Warning(w) => eprintln!("mcpbox serve: warning: {}", block(&w, "  ")),
                 Event::Status(s) if s.state == ServerState::Failed => eprintln!(
                     "mcpbox serve: server `{}` failed: {}",
-                    s.name,
-                    s.error.as_deref().unwrap_or("unknown error")
+                    one(&s.name),
+                    block(s.error.as_deref().unwrap_or("unknown error"), "  ")
                 ),
                 Event::Status(s) if s.state == ServerState::Connected => {
                     eprintln!(
                         "mcpbox serve: server `{}` connected ({} tools)",
-                        s.name, s.tool_count
+                        one(&s.name),
+                        s.tool_count
                     )
                 }
                 _ => {}
@@ -487,13 +711,72 @@ async fn serve(
         allowed_origins: allow_origin.to_vec(),
         ..HttpOptions::default()
     };
-    tokio::select! {
-        served = runtime.serve_http(options, http, listener) => {
-            served.map_err(|e| fail(2, e))?;
-        }
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
+    runtime
+        .serve_http(options, http, listener)
+        .await
+        .map_err(|e| fail(2, e))?;
     Ok(0)
+}
+
+/// Reads a call's arguments from stdin, keeping no more than a call may have:
+/// beyond that the rest is only counted, for the error.
+/// On a blocking thread, so that a signal is handled while stdin waits.
+async fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure> {
+    let limit = runtime.max_arguments_bytes();
+    let read = tokio::task::spawn_blocking(move || -> std::io::Result<(Vec<u8>, usize)> {
+        let mut stdin = std::io::stdin().lock();
+        let mut bytes = Vec::new();
+        (&mut stdin)
+            .take(limit as u64 + 1)
+            .read_to_end(&mut bytes)?;
+        let mut size = bytes.len();
+        if size > limit {
+            let rest = std::io::copy(&mut stdin, &mut std::io::sink())?;
+            size = size.saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
+        }
+        Ok((bytes, size))
+    });
+    let (bytes, size) = read
+        .await
+        .context("reading the arguments from stdin")?
+        .context("reading the arguments from stdin")?;
+    runtime
+        .check_arguments_size(tool, size)
+        .map_err(|e| fail(2, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        fail(
+            2,
+            anyhow::anyhow!("the arguments on stdin are not UTF-8: {e}"),
+        )
+    })
+}
+
+/// A one-line field from a server or the configuration (a name, a version, a
+/// description's first line), with every control character escaped.
+fn one(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text, Lines::Escape)
+}
+
+/// Text that may span lines (an error, a log message), escaped, with every line
+/// after the first indented by `indent`, so no line of it can pass for a line of
+/// the CLI's own.
+fn block(text: &str, indent: &str) -> String {
+    escape(text, Lines::Keep).replace('\n', &format!("\n{indent}"))
+}
+
+/// `--timeout SECS` as a [`Duration`]: a positive, finite number of seconds that
+/// a `Duration` can hold (`1e300` cannot; `Duration::from_secs_f64` would panic).
+fn parse_timeout(secs: f64) -> anyhow::Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        anyhow::bail!("--timeout must be a positive number of seconds, not {secs}");
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        anyhow::anyhow!(
+            "--timeout {secs} is too large: at most {} seconds",
+            Duration::MAX.as_secs()
+        )
+    })
 }
 
 /// A spinner on stderr while servers connect, shown only on a terminal.
@@ -520,10 +803,10 @@ impl Spinner {
         let task = tokio::spawn(async move {
             loop {
                 let servers = runtime.servers();
-                let starting: Vec<&str> = servers
+                let starting: Vec<String> = servers
                     .iter()
                     .filter(|s| s.state == ServerState::Starting)
-                    .map(|s| s.name.as_str())
+                    .map(|s| one(&s.name).into_owned())
                     .collect();
                 shown.set_message(format!(
                     "connecting to {} of {} servers: {}",
@@ -540,11 +823,16 @@ impl Spinner {
         }
     }
 
-    fn finish(self) {
-        if let Some(task) = self.task {
+    fn finish(self) {}
+}
+
+impl Drop for Spinner {
+    /// Also when a signal ends the command mid-way: the terminal line is cleared.
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
             task.abort();
         }
-        if let Some(bar) = self.bar {
+        if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
     }

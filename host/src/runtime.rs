@@ -14,6 +14,7 @@ use crate::engine;
 use crate::imports::state::Memo;
 use crate::instance::Factory;
 use crate::store::{DiagnosticsMap, Policy, Wake};
+use crate::transport::descendants::Subreaper;
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ServerDiagnostics, ServerState,
     ServerStatus, Tool,
@@ -49,9 +50,11 @@ pub struct Options {
     config: ConfigSource,
     guest: GuestSource,
     cache_dir: Option<PathBuf>,
+    config_dir: Option<PathBuf>,
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
+    subreaper: bool,
 }
 
 impl Options {
@@ -74,9 +77,11 @@ impl Options {
             config,
             guest: GuestSource::Embedded,
             cache_dir: engine::default_cache_dir(),
+            config_dir: engine::default_config_dir(),
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
+            subreaper: false,
         }
     }
 
@@ -94,6 +99,25 @@ impl Options {
         self
     }
 
+    /// Makes this process the *subreaper* of its descendants (Linux
+    /// `PR_SET_CHILD_SUBREAPER`; default off, on in the CLI), so that no process a
+    /// server starts can outlive the runtime, not even one that leaves the
+    /// server's process group with `setsid` and clears its environment.
+    ///
+    /// Without it, mcpbox still stops each server's process group and every
+    /// descendant that kept the `MCPBOX_SERVER_ID` marker it gives each server
+    /// in its environment. With it, orphans of servers are reparented to this
+    /// process: mcpbox reaps those that exit, and when the last runtime with this
+    /// option shuts down it kills **every child process it did not start as a
+    /// server**. The attribute belongs to the whole process and stays set, and
+    /// mcpbox cannot tell an orphan from a child started by other code in the
+    /// process; so turn it on only in a process that starts no child processes
+    /// of its own (or waits for none of them).
+    pub fn subreaper(mut self, enabled: bool) -> Self {
+        self.subreaper = enabled;
+        self
+    }
+
     /// Loads another build of the guest component instead of the embedded one.
     pub fn guest_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.guest = GuestSource::File(path.into());
@@ -102,8 +126,22 @@ impl Options {
 
     /// Where compiled components are cached; `None` compiles every time.
     /// Defaults to [`default_cache_dir`](crate::default_cache_dir).
+    ///
+    /// A cached component is native code, so it is loaded only from a directory
+    /// and a file of the current user's that group and others cannot write, and
+    /// only if its HMAC (keyed by a secret in the [`config_dir`](Options::config_dir))
+    /// checks out; otherwise the guest is compiled in memory and
+    /// [`Runtime::startup_warnings`] says why.
     pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.cache_dir = dir;
+        self
+    }
+
+    /// Where mcpbox keeps the key that signs cached components (`cache-key`,
+    /// 0600). Defaults to [`default_config_dir`](crate::default_config_dir);
+    /// `None` turns the on-disk component cache off.
+    pub fn config_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.config_dir = dir;
         self
     }
 
@@ -117,6 +155,9 @@ impl Options {
     }
 
     /// The most linear memory the guest may use, in bytes (default 256 MiB).
+    ///
+    /// It also bounds the arguments of one call: at most 1/16 of it (16 MiB by
+    /// default; see [`Runtime::check_arguments_size`]).
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.memory_limit = bytes;
         self
@@ -158,7 +199,20 @@ struct Inner {
     stopped: watch::Receiver<Option<String>>,
     issues: Vec<ConfigIssue>,
     diagnostics: DiagnosticsMap,
+    /// The guest's memory limit, which bounds the arguments of a call.
+    memory_limit: usize,
+    /// What went wrong while opening without stopping it.
+    startup_warnings: Vec<String>,
 }
+
+/// The arguments of one call may take up this fraction of the guest's memory
+/// limit. The guest holds them several times over while it starts the call (the
+/// text handed in, the value parsed to check it against the schema, the request
+/// written for the server), next to every server's state and any answers arriving
+/// meanwhile. Measured with the default 256 MiB: an `echo` of 32 MB of arguments
+/// (whose answer is as large) worked, 40 MB ran the guest out of memory, which
+/// traps it and restarts every server. 1/16 (16 MiB) leaves room for that.
+const ARGUMENTS_SHARE: usize = 16;
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -169,20 +223,34 @@ impl Drop for Inner {
 impl Runtime {
     async fn open(options: Options) -> Result<Runtime, Error> {
         let (origin, text) = match &options.config {
+            ConfigSource::Text { origin, text } if text.len() > MAX_CONFIG_BYTES => {
+                return Err(too_large(origin));
+            }
             ConfigSource::Text { origin, text } => (origin.clone(), text.clone()),
             ConfigSource::File(path) => (path.display().to_string(), read_config(path)?),
         };
 
         let guest = options.guest.clone();
-        let cache_dir = options.cache_dir.clone();
-        let (engine, component) = tokio::task::spawn_blocking(move || {
+        let cache = match (&options.cache_dir, &options.config_dir) {
+            (Some(cache), Some(key)) => Some(engine::CacheDirs {
+                cache: cache.clone(),
+                key: key.clone(),
+            }),
+            _ => None,
+        };
+        let state_dir = options.cache_dir.clone();
+        let (engine, component, memo, startup_warnings) = tokio::task::spawn_blocking(move || {
             let engine = engine::engine()?;
+            let mut warnings = Vec::new();
+            let (memo, warning) = Memo::open(state_dir.as_deref());
+            warnings.extend(warning);
             let component = match &guest {
                 GuestSource::Embedded => engine::load_component(
                     &engine,
                     engine::EMBEDDED_GUEST,
                     engine::EMBEDDED_GUEST_SHA256,
-                    cache_dir.as_deref(),
+                    cache.as_ref(),
+                    &mut warnings,
                 )?,
                 GuestSource::File(path) => {
                     let wasm = std::fs::read(path).map_err(|e| {
@@ -192,14 +260,31 @@ impl Runtime {
                         ))
                     })?;
                     let digest = engine::wasm_digest(&wasm);
-                    engine::load_component(&engine, &wasm, &digest, cache_dir.as_deref())?
+                    engine::load_component(&engine, &wasm, &digest, cache.as_ref(), &mut warnings)?
                 }
             };
-            Ok::<_, Error>((engine, component))
+            Ok::<_, Error>((engine, component, memo, warnings))
         })
         .await
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
 
+        // Before any server starts, so that no early orphan goes to init.
+        let mut startup_warnings = startup_warnings;
+        let subreaper = if options.subreaper {
+            match Subreaper::start() {
+                Ok(subreaper) => Some(subreaper),
+                Err(e) => {
+                    startup_warnings.push(format!(
+                        "could not make this process the subreaper of its servers' \
+                         descendants ({e}); a descendant that leaves its server's process \
+                         group and environment may outlive the server"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let wake = Arc::new(Wake::default());
         let diagnostics = DiagnosticsMap::default();
         let factory = Factory::new(
@@ -211,7 +296,7 @@ impl Runtime {
             diagnostics.clone(),
             (origin, text),
         )?
-        .with_memo(Memo::in_dir(options.cache_dir.as_deref()))
+        .with_memo(memo)
         .with_input_requests(options.input_requests);
         let started = factory.start().await?;
 
@@ -233,6 +318,7 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
+            subreaper,
         );
         tokio::spawn(driver.run());
 
@@ -246,6 +332,8 @@ impl Runtime {
                 stopped: stopped_rx,
                 issues: started.issues,
                 diagnostics,
+                memory_limit: options.memory_limit,
+                startup_warnings,
             }),
         })
     }
@@ -254,6 +342,13 @@ impl Runtime {
     /// the rest loaded.
     pub fn config_issues(&self) -> &[ConfigIssue] {
         &self.inner.issues
+    }
+
+    /// Problems met while opening that did not stop it, for the embedder to show:
+    /// a component cache that was not used or a cached component that was not
+    /// loaded, and why (see [`Options::cache_dir`]).
+    pub fn startup_warnings(&self) -> &[String] {
+        &self.inner.startup_warnings
     }
 
     /// Every configured server and its current state.
@@ -361,6 +456,7 @@ impl Runtime {
         arguments: String,
         options: CallOptions,
     ) -> Result<CallResult, CallError> {
+        self.check_arguments_size(name, arguments.len())?;
         let (reply, answer) = oneshot::channel();
         self.submit(Job::Call {
             tool: name.to_owned(),
@@ -373,6 +469,31 @@ impl Runtime {
             Ok(outcome) => outcome.map(CallResult::from),
             Err(_) => Err(CallError::Runtime(self.stop_reason())),
         }
+    }
+
+    /// The largest arguments (JSON text, in bytes) a call accepts: 1/16 of the
+    /// guest's memory limit ([`Options::memory_limit`]), 16 MiB by default.
+    pub fn max_arguments_bytes(&self) -> usize {
+        self.inner.memory_limit / ARGUMENTS_SHARE
+    }
+
+    /// What [`call_tool`](Runtime::call_tool) checks before anything enters the
+    /// guest: `Err(`[`CallError::InvalidArguments`]`)` naming `tool`, the size,
+    /// the limit and how to raise it when `bytes` of arguments are over
+    /// [`max_arguments_bytes`](Runtime::max_arguments_bytes). Lets a caller refuse
+    /// arguments before reading them whole.
+    pub fn check_arguments_size(&self, tool: &str, bytes: usize) -> Result<(), CallError> {
+        let limit = self.max_arguments_bytes();
+        if bytes <= limit {
+            return Ok(());
+        }
+        Err(CallError::InvalidArguments(format!(
+            "the arguments of `{tool}` are {bytes} bytes, more than the {} a call may have \
+             (1/{ARGUMENTS_SHARE} of the guest's memory limit of {}); a larger memory limit \
+             raises it (Options::memory_limit; CLI: --memory-limit MIB)",
+            size(limit),
+            size(self.inner.memory_limit),
+        )))
     }
 
     /// Closes every connection and stops every server. Pending calls fail with
@@ -440,21 +561,61 @@ impl Runtime {
 
     /// Why the runtime stopped ("it stopped" while it runs).
     pub(crate) fn stop_reason(&self) -> String {
-        self.inner
-            .stopped
-            .borrow()
-            .clone()
-            .unwrap_or_else(|| "it stopped".into())
+        self.stopped().unwrap_or_else(|| "it stopped".into())
+    }
+
+    /// Why the runtime stopped, once it has: it was shut down, or the guest kept
+    /// failing (three traps within a minute). `None` while it runs. See also
+    /// [`Event::Stopped`].
+    pub fn stopped(&self) -> Option<String> {
+        self.inner.stopped.borrow().clone()
     }
 }
 
-fn read_config(path: &Path) -> Result<String, Error> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(Error::Config {
-            origin: path.display().to_string(),
-            message: format!("{}: cannot be read: {e}", path.display()),
-        }),
+/// `bytes` in the largest binary unit that shows it exactly ("16 MiB", "256 KiB").
+fn size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} bytes"),
     }
+}
+
+/// The largest configuration accepted, as the guest's own cap
+/// (`mcpbox_guest::config::MAX_CONFIG_BYTES`): a bigger text is refused here,
+/// before it is read whole or copied into the guest's memory.
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
+
+fn too_large(origin: &str) -> Error {
+    Error::Config {
+        origin: origin.to_owned(),
+        message: format!(
+            "{origin} is larger than 16 MiB, the most a configuration may be; is this the right file?"
+        ),
+    }
+}
+
+/// The text of the configuration file at `path`, read no further than one byte
+/// past [`MAX_CONFIG_BYTES`]; a missing file is empty.
+pub(crate) fn read_config(path: &Path) -> Result<String, Error> {
+    use std::io::Read;
+    let origin = path.display().to_string();
+    let cannot = |e: std::io::Error| Error::Config {
+        origin: origin.clone(),
+        message: format!("{origin}: cannot be read: {e}"),
+    };
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(cannot(e)),
+    };
+    // One byte past the cap tells a file over it apart, whatever its metadata says.
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(too_large(&origin));
+    }
+    Ok(text)
 }

@@ -100,12 +100,14 @@ impl Wake {
 pub(crate) struct HostState {
     pub wasi: WasiCtx,
     pub table: ResourceTable,
-    pub limits: StoreLimits,
+    pub limits: GuestLimits,
     pub policy: Policy,
     pub wake: Arc<Wake>,
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
     pub memo: Arc<crate::imports::state::Memo>,
+    /// The runtime's server processes, counted until stopped (shared by its instances).
+    pub supervisors: Arc<crate::transport::stdio::Supervisors>,
 }
 
 impl HostState {
@@ -118,15 +120,81 @@ impl HostState {
         HostState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            limits: wasmtime::StoreLimitsBuilder::new()
-                .memory_size(memory_limit)
-                .instances(4)
-                .build(),
+            limits: GuestLimits {
+                limits: wasmtime::StoreLimitsBuilder::new()
+                    .memory_size(memory_limit)
+                    .instances(4)
+                    .build(),
+                memory_limit,
+                refused: None,
+            },
             policy,
             wake,
             diagnostics,
             memo: Arc::default(),
+            supervisors: Arc::default(),
         }
+    }
+}
+
+/// The store's limits, remembering a refused memory growth so that the trap it
+/// leads to (the guest's allocator aborts) can be told for what it is.
+#[derive(Debug)]
+pub(crate) struct GuestLimits {
+    limits: StoreLimits,
+    memory_limit: usize,
+    /// The size the guest last asked its memory to grow to, and was refused.
+    refused: Option<usize>,
+}
+
+impl GuestLimits {
+    /// "the guest ran out of memory: …" when a growth was refused, for a trap's
+    /// message; `None` otherwise.
+    pub fn out_of_memory(&self) -> Option<String> {
+        let asked = self.refused?;
+        let mib = |bytes: usize| bytes as f64 / (1024.0 * 1024.0);
+        Some(format!(
+            "the guest ran out of memory: growing it to {:.1} MiB would exceed its memory \
+             limit of {:.1} MiB (Options::memory_limit, or the CLI's --memory-limit, raises it)",
+            mib(asked),
+            mib(self.memory_limit)
+        ))
+    }
+}
+
+impl wasmtime::ResourceLimiter for GuestLimits {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if !allowed {
+            self.refused = Some(desired);
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
     }
 }
 

@@ -84,17 +84,46 @@ pub struct Tool {
 }
 
 /// The result of a tool call as the server returned it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+///
+/// `content` and `structuredContent` are the server's JSON text, exactly: a
+/// [`Value`] cannot hold everything JSON can (nesting deeper than serde_json's 128
+/// levels, numbers beyond `f64` such as `1e999`), and a result that parsed into
+/// one would come out changed or as `null`. Parse them where you need to
+/// ([`CallResult::structured_value`]), knowing that limit.
+#[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallResult {
     /// The server reported that the tool failed.
     pub is_error: bool,
     /// The text content blocks joined with "\n".
     pub text: String,
-    /// The full `content` list.
-    pub content: Value,
-    /// `structuredContent`, if any.
-    pub structured_content: Option<Value>,
+    /// The full `content` list, as the server sent it.
+    pub content: Box<RawValue>,
+    /// `structuredContent`, if any, as the server sent it.
+    pub structured_content: Option<Box<RawValue>>,
+}
+
+impl CallResult {
+    /// `structuredContent` as a [`Value`], if there is one. Err when it holds what
+    /// a `Value` cannot (deeper than 128 levels, a number beyond `f64`); the text
+    /// in [`CallResult::structured_content`] has it exactly.
+    pub fn structured_value(&self) -> Result<Option<Value>, serde_json::Error> {
+        self.structured_content
+            .as_deref()
+            .map(|raw| serde_json::from_str(raw.get()))
+            .transpose()
+    }
+}
+
+/// Equal when the texts are: `RawValue` has no equality of its own.
+impl PartialEq for CallResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.is_error == other.is_error
+            && self.text == other.text
+            && self.content.get() == other.content.get()
+            && self.structured_content.as_deref().map(RawValue::get)
+                == other.structured_content.as_deref().map(RawValue::get)
+    }
 }
 
 /// Why a call produced no tool result.
@@ -156,6 +185,10 @@ pub enum Event {
     /// (its call ended, or the server withdrew it).
     #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
+    /// The runtime stopped, for the reason given: shut down, or a guest that kept
+    /// failing (then every server is shown failed with this reason, the tool
+    /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
+    Stopped(String),
 }
 
 /// A server's request for input from the user: MCP elicitation
@@ -282,10 +315,8 @@ impl From<wit::CallResult> for CallResult {
         CallResult {
             is_error: r.is_error,
             text: r.text,
-            content: serde_json::from_str(&r.content).unwrap_or(Value::Null),
-            structured_content: r
-                .structured_content
-                .and_then(|s| serde_json::from_str(&s).ok()),
+            content: raw(r.content),
+            structured_content: r.structured_content.map(raw),
         }
     }
 }

@@ -24,7 +24,7 @@
 // - limits.js: the guest's memory limit, written into its module.
 
 import { EventEmitter } from 'node:events';
-import { readFile, readdir } from 'node:fs/promises';
+import { open as openFile, readFile, readdir } from 'node:fs/promises';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
@@ -35,6 +35,52 @@ import { ConnectionTable } from './transport.js';
 /** Where `npm run build` puts the transpiled guest. */
 const GEN_DIR = new URL('../gen/', import.meta.url);
 const GLUE = 'mcpbox_guest.js';
+
+/**
+ * The largest configuration accepted, as the guest's own cap and the wasmtime host's
+ * `MAX_CONFIG_BYTES`: a bigger file is not read past it, and bigger text never enters the guest.
+ */
+export const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads a configuration file, at most one byte past the cap; '' when it does not exist.
+ * @param {string} path
+ */
+async function readConfig(path) {
+  let handle;
+  try {
+    handle = await openFile(path, 'r');
+  } catch (error) {
+    if (error.code === 'ENOENT') return '';
+    throw new ConfigError(path, `${path}: cannot be read: ${error.message}`);
+  }
+  try {
+    const chunks = [];
+    let length = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(64 * 1024);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      chunks.push(chunk.subarray(0, bytesRead));
+      length += bytesRead;
+      if (length > MAX_CONFIG_BYTES) throw tooLarge(path);
+    }
+    return Buffer.concat(chunks, length).toString('utf8');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(path, `${path}: cannot be read: ${error.message}`);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** @param {string} origin */
+function tooLarge(origin) {
+  return new ConfigError(
+    origin,
+    `${origin} is larger than 16 MiB, the most a configuration may be; is this the right file?`,
+  );
+}
 
 /** The default cap on one message from a server, as in the wasmtime host. */
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
@@ -149,14 +195,57 @@ function toolInfo(t) {
   return tool;
 }
 
-/** A WIT `call-result` in the shape `mcpbox call --json` prints. */
-function callResult(r) {
-  return {
-    isError: r.isError,
-    text: r.text,
-    content: parseJson(r.content),
-    structuredContent: r.structuredContent === undefined ? null : parseJson(r.structuredContent),
-  };
+/**
+ * A WIT `call-result` in the shape `mcpbox call --json` prints; a `CallError` (`protocol`)
+ * when the server's JSON holds a number a JavaScript number cannot (`1e999` parses as
+ * Infinity, which would reach the caller's `JSON.stringify` as `null`): the call ran, but
+ * its result cannot be handed over exactly, and saying so beats a silently changed value.
+ * Depth is no problem: `JSON.parse` is not recursive, and neither is the check (a reviver
+ * would be, and overflows the stack at 10,000 levels).
+ */
+function callResult(r, tool) {
+  let result;
+  try {
+    result = {
+      isError: r.isError,
+      text: r.text,
+      content: JSON.parse(r.content),
+      structuredContent: r.structuredContent === undefined ? null : JSON.parse(r.structuredContent),
+    };
+  } catch (error) {
+    // The guest passes on only JSON it read: this is a guest bug, said rather than hidden.
+    return new CallError('protocol', `${tool}: the result is not valid JSON: ${error.message}`);
+  }
+  const fields = ['content', 'structuredContent'].filter((field) => holdsInfinity(r[field], result[field]));
+  if (fields.length > 0) {
+    return new CallError(
+      'protocol',
+      `${tool}: the call ran, but its result's ${fields.join(' and ')} holds a number beyond what a ` +
+        'JavaScript number can hold (like 1e999), so it cannot be handed over exactly ' +
+        '(the wasmtime host passes such results through as text)',
+    );
+  }
+  return result;
+}
+
+/**
+ * Whether `value`, parsed from `text`, holds a number that overflowed to ±Infinity. Only
+ * text with a long exponent or a long run of digits can, so most results skip the walk.
+ */
+function holdsInfinity(text, value) {
+  if (text === undefined || !/[eE][+]?0*\d{3}|\d{309}/.test(text)) {
+    return false;
+  }
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return true;
+    } else if (v !== null && typeof v === 'object') {
+      for (const key in v) stack.push(v[key]);
+    }
+  }
+  return false;
 }
 
 /** A WIT `config-issue` with absent fields as `null`. */
@@ -242,18 +331,12 @@ export class McpBox extends EventEmitter {
     let { configText, origin } = options;
     if (options.configFile !== undefined) {
       origin = options.configFile;
-      try {
-        configText = await readFile(options.configFile, 'utf8');
-      } catch (error) {
-        if (error.code !== 'ENOENT') {
-          throw new ConfigError(origin, `${origin}: cannot be read: ${error.message}`);
-        }
-        configText = '';
-      }
+      configText = await readConfig(options.configFile);
     }
     if (typeof configText !== 'string') {
       throw new TypeError('McpBox.open needs `configText` (a string) or `configFile`');
     }
+    if (Buffer.byteLength(configText, 'utf8') > MAX_CONFIG_BYTES) throw tooLarge(origin);
     const memoryLimit = options.memoryLimit ?? DEFAULT_MEMORY_LIMIT;
     if (!Number.isSafeInteger(memoryLimit) || memoryLimit <= 0) {
       throw new TypeError(`memoryLimit must be a positive number of bytes, not ${memoryLimit}`);
@@ -425,7 +508,7 @@ export class McpBox extends EventEmitter {
         signal?.removeEventListener('abort', onAbort);
         fn(value);
       };
-      this.#calls.set(id, { resolve: settle(resolve), reject: settle(reject) });
+      this.#calls.set(id, { tool: name, resolve: settle(resolve), reject: settle(reject) });
       const timeout = timeoutMs === undefined ? null : Math.floor(Math.min(timeoutMs, Number.MAX_SAFE_INTEGER));
       this.#post({ t: 'job', job: { kind: 'call', id, tool: name, arguments: argumentsJson, timeoutMs: timeout } });
     });
@@ -619,7 +702,12 @@ export class McpBox extends EventEmitter {
       if (call !== undefined) {
         this.#calls.delete(id);
         if (outcome.tag === 'ok') {
-          call.resolve(callResult(outcome.val));
+          const result = callResult(outcome.val, call.tool);
+          if (result instanceof CallError) {
+            call.reject(result);
+          } else {
+            call.resolve(result);
+          }
         } else {
           call.reject(callError(outcome.val));
         }

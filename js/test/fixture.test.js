@@ -4,9 +4,12 @@
 // servers, results, timeouts, cancellation, crashes, list changes and argument checks.
 
 import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { CallError, ConfigError, McpBox } from '../src/index.js';
+import { CallError, ConfigError, MAX_CONFIG_BYTES, McpBox } from '../src/index.js';
 import {
   assertConnected,
   call,
@@ -258,6 +261,66 @@ test('invalid config text is an error naming the origin', async () => {
   assert.ok(error instanceof ConfigError, String(error));
   assert.equal(error.origin, 'broken.json');
   assert.ok(error.message.startsWith('broken.json:1:'), `names the file, line and column: ${error.message}`);
+});
+
+test('an oversized configuration is refused with its limit', async (t) => {
+  // Issue 10, finding 12: a configuration past 16 MiB is not read past the cap, and
+  // text that size never enters the guest.
+  const dir = await mkdtemp(join(tmpdir(), 'mcpbox-js-big-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'big.json');
+  const text = '{"mcpServers": {}}';
+  await writeFile(file, text + ' '.repeat(MAX_CONFIG_BYTES + 1 - text.length));
+  const expected = 'is larger than 16 MiB, the most a configuration may be; is this the right file?';
+  const fromFile = await McpBox.open({ configFile: file }).catch((e) => e);
+  assert.ok(fromFile instanceof ConfigError, String(fromFile));
+  assert.equal(fromFile.message, `${file} ${expected}`);
+  const fromText = await McpBox.open({ configText: text.padEnd(MAX_CONFIG_BYTES + 1), origin: 'big' }).catch((e) => e);
+  assert.ok(fromText instanceof ConfigError, String(fromText));
+  assert.equal(fromText.message, `big ${expected}`);
+  // Too many servers is the guest's to say, in the same words as the wasmtime host.
+  const servers = Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`s${i}`, { command: 'x', disabled: true }]));
+  const many = await McpBox.open({ configText: JSON.stringify({ mcpServers: servers }), origin: 'many' }).catch((e) => e);
+  assert.ok(many instanceof ConfigError, String(many));
+  assert.match(many.message, /^many configures 10001 servers under `mcpServers`; at most 10000 are supported/);
+});
+
+test('structured content passes through however deep, or fails loudly', async (t) => {
+  // Issue 10, finding 13: 10,000 levels deep reach the caller whole; a number no
+  // JavaScript number holds (1e999) fails the call, saying why, instead of turning into
+  // Infinity (and `null` once stringified).
+  const box = await open(t, { fx: fixtureEntry() });
+  assertConnected(await ready(box), 'fx');
+  const deep = '['.repeat(10_000) + ']'.repeat(10_000);
+  const raw = (structured) => ({
+    result: `{"content":[{"type":"text","text":"ok"}],"structuredContent":${structured}}`,
+  });
+  const r = await call(box, 'mcp__fx__raw_result', raw(`{"deep": ${deep}, "exact": 1.5e300}`));
+  assert.equal(r.text, 'ok');
+  assert.equal(r.structuredContent.exact, 1.5e300);
+  let depth = 0;
+  for (let v = r.structuredContent.deep; Array.isArray(v); v = v[0]) depth += 1;
+  assert.equal(depth, 10_000);
+  const error = await callError(box, 'mcp__fx__raw_result', raw('{"big": 1e999}'));
+  assert.equal(error.kind, 'protocol');
+  assert.match(error.message, /^mcp__fx__raw_result: the call ran, but its result's structuredContent holds a number/);
+  assert.equal((await call(box, 'mcp__fx__echo', { text: 'still here' })).text, 'still here');
+});
+
+test('a server past its tool-list limits fails alone', async (t) => {
+  // Issue 10, finding 4: a million tools in one 56 MB answer exhausted the guest's memory
+  // and every server went down with it.
+  const box = await open(t, { flood: fixtureEntry(['--flood-tools', '1000000']), good: fixtureEntry() });
+  const restarts = [];
+  box.on('event', (e) => {
+    if (e.type === 'warning' && e.message.includes('guest failed')) restarts.push(e.message);
+  });
+  const servers = await ready(box);
+  assertConnected(servers, 'good');
+  assert.equal(status(servers, 'flood').state, 'failed');
+  assert.match(status(servers, 'flood').error, /^server `flood` lists more than 16 MiB of tools \(its `limits.maxListBytes`\)/);
+  assert.equal((await call(box, 'mcp__good__echo', { text: 'unharmed' })).text, 'unharmed');
+  assert.deepEqual(restarts, []);
 });
 
 test('a missing config file is an empty configuration', async (t) => {

@@ -14,11 +14,11 @@ import { McpBox } from '../src/index.js';
 import { ScriptedServer } from './scripted.js';
 import { configText, everythingHttp, fixture, fixtureEntry, freePort, mcpboxCli, ready, within } from './support.js';
 
-/** Runs the wasmtime host's CLI; resolves with its exit code, stdout and stderr. */
+/** Runs the wasmtime host's CLI (`--trust`: the configurations are the test's own); resolves with its exit code, stdout and stderr. */
 function cli(config, args) {
   return within(
     new Promise((resolve, reject) => {
-      execFile(mcpboxCli(), ['--config', config, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      execFile(mcpboxCli(), ['--trust', '--config', config, ...args], { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
         if (error && typeof error.code !== 'number') {
           reject(error);
         } else {

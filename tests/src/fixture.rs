@@ -21,6 +21,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "flood",
     "close_stdout",
     "elicit",
+    "raw_result",
     "pids",
 ];
 

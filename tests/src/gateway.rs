@@ -59,6 +59,8 @@ impl Drop for ConfigFile {
 pub fn serve_http(cli: &str, config: &Path, extra: &[&str]) -> ServerProcess {
     let mut command = Command::new(cli);
     command
+        // The configuration is the test's own (see `mcpbox trust`).
+        .arg("--trust")
         .arg("--config")
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])

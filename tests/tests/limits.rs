@@ -1,7 +1,8 @@
 //! Resource bounds, measured in a process of their own so that no other test
-//! disturbs the numbers: peak memory on a 100 MB line, memory under a flood of
-//! notifications, zombies and file descriptors after 1,000 server life cycles, and
-//! memory over 100,000 calls through one runtime.
+//! disturbs the numbers: peak memory with a 400 MB `state.json` and on a 100 MB
+//! line, memory under a flood of notifications, zombies and file descriptors
+//! after 1,000 server life cycles, and memory over 100,000 calls through one
+//! runtime.
 //!
 //! The steps run in order inside one test because they read process-wide
 //! counters (`VmHWM`, `VmRSS`, `/proc/self/fd`).
@@ -71,11 +72,66 @@ fn zombies() -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn resource_bounds() {
+    huge_state_file().await;
     hundred_megabyte_line().await;
     notification_flood().await;
     life_cycles().await;
     soak().await;
     crash_with_calls_in_flight().await;
+}
+
+/// Issue 10, finding 14: a 400 MB `state.json` in the cache directory is not
+/// read: opening a runtime over it costs no more memory than over a small one,
+/// a warning says why, and the servers work.
+async fn huge_state_file() {
+    let root = std::env::temp_dir().join(format!("mcpbox-limits-state-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let text = json!({ "mcpServers": { "fx": { "command": fixture() } } }).to_string();
+    let open = || {
+        Options::from_config_text("limits.json", text.clone())
+            .cache_dir(Some(root.join("cache")))
+            .config_dir(Some(root.join("config")))
+            .open()
+    };
+    // The first open compiles the guest into the cache: its peak is not the file's.
+    let runtime = open().await.unwrap();
+    tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .unwrap();
+    call(&runtime, "mcp__fx__echo", json!({"text": "warm"}))
+        .await
+        .unwrap();
+    runtime.shutdown().await;
+    // Sparse: 400 MB that take no disk space.
+    std::fs::File::create(root.join("cache/state.json"))
+        .unwrap()
+        .set_len(400_000_000)
+        .unwrap();
+    let before = status_kib("VmHWM:");
+    let runtime = open().await.unwrap();
+    tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .unwrap();
+    let echoed = call(&runtime, "mcp__fx__echo", json!({"text": "ok"}))
+        .await
+        .unwrap();
+    let peak_growth_mib = (status_kib("VmHWM:") - before) / 1024;
+    println!("400 MB state.json: peak RSS grew by {peak_growth_mib} MiB");
+    assert_eq!(echoed.text, "ok");
+    assert!(
+        runtime
+            .startup_warnings()
+            .iter()
+            .any(|w| w.contains("400000000 bytes")),
+        "{:?}",
+        runtime.startup_warnings()
+    );
+    assert!(
+        peak_growth_mib < 64,
+        "peak memory grew by {peak_growth_mib} MiB"
+    );
+    runtime.shutdown().await;
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A 100 MB line is refused with a clear error, and the host's peak memory grows

@@ -240,12 +240,20 @@ pub(super) fn read_call_result(
     let content = result
         .content
         .map_or_else(|| "[]".to_string(), |c| c.get().to_string());
-    let blocks: Vec<Value> =
+    // The blocks one level deep, and of each only `type` and `text`: the rest
+    // (a resource 10,000 levels deep, a number like 1e999) is skipped, not built,
+    // and passes through in `content` as the server wrote it.
+    let blocks: Vec<&RawValue> =
         serde_json::from_str(&content).map_err(|_| malformed("content is not a list".into()))?;
     let text = blocks
         .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .filter_map(|b| serde_json::from_str::<Block<'_>>(b.get()).ok())
+        .filter(|b| {
+            b.kind
+                .and_then(|k| serde_json::from_str::<String>(k.get()).ok())
+                .is_some_and(|k| k == "text")
+        })
+        .filter_map(|b| serde_json::from_str::<String>(b.text?.get()).ok())
         .collect::<Vec<_>>()
         .join("\n");
     Ok(Some(CallResult {
@@ -257,6 +265,15 @@ pub(super) fn read_call_result(
             .map(|s| s.get().to_string())
             .filter(|s| s != "null"),
     }))
+}
+
+/// What the flat text view reads of a content block.
+#[derive(serde::Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
 }
 
 pub(super) fn tool_error(text: String) -> CallResult {

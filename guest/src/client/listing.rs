@@ -3,6 +3,16 @@
 //! (`notifications/tools/list_changed` starts a re-list, coalesced to at most one
 //! more after the running one), `subscriptions/listen` (2026-07-28) for list
 //! changes, and the `ttlMs` hint that schedules a re-list when nothing subscribes.
+//!
+//! # Limits
+//!
+//! Every server's list lives in the one guest memory, so a listing is held to
+//! its server's [`Limits`] page by page, before what a page holds is kept: the
+//! bytes of all pages (checked before a page is parsed), the number of tools (on
+//! the page's list of unread tools, 16 bytes each) and the bytes of each tool
+//! (before it is read). A server past one fails, alone, with the limit's name
+//! and the entry that raises it; a list change past one fails it too (its old
+//! list is no longer what it serves).
 
 use crate::prelude::*;
 use alloc::collections::BTreeSet;
@@ -13,9 +23,11 @@ use serde_json::value::RawValue;
 use super::param_headers::check_param_headers;
 use super::wire::{ListParams, ListToolsResult, ListenFilter, ListenParams, RawTool, text_of};
 use super::{Client, ClientEvent, Era, Pending, Phase, ResultKind, result_kind};
+use crate::config::Limits;
 use crate::jsonrpc::{self, RpcError};
 use crate::methods;
 use crate::registry::ToolDef;
+use crate::transport::format_bytes;
 
 /// The shortest re-list interval a `ttlMs` hint can ask for.
 pub(super) const MIN_TTL_MS: u64 = 1_000;
@@ -29,11 +41,19 @@ pub(super) struct Listing {
     pub(super) tools: Vec<ToolDef>,
     pub(super) seen_cursors: BTreeSet<String>,
     pub(super) pages: usize,
+    /// The bytes of the pages so far.
+    pub(super) bytes: usize,
     /// The smallest `ttlMs` of the pages so far.
     pub(super) ttl_ms: Option<u64>,
 }
 
 impl Client {
+    /// Holds this server's tool list to `limits` (see "Limits"); call before the
+    /// session starts.
+    pub fn limit(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
     pub(super) fn start_listing(&mut self, initial: bool) {
         self.relist_at = None;
         self.listing = Some(Listing {
@@ -41,6 +61,7 @@ impl Client {
             tools: Vec::new(),
             seen_cursors: BTreeSet::new(),
             pages: 1,
+            bytes: 0,
             ttl_ms: None,
         });
         self.list_page(None);
@@ -86,6 +107,12 @@ impl Client {
             return;
         };
         let raw = outcome.map_err(|e| e.to_string());
+        if let Ok(raw) = &raw {
+            listing.bytes = listing.bytes.saturating_add(raw.get().len());
+            if listing.bytes > self.limits.max_list_bytes {
+                return self.fail(past_limit(&self.server, Past::ListBytes, &self.limits));
+            }
+        }
         let page = raw.as_deref().map_err(Clone::clone).and_then(|raw| {
             serde_json::from_str::<ListToolsResult>(raw.get())
                 .map_err(|e| format!("malformed result: {e}"))
@@ -107,7 +134,17 @@ impl Client {
                 return self.after_listing();
             }
         };
+        if listing.tools.len().saturating_add(page.tools.len()) > self.limits.max_tools {
+            return self.fail(past_limit(&self.server, Past::Tools, &self.limits));
+        }
         for raw in page.tools {
+            if raw.get().len() > self.limits.max_tool_bytes {
+                let past = Past::ToolBytes {
+                    name: tool_name(raw),
+                    bytes: raw.get().len(),
+                };
+                return self.fail(past_limit(&self.server, past, &self.limits));
+            }
             match read_tool(raw) {
                 Ok(tool) => listing.tools.push(tool),
                 Err(e) => self.warn(format!(
@@ -193,6 +230,78 @@ impl Client {
         {
             self.start_listing(false);
         }
+    }
+}
+
+/// Which limit a listing went past.
+enum Past {
+    Tools,
+    ListBytes,
+    /// One tool, by name (when it has a readable one) and size.
+    ToolBytes {
+        name: Option<String>,
+        bytes: usize,
+    },
+}
+
+/// What a server past a limit fails with: the limit, its field, and the entry
+/// that raises it (to twice the limit, or what the tool needs if more).
+fn past_limit(server: &str, past: Past, limits: &Limits) -> String {
+    let raise = |field: &str, value: usize| {
+        format!(
+            "if it should, raise the limit in its configuration entry: \"limits\": {{\"{field}\": {value}}}"
+        )
+    };
+    match past {
+        Past::Tools => format!(
+            "server `{server}` lists more than {} tools (its `limits.maxTools`); {}",
+            limits.max_tools,
+            raise("maxTools", limits.max_tools.saturating_mul(2))
+        ),
+        Past::ListBytes => format!(
+            "server `{server}` lists more than {} of tools (its `limits.maxListBytes`); {}",
+            limit_bytes(limits.max_list_bytes),
+            raise("maxListBytes", limits.max_list_bytes.saturating_mul(2))
+        ),
+        Past::ToolBytes { name, bytes } => format!(
+            "server `{server}` lists a tool of {}{}, more than its limit of {} per tool \
+             (its `limits.maxToolBytes`); {}",
+            format_bytes(bytes as u64),
+            name.map(|n| format!(" (`{n}`)")).unwrap_or_default(),
+            limit_bytes(limits.max_tool_bytes),
+            raise(
+                "maxToolBytes",
+                limits
+                    .max_tool_bytes
+                    .saturating_mul(2)
+                    .max(bytes.next_power_of_two())
+            )
+        ),
+    }
+}
+
+/// A limit in bytes as people read it, exactly: `16 MiB`, or `100000 bytes`
+/// where a unit would round it.
+fn limit_bytes(bytes: usize) -> String {
+    let round = [1 << 30, 1 << 20, 1 << 10]
+        .iter()
+        .any(|unit| bytes >= *unit && bytes.is_multiple_of(*unit));
+    if round {
+        format_bytes(bytes as u64)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// A tool's name, read without reading the rest of it, for messages.
+fn tool_name(raw: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Named {
+        name: Option<Value>,
+    }
+    match serde_json::from_str::<Named>(raw.get()).ok()?.name? {
+        Value::String(name) => Some(jsonrpc::truncate(&name, 80)),
+        _ => None,
     }
 }
 

@@ -68,7 +68,9 @@ use alloc::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use crate::config::Limits;
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::methods;
@@ -109,6 +111,8 @@ pub struct Client {
     protocol_version: Option<String>,
     server_info: ServerInfo,
     listing: Option<Listing>,
+    /// What the tool list may hold (the server's `limits`).
+    limits: Limits,
     relist_requested: bool,
     /// A fingerprint of the last tool list reported, to report changes only
     /// (a copy of the list would double the memory a large list takes).
@@ -251,6 +255,7 @@ impl Client {
             protocol_version: None,
             server_info: ServerInfo::default(),
             listing: None,
+            limits: Limits::DEFAULT,
             relist_requested: false,
             tools_fingerprint: None,
             param_headers: BTreeMap::new(),
@@ -387,18 +392,19 @@ impl Client {
         self.handle_message(text.to_string(), now_ms);
     }
 
-    /// Handles one message from the server, taking its text: the parsed message
-    /// owns what it needs, so the text is freed before the message is acted on
-    /// and a large tool list is not held twice meanwhile.
+    /// Handles one message from the server, taking its text: a message's payload
+    /// is made of the text's own buffer (see [`jsonrpc::parse_owned`]), so a large
+    /// tool list is never held twice.
     pub fn handle_message(&mut self, text: String, now_ms: u64) {
         self.now_ms = now_ms;
-        let messages = jsonrpc::parse(&text);
-        let preview = messages
+        let parsed = jsonrpc::parse_owned(text);
+        let preview = parsed
+            .messages
             .iter()
             .any(|m| matches!(m, Message::Invalid(_)))
-            .then(|| jsonrpc::truncate(&text, 120));
-        drop(text);
-        for message in messages {
+            .then(|| jsonrpc::truncate(parsed.text.as_deref().unwrap_or_default(), 120));
+        drop(parsed.text);
+        for message in parsed.messages {
             match message {
                 Message::Request(r) => self.on_request(r),
                 Message::Notification(n) => self.on_notification(n, now_ms),
@@ -431,6 +437,9 @@ impl Client {
     }
 
     fn on_notification(&mut self, n: jsonrpc::Notification, now_ms: u64) {
+        if n.method == methods::LOG_MESSAGE {
+            return self.on_log(n.params.as_deref());
+        }
         let params: Value = n
             .params
             .as_ref()
@@ -439,26 +448,43 @@ impl Client {
         match n.method.as_str() {
             methods::TOOLS_LIST_CHANGED => self.on_list_changed(),
             methods::PROGRESS => self.on_progress(&params, now_ms),
-            methods::LOG_MESSAGE => {
-                let level = params
-                    .get("level")
-                    .and_then(Value::as_str)
-                    .unwrap_or("info")
-                    .to_string();
-                let data = match params.get("data") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
-                let message = match params.get("logger").and_then(Value::as_str) {
-                    Some(logger) => format!("{logger}: {data}"),
-                    None => data,
-                };
-                self.events.push(ClientEvent::Log { level, message });
-            }
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
         }
+    }
+
+    /// `notifications/message`: `data` as text when it is a string, otherwise as
+    /// the server wrote it (read without building it, so no depth or number
+    /// loses it).
+    fn on_log(&mut self, params: Option<&RawValue>) {
+        #[derive(serde::Deserialize)]
+        struct LogParams<'a> {
+            #[serde(default, borrow)]
+            level: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            logger: Option<&'a RawValue>,
+            #[serde(default, borrow)]
+            data: Option<&'a RawValue>,
+        }
+        let string =
+            |raw: Option<&RawValue>| raw.and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+        let log = params
+            .and_then(|p| serde_json::from_str::<LogParams<'_>>(p.get()).ok())
+            .unwrap_or(LogParams {
+                level: None,
+                logger: None,
+                data: None,
+            });
+        let level = string(log.level).unwrap_or_else(|| "info".to_string());
+        let data = match log.data {
+            Some(raw) => string(Some(raw)).unwrap_or_else(|| raw.get().to_string()),
+            None => String::new(),
+        };
+        let message = match string(log.logger) {
+            Some(logger) => format!("{logger}: {data}"),
+            None => data,
+        };
+        self.events.push(ClientEvent::Log { level, message });
     }
 
     fn on_response(&mut self, r: jsonrpc::Response) {

@@ -1347,3 +1347,62 @@ fn a_ttl_hint_refreshes_the_list_when_nothing_subscribes() {
         "never more often than once a second"
     );
 }
+
+/// Issue 10, finding 13, for `content`: a block deeper than 128 levels or
+/// holding `1e999` made the whole result "malformed" (the content list was read
+/// into `serde_json::Value`s to find the text blocks). The text blocks are found
+/// without building the others, and the content passes through as sent.
+#[test]
+fn content_of_any_depth_passes_through_with_its_text_found() {
+    let mut c = ready(&["echo"]);
+    c.start_call(1, "mcp__demo__echo", "echo", "{}", 1000, 0);
+    let id = sent(&mut c)[0].0["id"].clone();
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let content = format!(
+        r#"[{{"type":"text","text":"a\u00e9"}},{{"type":"resource","resource":{{"uri":"x:y","deep":{deep},"n":1e999}}}},{{"type":"text","text":"b","_meta":{{"deep":{deep}}}}},"not a block",{{"type":{deep}}}]"#
+    );
+    c.handle_text(
+        &format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":{content}}}}}"#),
+        0,
+    );
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 1,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!(
+            "{}",
+            format!("{events:?}").chars().take(300).collect::<String>()
+        )
+    };
+    assert_eq!(r.text, "aé\nb");
+    assert!(
+        r.content == content,
+        "the content list is the server's text"
+    );
+}
+
+/// Issue 10, finding 13, for logs: `data` that a `serde_json::Value` cannot hold
+/// made the whole notification read as nothing: an empty `info` line.
+#[test]
+fn log_data_of_any_depth_is_kept_as_written() {
+    let mut c = ready(&["echo"]);
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    c.handle_text(
+        &format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"error","logger":"db","data":{{"n":1e999,"d":{deep}}}}}}}"#
+        ),
+        0,
+    );
+    let events = c.take_events();
+    assert_eq!(
+        events,
+        [ClientEvent::Log {
+            level: "error".into(),
+            message: format!(r#"db: {{"n":1e999,"d":{deep}}}"#),
+        }]
+    );
+}

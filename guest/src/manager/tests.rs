@@ -38,6 +38,18 @@ fn manager(platform: FakePlatform, servers: &[(&str, Value)]) -> Manager<FakePla
     m
 }
 
+/// A manager whose configuration has issues: the issues come with it.
+fn manager_with_issues(
+    platform: FakePlatform,
+    servers: &[(&str, Value)],
+) -> (Manager<FakePlatform>, Vec<ConfigIssue>) {
+    let mut m = Manager::new(platform);
+    let issues = m
+        .load_config("test", &config(servers))
+        .expect("valid config");
+    (m, issues)
+}
+
 /// Runs `wait` until no server is starting; returns every event seen.
 fn connect(m: &mut Manager<FakePlatform>) -> Vec<Event> {
     m.start();
@@ -546,6 +558,37 @@ fn the_connect_deadline_covers_the_listing() {
     assert_eq!(m.platform().now(), 30_000);
 }
 
+/// Issue 10, finding 14: a server shows a protocol version only once one was
+/// negotiated, not the one being probed (`server/discover`), and not after it
+/// failed before connecting.
+#[test]
+fn no_protocol_version_before_one_is_negotiated() {
+    let mut p = FakePlatform::new();
+    // Ignores `server/discover`, so the probe is still under way.
+    p.serve("mute", || McpServer {
+        refuses_unknown: false,
+        ..McpServer::with_tools(&["x"])
+    });
+    let mut m = manager(p, &[("mute", json!({}))]);
+    m.start();
+    m.wait(0);
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Starting);
+    assert_eq!(s.protocol_version, None, "{s:?}");
+    m.platform().emit(
+        "mute",
+        0,
+        Output::Exit {
+            status: "exit code 1".into(),
+            stderr: vec![],
+        },
+    );
+    connect(&mut m);
+    let s = &m.servers()[0];
+    assert_eq!(s.state, ServerState::Failed);
+    assert_eq!(s.protocol_version, None, "{s:?}");
+}
+
 #[test]
 fn one_failing_server_does_not_affect_the_others() {
     let mut p = FakePlatform::new();
@@ -611,8 +654,11 @@ fn one_failing_server_does_not_affect_the_others() {
         )
     );
     assert!(m.platform().sim("ancient").borrow().dropped);
+    // Issue 10, finding 14: no protocol version was negotiated with these.
+    assert_eq!(ancient.protocol_version, None);
     let crash = status(&statuses, "crash");
     assert_eq!(crash.state, ServerState::Failed);
+    assert_eq!(crash.protocol_version, None, "it never connected");
     assert_eq!(
         crash.error.as_deref(),
         Some(
@@ -639,7 +685,9 @@ fn collisions_keep_the_earlier_server_in_config_order() {
     p.serve("z.srv", || McpServer::with_tools(&["t", "only_z"]));
     p.serve("z_srv", || McpServer::with_tools(&["t"]));
     // "z.srv" comes first in the file although "z_srv" sorts first by name.
-    let mut m = manager(p, &[("z.srv", json!({})), ("z_srv", json!({}))]);
+    let (mut m, issues) = manager_with_issues(p, &[("z.srv", json!({})), ("z_srv", json!({}))]);
+    assert_eq!(issues.len(), 1, "the names can collide: {issues:?}");
+    assert_eq!(issues[0].server.as_deref(), Some("z_srv"));
     let events = connect(&mut m);
     let warnings: Vec<&String> = events
         .iter()
@@ -1811,4 +1859,274 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
     );
     let refusal = &sim.received.last().unwrap().0;
     assert_eq!(refusal["error"]["code"], -32601, "{refusal}");
+}
+
+// ---------------------------------------------------------------------------
+// Issue 10, finding 5: a colliding name reaches the server `tools` lists for it.
+
+/// `x` lists `y__echo` and `x__y` lists `echo`: both are `mcp__x__y__echo`.
+const CONTESTED: &str = "mcp__x__y__echo";
+
+/// A server whose tools answer with the server's own name, so a test sees which
+/// server a call reached.
+fn answering_with_its_name(server: &'static str, tools: &[&str], list_delay: u64) -> McpServer {
+    McpServer {
+        list_delay,
+        ..McpServer::with_tools(tools).on_call(move |_, id, out| {
+            out.reply(
+                0,
+                id,
+                json!({"content": [{"type": "text", "text": server}]}),
+            );
+        })
+    }
+}
+
+#[test]
+fn a_contested_name_routes_to_the_listed_server_whatever_connects_first() {
+    for run in 0..20u64 {
+        // Either server may be the slow one, by varying amounts, and either may
+        // come first in the file.
+        let slow = 1 + run * 37 % 500;
+        let (x_delay, xy_delay) = if run % 2 == 0 { (slow, 0) } else { (0, slow) };
+        let x_first = run % 4 < 2;
+        let mut p = FakePlatform::new();
+        p.serve("x", move || {
+            answering_with_its_name("x", &["y__echo"], x_delay)
+        });
+        p.serve("x__y", move || {
+            answering_with_its_name("x__y", &["echo"], xy_delay)
+        });
+        let mut entries = vec![("x", json!({})), ("x__y", json!({}))];
+        if !x_first {
+            entries.reverse();
+        }
+        let (mut m, issues) = manager_with_issues(p, &entries);
+        assert_eq!(issues.len(), 1, "run {run}: {issues:?}");
+        assert_eq!(issues[0].server.as_deref(), Some("x__y"), "run {run}");
+        m.start();
+        // What `mcpbox call` does: wait until the name is callable, or until no
+        // server is starting any more; then call at once.
+        while !m.tools().iter().any(|t| t.name == CONTESTED)
+            && m.servers().iter().any(|s| s.state == ServerState::Starting)
+        {
+            assert!(m.wait(100_000).is_empty());
+            m.events();
+        }
+        m.start_call(CONTESTED, "{}", CallOptions::default())
+            .unwrap_or_else(|e| panic!("run {run}: {e:?}"));
+        let reached = text_result(&completions(&mut m, 1)[0].outcome).to_string();
+        connect(&mut m);
+        let listed: Vec<ToolInfo> = m
+            .tools()
+            .into_iter()
+            .filter(|t| t.name == CONTESTED)
+            .collect();
+        assert_eq!(listed.len(), 1, "run {run}: {listed:?}");
+        assert_eq!(
+            reached, listed[0].server,
+            "run {run}: the call reached another server than `tools` lists"
+        );
+        // The winner does not depend on who connected first.
+        assert_eq!(reached, if x_first { "x" } else { "x__y" }, "run {run}");
+    }
+}
+
+#[test]
+fn a_lost_server_keeps_its_contested_name_and_the_call_restarts_it() {
+    let mut p = FakePlatform::new();
+    p.serve("x", || {
+        McpServer::with_tools(&["y__echo", "crash"]).on_call(|params, id, out| {
+            if params["name"] == "crash" {
+                let status = "exit code 3".to_string();
+                out.at(
+                    0,
+                    Output::Exit {
+                        status,
+                        stderr: vec![],
+                    },
+                );
+            } else {
+                out.reply(0, id, json!({"content": [{"type": "text", "text": "x"}]}));
+            }
+        })
+    });
+    p.serve("x__y", || answering_with_its_name("x__y", &["echo"], 0));
+    let (mut m, _) = manager_with_issues(p, &[("x", json!({})), ("x__y", json!({}))]);
+    connect(&mut m);
+    m.start_call("mcp__x__crash", "{}", CallOptions::default())
+        .unwrap();
+    completions(&mut m, 1);
+    // `x` is down: its name is not offered, and not handed to `x__y` either.
+    assert!(!m.tools().iter().any(|t| t.name == CONTESTED));
+    pass(&mut m, BACKOFF_BASE_MS);
+    m.start_call(CONTESTED, "{}", CallOptions::default())
+        .unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(text_result(&done[0].outcome), "x");
+    assert_eq!(m.platform().opened["x"].len(), 2, "the call restarted `x`");
+}
+
+// ---------------------------------------------------------------------------
+// Issue 10, finding 12: a large configuration starts in linear time.
+
+#[test]
+fn starting_thousands_of_servers_rebuilds_the_registry_once_per_round() {
+    let entries: Vec<(String, Value)> = (0..config::MAX_SERVERS)
+        .map(|i| (format!("s{i}"), json!({})))
+        .collect();
+    let entries: Vec<(&str, Value)> = entries
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
+    // Half of them cannot be opened (as under `--no-processes`), half connect.
+    let mut p = FakePlatform::new();
+    for i in (0..config::MAX_SERVERS).step_by(2) {
+        p.serve(&format!("s{i}"), || McpServer::with_tools(&["t"]));
+    }
+    let mut m = manager(p, &entries);
+    let before = m.registry.rebuilds();
+    m.start();
+    assert_eq!(
+        m.registry.rebuilds() - before,
+        1,
+        "one rebuild for 5,000 failed opens"
+    );
+    let mut rounds = 0;
+    while m.servers().iter().any(|s| s.state == ServerState::Starting) {
+        m.wait(1000);
+        m.events();
+        rounds += 1;
+    }
+    assert_eq!(m.tools().len(), config::MAX_SERVERS / 2);
+    assert!(
+        m.registry.rebuilds() - before <= 1 + rounds,
+        "{} rebuilds in {rounds} rounds",
+        m.registry.rebuilds() - before
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Issue 10, finding 4: what one server's tool list may cost.
+
+/// A server listing `n` tools `t0` … in pages of `page_size`.
+fn listing(n: usize, page_size: usize) -> McpServer {
+    let names: Vec<String> = (0..n).map(|i| format!("t{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    McpServer {
+        page_size,
+        ..McpServer::with_tools(&refs)
+    }
+}
+
+fn error_of(m: &Manager<FakePlatform>, server: &str) -> String {
+    let statuses = m.servers();
+    let s = status(&statuses, server);
+    assert_eq!(s.state, ServerState::Failed, "{s:?}");
+    s.error.clone().unwrap_or_default()
+}
+
+#[test]
+fn a_server_past_a_limit_fails_alone_saying_which_and_how_to_raise_it() {
+    let mut p = FakePlatform::new();
+    p.serve("many", || listing(30, 7));
+    p.serve("bulky", || listing(60, 25));
+    p.serve("fat", || {
+        let s = McpServer::with_tools(&["ok"]);
+        s.tools.borrow_mut().push(
+            json!({"name": "fat", "description": "d".repeat(3000), "inputSchema": {"type": "object"}}),
+        );
+        s
+    });
+    p.serve("raised", || listing(30, 7));
+    p.serve("good", || McpServer::with_tools(&["echo"]));
+    let mut m = manager(
+        p,
+        &[
+            ("many", json!({"limits": {"maxTools": 20}})),
+            ("bulky", json!({"limits": {"maxListBytes": 4000}})),
+            ("fat", json!({"limits": {"maxToolBytes": 2048}})),
+            ("raised", json!({"limits": {"maxTools": 30}})),
+            ("good", json!({})),
+        ],
+    );
+    connect(&mut m);
+    assert_eq!(
+        error_of(&m, "many"),
+        "server `many` lists more than 20 tools (its `limits.maxTools`); if it should, raise the \
+         limit in its configuration entry: \"limits\": {\"maxTools\": 40}"
+    );
+    assert_eq!(
+        error_of(&m, "bulky"),
+        "server `bulky` lists more than 4000 bytes of tools (its `limits.maxListBytes`); if it \
+         should, raise the limit in its configuration entry: \"limits\": {\"maxListBytes\": 8000}"
+    );
+    let fat = error_of(&m, "fat");
+    assert!(
+        fat.starts_with("server `fat` lists a tool of 3 KiB (`fat`), more than its limit of 2 KiB per tool (its `limits.maxToolBytes`)"),
+        "{fat}"
+    );
+    assert!(
+        fat.ends_with("\"limits\": {\"maxToolBytes\": 4096}"),
+        "{fat}"
+    );
+    // The limit is inclusive, and the others are untouched.
+    let statuses = m.servers();
+    assert_eq!(status(&statuses, "raised").tool_count, 30);
+    assert_eq!(status(&statuses, "good").tool_count, 1);
+    m.start_call(
+        "mcp__good__echo",
+        r#"{"text":"fine"}"#,
+        CallOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "fine");
+    // Listing stopped at the page that went past the limit.
+    let sim = m.platform().sim("many");
+    assert_eq!(
+        sim.borrow().sent("tools/list").len(),
+        3,
+        "pages of 7: 7, 14, 21 > 20"
+    );
+    assert!(
+        sim.borrow().dropped,
+        "the failed server's connection is closed"
+    );
+}
+
+#[test]
+fn a_list_change_past_a_limit_fails_the_server_too() {
+    let mut p = FakePlatform::new();
+    let tools = Rc::new(std::cell::RefCell::new(Vec::new()));
+    let shared = tools.clone();
+    p.serve("grows", move || {
+        let s = listing(5, usize::MAX);
+        *shared.borrow_mut() = s.tools.borrow().clone();
+        McpServer {
+            tools: shared.clone(),
+            ..s
+        }
+    });
+    let mut m = manager(p, &[("grows", json!({"limits": {"maxTools": 5}}))]);
+    connect(&mut m);
+    assert_eq!(m.tools().len(), 5);
+    tools
+        .borrow_mut()
+        .push(json!({"name": "one_more", "inputSchema": {"type": "object"}}));
+    m.platform().emit(
+        "grows",
+        0,
+        Output::Message(
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).to_string(),
+        ),
+    );
+    for _ in 0..10 {
+        m.wait(1000);
+        m.events();
+    }
+    assert!(
+        error_of(&m, "grows").starts_with("server `grows` lists more than 5 tools"),
+        "{}",
+        error_of(&m, "grows")
+    );
 }

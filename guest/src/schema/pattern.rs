@@ -1,18 +1,40 @@
 //! A small ECMA-262 regular-expression matcher for `pattern` and `patternProperties`.
 //!
-//! JSON Schema patterns are ECMA-262 regexes. The regex crates available for Rust
-//! either differ in syntax (no lookahead) or bring a hash map seeded from
-//! `wasi:random`, an import the guest must not have; tool schemas use a small part of
-//! the syntax, so it is implemented here: literals and escapes (`\d \w \s \b`,
-//! `\uXXXX`, `\xHH`, escaped punctuation), `.`, classes with ranges and negation,
-//! `^ $`, groups (capturing, `(?:…)`, named), alternation, greedy and lazy
-//! quantifiers (`* + ? {n} {n,} {n,m}`), and lookahead (`(?=…)`, `(?!…)`).
+//! JSON Schema patterns are ECMA-262 regexes, read with the `u` flag: a character
+//! is a code point, not a UTF-16 unit. The `regex` crate has no lookahead, which
+//! tool schemas use (`^(?!tmp_)`). `regress` implements ECMA-262 in full, and 0.12
+//! (feature `alloc`) builds `no_std` without adding imports, but it is a classical
+//! backtracking engine with no bound on its work: no step budget, no timeout, no
+//! way to stop a match from outside (its docs: the `regex` crate "provides
+//! linear-time matching guarantees, while regress does not"). Patterns come from
+//! servers mcpbox does not trust, and an export runs to its end on the host's one
+//! driver task. Measured natively: `^(a+)+$` against a run of `a`s and a `!` takes
+//! regress time that doubles with each `a` (0.12.0: 33 s for 28 of them; 0.11.1:
+//! 27 s for 30), and `((^|){2}){2}x` against the empty string makes it ask for
+//! gigabytes of backtracking stack (both versions, found by `tests/differential/`).
+//! One hostile schema would stall every server's calls until the host's epoch
+//! deadline traps the guest, and three such calls in a minute stop the runtime.
+//! (regress 0.12 would also grow the component from 0.71 MB to 1.2 MB.)
 //!
-//! Anything else (lookbehind, backreferences, `\p{…}`, Python's `\A`/`\Z`) is
-//! rejected at compile time, so the caller can skip the pattern rather than check it
-//! with the wrong meaning. Matching backtracks with a step and depth budget: a
-//! pathological pattern gives up (returns `None`) instead of hanging or overflowing
-//! the stack, and the caller treats that as "not checked".
+//! This matcher backtracks too, but counts: a match may take `STEP_BUDGET` (a
+//! million) steps and nest `DEPTH_BUDGET` (a thousand) calls deep, and past either
+//! it gives up (`None`) instead of hanging or overflowing the stack. The validator
+//! then treats the pattern as not checked for that string; the server still
+//! checks it.
+//!
+//! Supported: literals and escapes (`\d \w \s \b`, `\cX`, `\uXXXX`, surrogate pairs
+//! `\uD83D\uDE00`, `\u{…}`, `\xHH`, escaped punctuation), `.`, classes with
+//! ranges and negation, `^ $`, groups (capturing, `(?:…)`, named), alternation,
+//! greedy and lazy quantifiers (`* + ? {n} {n,} {n,m}`), and lookahead (`(?=…)`,
+//! `(?!…)`). A few things the `u` flag forbids are read as Annex B (ECMA-262
+//! without the flag) reads them, because servers write them and their meaning is
+//! plain: an identity escape such as `\-` outside a class, a `{` that starts no
+//! quantifier, a lone `]`, `[\d-z]`. Anything else (lookbehind, backreferences,
+//! `\p{…}`, Python's `\A`/`\Z`, inline flags) is refused at compile time, so the
+//! caller skips the pattern rather than check it with the wrong meaning.
+//!
+//! `tests/differential/` checks this matcher against regress on generated patterns
+//! and strings; the README lists the differences ("Documented differences").
 
 use crate::prelude::*;
 
@@ -111,6 +133,7 @@ impl Pattern {
         let mut p = Parser {
             chars: source.chars().collect(),
             pos: 0,
+            names: Vec::new(),
         };
         let root = p.alternation()?;
         if p.pos < p.chars.len() {
@@ -148,6 +171,8 @@ impl Pattern {
 struct Parser {
     chars: Vec<char>,
     pos: usize,
+    /// Names of the named groups so far.
+    names: Vec<String>,
 }
 
 impl Parser {
@@ -182,8 +207,10 @@ impl Parser {
             if c == '|' || c == ')' {
                 break;
             }
+            // A group may be quantified whatever it holds: `(^)*` is valid.
+            let group = c == '(';
             let atom = self.atom()?;
-            items.push(self.quantified(atom)?);
+            items.push(self.quantified(atom, group)?);
         }
         Ok(match items.len() {
             0 => Node::Empty,
@@ -192,7 +219,7 @@ impl Parser {
         })
     }
 
-    fn quantified(&mut self, atom: Node) -> Result<Node, String> {
+    fn quantified(&mut self, atom: Node, group: bool) -> Result<Node, String> {
         let (min, max) = match self.peek() {
             Some('*') => {
                 self.pos += 1;
@@ -215,7 +242,7 @@ impl Parser {
         };
         // Lazy or greedy, the set of strings that match is the same.
         self.eat('?');
-        if matches!(atom, Node::Start | Node::End | Node::WordBoundary(_)) {
+        if !group && matches!(atom, Node::Start | Node::End | Node::WordBoundary(_)) {
             return Err("a quantifier after an assertion".into());
         }
         if max.is_some_and(|m| m < min) {
@@ -312,13 +339,10 @@ impl Parser {
                     Some(true)
                 }
                 Some('<') if !matches!(self.chars.get(self.pos + 1), Some('=' | '!')) => {
-                    // A named group: the name does not matter for matching.
-                    while let Some(c) = self.peek() {
-                        self.pos += 1;
-                        if c == '>' {
-                            break;
-                        }
-                    }
+                    // A named group: the name does not matter for matching, but a
+                    // name ECMA-262 rejects makes the pattern an error.
+                    self.pos += 1;
+                    self.group_name()?;
                     None
                 }
                 _ => return Err("lookbehind and inline flags are not supported".into()),
@@ -337,6 +361,31 @@ impl Parser {
             },
             None => inner,
         })
+    }
+
+    /// `name>` of `(?<name>…)`: an identifier, here only an ASCII one (the
+    /// Unicode ID_Start/ID_Continue tables would cost more than such names are
+    /// worth; a pattern that uses one is refused, so not checked). Names must be
+    /// unique.
+    fn group_name(&mut self) -> Result<(), String> {
+        let start = self.pos;
+        while let Some(c) = self.peek() {
+            let first = self.pos == start;
+            if !(c.is_ascii_alphabetic() || c == '_' || c == '$' || (!first && c.is_ascii_digit()))
+            {
+                break;
+            }
+            self.pos += 1;
+        }
+        let name: String = self.chars[start..self.pos].iter().collect();
+        if name.is_empty() || !self.eat('>') {
+            return Err("a group name that is not an ASCII identifier".into());
+        }
+        if self.names.contains(&name) {
+            return Err(format!("the group name {name:?} appears twice"));
+        }
+        self.names.push(name);
+        Ok(())
     }
 
     fn class(&mut self) -> Result<Node, String> {
@@ -433,6 +482,12 @@ impl Parser {
             'f' => '\u{c}',
             'v' => '\u{b}',
             '0' if !self.peek().is_some_and(|d| d.is_ascii_digit()) => '\0',
+            // A control escape: `\cJ` is U+000A.
+            'c' if self.peek().is_some_and(|l| l.is_ascii_alphabetic()) => {
+                let letter = self.chars[self.pos];
+                self.pos += 1;
+                char::from(letter as u8 % 32)
+            }
             'x' => self.hex(2)?,
             'u' => {
                 if self.eat('{') {
@@ -449,7 +504,7 @@ impl Parser {
                         .and_then(char::from_u32)
                         .ok_or("an invalid \\u{…}")?
                 } else {
-                    self.hex(4)?
+                    self.utf16_escape()?
                 }
             }
             '1'..='9' => return Err("backreferences are not supported".into()),
@@ -461,15 +516,41 @@ impl Parser {
     }
 
     fn hex(&mut self, n: usize) -> Result<char, String> {
+        char::from_u32(self.hex_value(n)?)
+            .ok_or_else(|| "a hex escape that is not a character".into())
+    }
+
+    fn hex_value(&mut self, n: usize) -> Result<u32, String> {
         let digits: String = self.chars.iter().skip(self.pos).take(n).collect();
-        if digits.len() != n || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        if digits.chars().count() != n || !digits.chars().all(|c| c.is_ascii_hexdigit()) {
             return Err("an incomplete hex escape".into());
         }
         self.pos += n;
-        u32::from_str_radix(&digits, 16)
-            .ok()
-            .and_then(char::from_u32)
-            .ok_or_else(|| "a hex escape that is not a character".into())
+        u32::from_str_radix(&digits, 16).map_err(|_| "an incomplete hex escape".into())
+    }
+
+    /// `\uHHHH` after the `u`: with the `u` flag a surrogate pair written as two
+    /// escapes (`\uD83D\uDE00`, as JSON encoders write astral characters) is one
+    /// character. A lone surrogate matches nothing in a Rust string; refused.
+    fn utf16_escape(&mut self) -> Result<char, String> {
+        let lone = "a lone surrogate escape (no string holds one)";
+        let first = self.hex_value(4)?;
+        if let Some(c) = char::from_u32(first) {
+            return Ok(c);
+        }
+        if !(0xd800..0xdc00).contains(&first)
+            || self.chars.get(self.pos) != Some(&'\\')
+            || self.chars.get(self.pos + 1) != Some(&'u')
+        {
+            return Err(lone.into());
+        }
+        self.pos += 2;
+        let second = self.hex_value(4)?;
+        if !(0xdc00..0xe000).contains(&second) {
+            return Err(lone.into());
+        }
+        char::from_u32(0x10000 + ((first - 0xd800) << 10) + (second - 0xdc00))
+            .ok_or_else(|| lone.into())
     }
 }
 
@@ -663,6 +744,12 @@ mod tests {
         assert!(m(r"\bword\b", "a word here"));
         assert!(!m(r"\bword\b", "swordfish"));
         assert!(m(r"^\u00e9\x41$", "éA"));
+        assert!(
+            m(r"^[\uD83D\uDE00]$", "😀"),
+            "a surrogate pair is one character"
+        );
+        assert!(m(r"^\uD83D\uDE00$", "😀"));
+        assert!(m(r"^\cJ[\ci]$", "\n\t"), "control escapes");
         assert!(m(r"^[\-\]a]+$", "-]a"));
         assert!(m(r"^[\d.]+$", "1.5"));
         assert!(m(r"^\/path\.json$", "/path.json"));
@@ -683,6 +770,11 @@ mod tests {
         assert!(m("^(a|ab)(c|bcd)(d*)$", "abcd"));
         assert!(m("x{", "x{"), "annex B: a lone brace is literal");
         assert!(m("^(a*)*$", "aaaa"), "empty iterations terminate");
+        assert!(
+            m("^(^)*a$", "a"),
+            "a group of an assertion may be quantified"
+        );
+        assert!(m("^(?:a|$)+$", "aa"));
         assert!(m(
             "^(https?://)?[a-z.]+(:[0-9]+)?$",
             "http://example.com:8080"
@@ -701,8 +793,22 @@ mod tests {
     #[test]
     fn unsupported_syntax_is_refused() {
         for p in [
-            r"(?<=a)b", r"(a)\1", r"\p{L}", r"\Aabc\Z", "(?i)abc", "a**", "*a", "(a", "a)", "[a",
+            r"(?<=a)b",
+            r"(a)\1",
+            r"\p{L}",
+            r"\Aabc\Z",
+            "(?i)abc",
+            "a**",
+            "*a",
+            "(a",
+            "a)",
+            "[a",
             "[z-a]",
+            "(?<>a)",
+            "(?<1a>a)",
+            "(?<a>x)(?<a>y)",
+            r"\uD83D",
+            r"\uDE00\uD83D",
         ] {
             assert!(Pattern::new(p).is_err(), "{p} should not compile");
         }

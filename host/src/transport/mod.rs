@@ -15,6 +15,7 @@
 //! and writes the child's pipes in place; the HTTP transports run tasks that
 //! pass messages through channels.
 
+pub(crate) mod descendants;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
 pub(crate) mod http;
@@ -213,7 +214,12 @@ fn open(
                     wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}"))
                 })?;
             let diagnostics = track_diagnostics(state, server);
-            let spawned = stdio::spawn(&spec, state.policy.max_message_bytes, diagnostics.clone())?;
+            let spawned = stdio::spawn(
+                &spec,
+                state.policy.max_message_bytes,
+                diagnostics.clone(),
+                &state.supervisors,
+            )?;
             Ok(Connection::new(
                 Link::Pipes(Box::new(spawned.pipes)),
                 diagnostics,

@@ -9,6 +9,10 @@
 //! hand-over beyond the pipe's own wake-up (measured: W2 in docs/PERFORMANCE.md).
 //! Two tasks serve the rest: a supervisor (exit status, stopping) and a stderr
 //! reader that keeps a short tail for error messages.
+//!
+//! Descendants that leave the process group (`setsid`) are found and stopped
+//! by [`super::descendants`] when the server stops. [`Supervisors`] lets a
+//! runtime's shutdown wait until every server it started is gone.
 
 use std::collections::VecDeque;
 use std::io::ErrorKind;
@@ -23,6 +27,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+use super::descendants;
 use super::endpoint::StdioSpec;
 use super::framing::{Frame, LineFramer, read_frame};
 use super::{Diagnostics, Inbound};
@@ -70,17 +75,67 @@ impl std::fmt::Debug for ProcessGuard {
     }
 }
 
+/// The server processes of one runtime that are not stopped and reaped yet,
+/// so that its shutdown can wait for them.
+#[derive(Debug, Default)]
+pub(crate) struct Supervisors {
+    live: std::sync::atomic::AtomicUsize,
+    idle: Notify,
+}
+
+impl Supervisors {
+    fn enter(self: &Arc<Self>) -> Supervising {
+        self.live.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Supervising(self.clone())
+    }
+
+    /// Waits until every server process started so far is stopped and reaped
+    /// (and its escaped descendants killed).
+    pub async fn all_stopped(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.live.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+/// One supervisor at work; counted out when it ends, or is dropped with the
+/// tokio runtime.
+struct Supervising(Arc<Supervisors>);
+
+impl Drop for Supervising {
+    fn drop(&mut self) {
+        if self
+            .0
+            .live
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst)
+            == 1
+        {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
 /// Starts the server. Must be called inside a tokio runtime.
 pub(crate) fn spawn(
     spec: &StdioSpec,
     max_message: usize,
     diagnostics: Arc<Mutex<Diagnostics>>,
+    supervisors: &Arc<Supervisors>,
 ) -> Result<Spawned, wit::TransportError> {
+    let marker = descendants::new_marker();
     let mut command = Command::new(&spec.command);
     command
         .args(&spec.args)
         .env_clear()
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        // Last, so a configuration cannot set it: it finds what the server leaves behind.
+        .env(descendants::MARKER_VAR, &marker)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -89,14 +144,26 @@ pub(crate) fn spawn(
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }
-    let mut child = command.spawn().map_err(|e| {
-        let place = spec
-            .cwd
-            .as_ref()
-            .map(|c| format!(" in {c}"))
-            .unwrap_or_default();
-        wit::TransportError::Unreachable(format!("could not start `{}`{place}: {e}", spec.command))
-    })?;
+    let mut child = {
+        // From fork to registering the pid, so the reaper never takes this
+        // server's exit status from tokio (see `descendants`).
+        let mut leaders = descendants::leaders();
+        let child = command.spawn().map_err(|e| {
+            let place = spec
+                .cwd
+                .as_ref()
+                .map(|c| format!(" in {c}"))
+                .unwrap_or_default();
+            wit::TransportError::Unreachable(format!(
+                "could not start `{}`{place}: {e}",
+                spec.command
+            ))
+        })?;
+        if let Some(pid) = child.id() {
+            leaders.get_or_insert_default().insert(pid as i32);
+        }
+        child
+    };
     let pgid = child.id().and_then(|id| Pid::from_raw(id as i32));
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (Some(stdin), Some(stdout), Some(stderr), Some(pgid)) = (stdin, stdout, stderr, pgid)
@@ -119,10 +186,15 @@ pub(crate) fn spawn(
 
     tokio::spawn(supervise(
         child,
-        pgid,
+        Leftovers {
+            pgid,
+            marker,
+            armed: true,
+        },
         stop.clone(),
         exit_tx,
         diagnostics.clone(),
+        supervisors.enter(),
     ));
     let (stderr_tx, stderr_rx) = watch::channel(false);
     tokio::spawn(async move {
@@ -152,31 +224,47 @@ pub(crate) fn spawn(
     })
 }
 
-/// Kills the whole group with SIGKILL if dropped while armed, which happens
-/// when the tokio runtime shuts down with the server still running.
-struct GroupKiller {
+/// What a server may leave behind: its process group, and descendants that
+/// left the group but carry its marker. Killed with SIGKILL if dropped while
+/// armed, which happens when the tokio runtime shuts down with the server
+/// still running (the supervisor is dropped mid-way).
+struct Leftovers {
     pgid: Pid,
+    marker: String,
     armed: bool,
 }
 
-impl Drop for GroupKiller {
+impl Leftovers {
+    /// Kills the group and, reading `/proc` on a blocking thread, the marked
+    /// descendants outside it.
+    async fn kill(&mut self) {
+        let _ = kill_process_group(self.pgid, Signal::KILL);
+        let marker = self.marker.clone();
+        let _ = tokio::task::spawn_blocking(move || descendants::kill_marked(&marker)).await;
+        self.armed = false;
+    }
+}
+
+impl Drop for Leftovers {
     fn drop(&mut self) {
         if self.armed {
             let _ = kill_process_group(self.pgid, Signal::KILL);
+            descendants::kill_marked(&self.marker);
         }
     }
 }
 
 /// Waits for the child to exit, or stops it when asked; always reaps it and
-/// clears the rest of its process group.
+/// clears the rest of its process group and its marked descendants.
 async fn supervise(
     mut child: Child,
-    pgid: Pid,
+    mut leftovers: Leftovers,
     stop: Arc<Notify>,
     exit_tx: watch::Sender<Option<String>>,
     diagnostics: Arc<Mutex<Diagnostics>>,
+    _supervising: Supervising,
 ) {
-    let mut killer = GroupKiller { pgid, armed: true };
+    let pgid = leftovers.pgid;
     let status = tokio::select! {
         status = child.wait() => status,
         () = stop.notified() => {
@@ -190,9 +278,12 @@ async fn supervise(
             }
         }
     };
-    // The leader is gone; anything it left behind in its group goes with it.
+    // Reaped by tokio: from now on the pid may belong to anyone.
+    descendants::forget_leader(pgid.as_raw_nonzero().get());
+    // The leader is gone; anything it left behind goes with it. The group at
+    // once; the marked descendants once the exit is reported (reading /proc
+    // takes a millisecond or so), before this supervisor counts as done.
     let _ = kill_process_group(pgid, Signal::KILL);
-    killer.armed = false;
     let described = match status {
         Ok(status) => describe(status),
         Err(e) => format!("could not be waited for: {e}"),
@@ -202,6 +293,7 @@ async fn supervise(
         .unwrap_or_else(|p| p.into_inner())
         .exit_status = Some(described.clone());
     let _ = exit_tx.send(Some(described));
+    leftovers.kill().await;
 }
 
 fn describe(status: ExitStatus) -> String {

@@ -32,6 +32,10 @@
 //! | `--tools N` | add tools `tool_0` … `tool_{N-1}` (echo-like, see below) |
 //! | `--page-size K` | `tools/list` returns K tools per page |
 //! | `--weird-names` | add echo-like tools whose names need sanitising ([`fixture::WEIRD_NAMES`]): `read.file`, `héllo wörld`, `a/b:c`, `emoji🚀tool`, the already-valid `ok-name_1`, and two names longer than 64 characters once namespaced that share their first 70 characters |
+//! | `--tool NAME` | add an echo-like tool called NAME (repeatable) |
+//! | `--flood-tools N` | the first `tools/list` page also lists N tiny tools `flood_0` … (`{"name":…,"inputSchema":{"type":"object"}}`, about 50 bytes each), written as text so a million of them cost the fixture no more than the line; they cannot be called |
+//! | `--flood-tool-bytes B` | pad each `--flood-tools` tool with a description, to about B bytes of JSON |
+//! | `--big-tool BYTES` | add an echo-like tool `big` whose description is BYTES characters long |
 //! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
 //! | `--no-init-reply` | never answer `initialize` |
@@ -40,6 +44,8 @@
 //! | `--stderr-lines N` | write N lines to stderr at start |
 //! | `--bad-ids` | around every response, also send the same response with its id as a string, with an id nobody asked for, and a second time (a duplicate) |
 //! | `--spawn-child` | start a `sleep 600` child process at start (it shares the server's process group; see the `pids` tool) |
+//! | `--escapee` | start a `sleep 600` grandchild that calls `setsid` (leaving the process group and session) and is orphaned at once, as a daemon is (see the `pids` tool) |
+//! | `--escapee-clean-env` | the same, started with an empty environment (`env -i`) |
 //! | `--announce-sleeps` | on the arrival of each valid `sleep` call, before it starts, send `notifications/message` (level `info`, data [`fixture::SLEEP_STARTED`], no `logger`): a test awaits it to know the call reached the server |
 //!
 //! # Tools
@@ -62,10 +68,11 @@
 //! | `image` | none | a text block `a red pixel` and a 1×1 PNG image block |
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
-//! | `pids` | none | text: JSON `{"pid": …, "children": […]}`, the server's pid and its `--spawn-child` child |
+//! | `pids` | none | text: JSON `{"pid": …, "children": […], "escapees": […]}`, the server's pid, its `--spawn-child` child and its `--escapee` grandchild |
+//! | `raw_result` | `result: string` (required) | answers with `result` as the JSON-RPC `result`, verbatim: text serde_json could not hold (10,000 levels deep, `1e999`) reaches the client as written |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
 //!
-//! Echo-like tools (`--tools`, `--weird-names`, `--collide`, `add_tool`) take an
+//! Echo-like tools (`--tools`, `--tool`, `--weird-names`, `--collide`, `add_tool`) take an
 //! optional `text` and return it, or their own name when it is absent, so a test can
 //! tell which of two colliding tools was called.
 //!
@@ -107,6 +114,10 @@ struct Options {
     tools: usize,
     page_size: Option<usize>,
     weird_names: bool,
+    extra_tools: Vec<String>,
+    flood_tools: usize,
+    flood_tool_bytes: usize,
+    big_tool: Option<usize>,
     collide: bool,
     exit_on_init: Option<i32>,
     no_init_reply: bool,
@@ -116,6 +127,16 @@ struct Options {
     bad_ids: bool,
     spawn_child: bool,
     announce_sleeps: bool,
+    escapee: Option<Escapee>,
+}
+
+/// A grandchild that leaves the server's process group and session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escapee {
+    /// With the server's environment.
+    KeepEnv,
+    /// With an empty environment.
+    CleanEnv,
 }
 
 impl Options {
@@ -126,6 +147,10 @@ impl Options {
             tools: 0,
             page_size: None,
             weird_names: false,
+            extra_tools: Vec::new(),
+            flood_tools: 0,
+            flood_tool_bytes: 0,
+            big_tool: None,
             collide: false,
             exit_on_init: None,
             no_init_reply: false,
@@ -135,6 +160,7 @@ impl Options {
             bad_ids: false,
             spawn_child: false,
             announce_sleeps: false,
+            escapee: None,
         };
         while let Some(flag) = args.next() {
             let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -150,6 +176,10 @@ impl Options {
                     options.page_size = Some(size);
                 }
                 "--weird-names" => options.weird_names = true,
+                "--tool" => options.extra_tools.push(value()?),
+                "--flood-tools" => options.flood_tools = number(&flag, &value()?)?,
+                "--flood-tool-bytes" => options.flood_tool_bytes = number(&flag, &value()?)?,
+                "--big-tool" => options.big_tool = Some(number(&flag, &value()?)?),
                 "--collide" => options.collide = true,
                 "--exit-on-init" => options.exit_on_init = Some(number(&flag, &value()?)?),
                 "--no-init-reply" => options.no_init_reply = true,
@@ -160,6 +190,8 @@ impl Options {
                 "--stderr-lines" => options.stderr_lines = number(&flag, &value()?)?,
                 "--bad-ids" => options.bad_ids = true,
                 "--spawn-child" => options.spawn_child = true,
+                "--escapee" => options.escapee = Some(Escapee::KeepEnv),
+                "--escapee-clean-env" => options.escapee = Some(Escapee::CleanEnv),
                 "--announce-sleeps" => options.announce_sleeps = true,
                 "--help" | "-h" => {
                     eprintln!("usage: fixture-server [FLAGS]; see the source's module docs");
@@ -175,6 +207,30 @@ impl Options {
 fn number<T: std::str::FromStr>(flag: &str, text: &str) -> Result<T, String> {
     text.parse()
         .map_err(|_| format!("{flag}: {text:?} is not a valid number"))
+}
+
+/// The response to a first `tools/list` with `--flood-tools N`: `result`'s tools,
+/// then N tiny tools (each padded to about `bytes` with a description), built as text.
+fn flooded(id: &Value, result: &Value, n: usize, bytes: usize) -> String {
+    let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"tools":["#);
+    let listed = result["tools"].as_array().map_or(&[][..], Vec::as_slice);
+    let mut items = listed.iter().map(Value::to_string).collect::<Vec<_>>();
+    let padding = match bytes.saturating_sub(80) {
+        0 => String::new(),
+        pad => format!(r#""description":"{}","#, "d".repeat(pad)),
+    };
+    items.extend(
+        (0..n).map(|i| {
+            format!(r#"{{"name":"flood_{i}",{padding}"inputSchema":{{"type":"object"}}}}"#)
+        }),
+    );
+    line.push_str(&items.join(","));
+    line.push(']');
+    if let Some(cursor) = result.get("nextCursor") {
+        line.push_str(&format!(r#","nextCursor":{cursor}"#));
+    }
+    line.push_str("}}");
+    line
 }
 
 /// What a tool does when called.
@@ -196,6 +252,7 @@ enum Kind {
     CloseStdout,
     Pids,
     Elicit,
+    RawResult,
     /// Returns `text`, or the tool's own name.
     EchoLike,
 }
@@ -366,6 +423,13 @@ fn builtin_tools() -> Vec<Tool> {
             &[],
         ),
         Tool::new(
+            "raw_result",
+            Kind::RawResult,
+            "Answers with `result` as the JSON-RPC result, verbatim.",
+            json!({"result": text("The result object, as JSON text.")}),
+            &["result"],
+        ),
+        Tool::new(
             "pids",
             Kind::Pids,
             "Returns the server's pid and its children's, as JSON text.",
@@ -384,6 +448,12 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
                 .iter()
                 .map(|name| Tool::echo_like(name)),
         );
+    }
+    tools.extend(options.extra_tools.iter().map(|name| Tool::echo_like(name)));
+    if let Some(bytes) = options.big_tool {
+        let mut big = Tool::echo_like("big");
+        big.definition["description"] = Value::String("d".repeat(bytes));
+        tools.push(big);
     }
     if options.collide {
         tools.extend(
@@ -407,6 +477,8 @@ struct Server {
     out: Mutex<Option<io::Stdout>>,
     /// The `--spawn-child` child's pid.
     children: Vec<u32>,
+    /// The `--escapee` grandchild's pid.
+    escapees: Vec<u32>,
     tools: Mutex<Vec<Tool>>,
     /// Request ids from `notifications/cancelled`, in arrival order.
     cancelled: Mutex<Vec<Value>>,
@@ -460,6 +532,17 @@ impl Server {
         if result.is_err() {
             // The client is gone; nobody is left to talk to.
             process::exit(0);
+        }
+    }
+
+    /// Writes one line as it is (no `--garbage` or `--bad-ids` around it).
+    fn send_raw(&self, line: &str) {
+        let mut guard = lock(&self.out);
+        if let Some(out) = guard.as_mut() {
+            let written = out.write_all(format!("{line}\n").as_bytes());
+            if written.and_then(|()| out.flush()).is_err() {
+                process::exit(0);
+            }
         }
     }
 
@@ -707,6 +790,10 @@ impl Server {
             result["nextCursor"] = Value::String(encode_cursor(end));
         }
         drop(tools);
+        if self.options.flood_tools > 0 && start == 0 {
+            let (n, bytes) = (self.options.flood_tools, self.options.flood_tool_bytes);
+            return self.send_raw(&flooded(id, &result, n, bytes));
+        }
         self.respond(id, result);
     }
 
@@ -731,6 +818,14 @@ impl Server {
         let Some(kind) = kind else {
             return self.respond_error(id, code::INVALID_PARAMS, &format!("unknown tool: {name}"));
         };
+        if kind == Kind::RawResult {
+            let Some(result) = args.get("result").and_then(Value::as_str) else {
+                return self.respond(id, tool_error("`result` must be a string"));
+            };
+            return self.send_raw(&format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#
+            ));
+        }
         let progress_token = params.pointer("/_meta/progressToken").cloned();
         match self.run_tool(kind, name, args, id, progress_token) {
             Ok(Some(result)) => self.respond(id, result),
@@ -859,6 +954,8 @@ impl Server {
                 close_stdout_fd();
                 return Ok(None);
             }
+            // Answered in `call_tool`, verbatim.
+            Kind::RawResult => return Err("`raw_result` is answered verbatim".to_owned()),
             Kind::Elicit => {
                 let request = format!("elicit-{id}");
                 self.send(
@@ -885,7 +982,12 @@ impl Server {
                 }
             }
             Kind::Pids => {
-                text_result(&json!({"pid": process::id(), "children": self.children}).to_string())
+                let pids = json!({
+                    "pid": process::id(),
+                    "children": self.children,
+                    "escapees": self.escapees,
+                });
+                text_result(&pids.to_string())
             }
             Kind::Image => json!({
                 "content": [
@@ -976,11 +1078,20 @@ fn main() {
     } else {
         Vec::new()
     };
+    let escapees = match options.escapee.map(spawn_escapee) {
+        Some(Ok(pid)) => vec![pid],
+        Some(Err(e)) => {
+            eprintln!("fixture-server: could not start the escapee: {e}");
+            process::exit(2);
+        }
+        None => Vec::new(),
+    };
     let server = Arc::new(Server {
         tools: Mutex::new(initial_tools(&options)),
         options,
         out: Mutex::new(Some(io::stdout())),
         children,
+        escapees,
         cancelled: Mutex::new(Vec::new()),
         cancelled_signal: Condvar::new(),
         sleeps: Mutex::new(BinaryHeap::new()),
@@ -997,6 +1108,27 @@ fn main() {
         }
     }
     // Stdin closed: the client is done with us. In-flight calls die with the process.
+}
+
+/// Starts `sleep 600` as a grandchild that leaves the process group and the
+/// session (`setsid`), the way a daemon does: a shell starts it in the
+/// background, prints its pid and exits, so it is orphaned at once. Returns its pid.
+fn spawn_escapee(how: Escapee) -> io::Result<u32> {
+    let env = if how == Escapee::CleanEnv {
+        "env -i "
+    } else {
+        ""
+    };
+    let script = format!("{env}setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $!");
+    let out = process::Command::new("sh")
+        .args(["-c", &script])
+        .stdin(process::Stdio::null())
+        .stderr(process::Stdio::inherit())
+        .output()?;
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .map_err(|e| io::Error::other(format!("the shell printed no pid: {e}")))
 }
 
 /// Closes file descriptor 1 for real, so the client sees end of file on the pipe.

@@ -60,7 +60,7 @@ async fn eras_are_detected_per_server_and_remembered() {
             .expect("in time")
             .unwrap_or_else(|e| panic!("{tool}: {e}"));
             assert_eq!(r.text, "42");
-            assert_eq!(r.structured_content, Some(json!({"result": 42})));
+            assert_eq!(r.structured_value().unwrap(), Some(json!({"result": 42})));
             let r = runtime
                 .call_tool(
                     &format!("mcp__{server}__fail"),
@@ -141,7 +141,7 @@ async fn ts_peer_tools(runtime: &Runtime, server: &str) {
         "add",
     );
     assert_eq!(r.text, "42");
-    assert_eq!(r.structured_content, Some(json!({"sum": 42})));
+    assert_eq!(r.structured_value().unwrap(), Some(json!({"sum": 42})));
     let r = ok(
         call(runtime, &tool("fail"), json!({"message": "no"})).await,
         "fail",

@@ -258,6 +258,101 @@ async fn a_servers_children_go_with_it() {
     );
 }
 
+/// Waits until process `pid` no longer runs: gone, or a zombie that its parent
+/// (init, for an orphan) has yet to reap.
+async fn stops_running(pid: u64) -> bool {
+    let path = format!("/proc/{pid}/stat");
+    tokio::time::timeout(PATIENCE, async {
+        loop {
+            match std::fs::read_to_string(&path) {
+                Err(_) => return,
+                Ok(stat)
+                    if stat
+                        .rsplit_once(") ")
+                        .is_some_and(|(_, r)| r.starts_with('Z')) =>
+                {
+                    return;
+                }
+                // Polling /proc: an orphan is not ours to wait for.
+                Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// The fixture's pids: its own, its `--spawn-child` child, its `--escapee`.
+async fn fixture_pids(runtime: &mcpbox::Runtime, server: &str) -> Vec<u64> {
+    let pids: Value = serde_json::from_str(
+        &call(runtime, &format!("mcp__{server}__pids"), json!({}))
+            .await
+            .unwrap()
+            .text,
+    )
+    .unwrap();
+    let mut all = vec![pids["pid"].as_u64().unwrap()];
+    for key in ["children", "escapees"] {
+        all.extend(
+            pids[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_u64().unwrap()),
+        );
+    }
+    all
+}
+
+/// Issue 10, finding 8: a grandchild that left the server's process group with
+/// `setsid` (a daemon) is stopped with the server, whether the runtime is shut
+/// down, dropped, or the server stops on its own; found by the
+/// `MCPBOX_SERVER_ID` marker it inherited (no subreaper in this process).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_escaped_grandchild_goes_with_it() {
+    let args = ["--spawn-child", "--escapee"];
+    let runtime = open(json!({ "p": fixture_entry(&args) })).await;
+    assert_connected(&ready(&runtime).await, "p");
+    let pids = fixture_pids(&runtime, "p").await;
+    assert_eq!(pids.len(), 3, "{pids:?}");
+    runtime.shutdown().await;
+    for pid in pids {
+        assert!(stops_running(pid).await, "{pid} survived the shutdown");
+    }
+
+    // Dropped without a shutdown.
+    let runtime = open(json!({ "p": fixture_entry(&args) })).await;
+    assert_connected(&ready(&runtime).await, "p");
+    let pids = fixture_pids(&runtime, "p").await;
+    drop(runtime);
+    for pid in pids {
+        assert!(stops_running(pid).await, "{pid} survived the drop");
+    }
+
+    // The server crashes: what it left behind is stopped too.
+    let runtime = open(json!({ "p": fixture_entry(&args) })).await;
+    assert_connected(&ready(&runtime).await, "p");
+    let pids = fixture_pids(&runtime, "p").await;
+    let _ = call(&runtime, "mcp__p__crash", json!({"code": 3})).await;
+    for pid in pids {
+        assert!(stops_running(pid).await, "{pid} survived the crash");
+    }
+}
+
+/// `Runtime::shutdown` returns once every server process is stopped and reaped.
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_returns_once_the_servers_are_gone() {
+    let runtime = open(json!({ "p": fixture_entry(&["--spawn-child"]) })).await;
+    assert_connected(&ready(&runtime).await, "p");
+    let pids = fixture_pids(&runtime, "p").await;
+    runtime.shutdown().await;
+    let server = pids[0];
+    assert!(
+        !std::path::Path::new(&format!("/proc/{server}")).exists(),
+        "the server was reaped before shutdown returned"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_entry_with_a_bad_command_in_a_shell_fails_cleanly() {
     // A shell that exits at once: no handshake, a clear exit status.

@@ -8,7 +8,8 @@ use mcpbox::{CallError, CallOptions, Event, ServerState};
 use serde_json::json;
 
 use crate::{
-    PATIENCE, assert_connected, call, fixture, fixture_entry, next_event, open, ready, status,
+    PATIENCE, assert_connected, assert_no_guest_restart, call, fixture, fixture_entry, next_event,
+    open, ready, status,
 };
 
 #[tokio::test(flavor = "multi_thread")]
@@ -27,12 +28,13 @@ async fn echo_round_trip_and_status() {
         .unwrap();
     assert!(!result.is_error);
     assert_eq!(result.text, "hello");
-    assert_eq!(result.content, json!([{"type": "text", "text": "hello"}]));
+    let content: serde_json::Value = serde_json::from_str(result.content.get()).unwrap();
+    assert_eq!(content, json!([{"type": "text", "text": "hello"}]));
 
     let sum = call(&runtime, "mcp__fx__add", json!({"a": 2, "b": 3.5}))
         .await
         .unwrap();
-    assert_eq!(sum.structured_content, Some(json!({"sum": 5.5})));
+    assert_eq!(sum.structured_value().unwrap(), Some(json!({"sum": 5.5})));
     runtime.shutdown().await;
 }
 
@@ -161,6 +163,111 @@ async fn collisions_are_reported_and_the_later_tool_skipped() {
         1,
         "exactly one of the colliding tools is registered"
     );
+}
+
+/// Issue 10, finding 5: server `x` with tool `y__ping` and server `x__y` with
+/// tool `ping` both make `mcp__x__y__ping`. Whichever server starts slowly, a call
+/// made as soon as the name is callable (as `mcpbox call` does) reaches the
+/// server `tools` lists for it, and that is the one first in the file.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_contested_name_reaches_the_listed_server_whichever_starts_first() {
+    const NAME: &str = "mcp__x__y__ping";
+    for slow in ["x", "x__y"] {
+        let entry = |server: &str, tool: &str| {
+            let mut args = vec!["--tool", tool];
+            if server == slow {
+                args.extend(["--start-delay-ms", "400"]);
+            }
+            fixture_entry(&args)
+        };
+        let runtime =
+            open(json!({ "x": entry("x", "y__ping"), "x__y": entry("x__y", "ping") })).await;
+        tokio::time::timeout(PATIENCE, runtime.wait_for_tool(NAME))
+            .await
+            .expect("the name becomes callable in time")
+            .expect("the name is listed");
+        // The echo-like tools answer with their own name.
+        let reached = call(&runtime, NAME, json!({})).await.unwrap().text;
+        ready(&runtime).await;
+        let listed: Vec<_> = runtime
+            .tools()
+            .iter()
+            .filter(|t| t.name == NAME)
+            .cloned()
+            .collect();
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        assert_eq!(
+            (listed[0].server.as_str(), listed[0].tool.as_str()),
+            ("x", "y__ping"),
+            "{slow} slow"
+        );
+        assert_eq!(
+            reached, "y__ping",
+            "{slow} slow: the call reached `x__y`'s tool"
+        );
+        let issues: Vec<String> = runtime
+            .config_issues()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert!(
+            issues[0].starts_with("server `x__y`: its tool names (mcp__x__y__…) can be the same as tool names of server `x`"),
+            "{issues:?}"
+        );
+        runtime.shutdown().await;
+    }
+}
+
+/// Issue 10, finding 13: a `structuredContent` deeper than serde_json's 128
+/// levels, or holding a number no f64 holds, became `null` on a successful
+/// result (and such a `content` made the result "malformed"). Both reach the
+/// caller exactly as the server wrote them, 10,000 levels deep included, and
+/// nothing deep crashes the guest.
+#[tokio::test(flavor = "multi_thread")]
+async fn structured_content_passes_through_exactly_however_deep_or_large() {
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    let mut events = runtime.events();
+    assert_connected(&ready(&runtime).await, "fx");
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    for structured in [
+        format!(r#"{{"deep": {deep}}}"#),
+        r#"{"big": 1e999, "exact": 123456789012345678901234567890, "written": 1.0e2}"#.to_owned(),
+        format!(r#"{{ "both" : [ {deep}, -1e999 ] }}"#),
+    ] {
+        let result = format!(
+            r#"{{"content":[{{"type":"text","text":"ok"}}],"structuredContent":{structured}}}"#
+        );
+        let r = call(&runtime, "mcp__fx__raw_result", json!({ "result": result }))
+            .await
+            .unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.text, "ok");
+        // Serialised as it was received: the server's text, byte for byte.
+        let received = serde_json::to_string(&r.structured_content).unwrap();
+        assert!(
+            received == structured,
+            "{} became {}",
+            &structured[..structured.len().min(80)],
+            &received[..received.len().min(80)]
+        );
+    }
+    // So does `content`, its text blocks found without building the others.
+    let content = format!(
+        r#"[{{"type":"text","text":"a"}},{{"type":"resource","resource":{{"uri":"x:y","deep":{deep},"n":1e999}}}}]"#
+    );
+    let result = format!(r#"{{"content":{content}}}"#);
+    let r = call(&runtime, "mcp__fx__raw_result", json!({ "result": result }))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "a");
+    assert!(serde_json::to_string(&r.content).unwrap() == content);
+    // The guest is the same instance: nothing trapped.
+    let r = call(&runtime, "mcp__fx__echo", json!({"text": "still here"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text, "still here");
+    assert_no_guest_restart(&mut events);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -409,8 +516,9 @@ async fn shutdown_stops_servers_and_later_calls_fail_cleanly() {
 }
 
 /// A runtime with one fixture server `fx` and room for normal work, but not for
-/// [`trapping_text`]: copying it into the guest exceeds the memory limit and
-/// traps the guest.
+/// a [`TRAPPING_BYTES`] answer: copying it into the guest exceeds the memory
+/// limit and traps the guest. (Arguments that large are refused before they
+/// enter the guest: see `oversized_arguments_are_refused_before_the_guest`.)
 async fn trappable() -> mcpbox::Runtime {
     let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
     mcpbox::Options::from_config_text("trap.json", text)
@@ -420,9 +528,43 @@ async fn trappable() -> mcpbox::Runtime {
         .unwrap()
 }
 
-/// An `echo` argument that traps a [`trappable`] guest.
-fn trapping_text() -> String {
-    "x".repeat(8 * 1024 * 1024)
+/// The size of a `huge` answer that traps a [`trappable`] guest.
+const TRAPPING_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Issue 10, finding 10: arguments over the limit (1/16 of the guest's memory
+/// limit) fail the call with `InvalidArguments` naming the size and the limit,
+/// before they enter the guest: no trap, no restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn oversized_arguments_are_refused_before_the_guest() {
+    let runtime = trappable().await;
+    assert_connected(&ready(&runtime).await, "fx");
+    let mut events = runtime.events();
+    let err = call(
+        &runtime,
+        "mcp__fx__echo",
+        json!({ "text": "x".repeat(8 * 1024 * 1024) }),
+    )
+    .await
+    .unwrap_err();
+    let CallError::InvalidArguments(message) = &err else {
+        panic!("expected invalid arguments, got {err:?}")
+    };
+    assert!(
+        message.contains("8388619 bytes")
+            && message.contains("256 KiB")
+            && message.contains("Options::memory_limit"),
+        "{message}"
+    );
+    // Just under the limit still goes through.
+    let text = "y".repeat(256 * 1024 - 100);
+    let r = call(&runtime, "mcp__fx__echo", json!({ "text": text }))
+        .await
+        .unwrap();
+    assert_eq!(r.text, text);
+    // The guest was not restarted: no warning says so.
+    while let Ok(event) = events.try_recv() {
+        assert!(!matches!(event, Event::Warning(_)), "{event:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -433,8 +575,8 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
 
     let err = call(
         &runtime,
-        "mcp__fx__echo",
-        json!({ "text": trapping_text() }),
+        "mcp__fx__huge",
+        json!({ "bytes": TRAPPING_BYTES }),
     )
     .await
     .unwrap_err();
@@ -461,12 +603,16 @@ async fn a_trapping_guest_is_replaced_and_the_host_survives() {
 #[tokio::test(flavor = "multi_thread")]
 async fn three_traps_within_a_minute_stop_the_runtime() {
     let runtime = trappable().await;
-    let huge = trapping_text();
+    let mut events = runtime.events();
     for round in 1..=3 {
         assert_connected(&ready(&runtime).await, "fx");
-        let err = call(&runtime, "mcp__fx__echo", json!({ "text": huge }))
-            .await
-            .unwrap_err();
+        let err = call(
+            &runtime,
+            "mcp__fx__huge",
+            json!({ "bytes": TRAPPING_BYTES }),
+        )
+        .await
+        .unwrap_err();
         let CallError::Runtime(message) = &err else {
             panic!("expected a runtime error, got {err:?}")
         };
@@ -489,6 +635,26 @@ async fn three_traps_within_a_minute_stop_the_runtime() {
     assert!(
         matches!(&err, CallError::Runtime(m) if m.contains("3 times within a minute")),
         "{err:?}"
+    );
+    // Issue 10, finding 4: the stop is visible without a call: the reason, the
+    // servers failed with it (none runs without the guest), no tools, the event.
+    let reason = runtime.stopped().expect("stopped");
+    assert!(
+        reason.contains("the guest ran out of memory") && reason.contains("4.0 MiB"),
+        "the trap is told for what it is: {reason}"
+    );
+    let fx = status(&runtime.servers(), "fx").clone();
+    assert_eq!(fx.state, ServerState::Failed);
+    assert!(
+        fx.error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the mcpbox runtime stopped")
+    );
+    assert!(runtime.tools().is_empty());
+    assert!(
+        std::iter::from_fn(|| events.try_recv().ok()).any(|e| matches!(e, Event::Stopped(_))),
+        "an Event::Stopped was sent"
     );
 }
 

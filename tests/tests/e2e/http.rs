@@ -71,7 +71,7 @@ async fn streamable_http_python_sdk() {
     let r = ok(&runtime, "mcp__py__greet", json!({"name": "Ada"})).await;
     assert_eq!(r.text, "Hello, Ada!");
     let r = ok(&runtime, "mcp__py__add", json!({"a": 2, "b": 40})).await;
-    assert_eq!(r.structured_content, Some(json!({"result": 42})));
+    assert_eq!(r.structured_value().unwrap(), Some(json!({"result": 42})));
     let r = ok(&runtime, "mcp__py__fail", json!({"message": "nope"})).await;
     assert!(r.is_error && r.text.contains("nope"), "{r:?}");
     // Concurrent calls share the session.

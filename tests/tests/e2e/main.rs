@@ -12,6 +12,7 @@ mod faults;
 mod fixture;
 mod http;
 mod peers;
+mod server_limits;
 
 use std::time::Duration;
 
@@ -96,4 +97,14 @@ pub async fn next_event(
     })
     .await
     .expect("the event arrives in time")
+}
+
+/// Asserts that no event so far says the guest trapped and was replaced.
+pub fn assert_no_guest_restart(events: &mut tokio::sync::broadcast::Receiver<Event>) {
+    while let Ok(event) = events.try_recv() {
+        assert!(
+            !matches!(&event, Event::Warning(w) if w.contains("guest failed")),
+            "{event:?}"
+        );
+    }
 }

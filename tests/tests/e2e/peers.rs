@@ -87,7 +87,7 @@ async fn python_sdk_server() {
     assert_eq!(r.text, "Hello, Ada!");
     let r = call(&runtime, "mcp__py__add", json!({"a": 2, "b": 40})).await;
     assert_eq!(r.text, "42");
-    assert_eq!(r.structured_content, Some(json!({"result": 42})));
+    assert_eq!(r.structured_value().unwrap(), Some(json!({"result": 42})));
     let r = call(&runtime, "mcp__py__fail", json!({"message": "nope"})).await;
     assert!(r.is_error);
     assert!(r.text.contains("nope"), "{r:?}");

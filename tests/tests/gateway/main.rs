@@ -53,6 +53,8 @@ pub fn config(peers: bool, extra: Value) -> ConfigFile {
 pub fn stdio_gateway(config: &Path, extra: &[&str]) -> Vec<String> {
     let mut argv = vec![
         cli().to_owned(),
+        // The configuration is the test's own (see `mcpbox trust`).
+        "--trust".to_owned(),
         "--config".to_owned(),
         config.display().to_string(),
         "serve".to_owned(),

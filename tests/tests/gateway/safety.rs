@@ -52,6 +52,7 @@ fn a_token_is_required_when_one_is_set() {
     let config = config(false, json!({}));
     let mut command = Command::new(crate::cli());
     command
+        .arg("--trust")
         .arg("--config")
         .arg(&config.path)
         .args(["serve", "--http", "127.0.0.1:0"])

