@@ -178,8 +178,10 @@ impl Programs {
             builtin,
         };
         for big in [false, true] {
+            // 10,000 tools is the default `limits.maxTools`: room above it.
             let config = json!({"mcpServers": {"fx": {
-                "command": programs.fixture, "args": programs.fixture_args(big)}}});
+                "command": programs.fixture, "args": programs.fixture_args(big),
+                "limits": {"maxTools": 2 * BIG_LIST}}}});
             let path = programs.config(big);
             std::fs::write(&path, config.to_string())
                 .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

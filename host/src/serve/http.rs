@@ -208,8 +208,11 @@ pub(super) async fn run(
             let mut builder = http1::Builder::new();
             builder
                 .max_header_size(shared.options.max_header_bytes)
-                // hyper's floor for its read buffer is 8 KiB.
-                .max_buf_size(shared.options.max_header_bytes.max(8 * 1024))
+                // Room for a head somewhat over the limit, so that it is read
+                // whole and answered 431 (a head cut off by a full buffer leaves
+                // bytes unread, and the close resets the connection, answer and
+                // all); hyper's floor for its read buffer is 8 KiB.
+                .max_buf_size((shared.options.max_header_bytes / 4 * 5).max(8 * 1024))
                 // The header timeout takes effect only with a timer.
                 .timer(TokioTimer::new())
                 .header_read_timeout(shared.options.read_timeout);

@@ -142,7 +142,7 @@ async fn a_stdio_client_is_served_under_the_profile_serve_names() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_search_finds_and_calls_one_of_ten_thousand_tools() {
     let config = ConfigFile::new(&json!({"mcpServers": {
-        "fx": {"command": fixture(), "args": ["--tools", "9990"]},
+        "fx": {"command": fixture(), "args": ["--tools", "9990"], "limits": {"maxTools": 20000}},
     }}));
     let client = connect(&config, &["--tool-search"]).await;
     assert_eq!(names(&client).await, ["search_tools", "call_tool"]);

@@ -95,15 +95,7 @@ fn garbage_over_http_gets_json_rpc_errors_and_the_gateway_goes_on() {
     assert!(r.messages()[0]["error"]["code"].is_i64(), "{r:?}");
     still_answers(&gateway, "a huge method name");
     // A body that is not UTF-8 is refused by the host before the guest sees it.
-    let mut stream = TcpStream::connect(
-        gateway
-            .url
-            .trim_start_matches("http://")
-            .split('/')
-            .next()
-            .unwrap(),
-    )
-    .expect("connect");
+    let mut stream = TcpStream::connect(authority(&gateway)).expect("connect");
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: 4\r\n\r\n"
@@ -117,35 +109,54 @@ fn garbage_over_http_gets_json_rpc_errors_and_the_gateway_goes_on() {
     still_answers(&gateway, "a body that is not UTF-8");
 }
 
+/// Sends `head` (ended by an empty line, no body) on a connection of its own and
+/// reads the answer. A write that fails is not an error: the gateway may answer
+/// and close before it has read everything.
+fn send_head(gateway: &ServerProcess, head: &str) -> String {
+    let mut stream = TcpStream::connect(authority(gateway)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("a read timeout");
+    let _ = stream.write_all(head.as_bytes());
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+fn authority(gateway: &ServerProcess) -> String {
+    gateway
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("an authority")
+        .to_owned()
+}
+
 #[test]
 fn a_head_over_the_limit_is_refused_with_431() {
     let config = config(false, json!({}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
-    let junk = "j".repeat(70 * 1024);
-    let headers = [POST[0], POST[1], ("X-Junk", junk.as_str())];
-    let r = http(
-        &gateway.url,
-        "POST",
-        &headers,
-        &stateless_call(1, "fx__echo", json!({"text": "x"})),
+    // One header of 70 KiB, over the 64 KiB limit (the gateway reads such a head
+    // whole, so the 431 is not lost to a reset).
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         X-Junk: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        "j".repeat(70 * 1024)
     );
-    assert_eq!(r.status, 431, "{r:?}");
-    // Many small headers that add up count the same.
-    let many: Vec<(String, String)> = (0..2_000)
-        .map(|i| (format!("X-H{i}"), "v".repeat(40)))
+    let answer = send_head(&gateway, &head);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{answer:.200}");
+    // Two thousand small headers: refused as well (431, or the connection closed
+    // once the gateway stops reading them).
+    let many: String = (0..2_000)
+        .map(|i| format!("X-H{i}: {}\r\n", "v".repeat(40)))
         .collect();
-    let headers: Vec<(&str, &str)> = POST
-        .iter()
-        .copied()
-        .chain(many.iter().map(|(n, v)| (n.as_str(), v.as_str())))
-        .collect();
-    let r = http(
-        &gateway.url,
-        "POST",
-        &headers,
-        &stateless_call(1, "fx__echo", json!({"text": "x"})),
+    let head = format!("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n{many}Content-Length: 0\r\n\r\n");
+    let answer = send_head(&gateway, &head);
+    assert!(
+        answer.is_empty() || answer.starts_with("HTTP/1.1 431"),
+        "{answer:.200}"
     );
-    assert!(r.status == 431 || r.status == 0, "{r:?}");
     still_answers(&gateway, "heads over the limit");
 }
 
@@ -166,13 +177,7 @@ fn read_until_closed(mut stream: TcpStream) -> String {
 fn slow_clients_hold_only_their_own_connections() {
     let config = config(false, json!({}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
-    let authority = gateway
-        .url
-        .trim_start_matches("http://")
-        .split('/')
-        .next()
-        .unwrap()
-        .to_owned();
+    let authority = authority(&gateway);
     let deadline = Duration::from_secs(120);
     let connect = || {
         let s = TcpStream::connect(&authority).expect("connect");
