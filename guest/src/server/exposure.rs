@@ -197,7 +197,7 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::{Registry, Source, ToolDef, prepare};
+    use crate::registry::{Registry, Source, Standing, ToolDef, prepare};
 
     fn def(name: &str) -> ToolDef {
         ToolDef {
@@ -219,7 +219,12 @@ mod tests {
         let sources: Vec<Source<'_>> = servers
             .iter()
             .zip(&lists)
-            .map(|((s, _), tools)| Source { server: s, tools })
+            .map(|((s, _), tools)| Source {
+                server: s,
+                segment: s,
+                tools,
+                standing: Standing::Connected,
+            })
             .collect();
         let mut r = Registry::new();
         r.rebuild(&sources);

@@ -240,7 +240,7 @@ fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResponseBody> {
-    if let Err(refused) = check(&shared, req.headers()) {
+    if let Some(refused) = refusal(&shared, req.headers()) {
         return refused;
     }
     let path = req.uri().path();
@@ -312,8 +312,8 @@ fn host_part(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
-/// Token, `Host` and `Origin`; a refusal response when one fails.
-fn check(shared: &Shared, headers: &HeaderMap) -> Result<(), Response<ResponseBody>> {
+/// Token, `Host` and `Origin`: the refusal when one fails.
+fn refusal(shared: &Shared, headers: &HeaderMap) -> Option<Response<ResponseBody>> {
     if let Some(token) = &shared.options.token {
         let given = headers
             .get(header::AUTHORIZATION)
@@ -324,7 +324,7 @@ fn check(shared: &Shared, headers: &HeaderMap) -> Result<(), Response<ResponseBo
             let mut r = plain(StatusCode::UNAUTHORIZED, "a bearer token is required");
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return Err(r);
+            return Some(r);
         }
     }
     if shared.loopback {
@@ -333,7 +333,7 @@ fn check(shared: &Shared, headers: &HeaderMap) -> Result<(), Response<ResponseBo
             .and_then(|v| v.to_str().ok())
             .unwrap_or("");
         if !loopback_name(host_part(host)) {
-            return Err(plain(
+            return Some(plain(
                 StatusCode::FORBIDDEN,
                 "forbidden: this server answers loopback host names only (DNS rebinding protection)",
             ));
@@ -345,13 +345,13 @@ fn check(shared: &Shared, headers: &HeaderMap) -> Result<(), Response<ResponseBo
         let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
         let local = shared.loopback && loopback_name(host_part(authority));
         if !listed && !local {
-            return Err(plain(
+            return Some(plain(
                 StatusCode::FORBIDDEN,
                 "forbidden: this Origin is not allowed (DNS rebinding protection)",
             ));
         }
     }
-    Ok(())
+    None
 }
 
 /// Compares in time independent of where the inputs differ.

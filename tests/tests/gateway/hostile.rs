@@ -96,10 +96,8 @@ fn garbage_over_http_gets_json_rpc_errors_and_the_gateway_goes_on() {
     still_answers(&gateway, "a huge method name");
     // A body that is not UTF-8 is refused by the host before the guest sees it.
     let mut stream = TcpStream::connect(authority(&gateway)).expect("connect");
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: 4\r\n\r\n"
-    );
+    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: 4\r\n\r\n";
     stream.write_all(head.as_bytes()).expect("send");
     stream.write_all(&[0xff, 0xfe, 0x7b, 0x7d]).expect("send");
     let mut answer = String::new();
