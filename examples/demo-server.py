@@ -60,15 +60,6 @@ TOOLS = [
             "required": ["text"],
         },
     },
-    {
-        "name": "divide",
-        "description": "Divides a by b.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-        },
-    },
 ]
 
 
@@ -104,12 +95,6 @@ def call_tool(name, arguments):
         if divisor == 0:
             raise ToolError("cannot divide by zero")
         return {"content": [{"type": "text", "text": json.dumps(number_argument(arguments, "a") / divisor)}]}
-    if name == "divide":
-        divisor = number_argument(arguments, "b")
-        if divisor == 0:
-            raise ToolError("cannot divide by zero")
-        quotient = number_argument(arguments, "a") / divisor
-        return {"content": [{"type": "text", "text": json.dumps(quotient)}]}
     if name == "reverse":
         return {"content": [{"type": "text", "text": text_argument(arguments, "text")[::-1]}]}
     raise KeyError(name)

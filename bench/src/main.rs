@@ -22,6 +22,7 @@
 //! | W4  | spawn + initialize + tools/list of 10,000 tools | ms, peak RSS |
 //! | W5  | 200 concurrent sleeps of 0–50 ms | ms until every (checked) answer |
 //! | W6  | a 17.6 MB tools/list line | ms, peak RSS, or "hung" |
+//! | H1–H3 | mcpbox alone over Streamable HTTP against the npm and TypeScript SDK reference servers ([`http`]) | µs/call or calls/s, client CPU µs/call |
 //!
 //! The gateway's workloads (`mcpbox serve`) come after, in a table of their own:
 //! rmcp's client calling the fixture directly, through the gateway over stdio and
@@ -47,6 +48,7 @@
 //! largest memory mappings (the guest's linear memory is one of them).
 
 mod gateway;
+mod http;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -84,10 +86,16 @@ pub enum Workload {
     BigList,
     Sleeps,
     HugeList,
+    /// H1: sequential calls over Streamable HTTP (2025-11-25, a session).
+    HttpSequential,
+    /// H2: calls in flight over Streamable HTTP.
+    HttpConcurrent,
+    /// H3: sequential calls over Streamable HTTP in the 2026-07-28 era.
+    HttpStateless,
 }
 
 impl Workload {
-    const ALL: [Workload; 7] = [
+    const ALL: [Workload; 10] = [
         Workload::Connect,
         Workload::ColdProcess,
         Workload::Sequential,
@@ -95,7 +103,18 @@ impl Workload {
         Workload::BigList,
         Workload::Sleeps,
         Workload::HugeList,
+        Workload::HttpSequential,
+        Workload::HttpConcurrent,
+        Workload::HttpStateless,
     ];
+
+    /// The remote workloads: mcpbox alone, against a reference server over HTTP.
+    fn is_http(self) -> bool {
+        matches!(
+            self,
+            Workload::HttpSequential | Workload::HttpConcurrent | Workload::HttpStateless
+        )
+    }
 
     fn id(self) -> &'static str {
         match self {
@@ -106,6 +125,9 @@ impl Workload {
             Workload::BigList => "W4",
             Workload::Sleeps => "W5",
             Workload::HugeList => "W6",
+            Workload::HttpSequential => "H1",
+            Workload::HttpConcurrent => "H2",
+            Workload::HttpStateless => "H3",
         }
     }
 
@@ -224,6 +246,48 @@ const ROWS: &[Row] = &[
         unit: "MiB",
         target: Target::None,
     },
+    Row {
+        workload: Workload::HttpSequential,
+        label: "H1 HTTP sequential echo",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpSequential,
+        label: "H1 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpConcurrent,
+        label: "H2 HTTP 200 in flight",
+        metric: "calls_per_s",
+        unit: "calls/s",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpConcurrent,
+        label: "H2 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpStateless,
+        label: "H3 HTTP 2026-07-28 sequential",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::HttpStateless,
+        label: "H3 client CPU",
+        metric: "cpu_us_per_call",
+        unit: "µs/call",
+        target: Target::None,
+    },
 ];
 
 /// The samples of one side of one workload.
@@ -283,7 +347,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-build" => parsed.build = false,
             "--no-raw" => parsed.raw = false,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,G1,G2,G3,G4] [--gateway] [--no-raw] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4] [--gateway] [--no-raw] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -416,12 +480,15 @@ fn harness(args: &Args) -> Result<(), String> {
         for &workload in &args.only {
             eprint!(" {}", workload.id());
             // mcpbox and rmcp alternate who goes first; the raw reference runs last.
-            let mut sides = if rep % 2 == 0 {
+            // The HTTP workloads measure mcpbox alone (see http.rs).
+            let mut sides = if workload.is_http() {
+                vec![Side::Mcpbox]
+            } else if rep % 2 == 0 {
                 vec![Side::Mcpbox, Side::Rmcp]
             } else {
                 vec![Side::Rmcp, Side::Mcpbox]
             };
-            if args.raw && workload != Workload::ColdProcess {
+            if args.raw && workload != Workload::ColdProcess && !workload.is_http() {
                 sides.push(Side::Raw);
             }
             for side in sides {

@@ -27,7 +27,7 @@ use tokio::task::JoinSet;
 
 use crate::{Side, Workload};
 
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Metrics of one sample, by name.
 pub type Metrics = BTreeMap<&'static str, f64>;
@@ -97,6 +97,7 @@ pub fn mcpbox_config(fixture: &std::path::Path, workload: Workload, builtin: usi
 /// Runs one sample and returns its metrics.
 pub async fn run(job: Job) -> Result<Metrics, BoxError> {
     let mut metrics = match job.side {
+        _ if job.workload.is_http() => crate::http::run(&job).await?,
         Side::Mcpbox => Mcpbox::run(&job).await?,
         Side::Rmcp => Rmcp::run(&job).await?,
         Side::Raw => Raw::run(&job).await?,
@@ -205,6 +206,9 @@ trait Client: Sized + Send + Sync + 'static {
                 metrics.insert("ms", started.elapsed().as_secs_f64() * 1e3);
             }
             Workload::ColdProcess => return Err("W1c is measured by the harness".into()),
+            Workload::HttpSequential | Workload::HttpConcurrent | Workload::HttpStateless => {
+                return Err("the HTTP workloads run in http.rs".into());
+            }
         }
         match Arc::try_unwrap(client) {
             Ok(client) => client.close().await?,
@@ -252,7 +256,7 @@ pub fn sleep_plan() -> Vec<u64> {
 }
 
 /// CPU time of this whole process (every thread), user and system.
-fn process_cpu() -> Duration {
+pub fn process_cpu() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }

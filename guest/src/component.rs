@@ -2,12 +2,13 @@
 //!
 //! This is the only module that sees generated types. It implements the exported
 //! `registry` interface on one [`Manager`] per instance, and the [`Platform`]
-//! trait on the imports: `transport.connection` for connections, the monotonic
-//! clock for time, `wasi:io/poll` over every connection's pollable, a clock
-//! pollable and the embedder's wake signal for blocking, and `state` for what is
-//! remembered across runs. Everything here only
-//! converts between generated and plain types; the logic lives in the modules it
-//! calls, where it is unit-tested natively.
+//! trait on the imports: `transport.connection` for stdio servers,
+//! `remote.grant` and `wasi:http/outgoing-handler` (in [`wasi_http`]) for remote
+//! ones, the monotonic clock for time, `wasi:io/poll` over every connection's
+//! pollables, a clock pollable and the embedder's wake signal for blocking, and
+//! `state` for what is remembered across runs. Everything here only converts
+//! between generated and plain types; the logic lives in the modules it calls,
+//! where it is unit-tested natively.
 
 use core::cell::RefCell;
 
@@ -17,11 +18,17 @@ use crate::elicitation::{InputAnswer, InputRequest};
 use crate::manager::{Event, LogEntry, Manager, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
+use crate::remote::target::Target;
+use crate::remote::{Kind, RemoteConnection};
 use crate::server::exposure::Naming;
-use crate::server::{Gateway, Inbound, ServeOptions, Signal, Target, TransportKind};
+use crate::server::{
+    Gateway, Inbound, ServeOptions, Signal, Target as DownstreamTarget, TransportKind,
+};
 use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
 };
+
+mod wasi_http;
 
 // Generated code (and the export glue the macro expands to) needs `unsafe` for
 // the canonical ABI; it is confined to this module.
@@ -30,7 +37,8 @@ mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
         world: "mcpbox",
-        // wasi:io and wasi:clocks come from wit/deps; no other crate provides them.
+        // wasi:io, wasi:clocks and wasi:http come from wit/deps; no other crate
+        // provides them.
         generate_all,
     });
 
@@ -40,7 +48,7 @@ mod bindings {
 
 use bindings::exports::mcpbox::runtime::gateway as wit_gateway;
 use bindings::exports::mcpbox::runtime::registry as wit;
-use bindings::mcpbox::runtime::{control, state, transport, types};
+use bindings::mcpbox::runtime::{control, remote, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
 
@@ -51,30 +59,24 @@ struct Host {
     wake: Option<poll::Pollable>,
 }
 
-/// A host connection, with its pollable, asked for once: every `block` polls
+/// A stdio connection, with its pollable, asked for once: every `block` polls
 /// it, and creating and dropping one per poll cost two boundary crossings.
-struct HostConnection {
+struct StdioConnection {
     /// Declared before the connection so it is dropped first: a pollable must not
     /// outlive the resource it was made from.
     pollable: core::cell::OnceCell<poll::Pollable>,
     conn: transport::Connection,
 }
 
-impl HostConnection {
+impl StdioConnection {
     fn pollable(&self) -> &poll::Pollable {
         self.pollable.get_or_init(|| self.conn.subscribe())
     }
 }
 
-impl Connection for HostConnection {
-    fn send(&mut self, message: &str, meta: &SendMeta) -> Result<(), TransportError> {
-        let meta = types::SendMeta {
-            method: meta.method.clone(),
-            name: meta.name.clone(),
-            protocol_version: meta.protocol_version.clone(),
-            param_headers: to_wit_pairs(&meta.param_headers),
-        };
-        self.conn.send(message, &meta).map_err(from_wit_error)
+impl Connection for StdioConnection {
+    fn send(&mut self, message: &str, _meta: &SendMeta) -> Result<(), TransportError> {
+        self.conn.send(message).map_err(from_wit_error)
     }
 
     fn receive(&mut self) -> Result<Vec<String>, TransportError> {
@@ -92,6 +94,51 @@ impl Connection for HostConnection {
     }
 }
 
+/// The host's grant, as the remote transport asks about origins.
+struct GrantHandle(remote::Grant);
+
+impl crate::remote::target::Grant for GrantHandle {
+    fn same_origin(&self, url: &str) -> bool {
+        self.0.same_origin(url)
+    }
+}
+
+/// A connection of either kind.
+enum HostConnection {
+    Stdio(StdioConnection),
+    Remote(Box<RemoteConnection<wasi_http::WasiHttp>>),
+}
+
+impl Connection for HostConnection {
+    fn send(&mut self, message: &str, meta: &SendMeta) -> Result<(), TransportError> {
+        match self {
+            HostConnection::Stdio(c) => c.send(message, meta),
+            HostConnection::Remote(c) => c.send(message, meta),
+        }
+    }
+
+    fn receive(&mut self) -> Result<Vec<String>, TransportError> {
+        match self {
+            HostConnection::Stdio(c) => c.receive(),
+            HostConnection::Remote(c) => c.receive(),
+        }
+    }
+
+    fn diagnostics(&self) -> Diagnostics {
+        match self {
+            HostConnection::Stdio(c) => c.diagnostics(),
+            HostConnection::Remote(c) => c.diagnostics(),
+        }
+    }
+
+    fn next_deadline(&self) -> Option<u64> {
+        match self {
+            HostConnection::Stdio(c) => c.next_deadline(),
+            HostConnection::Remote(c) => c.next_deadline(),
+        }
+    }
+}
+
 impl Platform for Host {
     type Conn = HostConnection;
 
@@ -100,12 +147,40 @@ impl Platform for Host {
         server: &str,
         endpoint: &Endpoint,
     ) -> Result<HostConnection, TransportError> {
-        transport::Connection::open(server, &to_wit_endpoint(endpoint))
-            .map(|conn| HostConnection {
-                pollable: core::cell::OnceCell::new(),
-                conn,
-            })
-            .map_err(from_wit_error)
+        let (kind, url, headers) = match endpoint {
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let endpoint = types::StdioEndpoint {
+                    command: command.clone(),
+                    args: args.clone(),
+                    env: to_wit_pairs(env),
+                    cwd: cwd.clone(),
+                };
+                return transport::Connection::open(server, &endpoint)
+                    .map(|conn| {
+                        HostConnection::Stdio(StdioConnection {
+                            pollable: core::cell::OnceCell::new(),
+                            conn,
+                        })
+                    })
+                    .map_err(from_wit_error);
+            }
+            Endpoint::Http { url, headers } => (Kind::Streamable, url, headers),
+            Endpoint::Sse { url, headers } => (Kind::LegacySse, url, headers),
+        };
+        let endpoint = types::HttpEndpoint {
+            url: url.clone(),
+            headers: to_wit_pairs(headers),
+        };
+        let grant = remote::Grant::open(server, &endpoint).map_err(from_wit_error)?;
+        let target = Target::granted(url, &grant.url(), Box::new(GrantHandle(grant)));
+        let cap = usize::try_from(transport::max_message_bytes()).unwrap_or(usize::MAX);
+        let conn = RemoteConnection::open(kind, wasi_http::WasiHttp::default(), target, cap);
+        Ok(HostConnection::Remote(Box::new(conn)))
     }
 
     fn now_ms(&self) -> u64 {
@@ -123,7 +198,13 @@ impl Platform for Host {
     fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {
         let clock = monotonic_clock::subscribe_instant(deadline_ms.saturating_mul(1_000_000));
         let wake = self.wake.get_or_insert_with(control::wake_signal);
-        let mut refs: Vec<&poll::Pollable> = conns.iter().map(|c| c.pollable()).collect();
+        let mut refs: Vec<&poll::Pollable> = Vec::with_capacity(conns.len() + 2);
+        for conn in conns {
+            match conn {
+                HostConnection::Stdio(c) => refs.push(c.pollable()),
+                HostConnection::Remote(c) => c.port().pollables(&mut refs),
+            }
+        }
         refs.push(&clock);
         let wake_index = refs.len();
         refs.push(wake);
@@ -147,30 +228,6 @@ fn to_wit_pairs(pairs: &[Pair]) -> Vec<types::Pair> {
         .collect()
 }
 
-fn to_wit_endpoint(endpoint: &Endpoint) -> types::Endpoint {
-    match endpoint {
-        Endpoint::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => types::Endpoint::Stdio(types::StdioEndpoint {
-            command: command.clone(),
-            args: args.clone(),
-            env: to_wit_pairs(env),
-            cwd: cwd.clone(),
-        }),
-        Endpoint::Http { url, headers } => types::Endpoint::Http(types::HttpEndpoint {
-            url: url.clone(),
-            headers: to_wit_pairs(headers),
-        }),
-        Endpoint::Sse { url, headers } => types::Endpoint::Sse(types::HttpEndpoint {
-            url: url.clone(),
-            headers: to_wit_pairs(headers),
-        }),
-    }
-}
-
 fn from_wit_error(e: types::TransportError) -> TransportError {
     use types::TransportError as W;
     match e {
@@ -181,7 +238,8 @@ fn from_wit_error(e: types::TransportError) -> TransportError {
         W::TooLarge(o) => TransportError::TooLarge(Oversized {
             size: o.size,
             cap: o.cap,
-            id: o.id,
+            head: o.head,
+            tail: o.tail,
         }),
         W::Io(m) => TransportError::Io(m),
         W::Unsupported(m) => TransportError::Unsupported(m),
@@ -338,8 +396,8 @@ fn to_wit_signal(s: Signal) -> types::DownstreamSignal {
         Signal::Message { target, text } => {
             types::DownstreamSignal::Message(types::DownstreamMessage {
                 target: match target {
-                    Target::Exchange(x) => types::DownstreamTarget::Exchange(x),
-                    Target::Session(x) => types::DownstreamTarget::Session(x),
+                    DownstreamTarget::Exchange(x) => types::DownstreamTarget::Exchange(x),
+                    DownstreamTarget::Session(x) => types::DownstreamTarget::Session(x),
                 },
                 text,
             })

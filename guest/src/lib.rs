@@ -28,6 +28,7 @@
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`registry`] | the tool table built from every connected server's list |
+//! | [`remote`] | remote servers over HTTP, spoken by the guest: Streamable HTTP, legacy HTTP+SSE, sessions, SSE, origins |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait` |
@@ -47,6 +48,7 @@ pub mod manager;
 pub mod methods;
 pub mod naming;
 pub mod registry;
+pub mod remote;
 pub mod schema;
 pub mod server;
 pub mod transport;

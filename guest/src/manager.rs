@@ -762,6 +762,7 @@ impl<P: Platform> Manager<P> {
                 [
                     s.connect_deadline,
                     s.client.as_ref().and_then(Client::next_deadline),
+                    s.conn.as_ref().and_then(Connection::next_deadline),
                     s.held.iter().map(|h| h.deadline_ms).min(),
                 ]
             })
@@ -878,6 +879,10 @@ impl<P: Platform> Manager<P> {
                 }
                 // One dropped message; the connection goes on.
                 Err(TransportError::TooLarge(o)) => client.handle_oversized(&o),
+                // One request failed at the transport; the connection goes on.
+                Err(TransportError::RequestFailed { id, failure }) => {
+                    client.handle_failure(&id, failure);
+                }
                 Err(e) => {
                     lost = Some(e);
                     break;

@@ -1,14 +1,21 @@
-//! The guest's view of host-owned connections, the clock and blocking.
+//! The guest's view of connections, the clock and blocking.
 //!
-//! The host owns processes, sockets and framing; the guest owns JSON-RPC and MCP.
-//! Everything the MCP logic needs from the outside world is behind the two traits
-//! here, so the same code runs against the real imports in the component and against
-//! an in-memory transport with a hand-driven clock in native unit tests. The plain
-//! types mirror `mcpbox:runtime/types` one for one; generated types never leave the
-//! `component` module.
+//! A connection is either host-owned (a stdio child: the host owns the process
+//! and the line framing) or the guest's own HTTP client over `wasi:http`
+//! ([`crate::remote`]); either way the manager sees one [`Connection`], and the
+//! guest owns JSON-RPC and MCP. Everything the MCP logic needs from the outside
+//! world is behind the two traits here, so the same code runs against the real
+//! imports in the component and against in-memory fakes with a hand-driven clock
+//! in native unit tests. The plain types mirror `mcpbox:runtime/types` (plus
+//! [`TransportError::RequestFailed`], which only the guest's HTTP transport
+//! reports); generated types never leave the `component` module.
 
 use crate::prelude::*;
 use core::fmt;
+
+use crate::jsonrpc::RpcError;
+
+pub mod oversized;
 
 /// One environment variable or header. Values may hold `${VAR}` references, which
 /// the host resolves: secrets never enter the guest.
@@ -61,19 +68,50 @@ impl Endpoint {
     }
 }
 
-/// A message the host dropped because it exceeded its size cap.
+/// A message dropped because it exceeded the size cap: by the host (stdio) or by
+/// the guest's own HTTP reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Oversized {
-    /// Bytes seen when the host gave up (at least `cap + 1`).
+    /// Bytes seen when the reader gave up (at least `cap + 1`).
     pub size: u64,
     /// The cap in force.
     pub cap: u64,
-    /// The JSON-RPC id as JSON text, when the host could see it.
-    pub id: Option<String>,
+    /// The message's first bytes (at most [`oversized::EDGE`]).
+    pub head: Vec<u8>,
+    /// The message's last bytes (at most [`oversized::EDGE`]).
+    pub tail: Vec<u8>,
+}
+
+impl Oversized {
+    /// The JSON-RPC id, as JSON text, when the message's edges show it: among
+    /// the top-level members before the first nested value, or as the last one.
+    pub fn id(&self) -> Option<String> {
+        oversized::id_at_start(&self.head).or_else(|| oversized::id_at_end(&self.tail))
+    }
+}
+
+/// Why one request got no result from the server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// The server's own JSON-RPC error.
+    Rpc(RpcError),
+    /// The exchange that carried it failed below JSON-RPC (an HTTP error status
+    /// with the server's words, a stream that ended before the answer); the text
+    /// says how, for the caller.
+    Exchange(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Rpc(e) => e.fmt(f),
+            Failure::Exchange(why) => f.write_str(why),
+        }
+    }
 }
 
 /// Transport failures the guest handles; host bugs trap instead.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum TransportError {
     /// The host's policy does not allow this endpoint.
     Denied(String),
@@ -85,6 +123,16 @@ pub enum TransportError {
     Closed(String),
     /// One message was too large and was dropped; the connection is still usable.
     TooLarge(Oversized),
+    /// The request of this JSON-RPC id (JSON text) failed at the transport, not
+    /// at the server's JSON-RPC layer: an HTTP exchange answered with an error
+    /// status, or a stream that could not be resumed. Only that request fails;
+    /// the connection is still usable. Reported by the guest's HTTP transport.
+    RequestFailed {
+        /// The request's id, as JSON text.
+        id: String,
+        /// What happened.
+        failure: Failure,
+    },
     /// Any other I/O failure.
     Io(String),
     /// The host does not implement this transport kind.
@@ -102,6 +150,7 @@ impl fmt::Display for TransportError {
             TransportError::TooLarge(o) => {
                 write!(f, "message too large ({} bytes > cap {})", o.size, o.cap)
             }
+            TransportError::RequestFailed { failure, .. } => failure.fmt(f),
             TransportError::Io(m) => write!(f, "I/O error: {m}"),
             TransportError::Unsupported(m) => write!(f, "unsupported transport: {m}"),
         }
@@ -110,17 +159,20 @@ impl fmt::Display for TransportError {
 
 impl core::error::Error for TransportError {}
 
-/// What the guest tells the host about an outgoing message, so the host can set
-/// transport-level metadata (MCP 2026 HTTP headers) without re-parsing it.
+/// What the client says about an outgoing message, so that the HTTP transport
+/// sets MCP's headers and matches answers without parsing the message again.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SendMeta {
+    /// The JSON-RPC id of a request, as JSON text; none for notifications and
+    /// responses.
+    pub id: Option<String>,
     /// The JSON-RPC method; none for responses.
     pub method: Option<String>,
     /// The tool (prompt, resource) the request is about.
     pub name: Option<String>,
     /// The negotiated protocol version, once known.
     pub protocol_version: Option<String>,
-    /// Arguments the host mirrors into `Mcp-Param-{name}` headers (SEP-2243): the
+    /// Arguments mirrored into `Mcp-Param-{name}` headers (SEP-2243): the
     /// `x-mcp-header` name without the prefix, and the argument as literal text.
     pub param_headers: Vec<Pair>,
 }
@@ -157,7 +209,7 @@ impl Diagnostics {
     }
 }
 
-/// A live connection to one server, owned by the host.
+/// A live connection to one server.
 pub trait Connection {
     /// Queues one JSON-RPC message; never blocks on the peer.
     fn send(&mut self, message: &str, meta: &SendMeta) -> Result<(), TransportError>;
@@ -165,6 +217,11 @@ pub trait Connection {
     fn receive(&mut self) -> Result<Vec<String>, TransportError>;
     /// Transport health.
     fn diagnostics(&self) -> Diagnostics;
+    /// When the transport has work of its own to do (a reconnection delay, a
+    /// timeout), so that whoever blocks wakes up for it and calls `receive`.
+    fn next_deadline(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Why [`Platform::block`] returned.

@@ -14,13 +14,16 @@ mod generated {
         // Exports run on the driver task, which awaits them.
         exports: { default: async },
         with: {
-            "wasi": wasmtime_wasi::p2::bindings,
+            "wasi:io": wasmtime_wasi::p2::bindings::io,
+            "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+            "wasi:http": wasmtime_wasi_http::p2::bindings::http,
             "mcpbox:runtime/transport.connection": crate::transport::Connection,
+            "mcpbox:runtime/remote.grant": crate::imports::remote::Grant,
         },
     });
 }
 
 pub(crate) use generated::exports::mcpbox::runtime::gateway;
 pub(crate) use generated::exports::mcpbox::runtime::registry;
-pub(crate) use generated::mcpbox::runtime::{control, state, transport, types as wit};
+pub(crate) use generated::mcpbox::runtime::{control, remote, state, transport, types as wit};
 pub(crate) use generated::{Mcpbox, McpboxPre};

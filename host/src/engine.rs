@@ -352,10 +352,11 @@ fn cache_key(engine: &Engine, wasm_digest: &[u8], key: &[u8; KEY_LEN]) -> String
 mod tests {
     use super::*;
 
-    /// The guest's only way to the world is the host's transport: it must not
-    /// import files, sockets, environment, arguments or randomness.
+    /// The guest's only ways to the world are the host's transport and grants
+    /// (with `wasi:http` under them): it must not import files, sockets,
+    /// environment, arguments or randomness.
     #[test]
-    fn guest_imports_nothing_but_the_contract_io_and_clocks() {
+    fn guest_imports_nothing_but_the_contract_io_clocks_and_http() {
         let engine = engine().unwrap();
         let component = load_component(
             &engine,
@@ -376,10 +377,14 @@ mod tests {
                 .any(|i| i.starts_with("mcpbox:runtime/transport@")),
             "{imports:?}"
         );
+        // wasi:http reaches only what a `remote` grant names (the host's hook
+        // refuses anything else).
         let allowed = [
             "mcpbox:runtime/",
             "wasi:io/",
             "wasi:clocks/monotonic-clock@",
+            "wasi:http/types@",
+            "wasi:http/outgoing-handler@",
         ];
         let unexpected: Vec<&String> = imports
             .iter()

@@ -11,7 +11,7 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Engine, Store};
 
 use crate::Error;
-use crate::bindings::{Mcpbox, McpboxPre, control, registry, state, transport};
+use crate::bindings::{Mcpbox, McpboxPre, control, registry, remote, state, transport};
 use crate::engine::EPOCH_TICK;
 use crate::imports::state::Memo;
 use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
@@ -87,7 +87,10 @@ impl Factory {
             // io, clocks, random and stdio with an empty context: nothing here
             // reaches files, sockets or the environment.
             wasmtime_wasi::p2::add_to_linker_proxy_interfaces_async(linker)?;
+            // wasi:http, whose requests the hook sends only under a `remote` grant.
+            wasmtime_wasi_http::p2::add_only_http_to_linker_async(linker)?;
             transport::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            remote::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             state::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             Ok(())

@@ -3,9 +3,9 @@
 //! All MCP logic (JSON-RPC, the client, the multi-server manager and the tool
 //! registry) lives in a WebAssembly component, the *guest*, that has no ambient
 //! authority. This crate is the *host*: it runs the guest with wasmtime and
-//! owns everything that touches the world — server processes, the capability
-//! policy, the component cache — and offers the embedding API and the `mcpbox`
-//! command-line tool.
+//! owns everything that touches the world — server processes, HTTP under
+//! grants, the capability policy, the component cache — and offers the
+//! embedding API and the `mcpbox` command-line tool.
 //!
 //! ```no_run
 //! use mcpbox::{CallOptions, Options};
@@ -28,9 +28,13 @@
 //!   `imports/control.rs` (the wake signal) and `imports/state.rs` (what the
 //!   guest remembers across runs, the MCP era of each server, in `state.json`
 //!   in the cache directory).
-//! - `transport`: the `mcpbox:runtime/transport` import (`transport/mod.rs`) and
-//!   one module per wire — stdio child processes with process groups, env
-//!   scrubbing and a message size cap; Streamable HTTP and HTTP+SSE.
+//! - `imports/remote.rs` and `imports/wasi_http.rs`: remote servers. The guest
+//!   speaks Streamable HTTP and HTTP+SSE itself over `wasi:http`; the host opens
+//!   grants (the network policy, `${VAR}` resolved and kept out of the guest) and
+//!   sends the guest's requests under them, adding the configured headers.
+//! - `transport`: the `mcpbox:runtime/transport` import (`transport/mod.rs`):
+//!   stdio child processes with process groups, env scrubbing and a message
+//!   size cap.
 //! - `store`: the store's data (`HostState`), the capability
 //!   [`Policy`] and the wake signal.
 //! - `serve`: the gateway's transports — [`Runtime::serve_stdio`] and

@@ -6,7 +6,8 @@
 //!
 //! The WASI context is deliberately empty: no preopened directories, no
 //! environment, no arguments, no sockets. The guest reaches the world only
-//! through `mcpbox:runtime/transport`, which checks [`Policy`].
+//! through `mcpbox:runtime/transport` and `remote` (which check [`Policy`]) and
+//! `wasi:http` under the grants `remote` opened.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -106,6 +107,11 @@ pub(crate) struct HostState {
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
     pub memo: Arc<crate::imports::state::Memo>,
+    /// `wasi:http`'s context.
+    pub http: wasmtime_wasi_http::WasiHttpCtx,
+    /// The remote servers the guest may reach (`remote.grant`), for the
+    /// `wasi:http` hook.
+    pub grants: crate::imports::remote::Grants,
     /// The runtime's server processes, counted until stopped (shared by its instances).
     pub supervisors: Arc<crate::transport::stdio::Supervisors>,
 }
@@ -132,6 +138,8 @@ impl HostState {
             wake,
             diagnostics,
             memo: Arc::default(),
+            http: wasmtime_wasi_http::WasiHttpCtx::new(),
+            grants: crate::imports::remote::Grants::default(),
             supervisors: Arc::default(),
         }
     }

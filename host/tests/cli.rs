@@ -459,6 +459,107 @@ fn no_network_and_no_processes() {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
 }
 
+/// Security finding 6: a `${VAR}` in a URL is resolved by the host for the
+/// request, and every output shows the URL as configured, never the value: the
+/// status (`servers`, `--json servers`, the `--watch` stream of events), the
+/// tool list, a call's result and a call's error on stderr, for a server that
+/// works (the TypeScript SDK peer over HTTP) and one that cannot be reached.
+#[test]
+fn a_secret_in_the_url_never_shows() {
+    use std::io::{BufRead, BufReader};
+    const SECRET: &str = "s3cret-4f9a0c";
+    let http = TsHttp::start();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    // Nothing listens there any more: the server fails, and says why.
+    let gone = format!("http://127.0.0.1:{port}/mcp?api_key=${{MCPBOX_TEST_API_KEY}}");
+    let works = format!("{}?api_key=${{MCPBOX_TEST_API_KEY}}", http.url);
+    let cfg = config(
+        "secret-url",
+        json!({
+            "remote": { "type": "http", "url": gone },
+            "works": { "type": "http", "url": works,
+                       "headers": { "Authorization": "Bearer ${MCPBOX_TEST_API_KEY}" } },
+        }),
+    );
+    let command = |args: &[&str]| {
+        let mut command = mcpbox_command();
+        command
+            .arg("--config")
+            .arg(&cfg)
+            .args(args)
+            .env("MCPBOX_TEST_API_KEY", SECRET)
+            .stdin(Stdio::null());
+        command
+    };
+    let mut outputs = Vec::new();
+    for (args, names) in [
+        (&["servers"][..], true),
+        (&["--json", "servers"], true),
+        (&["tools"], false),
+        (&["--json", "tools"], false),
+        (&["call", "mcp__works__add", r#"{"a": 1, "b": 2}"#], false),
+        (&["call", "mcp__works__fail", r#"{"message": "no"}"#], false),
+        (&["call", "mcp__remote__anything"], true),
+    ] {
+        let out = command(args).output().expect("mcpbox runs");
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        if names {
+            assert!(all.contains(&gone), "{args:?}: {all}");
+        }
+        outputs.push((format!("{args:?}"), all));
+    }
+    assert!(outputs[0].1.contains("● works"), "{}", outputs[0].1);
+    assert!(outputs[4].1.contains('3'), "{}", outputs[4].1);
+
+    // The event stream, until both servers have settled.
+    let mut child = command(&["--json", "servers", "--watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&pid).status();
+    });
+    let mut settled = std::collections::BTreeSet::new();
+    let mut watched = String::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        watched.push_str(&line);
+        watched.push('\n');
+        if let Ok(event) = serde_json::from_str::<Value>(&line)
+            && event["event"] == "status"
+            && matches!(
+                event["server"]["state"].as_str(),
+                Some("connected" | "failed")
+            )
+        {
+            settled.insert(
+                event["server"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            if settled.len() == 2 {
+                break;
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(settled.len(), 2, "{watched}");
+    assert!(watched.contains(&gone), "{watched}");
+    outputs.push(("--watch".into(), watched));
+
+    for (args, all) in &outputs {
+        assert!(!all.contains(SECRET), "{args}: {all}");
+    }
+}
+
 /// Issue 10, finding 11: a `--timeout` too large for a `Duration` (or not a
 /// positive finite number) is a usage error, exit 2, never a panic.
 #[test]

@@ -2,8 +2,14 @@
 // workspace's fixture server, each timed from `callTool` to its result.
 //
 // Usage (from js/): npm run bench, or after a build with --with-test-binaries:
-//   node bench/latency.js [--calls N] [--warmup N]
-// Prints one JSON object: calls, median/p90/p99/mean in microseconds.
+//   node bench/latency.js [--calls N] [--warmup N] [--fixture PATH]
+// --fixture runs another build of the fixture server: compare with the wasmtime host's
+// W2 in `cargo run --release -p mcpbox-bench` against the same, release, build
+// (target/release/fixture-server); the default is the tests' debug build, which answers
+// about 25 µs later (a bare Node client: 68 vs 43 µs per echo, medians, load 7.8).
+// Prints one JSON object: calls, median/p90/p99/mean in microseconds, and cpu_us: this
+// process's CPU time per call (both threads, not the server's), which load from other
+// processes inflates less than the latencies.
 
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -14,13 +20,14 @@ const { values } = parseArgs({
   options: {
     calls: { type: 'string', default: '500' },
     warmup: { type: 'string', default: '50' },
+    fixture: { type: 'string' },
   },
 });
 const calls = Number(values.calls);
 const warmup = Number(values.warmup);
 
 const binaries = new URL('../gen/test-binaries.json', import.meta.url);
-const fixture = JSON.parse(readFileSync(binaries, 'utf8')).fixtureServer;
+const fixture = values.fixture ?? JSON.parse(readFileSync(binaries, 'utf8')).fixtureServer;
 
 const box = await McpBox.open({
   configText: JSON.stringify({ mcpServers: { fx: { command: fixture } } }),
@@ -35,6 +42,7 @@ for (let i = 0; i < warmup; i++) {
   await box.callTool('mcp__fx__echo', { text: `warm ${i}` });
 }
 const samples = [];
+const cpu = process.cpuUsage();
 const started = process.hrtime.bigint();
 for (let i = 0; i < calls; i++) {
   const t0 = process.hrtime.bigint();
@@ -45,6 +53,7 @@ for (let i = 0; i < calls; i++) {
   }
 }
 const total = Number(process.hrtime.bigint() - started) / 1e3;
+const used = process.cpuUsage(cpu);
 await box.shutdown();
 
 samples.sort((a, b) => a - b);
@@ -54,10 +63,12 @@ console.log(
   JSON.stringify({
     host: 'js',
     node: process.version,
+    fixture,
     calls,
     median_us: round(at(0.5)),
     p90_us: round(at(0.9)),
     p99_us: round(at(0.99)),
     mean_us: round(total / calls),
+    cpu_us: round((used.user + used.system) / calls),
   }),
 );

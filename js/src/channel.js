@@ -14,10 +14,10 @@
 // | `t`     | fields                    | meaning                                           |
 // |---------|---------------------------|---------------------------------------------------|
 // | `job`   | `job`                     | a caller's job: call, cancel, reconnect, shutdown |
-// | `in`    | `conn`, `items`, `paused`,| what a server sent (messages, oversized, closed); |
-// |         | `writerEnded`             | `paused`: its reading stopped until `taken`;      |
-// |         |                           | `writerEnded`: it takes no more messages          |
+// | `in`    | `conn`, `items`, `paused` | what a server sent (messages, oversized, closed); |
+// |         |                           | `paused`: its reading stopped until `taken`       |
 // | `reply` | `req`, `value` or `fault` | the answer to one of the driver's requests        |
+// | `http-…`| see http_imports.js       | the answers to the guest's HTTP requests          |
 //
 // Driver → main thread (`port.postMessage`):
 //
@@ -25,7 +25,7 @@
 // |-----------|-----------------------------------------|--------------------------------------|
 // | `open`    | `req`, `server`, `endpoint`             | start a server (answered by `reply`) |
 // | `diag`    | `req`, `conn`                           | a connection's diagnostics (`reply`) |
-// | `send`    | `conn`, `message`, `meta`               | write one message to a server        |
+// | `send`    | `conn`, `message`                       | write one message to a server        |
 // | `close`   | `conn`                                  | the guest dropped the connection     |
 // | `taken`   | `conn`, `count`                         | items taken from a paused connection |
 // | `loaded`  | `issues`, `servers`, `tools` or `error` | the configuration was read           |
@@ -33,6 +33,7 @@
 // |           |                                         | calls, snapshots when they changed   |
 // | `reconnected` | `id`, `error`                       | answers a `reconnect` job (`error`: null or why) |
 // | `stopped` | `reason`                                | the driver ended; nothing follows    |
+// | `grant`, `http`, … | see http_imports.js            | grants and HTTP requests             |
 //
 // When the guest traps, the driver closes the trapped instance's connections (`close`),
 // starts a fresh instance and posts one `update` with its snapshots, a `warning` event

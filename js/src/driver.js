@@ -12,7 +12,8 @@
 // `wasi:clocks/monotonic-clock` over that doorbell and `process.hrtime`,
 // `mcpbox:runtime/control.wake-signal` over the job queue, and
 // `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
-// framing) happens on the main thread (transport.js, stdio.js).
+// framing) happens on the main thread (transport.js, stdio.js). The remote imports
+// (`remote.grant`, `wasi:http`) are proxies too, in http_imports.js.
 //
 // A guest that traps (anything escaping an export call) is replaced, as driver.rs
 // does: the trapped instance's connections are closed (its servers stop), a fresh
@@ -24,6 +25,7 @@
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
+import { httpImports } from './http_imports.js';
 import { formatBytes, watchRealloc } from './limits.js';
 import { Memo } from './state.js';
 
@@ -88,8 +90,6 @@ class Hub {
   #dropped = new Set();
   /** Connections whose server the host stopped reading until the guest takes its items. */
   paused = new Set();
-  /** Connections whose transport stopped taking messages: `send` fails. */
-  writerEnded = new Set();
   /** @type {Map<number, object>} answers to `request`, by request id */
   #replies = new Map();
   #nextRequest = 1;
@@ -120,13 +120,16 @@ class Hub {
             if (msg.paused) {
               this.paused.add(msg.conn);
             }
-            if (msg.writerEnded) {
-              this.writerEnded.add(msg.conn);
-            }
           }
           break;
         case 'reply':
           this.#replies.set(msg.req, msg);
+          break;
+        case 'http-head':
+        case 'http-fail':
+        case 'http-data':
+        case 'http-end':
+          http.receive(msg);
           break;
         default:
           throw new Error(`mcpbox driver: unexpected message ${JSON.stringify(msg.t)}`);
@@ -149,7 +152,6 @@ class Hub {
     this.#inboxes.delete(conn);
     this.#dropped.add(conn);
     this.paused.delete(conn);
-    this.writerEnded.delete(conn);
   }
 
   /** Posts a message that needs no answer. */
@@ -180,8 +182,18 @@ class Hub {
   }
 }
 
-const { port, bell: bellBuffer, modules, glueUrl, origin, configText, cacheDir, inputRequests, memoryLimit } =
-  workerData;
+const {
+  port,
+  bell: bellBuffer,
+  modules,
+  glueUrl,
+  origin,
+  configText,
+  cacheDir,
+  inputRequests,
+  memoryLimit,
+  maxMessageBytes,
+} = workerData;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
 /**
@@ -191,19 +203,23 @@ const hub = new Hub(port, new Doorbell(bellBuffer));
  */
 const live = new Set();
 
-/** Closes every connection the trapped instance left open, which stops its servers. */
+/**
+ * Closes every connection the trapped instance left open, which stops its servers, and
+ * ends its HTTP exchanges and grants.
+ */
 function closeLive() {
   for (const id of live) {
     hub.drop(id);
     hub.post({ t: 'close', conn: id });
   }
   live.clear();
+  http.closeAll();
 }
 
 // --- wasi:io/poll ---------------------------------------------------------------
 
 /** `wasi:io/poll.pollable`: level-triggered readiness of one source. */
-class Pollable {
+export class Pollable {
   /** Whether the source is ready now. */
   ready() {
     return false;
@@ -281,6 +297,9 @@ function poll(list) {
   }
 }
 
+/** The remote imports (`remote.grant`, `wasi:http`), proxies of the main thread's. */
+const http = httpImports(hub, Pollable);
+
 // --- wasi:clocks/monotonic-clock ----------------------------------------------------
 
 const monotonicClock = {
@@ -327,16 +346,11 @@ class Connection {
     return new Connection(result.val);
   }
 
-  send(message, meta) {
+  send(message) {
     if (this.closed !== null) {
       throw new ResultError({ tag: 'closed', val: this.closed });
     }
-    hub.drain();
-    if (hub.writerEnded.has(this.id)) {
-      // The wasmtime host's words when its writer task has ended.
-      throw new ResultError({ tag: 'closed', val: 'stopped accepting messages (its writer ended)' });
-    }
-    hub.post({ t: 'send', conn: this.id, message, meta });
+    hub.post({ t: 'send', conn: this.id, message });
   }
 
   /**
@@ -409,7 +423,7 @@ const memo = new Memo(cacheDir);
  * looks interfaces up without their `@version`, although its .d.ts names them with it.)
  */
 const imports = {
-  'mcpbox:runtime/transport': { Connection },
+  'mcpbox:runtime/transport': { Connection, maxMessageBytes: () => BigInt(maxMessageBytes) },
   'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
   // `state`: what the guest remembers about servers (their MCP era), across runs and
   // shared with the wasmtime host (state.js).
@@ -419,6 +433,7 @@ const imports = {
   },
   'wasi:io/poll': { Pollable, poll },
   'wasi:clocks/monotonic-clock': monotonicClock,
+  ...http.imports,
 };
 
 /** A guest that traps this many times within `TRAP_WINDOW_NS` is not restarted again (as driver.rs). */
@@ -643,6 +658,12 @@ function refuseJob(job, message) {
  * stops the runtime. Returns why the runtime stopped.
  */
 async function run() {
+  // jco's glue reads `process.env.JCO_DEBUG` (its debug log's switch) several times in
+  // every call between the guest and its imports, and Node's `process.env` asks the C
+  // library on each read (about half a microsecond). This thread needs no live
+  // environment (`${VAR}` references are resolved on the main thread), so a plain copy,
+  // taken once, answers it.
+  process.env = { ...process.env };
   const { instantiate } = await import(glueUrl);
   let started;
   try {

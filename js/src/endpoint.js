@@ -71,23 +71,64 @@ export function resolveStdio(ep, lookup) {
   return { command, args, env, cwd };
 }
 
+/** The placeholder for the `n`th `${VAR}` reference of a URL, in the guest's stand-in URL. */
+export function placeholder(n) {
+  return `mcpbox-ref-${n}`;
+}
+
 /**
- * Resolves an HTTP endpoint (`{url, headers: [{name, value}]}`) against `lookup`: `${VAR}`
- * in the URL and the header values. The URL must be http:// or https://.
+ * Resolves a remote endpoint (`{url, headers: [{name, value}]}`) against `lookup`:
+ * `${VAR}` in the URL and the header values. The URL must resolve to http:// or
+ * https://. The resolved values stay in the host; the guest sees the URL's path and
+ * query with a placeholder for each reference.
  *
  * @param {{url: string, headers: {name: string, value: string}[]}} ep
  * @param {(name: string) => string | undefined} lookup
- * @returns {{url: string, headers: [string, string][]}}
+ * @returns {{url: string, headers: [string, string][], pathWithPlaceholders: string | null, values: string[]}}
+ *   `pathWithPlaceholders` is the configured path and query, each reference replaced
+ *   by its `placeholder`, or `null` when the scheme or authority is itself a
+ *   reference; `values[n]` is what placeholder `n` stands for
  * @throws {EndpointError}
  */
 export function resolveHttp(ep, lookup) {
-  const url = interpolate(ep.url, 'url', lookup);
+  let url = '';
+  let tokenized = '';
+  const values = [];
+  for (const piece of pieces(ep.url, 'url', lookup)) {
+    if (piece.value === undefined) {
+      url += piece.text;
+      tokenized += piece.text;
+    } else {
+      url += piece.value;
+      tokenized += placeholder(values.length);
+      values.push(piece.value);
+    }
+  }
   const lower = url.replace(/[A-Z]/g, (c) => c.toLowerCase());
   if (!(lower.startsWith('http://') || lower.startsWith('https://'))) {
-    throw new EndpointError(`\`url\` must start with http:// or https:// (got ${debugString(url)})`);
+    // As configured: a resolved value may be a secret.
+    throw new EndpointError(`\`url\` must start with http:// or https:// (got ${debugString(ep.url)})`);
   }
   const headers = ep.headers.map((p) => [p.name, interpolate(p.value, `headers.${p.name}`, lookup)]);
-  return { url, headers };
+  return { url, headers, pathWithPlaceholders: pathAndQuery(tokenized), values };
+}
+
+/**
+ * The path and query of an `http(s)://` URL as written (`/` for an empty path), or
+ * `null` when `text` does not start with a written-out scheme.
+ */
+function pathAndQuery(text) {
+  const scheme = /^https?:\/\//i.exec(text);
+  if (scheme === null) {
+    return null;
+  }
+  const rest = text.slice(scheme[0].length);
+  const end = rest.search(/[/?#]/);
+  const tail = (end === -1 ? '' : rest.slice(end)).split('#')[0];
+  if (tail === '') {
+    return '/';
+  }
+  return tail.startsWith('?') ? `/${tail}` : tail;
 }
 
 /**
@@ -101,10 +142,22 @@ export function resolveHttp(ep, lookup) {
  * @throws {EndpointError}
  */
 export function interpolate(text, field, lookup) {
-  let out = '';
+  return pieces(text, field, lookup)
+    .map((p) => p.value ?? p.text)
+    .join('');
+}
+
+/**
+ * `text` split into written text (`{ text }`) and resolved references (`{ value }`).
+ *
+ * @returns {Array<{text: string} | {value: string}>}
+ * @throws {EndpointError}
+ */
+function pieces(text, field, lookup) {
+  const out = [];
   let rest = text;
   for (let start = rest.indexOf('${'); start !== -1; start = rest.indexOf('${')) {
-    out += rest.slice(0, start);
+    out.push({ text: rest.slice(0, start) });
     const after = rest.slice(start + 2);
     const end = after.indexOf('}');
     if (end === -1) {
@@ -127,10 +180,11 @@ export function interpolate(text, field, lookup) {
         `\`${field}\` uses \${${name}}, which is not set; set ${name} in the environment or write \${${name}:-default}`,
       );
     }
-    out += value;
+    out.push({ value });
     rest = after.slice(end + 1);
   }
-  return out + rest;
+  out.push({ text: rest });
+  return out;
 }
 
 /** `text` quoted the way Rust's `{:?}` quotes a string, so messages match the wasmtime host. */

@@ -2,13 +2,14 @@
 //
 // MCP's stdio transport sends one JSON-RPC message per line. A server that prints a
 // 100 MB line, or never prints a newline, must not make the host buffer without bound:
-// a line over the cap is consumed and dropped while only its first and last bytes are
-// kept, so the JSON-RPC id can usually still be found and the one request it answers
-// failed with a clear error. This is a port of host/src/transport/framing.rs (same
-// rules, same edge sizes, same id search) to Node's push-style streams.
+// a line over the cap is consumed and dropped while only its size and its first and
+// last bytes are kept. They go to the guest, which finds the JSON-RPC id there and
+// fails the one request the line answered. This is a port of
+// host/src/transport/framing.rs (same rules, same edge sizes) to Node's push-style
+// streams.
 
-/** Bytes kept from each end of an oversized line to look for its id. */
-const EDGE = 512;
+/** Bytes kept from each end of an oversized line (the contract's "at most 256"). */
+export const EDGE = 256;
 
 /** Bytes Rust's `u8::is_ascii_whitespace` accepts: space, \t, \n, form feed, \r. */
 const ASCII_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0c, 0x0d]);
@@ -18,8 +19,8 @@ const ASCII_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0c, 0x0d]);
  *
  * `push` returns the frames a chunk completed; `end` returns the last one when the
  * stream ends without a newline. A frame is `{ line: Buffer }` (without its line
- * terminator) or `{ oversized: { size, id } }` (`size` in bytes, `id` the JSON-RPC id
- * found at the line's top level as JSON text, or `null`).
+ * terminator) or `{ oversized: { size, head, tail } }` (`size` in bytes, `head` and
+ * `tail` its first and last `EDGE` bytes at most).
  */
 export class LineSplitter {
   /** @param {number} cap the longest line kept, in bytes */
@@ -34,7 +35,7 @@ export class LineSplitter {
 
   /**
    * @param {Buffer} chunk
-   * @returns {Array<{line: Buffer} | {oversized: {size: number, id: string | null}}>}
+   * @returns {Array<{line: Buffer} | {oversized: {size: number, head: Buffer, tail: Buffer}}>}
    */
   push(chunk) {
     const frames = [];
@@ -90,11 +91,10 @@ function trimCr(line) {
 }
 
 /**
- * What is kept of a message while it is being dropped: its size and its first and last
- * bytes, where the JSON-RPC id usually is. Shared with the HTTP transports (sse.js,
- * http.js), which drop oversized bodies and SSE events the same way.
+ * What is kept of a line while it is being dropped: its size and its first and last
+ * bytes, where the JSON-RPC id usually is (the guest looks for it there).
  */
-export class Oversized {
+class Oversized {
   constructor() {
     this.size = 0;
     this.head = Buffer.alloc(0);
@@ -114,112 +114,14 @@ export class Oversized {
     }
   }
 
-  /** Appends another dropped part of the same message. */
-  absorb(other) {
-    this.size += other.size;
-    if (this.head.length < EDGE) {
-      const take = Math.min(EDGE - this.head.length, other.head.length);
-      this.head = Buffer.concat([this.head, other.head.subarray(0, take)]);
-    }
-    this.tail = other.tail;
-  }
-
-  /** `{ size, id }`: the bytes counted and the JSON-RPC id found at the edges, if any. */
+  /** `{ size, head, tail }`: the bytes counted and the edges (the tail without trailing blanks). */
   finish() {
     let end = this.tail.length;
     while (end > 0 && [0x0d, 0x20, 0x09].includes(this.tail[end - 1])) {
       end -= 1;
     }
-    const id = idAtStart(this.head) ?? idAtEnd(this.tail.subarray(0, end));
-    return { size: this.size, id };
+    return { size: this.size, head: this.head, tail: this.tail.subarray(Math.max(0, end - EDGE), end) };
   }
-}
-
-/**
- * Finds `"id": <value>` among the top-level members at the start of an object,
- * stopping at the first nested value (the id of a response usually comes before
- * `result` or after it, never inside it).
- *
- * @param {Buffer} head
- * @returns {string | null}
- */
-export function idAtStart(head) {
-  let rest = stripPrefix(head.toString('utf8').trimStart(), '{');
-  while (rest !== null) {
-    rest = rest.trimStart();
-    const key = jsonString(rest);
-    if (!key) {
-      return null;
-    }
-    let after = stripPrefix(key[1].trimStart(), ':');
-    if (after === null) {
-      return null;
-    }
-    const value = scalar(after.trimStart());
-    if (!value) {
-      return null;
-    }
-    if (key[0] === '"id"') {
-      return value[0];
-    }
-    rest = stripPrefix(value[1].trimStart(), ',');
-  }
-  return null;
-}
-
-/**
- * Finds `"id": <value>` as the last member of an object: `…,"id":5}`.
- *
- * @param {Buffer} tail
- * @returns {string | null}
- */
-export function idAtEnd(tail) {
-  const text = tail.toString('utf8').trimEnd();
-  if (!text.endsWith('}')) {
-    return null;
-  }
-  const body = text.slice(0, -1).trimEnd();
-  const keyAt = body.lastIndexOf('"id"');
-  if (keyAt === -1) {
-    return null;
-  }
-  const after = stripPrefix(body.slice(keyAt + 4).trimStart(), ':');
-  if (after === null) {
-    return null;
-  }
-  const value = scalar(after.trimStart());
-  return value && value[1].trim() === '' ? value[0] : null;
-}
-
-function stripPrefix(text, prefix) {
-  return text.startsWith(prefix) ? text.slice(prefix.length) : null;
-}
-
-/** Splits a JSON string token off the front of `s`, quotes included. */
-function jsonString(s) {
-  if (!s.startsWith('"')) {
-    return null;
-  }
-  let i = 1;
-  while (i < s.length) {
-    if (s[i] === '\\') {
-      i += 2;
-    } else if (s[i] === '"') {
-      return [s.slice(0, i + 1), s.slice(i + 1)];
-    } else {
-      i += 1;
-    }
-  }
-  return null;
-}
-
-/** Splits a string, number, `true`, `false` or `null` off the front of `s`. */
-function scalar(s) {
-  if (s.startsWith('"')) {
-    return jsonString(s);
-  }
-  const match = /^[A-Za-z0-9+.-]+/.exec(s);
-  return match ? [match[0], s.slice(match[0].length)] : null;
 }
 
 /**

@@ -17,7 +17,8 @@
 // - driver.js: the worker thread that runs the guest and implements its imports.
 // - channel.js: how the two threads talk (a MessagePort and a shared doorbell).
 // - transport.js, stdio.js: server processes, on this thread's event loop.
-// - http.js, sse.js: Streamable HTTP and legacy SSE servers, on this thread too.
+// - remote.js, wasi_http.js: grants and the HTTP requests the guest sends under them,
+//   on this thread too; http_imports.js: their proxies on the driver's side.
 // - endpoint.js: `${VAR}` resolution and the child's environment allowlist.
 // - framing.js: newline-delimited JSON with a size cap.
 // - state.js: the `state` import's store, `state.json` in the cache directory.
@@ -29,8 +30,10 @@ import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_thread
 
 import { Doorbell } from './channel.js';
 import { DEFAULT_MEMORY_LIMIT, capMemory } from './limits.js';
+import { Grants } from './remote.js';
 import { defaultCacheDir } from './state.js';
 import { ConnectionTable } from './transport.js';
+import { HttpExchanges } from './wasi_http.js';
 
 /** Where `npm run build` puts the transpiled guest. */
 const GEN_DIR = new URL('../gen/', import.meta.url);
@@ -371,6 +374,8 @@ export class McpBox extends EventEmitter {
   #port;
   #worker;
   #table;
+  #grants;
+  #http;
   /** @type {Promise<void>} resolves once the configuration is loaded */
   #loaded;
   #servers = Object.freeze([]);
@@ -396,9 +401,9 @@ export class McpBox extends EventEmitter {
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
     this.#port = port1;
-    this.#table = new ConnectionTable(policy, (conn, items, paused, writerEnded) =>
-      this.#post({ t: 'in', conn, items, paused, writerEnded }),
-    );
+    this.#table = new ConnectionTable(policy, (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }));
+    this.#grants = new Grants(policy);
+    this.#http = new HttpExchanges(this.#grants, (msg) => this.#post(msg));
     this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
       workerData: {
         port: port2,
@@ -410,6 +415,7 @@ export class McpBox extends EventEmitter {
         cacheDir,
         inputRequests,
         memoryLimit,
+        maxMessageBytes: policy.maxMessageBytes,
       },
       transferList: [port2],
     });
@@ -430,7 +436,7 @@ export class McpBox extends EventEmitter {
       }
       this.#stop('the driver exited', loaded);
       this.#port.close();
-      await this.#table.closeAll();
+      await Promise.all([this.#table.closeAll(), this.#http.closeAll()]);
       finished();
     });
   }
@@ -584,10 +590,11 @@ export class McpBox extends EventEmitter {
   }
 
   /**
-   * What the host knows about a server's latest connection, without entering the
+   * What the host knows about a stdio server's latest process, without entering the
    * guest: `{ stderrTail, skippedLines, oversizedMessages, exitStatus }` (`exitStatus`
    * as "exit code 3" or "signal 9", `null` while it runs), or `null` if the server never
-   * had a connection.
+   * had a process (remote servers have none: the guest's own notes on their HTTP
+   * exchanges appear in their errors).
    *
    * @param {string} server the configured name
    */
@@ -639,13 +646,34 @@ export class McpBox extends EventEmitter {
         this.#reply(msg.req, () => this.#table.diagnostics(msg.conn));
         break;
       case 'send':
-        this.#table.send(msg.conn, msg.message, msg.meta);
+        this.#table.send(msg.conn, msg.message);
         break;
       case 'close':
         this.#table.close(msg.conn);
         break;
       case 'taken':
         this.#table.taken(msg.conn, msg.count);
+        break;
+      case 'grant':
+        this.#reply(msg.req, () => this.#grants.open(msg.server, msg.endpoint));
+        break;
+      case 'same-origin':
+        this.#reply(msg.req, () => this.#grants.sameOrigin(msg.authority, msg.url));
+        break;
+      case 'grant-drop':
+        this.#grants.drop(msg.authority);
+        break;
+      case 'http':
+        this.#http.start(msg);
+        break;
+      case 'http-body':
+        this.#http.body(msg.ex, msg.body);
+        break;
+      case 'http-taken':
+        this.#http.taken(msg.ex, msg.bytes);
+        break;
+      case 'http-close':
+        this.#http.close(msg.ex);
         break;
       case 'loaded':
         if (msg.error !== undefined) {

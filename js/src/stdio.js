@@ -80,7 +80,7 @@ function describeExit(code, signal) {
  * One running stdio server.
  *
  * Items for the guest are delivered through `onItems(items, paused)` in arrival order,
- * each `{ message: string }`, `{ tooLarge: { size, cap, id } }` or, always last,
+ * each `{ message: string }`, `{ tooLarge: { size, cap, head, tail } }` or, always last,
  * `{ closed: reason }`. When `INBOUND_QUEUE` items are not yet taken, reading stops and
  * `paused` is true; `taken(count)` reports what the guest took and resumes reading.
  */
@@ -239,7 +239,8 @@ export class StdioServer {
             tooLarge: {
               size: BigInt(frame.oversized.size),
               cap: BigInt(this.maxMessageBytes),
-              id: frame.oversized.id ?? undefined,
+              head: frame.oversized.head,
+              tail: frame.oversized.tail,
             },
           });
           continue;

@@ -1,20 +1,13 @@
-// The host side of `mcpbox:runtime/transport`, on the main thread.
-//
-// | endpoint | here            | wire                                                 |
-// |----------|-----------------|------------------------------------------------------|
-// | `stdio`  | `StdioServer`   | child process, one JSON-RPC message per line         |
-// | `http`   | `HttpServer`    | Streamable HTTP: POST per message, JSON or SSE       |
-// |          |                 | answers, sessions, resumption (http.js)              |
-// | `sse`    | `HttpServer`    | the deprecated HTTP+SSE transport: one event stream, |
-// |          |                 | POSTs to its `endpoint` (http.js)                    |
+// The host side of `mcpbox:runtime/transport`, on the main thread: local servers,
+// child processes speaking one JSON-RPC message per line (stdio.js). Remote servers do
+// not come here: the guest reaches them through `wasi:http` (remote.js, wasi_http.js).
 //
 // The driver worker asks for connections to be opened, written to and closed; this
-// table owns the processes and HTTP sessions, applies the policy and resolves `${VAR}` references from
+// table owns the processes, applies the policy and resolves `${VAR}` references from
 // the environment, and forwards what each server sends to the driver. Error variants
 // and their texts are those of host/src/transport/mod.rs.
 
-import { EndpointError, resolveHttp, resolveStdio } from './endpoint.js';
-import { HttpServer, InvalidHttpEndpoint } from './http.js';
+import { EndpointError, resolveStdio } from './endpoint.js';
 import { StdioServer } from './stdio.js';
 
 /** Every connection of one runtime, by the id the driver knows it by. */
@@ -26,33 +19,27 @@ export class ConnectionTable {
 
   /**
    * @param {{allowProcesses: boolean, allowNetwork: boolean, maxMessageBytes: number}} policy
-   * @param {(conn: number, items: object[], paused: boolean, writerEnded: boolean) => void} forward
+   * @param {(conn: number, items: object[], paused: boolean) => void} forward
    *   delivers a server's items to the driver; `paused` asks it to report when the guest
-   *   has taken them (`taken`); `writerEnded` says the connection takes no more messages
+   *   has taken them (`taken`)
    */
   constructor(policy, forward) {
     this.policy = policy;
     this.forward = forward;
-    /** @type {Map<number, StdioServer | HttpServer>} */
+    /** @type {Map<number, StdioServer>} */
     this.servers = new Map();
-    /** @type {Map<string, StdioServer | HttpServer>} each server's latest connection, by configured name */
+    /** @type {Map<string, StdioServer>} each server's latest connection, by configured name */
     this.latest = new Map();
     this.nextId = 1;
   }
 
   /**
-   * Opens a connection for `server`.
+   * Starts the server `server` (a `stdio-endpoint`).
    *
    * @returns {Promise<{tag: 'ok', val: number} | {tag: 'err', val: object}>} the WIT
    *   `result<connection, transport-error>`, with the connection as its id
    */
   async open(server, endpoint) {
-    if (endpoint.tag === 'http' || endpoint.tag === 'sse') {
-      return this.#openHttp(server, endpoint.tag, endpoint.val);
-    }
-    if (endpoint.tag !== 'stdio') {
-      return err('unsupported', `server \`${server}\`: the ${endpoint.tag} transport is not supported by this host`);
-    }
     if (!this.policy.allowProcesses) {
       return err(
         'denied',
@@ -61,7 +48,7 @@ export class ConnectionTable {
     }
     let spec;
     try {
-      spec = resolveStdio(endpoint.val, (name) => process.env[name]);
+      spec = resolveStdio(endpoint, (name) => process.env[name]);
     } catch (error) {
       if (error instanceof EndpointError) {
         return err('invalid-endpoint', `server \`${server}\`: ${error.message}`);
@@ -89,42 +76,8 @@ export class ConnectionTable {
     return { tag: 'ok', val: id };
   }
 
-  /** Opens a Streamable HTTP or legacy SSE connection, if the policy allows the network. */
-  #openHttp(server, kind, endpoint) {
-    if (!this.policy.allowNetwork) {
-      // The URL as configured, before `${VAR}` resolution: no secret goes in a message.
-      return err(
-        'denied',
-        `server \`${server}\`: the policy does not allow network connections, so ${endpoint.url} was not contacted (allow them with \`allowNetwork: true\`)`,
-      );
-    }
-    let running;
-    const id = this.nextId++;
-    try {
-      const spec = resolveHttp(endpoint, (name) => process.env[name]);
-      running = HttpServer.open(kind, spec, {
-        maxMessageBytes: this.policy.maxMessageBytes,
-        onItems: (items, paused, writerEnded = false) => this.forward(id, items, paused, writerEnded),
-      });
-    } catch (error) {
-      if (error instanceof EndpointError) {
-        return err('invalid-endpoint', `server \`${server}\`: ${error.message}`);
-      }
-      if (error instanceof InvalidHttpEndpoint) {
-        return err('invalid-endpoint', error.message);
-      }
-      throw error;
-    }
-    this.servers.set(id, running);
-    this.latest.set(server, running);
-    if (this.#closedAll) {
-      this.close(id);
-    }
-    return { tag: 'ok', val: id };
-  }
-
-  send(id, message, meta) {
-    this.servers.get(id)?.send(message, meta);
+  send(id, message) {
+    this.servers.get(id)?.send(message);
   }
 
   /** The guest has taken `count` items from connection `id` in all. */

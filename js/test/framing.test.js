@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { LineSplitter, classify, idAtEnd, idAtStart, truncate } from '../src/framing.js';
+import { EDGE, LineSplitter, classify, truncate } from '../src/framing.js';
 
 /** Every frame of `input`, pushed `chunk` bytes at a time. */
 function frames(input, cap, chunk) {
@@ -16,7 +16,13 @@ function frames(input, cap, chunk) {
     out.push(...splitter.push(bytes.subarray(i, i + chunk)));
   }
   out.push(...splitter.end());
-  return out.map((f) => (f.line ? { line: f.line.toString('utf8') } : f));
+  return out.map((f) => {
+    if (f.line) {
+      return { line: f.line.toString('utf8') };
+    }
+    const { size, head, tail } = f.oversized;
+    return { oversized: { size, head: head.toString('utf8'), tail: tail.toString('utf8') } };
+  });
 }
 
 test('splits lines across small chunks', () => {
@@ -30,30 +36,28 @@ test('splits lines across small chunks', () => {
   }
 });
 
-test('drops an oversized line, keeps its id, and keeps going', () => {
+test('drops an oversized line, keeps its edges, and keeps going', () => {
   const big = `{"jsonrpc":"2.0","id":7,"result":"${'x'.repeat(10_000)}"}`;
-  for (const chunk of [64, 4096, 100_000]) {
+  for (const chunk of [1, 64, 300, 4096, 100_000]) {
     assert.deepEqual(frames(`${big}\n{"ok":true}\n`, 1000, chunk), [
-      { oversized: { size: big.length, id: '7' } },
+      { oversized: { size: big.length, head: big.slice(0, EDGE), tail: big.slice(-EDGE) } },
       { line: '{"ok":true}' },
     ]);
   }
-  // The id after the result, and a final line without a newline.
+  // A final line without a newline; trailing blanks and the `\r` are left off the tail.
   const late = `{"jsonrpc":"2.0","result":"${'y'.repeat(5000)}","id":"abc"}`;
-  assert.deepEqual(frames(late, 1000, 700), [{ oversized: { size: late.length, id: '"abc"' } }]);
+  assert.deepEqual(frames(`${late} \t\r`, 1000, 700), [
+    { oversized: { size: late.length + 3, head: late.slice(0, EDGE), tail: late.slice(-EDGE) } },
+  ]);
 });
 
 test('a line exactly at the cap is kept', () => {
   for (const chunk of [1, 2, 100]) {
-    assert.deepEqual(frames('12345\n123456\n', 5, chunk), [{ line: '12345' }, { oversized: { size: 6, id: null } }]);
+    assert.deepEqual(frames('12345\n123456\n', 5, chunk), [
+      { line: '12345' },
+      { oversized: { size: 6, head: '123456', tail: '123456' } },
+    ]);
   }
-});
-
-test('finds ids at either end', () => {
-  assert.equal(idAtStart(Buffer.from('{"jsonrpc":"2.0","id":"a\\"b","result":{')), '"a\\"b"');
-  assert.equal(idAtStart(Buffer.from('{"result":{"id":3}')), null);
-  assert.equal(idAtEnd(Buffer.from('xx"}]},"jsonrpc":"2.0","id":42}')), '42');
-  assert.equal(idAtEnd(Buffer.from('xx","id":42,"more":1}')), null);
 });
 
 test('classifies lines as messages, blanks or skipped text', () => {

@@ -1,14 +1,13 @@
-// Remote servers through the JavaScript host: Streamable HTTP and legacy HTTP+SSE
-// against the pinned npm and PyPI servers in their HTTP modes, and HTTP faults against
-// a scripted server — the assertions of tests/tests/e2e/http.rs.
+// Remote servers through the JavaScript host: the guest speaks Streamable HTTP and
+// legacy HTTP+SSE over this host's `wasi:http` (src/wasi_http.js) under its grants
+// (src/remote.js), against the pinned npm and PyPI servers in their HTTP modes, and
+// HTTP faults against a scripted server — the assertions of tests/tests/e2e/http.rs.
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { test } from 'node:test';
 
-import { encodedHeader } from '../src/http.js';
-
-import { ScriptedServer } from './scripted.js';
+import { LegacyServer, Recorder, ScriptedServer } from './scripted.js';
 import {
   PATIENCE_MS,
   assertConnected,
@@ -22,6 +21,7 @@ import {
   nextEvent,
   status,
   tsHttp,
+  within,
 } from './support.js';
 
 async function scripted(t) {
@@ -138,6 +138,20 @@ test('a cut stream is resumed without loss or duplicates', async (t) => {
   assert.equal(logs, 1, 'the log line before the cut arrives once');
 });
 
+test('an answer streams to the guest as it arrives', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { type: 'http', url: server.url } });
+  assertConnected(await ready(box), 's');
+  const release = server.holdNextCall();
+  const held = nextEvent(box, (e) => e.type === 'log' && e.message === 'held');
+  const answer = call(box, 'mcp__s__echo', { text: 'after the log' });
+  // The log line reaches the guest while its stream is still open (it stays open
+  // until the test has seen the line), and the answer follows on the same stream.
+  await within(held, 'the log line, while its stream is open');
+  release();
+  assert.equal((await answer).text, 'after the log');
+});
+
 test('an ended session is re-initialised once, transparently', async (t) => {
   const server = await scripted(t);
   const box = await open(t, { s: { type: 'http', url: server.url } });
@@ -151,7 +165,6 @@ test('an ended session is re-initialised once, transparently', async (t) => {
   assert.equal(calls[0].headers['mcp-session-id'], 'session-1');
   assert.equal(calls[1].headers['mcp-session-id'], 'session-2');
   assert.equal(server.rpc('notifications/initialized').length, 2);
-  assert.match(String(server.rpc('initialize')[1].body.id), /^mcpbox-reinitialize-/);
   assertConnected(box.servers(), 's');
 });
 
@@ -224,9 +237,6 @@ test('x-mcp-header arguments become Mcp-Param headers (SEP-2243)', async (t) => 
   assert.equal(headers['mcp-param-gone'], undefined, 'null means absent');
   assert.equal(headers['mcp-param-plain'], undefined, 'not annotated');
   assert.equal(headers['mcp-name'], 'where');
-  // A plain value that reads as the wrapper is encoded too.
-  assert.equal(encodedHeader('=?base64?SGk=?='), '=?base64?PT9iYXNlNjQ/U0drPT89?=');
-  assert.equal(encodedHeader(''), '');
 });
 
 test('an unreachable server fails with the reason', async (t) => {
@@ -242,7 +252,8 @@ test('an unreachable server fails with the reason', async (t) => {
     assert.ok(s.error.includes(`127.0.0.1:${port}`), s.error);
     assert.match(s.error.toLowerCase(), /connection refused/);
   }
-  assert.match(box.diagnostics('gone').stderrTail.join('\n'), /^http: could not reach/);
+  // The guest keeps a remote server's notes (they end up in its error); the host has none.
+  assert.equal(box.diagnostics('gone'), null);
 });
 
 test('an unset header variable fails that server only', async (t) => {
@@ -259,15 +270,15 @@ test('an unset header variable fails that server only', async (t) => {
   assert.match(bad.error, /MCPBOX_TEST_SURELY_UNSET/);
 });
 
-test('an oversized event is dropped and counted; the connection stays usable', { timeout: PATIENCE_MS }, async (t) => {
+test('an oversized event fails its call; the connection stays usable', { timeout: PATIENCE_MS }, async (t) => {
   const server = await scripted(t);
   const box = await open(t, { s: { url: server.url } }, { maxMessageBytes: 600 });
   assertConnected(await ready(box), 's');
-  // The whole event is one `data:` line over the cap, so (as in the wasmtime host) its
-  // id is not found at the line's start: the call fails once the stream cannot be resumed.
+  // The guest reads the answer under the host's cap (`transport.max-message-bytes`) and
+  // finds its id at the dropped event's edges.
   const error = await callError(box, 'mcp__s__echo', { text: 'x'.repeat(2000) });
   assert.equal(error.kind, 'protocol', error.message);
-  assert.equal(box.diagnostics('s').oversizedMessages, 1);
+  assert.match(error.message, /cap 600/);
   assert.equal((await call(box, 'mcp__s__echo', { text: 'small' })).text, 'small');
 });
 
@@ -300,4 +311,84 @@ test('a server that goes away fails, and a call reconnects it once it is back', 
     }
   }
   assertConnected(box.servers(), 's');
+});
+
+/** Starts a server of `kind` (`Recorder`, `LegacyServer`) and closes it when the test ends. */
+async function started(t, kind, ...args) {
+  const server = await kind.start(...args);
+  t.after(() => server.close());
+  return server;
+}
+
+// Security finding 3: a redirect to another origin is not followed, so neither the
+// configured headers (credentials) nor the request reach it, and the call fails naming
+// both origins and the fix. No `Referer` goes anywhere.
+test('a redirect to another origin is refused and nothing reaches it', async (t) => {
+  const server = await scripted(t);
+  const elsewhere = await started(t, Recorder);
+  const box = await open(t, {
+    s: { type: 'http', url: `${server.url}?key=k`, headers: { 'X-API-Key': 'secret-key', Authorization: 'Bearer secret-token' } },
+  });
+  assertConnected(await ready(box), 's');
+  server.redirectNextCall = `${elsewhere.origin}/mcp`;
+  const error = await callError(box, 'mcp__s__echo', { text: 'x' });
+  assert.equal(error.kind, 'protocol', error.message);
+  for (const part of [`${server.url}?key=k`, elsewhere.origin, 'configure its new URL']) {
+    assert.ok(error.message.includes(part), error.message);
+  }
+  assert.deepEqual(elsewhere.seen, []);
+  // The connection is still good, and nothing carried a Referer.
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'after' })).text, 'after');
+  assert.ok(server.seen.every((r) => r.headers.referer === undefined));
+});
+
+test('a same-origin redirect is followed with the configured headers', async (t) => {
+  const server = await scripted(t);
+  const box = await open(t, { s: { type: 'http', url: server.url, headers: { 'X-API-Key': 'secret-key' } } });
+  assertConnected(await ready(box), 's');
+  server.redirectNextCall = '/mcp-moved';
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'moved' })).text, 'moved');
+  const calls = server.rpc('tools/call');
+  assert.equal(calls.length, 2, 'the call, then the same call after the 307');
+  assert.deepEqual(calls[0].body, calls[1].body);
+  assert.equal(calls[1].path, '/mcp-moved');
+  assert.ok(calls.every((c) => c.headers['x-api-key'] === 'secret-key'));
+});
+
+// Security finding 2: a legacy SSE server whose `endpoint` event names another origin
+// fails with a clear error, and nothing (no message, no header) is sent there.
+test('a legacy endpoint on another origin fails the server and nothing reaches it', async (t) => {
+  const elsewhere = await started(t, Recorder);
+  const server = await started(t, LegacyServer, `${elsewhere.origin}/messages?sessionId=1`);
+  const box = await open(t, { old: { type: 'sse', url: server.url, headers: { Authorization: 'Bearer secret-token' } } });
+  const s = status(await ready(box), 'old');
+  assert.equal(s.state, 'failed', JSON.stringify(s));
+  for (const part of [elsewhere.origin, server.url, 'nothing was sent']) {
+    assert.ok(s.error.includes(part), s.error);
+  }
+  assert.deepEqual(elsewhere.seen, []);
+  assert.ok(server.seen.every((r) => r.method === 'GET'));
+  // The stream itself, on the configured origin, got the configured header.
+  assert.equal(server.seen[0].headers.authorization, 'Bearer secret-token');
+});
+
+// Security finding 6: a `${VAR}` in the URL is resolved by the host for the request, but
+// every message names the URL as configured.
+test('a variable in the URL reaches the server but no message', async (t) => {
+  const home = process.env.HOME;
+  assert.ok(home, 'HOME is set');
+  const server = await scripted(t);
+  const gone = `http://127.0.0.1:${await freePort()}/mcp?key=\${HOME}`;
+  const box = await open(t, { s: { type: 'http', url: `${server.url}?key=\${HOME}` }, gone: { type: 'http', url: gone } });
+  const servers = await ready(box);
+  assertConnected(servers, 's');
+  assert.equal((await call(box, 'mcp__s__echo', { text: 'x' })).text, 'x');
+  assert.ok(
+    server.seen.every((r) => r.path === `/mcp?key=${home}`),
+    JSON.stringify(server.seen.map((r) => r.path)),
+  );
+  const error = status(servers, 'gone').error;
+  assert.ok(error.includes(gone) && !error.includes(`key=${home}`), error);
+  const failed = await callError(box, 'mcp__gone__anything', {});
+  assert.ok(!failed.message.includes(`key=${home}`), failed.message);
 });

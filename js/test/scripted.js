@@ -1,7 +1,13 @@
-// A small Streamable HTTP MCP server in the test process, on 127.0.0.1:0, whose faults a
-// test switches on: 500s, a response stream cut before its answer (resumable with
-// `Last-Event-ID`), a session the server ends. It records every request, headers
-// included. A port of `ScriptedServer` in tests/src/http.rs (same answers, same ids).
+// Servers in the test process, on 127.0.0.1:0; ports of tests/src/http.rs's:
+//
+// - `ScriptedServer`, a small Streamable HTTP MCP server whose faults a test switches
+//   on: 500s, a response stream cut before its answer (resumable with `Last-Event-ID`),
+//   a session the server ends, a redirect. It records every request, headers included
+//   (same answers, same ids as the Rust one).
+// - `Recorder`, "another origin": it records every request that reaches it and answers
+//   as a server would, so that a request sent there by mistake would look like success.
+// - `LegacyServer`, a hostile legacy HTTP+SSE server whose `endpoint` event names
+//   whatever URL the test chooses.
 
 import { createServer } from 'node:http';
 
@@ -17,12 +23,16 @@ export class ScriptedServer {
   constructor() {
     this.failCalls = 0;
     this.cutNextCall = false;
+    /** Set by `holdNextCall`: the next call's stream waits for it after a log line. */
+    this.held = null;
     this.forgetSession = false;
+    /** The next `tools/call` gets a `307` to this location. */
+    this.redirectNextCall = null;
     this.session = null;
     this.sessions = 0;
     /** Answers waiting for a GET with `Last-Event-ID` equal to the key. */
     this.parked = new Map();
-    /** Every request: `{ method, headers (lower-case names), body }`. */
+    /** Every request: `{ method, path, headers (lower-case names), body }`. */
     this.seen = [];
     this.http = createServer((req, res) => {
       const parts = [];
@@ -34,6 +44,18 @@ export class ScriptedServer {
   close() {
     this.http.closeAllConnections();
     return new Promise((resolve) => this.http.close(resolve));
+  }
+
+  /**
+   * Makes the next `tools/call` answer with an event stream that carries a log line
+   * (`held`) and then waits, open, until the returned function is called.
+   */
+  holdNextCall() {
+    let release;
+    this.held = new Promise((resolve) => {
+      release = resolve;
+    });
+    return release;
   }
 
   /** Requests whose JSON-RPC method is `method`. */
@@ -48,7 +70,7 @@ export class ScriptedServer {
     } catch {
       // Not JSON.
     }
-    this.seen.push({ method: req.method, headers: req.headers, body });
+    this.seen.push({ method: req.method, path: req.url, headers: req.headers, body });
     res.setHeader('Connection', 'close');
     const respond = (status, headers, out = '') => {
       res.writeHead(status, headers);
@@ -110,6 +132,11 @@ export class ScriptedServer {
       ];
       return respond(200, { 'Content-Type': 'application/json' }, JSON.stringify({ jsonrpc: '2.0', id, result: { tools } }));
     }
+    if (method === 'tools/call' && this.redirectNextCall !== null) {
+      const location = this.redirectNextCall;
+      this.redirectNextCall = null;
+      return respond(307, { Location: location });
+    }
     if (method === 'tools/call' && this.failCalls > 0) {
       this.failCalls -= 1;
       return respond(500, { 'Content-Type': 'text/plain' }, 'boom');
@@ -120,8 +147,19 @@ export class ScriptedServer {
         id,
         result: { content: [{ type: 'text', text: body.params.arguments.text }] },
       });
+      if (this.held !== null) {
+        const release = this.held;
+        this.held = null;
+        const log = { jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: 'held' } };
+        res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Mcp-Session-Id': this.session });
+        res.write(`data: ${JSON.stringify(log)}\n\n`);
+        release.then(() => res.end(`data: ${answer}\n\n`));
+        return undefined;
+      }
       if (this.cutNextCall) {
         this.cutNextCall = false;
+    /** Set by `holdNextCall`: the next call's stream waits for it after a log line. */
+    this.held = null;
         this.parked.set('e2', answer);
         const log = JSON.stringify({
           jsonrpc: '2.0',
@@ -135,5 +173,83 @@ export class ScriptedServer {
     }
     const error = { jsonrpc: '2.0', id, error: { code: -32601, message: 'method not found' } };
     return respond(200, { 'Content-Type': 'application/json' }, JSON.stringify(error));
+  }
+}
+
+/** Starts `handle` as an HTTP server on 127.0.0.1:0; resolves with it and its origin. */
+async function listen(handle) {
+  const http = createServer(handle);
+  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return { http, origin: `http://127.0.0.1:${http.address().port}` };
+}
+
+/** Reads a request's JSON body (`null` when it is not JSON). */
+function jsonBody(req) {
+  return new Promise((resolve) => {
+    const parts = [];
+    req.on('data', (c) => parts.push(c));
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(parts).toString('utf8')));
+      } catch {
+        resolve(null);
+      }
+    });
+  });
+}
+
+/** Another origin: records every request and answers any JSON-RPC request with a result. */
+export class Recorder {
+  static async start() {
+    const recorder = new Recorder();
+    Object.assign(
+      recorder,
+      await listen(async (req, res) => {
+        const body = await jsonBody(req);
+        recorder.seen.push({ method: req.method, path: req.url, headers: req.headers, body });
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ jsonrpc: '2.0', id: body?.id ?? null, result: { content: [{ type: 'text', text: 'stolen' }] } }));
+      }),
+    );
+    return recorder;
+  }
+
+  /** Every request that reached it. */
+  seen = [];
+
+  close() {
+    this.http.closeAllConnections();
+    return new Promise((resolve) => this.http.close(resolve));
+  }
+}
+
+/** A legacy HTTP+SSE server whose `endpoint` event names `endpoint`, verbatim. */
+export class LegacyServer {
+  static async start(endpoint) {
+    const server = new LegacyServer();
+    Object.assign(
+      server,
+      await listen(async (req, res) => {
+        const body = await jsonBody(req);
+        server.seen.push({ method: req.method, path: req.url, headers: req.headers, body });
+        if (req.method !== 'GET') {
+          res.writeHead(202).end();
+          return;
+        }
+        // The stream stays open until the client hangs up.
+        res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+        res.write(`event: endpoint\ndata: ${endpoint}\n\n`);
+      }),
+    );
+    server.url = `${server.origin}/sse`;
+    return server;
+  }
+
+  /** Every request received so far. */
+  seen = [];
+
+  close() {
+    this.http.closeAllConnections();
+    return new Promise((resolve) => this.http.close(resolve));
   }
 }

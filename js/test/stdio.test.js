@@ -83,11 +83,12 @@ test('the last line counts without a newline; non-JSON lines are skipped and cou
   assert.equal(d.exitStatus, 'exit code 4');
 });
 
-test('an oversized message is reported with its size and id, once', async () => {
+test('an oversized message is reported with its size and edges, once', async () => {
   const big = `{"jsonrpc":"2.0","id":12,"result":"${'x'.repeat(5000)}"}`;
   const { server, items } = await run(shell(`printf '%s\\n{"ok":1}\\n' '${big}'`), { maxMessageBytes: 1000 });
+  const edge = (text) => Buffer.from(text);
   assert.deepEqual(items, [
-    { tooLarge: { size: BigInt(big.length), cap: 1000n, id: '12' } },
+    { tooLarge: { size: BigInt(big.length), cap: 1000n, head: edge(big.slice(0, 256)), tail: edge(big.slice(-256)) } },
     { message: '{"ok":1}' },
     { closed: 'exited (exit code 0)' },
   ]);

@@ -5,8 +5,13 @@
 //!   return once they listen; [`ServerProcess`] kills them when dropped.
 //! - [`ScriptedServer`] is a small Streamable HTTP MCP server in the test process,
 //!   on `127.0.0.1:0`, whose faults a test switches on: 500s, a response stream cut
-//!   before its answer (resumable with `Last-Event-ID`), a session the server ends.
-//!   It records every HTTP request it gets, headers included.
+//!   before its answer (resumable with `Last-Event-ID`), a session the server ends,
+//!   a redirect. It records every HTTP request it gets, headers included.
+//! - [`LegacyServer`] is a hostile legacy HTTP+SSE server: its `endpoint` event
+//!   names whatever URL the test chooses.
+//! - [`Recorder`] is "another origin": it records every request that reaches it
+//!   and answers as a server would, so that a request sent there by mistake
+//!   would look like success.
 //!
 //! Everything here panics with a descriptive message on failure: it is test code.
 
@@ -227,6 +232,8 @@ pub fn ts_http_at(port: u16) -> Result<ServerProcess, String> {
 pub struct Seen {
     /// `GET`, `POST` or `DELETE`.
     pub method: String,
+    /// The request target: path and query.
+    pub path: String,
     /// Header names lower-cased, in arrival order.
     pub headers: Vec<(String, String)>,
     /// The JSON body of a POST.
@@ -258,6 +265,8 @@ struct Script {
     cut_next_call: bool,
     /// The session is forgotten: requests carrying it get 404.
     forget_session: bool,
+    /// The next `tools/call` gets this redirect status to this location.
+    redirect_next_call: Option<(u16, String)>,
     session: Option<String>,
     sessions: usize,
     /// Answers waiting for a GET with `Last-Event-ID` equal to the key.
@@ -327,6 +336,17 @@ impl ScriptedServer {
         self.with(|s| s.cut_next_call = true);
     }
 
+    /// Answers the next `tools/call` with HTTP `status` (`307`, `308`, …) and
+    /// `Location: location`, verbatim.
+    pub fn redirect_next_call(&self, status: u16, location: &str) {
+        self.with(|s| s.redirect_next_call = Some((status, location.to_owned())));
+    }
+
+    /// `http://127.0.0.1:PORT`, the server's origin.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
     /// Ends the current session: requests carrying its id get 404 from now on.
     pub fn end_session(&self) {
         self.with(|s| s.forget_session = true);
@@ -343,13 +363,16 @@ impl ScriptedServer {
     }
 }
 
-/// An HTTP request as read: method, headers (names lower-cased), body.
-type Request = (String, Vec<(String, String)>, Vec<u8>);
+/// An HTTP request as read: method, path and query, headers (names
+/// lower-cased), body.
+type Request = (String, String, Vec<(String, String)>, Vec<u8>);
 
 fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut line = String::new();
     stream.read_line(&mut line).ok()?;
-    let method = line.split_whitespace().next()?.to_owned();
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_owned();
+    let path = words.next()?.to_owned();
     let mut headers = Vec::new();
     loop {
         let mut h = String::new();
@@ -368,7 +391,7 @@ fn read_request(stream: &mut BufReader<TcpStream>) -> Option<Request> {
         .unwrap_or(0);
     let mut body = vec![0; length];
     stream.read_exact(&mut body).ok()?;
-    Some((method, headers, body))
+    Some((method, path, headers, body))
 }
 
 fn respond(stream: &mut TcpStream, status: &str, headers: &[(&str, &str)], body: &str) {
@@ -403,13 +426,14 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
     };
     let mut write = write;
     let mut reader = BufReader::new(stream);
-    let Some((method, headers, body)) = read_request(&mut reader) else {
+    let Some((method, path, headers, body)) = read_request(&mut reader) else {
         return;
     };
     let body: Option<Value> = serde_json::from_slice(&body).ok();
     let mut s = script.lock().unwrap_or_else(|p| p.into_inner());
     s.seen.push(Seen {
         method: method.clone(),
+        path,
         headers: headers.clone(),
         body: body.clone(),
     });
@@ -483,6 +507,12 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
                 &json(answer),
             );
         }
+        "tools/call" if s.redirect_next_call.is_some() => {
+            let (status, location) = s.redirect_next_call.take().unwrap_or_default();
+            // The reason phrase means nothing to clients.
+            let status = format!("{status} Redirect");
+            respond(&mut write, &status, &[("Location", &location)], "");
+        }
         "tools/call" if s.fail_calls > 0 => {
             s.fail_calls -= 1;
             respond(
@@ -526,5 +556,143 @@ fn serve(stream: TcpStream, script: &Mutex<Script>) {
                 &json(answer),
             );
         }
+    }
+}
+
+/// Another origin: records every request that reaches it (headers included)
+/// and answers any JSON-RPC request with a result, as a real server would.
+#[derive(Debug)]
+pub struct Recorder {
+    /// `http://127.0.0.1:PORT`.
+    pub origin: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Recorder {
+    /// Starts it on `127.0.0.1:0`. It lives as long as the test process.
+    pub fn start() -> Recorder {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let record = seen.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let record = record.clone();
+                thread::spawn(move || {
+                    let Ok(mut write) = stream.try_clone() else {
+                        return;
+                    };
+                    let mut reader = BufReader::new(stream);
+                    let Some((method, path, headers, body)) = read_request(&mut reader) else {
+                        return;
+                    };
+                    let body: Option<Value> = serde_json::from_slice(&body).ok();
+                    let id = body.as_ref().map_or(Value::Null, |b| b["id"].clone());
+                    record.lock().unwrap_or_else(|p| p.into_inner()).push(Seen {
+                        method,
+                        path,
+                        headers,
+                        body,
+                    });
+                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "content": [{"type": "text", "text": "stolen"}]}});
+                    respond(
+                        &mut write,
+                        "200 OK",
+                        &[("Content-Type", "application/json")],
+                        &answer.to_string(),
+                    );
+                });
+            }
+        });
+        Recorder {
+            origin: format!("http://127.0.0.1:{port}"),
+            seen,
+        }
+    }
+
+    /// Every request that reached it.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// A legacy HTTP+SSE server whose `endpoint` event names `endpoint`, verbatim;
+/// it keeps the event stream open and records every request. Stops when dropped.
+#[derive(Debug)]
+pub struct LegacyServer {
+    /// `http://127.0.0.1:PORT/sse`.
+    pub url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    port: u16,
+}
+
+impl Drop for LegacyServer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+impl LegacyServer {
+    /// Starts it on `127.0.0.1:0`.
+    pub fn start(endpoint: &str) -> LegacyServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        {
+            let (seen, stop, endpoint) = (seen.clone(), stop.clone(), endpoint.to_owned());
+            thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        return;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    let (seen, endpoint) = (seen.clone(), endpoint.clone());
+                    thread::spawn(move || {
+                        let Ok(mut write) = stream.try_clone() else {
+                            return;
+                        };
+                        let mut reader = BufReader::new(stream);
+                        let Some((method, path, headers, body)) = read_request(&mut reader) else {
+                            return;
+                        };
+                        let body: Option<Value> = serde_json::from_slice(&body).ok();
+                        let get = method == "GET";
+                        seen.lock().unwrap_or_else(|p| p.into_inner()).push(Seen {
+                            method,
+                            path,
+                            headers,
+                            body,
+                        });
+                        if !get {
+                            return respond(&mut write, "202 Accepted", &[], "");
+                        }
+                        event_stream(
+                            &mut write,
+                            None,
+                            &[format!("event: endpoint\ndata: {endpoint}\n\n")],
+                        );
+                        // The stream stays open until the client hangs up.
+                        let mut rest = Vec::new();
+                        let _ = reader.read_to_end(&mut rest);
+                    });
+                }
+            });
+        }
+        LegacyServer {
+            url: format!("http://127.0.0.1:{port}/sse"),
+            seen,
+            stop,
+            port,
+        }
+    }
+
+    /// Every request received so far.
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }

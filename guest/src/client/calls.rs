@@ -10,8 +10,9 @@ use serde_json::value::RawValue;
 use super::param_headers::param_headers;
 use super::wire::{CallParams, RawCallResult};
 use super::{Client, ClientEvent, Outgoing, Pending, ResultKind, result_kind};
-use crate::jsonrpc::{self, Id, RpcError};
+use crate::jsonrpc::{self, Id};
 use crate::methods;
+use crate::transport::Failure;
 
 /// Options for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -155,6 +156,7 @@ impl Client {
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));
+        meta.id = Some(id.to_json());
         if let Some(annotated) = self.param_headers.get(&call.tool) {
             meta.param_headers = param_headers(annotated, call.arguments.get());
         }
@@ -206,7 +208,7 @@ impl Client {
     pub(super) fn on_call_response(
         &mut self,
         c: PendingCall,
-        outcome: Result<Box<RawValue>, RpcError>,
+        outcome: Result<Box<RawValue>, Failure>,
     ) {
         let outcome = match outcome {
             Ok(raw) => match read_call_result(&c.name, &raw) {

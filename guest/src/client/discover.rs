@@ -15,6 +15,7 @@ use super::wire::{DiscoverResult, MetaOnly};
 use super::{Client, Pending, Phase};
 use crate::jsonrpc::RpcError;
 use crate::methods;
+use crate::transport::Failure;
 
 /// The stateless protocol revision the guest speaks.
 pub const STATELESS_VERSION: &str = "2026-07-28";
@@ -82,18 +83,14 @@ impl Client {
         );
     }
 
-    pub(super) fn on_discovered(
-        &mut self,
-        outcome: Result<Box<RawValue>, RpcError>,
-        retried: bool,
-    ) {
+    pub(super) fn on_discovered(&mut self, outcome: Result<Box<RawValue>, Failure>, retried: bool) {
         if self.phase != Phase::Discovering {
             return;
         }
         self.probe_deadline = None;
         let raw = match outcome {
             Ok(raw) => raw,
-            Err(e)
+            Err(Failure::Rpc(e))
                 if e.code == UNSUPPORTED_PROTOCOL_VERSION && !retried && offers_stateless(&e) =>
             {
                 // The server named the versions it takes and ours is one: ask again.

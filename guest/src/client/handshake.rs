@@ -9,8 +9,8 @@ use serde_json::value::RawValue;
 
 use super::wire::{ClientInfo, InitializeParams, InitializeResult, text_of};
 use super::{Client, ClientEvent, Era, Pending, Phase, ServerInfo};
-use crate::jsonrpc::RpcError;
 use crate::methods;
+use crate::transport::Failure;
 
 /// The protocol version the guest offers in `initialize`.
 pub const OFFERED_VERSION: &str = "2025-11-25";
@@ -48,7 +48,7 @@ impl Client {
 
     pub(super) fn on_initialized(
         &mut self,
-        outcome: Result<Box<RawValue>, RpcError>,
+        outcome: Result<Box<RawValue>, Failure>,
         or_discover: bool,
     ) {
         let raw = match outcome {

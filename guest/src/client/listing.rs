@@ -24,10 +24,10 @@ use super::param_headers::check_param_headers;
 use super::wire::{ListParams, ListToolsResult, ListenFilter, ListenParams, RawTool, text_of};
 use super::{Client, ClientEvent, Era, Pending, Phase, ResultKind, result_kind};
 use crate::config::Limits;
-use crate::jsonrpc::{self, RpcError};
+use crate::jsonrpc;
 use crate::methods;
 use crate::registry::ToolDef;
-use crate::transport::format_bytes;
+use crate::transport::{Failure, format_bytes};
 
 /// The shortest re-list interval a `ttlMs` hint can ask for.
 pub(super) const MIN_TTL_MS: u64 = 1_000;
@@ -102,7 +102,7 @@ impl Client {
         self.pending.values().any(|p| matches!(p, Pending::Listen))
     }
 
-    pub(super) fn on_tools_page(&mut self, outcome: Result<Box<RawValue>, RpcError>) {
+    pub(super) fn on_tools_page(&mut self, outcome: Result<Box<RawValue>, Failure>) {
         let Some(mut listing) = self.listing.take() else {
             return;
         };

@@ -12,7 +12,7 @@
 //!   `subscriptions/listen` for tool-list changes when the server offers them.
 //!   Every request carries `_meta` with the protocol version, the client's
 //!   capabilities and its name; `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`
-//!   follow from the [`SendMeta`] the host gets with each message. An
+//!   follow from the [`SendMeta`] the HTTP transport gets with each message. An
 //!   `UnsupportedProtocolVersion` error (-32022) listing a version mcpbox speaks is
 //!   retried once with it. A listing's `ttlMs` schedules the next one when no
 //!   subscription delivers changes.
@@ -75,7 +75,7 @@ use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::methods;
 use crate::registry::ToolDef;
-use crate::transport::{Oversized, SendMeta};
+use crate::transport::{Failure, Oversized, SendMeta};
 
 mod calls;
 mod cancellation;
@@ -331,6 +331,7 @@ impl Client {
 
     fn meta(&self, method: Option<&str>, name: Option<&str>) -> SendMeta {
         SendMeta {
+            id: None,
             method: method.map(String::from),
             name: name.map(String::from),
             protocol_version: self.protocol_version.clone(),
@@ -360,6 +361,10 @@ impl Client {
         self.next_id += 1;
         let method = meta.method.as_deref().unwrap_or_default();
         let text = jsonrpc::request(&id, method, params);
+        let meta = SendMeta {
+            id: Some(id.to_json()),
+            ..meta
+        };
         self.outbox.push(Outgoing { text, meta });
         self.pending.insert(id.clone(), pending);
         id
@@ -488,40 +493,52 @@ impl Client {
     }
 
     fn on_response(&mut self, r: jsonrpc::Response) {
-        let Some(pending) = self.pending.remove(&r.id) else {
-            if self.forget_abandoned(&r.id) {
+        self.on_answer(r.id, r.outcome.map_err(Failure::Rpc));
+    }
+
+    /// The transport could not get request `id` (JSON text) answered: an HTTP
+    /// error status, a stream that ended for good before the answer. The request
+    /// fails as it would on a JSON-RPC error, with the transport's account.
+    pub fn handle_failure(&mut self, id: &str, failure: Failure) {
+        self.on_answer(Id::from_json(id), Err(failure));
+    }
+
+    fn on_answer(&mut self, id: Id, outcome: Result<Box<RawValue>, Failure>) {
+        let Some(pending) = self.pending.remove(&id) else {
+            if self.forget_abandoned(&id) {
                 return;
             }
             self.stats.unknown_responses += 1;
             if self.stats.unknown_responses == 1 {
                 self.warn(format!(
                     "server `{}` answered request id {}, which matches no request in flight; ignoring it (further ones are only counted)",
-                    self.server, r.id
+                    self.server, id
                 ));
             }
             return;
         };
         match pending {
-            Pending::Initialize { or_discover } => self.on_initialized(r.outcome, or_discover),
-            Pending::Discover { retried } => self.on_discovered(r.outcome, retried),
-            Pending::ListTools => self.on_tools_page(r.outcome),
+            Pending::Initialize { or_discover } => self.on_initialized(outcome, or_discover),
+            Pending::Discover { retried } => self.on_discovered(outcome, retried),
+            Pending::ListTools => self.on_tools_page(outcome),
             Pending::Listen => {
-                if let Err(e) = r.outcome {
+                if let Err(e) = outcome {
                     self.warn(format!(
                         "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale",
                         self.server
                     ));
                 }
             }
-            Pending::Call(c) => self.on_call_response(c, r.outcome),
+            Pending::Call(c) => self.on_call_response(c, outcome),
         }
     }
 
-    /// The host dropped an oversized message. If we can tell which request it
-    /// answered, that request fails now rather than at its timeout.
+    /// An oversized message was dropped (by the host, or by the guest's HTTP
+    /// reader). If its edges show which request it answered, that request fails
+    /// now rather than at its timeout.
     pub fn handle_oversized(&mut self, o: &Oversized) {
         let too_large = format!("message too large ({} bytes > cap {})", o.size, o.cap);
-        let id = o.id.as_deref().map(Id::from_json);
+        let id = o.id().as_deref().map(Id::from_json);
         match id.as_ref().and_then(|id| self.pending.remove(id)) {
             Some(Pending::Call(c)) => {
                 let why = format!("{}: the server's answer was dropped: {too_large}", c.name);
@@ -552,7 +569,7 @@ impl Client {
                 }
             }
             None => self.warn(format!(
-                "server `{}` sent a {too_large}; the host dropped it",
+                "server `{}` sent a {too_large}; it was dropped",
                 self.server
             )),
         }

@@ -536,7 +536,8 @@ fn oversized_answers_fail_their_request() {
     c.handle_oversized(&Oversized {
         size: 2000,
         cap: 1000,
-        id: Some(id.to_string()),
+        head: format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{", id).into_bytes(),
+        tail: Vec::new(),
     });
     assert_eq!(
         c.take_events(),
@@ -550,7 +551,8 @@ fn oversized_answers_fail_their_request() {
     c.handle_oversized(&Oversized {
         size: 5,
         cap: 4,
-        id: None,
+        head: b"junk".to_vec(),
+        tail: Vec::new(),
     });
     assert!(
         matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("message too large (5 bytes > cap 4)"))

@@ -759,7 +759,9 @@ fn oversized_answers_fail_only_their_call() {
                     Output::TooLarge(Oversized {
                         size: 70_000_000,
                         cap: 67_108_864,
-                        id: Some(id.to_string()),
+                        head: format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{", id)
+                            .into_bytes(),
+                        tail: Vec::new(),
                     }),
                 );
             } else {
@@ -790,7 +792,8 @@ fn oversized_answers_fail_only_their_call() {
         Output::TooLarge(Oversized {
             size: 9,
             cap: 8,
-            id: None,
+            head: b"garbage".to_vec(),
+            tail: Vec::new(),
         }),
     );
     assert!(m.wait(1000).is_empty());

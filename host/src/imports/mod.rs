@@ -3,7 +3,9 @@
 //!
 //! | WIT interface              | implementation                 |
 //! |----------------------------|--------------------------------|
-//! | `mcpbox:runtime/transport` | [`crate::transport`] (`mod.rs`: `Host`, `HostConnection`; one module per wire) |
+//! | `mcpbox:runtime/transport` | [`crate::transport`] (`mod.rs`: `Host`, `HostConnection`; stdio processes) |
+//! | `mcpbox:runtime/remote`    | [`remote`] (grants: policy, `${VAR}` resolved and kept) |
+//! | `wasi:http`                | `wasmtime-wasi-http`, with the hook in [`wasi_http`] |
 //! | `mcpbox:runtime/control`   | [`control`]                    |
 //! | `mcpbox:runtime/state`     | [`state`]                      |
 //! | `wasi:io`, `wasi:clocks`   | `wasmtime-wasi`                |
@@ -12,4 +14,6 @@
 //! maps the error. All of them are implemented on [`crate::store::HostState`].
 
 pub(crate) mod control;
+pub(crate) mod remote;
 pub(crate) mod state;
+pub(crate) mod wasi_http;

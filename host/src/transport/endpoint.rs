@@ -90,17 +90,29 @@ pub(crate) struct HttpSpec {
     pub url: String,
     /// Extra request headers, in configuration order.
     pub headers: Vec<(String, String)>,
+    /// The configured URL's path and query with every `${VAR}` reference
+    /// replaced by a placeholder ([`placeholder`]), when the URL's scheme and
+    /// authority are written out (not themselves a reference): what the guest
+    /// sees of the URL. `None` when the origin comes from a reference.
+    pub path_with_placeholders: Option<String>,
+    /// The value each placeholder stands for, by its number.
+    pub values: Vec<String>,
 }
 
-/// Header values are usually credentials: never print them.
+/// Header values are usually credentials, and URLs may hold them: never print them.
 impl std::fmt::Debug for HttpSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("HttpSpec")
-            .field("url", &self.url)
             .field("headers", &names)
-            .finish()
+            .field("path_with_placeholders", &self.path_with_placeholders)
+            .finish_non_exhaustive()
     }
+}
+
+/// The placeholder for the `n`th reference of a URL, in the guest's stand-in URL.
+pub(crate) fn placeholder(n: usize) -> String {
+    format!("mcpbox-ref-{n}")
 }
 
 /// Resolves an HTTP or SSE endpoint against `lookup`: `${VAR}` in the URL and
@@ -109,11 +121,29 @@ pub(crate) fn resolve_http(
     ep: &wit::HttpEndpoint,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<HttpSpec, String> {
-    let url = interpolate(&ep.url, "url", lookup)?;
+    let pieces = pieces(&ep.url, "url", lookup)?;
+    let mut url = String::new();
+    let mut tokenized = String::new();
+    let mut values = Vec::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(t) => {
+                url.push_str(t);
+                tokenized.push_str(t);
+            }
+            Piece::Value(v) => {
+                url.push_str(&v);
+                tokenized.push_str(&placeholder(values.len()));
+                values.push(v);
+            }
+        }
+    }
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        // As configured: a resolved value may be a secret.
         return Err(format!(
-            "`url` must start with http:// or https:// (got {url:?})"
+            "`url` must start with http:// or https:// (got {:?})",
+            ep.url
         ));
     }
     let headers = ep
@@ -124,20 +154,48 @@ pub(crate) fn resolve_http(
             Ok((p.name.clone(), value))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    Ok(HttpSpec { url, headers })
+    Ok(HttpSpec {
+        url,
+        headers,
+        path_with_placeholders: path_and_query(&tokenized),
+        values,
+    })
 }
 
-/// Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in
-/// error messages. `$` not followed by `{` is kept as it is.
-pub(crate) fn interpolate(
-    text: &str,
+/// The path and query of URL text whose scheme and authority are written out
+/// (`/` for an empty path), the fragment left off.
+fn path_and_query(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let rest = ["http://", "https://"]
+        .iter()
+        .find_map(|scheme| lower.starts_with(scheme).then(|| &text[scheme.len()..]))?;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let rest = &rest[end..];
+    let rest = rest.split('#').next().unwrap_or_default();
+    Some(match rest {
+        "" => "/".to_owned(),
+        r if r.starts_with('?') => format!("/{r}"),
+        r => r.to_owned(),
+    })
+}
+
+/// A piece of configured text: written out, or the value of a reference.
+enum Piece<'a> {
+    Text(&'a str),
+    Value(String),
+}
+
+/// Splits `text` into written text and resolved `${VAR}` / `${VAR:-default}`
+/// references. `field` names the place in error messages.
+fn pieces<'a>(
+    text: &'a str,
     field: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
+) -> Result<Vec<Piece<'a>>, String> {
+    let mut out = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
+        out.push(Piece::Text(&rest[..start]));
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
             return Err(format!("`{field}` has an unclosed `${{` in {text:?}"));
@@ -162,7 +220,7 @@ pub(crate) fn interpolate(
             None => lookup(name),
         };
         match value {
-            Some(value) => out.push_str(&value),
+            Some(value) => out.push(Piece::Value(value)),
             None => {
                 return Err(format!(
                     "`{field}` uses ${{{name}}}, which is not set; set {name} in the environment or write ${{{name}:-default}}"
@@ -171,7 +229,24 @@ pub(crate) fn interpolate(
         }
         rest = &after[end + 1..];
     }
-    out.push_str(rest);
+    out.push(Piece::Text(rest));
+    Ok(out)
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in
+/// error messages. `$` not followed by `{` is kept as it is.
+pub(crate) fn interpolate(
+    text: &str,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    for piece in pieces(text, field, lookup)? {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Value(v) => out.push_str(&v),
+        }
+    }
     Ok(out)
 }
 
@@ -230,6 +305,8 @@ mod tests {
         };
         let spec = resolve_http(&ep, &env).unwrap();
         assert_eq!(spec.url, "http://127.0.0.1:8080/mcp");
+        assert_eq!(spec.path_with_placeholders.as_deref(), Some("/mcp"));
+        assert_eq!(spec.values, vec!["8080"]);
         assert_eq!(
             spec.headers,
             vec![("Authorization".into(), "Bearer secret".into())]
@@ -255,6 +332,52 @@ mod tests {
             headers: vec![],
         };
         assert!(resolve_http(&ftp, &env).unwrap_err().contains("http://"));
+    }
+
+    #[test]
+    fn the_guest_sees_placeholders_for_references_in_the_url() {
+        let ep = |url: &str| wit::HttpEndpoint {
+            url: url.into(),
+            headers: vec![],
+        };
+        let spec = resolve_http(
+            &ep("https://h.example/api/${API_TOKEN}/mcp?key=${API_TOKEN}&x=1#f"),
+            &env,
+        )
+        .unwrap();
+        assert_eq!(
+            spec.url,
+            "https://h.example/api/secret/mcp?key=secret&x=1#f"
+        );
+        assert_eq!(
+            spec.path_with_placeholders.as_deref(),
+            Some("/api/mcpbox-ref-0/mcp?key=mcpbox-ref-1&x=1")
+        );
+        assert_eq!(spec.values, vec!["secret", "secret"]);
+        assert_eq!(
+            resolve_http(&ep("http://${HOME}:1"), &env)
+                .unwrap()
+                .path_with_placeholders
+                .as_deref(),
+            Some("/")
+        );
+        assert_eq!(
+            resolve_http(&ep("http://h?q=${API_TOKEN}"), &env)
+                .unwrap()
+                .path_with_placeholders
+                .as_deref(),
+            Some("/?q=mcpbox-ref-0")
+        );
+        // The origin itself from a variable: nothing of the URL is shown.
+        let spec = resolve_http(&ep("${URL:-http://x.example/secret-path}"), &env).unwrap();
+        assert_eq!(spec.url, "http://x.example/secret-path");
+        assert_eq!(spec.path_with_placeholders, None);
+        // A URL that does not resolve to http(s) is named as configured.
+        let err = resolve_http(&ep("${API_TOKEN}"), &env).unwrap_err();
+        assert!(
+            err.contains("${API_TOKEN}") && !err.contains("secret"),
+            "{err}"
+        );
     }
 
     #[test]

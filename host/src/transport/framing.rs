@@ -2,14 +2,14 @@
 //!
 //! MCP's stdio transport sends one JSON-RPC message per line. A server that
 //! prints a 100 MB line, or never prints a newline, must not make the host buffer
-//! without bound: a line over the cap is consumed and dropped while only its
-//! first and last bytes are kept, so the JSON-RPC id can usually still be found
-//! and the one request it answers failed with a clear error.
+//! without bound: a line over the cap is consumed and dropped while only its size
+//! and its first and last [`EDGE`] bytes are kept. They go to the guest, which
+//! finds the JSON-RPC id there and fails the one request the line answered.
 
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
-/// Bytes kept from each end of an oversized line to look for its id.
-const EDGE: usize = 512;
+/// Bytes kept from each end of an oversized line (the contract's "at most 256").
+pub(crate) const EDGE: usize = 256;
 
 /// One unit read from a newline-delimited stream.
 #[derive(Debug, PartialEq, Eq)]
@@ -20,8 +20,10 @@ pub(crate) enum Frame {
     Oversized {
         /// The line's full length in bytes.
         size: u64,
-        /// The JSON-RPC id found at the line's top level, as JSON text.
-        id: Option<String>,
+        /// Its first bytes (at most [`EDGE`]).
+        head: Vec<u8>,
+        /// Its last bytes (at most [`EDGE`]), without trailing whitespace.
+        tail: Vec<u8>,
     },
     /// End of stream.
     Eof,
@@ -113,9 +115,8 @@ fn trim_cr(mut line: Vec<u8>) -> Vec<u8> {
     line
 }
 
-/// What is kept of a message while it is being dropped: its size and its first
-/// and last bytes, where the JSON-RPC id usually is. Shared with the HTTP
-/// transports, which drop oversized bodies and SSE events the same way.
+/// What is kept of a line while it is being dropped: its size and its first
+/// and last bytes, where the JSON-RPC id usually is.
 #[derive(Debug)]
 pub(crate) struct Oversized {
     size: u64,
@@ -149,94 +150,18 @@ impl Oversized {
         }
     }
 
-    /// Bytes counted so far.
-    pub(crate) fn size(&self) -> u64 {
-        self.size
-    }
-
-    /// Appends another dropped part of the same message.
-    pub(crate) fn absorb(&mut self, other: Oversized) {
-        self.size += other.size;
-        if self.head.len() < EDGE {
-            let take = (EDGE - self.head.len()).min(other.head.len());
-            self.head.extend_from_slice(&other.head[..take]);
-        }
-        self.tail = other.tail;
-    }
-
-    /// The frame reporting the dropped message.
+    /// The frame reporting the dropped line.
     pub(crate) fn finish(mut self) -> Frame {
         while matches!(self.tail.last(), Some(b'\r' | b' ' | b'\t')) {
             self.tail.pop();
         }
-        let id = id_at_start(&self.head).or_else(|| id_at_end(&self.tail));
+        let start = self.tail.len().saturating_sub(EDGE);
         Frame::Oversized {
             size: self.size,
-            id,
+            head: self.head,
+            tail: self.tail.split_off(start),
         }
     }
-}
-
-/// Finds `"id": <value>` among the top-level members at the start of an object,
-/// stopping at the first nested value (the id of a response usually comes before
-/// `result` or after it, never inside it).
-fn id_at_start(head: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(head);
-    let text = text.trim_start();
-    // An SSE event's data line (`data: {...}`) carries the message after its field name.
-    let text = text.strip_prefix("data:").map_or(text, str::trim_start);
-    let mut rest = text.strip_prefix('{')?;
-    loop {
-        rest = rest.trim_start();
-        let (key, after) = json_string(rest)?;
-        let after = after.trim_start().strip_prefix(':')?.trim_start();
-        let (value, after) = scalar(after)?;
-        if key == "\"id\"" {
-            return Some(value.to_owned());
-        }
-        rest = after.trim_start().strip_prefix(',')?;
-    }
-}
-
-/// Finds `"id": <value>` as the last member of an object: `…,"id":5}`.
-fn id_at_end(tail: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(tail);
-    let body = text.trim_end().strip_suffix('}')?.trim_end();
-    let key_at = body.rfind("\"id\"")?;
-    let after = body[key_at + 4..]
-        .trim_start()
-        .strip_prefix(':')?
-        .trim_start();
-    let (value, rest) = scalar(after)?;
-    rest.trim().is_empty().then(|| value.to_owned())
-}
-
-/// Splits a JSON string token off the front of `s`, quotes included.
-fn json_string(s: &str) -> Option<(&str, &str)> {
-    let bytes = s.as_bytes();
-    if bytes.first() != Some(&b'"') {
-        return None;
-    }
-    let mut i = 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\\' => i += 2,
-            b'"' => return Some((&s[..=i], &s[i + 1..])),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// Splits a string, number, `true`, `false` or `null` off the front of `s`.
-fn scalar(s: &str) -> Option<(&str, &str)> {
-    if s.starts_with('"') {
-        return json_string(s);
-    }
-    let end = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '+' | '.')))
-        .unwrap_or(s.len());
-    (end > 0).then(|| s.split_at(end))
 }
 
 #[cfg(test)]
@@ -286,7 +211,8 @@ mod tests {
             vec![
                 Frame::Oversized {
                     size: big.len() as u64,
-                    id: Some("7".into())
+                    head: big.as_bytes()[..EDGE].to_vec(),
+                    tail: big.as_bytes()[big.len() - EDGE..].to_vec(),
                 },
                 Frame::Line(b"{\"ok\":true}".to_vec()),
                 Frame::Eof
@@ -298,20 +224,13 @@ mod tests {
     async fn line_exactly_at_cap_is_kept() {
         let got = frames(b"12345\n123456\n", 5, 2).await;
         assert_eq!(got[0], Frame::Line(b"12345".to_vec()));
-        assert!(matches!(got[1], Frame::Oversized { size: 6, id: None }));
-    }
-
-    #[test]
-    fn finds_ids_at_either_end() {
         assert_eq!(
-            id_at_start(br#"{"jsonrpc":"2.0","id":"a\"b","result":{"#),
-            Some(r#""a\"b""#.into())
+            got[1],
+            Frame::Oversized {
+                size: 6,
+                head: b"123456".to_vec(),
+                tail: b"123456".to_vec()
+            }
         );
-        assert_eq!(id_at_start(br#"{"result":{"id":3}"#), None);
-        assert_eq!(
-            id_at_end(br#"xx"}]},"jsonrpc":"2.0","id":42}"#),
-            Some("42".into())
-        );
-        assert_eq!(id_at_end(br#"xx","id":42,"more":1}"#), None);
     }
 }

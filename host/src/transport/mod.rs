@@ -1,31 +1,25 @@
-//! Connections to MCP servers: the host side of `mcpbox:runtime/transport`.
+//! Local servers: the host side of `mcpbox:runtime/transport`, child processes
+//! speaking one JSON-RPC message per line ([`stdio`], [`framing`]).
 //!
-//! | endpoint | module   | wire                                              |
-//! |----------|----------|---------------------------------------------------|
-//! | `stdio`  | [`stdio`] | child process, one JSON-RPC message per line     |
-//! | `http`   | [`http`] | Streamable HTTP: POST per message, JSON or SSE answers, sessions, resumption |
-//! | `sse`    | [`http`] | the deprecated HTTP+SSE transport: one event stream, POSTs to its `endpoint` |
+//! [`endpoint`] resolves `${VAR}` references in the host, for stdio servers
+//! here and for remote ones in `crate::imports::remote`, whose grants the
+//! guest's `wasi:http` requests go under (`crate::imports::wasi_http`). The host
+//! knows no MCP rule over HTTP: the guest speaks Streamable HTTP and HTTP+SSE
+//! itself (its `remote` module).
 //!
-//! [`sse`] parses event streams for both HTTP transports; [`framing`] splits
-//! stdio lines; [`endpoint`] resolves `${VAR}` references in the host.
-//!
-//! Every transport feeds one [`Connection`]: [`Inbound`] items that the guest
-//! drains with `receive` and waits on with `subscribe`, and outgoing messages
-//! that `send` takes without ever blocking on the peer. A stdio connection reads
-//! and writes the child's pipes in place; the HTTP transports run tasks that
-//! pass messages through channels.
+//! A stdio [`Connection`] holds [`Inbound`] items that the guest drains with
+//! `receive` and waits on with `subscribe`, and takes outgoing messages with
+//! `send` without ever blocking on the peer: it reads and writes the child's
+//! pipes in place.
 
 pub(crate) mod descendants;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
-pub(crate) mod http;
-pub(crate) mod sse;
 pub(crate) mod stdio;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
 use wasmtime::component::Resource;
 use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 
@@ -47,13 +41,6 @@ pub(crate) enum Inbound {
     Closed(String),
 }
 
-/// One message for a server, with what the guest said about it (for HTTP headers).
-#[derive(Debug, Clone)]
-pub(crate) struct Outgoing {
-    pub message: String,
-    pub meta: wit::SendMeta,
-}
-
 /// What a transport knows about its own health.
 #[derive(Debug, Default)]
 pub(crate) struct Diagnostics {
@@ -66,83 +53,30 @@ pub(crate) struct Diagnostics {
 /// A live connection, stored in the store's resource table.
 #[derive(Debug)]
 pub struct Connection {
-    link: Link,
+    /// The child's pipes, read and written in place.
+    pipes: Box<stdio::Pipes>,
     /// Items read or taken off the inbound queue but not yet by `receive`.
     stash: VecDeque<Inbound>,
     /// Set once `Closed` was seen: every later `receive` reports it again.
     closed: Option<String>,
     diagnostics: Arc<Mutex<Diagnostics>>,
-    /// Stops the process group when the connection is dropped (stdio only; an
-    /// HTTP session ends when `outbound` closes).
-    _process: Option<stdio::ProcessGuard>,
-}
-
-/// How a connection moves its messages.
-#[derive(Debug)]
-enum Link {
-    /// A child's pipes, read and written in place.
-    Pipes(Box<stdio::Pipes>),
-    /// Tasks do the I/O (HTTP, SSE); messages pass through these channels.
-    Tasks {
-        inbound: mpsc::Receiver<Inbound>,
-        outbound: mpsc::UnboundedSender<Outgoing>,
-    },
-}
-
-const READER_ENDED: &str = "stopped responding (its reader ended)";
-
-impl Link {
-    /// Puts what has arrived into `stash`, without waiting.
-    fn fill(&mut self, stash: &mut VecDeque<Inbound>) {
-        match self {
-            Link::Pipes(pipes) => pipes.fill(stash),
-            Link::Tasks { inbound, .. } => match inbound.try_recv() {
-                Ok(item) => stash.push_back(item),
-                Err(mpsc::error::TryRecvError::Empty) => {}
-                Err(mpsc::error::TryRecvError::Disconnected) => {
-                    stash.push_back(Inbound::Closed(READER_ENDED.into()));
-                }
-            },
-        }
-    }
+    /// Stops the process group when the connection is dropped.
+    _process: stdio::ProcessGuard,
 }
 
 impl Connection {
-    fn new(
-        link: Link,
-        diagnostics: Arc<Mutex<Diagnostics>>,
-        process: Option<stdio::ProcessGuard>,
-    ) -> Connection {
-        Connection {
-            link,
-            stash: VecDeque::new(),
-            closed: None,
-            diagnostics,
-            _process: process,
-        }
-    }
-
-    fn send(&mut self, message: String, meta: wit::SendMeta) -> Result<(), wit::TransportError> {
+    fn send(&mut self, message: String) -> Result<(), wit::TransportError> {
         if let Some(reason) = &self.closed {
             return Err(wit::TransportError::Closed(reason.clone()));
         }
-        match &mut self.link {
-            Link::Pipes(pipes) => pipes.send(&message),
-            Link::Tasks { outbound, .. } => {
-                outbound.send(Outgoing { message, meta }).map_err(|_| {
-                    wit::TransportError::Closed(
-                        "stopped accepting messages (its writer ended)".into(),
-                    )
-                })
-            }
-        }
+        self.pipes.send(&message)
     }
 
     fn receive(&mut self) -> Result<Vec<String>, wit::TransportError> {
         let mut messages = Vec::new();
         while messages.len() < RECEIVE_BATCH {
             if self.stash.is_empty() {
-                self.link.fill(&mut self.stash);
+                self.pipes.fill(&mut self.stash);
             }
             let Some(item) = self.stash.pop_front() else {
                 break;
@@ -183,52 +117,38 @@ impl Pollable for Connection {
         if !self.stash.is_empty() {
             return;
         }
-        match &mut self.link {
-            Link::Pipes(pipes) => pipes.ready(&mut self.stash).await,
-            Link::Tasks { inbound, .. } => {
-                let item = inbound.recv().await;
-                self.stash
-                    .push_back(item.unwrap_or_else(|| Inbound::Closed(READER_ENDED.into())));
-            }
-        }
+        self.pipes.ready(&mut self.stash).await;
     }
 }
 
-/// Opens a connection for `server`, applying the policy (`allow_processes` for stdio,
-/// `allow_network` for HTTP and SSE).
+/// Starts a stdio server for `server`, if the policy allows processes.
 fn open(
     state: &HostState,
     server: &str,
-    endpoint: wit::Endpoint,
+    ep: wit::StdioEndpoint,
 ) -> Result<Connection, wit::TransportError> {
-    match endpoint {
-        wit::Endpoint::Stdio(ep) => {
-            if !state.policy.allow_processes {
-                return Err(wit::TransportError::Denied(format!(
-                    "server `{server}`: the policy does not allow starting processes (allow them \
-                     with `Policy::allow_processes`, or run the CLI without `--no-processes`)"
-                )));
-            }
-            let spec =
-                endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok()).map_err(|e| {
-                    wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}"))
-                })?;
-            let diagnostics = track_diagnostics(state, server);
-            let spawned = stdio::spawn(
-                &spec,
-                state.policy.max_message_bytes,
-                diagnostics.clone(),
-                &state.supervisors,
-            )?;
-            Ok(Connection::new(
-                Link::Pipes(Box::new(spawned.pipes)),
-                diagnostics,
-                Some(spawned.process),
-            ))
-        }
-        wit::Endpoint::Http(ep) => open_http(state, server, http::Kind::Streamable, &ep),
-        wit::Endpoint::Sse(ep) => open_http(state, server, http::Kind::LegacySse, &ep),
+    if !state.policy.allow_processes {
+        return Err(wit::TransportError::Denied(format!(
+            "server `{server}`: the policy does not allow starting processes (allow them \
+             with `Policy::allow_processes`, or run the CLI without `--no-processes`)"
+        )));
     }
+    let spec = endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok())
+        .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
+    let diagnostics = track_diagnostics(state, server);
+    let spawned = stdio::spawn(
+        &spec,
+        state.policy.max_message_bytes,
+        diagnostics.clone(),
+        &state.supervisors,
+    )?;
+    Ok(Connection {
+        pipes: Box::new(spawned.pipes),
+        stash: VecDeque::new(),
+        closed: None,
+        diagnostics,
+        _process: spawned.process,
+    })
 }
 
 /// Fresh diagnostics for a new connection of `server`, published for
@@ -243,45 +163,17 @@ fn track_diagnostics(state: &HostState, server: &str) -> Arc<Mutex<Diagnostics>>
     diagnostics
 }
 
-/// Opens a Streamable HTTP or legacy SSE connection.
-fn open_http(
-    state: &HostState,
-    server: &str,
-    kind: http::Kind,
-    ep: &wit::HttpEndpoint,
-) -> Result<Connection, wit::TransportError> {
-    if !state.policy.allow_network {
-        // The URL as configured, before `${VAR}` resolution: no secret goes in a message.
-        return Err(wit::TransportError::Denied(format!(
-            "server `{server}`: the policy does not allow network connections, so {} was not \
-             contacted (allow them with `Policy::allow_network`, or run the CLI without \
-             `--no-network`)",
-            ep.url
-        )));
+impl transport::Host for HostState {
+    fn max_message_bytes(&mut self) -> wasmtime::Result<u64> {
+        Ok(self.policy.max_message_bytes as u64)
     }
-    let spec = endpoint::resolve_http(ep, &|name| std::env::var(name).ok())
-        .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
-    let diagnostics = track_diagnostics(state, server);
-    let spawned = http::connect(
-        kind,
-        &spec,
-        state.policy.max_message_bytes,
-        diagnostics.clone(),
-    )?;
-    let link = Link::Tasks {
-        inbound: spawned.inbound,
-        outbound: spawned.outbound,
-    };
-    Ok(Connection::new(link, diagnostics, None))
 }
-
-impl transport::Host for HostState {}
 
 impl transport::HostConnection for HostState {
     fn open(
         &mut self,
         server: String,
-        endpoint: wit::Endpoint,
+        endpoint: wit::StdioEndpoint,
     ) -> wasmtime::Result<Result<Resource<Connection>, wit::TransportError>> {
         match open(self, &server, endpoint) {
             Ok(connection) => Ok(Ok(self.table.push(connection)?)),
@@ -293,9 +185,8 @@ impl transport::HostConnection for HostState {
         &mut self,
         this: Resource<Connection>,
         message: String,
-        meta: wit::SendMeta,
     ) -> wasmtime::Result<Result<(), wit::TransportError>> {
-        Ok(self.table.get_mut(&this)?.send(message, meta))
+        Ok(self.table.get_mut(&this)?.send(message))
     }
 
     fn receive(

@@ -503,7 +503,7 @@ impl Pipes {
                         return;
                     }
                 },
-                Frame::Oversized { size, id } => {
+                Frame::Oversized { size, head, tail } => {
                     diagnostics
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -511,7 +511,8 @@ impl Pipes {
                     Inbound::TooLarge(wit::Oversized {
                         size,
                         cap: *max_message as u64,
-                        id,
+                        head,
+                        tail,
                     })
                 }
                 Frame::Eof => return,

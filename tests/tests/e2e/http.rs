@@ -1,5 +1,7 @@
 //! Remote servers: Streamable HTTP and legacy HTTP+SSE against the real npm and
 //! PyPI servers in their HTTP modes, and HTTP faults against a scripted server.
+//! Hostile servers (credentials to other origins, secrets in URLs) are in
+//! `security.rs`.
 
 use mcpbox::{CallError, Event, Runtime, ServerState};
 use mcpbox_tests::http::{

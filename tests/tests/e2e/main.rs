@@ -12,6 +12,7 @@ mod faults;
 mod fixture;
 mod http;
 mod peers;
+mod security;
 mod server_limits;
 
 use std::time::Duration;
