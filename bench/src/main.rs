@@ -1,7 +1,7 @@
 //! `mcpbox-bench`: mcpbox side by side with rmcp, in one run, interleaved.
 //!
 //! ```text
-//! cargo run --release -p mcpbox-bench -- [--quick] [--reps N] [--only W2,W3]
+//! cargo run --release -p mcpbox-bench -- [--quick] [--reps N] [--only W2,W3,G1] [--gateway]
 //! ```
 //!
 //! Both sides run the same workloads against the same fixture MCP server
@@ -27,6 +27,18 @@
 //! `--policy` adds a side, `mcpbox+policy`, and a second table comparing it with
 //! plain mcpbox: W1 with the fixture in a sandbox (its set-up cost at spawn), the
 //! other workloads with 1,000 permission rules (their cost per call).
+//! The gateway's workloads (`mcpbox serve`) come after, in a table of their own:
+//! rmcp's client calling the fixture directly, through the gateway over stdio and
+//! HTTP, and through `mcp-proxy` (see [`gateway`]).
+//!
+//! | id  | workload | metric |
+//! |-----|----------|--------|
+//! | G1  | 2,000 sequential echo calls | µs/call |
+//! | G2  | 1,000 echo calls in flight at once | calls/s |
+//! | G3  | tools/list of 10,000 upstream tools | ms, peak RSS of the gateway or proxy |
+//! | G4  | search_tools over 10,000 tools | ms (first), µs/search |
+//!
+//! `--gateway` runs only the G workloads (`--only G1,G2` picks some).
 //!
 //! A third column, `raw`, is a hand-written minimal NDJSON client (no MCP
 //! library, no sandbox): a reference for what the fixture server and the OS cost
@@ -38,6 +50,7 @@
 //! repeats the timed part of W2 and W3; `MCPBOX_BENCH_SMAPS=1` prints a worker's
 //! largest memory mappings (the guest's linear memory is one of them).
 
+mod gateway;
 mod http;
 mod worker;
 
@@ -295,6 +308,8 @@ struct Samples {
 struct Args {
     reps: usize,
     only: Vec<Workload>,
+    /// The gateway's workloads to run.
+    gateway: Vec<gateway::Workload>,
     build: bool,
     /// Also run the raw client, the reference for what the fixture and the OS cost.
     raw: bool,
@@ -306,6 +321,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
         reps: 7,
         only: Workload::ALL.to_vec(),
+        gateway: gateway::Workload::ALL.to_vec(),
         build: true,
         raw: true,
         policy: false,
@@ -321,17 +337,28 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     .ok_or("--reps needs a positive number")?;
             }
             "--only" => {
-                let list = args.next().ok_or("--only needs a list such as W2,W3")?;
-                parsed.only = list
-                    .split(',')
-                    .map(|id| Workload::from_id(id.trim()).ok_or(format!("unknown workload {id}")))
-                    .collect::<Result<_, _>>()?;
+                let list = args.next().ok_or("--only needs a list such as W2,W3,G1")?;
+                parsed.only.clear();
+                parsed.gateway.clear();
+                for id in list.split(',').map(str::trim) {
+                    if let Some(w) = Workload::from_id(id) {
+                        parsed.only.push(w);
+                    } else if let Some(g) = gateway::Workload::from_id(id) {
+                        parsed.gateway.push(g);
+                    } else {
+                        return Err(format!("unknown workload {id}"));
+                    }
+                }
+            }
+            "--gateway" => {
+                parsed.only.clear();
+                parsed.gateway = gateway::Workload::ALL.to_vec();
             }
             "--no-build" => parsed.build = false,
             "--no-raw" => parsed.raw = false,
             "--policy" => parsed.policy = true,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3] [--no-raw] [--policy] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4] [--gateway] [--no-raw] [--policy] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -344,6 +371,19 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("worker") {
         args.next();
         return worker_main(args);
+    }
+    if args.peek().map(String::as_str) == Some("gateway-worker") {
+        args.next();
+        return match gateway::worker_main(args) {
+            Ok(metrics) => {
+                println!("{metrics}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        };
     }
     let args = match parse_args(args) {
         Ok(args) => args,
@@ -431,10 +471,22 @@ impl Drop for Setup {
 
 fn harness(args: &Args) -> Result<(), String> {
     let setup = setup(args.build)?;
-    print_machine(&setup);
+    print_machine(&setup, args);
     warm_cache(&setup)?;
+    let programs = if args.gateway.is_empty() {
+        None
+    } else {
+        Some(gateway::Programs::new(
+            setup.fixture.clone(),
+            setup.mcpbox.clone(),
+            setup.cache_dir.clone(),
+            setup.work.join("gateway"),
+            setup.builtin,
+        )?)
+    };
 
     let mut samples: BTreeMap<(Workload, Side), Samples> = BTreeMap::new();
+    let mut gateway_results = gateway::Results::new();
     for rep in 0..args.reps {
         eprint!("rep {}/{}:", rep + 1, args.reps);
         for &workload in &args.only {
@@ -467,9 +519,42 @@ fn harness(args: &Args) -> Result<(), String> {
                 }
             }
         }
+        if let Some(programs) = &programs {
+            gateway::run_rep(
+                &setup.me,
+                programs,
+                &args.gateway,
+                rep,
+                &mut gateway_results,
+            );
+        }
         eprintln!();
     }
-    print_table(args, &samples);
+    let mut missed = Vec::new();
+    if !args.only.is_empty() {
+        missed.extend(print_table(args, &samples));
+    }
+    if !args.gateway.is_empty() {
+        missed.extend(gateway::print_table(
+            args.reps,
+            &args.gateway,
+            &gateway_results,
+        ));
+    }
+    println!();
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average at end: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if missed.is_empty() {
+        println!("every target met");
+    } else {
+        println!("targets missed: {}", missed.join(", "));
+    }
     Ok(())
 }
 
@@ -541,7 +626,7 @@ fn setup(build: bool) -> Result<Setup, String> {
     })
 }
 
-fn print_machine(setup: &Setup) {
+fn print_machine(setup: &Setup, args: &Args) {
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let cpuinfo = read("/proc/cpuinfo");
     let model = cpuinfo
@@ -560,6 +645,9 @@ fn print_machine(setup: &Setup) {
             .collect::<Vec<_>>()
             .join(" ")
     );
+    if !args.only.contains(&Workload::HugeList) {
+        return;
+    }
     match list_tools(
         &setup.fixture,
         &worker::fixture_args(Workload::HugeList, setup.builtin),
@@ -741,7 +829,8 @@ fn cell(samples: Option<&Samples>, metric: &str, unit: &str) -> (String, Option<
     (text, summary(values).map(|s| s.0))
 }
 
-fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
+/// Prints the W table; returns the labels of missed targets.
+fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) -> Vec<&'static str> {
     println!();
     println!(
         "{} repetitions, interleaved; median (min–max) per side; ratio = mcpbox/rmcp of the medians",
@@ -790,20 +879,7 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
     if args.policy {
         print_policy_table(args, samples);
     }
-    println!();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "load average at end: {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    if missed.is_empty() {
-        println!("every target met");
-    } else {
-        println!("targets missed: {}", missed.join(", "));
-    }
+    missed
 }
 
 /// `--policy`: plain mcpbox against mcpbox with 1,000 rules and a sandbox.
@@ -883,6 +959,13 @@ mod tests {
             parse_args(["--quick", "--only", "w2,W3"].map(String::from).into_iter()).unwrap();
         assert_eq!(args.reps, 3);
         assert_eq!(args.only, vec![Workload::Sequential, Workload::Concurrent]);
+        assert!(args.gateway.is_empty());
         assert!(parse_args(["--only", "W9"].map(String::from).into_iter()).is_err());
+        let args = parse_args(["--gateway"].map(String::from).into_iter()).unwrap();
+        assert!(args.only.is_empty());
+        assert_eq!(args.gateway, gateway::Workload::ALL);
+        let args = parse_args(["--only", "W2,g2"].map(String::from).into_iter()).unwrap();
+        assert_eq!(args.only, vec![Workload::Sequential]);
+        assert_eq!(args.gateway, vec![gateway::Workload::Concurrent]);
     }
 }

@@ -20,6 +20,10 @@ use crate::prelude::*;
 use crate::registry::Entry;
 use crate::remote::target::Target;
 use crate::remote::{Kind, RemoteConnection};
+use crate::server::exposure::Naming;
+use crate::server::{
+    Gateway, Inbound, ServeOptions, Signal, Target as DownstreamTarget, TransportKind,
+};
 use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
 };
@@ -42,6 +46,7 @@ mod bindings {
     export!(Component with_types_in self);
 }
 
+use bindings::exports::mcpbox::runtime::gateway as wit_gateway;
 use bindings::exports::mcpbox::runtime::registry as wit;
 use bindings::mcpbox::runtime::{blobs, control, remote, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
@@ -368,8 +373,9 @@ fn to_wit_completion(c: Completion) -> wit::Completion {
     }
 }
 
-fn to_wit_event(e: Event) -> wit::Event {
-    match e {
+/// The export's view of an event; `None` for the ones the gateway keeps to itself.
+fn to_wit_event(e: Event) -> Option<wit::Event> {
+    Some(match e {
         Event::Status(s) => wit::Event::Status(to_wit_status(s)),
         Event::ToolsChanged(s) => wit::Event::ToolsChanged(s),
         Event::Warning(w) => wit::Event::Warning(w),
@@ -415,7 +421,8 @@ fn to_wit_event(e: Event) -> wit::Event {
             duration_ms: r.duration_ms,
             arguments: r.arguments,
         }),
-    }
+        Event::Progress(_) => return None,
+    })
 }
 
 // wasm32-wasip2 without the `atomics` feature has exactly one thread; the `Sync`
@@ -437,6 +444,46 @@ static MANAGER: Global = Global(RefCell::new(None));
 fn with<R>(f: impl FnOnce(&mut Manager<Host>) -> R) -> R {
     let mut slot = MANAGER.0.borrow_mut();
     f(slot.get_or_insert_with(|| Manager::new(Host::default())))
+}
+
+/// The gateway of this instance (the server side), beside its manager.
+struct GlobalGateway(RefCell<Option<Gateway>>);
+
+// SAFETY: as for `Global`.
+#[allow(unsafe_code)]
+unsafe impl Sync for GlobalGateway {}
+
+static GATEWAY: GlobalGateway = GlobalGateway(RefCell::new(None));
+
+/// The manager and the gateway together; never re-entered (see `Global`).
+fn with_both<R>(f: impl FnOnce(&mut Manager<Host>, &mut Gateway) -> R) -> R {
+    let mut gateway = GATEWAY.0.borrow_mut();
+    let gateway = gateway.get_or_insert_with(Gateway::new);
+    with(|m| f(m, gateway))
+}
+
+fn to_wit_signal(s: Signal) -> types::DownstreamSignal {
+    match s {
+        Signal::Message { target, text } => {
+            types::DownstreamSignal::Message(types::DownstreamMessage {
+                target: match target {
+                    DownstreamTarget::Exchange(x) => types::DownstreamTarget::Exchange(x),
+                    DownstreamTarget::Session(x) => types::DownstreamTarget::Session(x),
+                },
+                text,
+            })
+        }
+        Signal::End { exchange, status } => {
+            types::DownstreamSignal::End(types::ExchangeEnd { exchange, status })
+        }
+        Signal::SessionOpened { exchange, session } => {
+            types::DownstreamSignal::SessionOpened(types::SessionOpened { exchange, session })
+        }
+    }
+}
+
+fn take_signals(g: &mut Gateway) -> Vec<types::DownstreamSignal> {
+    g.take_signals().into_iter().map(to_wit_signal).collect()
 }
 
 #[global_allocator]
@@ -517,8 +564,12 @@ struct Component;
 
 impl wit::Guest for Component {
     fn load_config(origin: String, text: String) -> Result<Vec<wit::ConfigIssue>, String> {
-        with(|m| m.load_config(&origin, &text))
-            .map(|issues| issues.into_iter().map(to_wit_issue).collect())
+        with_both(|m, g| {
+            let mut issues = m.load_config(&origin, &text)?;
+            issues.extend(g.configure(&text));
+            Ok(issues)
+        })
+        .map(|issues| issues.into_iter().map(to_wit_issue).collect())
     }
 
     fn reload_config(origin: String, text: String) -> Result<wit::ReloadReport, String> {
@@ -590,17 +641,23 @@ impl wit::Guest for Component {
     }
 
     fn wait(timeout_ms: u64) -> wit::Turn {
-        let (completions, events) = with(|m| (m.wait(timeout_ms), m.events()));
+        let (completions, events, downstream) = with_both(|m, g| {
+            let (completions, events) = (m.wait(timeout_ms), m.events());
+            // The gateway takes its own calls' completions and events.
+            let (completions, events) = g.absorb(m, completions, events);
+            (completions, events, take_signals(g))
+        });
         wit::Turn {
             completions: completions.into_iter().map(to_wit_completion).collect(),
-            events: events.into_iter().map(to_wit_event).collect(),
+            events: events.into_iter().filter_map(to_wit_event).collect(),
+            downstream,
         }
     }
 
     fn events() -> Vec<wit::Event> {
         with(Manager::events)
             .into_iter()
-            .map(to_wit_event)
+            .filter_map(to_wit_event)
             .collect()
     }
 
@@ -619,5 +676,64 @@ impl wit::Guest for Component {
 
     fn reconnect(server: String) -> Result<(), String> {
         with(|m| m.reconnect(&server))
+    }
+}
+
+/// The exported `gateway` interface.
+impl wit_gateway::Guest for Component {
+    fn serve(options: wit_gateway::ServeOptions) -> Result<(), String> {
+        let naming = Naming::parse(&options.naming).ok_or_else(|| {
+            format!(
+                "unknown naming mode {:?}: use \"prefixed\" or \"conditional\"",
+                options.naming
+            )
+        })?;
+        let serve = ServeOptions {
+            naming,
+            max_name_len: (options.max_name_length as usize).clamp(16, 64),
+            tool_search: options.tool_search,
+            page_size: (options.page_size as usize).max(1),
+            secret: options.secret,
+        };
+        with_both(|_, g| g.serve(serve, options.profile.as_deref()))
+    }
+
+    fn receive(message: wit_gateway::Inbound) -> Vec<types::DownstreamSignal> {
+        let inbound = Inbound {
+            session: message.session,
+            exchange: message.exchange,
+            kind: match message.kind {
+                wit_gateway::TransportKind::Stdio => TransportKind::Stdio,
+                wit_gateway::TransportKind::Http => TransportKind::Http,
+            },
+            profile: message.profile,
+            headers: message
+                .headers
+                .into_iter()
+                .map(|p| Pair {
+                    name: p.name,
+                    value: p.value,
+                })
+                .collect(),
+            text: message.text,
+        };
+        with_both(|m, g| {
+            g.receive(m, inbound);
+            take_signals(g)
+        })
+    }
+
+    fn exchange_closed(exchange: u64) -> Vec<types::DownstreamSignal> {
+        with_both(|m, g| {
+            g.exchange_closed(m, exchange);
+            take_signals(g)
+        })
+    }
+
+    fn session_closed(session: u64) -> Vec<types::DownstreamSignal> {
+        with_both(|m, g| {
+            g.session_closed(m, session);
+            take_signals(g)
+        })
     }
 }

@@ -36,6 +36,7 @@
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait`; a new configuration applied as a diff (`manager/reload.rs`) |
+//! | [`server`] | the gateway: the registry served to downstream MCP clients, both eras |
 
 #![deny(missing_docs)]
 // Native builds (the unit tests) keep std; see "Layout" for why wasm does not.
@@ -57,6 +58,7 @@ pub mod registry;
 pub mod remote;
 pub mod sandbox;
 pub mod schema;
+pub mod server;
 pub mod transport;
 
 #[cfg(target_arch = "wasm32")]

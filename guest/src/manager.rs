@@ -58,7 +58,8 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 
 use crate::client::{
-    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Stats,
+    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Progress,
+    Stats,
 };
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
@@ -177,6 +178,9 @@ pub enum Event {
     /// A call ended (or was refused): what the rules decided and how it went.
     /// Only queued when audit events are on ([`EmbedderOptions::audit`]).
     Audit(crate::audit::AuditRecord),
+    /// A server reported progress on a call. Not part of the `registry` export's
+    /// events: the gateway passes it to the downstream client that made the call.
+    Progress(Progress),
 }
 
 struct Slot<C> {
@@ -618,6 +622,16 @@ impl<P: Platform> Manager<P> {
     pub fn tools(&self) -> Vec<ToolInfo> {
         debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
         self.registry.tools()
+    }
+
+    /// Changes whenever the registry is rebuilt (see [`Registry::generation`]).
+    pub fn tools_generation(&self) -> u64 {
+        self.registry.generation()
+    }
+
+    /// Whether any server is still starting (connecting or listing its tools).
+    pub fn starting(&self) -> bool {
+        self.slots.iter().any(|s| s.state == ServerState::Starting)
     }
 
     /// Every tool, ordered by name, without copying: for the `tools` export,
@@ -1207,6 +1221,7 @@ impl<P: Platform> Manager<P> {
                     request.id = id;
                     self.events.push(Event::InputRequested(request));
                 }
+                ClientEvent::Progress(p) => self.events.push(Event::Progress(p)),
                 ClientEvent::InputWithdrawn(key) => {
                     let id = self
                         .inputs

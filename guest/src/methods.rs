@@ -29,3 +29,7 @@ pub const LOG_MESSAGE: &str = "notifications/message";
 pub const CANCELLED: &str = "notifications/cancelled";
 /// A server asks the user for input (both eras; see `crate::elicitation`).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
+/// The client sets the lowest log level it wants (2025 sessions).
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// The first message of a `subscriptions/listen` stream (2026-07-28).
+pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";

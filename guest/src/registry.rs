@@ -205,8 +205,9 @@ pub struct Registry {
     /// Collisions already warned about, as (name, skipped server, skipped tool), so a
     /// rebuild does not repeat a warning for a collision that persists.
     reported: BTreeSet<(String, String, String)>,
-    /// How often the table was rebuilt, for tests that count.
-    rebuilds: u64,
+    /// Counts rebuilds, so a reader that derived something from the table (the
+    /// gateway's exposed names) knows when to derive it again.
+    generation: u64,
 }
 
 impl Registry {
@@ -297,7 +298,7 @@ impl Registry {
         self.kept = kept;
         self.counts = counts;
         self.reported = collisions;
-        self.rebuilds += 1;
+        self.generation += 1;
         warnings
     }
 
@@ -329,10 +330,15 @@ impl Registry {
         self.counts.get(server).copied().unwrap_or(0)
     }
 
+    /// How many times the table was rebuilt: equal generations, equal tables.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// How often the table was rebuilt.
     #[cfg(test)]
     pub(crate) fn rebuilds(&self) -> u64 {
-        self.rebuilds
+        self.generation
     }
 
     /// How many tools the table holds.

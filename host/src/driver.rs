@@ -16,7 +16,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use wasmtime::Store;
 
 use crate::audit::AuditLog;
-use crate::bindings::{Mcpbox, registry};
+use crate::bindings::{Mcpbox, gateway, registry, wit};
 use crate::instance::{self, Factory};
 use crate::store::{HostState, Wake};
 use crate::transport::descendants::Subreaper;
@@ -66,7 +66,31 @@ pub(crate) enum Job {
         answer: InputAnswer,
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// Start serving downstream clients (`gateway.serve`); signals go to `sink`.
+    Serve {
+        options: gateway::ServeOptions,
+        sink: DownstreamSink,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
+    /// A downstream message (`gateway.receive`).
+    Downstream(gateway::Inbound),
+    /// A downstream client left an exchange (`gateway.exchange-closed`).
+    ExchangeClosed(u64),
+    /// A downstream client ended its session (`gateway.session-closed`).
+    SessionClosed(u64),
 }
+
+/// What the driver hands the serving transport.
+#[derive(Debug)]
+pub(crate) enum Downstream {
+    /// The gateway's signals, in order.
+    Signals(Vec<wit::DownstreamSignal>),
+    /// The guest was replaced: every session and exchange it knew is gone.
+    Reset(String),
+}
+
+/// Where the driver sends the gateway's signals.
+pub(crate) type DownstreamSink = mpsc::UnboundedSender<Downstream>;
 
 /// What the driver publishes for [`crate::Runtime`] to read.
 #[derive(Debug)]
@@ -103,6 +127,8 @@ pub(crate) struct Driver {
     last_abandon_scan: Instant,
     /// The audit trail's file, when one is named.
     audit: Option<Arc<AuditLog>>,
+    /// The gateway's options and where its signals go, once serving.
+    serving: Option<(gateway::ServeOptions, DownstreamSink)>,
     /// This runtime's use of the subreaper, if it has the option.
     subreaper: Option<Subreaper>,
 }
@@ -137,6 +163,7 @@ impl Driver {
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
             audit: None,
+            serving: None,
             subreaper,
         }
     }
@@ -194,6 +221,22 @@ impl Driver {
                     let _ = self.published.events.send(Event::Warning(format!(
                         "the guest failed and was restarted: {trap}"
                     )));
+                    // The new instance serves too; the old one's sessions are gone.
+                    if let Some((options, sink)) = &self.serving {
+                        let _ = sink.send(Downstream::Reset(format!(
+                            "the guest failed and was restarted: {trap}"
+                        )));
+                        let served = self
+                            .guest
+                            .mcpbox_runtime_gateway()
+                            .call_serve(&mut self.store, options)
+                            .await;
+                        if !matches!(served, Ok(Ok(()))) {
+                            break format!(
+                                "the guest failed ({trap}) and the new instance could not serve"
+                            );
+                        }
+                    }
                 }
                 Err(e) => {
                     break format!("the guest failed ({trap}) and could not be restarted: {e}");
@@ -201,6 +244,11 @@ impl Driver {
             }
         };
         self.fail_pending(&reason);
+        if let Some((_, sink)) = self.serving.take() {
+            let _ = sink.send(Downstream::Reset(format!(
+                "the mcpbox runtime stopped: {reason}"
+            )));
+        }
         if failed {
             // No server runs without the guest: say so where people look.
             let error = format!("the mcpbox runtime stopped: {reason}");
@@ -228,12 +276,15 @@ impl Driver {
                     let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
                 Job::Shutdown { reply } => shutdowns.push(reply),
-                Job::Reconnect { reply, .. } | Job::AnswerInput { reply, .. } => {
+                Job::Reconnect { reply, .. }
+                | Job::AnswerInput { reply, .. }
+                | Job::Serve { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
                 Job::Reload { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
+                Job::Downstream(_) | Job::ExchangeClosed(_) | Job::SessionClosed(_) => {}
             }
         }
         // Dropping the store drops every connection, which stops every server;
@@ -307,6 +358,7 @@ impl Driver {
             // once, before the snapshots the events may call for. Failures are
             // answered after the events are published, so a caller whose call
             // failed because its server died also sees that server failed.
+            self.forward(turn.downstream);
             let (results, failures): (Vec<_>, Vec<_>) = turn
                 .completions
                 .into_iter()
@@ -314,6 +366,16 @@ impl Driver {
             self.answer(results);
             self.publish(turn.events).await?;
             self.answer(failures);
+        }
+    }
+
+    /// Hands the gateway's signals to the serving transport.
+    fn forward(&self, signals: Vec<wit::DownstreamSignal>) {
+        if signals.is_empty() {
+            return;
+        }
+        if let Some((_, sink)) = &self.serving {
+            let _ = sink.send(Downstream::Signals(signals));
         }
     }
 
@@ -457,6 +519,48 @@ impl Driver {
                     }
                 }
             }
+            Job::Serve {
+                options,
+                sink,
+                reply,
+            } => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                match gateway.call_serve(&mut self.store, &options).await {
+                    Ok(result) => {
+                        if result.is_ok() {
+                            self.serving = Some((options, sink));
+                        }
+                        let _ = reply.send(result);
+                        Ok(None)
+                    }
+                    Err(trap) => {
+                        self.interrupted = Some(Interrupted::Other(reply));
+                        Err(trap)
+                    }
+                }
+            }
+            Job::Downstream(inbound) => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                let signals = gateway.call_receive(&mut self.store, &inbound).await?;
+                self.forward(signals);
+                Ok(None)
+            }
+            Job::ExchangeClosed(exchange) => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                let signals = gateway
+                    .call_exchange_closed(&mut self.store, exchange)
+                    .await?;
+                self.forward(signals);
+                Ok(None)
+            }
+            Job::SessionClosed(session) => {
+                let gateway = self.guest.mcpbox_runtime_gateway();
+                let signals = gateway
+                    .call_session_closed(&mut self.store, session)
+                    .await?;
+                self.forward(signals);
+                Ok(None)
+            }
             Job::Reconnect { server, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
                 match registry.call_reconnect(&mut self.store, &server).await {
@@ -507,6 +611,7 @@ impl Driver {
         let registry = self.guest.mcpbox_runtime_registry();
         registry.call_shutdown(&mut self.store).await?;
         let turn = registry.call_wait(&mut self.store, 0).await?;
+        self.forward(turn.downstream);
         self.publish(turn.events).await?;
         self.answer(turn.completions);
         self.publish_snapshots().await

@@ -40,6 +40,8 @@
 //!   size cap.
 //! - `store`: the store's data (`HostState`), the capability
 //!   [`Policy`] and the wake signal.
+//! - `serve`: the gateway's transports — [`Runtime::serve_stdio`] and
+//!   [`Runtime::serve_http`] (Streamable HTTP); the MCP logic is the guest's.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
 //! - `engine`: the wasmtime engine, its epoch ticker and the on-disk cache of
@@ -67,6 +69,7 @@ mod imports;
 mod instance;
 pub mod oauth;
 mod runtime;
+mod serve;
 mod store;
 pub mod terminal;
 mod transport;
@@ -79,6 +82,7 @@ mod watch;
 pub use engine::{default_cache_dir, default_config_dir};
 pub use oauth::TokenStore;
 pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, MAX_CONFIG_BYTES, Options, Runtime};
+pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
 pub use store::Policy;
 pub use types::{
     ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,

@@ -21,7 +21,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use mcpbox::terminal::{Lines, escape};
 use mcpbox::trust::ConfigFile;
 use mcpbox::{
-    CallError, CallOptions, InputAnswer, Options, Policy, Runtime, ServerState, ServerStatus,
+    CallError, CallOptions, HttpOptions, InputAnswer, Naming, Options, Policy, Runtime,
+    ServeOptions, ServerState, ServerStatus,
 };
 
 #[derive(Parser, Debug)]
@@ -34,7 +35,8 @@ use mcpbox::{
                   configuration, a call the permission rules deny or nobody approved); \
                   3 server unavailable or timeout, or the runtime stopped; \
                   130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
-                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_CACHE_DIR (compiled \
+                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http: the \
+                  bearer token); MCPBOX_CACHE_DIR (compiled \
                   components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
                   key, trusted configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
 )]
@@ -140,6 +142,34 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
     },
+    /// Serve every configured server's tools as one MCP server: on stdin/stdout
+    /// (logs go to stderr), or over Streamable HTTP with --http.
+    Serve {
+        /// Serve Streamable HTTP at http://ADDR/mcp (and /mcp/PROFILE) instead of
+        /// stdio, e.g. 127.0.0.1:8080 (port 0 picks a free port). Any address other
+        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
+        /// printed on stderr.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<String>,
+        /// Serve under the named profile of the configuration's "profiles" (a set
+        /// of permission rules); over HTTP, for /mcp (the path /mcp/NAME picks another).
+        #[arg(long, value_name = "NAME")]
+        profile: Option<String>,
+        /// Tool names: `prefixed` ({server}__{tool}) or `conditional` (a tool's own
+        /// name unless another server has one of that name).
+        #[arg(long, value_name = "MODE", default_value = "prefixed")]
+        naming: String,
+        /// The longest tool name served (51 leaves room for a client's
+        /// `mcp__mcpbox__` within 64).
+        #[arg(long, value_name = "N", default_value_t = 51)]
+        max_name_length: usize,
+        /// Serve two tools, search_tools and call_tool, instead of every tool.
+        #[arg(long)]
+        tool_search: bool,
+        /// Accept this Origin besides loopback ones (repeatable).
+        #[arg(long, value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
+    },
 }
 
 /// A failure with the exit code it maps to.
@@ -166,12 +196,20 @@ fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // One thread does: the CLI waits on the runtime, which waits on its servers.
-    // Starting worker threads cost a cold `mcpbox tools` ~0.6 ms of its ~4.
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // One thread does for the other commands: the CLI waits on the runtime, which
+    // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
+    // its ~4). `serve` answers many clients while the guest works: two workers.
+    let runtime = if matches!(cli.command, Command::Serve { .. }) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: could not start the async runtime: {e}");
@@ -393,6 +431,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     if let Some(guest) = &cli.guest {
         options = options.guest_file(guest);
     }
+    if matches!(cli.command, Command::Serve { .. }) {
+        // Upstream servers may ask the gateway's clients for input.
+        options = options.input_requests(true);
+    }
     if let Some(mib) = cli.memory_limit {
         options = options.memory_limit(mib as usize * 1024 * 1024);
     }
@@ -436,6 +478,36 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 timeout,
                 yes,
             } => call(&runtime, tool, arguments, *timeout, *yes, cli.json).await,
+            Command::Serve {
+                http,
+                profile,
+                naming,
+                max_name_length,
+                tool_search,
+                allow_origin,
+            } => {
+                let naming = match naming.as_str() {
+                    "prefixed" => Naming::Prefixed,
+                    "conditional" => Naming::Conditional,
+                    other => {
+                        return Err(fail(
+                            2,
+                            anyhow::anyhow!(
+                                "--naming must be `prefixed` or `conditional`, not `{}`",
+                                one(other)
+                            ),
+                        ));
+                    }
+                };
+                let options = ServeOptions {
+                    naming,
+                    max_name_len: *max_name_length,
+                    tool_search: *tool_search,
+                    profile: profile.clone(),
+                    ..ServeOptions::default()
+                };
+                serve(&runtime, options, http.as_deref(), allow_origin).await
+            }
             // Handled before the runtime opens.
             Command::Trust
             | Command::Login { .. }
@@ -875,6 +947,67 @@ async fn call(
         writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
     }
     Ok(if result.is_error { 1 } else { 0 })
+}
+
+/// `mcpbox serve`: MCP on stdin/stdout, or Streamable HTTP. Everything but the
+/// protocol goes to stderr.
+async fn serve(
+    runtime: &Runtime,
+    options: ServeOptions,
+    http: Option<&str>,
+    allow_origin: &[String],
+) -> Result<u8, Failure> {
+    use mcpbox::Event;
+    let mut events = runtime.events();
+    tokio::spawn(async move {
+        while let Ok(event) = events.recv().await {
+            match event {
+                Event::Warning(w) => eprintln!("mcpbox serve: warning: {}", block(&w, "  ")),
+                Event::Status(s) if s.state == ServerState::Failed => eprintln!(
+                    "mcpbox serve: server `{}` failed: {}",
+                    one(&s.name),
+                    block(s.error.as_deref().unwrap_or("unknown error"), "  ")
+                ),
+                Event::Status(s) if s.state == ServerState::Connected => {
+                    eprintln!(
+                        "mcpbox serve: server `{}` connected ({} tools)",
+                        one(&s.name),
+                        s.tool_count
+                    )
+                }
+                _ => {}
+            }
+        }
+    });
+    let Some(addr) = http else {
+        runtime
+            .serve_stdio(options, tokio::io::stdin(), tokio::io::stdout())
+            .await
+            .map_err(|e| fail(2, e))?;
+        return Ok(0);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("could not listen on {addr}"))?;
+    let local = listener.local_addr()?;
+    let mut token = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty());
+    if token.is_none() && !local.ip().is_loopback() {
+        let made = mcpbox::random_token().context("making up a bearer token")?;
+        eprintln!("mcpbox serve: bearer token (set MCPBOX_TOKEN to choose one): {made}");
+        token = Some(made);
+    }
+    eprintln!("mcpbox serve: listening on http://{local}/mcp");
+    let http = HttpOptions {
+        token,
+        allowed_origins: allow_origin.to_vec(),
+        ..HttpOptions::default()
+    };
+    // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
+    runtime
+        .serve_http(options, http, listener)
+        .await
+        .map_err(|e| fail(2, e))?;
+    Ok(0)
 }
 
 /// Reads a call's arguments from stdin, keeping no more than a call may have:

@@ -964,13 +964,15 @@ impl Runtime {
         })
     }
 
-    fn submit(&self, job: Job) -> Result<(), String> {
+    /// Queues a job for the driver and wakes it.
+    pub(crate) fn submit(&self, job: Job) -> Result<(), String> {
         self.inner.jobs.send(job).map_err(|_| self.stop_reason())?;
         self.inner.wake.add();
         Ok(())
     }
 
-    fn stop_reason(&self) -> String {
+    /// Why the runtime stopped ("it stopped" while it runs).
+    pub(crate) fn stop_reason(&self) -> String {
         self.stopped().unwrap_or_else(|| "it stopped".into())
     }
 

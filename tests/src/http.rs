@@ -44,8 +44,17 @@ pub fn free_port() -> u16 {
 #[derive(Debug)]
 pub struct ServerProcess {
     child: Child,
+    /// Its stderr lines so far (the last 2,000), for a failing test to show.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// The MCP endpoint (Streamable HTTP) or the event-stream URL (legacy SSE).
     pub url: String,
+}
+
+impl ServerProcess {
+    /// Its stderr lines so far.
+    pub fn stderr(&self) -> Vec<String> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl Drop for ServerProcess {
@@ -86,8 +95,18 @@ fn start(
             Ok(line) => {
                 if let Some(url) = ready(&line) {
                     // Keep draining stderr so the server never blocks on a full pipe.
-                    thread::spawn(move || while rx.recv().is_ok() {});
-                    return Ok(ServerProcess { child, url });
+                    let log = std::sync::Arc::new(std::sync::Mutex::new(seen));
+                    let kept = log.clone();
+                    thread::spawn(move || {
+                        while let Ok(line) = rx.recv() {
+                            let mut lines = kept.lock().unwrap_or_else(|p| p.into_inner());
+                            if lines.len() == 2000 {
+                                lines.remove(0);
+                            }
+                            lines.push(line);
+                        }
+                    });
+                    return Ok(ServerProcess { child, log, url });
                 }
                 let port_taken = taken(&line);
                 seen.push(line);
@@ -107,6 +126,15 @@ fn start(
             }
         }
     }
+}
+
+/// Starts `command` and waits until one of its stderr lines gives `ready` the URL.
+///
+/// # Panics
+///
+/// When it does not start listening within [`START_DEADLINE`].
+pub fn start_with(command: Command, ready: &dyn Fn(&str) -> Option<String>) -> ServerProcess {
+    start(command, ready, &|_| false).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The transports `@modelcontextprotocol/server-everything` serves over HTTP.

@@ -20,6 +20,10 @@
 //! [`http`] starts the npm and PyPI peers in their HTTP modes on free loopback ports,
 //! and runs [`http::ScriptedServer`], a Streamable HTTP server with switchable faults.
 //!
+//! [`gateway`] starts `mcpbox serve` (the CLI, built here as `mcpbox-cli`) and runs
+//! the official SDKs' clients against it (`tests/peers/ts_client.mjs`,
+//! `tests/peers/py_client.py`).
+//!
 //! [`stdio::StdioPeer`] talks to any of them directly over stdio, with a deadline on
 //! every read; `tests/fixture_server.rs` and `tests/peers.rs` use it to pin down what
 //! the servers do before mcpbox's own tests rely on it.
@@ -27,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod fixture;
+pub mod gateway;
 pub mod http;
 pub mod peers;
 pub mod stdio;

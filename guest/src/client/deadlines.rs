@@ -6,7 +6,7 @@ use crate::prelude::*;
 
 use serde_json::Value;
 
-use super::{CallError, Client, Pending};
+use super::{CallError, Client, ClientEvent, Pending, Progress};
 use crate::jsonrpc::Id;
 use crate::transport::format_ms;
 
@@ -83,6 +83,17 @@ impl Client {
         let token = Id::from_json(&token.to_string());
         if let Some(Pending::Call(c)) = self.pending.get_mut(&token) {
             c.deadline_ms = now_ms.saturating_add(c.timeout_ms);
+            let call = c.call;
+            // And is reported, for the gateway to pass on to its client.
+            self.events.push(ClientEvent::Progress(Progress {
+                call,
+                progress: params.get("progress").cloned().unwrap_or(Value::Null),
+                total: params.get("total").cloned(),
+                message: params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+            }));
         }
     }
 }

@@ -124,7 +124,9 @@ impl Client {
     }
 
     /// No answer to the probe in time: a legacy server that ignores unknown
-    /// requests; `initialize` follows.
+    /// requests; `initialize` follows. A slow 2026-07-28 server may answer the
+    /// probe after all and then refuse `initialize` on that connection, so a
+    /// refused `initialize` probes once more.
     pub(super) fn expire_probe(&mut self, now_ms: u64) {
         if self.phase == Phase::Discovering && self.probe_deadline.is_some_and(|d| d <= now_ms) {
             self.probe_deadline = None;
@@ -137,7 +139,7 @@ impl Client {
                 self.pending.remove(&id);
                 self.abandoned.push_back(id);
             }
-            self.initialize(false);
+            self.initialize(true);
         }
     }
 }

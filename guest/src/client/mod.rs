@@ -166,6 +166,22 @@ pub enum ClientEvent {
     /// An input request that no longer needs an answer (its call finished or the
     /// server withdrew it), by this client's key.
     InputWithdrawn(u64),
+    /// The server reported progress on a call (`notifications/progress`).
+    Progress(Progress),
+}
+
+/// A `notifications/progress` about a call in flight, for whoever passes it on
+/// (the gateway, to the downstream client's progress token).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    /// The call it is about.
+    pub call: u64,
+    /// `progress` as the server sent it (a number).
+    pub progress: Value,
+    /// `total`, if given.
+    pub total: Option<Value>,
+    /// `message`, if given.
+    pub message: Option<String>,
 }
 
 /// A message waiting to be sent.

@@ -400,6 +400,16 @@ fn timeouts_cancel_and_progress_extends() {
         900,
     );
     assert_eq!(c.next_deadline(), Some(1900));
+    // And is reported, for the gateway to pass on.
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::Progress(Progress {
+            call: 5,
+            progress: json!(1),
+            total: None,
+            message: None
+        })]
+    );
     // A token of the wrong type does not.
     feed(
         &mut c,
@@ -800,6 +810,34 @@ fn a_silent_probe_gives_way_to_initialize() {
     assert_eq!(c.phase(), Phase::Initializing);
     assert_eq!(c.stats().unknown_responses, 0);
     assert!(c.take_events().is_empty());
+}
+
+#[test]
+fn a_slow_modern_server_that_refuses_initialize_is_probed_again() {
+    // Under load a 2026-07-28 server answers the probe late, and then refuses the
+    // fallback initialize on that connection: a second probe finds it.
+    let mut c = Client::new("slow");
+    c.detect(None, 0);
+    sent(&mut c);
+    c.tick(PROBE_TIMEOUT_MS);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "initialize");
+    let id = out[0].0["id"].clone();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022,
+            "message": "connection is serving the 2026-07-28 protocol"}}),
+        PROBE_TIMEOUT_MS + 10,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "server/discover");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": out[0].0["id"], "result": discover_result(false)}),
+        PROBE_TIMEOUT_MS + 20,
+    );
+    assert_eq!(c.era(), Era::Stateless);
+    assert_eq!(c.phase(), Phase::Listing);
 }
 
 #[test]

@@ -1,0 +1,892 @@
+//! The gateway's workloads (`mcpbox serve`, issue 13): rmcp's client calling the
+//! fixture server four ways, side by side in one run.
+//!
+//! | route | path |
+//! |---|---|
+//! | `direct` | rmcp → fixture (stdio) |
+//! | `gw-stdio` | rmcp → `mcpbox serve` (stdio) → fixture |
+//! | `gw-http` | rmcp → `mcpbox serve --http 127.0.0.1:0` (Streamable HTTP, 2025 session) → fixture |
+//! | `mcp-proxy` | rmcp → `mcp-proxy` (PyPI, pinned; Streamable HTTP) → fixture |
+//!
+//! ```text
+//! cargo run --release -p mcpbox-bench -- --gateway [--reps N]
+//! ```
+//!
+//! | id | workload | metric |
+//! |----|----------|--------|
+//! | G1 | 2,000 sequential `echo` calls | µs/call |
+//! | G2 | 1,000 `echo` calls in flight, three rounds | calls/s |
+//! | G1, G2 | the same, the process in the middle | its CPU µs (user + system) per call |
+//! | G3 | `tools/list` of 10,000 upstream tools | ms, peak RSS of the process in the middle |
+//! | G4 | `search_tools` over 10,000 tools (`serve --tool-search`, stdio) | ms for the first search (builds the index), µs per search after |
+//!
+//! As in the rest of the bench, every sample is a process of its own
+//! (`mcpbox-bench gateway-worker ROUTE WORKLOAD …`) that starts the route's
+//! processes afresh, and the routes take turns going first. The gateway runs the
+//! release CLI with the bench's warm component cache, as a user's would after
+//! its first start. Every answer is checked (an echo returns its own text; a
+//! search finds the tool it names), so a route that answers wrongly fails
+//! rather than looks fast.
+//!
+//! `mcp-proxy` runs from `bench/.venv` (`python3 -m venv bench/.venv &&
+//! bench/.venv/bin/pip install -r bench/requirements.txt`), with its default
+//! settings (stateful Streamable HTTP, log level INFO), as users run it; without
+//! it its column is empty.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+
+use crate::{Samples, cell, number};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Metrics of one sample, by name.
+type Metrics = BTreeMap<&'static str, f64>;
+
+/// Timed sequential calls (G1).
+const SEQUENTIAL_CALLS: usize = 2_000;
+/// Untimed calls first, so that connections and caches are warm.
+const WARM_UP_CALLS: usize = 100;
+/// Calls in flight at once (G2), and the timed rounds of them.
+const CONCURRENT_CALLS: usize = 1_000;
+const CONCURRENT_ROUNDS: usize = 3;
+/// Upstream tools in G3 and G4 (the fixture's own plus echo-like `tool_N`).
+const BIG_LIST: usize = 10_000;
+/// Timed searches (G4), after the first.
+const SEARCHES: usize = 200;
+/// The longest a sample may take before it counts as hung.
+const PATIENCE: Duration = Duration::from_secs(180);
+
+/// A gateway workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Workload {
+    Sequential,
+    Concurrent,
+    BigList,
+    Search,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 4] = [
+        Workload::Sequential,
+        Workload::Concurrent,
+        Workload::BigList,
+        Workload::Search,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Workload::Sequential => "G1",
+            Workload::Concurrent => "G2",
+            Workload::BigList => "G3",
+            Workload::Search => "G4",
+        }
+    }
+
+    pub fn from_id(id: &str) -> Option<Workload> {
+        Workload::ALL
+            .into_iter()
+            .find(|w| w.id().eq_ignore_ascii_case(id))
+    }
+
+    /// The routes it runs on.
+    fn routes(self) -> &'static [Route] {
+        match self {
+            Workload::Search => &[Route::GwStdio],
+            _ => &Route::ALL,
+        }
+    }
+}
+
+/// How the client reaches the fixture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Route {
+    Direct,
+    GwStdio,
+    GwHttp,
+    Proxy,
+}
+
+impl Route {
+    const ALL: [Route; 4] = [Route::Direct, Route::GwStdio, Route::GwHttp, Route::Proxy];
+
+    fn name(self) -> &'static str {
+        match self {
+            Route::Direct => "direct",
+            Route::GwStdio => "gw-stdio",
+            Route::GwHttp => "gw-http",
+            Route::Proxy => "mcp-proxy",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Route> {
+        Route::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
+/// The programs and files of a run.
+#[derive(Debug, Clone)]
+pub struct Programs {
+    pub fixture: PathBuf,
+    pub mcpbox: PathBuf,
+    /// `bench/.venv/bin/mcp-proxy`, when installed.
+    pub proxy: Option<PathBuf>,
+    /// The gateway's component cache (warm).
+    pub cache_dir: PathBuf,
+    /// Where the gateway's configurations are.
+    pub work: PathBuf,
+    /// How many tools the fixture lists on its own.
+    pub builtin: usize,
+}
+
+impl Programs {
+    /// Finds `mcp-proxy` and writes the gateway's configurations into `work`.
+    pub fn new(
+        fixture: PathBuf,
+        mcpbox: PathBuf,
+        cache_dir: PathBuf,
+        work: PathBuf,
+        builtin: usize,
+    ) -> Result<Programs, String> {
+        let proxy = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/mcp-proxy");
+        let proxy = proxy.is_file().then_some(proxy);
+        if proxy.is_none() {
+            eprintln!(
+                "note: bench/.venv/bin/mcp-proxy is missing, so the mcp-proxy column stays empty \
+                 (python3 -m venv bench/.venv && bench/.venv/bin/pip install -r bench/requirements.txt)"
+            );
+        }
+        std::fs::create_dir_all(&work)
+            .map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+        let programs = Programs {
+            fixture,
+            mcpbox,
+            proxy,
+            cache_dir,
+            work,
+            builtin,
+        };
+        for big in [false, true] {
+            // 10,000 tools is the default `limits.maxTools`: room above it.
+            let config = json!({"mcpServers": {"fx": {
+                "command": programs.fixture, "args": programs.fixture_args(big),
+                "limits": {"maxTools": 2 * BIG_LIST}}}});
+            let path = programs.config(big);
+            std::fs::write(&path, config.to_string())
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(programs)
+    }
+
+    fn config(&self, big: bool) -> PathBuf {
+        self.work.join(if big {
+            "gateway-big.json"
+        } else {
+            "gateway.json"
+        })
+    }
+
+    fn fixture_args(&self, big: bool) -> Vec<String> {
+        if big {
+            vec![
+                "--tools".into(),
+                BIG_LIST.saturating_sub(self.builtin).to_string(),
+            ]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// The worker's command line after `gateway-worker ROUTE WORKLOAD`.
+    fn worker_args(&self) -> Vec<String> {
+        let path = |p: &Path| p.display().to_string();
+        vec![
+            path(&self.fixture),
+            path(&self.mcpbox),
+            self.proxy.as_deref().map(path).unwrap_or_default(),
+            path(&self.cache_dir),
+            path(&self.work),
+            self.builtin.to_string(),
+        ]
+    }
+
+    fn from_worker_args(args: &mut impl Iterator<Item = String>) -> Programs {
+        let mut next = || args.next().unwrap_or_default();
+        Programs {
+            fixture: next().into(),
+            mcpbox: next().into(),
+            proxy: Some(next()).filter(|p| !p.is_empty()).map(PathBuf::from),
+            cache_dir: next().into(),
+            work: next().into(),
+            builtin: next().parse().unwrap_or(0),
+        }
+    }
+}
+
+/// A process killed when dropped (a gateway or proxy on HTTP).
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `command` and waits for the stderr line that `ready` turns into its URL.
+fn start(
+    mut command: Command,
+    ready: impl Fn(&str) -> Option<String>,
+) -> Result<(Guard, String), BoxError> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    let guard = Guard(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Reads stderr to its end, so the process never blocks writing it (mcp-proxy
+    // logs a line per request).
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let until = Instant::now() + Duration::from_secs(60);
+    let mut seen = Vec::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let Ok(line) = rx.recv_timeout(left) else {
+            return Err(format!(
+                "{command:?} did not say where it listens: {}",
+                seen.join(" | ")
+            )
+            .into());
+        };
+        if let Some(url) = ready(&line) {
+            std::thread::spawn(move || while rx.recv().is_ok() {});
+            return Ok((guard, url));
+        }
+        seen.push(line);
+    }
+}
+
+/// A connected client and what keeps its route alive.
+struct Connected {
+    client: RunningService<RoleClient, ()>,
+    /// The name the fixture's `echo` has on this route.
+    prefix: &'static str,
+    /// The process in the middle, if any: its pid for G3.
+    middle: Option<u32>,
+    /// A gateway or proxy on HTTP, killed when this is dropped.
+    _server: Option<Guard>,
+}
+
+async fn connect(
+    p: &Programs,
+    route: Route,
+    big: bool,
+    extra: &[&str],
+) -> Result<Connected, BoxError> {
+    // A 2025-11-25 session everywhere: what mcp-proxy and the fixture speak.
+    let lifecycle = ClientLifecycleMode::Initialize;
+    match route {
+        Route::Direct => {
+            let mut command = tokio::process::Command::new(&p.fixture);
+            command.args(p.fixture_args(big));
+            let client =
+                ().serve_with_lifecycle(TokioChildProcess::new(command)?, lifecycle)
+                    .await?;
+            Ok(Connected {
+                client,
+                prefix: "",
+                middle: None,
+                _server: None,
+            })
+        }
+        Route::GwStdio => {
+            let mut command = tokio::process::Command::new(&p.mcpbox);
+            // The bench wrote this configuration itself (see `mcpbox trust`).
+            command
+                .arg("--trust")
+                .arg("--config")
+                .arg(p.config(big))
+                .arg("serve")
+                .args(extra)
+                .env("MCPBOX_CACHE_DIR", &p.cache_dir)
+                .stderr(Stdio::null());
+            let transport = TokioChildProcess::new(command)?;
+            let middle = transport.id();
+            let client = ().serve_with_lifecycle(transport, lifecycle).await?;
+            Ok(Connected {
+                client,
+                prefix: "fx__",
+                middle,
+                _server: None,
+            })
+        }
+        Route::GwHttp => {
+            let mut command = Command::new(&p.mcpbox);
+            command
+                .arg("--trust")
+                .arg("--config")
+                .arg(p.config(big))
+                .args(["serve", "--http", "127.0.0.1:0"])
+                .args(extra)
+                .env("MCPBOX_CACHE_DIR", &p.cache_dir);
+            let (guard, url) = start(command, |l| {
+                Some(l.split("listening on ").nth(1)?.trim().to_owned())
+            })?;
+            let middle = Some(guard.0.id());
+            let transport = StreamableHttpClientTransport::from_uri(url);
+            let client = ().serve_with_lifecycle(transport, lifecycle).await?;
+            Ok(Connected {
+                client,
+                prefix: "fx__",
+                middle,
+                _server: Some(guard),
+            })
+        }
+        Route::Proxy => {
+            let proxy = p.proxy.as_ref().ok_or("mcp-proxy is not installed")?;
+            let mut command = Command::new(proxy);
+            command
+                .args(["--port", "0", "--host", "127.0.0.1", "--"])
+                .arg(&p.fixture)
+                .args(p.fixture_args(big));
+            let (guard, url) = start(command, |l| {
+                let rest = l.split("Uvicorn running on http://127.0.0.1:").nth(1)?;
+                let port: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                Some(format!("http://127.0.0.1:{port}/mcp"))
+            })?;
+            let middle = Some(guard.0.id());
+            let transport = StreamableHttpClientTransport::from_uri(url);
+            let client = ().serve_with_lifecycle(transport, lifecycle).await?;
+            Ok(Connected {
+                client,
+                prefix: "",
+                middle,
+                _server: Some(guard),
+            })
+        }
+    }
+}
+
+fn arguments(value: Value) -> serde_json::Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// One `echo` call whose answer is checked.
+async fn echo(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    i: usize,
+) -> Result<(), BoxError> {
+    let text = format!("call {i}");
+    let params = CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments(json!({"text": text})));
+    let result = client.call_tool(params).await?;
+    let got = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.as_str());
+    if got == Some(text.as_str()) && result.is_error != Some(true) {
+        Ok(())
+    } else {
+        Err(format!("{name} answered {got:?}, not {text:?}").into())
+    }
+}
+
+/// CPU time (user + system, all threads) a process has used so far, in µs
+/// (`/proc/PID/stat`, in clock ticks of 10 ms: the timed parts run for long
+/// enough that this is fine-grained enough).
+fn cpu_us(pid: u32) -> Result<f64, BoxError> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .ok_or("no command name in /proc/PID/stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    // utime and stime are fields 14 and 15, so 11 and 12 after the name and state.
+    let ticks = |i: usize| -> Result<f64, BoxError> {
+        Ok(fields
+            .get(i)
+            .ok_or("a short /proc/PID/stat")?
+            .parse::<f64>()?)
+    };
+    // The kernel's USER_HZ is 100 on every Linux this runs on.
+    Ok((ticks(11)? + ticks(12)?) * 10_000.0)
+}
+
+/// The middle process's CPU µs per call over `calls`, from `before` (see [`cpu_us`]).
+fn middle_cpu(
+    c: &Connected,
+    before: Option<f64>,
+    calls: usize,
+    metrics: &mut Metrics,
+) -> Result<(), BoxError> {
+    if let (Some(pid), Some(before)) = (c.middle, before) {
+        metrics.insert("middle_cpu_us", (cpu_us(pid)? - before) / calls as f64);
+    }
+    Ok(())
+}
+
+/// G1: µs per sequential call, and the CPU the middle spends on each.
+async fn sequential(c: &Connected) -> Result<Metrics, BoxError> {
+    let name = format!("{}echo", c.prefix);
+    for i in 0..WARM_UP_CALLS {
+        echo(&c.client, &name, i).await?;
+    }
+    let before = c.middle.map(cpu_us).transpose()?;
+    let started = Instant::now();
+    for i in 0..SEQUENTIAL_CALLS {
+        echo(&c.client, &name, i).await?;
+    }
+    let us = started.elapsed().as_secs_f64() * 1e6 / SEQUENTIAL_CALLS as f64;
+    let mut metrics = Metrics::from([("us_per_call", us)]);
+    middle_cpu(c, before, SEQUENTIAL_CALLS, &mut metrics)?;
+    Ok(metrics)
+}
+
+/// 1,000 calls at once, every answer checked.
+async fn round(
+    client: &Arc<RunningService<RoleClient, ()>>,
+    name: &Arc<str>,
+) -> Result<(), BoxError> {
+    let mut calls = JoinSet::new();
+    for i in 0..CONCURRENT_CALLS {
+        let (client, name) = (client.clone(), name.clone());
+        calls.spawn(async move { echo(&client, &name, i).await });
+    }
+    while let Some(done) = calls.join_next().await {
+        done??;
+    }
+    Ok(())
+}
+
+/// G2: calls per second with 1,000 in flight. One untimed round first: over HTTP
+/// it opens the client's connections (one per request in flight).
+async fn concurrent(c: Connected) -> Result<Metrics, BoxError> {
+    let name: Arc<str> = format!("{}echo", c.prefix).into();
+    let Connected {
+        client,
+        middle,
+        _server: server,
+        ..
+    } = c;
+    let client = Arc::new(client);
+    round(&client, &name).await?;
+    let before = middle.map(cpu_us).transpose()?;
+    let started = Instant::now();
+    for _ in 0..CONCURRENT_ROUNDS {
+        round(&client, &name).await?;
+    }
+    let calls = CONCURRENT_CALLS * CONCURRENT_ROUNDS;
+    let rate = calls as f64 / started.elapsed().as_secs_f64();
+    let mut metrics = Metrics::from([("calls_per_s", rate)]);
+    if let (Some(pid), Some(before)) = (middle, before) {
+        metrics.insert("middle_cpu_us", (cpu_us(pid)? - before) / calls as f64);
+    }
+    if let Ok(client) = Arc::try_unwrap(client) {
+        client.cancel().await?;
+    }
+    drop(server);
+    Ok(metrics)
+}
+
+/// Peak RSS of a process in MiB (`VmHWM`).
+fn peak_rss_mib(pid: u32) -> Result<f64, BoxError> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or("no VmHWM")?;
+    Ok(kb / 1024.0)
+}
+
+/// G3: the time of a full `tools/list` of 10,000 tools (every page) and the
+/// peak RSS of the process in the middle.
+async fn big_list(c: &Connected) -> Result<Metrics, BoxError> {
+    let started = Instant::now();
+    let tools = c.client.list_all_tools().await?;
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    if tools.len() != BIG_LIST {
+        return Err(format!("listed {} tools, not {BIG_LIST}", tools.len()).into());
+    }
+    let mut metrics = Metrics::from([("list_ms", ms)]);
+    if let Some(pid) = c.middle {
+        metrics.insert("peak_rss_mib", peak_rss_mib(pid)?);
+    }
+    Ok(metrics)
+}
+
+/// One `search_tools` call for the tool `fx__tool_{n}`, checked to rank it first.
+async fn search(client: &RunningService<RoleClient, ()>, n: usize) -> Result<(), BoxError> {
+    let params = CallToolRequestParams::new("search_tools")
+        .with_arguments(arguments(json!({"query": format!("tool {n}"), "limit": 5})));
+    let result = client.call_tool(params).await?;
+    let want = format!("fx__tool_{n}");
+    let first = result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s["tools"][0]["name"].as_str().map(str::to_owned));
+    if first.as_deref() == Some(want.as_str()) {
+        Ok(())
+    } else {
+        Err(format!("search_tools for {want:?} ranked {first:?} first").into())
+    }
+}
+
+/// G4: `search_tools` over 10,000 tools: the first search (which indexes them) and
+/// the ones after.
+async fn search_big(c: &Connected, p: &Programs) -> Result<Metrics, BoxError> {
+    let listed = c.client.list_all_tools().await?;
+    if listed.len() != 2 {
+        return Err(format!("search mode lists {} tools, not 2", listed.len()).into());
+    }
+    let started = Instant::now();
+    search(&c.client, 4_321).await?;
+    let first_ms = started.elapsed().as_secs_f64() * 1e3;
+    // The fixture's `tool_N`: 10,000 less its own tools.
+    let tools = BIG_LIST.saturating_sub(p.builtin).max(1);
+    let started = Instant::now();
+    for i in 0..SEARCHES {
+        search(&c.client, (i * 7_919) % tools).await?;
+    }
+    let us = started.elapsed().as_secs_f64() * 1e6 / SEARCHES as f64;
+    Ok(Metrics::from([
+        ("first_ms", first_ms),
+        ("us_per_search", us),
+    ]))
+}
+
+async fn sample(p: &Programs, route: Route, workload: Workload) -> Result<Metrics, BoxError> {
+    let big = matches!(workload, Workload::BigList | Workload::Search);
+    let extra: &[&str] = if workload == Workload::Search {
+        &["--tool-search"]
+    } else {
+        &[]
+    };
+    let c = connect(p, route, big, extra).await?;
+    match workload {
+        Workload::Sequential => sequential(&c).await,
+        Workload::Concurrent => concurrent(c).await,
+        Workload::BigList => big_list(&c).await,
+        Workload::Search => search_big(&c, p).await,
+    }
+}
+
+/// `mcpbox-bench gateway-worker ROUTE WORKLOAD FIXTURE MCPBOX PROXY CACHE WORK BUILTIN`:
+/// one sample; its metrics as JSON on stdout.
+pub fn worker_main(mut args: impl Iterator<Item = String>) -> Result<String, String> {
+    let route = args
+        .next()
+        .and_then(|r| Route::from_name(&r))
+        .ok_or("unknown route")?;
+    let workload = args
+        .next()
+        .and_then(|w| Workload::from_id(&w))
+        .ok_or("unknown workload")?;
+    let programs = Programs::from_worker_args(&mut args);
+    // reqwest (rmcp's HTTP client) needs a process-wide TLS provider even for http://.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start tokio: {e}"))?;
+    let result = runtime.block_on(async {
+        match tokio::time::timeout(PATIENCE, sample(&programs, route, workload)).await {
+            Ok(result) => result.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("hung: no result within {}s", PATIENCE.as_secs())),
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    let metrics = result?;
+    serde_json::to_string(&metrics).map_err(|e| e.to_string())
+}
+
+/// Runs one sample in a fresh process.
+fn run_sample(
+    me: &Path,
+    p: &Programs,
+    route: Route,
+    workload: Workload,
+) -> Result<BTreeMap<String, f64>, String> {
+    let output = Command::new(me)
+        .arg("gateway-worker")
+        .arg(route.name())
+        .arg(workload.id())
+        .args(p.worker_args())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start a worker: {e}"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(stderr
+            .lines()
+            .last()
+            .unwrap_or("no message")
+            .trim()
+            .to_owned());
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| format!("a worker printed garbage: {e}"))
+}
+
+/// The samples of every (workload, route).
+pub type Results = BTreeMap<(Workload, &'static str), Samples>;
+
+/// Runs repetition `rep` of `workloads`: each route of each workload once, the
+/// routes in an order that turns with the repetition.
+pub fn run_rep(me: &Path, p: &Programs, workloads: &[Workload], rep: usize, results: &mut Results) {
+    for &workload in workloads {
+        eprint!(" {}", workload.id());
+        let mut routes = workload.routes().to_vec();
+        let len = routes.len();
+        routes.rotate_left(rep % len);
+        for route in routes {
+            if route == Route::Proxy && p.proxy.is_none() {
+                continue;
+            }
+            let entry = results.entry((workload, route.name())).or_default();
+            match run_sample(me, p, route, workload) {
+                Ok(metrics) => {
+                    for (name, value) in metrics {
+                        entry.metrics.entry(name).or_default().push(value);
+                    }
+                }
+                Err(e) => entry.failures.push(format!("{}: {e}", route.name())),
+            }
+        }
+    }
+}
+
+/// A line of the gateway table.
+struct Row {
+    workload: Workload,
+    label: &'static str,
+    metric: &'static str,
+    unit: &'static str,
+    target: Target,
+}
+
+/// A target of issue 13.
+#[derive(Clone, Copy)]
+enum Target {
+    None,
+    /// `route`'s median at most `limit` × `of`'s.
+    RatioAtMost {
+        route: Route,
+        of: Route,
+        limit: f64,
+    },
+    /// `route`'s median at least `value`, and at least `ratio` × `of`'s.
+    AtLeast {
+        route: Route,
+        value: f64,
+        of: Route,
+        ratio: f64,
+    },
+    /// The gateway's medians (both transports) at most `value`.
+    GatewayAtMost(f64),
+}
+
+const ROWS: &[Row] = &[
+    Row {
+        workload: Workload::Sequential,
+        label: "G1 sequential echo",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::RatioAtMost {
+            route: Route::GwStdio,
+            of: Route::Direct,
+            limit: 1.5,
+        },
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "G1 CPU of the middle",
+        metric: "middle_cpu_us",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "G2 1,000 in flight",
+        metric: "calls_per_s",
+        unit: "calls/s",
+        target: Target::AtLeast {
+            route: Route::GwHttp,
+            value: 10_000.0,
+            of: Route::Proxy,
+            ratio: 5.0,
+        },
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "G2 CPU of the middle",
+        metric: "middle_cpu_us",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::BigList,
+        label: "G3 10,000-tool list",
+        metric: "list_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::BigList,
+        label: "G3 peak RSS (middle)",
+        metric: "peak_rss_mib",
+        unit: "MiB",
+        target: Target::GatewayAtMost(64.0),
+    },
+    Row {
+        workload: Workload::Search,
+        label: "G4 first search_tools",
+        metric: "first_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Search,
+        label: "G4 search_tools after",
+        metric: "us_per_search",
+        unit: "µs",
+        target: Target::None,
+    },
+];
+
+/// Prints the gateway table; returns the labels of missed targets.
+pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Vec<&'static str> {
+    println!();
+    println!(
+        "gateway (issue 13): {reps} repetitions, interleaved; median (min–max) per route; rmcp's client throughout"
+    );
+    println!();
+    println!("| workload | direct | gw-stdio | gw-http | mcp-proxy | ratios | target | met? |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let mut missed = Vec::new();
+    for row in ROWS.iter().filter(|r| workloads.contains(&r.workload)) {
+        let mut medians = BTreeMap::new();
+        let mut cells = Vec::new();
+        for route in Route::ALL {
+            let samples = results.get(&(row.workload, route.name()));
+            let (text, median) = cell(samples, row.metric, row.unit);
+            if let Some(m) = median {
+                medians.insert(route, m);
+            }
+            cells.push(text);
+        }
+        let ratio = |a: Route, b: Route| Some(medians.get(&a)? / medians.get(&b)?);
+        let failed = |route: Route| {
+            results
+                .get(&(row.workload, route.name()))
+                .is_none_or(|s| !s.failures.is_empty())
+        };
+        let (ratios, target, met) = match row.target {
+            Target::None => ("–".to_owned(), "–".to_owned(), None),
+            Target::RatioAtMost { route, of, limit } => {
+                let r = ratio(route, of);
+                let text = ratios_text(&medians, of);
+                let met = r.map(|r| r <= limit && !failed(route));
+                (
+                    text,
+                    format!("{} ≤ {limit}× {}", route.name(), of.name()),
+                    met,
+                )
+            }
+            Target::AtLeast {
+                route,
+                value,
+                of,
+                ratio: want,
+            } => {
+                let r = ratio(route, of);
+                let met = medians
+                    .get(&route)
+                    .map(|&v| v >= value && r.is_some_and(|r| r >= want) && !failed(route));
+                (
+                    ratios_text(&medians, of),
+                    format!(
+                        "{} ≥ {} and ≥ {want}× {}",
+                        route.name(),
+                        number(value),
+                        of.name()
+                    ),
+                    met,
+                )
+            }
+            Target::GatewayAtMost(limit) => {
+                let gateway = [Route::GwStdio, Route::GwHttp];
+                let met = gateway
+                    .iter()
+                    .map(|r| medians.get(r).map(|&v| v <= limit && !failed(*r)))
+                    .collect::<Option<Vec<bool>>>()
+                    .map(|all| all.iter().all(|&ok| ok));
+                (
+                    "–".to_owned(),
+                    format!("gateway ≤ {} MiB", number(limit)),
+                    met,
+                )
+            }
+        };
+        let met = match met {
+            Some(true) => "yes",
+            None => "–",
+            Some(false) => {
+                missed.push(row.label);
+                "NO"
+            }
+        };
+        println!(
+            "| {} | {} | {ratios} | {target} | {met} |",
+            row.label,
+            cells.join(" | ")
+        );
+    }
+    for ((workload, route), samples) in results {
+        for failure in samples.failures.iter().take(1) {
+            println!("{} {route} failed: {failure}", workload.id());
+        }
+    }
+    missed
+}
+
+/// Every route's median over `of`'s: `gw-stdio 1.20×, …`.
+fn ratios_text(medians: &BTreeMap<Route, f64>, of: Route) -> String {
+    let Some(base) = medians.get(&of) else {
+        return "–".into();
+    };
+    let parts: Vec<String> = medians
+        .iter()
+        .filter(|(r, _)| **r != of)
+        .map(|(r, v)| format!("{} {:.2}×", r.name(), v / base))
+        .collect();
+    if parts.is_empty() {
+        "–".into()
+    } else {
+        format!("{} (of {})", parts.join(", "), of.name())
+    }
+}

@@ -1,0 +1,491 @@
+//! Putting questions to the downstream client: an upstream server's input
+//! requests during a call (elicitation, form mode), and approvals for calls an
+//! `ask` rule holds.
+//!
+//! - A **2025 client** that declared the `elicitation` capability gets an
+//!   `elicitation/create` request on the stream of the call it is about; its
+//!   response goes to the upstream server (or decides the approval).
+//! - A **2026-07-28 client** that declared `elicitation` in the request's
+//!   `_meta` gets an `input_required` result: `inputRequests` with the questions
+//!   and a `requestState` token. The upstream call (or the held approval) waits in
+//!   the gateway; the client's retry of the same `tools/call` with
+//!   `inputResponses` and that `requestState` answers it and takes over the call,
+//!   whose result (or next round of questions) it then gets.
+//! - A client that cannot be asked: an upstream request is declined, and a call
+//!   that needs approval ends with a tool error naming the rule.
+//!
+//! `requestState` tokens are unguessable (SHA-256 of the host's random secret and
+//! a counter), so one client cannot take over another's call by naming its round.
+
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::elicitation::{InputAnswer, InputRequest};
+use crate::jsonrpc::{self, INVALID_PARAMS, Id};
+use crate::manager::Manager;
+use crate::methods::{self, ELICITATION_CREATE as METHOD};
+use crate::transport::Platform;
+
+use super::exposure::Exposed;
+use super::lifecycle::Refusal;
+use super::{Gateway, Origin, Signal, Target, json_text, tool_error};
+
+/// Rounds kept waiting for a retry; the oldest goes when more wait.
+const MAX_ROUNDS: usize = 1024;
+
+/// A request sent to a 2025 client.
+#[derive(Debug, Clone)]
+pub(super) enum Asked {
+    /// An upstream input request (the manager's input id), on `exchange`.
+    Input { input: u64, exchange: u64 },
+    /// An approval.
+    Approval(Box<Approval>),
+}
+
+/// A call held by an `ask` rule.
+#[derive(Debug, Clone)]
+pub(super) struct Approval {
+    origin: Origin,
+    exposed: Exposed,
+    arguments: String,
+    progress_token: Option<Value>,
+    rule: String,
+}
+
+/// What a 2026-07-28 round is about.
+#[derive(Debug, Clone)]
+enum Subject {
+    /// A manager call waiting for answers to its input requests.
+    Call(u64),
+    /// A call waiting for its approval.
+    Approval(Box<Approval>),
+}
+
+/// An `input_required` round waiting for the client's retry.
+#[derive(Debug, Clone)]
+pub(super) struct Round {
+    subject: Subject,
+    /// The served tool name: the retry must name it too.
+    served: String,
+    /// `inputRequests` keys → the manager's input ids (0 for an approval).
+    keys: BTreeMap<String, u64>,
+    /// The call ended while it waited: its answer, for the retry.
+    outcome: Option<Result<String, Refusal>>,
+    /// When it was made, to drop the oldest first.
+    serial: u64,
+}
+
+/// The requested schema of an approval.
+fn approval_schema() -> Value {
+    json!({"type": "object", "properties": {"approve": {
+        "type": "boolean", "title": "Allow this call", "default": false}},
+        "required": ["approve"]})
+}
+
+fn approval_message(a: &Approval) -> String {
+    format!(
+        "Allow the tool {} (`{}` of server `{}`) to run with {}? The rule `{}` asks before it runs.",
+        a.exposed.name,
+        a.exposed.entry.tool.def.name,
+        a.exposed.entry.server,
+        jsonrpc::truncate(&a.arguments, 300),
+        a.rule
+    )
+}
+
+/// Reads an `ElicitResult`.
+fn answer_of(result: &Value) -> InputAnswer {
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => InputAnswer::Accept(
+            result
+                .get("content")
+                .map_or_else(|| "{}".to_string(), Value::to_string),
+        ),
+        Some("decline") => InputAnswer::Decline,
+        _ => InputAnswer::Cancel,
+    }
+}
+
+fn approved(result: &Value) -> bool {
+    result.get("action").and_then(Value::as_str) == Some("accept")
+        && result
+            .get("content")
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            == Some(true)
+}
+
+fn not_approved(a: &Approval) -> String {
+    tool_error(&format!(
+        "{} was not run: the user did not approve it (the rule `{}` asks first)",
+        a.exposed.name, a.rule
+    ))
+}
+
+impl Gateway {
+    /// Whether an upstream input request belongs to one of the gateway's calls.
+    pub(super) fn owns_input(&self, r: &InputRequest) -> bool {
+        match r.call {
+            Some(call) => self.calls.contains_key(&call),
+            None => self.calls.values().any(|c| *c.server == *r.server),
+        }
+    }
+
+    /// Upstream input requests for the gateway's calls: to their clients.
+    pub(super) fn inputs_requested<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        inputs: Vec<InputRequest>,
+    ) {
+        let mut by_call: BTreeMap<u64, Vec<InputRequest>> = BTreeMap::new();
+        for r in inputs {
+            // A legacy server's request names no call when several run: it can
+            // be put to a client only when they all came from the same one.
+            let call = r.call.or_else(|| {
+                let mut owners = self.calls.iter().filter(|(_, c)| *c.server == *r.server);
+                let (first, c) = owners.next()?;
+                owners
+                    .all(|(_, o)| {
+                        o.origin.session == c.origin.session
+                            && o.origin.exchange == c.origin.exchange
+                    })
+                    .then_some(*first)
+            });
+            match call {
+                Some(call) => by_call.entry(call).or_default().push(r),
+                None => {
+                    let _ = m.answer_input(r.id, &InputAnswer::Decline);
+                }
+            }
+        }
+        for (call, requests) in by_call {
+            let Some(c) = self.calls.get_mut(&call) else {
+                continue;
+            };
+            if c.origin.exchange.is_none() {
+                // Waiting for a 2026-07-28 retry: asked with the next round.
+                c.queued.extend(requests);
+                continue;
+            }
+            if !c.origin.can_elicit(&self.sessions) {
+                for r in requests {
+                    let _ = m.answer_input(r.id, &InputAnswer::Decline);
+                }
+                continue;
+            }
+            let origin = c.origin.clone();
+            let served = c.served.clone();
+            if origin.stateless.is_some() {
+                let mut keys = BTreeMap::new();
+                let mut asks = serde_json::Map::new();
+                for r in &requests {
+                    let key = format!("input-{}", r.id);
+                    asks.insert(
+                        key.clone(),
+                        elicitation_request(&r.message, &r.requested_schema),
+                    );
+                    keys.insert(key, r.id);
+                }
+                self.input_required(&origin, Subject::Call(call), served, keys, asks);
+                if let Some(c) = self.calls.get_mut(&call) {
+                    c.origin.exchange = None;
+                }
+            } else if let Some(exchange) = origin.exchange {
+                for r in requests {
+                    let params =
+                        elicitation_request(&r.message, &r.requested_schema)["params"].clone();
+                    let id = self.send_request(exchange, &params);
+                    self.asked.insert(
+                        id,
+                        Asked::Input {
+                            input: r.id,
+                            exchange,
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Sends `elicitation/create` to a 2025 client on `exchange`; returns its id text.
+    fn send_request(&mut self, exchange: u64, params: &Value) -> String {
+        let id = Id::String(format!("mcpbox-{}", self.next_request));
+        self.next_request += 1;
+        self.out.push(Signal::Message {
+            target: Target::Exchange(exchange),
+            text: jsonrpc::request(&id, METHOD, Some(params)),
+        });
+        id.to_json()
+    }
+
+    /// An upstream input request was withdrawn; true if it was the gateway's.
+    pub(super) fn withdraw_input(&mut self, input: u64) -> bool {
+        let asked = self
+            .asked
+            .iter()
+            .find(|(_, a)| matches!(a, Asked::Input { input: i, .. } if *i == input))
+            .map(|(id, a)| (id.clone(), a.clone()));
+        if let Some((id, Asked::Input { exchange, .. })) = asked {
+            self.asked.remove(&id);
+            let params = json!({"requestId": serde_json::from_str::<Value>(&id).unwrap_or(Value::Null),
+                "reason": "the upstream server no longer needs the answer"});
+            self.out.push(Signal::Message {
+                target: Target::Exchange(exchange),
+                text: jsonrpc::notification(methods::CANCELLED, Some(&params)),
+            });
+            return true;
+        }
+        self.rounds
+            .values_mut()
+            .any(|r| r.keys.values().any(|i| *i == input))
+    }
+
+    /// Holds a call an `ask` rule covers until the client approves it.
+    pub(super) fn ask_approval<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        exposed: Exposed,
+        arguments: String,
+        progress_token: Option<Value>,
+        rule: String,
+    ) {
+        let _ = m;
+        if !origin.can_elicit(&self.sessions) {
+            let text = tool_error(&format!(
+                "{} needs the user's approval (the rule `{rule}` asks first), and this client cannot \
+                 be asked: it did not declare the elicitation capability. Allow the tool in the \
+                 rules, or use a client that supports elicitation.",
+                exposed.name
+            ));
+            return self.answer(&origin, Ok(text));
+        }
+        let approval = Approval {
+            origin: origin.clone(),
+            exposed,
+            arguments,
+            progress_token,
+            rule,
+        };
+        let params = json!({"mode": "form", "message": approval_message(&approval),
+            "requestedSchema": approval_schema()});
+        if origin.stateless.is_some() {
+            let served = approval.exposed.name.clone();
+            let mut asks = serde_json::Map::new();
+            asks.insert(
+                "approve".into(),
+                json!({"method": METHOD, "params": params}),
+            );
+            let keys = [("approve".to_string(), 0)].into_iter().collect();
+            return self.input_required(
+                &origin,
+                Subject::Approval(Box::new(approval)),
+                served,
+                keys,
+                asks,
+            );
+        }
+        let Some(exchange) = origin.exchange else {
+            return;
+        };
+        let id = self.send_request(exchange, &params);
+        self.asked.insert(id, Asked::Approval(Box::new(approval)));
+    }
+
+    /// Answers `origin` with an `input_required` result and keeps the round.
+    fn input_required(
+        &mut self,
+        origin: &Origin,
+        subject: Subject,
+        served: String,
+        keys: BTreeMap<String, u64>,
+        asks: serde_json::Map<String, Value>,
+    ) {
+        let serial = self.next_request;
+        self.next_request += 1;
+        let token = self.token(serial);
+        let result =
+            json!({"resultType": "input_required", "inputRequests": asks, "requestState": token});
+        if self.rounds.len() >= MAX_ROUNDS
+            && let Some(oldest) = self
+                .rounds
+                .iter()
+                .min_by_key(|(_, r)| r.serial)
+                .map(|(t, _)| t.clone())
+        {
+            self.rounds.remove(&oldest);
+        }
+        self.rounds.insert(
+            token,
+            Round {
+                subject,
+                served,
+                keys,
+                outcome: None,
+                serial,
+            },
+        );
+        self.answer(origin, Ok(json_text(&result)));
+    }
+
+    /// An unguessable `requestState`: SHA-256 of the host's secret and a serial.
+    fn token(&self, serial: u64) -> String {
+        let mut h = Sha256::new();
+        h.update(self.options.secret.as_bytes());
+        h.update(b"\0");
+        h.update(serial.to_le_bytes());
+        let digest = h.finalize();
+        let mut token = String::from("mcpbox.");
+        for b in &digest[..16] {
+            token.push_str(&format!("{b:02x}"));
+        }
+        token
+    }
+
+    /// A call ended: a round waiting for its retry keeps the answer for it.
+    pub(super) fn forget_rounds_of(&mut self, call: u64) {
+        self.rounds.retain(|_, r| {
+            !matches!(r.subject, Subject::Call(c) if c == call) || r.outcome.is_some()
+        });
+    }
+
+    /// Keeps the answer of a call that ended while its client was to retry.
+    pub(super) fn park_outcome(&mut self, call: u64, outcome: Result<String, Refusal>) -> bool {
+        let round = self
+            .rounds
+            .values_mut()
+            .find(|r| matches!(r.subject, Subject::Call(c) if c == call));
+        match round {
+            Some(r) => {
+                r.outcome = Some(outcome);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A 2026-07-28 retry: `tools/call` with `inputResponses` and `requestState`.
+    pub(super) fn retry<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        params: Value,
+        progress_token: Option<Value>,
+    ) {
+        let invalid = |why: &str| Refusal::new(INVALID_PARAMS, format!("Invalid params: {why}"));
+        let Some(state) = params.get("requestState").and_then(Value::as_str) else {
+            return self.answer(
+                &origin,
+                Err(invalid("inputResponses without a requestState")),
+            );
+        };
+        let Some(round) = self.rounds.get(state) else {
+            return self.answer(
+                &origin,
+                Err(invalid(
+                    "requestState is not one this server issued, or its round is over",
+                )),
+            );
+        };
+        if params.get("name").and_then(Value::as_str) != Some(round.served.as_str()) {
+            return self.answer(
+                &origin,
+                Err(invalid(
+                    "the retry names another tool than the call it continues",
+                )),
+            );
+        }
+        let responses = params
+            .get("inputResponses")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let Some(round) = self.rounds.remove(state) else {
+            return;
+        };
+        if let Some(outcome) = round.outcome {
+            return self.answer(&origin, outcome);
+        }
+        match round.subject {
+            Subject::Call(call) => {
+                for (key, input) in &round.keys {
+                    // A question left unanswered is a dismissed one.
+                    let answer = responses.get(key).map_or(InputAnswer::Cancel, answer_of);
+                    if m.answer_input(*input, &answer).is_err() {
+                        let _ = m.answer_input(*input, &InputAnswer::Cancel);
+                    }
+                }
+                let Some(c) = self.calls.get_mut(&call) else {
+                    let text =
+                        tool_error("the call ended before the answers to its questions came");
+                    return self.answer(&origin, Ok(text));
+                };
+                c.origin = origin;
+                if progress_token.is_some() {
+                    c.progress_token = progress_token;
+                }
+                let queued = core::mem::take(&mut c.queued);
+                if !queued.is_empty() {
+                    self.inputs_requested(m, queued);
+                }
+            }
+            Subject::Approval(a) => {
+                let yes = responses.get("approve").is_some_and(approved);
+                if yes {
+                    let token = progress_token.or(a.progress_token.clone());
+                    self.start_call(m, origin, &a.exposed, &a.arguments, token);
+                } else {
+                    self.answer(&origin, Ok(not_approved(&a)));
+                }
+            }
+        }
+    }
+
+    /// A 2025 client answered a request of the gateway.
+    pub(super) fn on_response<P: Platform>(&mut self, m: &mut Manager<P>, r: jsonrpc::Response) {
+        let Some(asked) = self.asked.remove(&r.id.to_json()) else {
+            return;
+        };
+        let result: Value = match &r.outcome {
+            Ok(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        match asked {
+            Asked::Input { input, .. } => {
+                if m.answer_input(input, &answer_of(&result)).is_err() {
+                    let _ = m.answer_input(input, &InputAnswer::Cancel);
+                }
+            }
+            Asked::Approval(a) => {
+                if approved(&result) {
+                    self.start_call(m, a.origin, &a.exposed, &a.arguments, a.progress_token);
+                } else {
+                    let text = not_approved(&a);
+                    self.answer(&a.origin, Ok(text));
+                }
+            }
+        }
+    }
+
+    /// Drops the approvals whose origin matches; returns their origins.
+    pub(super) fn forget_asks(&mut self, gone: impl Fn(&Origin) -> bool) -> Vec<Origin> {
+        let mut origins = Vec::new();
+        self.asked.retain(|_, a| match a {
+            Asked::Approval(ap) if gone(&ap.origin) => {
+                origins.push(ap.origin.clone());
+                false
+            }
+            _ => true,
+        });
+        origins
+    }
+}
+
+/// An `elicitation/create` request (method and params) for `inputRequests`.
+fn elicitation_request(message: &str, schema: &str) -> Value {
+    let schema: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({"type": "object"}));
+    json!({"method": METHOD, "params": {"mode": "form", "message": message, "requestedSchema": schema}})
+}

@@ -1,0 +1,292 @@
+//! Lifecycle: how a downstream request is placed in an era and a session.
+//!
+//! - **2025-11-25 and older**: `initialize` opens a session (the host gives it a
+//!   `Mcp-Session-Id` over HTTP); the version offered is echoed when the gateway
+//!   speaks it, else the newest it speaks is answered; `notifications/initialized`
+//!   follows. Every later request of the client names the session.
+//! - **2026-07-28, stateless**: no handshake and no session. Every request carries
+//!   `_meta` with `io.modelcontextprotocol/protocolVersion` and
+//!   `io.modelcontextprotocol/clientCapabilities` (and should carry `clientInfo`);
+//!   `server/discover` says what the gateway supports. Over HTTP the
+//!   `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must agree with
+//!   the body. Errors of this era carry an HTTP status (400 for bad parameters and
+//!   mismatches, 404 for unknown methods), which the host applies to the exchange.
+
+use crate::methods;
+use crate::prelude::*;
+
+use serde_json::{Map, Value, json};
+
+use crate::client::{OFFERED_VERSION, STATELESS_VERSION, SUPPORTED_VERSIONS};
+use crate::jsonrpc::{INVALID_PARAMS, RpcError};
+use crate::transport::Pair;
+
+/// `_meta` key of the protocol version (2026-07-28).
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of the client's capabilities (2026-07-28).
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of the server's name and version on results (2026-07-28).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key of the lowest log level a request wants (2026-07-28).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key of a `subscriptions/listen` stream's id (2026-07-28).
+pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// JSON-RPC: the request's HTTP headers disagree with its body (2026-07-28).
+pub const HEADER_MISMATCH: i64 = -32020;
+/// JSON-RPC: a protocol version the server does not speak (2026-07-28).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// What a 2026-07-28 request says about its client, from its `_meta`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestMeta {
+    /// The client declared `elicitation` (form mode) for this request.
+    pub elicitation: bool,
+    /// The lowest log level the client wants on this request's stream, as a rank
+    /// (see [`super::logging::rank`]); `None`: no log messages.
+    pub log_level: Option<u8>,
+}
+
+/// An error for the downstream client, with the HTTP status it carries (none:
+/// the exchange's usual status).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The JSON-RPC error.
+    pub error: RpcError,
+    /// The HTTP status of a 2026-07-28 error (400, 404).
+    pub status: Option<u16>,
+}
+
+impl Refusal {
+    /// An error without a particular HTTP status.
+    pub fn new(code: i64, message: impl Into<String>) -> Refusal {
+        Refusal {
+            error: RpcError::new(code, message),
+            status: None,
+        }
+    }
+
+    /// The same, with an HTTP status.
+    pub fn status(mut self, status: u16) -> Refusal {
+        self.status = Some(status);
+        self
+    }
+
+    /// The same, with `data`.
+    pub fn data(mut self, data: Value) -> Refusal {
+        self.error.data = Some(data);
+        self
+    }
+}
+
+/// The value of a request header, by case-insensitive name, without the
+/// whitespace HTTP allows around it.
+pub fn header<'a>(headers: &'a [Pair], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|p| p.name.eq_ignore_ascii_case(name))
+        .map(|p| p.value.trim())
+}
+
+/// Whether a request without a session is meant as a 2026-07-28 one.
+pub fn claims_stateless(method: &str, meta: Option<&Map<String, Value>>, headers: &[Pair]) -> bool {
+    method == methods::SERVER_DISCOVER
+        || meta.is_some_and(|m| m.contains_key(META_PROTOCOL_VERSION))
+        || header(headers, "mcp-protocol-version") == Some(STATELESS_VERSION)
+}
+
+/// Checks a 2026-07-28 request's `_meta` and headers; what it says of the client.
+pub fn check_stateless(
+    method: &str,
+    params: &Value,
+    headers: &[Pair],
+    http: bool,
+) -> Result<RequestMeta, Refusal> {
+    let invalid = |why: &str| {
+        Refusal::new(
+            INVALID_PARAMS,
+            format!(
+                "Invalid params: {why} (a 2026-07-28 request carries _meta with \
+                 {META_PROTOCOL_VERSION} and {META_CLIENT_CAPABILITIES})"
+            ),
+        )
+        .status(400)
+    };
+    let Some(meta) = params.get("_meta").and_then(Value::as_object) else {
+        return Err(invalid("_meta is missing"));
+    };
+    let Some(version) = meta.get(META_PROTOCOL_VERSION).and_then(Value::as_str) else {
+        return Err(invalid("_meta has no protocol version"));
+    };
+    let Some(capabilities) = meta
+        .get(META_CLIENT_CAPABILITIES)
+        .and_then(Value::as_object)
+    else {
+        return Err(invalid("_meta has no client capabilities object"));
+    };
+    let mismatch = |what: String| {
+        Refusal::new(HEADER_MISMATCH, format!("Header mismatch: {what}")).status(400)
+    };
+    // Headers first: a body that disagrees with its headers is refused as such,
+    // whatever version it names.
+    if let Some(h) = header(headers, "mcp-protocol-version")
+        && h != version
+    {
+        return Err(mismatch(format!(
+            "MCP-Protocol-Version is {h:?} but _meta says {version:?}"
+        )));
+    }
+    if version != STATELESS_VERSION {
+        return Err(Refusal::new(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            format!("Unsupported protocol version {version:?}; this server speaks {STATELESS_VERSION} (and 2025-11-25 and older through initialize)"),
+        )
+        .data(json!({"supported": [STATELESS_VERSION], "requested": version}))
+        .status(400));
+    }
+    // Over HTTP every request names its method, and a request about a named
+    // tool (resource, prompt) names it, in headers (SEP-2243).
+    match header(headers, "mcp-method") {
+        Some(h) if h != method => {
+            return Err(mismatch(format!(
+                "Mcp-Method is {h:?} but the method is {method:?}"
+            )));
+        }
+        None if http => {
+            return Err(mismatch(format!(
+                "the Mcp-Method header is missing (the method is {method:?})"
+            )));
+        }
+        _ => {}
+    }
+    let name = params
+        .get("name")
+        .or_else(|| params.get("uri"))
+        .and_then(Value::as_str);
+    match (header(headers, "mcp-name"), name) {
+        (Some(h), name) if name != Some(h) => {
+            return Err(mismatch(format!(
+                "Mcp-Name is {h:?} but the request names {}",
+                name.map_or("nothing".to_string(), |n| format!("{n:?}"))
+            )));
+        }
+        (None, Some(name)) if http => {
+            return Err(mismatch(format!(
+                "the Mcp-Name header is missing (the request names {name:?})"
+            )));
+        }
+        _ => {}
+    }
+    Ok(RequestMeta {
+        elicitation: declares_form_elicitation(capabilities.get("elicitation")),
+        log_level: meta
+            .get(META_LOG_LEVEL)
+            .and_then(Value::as_str)
+            .and_then(super::logging::rank),
+    })
+}
+
+/// Whether an `elicitation` capability covers form mode: `{}` (the form before
+/// modes existed) or `{"form": {}}`.
+pub fn declares_form_elicitation(capability: Option<&Value>) -> bool {
+    match capability {
+        Some(Value::Object(modes)) => modes.is_empty() || modes.contains_key("form"),
+        _ => false,
+    }
+}
+
+/// The protocol version to answer an `initialize` that offered `offered`.
+pub fn negotiate(offered: Option<&str>) -> &'static str {
+    SUPPORTED_VERSIONS
+        .iter()
+        .find(|v| Some(**v) == offered)
+        .copied()
+        .unwrap_or(OFFERED_VERSION)
+}
+
+/// `serverInfo`.
+pub fn server_info() -> Value {
+    json!({"name": "mcpbox", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The `initialize` result for a client offered `version`.
+pub fn initialize_result(version: &str) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+        "serverInfo": server_info(),
+        "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
+    })
+}
+
+/// The `server/discover` result.
+pub fn discover_result() -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": [STATELESS_VERSION],
+        "capabilities": {"tools": {"listChanged": true}},
+        // The gateway's capabilities never change while it runs; the answer is
+        // the same for every client.
+        "ttlMs": 3_600_000,
+        "cacheScope": "public",
+        "_meta": {META_SERVER_INFO: server_info()}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Value {
+        json!({"_meta": {META_PROTOCOL_VERSION: STATELESS_VERSION, META_CLIENT_CAPABILITIES: {}}})
+    }
+
+    #[test]
+    fn stateless_requests_are_checked() {
+        assert_eq!(
+            check_stateless("tools/list", &meta(), &[], false),
+            Ok(RequestMeta::default())
+        );
+        let e = check_stateless("tools/list", &json!({}), &[], false).unwrap_err();
+        assert_eq!((e.error.code, e.status), (INVALID_PARAMS, Some(400)));
+        let mut old = meta();
+        old["_meta"][META_PROTOCOL_VERSION] = json!("v9");
+        let e = check_stateless("tools/list", &old, &[], false).unwrap_err();
+        assert_eq!(e.error.code, UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(e.error.data.unwrap()["requested"], "v9");
+        let h = |n: &str, v: &str| Pair {
+            name: n.into(),
+            value: v.into(),
+        };
+        let e = check_stateless(
+            "tools/list",
+            &meta(),
+            &[h("Mcp-Method", "tools/call")],
+            false,
+        )
+        .unwrap_err();
+        assert_eq!(e.error.code, HEADER_MISMATCH);
+        let mut call = meta();
+        call["name"] = json!("a");
+        assert!(check_stateless("tools/call", &call, &[h("mcp-name", " a ")], false).is_ok());
+        assert!(check_stateless("tools/call", &call, &[h("mcp-name", "b")], false).is_err());
+        // Over HTTP the headers are required.
+        let e = check_stateless("tools/call", &call, &[h("mcp-name", "a")], true).unwrap_err();
+        assert_eq!((e.error.code, e.status), (HEADER_MISMATCH, Some(400)));
+        let both = [h("Mcp-Method", "tools/call"), h("Mcp-Name", "a")];
+        assert!(check_stateless("tools/call", &call, &both, true).is_ok());
+    }
+
+    #[test]
+    fn versions_are_negotiated() {
+        assert_eq!(negotiate(Some("2025-03-26")), "2025-03-26");
+        assert_eq!(negotiate(Some("1999-01-01")), OFFERED_VERSION);
+        assert_eq!(negotiate(None), OFFERED_VERSION);
+        assert!(declares_form_elicitation(Some(&json!({}))));
+        assert!(declares_form_elicitation(Some(
+            &json!({"form": {}, "url": {}})
+        )));
+        assert!(!declares_form_elicitation(Some(&json!({"url": {}}))));
+        assert!(!declares_form_elicitation(None));
+    }
+}

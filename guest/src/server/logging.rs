@@ -1,0 +1,104 @@
+//! Logging and progress, passed from upstream servers to downstream clients.
+//!
+//! An upstream `notifications/message` names its server but not a call, so it goes
+//! to the streams of that server's calls in flight whose clients want that level
+//! (a 2025 session's `logging/setLevel`, everything when never set; a 2026-07-28
+//! request's `_meta` `logLevel`, nothing when absent), and to every other 2025
+//! session's standalone stream. Progress names the call: it goes on that call's
+//! stream under the progress token the downstream client gave.
+
+use crate::methods;
+use crate::prelude::*;
+use alloc::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::client::Progress;
+use crate::jsonrpc;
+use crate::manager::LogEntry;
+
+use super::{Gateway, Signal, Target};
+
+/// MCP log levels, lowest first (RFC 5424 severities).
+const LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// The rank of a log level (0 = debug).
+pub fn rank(level: &str) -> Option<u8> {
+    LEVELS.iter().position(|l| *l == level).map(|i| i as u8)
+}
+
+impl Gateway {
+    /// Passes an upstream server's log line to the clients that want it.
+    pub(super) fn route_log(&mut self, log: &LogEntry) {
+        let level = rank(&log.level).unwrap_or(1);
+        let data = serde_json::from_str::<Value>(&log.message)
+            .ok()
+            .filter(|v| v.is_object() || v.is_array())
+            .unwrap_or_else(|| Value::String(log.message.clone()));
+        let note = jsonrpc::notification(
+            methods::LOG_MESSAGE,
+            Some(&json!({"level": log.level, "logger": log.server, "data": data})),
+        );
+        let mut told = BTreeSet::new();
+        let mut out = Vec::new();
+        for call in self.calls.values() {
+            if *call.server != *log.server {
+                continue;
+            }
+            let wants = match &call.origin.stateless {
+                Some(meta) => meta.log_level.is_some_and(|min| level >= min),
+                None => call
+                    .origin
+                    .session
+                    .and_then(|s| self.sessions.get(&s))
+                    .is_some_and(|s| level >= s.log_level),
+            };
+            if wants && call.origin.exchange.is_some() {
+                out.push(Signal::Message {
+                    target: Target::Exchange(call.origin.exchange.unwrap_or_default()),
+                    text: note.clone(),
+                });
+                told.extend(call.origin.session);
+            }
+        }
+        for (id, session) in &self.sessions {
+            if session.initialized && level >= session.log_level && !told.contains(id) {
+                out.push(Signal::Message {
+                    target: Target::Session(*id),
+                    text: note.clone(),
+                });
+            }
+        }
+        self.out.extend(out);
+    }
+
+    /// Passes upstream progress on a call to the downstream progress token.
+    pub(super) fn route_progress(&mut self, p: &Progress) {
+        let Some(call) = self.calls.get(&p.call) else {
+            return;
+        };
+        let (Some(token), Some(exchange)) = (&call.progress_token, call.origin.exchange) else {
+            return;
+        };
+        let mut params = json!({"progressToken": token, "progress": p.progress});
+        if let Some(total) = &p.total {
+            params["total"] = total.clone();
+        }
+        if let Some(message) = &p.message {
+            params["message"] = Value::String(message.clone());
+        }
+        self.out.push(Signal::Message {
+            target: Target::Exchange(exchange),
+            text: jsonrpc::notification(methods::PROGRESS, Some(&params)),
+        });
+    }
+}

@@ -1,0 +1,899 @@
+//! The MCP server side: the registry served to downstream MCP clients
+//! (`mcpbox serve`), as a state machine with no I/O of its own.
+//!
+//! The host frames the transport (stdio lines, HTTP requests and SSE streams) and
+//! hands each downstream message in with the facts only it knows
+//! ([`Inbound`]: the *exchange* it arrived on — one HTTP POST, or one stdio line —
+//! the session the host found for its `Mcp-Session-Id`, the profile named by the
+//! path, the MCP headers). The gateway answers with [`Signal`]s: messages for an
+//! exchange (its answer stream) or for a session's standalone stream (the GET
+//! stream; stdout on stdio), the end of an exchange with its HTTP status, and the
+//! opening of a session (the host then makes up its `Mcp-Session-Id`). Between the
+//! two sits the [`Manager`]: a downstream `tools/call` becomes a manager call, and
+//! what the manager reports about it (completion, progress, input requests, logs)
+//! goes back to the client that made it. Every MCP meaning is decided here — eras,
+//! sessions, ids, errors, which stream a message belongs to, when an answer is
+//! final — so any host, including a stock `wasi:http` one, serves the same gateway.
+//!
+//! | module | MCP concept |
+//! |---|---|
+//! | [`lifecycle`] | `initialize` and sessions (2025-11-25 and older); `server/discover`, per-request `_meta` and headers (2026-07-28) |
+//! | `tools` | `tools/list` with pagination, `tools/call` bridged to the registry |
+//! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
+//! | [`policy`] | the permission rules the gateway applies (allow / ask / deny per profile) |
+//! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
+//! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create` or `input_required` |
+//! | `subscriptions` | `notifications/tools/list_changed` (2025) and `subscriptions/listen` (2026-07-28) |
+//! | [`logging`] | upstream log lines and progress to the right downstream stream |
+//!
+//! # Exchanges and their end
+//!
+//! Every request of an exchange is answered exactly once on that exchange (a
+//! downstream `notifications/cancelled` answers it with silence); when the last
+//! one is answered the gateway ends the exchange ([`Signal::End`]), so the host can
+//! close that POST's SSE stream. An exchange of notifications and responses only
+//! ends at once with status 202. A `subscriptions/listen` request is never
+//! answered: its exchange stays open until the client goes away.
+
+pub mod exposure;
+pub mod lifecycle;
+pub mod logging;
+pub mod policy;
+pub mod search;
+
+mod elicitation;
+mod subscriptions;
+mod tools;
+
+#[cfg(test)]
+mod tests;
+
+use crate::methods;
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
+use alloc::rc::Rc;
+
+use serde_json::{Value, json};
+
+use crate::client::{CallError, Completion};
+use crate::config::ConfigIssue;
+use crate::elicitation::InputRequest;
+use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message};
+use crate::manager::{Event, Manager};
+use crate::transport::{Pair, Platform};
+
+use exposure::{Exposure, Naming};
+use lifecycle::{Refusal, RequestMeta};
+use policy::Rules;
+
+/// JSON-RPC: the text is not JSON.
+const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: not a valid request.
+const INVALID_REQUEST: i64 = -32600;
+
+/// The served-name budget that leaves room for a client's `mcp__mcpbox__` prefix
+/// within 64 characters (see [`exposure`]).
+pub const DEFAULT_MAX_NAME_LEN: usize = 64 - "mcp__mcpbox__".len();
+
+/// Tools per `tools/list` page.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
+
+/// How a downstream client is connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    /// Newline-delimited JSON-RPC on the host's stdin and stdout: one client.
+    Stdio,
+    /// Streamable HTTP: many clients; an exchange is one POST.
+    Http,
+}
+
+/// How the gateway serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// How registry tools are named downstream.
+    pub naming: Naming,
+    /// The longest served name.
+    pub max_name_len: usize,
+    /// Serve `search_tools` and `call_tool` instead of every tool.
+    pub tool_search: bool,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// Random text from the host, to make `requestState` tokens unguessable
+    /// (the guest has no randomness of its own).
+    pub secret: String,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            naming: Naming::Prefixed,
+            max_name_len: DEFAULT_MAX_NAME_LEN,
+            tool_search: false,
+            page_size: DEFAULT_PAGE_SIZE,
+            secret: String::new(),
+        }
+    }
+}
+
+/// One downstream message with the transport facts the host knows about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inbound {
+    /// The session the host found for the request's `Mcp-Session-Id` (or the one
+    /// the stdio client opened); none when the request names none.
+    pub session: Option<u64>,
+    /// The exchange: one HTTP POST, or one stdio line. Unique for the run.
+    pub exchange: u64,
+    /// The transport.
+    pub kind: TransportKind,
+    /// The profile chosen (`--profile`, or the path `/mcp/NAME`).
+    pub profile: Option<String>,
+    /// The request's MCP headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, …).
+    pub headers: Vec<Pair>,
+    /// The JSON-RPC message (or batch) text.
+    pub text: String,
+}
+
+/// Where a message goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// The answer stream of an exchange (the POST's response; stdout on stdio).
+    Exchange(u64),
+    /// A session's standalone stream (the HTTP GET stream; stdout on stdio).
+    Session(u64),
+}
+
+/// What the gateway tells the host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Signal {
+    /// A message for the client.
+    Message {
+        /// Which stream it belongs to.
+        target: Target,
+        /// The JSON-RPC message text.
+        text: String,
+    },
+    /// The exchange is over: every request in it is answered. `status` is the
+    /// HTTP status for an answer not yet streamed (202 when nothing was answered).
+    End {
+        /// The exchange.
+        exchange: u64,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// `initialize` on `exchange` opened `session`: over HTTP the host gives it an
+    /// `Mcp-Session-Id` on that exchange's answer and maps the id to it.
+    SessionOpened {
+        /// The exchange that carried `initialize`.
+        exchange: u64,
+        /// The new session's handle.
+        session: u64,
+    },
+}
+
+/// A 2025-era session.
+#[derive(Debug, Clone)]
+struct Session {
+    profile: Option<String>,
+    /// The negotiated version.
+    protocol_version: &'static str,
+    /// The client declared form-mode elicitation.
+    elicitation: bool,
+    /// `notifications/initialized` arrived.
+    initialized: bool,
+    /// The lowest log level it wants (rank; 0 until `logging/setLevel`).
+    log_level: u8,
+    /// The exposure fingerprint the session last saw or was told about.
+    notified: u64,
+}
+
+/// Where a downstream request came from and how to answer it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    /// The exchange to answer on; none while a 2026-07-28 call waits for a retry.
+    exchange: Option<u64>,
+    session: Option<u64>,
+    id: Id,
+    /// The request's `_meta` facts, for a 2026-07-28 request.
+    stateless: Option<RequestMeta>,
+    profile: Option<String>,
+}
+
+impl Origin {
+    /// Whether the client can be asked for input on this request.
+    fn can_elicit(&self, sessions: &BTreeMap<u64, Session>) -> bool {
+        match &self.stateless {
+            Some(meta) => meta.elicitation,
+            None => self
+                .session
+                .and_then(|s| sessions.get(&s))
+                .is_some_and(|s| s.elicitation),
+        }
+    }
+}
+
+/// A downstream `tools/call` running as a manager call.
+#[derive(Debug, Clone)]
+struct DownCall {
+    origin: Origin,
+    progress_token: Option<Value>,
+    /// The upstream server's configured name.
+    server: Rc<str>,
+    /// The served tool name.
+    served: String,
+    /// The client cancelled it: no answer goes back.
+    cancelled: bool,
+    /// Input requests that came while the call waited for a 2026-07-28 retry.
+    queued: Vec<InputRequest>,
+}
+
+/// An exchange with requests not yet answered.
+#[derive(Debug, Clone)]
+struct Exchange {
+    session: Option<u64>,
+    kind: TransportKind,
+    /// Requests not answered yet.
+    open: usize,
+    /// Whether anything was answered (for the status of an empty exchange).
+    answered: bool,
+    /// The HTTP status of the first error with one.
+    status: Option<u16>,
+    /// The `subscriptions/listen` it carries.
+    listen: Option<subscriptions::Listen>,
+}
+
+/// The server side of one guest instance.
+#[derive(Debug, Default)]
+pub struct Gateway {
+    options: ServeOptions,
+    rules: Rules,
+    serving: bool,
+    sessions: BTreeMap<u64, Session>,
+    next_session: u64,
+    exchanges: BTreeMap<u64, Exchange>,
+    /// Manager call → the downstream call it serves.
+    calls: BTreeMap<u64, DownCall>,
+    /// `tools/list` requests held while servers start.
+    held: Vec<(Origin, Option<String>)>,
+    /// `tools/call` requests for tools not listed yet, held while servers start.
+    held_calls: Vec<(Origin, Value)>,
+    /// The served tools per profile, rebuilt when the registry changes.
+    exposures: BTreeMap<Option<String>, Rc<Exposure>>,
+    /// Tools each profile served before whose server is gone, by served name.
+    retired: BTreeMap<Option<String>, BTreeMap<String, exposure::Exposed>>,
+    /// Search indexes per profile.
+    indexes: BTreeMap<Option<String>, Rc<search::Index>>,
+    /// The registry generation the sessions were last compared against.
+    seen_generation: u64,
+    /// Requests sent to downstream clients (elicitation), by id text.
+    asked: BTreeMap<String, elicitation::Asked>,
+    /// 2026-07-28 `input_required` rounds waiting for a retry, by `requestState`.
+    rounds: BTreeMap<String, elicitation::Round>,
+    next_request: u64,
+    /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
+    warnings: Vec<String>,
+    /// The session of the stdio client. On stdio the connection is the session:
+    /// lines that follow `initialize` belong to it even when the host hands them in
+    /// before it saw the session open.
+    stdio_session: Option<u64>,
+    out: Vec<Signal>,
+}
+
+/// The text of a JSON value, for building messages around raw JSON.
+fn json_text(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+impl Gateway {
+    /// A gateway that serves nobody yet.
+    pub fn new() -> Gateway {
+        Gateway {
+            next_session: 1,
+            next_request: 1,
+            ..Gateway::default()
+        }
+    }
+
+    /// Reads the rules (`permissions`, `profiles`) of a configuration. Called with
+    /// every configuration the manager loads.
+    pub fn configure(&mut self, text: &str) -> Vec<ConfigIssue> {
+        let (rules, issues) = Rules::parse(text);
+        self.rules = rules;
+        self.exposures.clear();
+        self.indexes.clear();
+        issues
+    }
+
+    /// Starts serving. `Err` when `profile` (the stdio client's) is not configured.
+    pub fn serve(&mut self, options: ServeOptions, profile: Option<&str>) -> Result<(), String> {
+        if let Some(p) = profile {
+            self.check_profile(p)?;
+        }
+        self.options = options;
+        self.serving = true;
+        self.exposures.clear();
+        Ok(())
+    }
+
+    fn check_profile(&self, profile: &str) -> Result<(), String> {
+        if self.rules.has_profile(profile) {
+            return Ok(());
+        }
+        let names = self.rules.profile_names();
+        Err(format!(
+            "no profile named `{profile}` in the configuration (configured: {}); \
+             add it under \"profiles\"",
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        ))
+    }
+
+    /// Takes what the gateway has for the host.
+    pub fn take_signals(&mut self) -> Vec<Signal> {
+        core::mem::take(&mut self.out)
+    }
+
+    /// Takes warnings for the host's log (served-name clashes).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        core::mem::take(&mut self.warnings)
+    }
+
+    /// Handles a downstream message (or batch).
+    pub fn receive<P: Platform>(&mut self, m: &mut Manager<P>, inbound: Inbound) {
+        let Inbound {
+            session,
+            exchange,
+            kind,
+            profile,
+            headers,
+            text,
+        } = inbound;
+        let session = match (session, kind) {
+            (None, TransportKind::Stdio) => self.stdio_session,
+            (session, _) => session,
+        };
+        self.exchanges.entry(exchange).or_insert(Exchange {
+            session,
+            kind,
+            open: 0,
+            answered: false,
+            status: None,
+            listen: None,
+        });
+        // Count the requests first, so one answered at once does not end the
+        // exchange before the rest of a batch is read.
+        let messages = jsonrpc::parse(&text);
+        drop(text);
+        let requests = messages
+            .iter()
+            .filter(|m| matches!(m, Message::Request(_) | Message::Invalid(_)))
+            .count();
+        if let Some(x) = self.exchanges.get_mut(&exchange) {
+            x.open += requests;
+        }
+        let ctx = Context {
+            exchange,
+            session,
+            kind,
+            profile,
+            headers,
+        };
+        for message in messages {
+            match message {
+                Message::Request(r) => self.on_request(m, &ctx, r),
+                Message::Notification(n) => self.on_notification(m, &ctx, n),
+                Message::Response(r) => self.on_response(m, r),
+                Message::Invalid(why) => {
+                    let code = if why.starts_with("not valid JSON") {
+                        PARSE_ERROR
+                    } else {
+                        INVALID_REQUEST
+                    };
+                    let origin = Origin {
+                        exchange: Some(exchange),
+                        session,
+                        id: Id::Other("null".into()),
+                        stateless: None,
+                        profile: None,
+                    };
+                    self.answer(&origin, Err(Refusal::new(code, why).status(400)));
+                }
+            }
+        }
+        self.maybe_end(exchange);
+    }
+
+    /// The client went away from an exchange (its HTTP connection closed, or
+    /// stdin ended). Its calls are cancelled, except in a 2025 HTTP session, whose
+    /// client may resume the stream (`Last-Event-ID`): those run on.
+    pub fn exchange_closed<P: Platform>(&mut self, m: &mut Manager<P>, exchange: u64) {
+        let Some(x) = self.exchanges.get(&exchange) else {
+            return;
+        };
+        if x.kind == TransportKind::Http && x.session.is_some() && x.listen.is_none() {
+            return;
+        }
+        self.exchanges.remove(&exchange);
+        let gone: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.origin.exchange == Some(exchange))
+            .map(|(call, _)| *call)
+            .collect();
+        for call in gone {
+            if let Some(c) = self.calls.get_mut(&call) {
+                c.cancelled = true;
+            }
+            m.cancel(call);
+        }
+        self.forget_asks(|o| o.exchange == Some(exchange));
+    }
+
+    /// The client ended its session (HTTP `DELETE`, or stdin closed): its calls
+    /// are cancelled and the session is forgotten.
+    pub fn session_closed<P: Platform>(&mut self, m: &mut Manager<P>, session: u64) {
+        if self.stdio_session == Some(session) {
+            self.stdio_session = None;
+        }
+        if self.sessions.remove(&session).is_none() {
+            return;
+        }
+        let gone: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.origin.session == Some(session))
+            .map(|(call, _)| *call)
+            .collect();
+        for call in gone {
+            if let Some(c) = self.calls.get_mut(&call) {
+                c.cancelled = true;
+            }
+            m.cancel(call);
+        }
+        self.forget_asks(|o| o.session == Some(session));
+        let exchanges: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| x.session == Some(session))
+            .map(|(id, _)| *id)
+            .collect();
+        for x in exchanges {
+            self.exchanges.remove(&x);
+        }
+    }
+
+    /// Takes what the manager produced: the completions and events of the
+    /// gateway's calls are handled here; the rest are returned for the host.
+    pub fn absorb<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        completions: Vec<Completion>,
+        events: Vec<Event>,
+    ) -> (Vec<Completion>, Vec<Event>) {
+        // Progress and log lines of a call come before its answer: they go out
+        // first, while the call's stream is still open.
+        let mut rest = Vec::with_capacity(events.len());
+        let mut for_host = Vec::new();
+        for event in events {
+            match event {
+                Event::Progress(p) => self.route_progress(&p),
+                Event::Log(log) => {
+                    if self.serving {
+                        self.route_log(&log);
+                    }
+                    for_host.push(Event::Log(log));
+                }
+                other => rest.push(other),
+            }
+        }
+        let mut theirs = Vec::new();
+        for c in completions {
+            if self.calls.contains_key(&c.call) {
+                self.complete(c);
+            } else {
+                theirs.push(c);
+            }
+        }
+        let mut inputs = Vec::new();
+        for event in rest {
+            match event {
+                Event::InputRequested(r) if self.owns_input(&r) => inputs.push(r),
+                Event::InputWithdrawn(id) if self.withdraw_input(id) => {}
+                other => for_host.push(other),
+            }
+        }
+        if !inputs.is_empty() {
+            self.inputs_requested(m, inputs);
+        }
+        if self.serving {
+            // Held lists first: a client that gets the settled list needs no
+            // list_changed for it.
+            let held = !self.held.is_empty() || !self.held_calls.is_empty();
+            if held && !m.starting() {
+                self.release_held(m);
+            }
+            if m.tools_generation() != self.seen_generation {
+                self.tools_changed(m);
+            }
+        }
+        for_host.extend(self.take_warnings().into_iter().map(Event::Warning));
+        (theirs, for_host)
+    }
+
+    fn on_request<P: Platform>(&mut self, m: &mut Manager<P>, ctx: &Context, r: jsonrpc::Request) {
+        let params: Value = r
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_else(|| json!({}));
+        let mut origin = Origin {
+            exchange: Some(ctx.exchange),
+            session: ctx.session,
+            id: r.id,
+            stateless: None,
+            profile: ctx.profile.clone(),
+        };
+        if let Some(p) = &ctx.profile
+            && let Err(why) = self.check_profile(p)
+        {
+            return self.answer(
+                &origin,
+                Err(Refusal::new(jsonrpc::INVALID_PARAMS, why).status(404)),
+            );
+        }
+        let method = r.method.as_str();
+        // A 2025 session's requests are that session's, whatever they claim.
+        if let Some(s) = ctx.session {
+            let Some(session) = self.sessions.get(&s) else {
+                return self.answer(
+                    &origin,
+                    Err(Refusal::new(
+                        INVALID_REQUEST,
+                        "Session not found: it ended; initialize again",
+                    )
+                    .status(404)),
+                );
+            };
+            origin.profile = session.profile.clone();
+            return self.legacy(m, origin, method, params);
+        }
+        let meta = params.get("_meta").and_then(Value::as_object);
+        if lifecycle::claims_stateless(method, meta, &ctx.headers) {
+            match lifecycle::check_stateless(
+                method,
+                &params,
+                &ctx.headers,
+                ctx.kind == TransportKind::Http,
+            ) {
+                Ok(meta) => origin.stateless = Some(meta),
+                Err(refusal) => return self.answer(&origin, Err(refusal)),
+            }
+            return self.stateless(m, origin, method, params);
+        }
+        if method == methods::INITIALIZE {
+            return self.initialize(m, ctx, origin, &params);
+        }
+        let refusal = Refusal::new(
+            INVALID_REQUEST,
+            "Bad Request: no session; send initialize first (MCP 2025-11-25 and older), \
+             or the 2026-07-28 _meta on every request",
+        )
+        .status(400);
+        self.answer(&origin, Err(refusal));
+    }
+
+    fn initialize<P: Platform>(
+        &mut self,
+        m: &Manager<P>,
+        ctx: &Context,
+        origin: Origin,
+        params: &Value,
+    ) {
+        let notified = self.exposure(m, ctx.profile.as_deref()).fingerprint;
+        let version = lifecycle::negotiate(params.get("protocolVersion").and_then(Value::as_str));
+        let elicitation = lifecycle::declares_form_elicitation(
+            params
+                .get("capabilities")
+                .and_then(|c| c.get("elicitation")),
+        );
+        let id = self.next_session;
+        self.next_session += 1;
+        self.sessions.insert(
+            id,
+            Session {
+                profile: ctx.profile.clone(),
+                protocol_version: version,
+                elicitation,
+                initialized: false,
+                log_level: 0,
+                notified,
+            },
+        );
+        if let Some(x) = self.exchanges.get_mut(&ctx.exchange) {
+            x.session = Some(id);
+        }
+        if ctx.kind == TransportKind::Stdio {
+            self.stdio_session = Some(id);
+        }
+        self.out.push(Signal::SessionOpened {
+            exchange: ctx.exchange,
+            session: id,
+        });
+        let mut origin = origin;
+        origin.session = Some(id);
+        self.answer(
+            &origin,
+            Ok(json_text(&lifecycle::initialize_result(version))),
+        );
+    }
+
+    /// A request of a 2025 session.
+    fn legacy<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        method: &str,
+        params: Value,
+    ) {
+        match method {
+            methods::PING => self.answer(&origin, Ok("{}".into())),
+            methods::INITIALIZE => {
+                let version = self
+                    .sessions
+                    .get(&origin.session.unwrap_or_default())
+                    .map_or("2025-11-25", |s| s.protocol_version);
+                self.answer(
+                    &origin,
+                    Ok(json_text(&lifecycle::initialize_result(version))),
+                );
+            }
+            methods::TOOLS_LIST => self.list_tools(m, origin, &params),
+            methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            methods::LOGGING_SET_LEVEL => {
+                let level = params.get("level").and_then(Value::as_str);
+                match level.and_then(logging::rank) {
+                    Some(rank) => {
+                        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+                            s.log_level = rank;
+                        }
+                        self.answer(&origin, Ok("{}".into()));
+                    }
+                    None => self.answer(
+                        &origin,
+                        Err(Refusal::new(
+                            jsonrpc::INVALID_PARAMS,
+                            format!("Invalid params: unknown log level {level:?}"),
+                        )),
+                    ),
+                }
+            }
+            _ => self.answer(
+                &origin,
+                Err(Refusal::new(
+                    METHOD_NOT_FOUND,
+                    format!("Method not found: {method}"),
+                )),
+            ),
+        }
+    }
+
+    /// A 2026-07-28 request whose `_meta` checked out.
+    fn stateless<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        method: &str,
+        params: Value,
+    ) {
+        match method {
+            methods::SERVER_DISCOVER => {
+                self.answer(&origin, Ok(json_text(&lifecycle::discover_result())))
+            }
+            methods::TOOLS_LIST => self.list_tools(m, origin, &params),
+            methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
+            _ => self.answer(
+                &origin,
+                Err(
+                    Refusal::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+                        .status(404),
+                ),
+            ),
+        }
+    }
+
+    fn on_notification<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        ctx: &Context,
+        n: jsonrpc::Notification,
+    ) {
+        let params: Value = n
+            .params
+            .as_ref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(Value::Null);
+        match n.method.as_str() {
+            methods::INITIALIZED => {
+                if let Some(s) = ctx.session.and_then(|s| self.sessions.get_mut(&s)) {
+                    s.initialized = true;
+                }
+            }
+            methods::CANCELLED => {
+                // Over stateless HTTP a client cancels by closing the stream: an
+                // id alone could name another client's request.
+                if ctx.session.is_none() && ctx.kind == TransportKind::Http {
+                    return;
+                }
+                let Some(request) = params.get("requestId") else {
+                    return;
+                };
+                let id = Id::from_json(&request.to_string());
+                self.cancelled(m, ctx.session, &id);
+            }
+            _ => {}
+        }
+    }
+
+    /// The downstream client cancelled its request `id`.
+    fn cancelled<P: Platform>(&mut self, m: &mut Manager<P>, session: Option<u64>, id: &Id) {
+        let call = self
+            .calls
+            .iter()
+            .find(|(_, c)| c.origin.session == session && c.origin.id == *id && !c.cancelled)
+            .map(|(call, _)| *call);
+        if let Some(call) = call {
+            if let Some(c) = self.calls.get_mut(&call) {
+                c.cancelled = true;
+            }
+            m.cancel(call);
+            return;
+        }
+        // A call still waiting for its approval: nothing runs upstream yet.
+        let origins = self.forget_asks(|o| o.session == session && o.id == *id);
+        for origin in origins {
+            self.answer_nothing(&origin);
+        }
+    }
+
+    /// Answers one request of an exchange.
+    fn answer(&mut self, origin: &Origin, outcome: Result<String, Refusal>) {
+        let stateless = origin.stateless.is_some();
+        let (text, status) = match outcome {
+            Ok(mut result) => {
+                if stateless && !result.contains("\"resultType\"") {
+                    complete(&mut result);
+                }
+                let text = format!(
+                    r#"{{"jsonrpc":"2.0","id":{},"result":{result}}}"#,
+                    origin.id.to_json()
+                );
+                (text, None)
+            }
+            Err(refusal) => (
+                jsonrpc::error_response(&origin.id, &refusal.error),
+                refusal.status,
+            ),
+        };
+        let Some(exchange) = origin.exchange else {
+            return;
+        };
+        self.out.push(Signal::Message {
+            target: Target::Exchange(exchange),
+            text,
+        });
+        if let Some(x) = self.exchanges.get_mut(&exchange) {
+            x.open = x.open.saturating_sub(1);
+            x.answered = true;
+            if x.status.is_none() {
+                x.status = status;
+            }
+        }
+        self.maybe_end(exchange);
+    }
+
+    /// Ends one request of an exchange without an answer (it was cancelled).
+    fn answer_nothing(&mut self, origin: &Origin) {
+        let Some(exchange) = origin.exchange else {
+            return;
+        };
+        if let Some(x) = self.exchanges.get_mut(&exchange) {
+            x.open = x.open.saturating_sub(1);
+        }
+        self.maybe_end(exchange);
+    }
+
+    fn maybe_end(&mut self, exchange: u64) {
+        let Some(x) = self.exchanges.get(&exchange) else {
+            return;
+        };
+        if x.open > 0 || x.listen.is_some() {
+            return;
+        }
+        let status = x.status.unwrap_or(if x.answered { 200 } else { 202 });
+        self.exchanges.remove(&exchange);
+        self.out.push(Signal::End { exchange, status });
+    }
+
+    /// The served tools of `profile`, built afresh when the registry changed.
+    fn exposure<P: Platform>(&mut self, m: &Manager<P>, profile: Option<&str>) -> Rc<Exposure> {
+        let generation = m.tools_generation();
+        let key = profile.map(String::from);
+        if let Some(e) = self.exposures.get(&key)
+            && e.generation == generation
+        {
+            return e.clone();
+        }
+        let (exposure, warnings) = exposure::build(
+            m.tool_entries(),
+            generation,
+            &self.rules,
+            profile,
+            self.options.naming,
+            self.options.max_name_len,
+        );
+        // A clash is reported once per registry change, not per profile.
+        if key.is_none() || self.exposures.is_empty() {
+            self.warnings.extend(warnings);
+        }
+        // Tools that left (their server failed) are kept by name: a call to one
+        // goes to the manager, which restarts the server or says why it cannot.
+        if let Some(old) = self.exposures.get(&key) {
+            let retired = self.retired.entry(key.clone()).or_default();
+            for t in &old.tools {
+                if exposure.get(&t.name).is_none() {
+                    retired.insert(t.name.clone(), t.clone());
+                }
+            }
+            retired.retain(|name, _| exposure.get(name).is_none());
+        }
+        let exposure = Rc::new(exposure);
+        self.exposures.insert(key, exposure.clone());
+        exposure
+    }
+
+    /// A tool `profile` served before and no longer lists (its server is gone).
+    fn retired(&self, profile: Option<&str>, name: &str) -> Option<&exposure::Exposed> {
+        self.retired.get(&profile.map(String::from))?.get(name)
+    }
+}
+
+/// The facts of the exchange a message came on.
+#[derive(Debug)]
+struct Context {
+    exchange: u64,
+    session: Option<u64>,
+    kind: TransportKind,
+    profile: Option<String>,
+    headers: Vec<Pair>,
+}
+
+/// Marks a result object text as complete (2026-07-28 results say what they are).
+fn complete(result: &mut String) {
+    let body = result.trim_start();
+    if body == "{}" {
+        *result = r#"{"resultType":"complete"}"#.into();
+    } else if body.starts_with('{') {
+        let at = result.find('{').unwrap_or(0) + 1;
+        result.insert_str(at, r#""resultType":"complete","#);
+    }
+}
+
+/// A tool result saying the call failed, for the model to read.
+fn tool_error(text: &str) -> String {
+    json_text(&json!({"content": [{"type": "text", "text": text}], "isError": true}))
+}
+
+/// What a call error becomes downstream: an unknown tool is a JSON-RPC error
+/// (-32602, as the spec has it); everything else a tool error the model can read.
+fn call_error(e: CallError) -> Result<String, Refusal> {
+    match e {
+        CallError::UnknownTool(m) => Err(Refusal::new(
+            jsonrpc::INVALID_PARAMS,
+            format!("Unknown tool: {m}"),
+        )),
+        other => Ok(tool_error(&other.to_string())),
+    }
+}

@@ -1,0 +1,961 @@
+//! The gateway against the real manager and scripted upstream servers on the
+//! in-memory platform: downstream messages in, signals out, as a host sees them.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::client::STATELESS_VERSION;
+use crate::manager::ServerState;
+use crate::testing::{Behaviour, FakePlatform, McpServer, Out, Output};
+
+/// A manager with the given servers (stdio entries) and a gateway serving it.
+struct Rig {
+    m: Manager<FakePlatform>,
+    g: Gateway,
+    next_exchange: u64,
+    /// Every signal seen, in order.
+    seen: Vec<Signal>,
+}
+
+fn config(servers: &[&str], extra: &str) -> String {
+    let entries: Vec<String> = servers
+        .iter()
+        .map(|s| format!(r#""{s}": {{"command": "{s}-server"}}"#))
+        .collect();
+    format!(r#"{{"mcpServers": {{{}}}{extra}}}"#, entries.join(", "))
+}
+
+impl Rig {
+    fn new(p: FakePlatform, servers: &[&str]) -> Rig {
+        Rig::with(p, servers, "", ServeOptions::default())
+    }
+
+    fn with(p: FakePlatform, servers: &[&str], extra: &str, options: ServeOptions) -> Rig {
+        let text = config(servers, extra);
+        let mut m = Manager::new(p);
+        assert_eq!(m.load_config("test", &text).unwrap(), vec![]);
+        m.enable_input_requests();
+        let mut g = Gateway::new();
+        assert_eq!(g.configure(&text), vec![]);
+        g.serve(
+            ServeOptions {
+                secret: "test-secret".into(),
+                ..options
+            },
+            None,
+        )
+        .unwrap();
+        m.start();
+        Rig {
+            m,
+            g,
+            next_exchange: 1,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Drives the manager until no server is starting.
+    fn settle(&mut self) {
+        for _ in 0..100 {
+            if !self.m.starting() {
+                self.turn();
+                return;
+            }
+            self.turn();
+        }
+        panic!("servers never settled: {:?}", self.m.servers());
+    }
+
+    /// One turn of the host's loop: the manager's wait, then the gateway.
+    fn turn(&mut self) -> Vec<Signal> {
+        let done = self.m.wait(600_000);
+        let events = self.m.events();
+        let (theirs, _) = self.g.absorb(&mut self.m, done, events);
+        assert!(theirs.is_empty(), "completions for the host: {theirs:?}");
+        let out = self.g.take_signals();
+        self.seen.extend(out.clone());
+        out
+    }
+
+    /// Sends a message on a fresh exchange; returns it and what came at once.
+    fn send(&mut self, session: Option<u64>, message: Value) -> (u64, Vec<Signal>) {
+        self.send_with(session, None, message, TransportKind::Http)
+    }
+
+    fn send_with(
+        &mut self,
+        session: Option<u64>,
+        profile: Option<&str>,
+        message: Value,
+        kind: TransportKind,
+    ) -> (u64, Vec<Signal>) {
+        let exchange = self.next_exchange;
+        self.next_exchange += 1;
+        // The headers an HTTP client sends with a 2026-07-28 request (SEP-2243).
+        let mut headers = Vec::new();
+        if kind == TransportKind::Http && message["params"]["_meta"].is_object() {
+            let pair = |name: &str, value: &Value| Pair {
+                name: name.into(),
+                value: value.as_str().unwrap_or_default().into(),
+            };
+            headers.push(pair("Mcp-Method", &message["method"]));
+            if message["params"]["name"].is_string() {
+                headers.push(pair("Mcp-Name", &message["params"]["name"]));
+            }
+        }
+        self.g.receive(
+            &mut self.m,
+            Inbound {
+                session,
+                exchange,
+                kind,
+                profile: profile.map(String::from),
+                headers,
+                text: message.to_string(),
+            },
+        );
+        let out = self.g.take_signals();
+        self.seen.extend(out.clone());
+        (exchange, out)
+    }
+
+    /// Turns until the exchange ends; every message on it and its status.
+    fn answer_of(&mut self, exchange: u64, mut first: Vec<Signal>) -> (Vec<Value>, u16) {
+        let mut messages = Vec::new();
+        for _ in 0..50 {
+            for s in first.drain(..) {
+                match s {
+                    Signal::Message {
+                        target: Target::Exchange(x),
+                        text,
+                    } if x == exchange => messages.push(serde_json::from_str(&text).unwrap()),
+                    Signal::End {
+                        exchange: x,
+                        status,
+                    } if x == exchange => return (messages, status),
+                    _ => {}
+                }
+            }
+            first = self.turn();
+        }
+        panic!("exchange {exchange} never ended; got {messages:?}");
+    }
+
+    /// A request on a fresh exchange, answered: the response and the status.
+    fn request(&mut self, session: Option<u64>, message: Value) -> (Value, u16) {
+        let (x, first) = self.send(session, message);
+        let (messages, status) = self.answer_of(x, first);
+        let response = messages
+            .into_iter()
+            .rev()
+            .find(|m| m.get("id").is_some() && m.get("method").is_none())
+            .expect("a response");
+        (response, status)
+    }
+
+    /// A request on a fresh exchange: every message on it, in order, and the status.
+    fn request_all(&mut self, session: Option<u64>, message: Value) -> (Vec<Value>, u16) {
+        let (x, first) = self.send(session, message);
+        self.answer_of(x, first)
+    }
+
+    /// Opens a 2025 session and sends `initialized`.
+    fn initialize(&mut self, capabilities: Value) -> u64 {
+        let (x, out) = self.send(
+            None,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": capabilities,
+                "clientInfo": {"name": "test", "version": "1"}}}),
+        );
+        let session = out
+            .iter()
+            .find_map(|s| match s {
+                Signal::SessionOpened { exchange, session } if *exchange == x => Some(*session),
+                _ => None,
+            })
+            .expect("a session");
+        let (messages, status) = self.answer_of(x, out);
+        assert_eq!(status, 200);
+        assert_eq!(messages[0]["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(messages[0]["result"]["serverInfo"]["name"], "mcpbox");
+        let (_, out) = self.send(
+            Some(session),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+        assert!(
+            out.iter()
+                .any(|s| matches!(s, Signal::End { status: 202, .. }))
+        );
+        session
+    }
+
+    /// Messages that went to a session's standalone stream.
+    fn standalone(&self, session: u64) -> Vec<Value> {
+        self.seen
+            .iter()
+            .filter_map(|s| match s {
+                Signal::Message {
+                    target: Target::Session(x),
+                    text,
+                } if *x == session => Some(serde_json::from_str(text).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn stateless_meta(capabilities: Value) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+           "io.modelcontextprotocol/clientCapabilities": capabilities,
+           "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}})
+}
+
+fn call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments}})
+}
+
+fn texts(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_2025_client_lists_and_calls_across_servers() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read", "write"]));
+    p.serve("git", || {
+        McpServer::with_tools(&["log"]).on_call(|params, id, out| {
+            out.reply(
+                0,
+                id,
+                json!({"content": [{"type": "text", "text": "ok"}],
+                "structuredContent": {"n": params["arguments"]["text"]}, "isError": false}),
+            );
+        })
+    });
+    let mut rig = Rig::new(p, &["fs", "git"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (list, status) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert_eq!(status, 200);
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fs__read", "fs__write", "git__log"]);
+    assert_eq!(list["result"]["tools"][0]["description"], "the read tool");
+    assert!(list["result"].get("nextCursor").is_none());
+
+    let (r, _) = rig.request(Some(s), call(2, "fs__read", json!({"text": "hi"})));
+    assert_eq!(r["id"], 2);
+    assert_eq!(texts(&r["result"]), "hi");
+    assert_eq!(r["result"]["isError"], false);
+    // Structured content passes through exactly.
+    let (r, _) = rig.request(Some(s), call(3, "git__log", json!({"text": "x"})));
+    assert_eq!(r["result"]["structuredContent"], json!({"n": "x"}));
+    // An unknown tool is a JSON-RPC error; bad arguments a tool error.
+    let (r, _) = rig.request(Some(s), call(4, "fs__nope", json!({})));
+    assert_eq!(r["error"]["code"], -32602);
+    let (r, _) = rig.request(Some(s), call(5, "fs__read", json!({"text": 5})));
+    assert_eq!(r["result"]["isError"], true);
+    assert!(texts(&r["result"]).contains("want string"), "{r}");
+    // Ping, an unknown method, and a request without a session.
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}),
+    );
+    assert_eq!(r["result"], json!({}));
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "prompts/list"}),
+    );
+    assert_eq!(r["error"]["code"], -32601);
+    let (r, status) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}),
+    );
+    assert_eq!((r["error"]["code"].as_i64(), status), (Some(-32600), 400));
+}
+
+#[test]
+fn a_2026_client_discovers_and_calls_without_a_session() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let meta = stateless_meta(json!({}));
+    let (r, status) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(r["result"]["supportedVersions"], json!([STATELESS_VERSION]));
+    assert_eq!(
+        r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcpbox"
+    );
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}),
+    );
+    assert_eq!(r["result"]["tools"][0]["name"], "fs__read");
+    assert_eq!(r["result"]["resultType"], "complete");
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "fs__read", "arguments": {"text": "yo"}, "_meta": meta}}),
+    );
+    assert_eq!(texts(&r["result"]), "yo");
+    assert_eq!(r["result"]["resultType"], "complete");
+    // Removed and unknown methods: 404; bad _meta: 400.
+    let (r, status) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"_meta": meta}}),
+    );
+    assert_eq!((r["error"]["code"].as_i64(), status), (Some(-32601), 404));
+    let (r, status) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "server/discover", "params": {}}),
+    );
+    assert_eq!(
+        (r["error"]["code"].as_i64(), status, r["id"].as_i64()),
+        (Some(-32602), 400, Some(4))
+    );
+}
+
+#[test]
+fn lists_are_paged_with_stable_cursors_and_held_while_servers_start() {
+    let mut p = FakePlatform::new();
+    p.serve("big", || {
+        let names: Vec<String> = (0..7).map(|i| format!("t{i}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        McpServer {
+            list_delay: 5_000,
+            ..McpServer::with_tools(&refs)
+        }
+    });
+    let options = ServeOptions {
+        page_size: 3,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["big"], "", options);
+    let s = rig.initialize(json!({}));
+    // Listed while the server is still listing its tools: held, then answered whole.
+    let (x, out) = rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    assert!(out.is_empty(), "held: {out:?}");
+    let (messages, _) = rig.answer_of(x, out);
+    let page = &messages[0]["result"];
+    assert_eq!(page["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(page["nextCursor"], "big__t2");
+    let mut all = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let (r, _) = rig.request(
+            Some(s),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": cursor}}),
+        );
+        all.extend(
+            r["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].clone()),
+        );
+        cursor = r["result"]["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(all.len(), 7);
+    // The session saw the settled list: no list_changed for it.
+    assert!(rig.standalone(s).is_empty(), "{:?}", rig.standalone(s));
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"cursor": "no such/cursor"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+}
+
+#[test]
+fn tool_changes_reach_sessions_and_listen_streams() {
+    let mut p = FakePlatform::new();
+    let tools = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let shared = tools.clone();
+    p.serve("fs", move || {
+        let server = McpServer::with_tools(&["read"]);
+        *shared.borrow_mut() = vec![server.tools.clone()];
+        server
+    });
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let meta = stateless_meta(json!({}));
+    let (listen, out) = rig.send(
+        None,
+        json!({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+               "params": {"notifications": {"toolsListChanged": true, "promptsListChanged": true}, "_meta": meta}}),
+    );
+    let ack: Value = match &out[0] {
+        Signal::Message { text, .. } => serde_json::from_str(text).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    assert!(
+        !out.iter().any(|s| matches!(s, Signal::End { .. })),
+        "the stream stays open"
+    );
+
+    // The server's list changes.
+    tools.borrow()[0]
+        .borrow_mut()
+        .push(json!({"name": "write", "inputSchema": {"type": "object"}}));
+    rig.m.platform().emit(
+        "fs",
+        0,
+        Output::Message(
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}).to_string(),
+        ),
+    );
+    for _ in 0..5 {
+        rig.turn();
+    }
+    let told = rig.standalone(s);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["method"], "notifications/tools/list_changed");
+    let on_listen: Vec<Value> = rig
+        .seen
+        .iter()
+        .filter_map(|sig| match sig {
+            Signal::Message {
+                target: Target::Exchange(x),
+                text,
+            } if *x == listen => Some(serde_json::from_str(text).unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(on_listen.len(), 2, "ack and one change: {on_listen:?}");
+    assert_eq!(on_listen[1]["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        on_listen[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "sub-1"
+    );
+    // Closing the listen stream forgets it.
+    rig.g.exchange_closed(&mut rig.m, listen);
+    assert!(rig.g.exchanges.is_empty());
+}
+
+/// A server whose `ask` tool asks for input and answers the call with the
+/// answer it got.
+struct Asking(McpServer);
+
+impl Behaviour for Asking {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        if m["method"] == "tools/call" && m["params"]["name"] == "ask" {
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "id": format!("ask-{}", m["id"]), "method": "elicitation/create",
+                    "params": {"message": "Sure?", "requestedSchema": {"type": "object",
+                        "properties": {"ok": {"type": "boolean"}}}}}),
+            );
+            return;
+        }
+        if m.get("method").is_none()
+            && let Some(call) = m["id"].as_str().and_then(|i| i.strip_prefix("ask-"))
+        {
+            let call: Value = serde_json::from_str(call).unwrap();
+            let text = m["result"].to_string();
+            out.reply(
+                0,
+                &call,
+                json!({"content": [{"type": "text", "text": text}]}),
+            );
+            return;
+        }
+        self.0.on_message(m, out);
+    }
+}
+
+#[test]
+fn upstream_input_requests_reach_2025_clients_that_can_answer() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || Asking(McpServer::with_tools(&["ask"])));
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let s = rig.initialize(json!({"elicitation": {}}));
+    let (x, out) = rig.send(Some(s), call(1, "a__ask", json!({})));
+    let mut question = None;
+    let mut pending = out;
+    for _ in 0..10 {
+        question = pending.iter().find_map(|sig| match sig {
+            Signal::Message {
+                target: Target::Exchange(e),
+                text,
+            } if *e == x => {
+                let v: Value = serde_json::from_str(text).unwrap();
+                (v["method"] == "elicitation/create").then_some(v)
+            }
+            _ => None,
+        });
+        if question.is_some() {
+            break;
+        }
+        pending = rig.turn();
+    }
+    let question = question.expect("the question reached the client");
+    assert_eq!(question["params"]["message"], "Sure?");
+    // The client answers on another exchange (another POST).
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"ok": true}}}),
+    );
+    let (messages, _) = rig.answer_of(x, Vec::new());
+    let response = messages.last().unwrap();
+    assert_eq!(
+        texts(&response["result"]),
+        r#"{"action":"accept","content":{"ok":true}}"#
+    );
+
+    // A client without the capability: the upstream is declined.
+    let plain = rig.initialize(json!({}));
+    let (r, _) = rig.request(Some(plain), call(2, "a__ask", json!({})));
+    assert_eq!(texts(&r["result"]), r#"{"action":"decline"}"#);
+}
+
+#[test]
+fn upstream_input_requests_reach_2026_clients_as_input_required() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || Asking(McpServer::with_tools(&["ask"])));
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let meta = stateless_meta(json!({"elicitation": {}}));
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "a__ask", "arguments": {}, "_meta": meta}}),
+    );
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "input_required");
+    let requests = result["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1);
+    let (key, ask) = requests.iter().next().unwrap();
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["message"], "Sure?");
+    let state = result["requestState"].as_str().unwrap().to_string();
+    assert!(state.len() > 32, "{state}");
+    // A forged state is refused; the real one continues the call.
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "a__ask", "arguments": {}, "_meta": meta,
+            "inputResponses": {key: {"action": "decline"}}, "requestState": "mcpbox.forged"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602);
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "a__ask", "arguments": {}, "_meta": meta,
+            "inputResponses": {key: {"action": "accept", "content": {"ok": false}}}, "requestState": state}}),
+    );
+    assert_eq!(r["id"], 3);
+    assert_eq!(
+        texts(&r["result"]),
+        r#"{"action":"accept","content":{"ok":false}}"#
+    );
+}
+
+#[test]
+fn ask_rules_become_questions_and_deny_rules_hide_tools() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read", "write", "rm"]));
+    let rules = r#", "permissions": {"ask": ["mcp__fs__write"], "deny": ["mcp__fs__rm"]},
+        "profiles": {"ro": {"allow": ["mcp__fs__read"], "default": "deny"}}"#;
+    let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
+    rig.settle();
+    let s = rig.initialize(json!({"elicitation": {}}));
+    let (list, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fs__read", "fs__write"]);
+    let (r, _) = rig.request(Some(s), call(2, "fs__rm", json!({})));
+    assert!(
+        texts(&r["result"]).contains("denied by the rule `permissions.deny: mcp__fs__rm`"),
+        "{r}"
+    );
+
+    // ask: the client is asked; yes runs the call, no does not.
+    for (approve, expect) in [(true, "go"), (false, "was not run")] {
+        let (x, out) = rig.send(Some(s), call(3, "fs__write", json!({"text": "go"})));
+        let question: Value = out
+            .iter()
+            .find_map(|sig| match sig {
+                Signal::Message { text, .. } => Some(serde_json::from_str(text).unwrap()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(question["method"], "elicitation/create");
+        assert!(
+            question["params"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("permissions.ask: mcp__fs__write")
+        );
+        let (_, out) = rig.send(
+            Some(s),
+            json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"approve": approve}}}),
+        );
+        let (messages, _) = rig.answer_of(x, out);
+        let text = texts(&messages.last().unwrap()["result"]);
+        assert!(text.contains(expect), "{text}");
+    }
+    let sim = rig.m.platform().sim("fs");
+    assert_eq!(
+        sim.borrow().sent("tools/call").len(),
+        1,
+        "only the approved call ran"
+    );
+
+    // A client that cannot be asked gets a clear tool error.
+    let plain = rig.initialize(json!({}));
+    let (r, _) = rig.request(Some(plain), call(4, "fs__write", json!({"text": "x"})));
+    assert!(texts(&r["result"]).contains("cannot be asked"), "{r}");
+    // A profile narrows the list.
+    let (x, out) = rig.send_with(
+        None,
+        Some("ro"),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"_meta": stateless_meta(json!({}))}}),
+        TransportKind::Http,
+    );
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(messages[0]["result"]["tools"].as_array().unwrap().len(), 1);
+    let (x, out) = rig.send_with(
+        None,
+        Some("nope"),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": stateless_meta(json!({}))}}),
+        TransportKind::Http,
+    );
+    let (messages, status) = rig.answer_of(x, out);
+    assert_eq!(status, 404);
+    assert!(
+        messages[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no profile named `nope`")
+    );
+}
+
+#[test]
+fn cancellation_progress_and_logs_pass_through() {
+    let mut p = FakePlatform::new();
+    p.serve("slow", || {
+        McpServer::with_tools(&["work"]).on_call(|params, _id, out| {
+            let token = params["_meta"]["progressToken"].clone();
+            out.later(
+                10,
+                json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 1, "total": 2, "message": "half"}}),
+            );
+            out.later(
+                10,
+                json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": "working"}}),
+            );
+            // Never answers.
+        })
+    });
+    let mut rig = Rig::new(p, &["slow"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (x, _) = rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+               "params": {"name": "slow__work", "arguments": {}, "_meta": {"progressToken": "p9"}}}),
+    );
+    let mut on_x = Vec::new();
+    for _ in 0..5 {
+        for sig in rig.turn() {
+            if let Signal::Message {
+                target: Target::Exchange(e),
+                text,
+            } = sig
+                && e == x
+            {
+                on_x.push(serde_json::from_str::<Value>(&text).unwrap());
+            }
+        }
+        if on_x.len() >= 2 {
+            break;
+        }
+    }
+    let progress = on_x
+        .iter()
+        .find(|v| v["method"] == "notifications/progress")
+        .unwrap();
+    assert_eq!(
+        progress["params"],
+        json!({"progressToken": "p9", "progress": 1, "total": 2, "message": "half"})
+    );
+    let log = on_x
+        .iter()
+        .find(|v| v["method"] == "notifications/message")
+        .unwrap();
+    assert_eq!(
+        log["params"],
+        json!({"level": "info", "logger": "slow", "data": "working"})
+    );
+
+    // The client cancels: the upstream is told, and the request gets no answer.
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}),
+    );
+    let (messages, _) = rig.answer_of(x, Vec::new());
+    assert!(
+        messages.iter().all(|m| m.get("id").is_none()),
+        "{messages:?}"
+    );
+    let sim = rig.m.platform().sim("slow");
+    assert_eq!(sim.borrow().sent("notifications/cancelled").len(), 1);
+}
+
+#[test]
+fn a_client_that_goes_away_cancels_its_calls() {
+    let mut p = FakePlatform::new();
+    p.serve("slow", || {
+        McpServer::with_tools(&["work"]).on_call(|_, _, _| {})
+    });
+    let mut rig = Rig::new(p, &["slow"]);
+    rig.settle();
+    // stdio: the client's session closes (stdin ended).
+    let (x, out) = rig.send_with(
+        None,
+        None,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+        TransportKind::Stdio,
+    );
+    let s = out
+        .iter()
+        .find_map(|sig| match sig {
+            Signal::SessionOpened { session, .. } => Some(*session),
+            _ => None,
+        })
+        .unwrap();
+    rig.answer_of(x, out);
+    // The stdio host need not have seen the session open: the connection is the session.
+    rig.send_with(
+        None,
+        None,
+        call(1, "slow__work", json!({})),
+        TransportKind::Stdio,
+    );
+    assert_eq!(rig.g.calls.values().next().unwrap().origin.session, Some(s));
+    rig.g.session_closed(&mut rig.m, s);
+    rig.turn();
+    // A 2026 HTTP client closes its stream.
+    let meta = stateless_meta(json!({}));
+    let (x, _) = rig.send(
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow__work", "arguments": {}, "_meta": meta}}),
+    );
+    rig.g.exchange_closed(&mut rig.m, x);
+    rig.turn();
+    let sim = rig.m.platform().sim("slow");
+    assert_eq!(sim.borrow().sent("notifications/cancelled").len(), 2);
+    assert!(rig.g.calls.is_empty());
+}
+
+#[test]
+fn an_upstream_crash_mid_call_is_a_tool_error() {
+    let mut p = FakePlatform::new();
+    p.serve("crashy", || {
+        McpServer::with_tools(&["boom"]).on_call(|_, _, out| {
+            out.at(
+                5,
+                Output::Exit {
+                    status: "exit code 3".into(),
+                    stderr: vec!["panic!".into()],
+                },
+            );
+        })
+    });
+    let mut rig = Rig::new(p, &["crashy"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (r, _) = rig.request(Some(s), call(1, "crashy__boom", json!({})));
+    assert_eq!(r["result"]["isError"], true);
+    let text = texts(&r["result"]);
+    assert!(
+        text.contains("server `crashy` exited") && text.contains("panic!"),
+        "{text}"
+    );
+    assert_eq!(rig.m.servers()[0].state, ServerState::Failed);
+    // And the session hears that the tool list changed.
+    assert!(
+        rig.standalone(s)
+            .iter()
+            .any(|v| v["method"] == "notifications/tools/list_changed")
+    );
+    // Its tools are still known: a call says why it cannot run, not "unknown tool".
+    let (r, _) = rig.request(Some(s), call(2, "crashy__boom", json!({})));
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(texts(&r["result"]).contains("next restart allowed"), "{r}");
+}
+
+#[test]
+fn search_mode_serves_two_tools_that_find_and_call_the_rest() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || {
+        let server = McpServer::with_tools(&[]);
+        *server.tools.borrow_mut() = vec![
+            json!({"name": "read_file", "description": "Reads a file from disk.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}}),
+            json!({"name": "list_directory", "description": "Lists the entries of a directory.", "inputSchema": {"type": "object"}}),
+            json!({"name": "echo", "description": "Returns the text.", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}),
+        ];
+        server
+    });
+    let options = ServeOptions {
+        tool_search: true,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["fs"], "", options);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (list, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    let names: BTreeSet<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, BTreeSet::from(["search_tools", "call_tool"]));
+    let (r, _) = rig.request(
+        Some(s),
+        call(
+            2,
+            "search_tools",
+            json!({"query": "read a file", "limit": 2}),
+        ),
+    );
+    let found = &r["result"]["structuredContent"]["tools"];
+    assert_eq!(found[0]["name"], "fs__read_file", "{r}");
+    assert_eq!(
+        found[0]["inputSchema"]["properties"]["path"]["type"],
+        "string"
+    );
+    let (r, _) = rig.request(
+        Some(s),
+        call(3, "search_tools", json!({"query": "directory entries"})),
+    );
+    assert_eq!(
+        r["result"]["structuredContent"]["tools"][0]["name"],
+        "fs__list_directory"
+    );
+    let (r, _) = rig.request(
+        Some(s),
+        call(
+            4,
+            "call_tool",
+            json!({"name": "fs__echo", "arguments": {"text": "found"}}),
+        ),
+    );
+    assert_eq!(texts(&r["result"]), "found");
+}
+
+#[test]
+fn batches_and_garbage_are_answered_in_one_exchange() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (x, out) = rig.send(
+        Some(s),
+        json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+               {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "fs__read", "arguments": {"text": "b"}}}]),
+    );
+    let (messages, status) = rig.answer_of(x, out);
+    assert_eq!(status, 200);
+    let ids: BTreeSet<i64> = messages.iter().filter_map(|m| m["id"].as_i64()).collect();
+    assert_eq!(ids, BTreeSet::from([1, 2]));
+    let exchange = rig.next_exchange;
+    rig.next_exchange += 1;
+    rig.g.receive(
+        &mut rig.m,
+        Inbound {
+            session: Some(s),
+            exchange,
+            kind: TransportKind::Http,
+            profile: None,
+            headers: Vec::new(),
+            text: "{not json".into(),
+        },
+    );
+    let out = rig.g.take_signals();
+    let (messages, status) = rig.answer_of(exchange, out);
+    assert_eq!(
+        (messages[0]["error"]["code"].as_i64(), status),
+        (Some(-32700), 400)
+    );
+    assert_eq!(messages[0]["id"], Value::Null);
+}
+
+#[test]
+fn progress_sent_with_the_answer_goes_out_before_it() {
+    let mut p = FakePlatform::new();
+    p.serve("fast", || {
+        McpServer::with_tools(&["work"]).on_call(|params, id, out| {
+            let token = params["_meta"]["progressToken"].clone();
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": 100, "total": 100}}),
+            );
+            out.reply(
+                0,
+                id,
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            );
+        })
+    });
+    let mut rig = Rig::new(p, &["fast"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (messages, _) = rig.request_all(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "fast__work", "arguments": {}, "_meta": {"progressToken": 7}}}),
+    );
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[1]["id"], 4);
+}

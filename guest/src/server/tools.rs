@@ -1,0 +1,347 @@
+//! `tools/list` and `tools/call`, served from the registry.
+//!
+//! `tools/list` is paged ([`super::ServeOptions::page_size`] tools a page); the
+//! cursor is the last served name of the page before, so it stays meaningful when
+//! the registry changes between pages (a tool added before it is not served twice,
+//! one removed does not shift the rest). While servers are still starting, a
+//! `tools/list` is held until every server is connected or failed, so a client
+//! that lists at once gets the whole list rather than a list_changed later.
+//!
+//! `tools/call` goes to the manager under the registry name; its result goes back
+//! as the server sent it (`content`, `structuredContent`, `isError`). Failures
+//! without a tool result (a server that is gone, a timeout) become tool errors
+//! the model can read; an unknown name is a JSON-RPC error.
+
+use crate::prelude::*;
+use alloc::rc::Rc;
+
+use serde_json::{Value, json};
+
+use crate::client::{CallError, CallOptions, CallResult, Completion};
+use crate::jsonrpc::INVALID_PARAMS;
+use crate::manager::Manager;
+use crate::registry::ToolDef;
+use crate::transport::Platform;
+
+use super::exposure::Exposed;
+use super::lifecycle::Refusal;
+use super::search::{self, Index};
+use super::{DownCall, Gateway, Origin, call_error, json_text, tool_error};
+
+/// How long a 2026-07-28 client may keep a tool list without asking again, when
+/// it does not listen for changes.
+const LIST_TTL_MS: u64 = 300_000;
+
+/// The search mode's tools.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// The search mode's tool that calls a tool found by `search_tools`.
+pub const CALL_TOOL: &str = "call_tool";
+
+/// A tool definition as `tools/list` serves it, schemas as the server sent them.
+fn tool_json(name: &str, def: &ToolDef) -> String {
+    let mut s = format!(r#"{{"name":{}"#, json_text(&name));
+    if let Some(title) = &def.title {
+        s.push_str(&format!(r#","title":{}"#, json_text(title)));
+    }
+    if let Some(description) = &def.description {
+        s.push_str(&format!(r#","description":{}"#, json_text(description)));
+    }
+    s.push_str(&format!(r#","inputSchema":{}"#, def.input_schema));
+    if let Some(schema) = &def.output_schema {
+        s.push_str(&format!(r#","outputSchema":{schema}"#));
+    }
+    if let Some(annotations) = &def.annotations {
+        s.push_str(&format!(r#","annotations":{annotations}"#));
+    }
+    s.push('}');
+    s
+}
+
+/// The two tools of the search mode.
+fn search_mode_tools(count: usize) -> String {
+    let search = json!({
+        "name": SEARCH_TOOLS,
+        "description": format!(
+            "Searches the {count} tools behind this gateway by what they do (words of their \
+             names, descriptions and parameters) and returns the best matches with their input \
+             schemas. Then run one with `{CALL_TOOL}`."
+        ),
+        "inputSchema": {"type": "object", "properties": {
+            "query": {"type": "string", "description": "What the tool should do, in a few words."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": search::MAX_RESULTS,
+                      "description": format!("How many matches to return (default {}).", search::DEFAULT_RESULTS)}
+        }, "required": ["query"]},
+        "annotations": {"readOnlyHint": true}
+    });
+    let call = json!({
+        "name": CALL_TOOL,
+        "description": format!("Runs a tool found with `{SEARCH_TOOLS}`, by its name, with arguments matching its input schema."),
+        "inputSchema": {"type": "object", "properties": {
+            "name": {"type": "string", "description": "The tool's name as search_tools returned it."},
+            "arguments": {"type": "object", "description": "The tool's arguments."}
+        }, "required": ["name"]}
+    });
+    format!(r#"{{"tools":[{search},{call}]}}"#)
+}
+
+fn invalid(why: impl Into<String>) -> Refusal {
+    Refusal::new(INVALID_PARAMS, format!("Invalid params: {}", why.into()))
+}
+
+impl Gateway {
+    pub(super) fn list_tools<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        params: &Value,
+    ) {
+        let cursor = match params.get("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(c)) => Some(c.clone()),
+            Some(_) => return self.answer(&origin, Err(invalid("cursor must be a string"))),
+        };
+        if m.starting() {
+            self.held.push((origin, cursor));
+            return;
+        }
+        let page = self.tools_page(m, &origin, cursor.as_deref());
+        self.answer(&origin, page);
+    }
+
+    /// Answers the `tools/list` requests held while servers started.
+    pub(super) fn release_held<P: Platform>(&mut self, m: &mut Manager<P>) {
+        for (origin, cursor) in core::mem::take(&mut self.held) {
+            let page = self.tools_page(m, &origin, cursor.as_deref());
+            self.answer(&origin, page);
+        }
+        for (origin, params) in core::mem::take(&mut self.held_calls) {
+            self.call_tool(m, origin, params);
+        }
+    }
+
+    fn tools_page<P: Platform>(
+        &mut self,
+        m: &Manager<P>,
+        origin: &Origin,
+        cursor: Option<&str>,
+    ) -> Result<String, Refusal> {
+        let exposure = self.exposure(m, origin.profile.as_deref());
+        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+            s.notified = exposure.fingerprint;
+        }
+        if self.options.tool_search {
+            return Ok(search_mode_tools(exposure.tools.len()));
+        }
+        let start = match cursor {
+            None => 0,
+            Some(c)
+                if !c.is_empty()
+                    && c.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+            {
+                exposure.tools.partition_point(|t| t.name.as_str() <= c)
+            }
+            Some(c) => return Err(invalid(format!("{c:?} is not a cursor this server gave"))),
+        };
+        let end = start
+            .saturating_add(self.options.page_size.max(1))
+            .min(exposure.tools.len());
+        let mut text = String::from(r#"{"tools":["#);
+        for (i, t) in exposure.tools[start..end].iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(&tool_json(&t.name, &t.entry.tool.def));
+        }
+        text.push(']');
+        if end < exposure.tools.len() && end > 0 {
+            text.push_str(&format!(
+                r#","nextCursor":{}"#,
+                json_text(&exposure.tools[end - 1].name)
+            ));
+        }
+        if origin.stateless.is_some() {
+            // Caching hints (2026-07-28): changes are announced on
+            // subscriptions/listen; the list is the client's own (its profile).
+            text.push_str(&format!(r#","ttlMs":{LIST_TTL_MS},"cacheScope":"private""#));
+        }
+        text.push('}');
+        Ok(text)
+    }
+
+    pub(super) fn call_tool<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        params: Value,
+    ) {
+        let progress_token = params
+            .get("_meta")
+            .and_then(|meta| meta.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+            .cloned();
+        if params.get("requestState").is_some() || params.get("inputResponses").is_some() {
+            return self.retry(m, origin, params, progress_token);
+        }
+        let Some(mut name) = params.get("name").and_then(Value::as_str).map(String::from) else {
+            return self.answer(&origin, Err(invalid("tools/call needs a `name` string")));
+        };
+        let mut arguments = match params.get("arguments") {
+            None | Some(Value::Null) => "{}".to_string(),
+            Some(a @ Value::Object(_)) => a.to_string(),
+            Some(_) => return self.answer(&origin, Err(invalid("`arguments` must be an object"))),
+        };
+        let exposure = self.exposure(m, origin.profile.as_deref());
+        if self.options.tool_search && exposure.get(&name).is_none() {
+            match name.as_str() {
+                SEARCH_TOOLS => {
+                    let result = self.search(m, &origin, &arguments);
+                    return self.answer(&origin, result);
+                }
+                CALL_TOOL => {
+                    let inner: Value = serde_json::from_str(&arguments).unwrap_or(Value::Null);
+                    let Some(n) = inner.get("name").and_then(Value::as_str) else {
+                        let text =
+                            tool_error("call_tool needs the `name` of a tool search_tools found");
+                        return self.answer(&origin, Ok(text));
+                    };
+                    name = n.to_string();
+                    arguments = match inner.get("arguments") {
+                        None | Some(Value::Null) => "{}".to_string(),
+                        Some(a) => a.to_string(),
+                    };
+                }
+                _ => {}
+            }
+        }
+        let known = exposure
+            .get(&name)
+            .or_else(|| self.retired(origin.profile.as_deref(), &name))
+            .cloned();
+        let Some(exposed) = known else {
+            if m.starting() {
+                // Its server may still be listing it: wait for the servers.
+                self.held_calls.push((origin, params));
+                return;
+            }
+            if let Some(rule) = exposure.denied.get(&name) {
+                let text = tool_error(&format!(
+                    "{name} is not allowed here: denied by the rule `{rule}`"
+                ));
+                return self.answer(&origin, Ok(text));
+            }
+            let refusal = Refusal::new(INVALID_PARAMS, format!("Unknown tool: {name}"));
+            return self.answer(&origin, Err(refusal));
+        };
+        if let Some(rule) = exposed.ask.clone() {
+            return self.ask_approval(m, origin, exposed, arguments, progress_token, rule);
+        }
+        self.start_call(m, origin, &exposed, &arguments, progress_token);
+    }
+
+    /// Starts the manager call for a downstream `tools/call` that may go ahead.
+    pub(super) fn start_call<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        exposed: &Exposed,
+        arguments: &str,
+        progress_token: Option<Value>,
+    ) {
+        match m.start_call(&exposed.entry.tool.name, arguments, CallOptions::default()) {
+            Ok(call) => {
+                self.calls.insert(
+                    call,
+                    DownCall {
+                        origin,
+                        progress_token,
+                        server: exposed.entry.server.clone(),
+                        served: exposed.name.clone(),
+                        cancelled: false,
+                        queued: Vec::new(),
+                    },
+                );
+            }
+            Err(e) => self.answer(&origin, call_error(e)),
+        }
+    }
+
+    /// A manager call of the gateway finished.
+    pub(super) fn complete(&mut self, c: Completion) {
+        let Some(call) = self.calls.remove(&c.call) else {
+            return;
+        };
+        let outcome = match c.outcome {
+            Ok(result) => Some(Ok(result_json(&result))),
+            Err(CallError::Cancelled) => None,
+            Err(e) => Some(call_error(e)),
+        };
+        if call.origin.exchange.is_none() {
+            // Its client is to retry a 2026-07-28 round: the round keeps the answer.
+            if let Some(outcome) = outcome {
+                self.park_outcome(c.call, outcome);
+            }
+            return self.forget_rounds_of(c.call);
+        }
+        self.forget_rounds_of(c.call);
+        match outcome {
+            Some(outcome) if !call.cancelled => self.answer(&call.origin, outcome),
+            _ => self.answer_nothing(&call.origin),
+        }
+    }
+
+    /// `search_tools`: the best matches for the query, with their schemas.
+    fn search<P: Platform>(
+        &mut self,
+        m: &Manager<P>,
+        origin: &Origin,
+        arguments: &str,
+    ) -> Result<String, Refusal> {
+        let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+        let Some(query) = args.get("query").and_then(Value::as_str) else {
+            return Ok(tool_error("search_tools needs a `query` string"));
+        };
+        let limit = args
+            .get("limit")
+            .and_then(Value::as_u64)
+            .map_or(search::DEFAULT_RESULTS, |l| {
+                (l as usize).clamp(1, search::MAX_RESULTS)
+            });
+        let exposure = self.exposure(m, origin.profile.as_deref());
+        let key = origin.profile.clone();
+        let index = match self.indexes.get(&key) {
+            Some(i) if i.fingerprint == exposure.fingerprint => i.clone(),
+            _ => {
+                let i = Rc::new(Index::build(&exposure));
+                self.indexes.insert(key, i.clone());
+                i
+            }
+        };
+        let hits = index.search(query, limit);
+        let mut listed = Vec::new();
+        for (at, _) in &hits {
+            let t = &exposure.tools[*at];
+            listed.push(tool_json(&t.name, &t.entry.tool.def));
+        }
+        let tools = format!("[{}]", listed.join(","));
+        let text = if hits.is_empty() {
+            format!("No tool matches {query:?}; try other words.")
+        } else {
+            tools.clone()
+        };
+        Ok(format!(
+            r#"{{"content":[{{"type":"text","text":{}}}],"structuredContent":{{"tools":{tools}}},"isError":false}}"#,
+            json_text(&text)
+        ))
+    }
+}
+
+/// A tool result as the upstream server sent it.
+fn result_json(r: &CallResult) -> String {
+    let mut s = format!(r#"{{"content":{}"#, r.content);
+    if let Some(structured) = &r.structured_content {
+        s.push_str(&format!(r#","structuredContent":{structured}"#));
+    }
+    s.push_str(&format!(r#","isError":{}}}"#, r.is_error));
+    s
+}

@@ -1,0 +1,165 @@
+//! Serving the registry to downstream MCP clients: the host half of the gateway.
+//!
+//! The guest's `gateway` export holds every MCP rule of the server side; this
+//! module only moves bytes and keeps transport facts. [`Runtime::serve_stdio`]
+//! frames newline-delimited JSON on a reader and a writer (stdin and stdout for
+//! `mcpbox serve`); [`Runtime::serve_http`] runs Streamable HTTP on a listener
+//! (`http`): each POST is an *exchange* whose answers stream back as JSON or SSE,
+//! `Mcp-Session-Id`s are made up here (random) and mapped to the guest's session
+//! handles, and the HTTP safety rules (bearer token, `Origin`/`Host` checks, size
+//! limits, per-stream buffers) apply before anything reaches the guest.
+//!
+//! One runtime serves one set of [`ServeOptions`]: the guest has one gateway.
+
+mod http;
+mod stdio;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::Runtime;
+use crate::bindings::gateway;
+use crate::driver::{Downstream, Job};
+
+pub use http::HttpOptions;
+
+/// How registry tools are named for downstream clients.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Naming {
+    /// `{server}__{tool}` (the registry name without `mcp__`; `toolPrefix` replaces
+    /// the server's name).
+    #[default]
+    Prefixed,
+    /// A tool's own name where no other server has a tool of that name (always,
+    /// with one server), `{server}__{tool}` where names clash.
+    Conditional,
+}
+
+/// How the registry is served.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// How tools are named downstream.
+    pub naming: Naming,
+    /// The longest served tool name; longer ones are cut and given a stable hash
+    /// suffix. The default, 51, leaves room for a client's `mcp__mcpbox__` prefix
+    /// within 64 characters.
+    pub max_name_len: usize,
+    /// Serve two tools, `search_tools` and `call_tool`, instead of every tool.
+    pub tool_search: bool,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// The profile (a named set of permission rules in the configuration) the
+    /// stdio client is served under, and over HTTP the clients of `/mcp`
+    /// (`/mcp/NAME` chooses another).
+    pub profile: Option<String>,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            naming: Naming::Prefixed,
+            max_name_len: 64 - "mcp__mcpbox__".len(),
+            tool_search: false,
+            page_size: 500,
+            profile: None,
+        }
+    }
+}
+
+/// Why serving stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The gateway refused the options (an unknown profile, say); the text says why.
+    #[error("{0}")]
+    Refused(String),
+    /// Reading or writing the transport failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The runtime stopped.
+    #[error("the mcpbox runtime stopped: {0}")]
+    Stopped(String),
+}
+
+/// `n` random bytes as lowercase hex, from the operating system.
+pub(crate) fn random_hex(n: usize) -> std::io::Result<String> {
+    let mut bytes = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        filled +=
+            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())?;
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// A bearer token for [`HttpOptions::token`]: 128 random bits as hex.
+pub fn random_token() -> std::io::Result<String> {
+    random_hex(16)
+}
+
+impl Runtime {
+    /// Starts the guest's gateway; its signals arrive on the returned channel.
+    async fn start_gateway(
+        &self,
+        options: &ServeOptions,
+    ) -> Result<mpsc::UnboundedReceiver<Downstream>, ServeError> {
+        let (sink, feed) = mpsc::unbounded_channel();
+        let (reply, answer) = oneshot::channel();
+        let options = gateway::ServeOptions {
+            naming: match options.naming {
+                Naming::Prefixed => "prefixed".into(),
+                Naming::Conditional => "conditional".into(),
+            },
+            max_name_length: u32::try_from(options.max_name_len).unwrap_or(64),
+            tool_search: options.tool_search,
+            page_size: u32::try_from(options.page_size).unwrap_or(u32::MAX),
+            secret: random_hex(32)?,
+            profile: options.profile.clone(),
+        };
+        self.submit(Job::Serve {
+            options,
+            sink,
+            reply,
+        })
+        .map_err(ServeError::Stopped)?;
+        match answer.await {
+            Ok(Ok(())) => Ok(feed),
+            Ok(Err(why)) => Err(ServeError::Refused(why)),
+            Err(_) => Err(ServeError::Stopped("it stopped".into())),
+        }
+    }
+
+    /// Serves the registry as an MCP server on a byte stream pair: one JSON-RPC
+    /// message per line in, one per line out (`mcpbox serve` uses stdin and
+    /// stdout). Returns when `input` ends, after cancelling what the client left
+    /// running. Lines longer than the policy's message cap are dropped (and said
+    /// so on stderr).
+    pub async fn serve_stdio<R, W>(
+        &self,
+        options: ServeOptions,
+        input: R,
+        output: W,
+    ) -> Result<(), ServeError>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let feed = self.start_gateway(&options).await?;
+        stdio::run(self, feed, options.profile, input, output).await
+    }
+
+    /// Serves the registry over Streamable HTTP at `/mcp` (under
+    /// [`ServeOptions::profile`]) and `/mcp/{profile}` on `listener`, until the
+    /// runtime stops or accepting fails. See [`HttpOptions`] for the safety rules.
+    pub async fn serve_http(
+        &self,
+        options: ServeOptions,
+        http: HttpOptions,
+        listener: TcpListener,
+    ) -> Result<(), ServeError> {
+        let feed = self.start_gateway(&options).await?;
+        http::run(self.clone(), feed, http, options.profile, listener).await
+    }
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+// The upstream MCP server of the conformance tests through the gateway: the tools
+// the official conformance suite's server scenarios call (`test_simple_text`,
+// `test_tool_with_progress`, `test_elicitation`, …), each as the scenario's own
+// description asks, written on the TypeScript SDK v2 (`@modelcontextprotocol/server`).
+// tests/tests/conformance_server.rs runs every server scenario against this server
+// directly over Streamable HTTP and through `mcpbox serve` (which runs it over
+// stdio), and compares.
+//
+//     node tests/peers/conformance_server.mjs              stdio
+//     node tests/peers/conformance_server.mjs --http PORT  Streamable HTTP at /mcp
+//
+// It serves tools only (no resources, prompts or completions): the gateway serves
+// tools, so the scenarios about the rest have nothing to pass through.
+
+import { createServer } from 'node:http';
+
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { McpServer, createMcpHandler, fromJsonSchema, inputRequired } from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import * as z from 'zod';
+
+// A 1×1 red PNG and a tiny silent WAV.
+const PNG =
+    'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
+const WAV = 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=';
+
+const SCHEMA_2020_12 = {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    $defs: {
+        address: {
+            $anchor: 'addressDef',
+            type: 'object',
+            properties: { street: { type: 'string' }, city: { type: 'string' } }
+        }
+    },
+    properties: {
+        name: { type: 'string' },
+        address: { $ref: '#/$defs/address' },
+        contactMethod: { type: 'string', enum: ['phone', 'email'] },
+        phone: { type: 'string' },
+        email: { type: 'string' }
+    },
+    allOf: [{ anyOf: [{ required: ['phone'] }, { required: ['email'] }] }],
+    if: { properties: { contactMethod: { const: 'phone' } }, required: ['contactMethod'] },
+    then: { required: ['phone'] },
+    else: { required: ['email'] },
+    additionalProperties: false
+};
+
+const text = (t) => ({ content: [{ type: 'text', text: t }] });
+
+// Asks the client a question in the era of the request: a 2025 request sends
+// `elicitation/create`; a 2026-07-28 one answers `input_required` and reads the
+// answer from the retry's `inputResponses`. `finish` makes the result from it.
+async function elicit(ctx, params, finish) {
+    if (ctx.mcpReq.envelope) {
+        const answer = ctx.mcpReq.inputResponses?.ask;
+        if (answer === undefined) return inputRequired({ inputRequests: { ask: inputRequired.elicit(params) } });
+        return finish(answer);
+    }
+    return finish(await ctx.mcpReq.elicitInput(params));
+}
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function build() {
+    const server = new McpServer(
+        { name: 'conformance-upstream', version: '1.0.0' },
+        { capabilities: { tools: {}, logging: {} } }
+    );
+    // A tool without an input schema gets the context as its only argument.
+    const tool = (name, description, handler, inputSchema) =>
+        inputSchema
+            ? server.registerTool(name, { description, inputSchema }, handler)
+            : server.registerTool(name, { description }, (ctx) => handler({}, ctx));
+
+    tool('test_simple_text', 'Returns simple text.', async () => text('This is a simple text response for testing.'));
+    tool('test_image_content', 'Returns an image.', async () => ({
+        content: [{ type: 'image', data: PNG, mimeType: 'image/png' }]
+    }));
+    tool('test_audio_content', 'Returns audio.', async () => ({
+        content: [{ type: 'audio', data: WAV, mimeType: 'audio/wav' }]
+    }));
+    tool('test_embedded_resource', 'Returns an embedded resource.', async () => ({
+        content: [
+            {
+                type: 'resource',
+                resource: {
+                    uri: 'test://embedded-resource',
+                    mimeType: 'text/plain',
+                    text: 'This is an embedded resource content.'
+                }
+            }
+        ]
+    }));
+    tool('test_multiple_content_types', 'Returns text, an image and a resource.', async () => ({
+        content: [
+            { type: 'text', text: 'Multiple content types test:' },
+            { type: 'image', data: PNG, mimeType: 'image/png' },
+            {
+                type: 'resource',
+                resource: {
+                    uri: 'test://mixed-content-resource',
+                    mimeType: 'application/json',
+                    text: '{"test":"data","value":123}'
+                }
+            }
+        ]
+    }));
+    tool('test_tool_with_logging', 'Logs three messages while it runs.', async (_args, ctx) => {
+        await ctx.mcpReq.log('info', 'Tool execution started');
+        await pause(50);
+        await ctx.mcpReq.log('info', 'Tool processing data');
+        await pause(50);
+        await ctx.mcpReq.log('info', 'Tool execution completed');
+        return text('Logging tool executed');
+    });
+    tool('test_error_handling', 'Always fails.', async () => ({
+        isError: true,
+        content: [{ type: 'text', text: 'This tool intentionally returns an error for testing' }]
+    }));
+    tool('test_tool_with_progress', 'Reports progress 0, 50, 100 of 100.', async (_args, ctx) => {
+        const token = ctx.mcpReq._meta?.progressToken;
+        for (const progress of [0, 50, 100]) {
+            if (token !== undefined) {
+                await ctx.mcpReq.notify({
+                    method: 'notifications/progress',
+                    params: { progressToken: token, progress, total: 100 }
+                });
+            }
+            if (progress < 100) await pause(50);
+        }
+        return text('Progress tool executed');
+    });
+    tool(
+        'test_sampling',
+        'Asks the client for an LLM completion.',
+        async ({ prompt }, ctx) => {
+            const result = await ctx.mcpReq.requestSampling({
+                messages: [{ role: 'user', content: { type: 'text', text: prompt } }],
+                maxTokens: 100
+            });
+            return text(`LLM response: ${result.content?.text ?? JSON.stringify(result.content)}`);
+        },
+        z.object({ prompt: z.string() })
+    );
+    tool(
+        'test_elicitation',
+        'Asks the user for a name and an email.',
+        async ({ message }, ctx) =>
+            elicit(ctx, {
+                message,
+                requestedSchema: {
+                    type: 'object',
+                    properties: {
+                        username: { type: 'string', description: "User's response" },
+                        email: { type: 'string', description: "User's email address" }
+                    },
+                    required: ['username', 'email']
+                }
+            }, (result) => text(`User response: ${JSON.stringify(result)}`)),
+        z.object({ message: z.string() })
+    );
+    const completed = (result) =>
+        text(`Elicitation completed: action=${result.action}, content=${JSON.stringify(result.content ?? {})}`);
+    tool('test_elicitation_sep1034_defaults', 'Asks with defaults of every primitive type.', async (_args, ctx) =>
+        elicit(ctx, {
+            message: 'Please review your details',
+            requestedSchema: {
+                type: 'object',
+                properties: {
+                    name: { type: 'string', default: 'John Doe' },
+                    age: { type: 'integer', default: 30 },
+                    score: { type: 'number', default: 95.5 },
+                    status: { type: 'string', enum: ['active', 'inactive', 'pending'], default: 'active' },
+                    verified: { type: 'boolean', default: true }
+                }
+            }
+        }, completed)
+    );
+    tool('test_elicitation_sep1330_enums', 'Asks with every enum form.', async (_args, ctx) =>
+        elicit(ctx, {
+            message: 'Pick some options',
+            requestedSchema: {
+                type: 'object',
+                properties: {
+                    untitledSingle: { type: 'string', enum: ['option1', 'option2', 'option3'] },
+                    titledSingle: {
+                        type: 'string',
+                        oneOf: [
+                            { const: 'value1', title: 'First Option' },
+                            { const: 'value2', title: 'Second Option' },
+                            { const: 'value3', title: 'Third Option' }
+                        ]
+                    },
+                    legacyEnum: {
+                        type: 'string',
+                        enum: ['opt1', 'opt2', 'opt3'],
+                        enumNames: ['Option One', 'Option Two', 'Option Three']
+                    },
+                    untitledMulti: { type: 'array', items: { type: 'string', enum: ['option1', 'option2', 'option3'] } },
+                    titledMulti: {
+                        type: 'array',
+                        items: {
+                            anyOf: [
+                                { const: 'value1', title: 'First Choice' },
+                                { const: 'value2', title: 'Second Choice' },
+                                { const: 'value3', title: 'Third Choice' }
+                            ]
+                        }
+                    }
+                }
+            }
+        }, completed)
+    );
+    tool(
+        'json_schema_2020_12_tool',
+        'Tool with JSON Schema 2020-12 features',
+        async () => text('ok'),
+        fromJsonSchema(SCHEMA_2020_12)
+    );
+    return server;
+}
+
+const onerror = (error) => console.error(`conformance-upstream: ${error.message}`);
+const args = process.argv.slice(2);
+if (args.length === 0) {
+    serveStdio(() => build(), { onerror });
+} else if (args.length === 2 && args[0] === '--http' && /^\d+$/.test(args[1])) {
+    const node = toNodeHandler(createMcpHandler(() => build(), { onerror }));
+    const server = createServer((req, res) => {
+        if (new URL(req.url, 'http://x').pathname !== '/mcp') {
+            res.writeHead(404).end();
+            return;
+        }
+        node(req, res);
+    });
+    server.listen(Number(args[1]), '127.0.0.1', () => {
+        console.error(`conformance-upstream listening on http://127.0.0.1:${server.address().port}/mcp`);
+    });
+} else {
+    console.error('usage: conformance_server.mjs [--http PORT]');
+    process.exit(2);
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env node
+// An MCP client built with the official TypeScript SDK, v1 (`@modelcontextprotocol/sdk`,
+// the 2025-11-25 `initialize` era) or v2 (`@modelcontextprotocol/client`, either era).
+// mcpbox's gateway tests run it against `mcpbox serve`:
+//
+//   node tests/peers/ts_client.mjs --sdk v1|v2 [--era legacy|2026-07-28]
+//        (--http URL | --stdio COMMAND ARGS...) [--call NAME JSON]... [--approve]
+//
+// It connects, lists every tool (following nextCursor), makes each --call in turn and
+// prints one JSON line: {"protocolVersion", "tools": [names], "calls": [CallToolResult]}.
+// With --approve it declares the elicitation capability and accepts every question
+// with {"approve": true} (and the defaults of other fields). --stdio takes the rest of
+// the command line.
+
+const argv = process.argv.slice(2);
+let sdk = 'v2';
+let era = 'legacy';
+let http;
+let stdio;
+let approve = false;
+const calls = [];
+for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--sdk') sdk = argv[++i];
+    else if (a === '--era') era = argv[++i];
+    else if (a === '--http') http = argv[++i];
+    else if (a === '--call') calls.push([argv[++i], JSON.parse(argv[++i])]);
+    else if (a === '--approve') approve = true;
+    else if (a === '--stdio') {
+        stdio = argv.slice(i + 1);
+        break;
+    } else throw new Error(`unknown argument ${a}`);
+}
+
+let Client, StdioClientTransport, StreamableHTTPClientTransport, ElicitRequestSchema;
+if (sdk === 'v1') {
+    ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
+    ({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
+    ({ StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
+    ({ ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js'));
+} else {
+    ({ Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client'));
+    ({ StdioClientTransport } = await import('@modelcontextprotocol/client/stdio'));
+}
+
+const options = { capabilities: approve ? { elicitation: { form: {} } } : {} };
+if (sdk === 'v2' && era !== 'legacy') options.versionNegotiation = { mode: { pin: era } };
+const client = new Client({ name: `ts-${sdk}-client`, version: '1.0.0' }, options);
+if (approve) {
+    const answer = async (request) => {
+        const schema = request.params.requestedSchema ?? {};
+        const content = {};
+        for (const [key, spec] of Object.entries(schema.properties ?? {})) {
+            if (key === 'approve') content[key] = true;
+            else if ('default' in spec) content[key] = spec.default;
+        }
+        return { action: 'accept', content };
+    };
+    if (sdk === 'v1') client.setRequestHandler(ElicitRequestSchema, answer);
+    else client.setRequestHandler('elicitation/create', answer);
+}
+
+const transport = http
+    ? new StreamableHTTPClientTransport(new URL(http))
+    : new StdioClientTransport({ command: stdio[0], args: stdio.slice(1), stderr: 'inherit' });
+await client.connect(transport);
+
+const tools = [];
+let cursor;
+do {
+    const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+    tools.push(...page.tools.map((t) => t.name));
+    cursor = page.nextCursor;
+} while (cursor);
+
+const results = [];
+for (const [name, args] of calls) results.push(await client.callTool({ name, arguments: args }));
+
+const protocolVersion =
+    typeof client.getNegotiatedProtocolVersion === 'function'
+        ? client.getNegotiatedProtocolVersion()
+        : transport.protocolVersion;
+console.log(JSON.stringify({ protocolVersion, tools, calls: results }));
+await client.close();

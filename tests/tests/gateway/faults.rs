@@ -1,0 +1,249 @@
+//! Faults through the gateway: an upstream that crashes mid-call, clients that go
+//! away mid-call (over HTTP, and over stdio in front of a second gateway), many
+//! clients at once, a client that does not read.
+
+use std::time::{Duration, Instant};
+
+use mcpbox_tests::gateway::{ConfigFile, RawRequest, http, serve_http};
+use mcpbox_tests::stdio::StdioPeer;
+use serde_json::{Value, json};
+
+use crate::{POST, config, stateless_call, stdio_gateway, text};
+
+/// The request ids the fixture saw cancelled, through the gateway.
+fn cancellations(url: &str) -> Vec<Value> {
+    let r = http(
+        url,
+        "POST",
+        &POST,
+        &stateless_call(900, "fx__cancellations", json!({})),
+    );
+    let messages = r.messages();
+    let seen: Vec<Value> = serde_json::from_str(text(&messages[0]["result"])).unwrap_or_default();
+    seen
+}
+
+/// Waits (polling) until the fixture has seen `n` cancellations.
+fn await_cancellations(url: &str, n: usize) -> Vec<Value> {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen = cancellations(url);
+        if seen.len() >= n {
+            return seen;
+        }
+        assert!(
+            Instant::now() < until,
+            "the fixture saw {} cancellations, not {n}",
+            seen.len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_upstream_crash_mid_call_is_a_tool_error_not_a_hang() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let r = http(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(1, "fx__crash", json!({"code": 7})),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let result = &r.messages()[0]["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        text(result).contains("server `fx`") && text(result).contains("exit code 7"),
+        "{result}"
+    );
+
+    // Over stdio, a 2025 client: the same.
+    let argv = stdio_gateway(&config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    peer.initialize("2025-11-25");
+    let result = peer.call_tool("fx__crash", json!({"code": 3}));
+    assert_eq!(result["isError"], true, "{result}");
+    // The server is restarted by the next call (after its backoff), or said to be
+    // unavailable: either way an answer, never a hang.
+    let again = peer.call_tool("fx__echo", json!({"text": "x"}));
+    assert!(again["isError"] == true || text(&again) == "x", "{again}");
+    peer.close_stdin();
+    assert!(peer.wait_exit().success());
+}
+
+#[test]
+fn a_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let before = cancellations(&gateway.url).len();
+    // A 2026-07-28 client: closing the stream is how it cancels.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "fx__progress", "arguments": {"steps": 100000, "interval_ms": 50},
+        "_meta": {"progressToken": "p1", "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut request = RawRequest::send(&gateway.url, "POST", &POST, &body.to_string());
+    let (status, _, data) = request.first_event();
+    assert_eq!(status, 200);
+    assert!(data.contains("notifications/progress"), "{data}");
+    drop(request);
+    await_cancellations(&gateway.url, before + 1);
+
+    // A 2025 session that ends (DELETE) has its calls cancelled too.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let r = http(&gateway.url, "POST", &POST, &init.to_string());
+    let session = r.header("mcp-session-id").expect("a session id").to_owned();
+    let with_session: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Mcp-Session-Id", session.as_str())])
+        .collect();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        http(&gateway.url, "POST", &with_session, &note.to_string()).status,
+        202
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "fx__progress", "arguments": {"steps": 100000, "interval_ms": 50},
+        "_meta": {"progressToken": "p2"}}});
+    let mut request = RawRequest::send(&gateway.url, "POST", &with_session, &call.to_string());
+    let (_, id, _) = request.first_event();
+    assert!(id.is_some(), "a session's events carry ids for resumption");
+    let gone = http(
+        &gateway.url,
+        "DELETE",
+        &[("Mcp-Session-Id", session.as_str())],
+        "",
+    );
+    assert_eq!(gone.status, 200);
+    await_cancellations(&gateway.url, before + 2);
+    // The ended session is unknown from now on.
+    let r = http(
+        &gateway.url,
+        "POST",
+        &with_session,
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string(),
+    );
+    assert_eq!(r.status, 404);
+    drop(request);
+}
+
+#[test]
+fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
+    // Gateway behind gateway: the stdio gateway's upstream is an HTTP gateway in
+    // front of the fixture, so the fixture outlives the stdio gateway and can be
+    // asked what it saw cancelled.
+    let inner_config = config(false, json!({}));
+    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
+    let before = cancellations(&inner.url).len();
+    let outer_config = ConfigFile::new(&json!({"mcpServers": {
+        "up": {"type": "http", "url": inner.url},
+    }}));
+    let argv = stdio_gateway(&outer_config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    peer.initialize("2025-11-25");
+    peer.send_request(
+        "tools/call",
+        json!({"name": "up__fx__progress", "arguments": {"steps": 100000, "interval_ms": 50},
+               "_meta": {"progressToken": "p"}}),
+    );
+    // The call is running upstream once its progress comes back through both.
+    loop {
+        let message = peer.next_message();
+        if message["method"] == "notifications/progress" {
+            assert_eq!(message["params"]["progressToken"], "p", "{message}");
+            break;
+        }
+        assert!(
+            message.get("id").is_none(),
+            "an answer before any progress: {message}"
+        );
+    }
+    peer.close_stdin();
+    assert!(peer.wait_exit().success());
+    await_cancellations(&inner.url, before + 1);
+}
+
+#[test]
+fn a_hundred_http_clients_at_once() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let url = gateway.url.clone();
+    let clients: Vec<_> = (0..100)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let r = http(
+                    &url,
+                    "POST",
+                    &POST,
+                    &stateless_call(i, "fx__echo", json!({"text": format!("client {i}")})),
+                );
+                assert_eq!(r.status, 200, "{r:?}");
+                let messages = r.messages();
+                assert_eq!(messages[0]["id"], i);
+                assert_eq!(text(&messages[0]["result"]), format!("client {i}"));
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("a client failed");
+    }
+}
+
+#[test]
+fn a_client_that_does_not_read_does_not_hold_up_the_others() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let init = |id: u64| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        let r = http(&gateway.url, "POST", &POST, &body.to_string());
+        let session = r.header("mcp-session-id").expect("a session").to_owned();
+        let headers: Vec<(String, String)> = POST
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+            .chain([("Mcp-Session-Id".to_owned(), session)])
+            .collect();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let h: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(http(&gateway.url, "POST", &h, &note).status, 202);
+        headers
+    };
+    // The slow client opens its standalone stream and never reads it.
+    let slow = init(1);
+    let slow_h: Vec<(&str, &str)> = slow
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .filter(|(n, _)| *n != "Content-Type")
+        .chain([("Accept", "text/event-stream")])
+        .collect();
+    let stalled = RawRequest::send(&gateway.url, "GET", &slow_h, "");
+    // Another client makes the upstream flood: every log line goes to the slow
+    // client's standalone stream too, far more than it buffers.
+    let busy = init(2);
+    let busy_h: Vec<(&str, &str)> = busy.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let flood = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+        "params": {"name": "fx__flood", "arguments": {"count": 50000}}});
+    let started = Instant::now();
+    let r = http(&gateway.url, "POST", &busy_h, &flood.to_string());
+    let messages = r.messages();
+    let last = messages.last().expect("an answer");
+    assert_eq!(text(&last["result"]), "flooded 50000", "{last}");
+    // And a third client is answered while the slow one still holds its stream.
+    let r = http(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(6, "fx__echo", json!({"text": "still here"})),
+    );
+    assert_eq!(text(&r.messages()[0]["result"]), "still here");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    drop(stalled);
+}

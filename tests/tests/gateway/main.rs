@@ -1,0 +1,89 @@
+//! `mcpbox serve` against real MCP clients: the official TypeScript SDK (v1 and v2)
+//! and Python SDK clients and rmcp's, over stdio and Streamable HTTP, in both eras,
+//! in front of upstream servers of both eras (the fixture, the TypeScript SDK v2
+//! peer, the Python SDK peer); names, profiles and tool search; the HTTP safety
+//! rules; faults; clients that misbehave on purpose.
+//!
+//! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
+//! `mcpbox_tests::gateway`).
+
+mod clients;
+mod exposure;
+mod faults;
+mod hostile;
+mod safety;
+
+use std::path::Path;
+
+use mcpbox_tests::gateway::ConfigFile;
+use mcpbox_tests::{fastmcp_server_command, ts_server_command};
+use serde_json::{Value, json};
+
+/// The gateway program.
+pub fn cli() -> &'static str {
+    env!("CARGO_BIN_EXE_mcpbox-cli")
+}
+
+/// The fixture server program.
+pub fn fixture() -> &'static str {
+    env!("CARGO_BIN_EXE_fixture-server")
+}
+
+/// A configuration: the fixture (`fx`, 2025-11-25) and, with `peers`, the TypeScript
+/// SDK v2 peer (`ts`) and the Python SDK peer (`py`), both 2026-07-28; `extra` is
+/// merged into the top level (rules, profiles).
+pub fn config(peers: bool, extra: Value) -> ConfigFile {
+    let mut servers = json!({"fx": {"command": fixture(), "args": []}});
+    if peers {
+        let (node, args) = ts_server_command();
+        servers["ts"] = json!({"command": node, "args": args});
+        let (python, args) = fastmcp_server_command();
+        servers["py"] = json!({"command": python, "args": args});
+    }
+    let mut config = json!({"mcpServers": servers});
+    if let Value::Object(extra) = extra {
+        for (k, v) in extra {
+            config[k] = v;
+        }
+    }
+    ConfigFile::new(&config)
+}
+
+/// The command line of the stdio gateway over `config`, with `extra` serve flags.
+pub fn stdio_gateway(config: &Path, extra: &[&str]) -> Vec<String> {
+    let mut argv = vec![
+        cli().to_owned(),
+        // The configuration is the test's own (see `mcpbox trust`).
+        "--trust".to_owned(),
+        "--config".to_owned(),
+        config.display().to_string(),
+        "serve".to_owned(),
+    ];
+    argv.extend(extra.iter().map(|s| (*s).to_owned()));
+    argv
+}
+
+/// The first text block of a tool result.
+pub fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// The 2026-07-28 `_meta` of a request.
+pub fn meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities": {},
+           "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"}})
+}
+
+/// A 2026-07-28 `tools/call` body.
+pub fn stateless_call(id: u64, name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments, "_meta": meta()}})
+    .to_string()
+}
+
+/// The headers of a JSON POST that accepts either answer.
+pub const POST: [(&str, &str); 2] = [
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+];

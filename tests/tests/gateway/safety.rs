@@ -1,0 +1,220 @@
+//! The HTTP side's transport rules: DNS rebinding (`Host`, `Origin`), the bearer
+//! token, size limits, sessions (unknown ids, `GET` without one, `DELETE`),
+//! resumption with `Last-Event-ID`, profiles by path.
+
+use std::process::Command;
+
+use mcpbox_tests::gateway::{RawRequest, http, serve_http};
+use mcpbox_tests::http::start_with;
+use serde_json::json;
+
+use crate::{POST, config, stateless_call, text};
+
+#[test]
+fn foreign_hosts_and_origins_are_refused() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let body = stateless_call(1, "fx__echo", json!({"text": "x"}));
+    let evil_host: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Host", "evil.example.com")])
+        .collect();
+    assert_eq!(http(&gateway.url, "POST", &evil_host, &body).status, 403);
+    let evil_origin: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Origin", "http://evil.example.com")])
+        .collect();
+    assert_eq!(http(&gateway.url, "POST", &evil_origin, &body).status, 403);
+    let local_origin: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Origin", "http://localhost:3000")])
+        .collect();
+    assert_eq!(http(&gateway.url, "POST", &local_origin, &body).status, 200);
+    // An origin allowed on the command line.
+    let allowed = serve_http(
+        crate::cli(),
+        &config.path,
+        &["--allow-origin", "https://app.example"],
+    );
+    let app: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Origin", "https://app.example")])
+        .collect();
+    assert_eq!(http(&allowed.url, "POST", &app, &body).status, 200);
+}
+
+#[test]
+fn a_token_is_required_when_one_is_set() {
+    let config = config(false, json!({}));
+    let mut command = Command::new(crate::cli());
+    command
+        .arg("--trust")
+        .arg("--config")
+        .arg(&config.path)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", "s3cret-token");
+    let gateway = start_with(command, &|line| {
+        Some(line.split("listening on ").nth(1)?.trim().to_owned())
+    });
+    let body = stateless_call(1, "fx__echo", json!({"text": "x"}));
+    let r = http(&gateway.url, "POST", &POST, &body);
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let wrong: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Authorization", "Bearer nope")])
+        .collect();
+    assert_eq!(http(&gateway.url, "POST", &wrong, &body).status, 401);
+    let right: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Authorization", "Bearer s3cret-token")])
+        .collect();
+    let r = http(&gateway.url, "POST", &right, &body);
+    assert_eq!(r.status, 200);
+    assert_eq!(text(&r.messages()[0]["result"]), "x");
+}
+
+#[test]
+fn limits_sessions_and_methods() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    // A body over the limit (4 MiB) is refused before it reaches the guest.
+    let big = format!("{{\"x\": \"{}\"}}", "y".repeat(5 * 1024 * 1024));
+    assert_eq!(http(&gateway.url, "POST", &POST, &big).status, 413);
+    // Not JSON as a content type.
+    assert_eq!(
+        http(
+            &gateway.url,
+            "POST",
+            &[("Content-Type", "text/plain")],
+            "{}"
+        )
+        .status,
+        415
+    );
+    // An unknown session, a GET without one, a DELETE of none.
+    let unknown: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Mcp-Session-Id", "0123")])
+        .collect();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    assert_eq!(http(&gateway.url, "POST", &unknown, &ping).status, 404);
+    assert_eq!(
+        http(&gateway.url, "GET", &[("Accept", "text/event-stream")], "").status,
+        405
+    );
+    assert_eq!(http(&gateway.url, "DELETE", &[], "").status, 400);
+    assert_eq!(http(&gateway.url, "PUT", &[], "").status, 405);
+    let other = gateway.url.replace("/mcp", "/other");
+    assert_eq!(http(&other, "POST", &POST, &ping).status, 404);
+    // A 2025 request without a session: the guest's 400, as JSON-RPC.
+    let r = http(&gateway.url, "POST", &POST, &ping);
+    assert_eq!(r.status, 400);
+    assert_eq!(r.messages()[0]["error"]["code"], -32600);
+    // A 2026-07-28 notification-only POST: 202.
+    let note =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+    assert_eq!(
+        http(&gateway.url, "POST", &POST, &note.to_string()).status,
+        202
+    );
+}
+
+#[test]
+fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let r = http(&gateway.url, "POST", &POST, &init.to_string());
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    assert_eq!(session.len(), 32, "128 random bits");
+    let headers: Vec<(&str, &str)> = POST
+        .iter()
+        .copied()
+        .chain([("Mcp-Session-Id", session.as_str())])
+        .collect();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        http(&gateway.url, "POST", &headers, &note.to_string()).status,
+        202
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "fx__progress", "arguments": {"steps": 5, "interval_ms": 100}, "_meta": {"progressToken": "t"}}});
+    let mut request = RawRequest::send(&gateway.url, "POST", &headers, &call.to_string());
+    let (status, id, data) = request.first_event();
+    assert_eq!(status, 200);
+    assert!(data.contains("notifications/progress"), "{data}");
+    let id = id.expect("an event id");
+    drop(request);
+    // The call went on; the rest of its stream is fetched with the last id seen.
+    let resume: Vec<(&str, &str)> = vec![
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("Last-Event-ID", id.as_str()),
+    ];
+    let r = http(&gateway.url, "GET", &resume, "");
+    assert_eq!(r.status, 200);
+    let messages = r.messages();
+    let response = messages
+        .iter()
+        .find(|m| m["id"] == 7)
+        .unwrap_or_else(|| panic!("{messages:?}"));
+    assert_eq!(text(&response["result"]), "done 5");
+    let progress = messages
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .count();
+    assert!(progress >= 3, "the progress after event {id}: {messages:?}");
+}
+
+#[test]
+fn profiles_are_chosen_by_path_or_serve_profile() {
+    let config = config(
+        false,
+        json!({"profiles": {"echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"}}}),
+    );
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": crate::meta()}}).to_string();
+    let all = http(&gateway.url, "POST", &POST, &list).messages();
+    assert!(all[0]["result"]["tools"].as_array().unwrap().len() > 10);
+    let narrow = http(&format!("{}/echo-only", gateway.url), "POST", &POST, &list).messages();
+    let names: Vec<&str> = narrow[0]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["fx__echo"]);
+    let denied = http(
+        &format!("{}/echo-only", gateway.url),
+        "POST",
+        &POST,
+        &stateless_call(2, "fx__add", json!({"a": 1, "b": 2})),
+    );
+    let result = &denied.messages()[0]["result"];
+    assert!(
+        text(result).contains("profiles.echo-only.default: deny"),
+        "{result}"
+    );
+    let r = http(&format!("{}/nope", gateway.url), "POST", &POST, &list);
+    assert_eq!(r.status, 404);
+    // `--profile` is the profile of plain /mcp.
+    let narrowed = serve_http(crate::cli(), &config.path, &["--profile", "echo-only"]);
+    let listed = http(&narrowed.url, "POST", &POST, &list).messages();
+    let names: Vec<&str> = listed[0]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["fx__echo"]);
+}
