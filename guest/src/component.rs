@@ -565,15 +565,20 @@ struct Component;
 impl wit::Guest for Component {
     fn load_config(origin: String, text: String) -> Result<Vec<wit::ConfigIssue>, String> {
         with_both(|m, g| {
-            let mut issues = m.load_config(&origin, &text)?;
-            issues.extend(g.configure(&text));
+            let issues = m.load_config(&origin, &text)?;
+            g.configure();
             Ok(issues)
         })
         .map(|issues| issues.into_iter().map(to_wit_issue).collect())
     }
 
     fn reload_config(origin: String, text: String) -> Result<wit::ReloadReport, String> {
-        with(|m| m.reload_config(&origin, &text)).map(to_wit_reload_report)
+        with_both(|m, g| {
+            let report = m.reload_config(&origin, &text)?;
+            g.configure();
+            Ok(report)
+        })
+        .map(to_wit_reload_report)
     }
 
     fn load_claude_settings(origin: String, text: String) -> Vec<wit::ConfigIssue> {
@@ -695,7 +700,7 @@ impl wit_gateway::Guest for Component {
             page_size: (options.page_size as usize).max(1),
             secret: options.secret,
         };
-        with_both(|_, g| g.serve(serve, options.profile.as_deref()))
+        with_both(|m, g| g.serve(m.permissions(), serve, options.profile.as_deref()))
     }
 
     fn receive(message: wit_gateway::Inbound) -> Vec<types::DownstreamSignal> {

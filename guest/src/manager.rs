@@ -313,6 +313,9 @@ pub struct Manager<P: Platform> {
     next_input: u64,
     /// The configuration's permission rules.
     permissions: Permissions,
+    /// The Claude Code settings files read since the last load (origin, value):
+    /// a reload re-reads the configuration's rules and adds theirs again.
+    claude_settings: Vec<(String, serde_json::Value)>,
     /// Warnings about rules naming unlisted tools, already given.
     rule_warnings: alloc::collections::BTreeSet<String>,
     /// Whether `ask` rules are asked (see "Approvals").
@@ -402,6 +405,7 @@ impl<P: Platform> Manager<P> {
             inputs: BTreeMap::new(),
             next_input: 1,
             permissions: Permissions::default(),
+            claude_settings: Vec::new(),
             rule_warnings: Default::default(),
             approvals_enabled: false,
             approvals: BTreeMap::new(),
@@ -476,6 +480,7 @@ impl<P: Platform> Manager<P> {
         self.inputs.clear();
         self.origin = origin.to_string();
         self.permissions = parsed.permissions;
+        self.claude_settings.clear();
         self.output = parsed.output;
         self.audit = parsed.audit;
         self.apply_options();
@@ -496,7 +501,8 @@ impl<P: Platform> Manager<P> {
     /// `origin` names it) to the configuration's (see
     /// [`Permissions::add_claude_settings`]). Kept until the next
     /// [`Manager::load_config`], which drops them: a host reads the file again
-    /// after each load. Text that is not JSON is one issue; nothing changes.
+    /// after each load. A reload ([`Manager::reload_config`]) keeps them, resolved
+    /// against the new servers. Text that is not JSON is one issue; nothing changes.
     pub fn load_claude_settings(&mut self, origin: &str, text: &str) -> Vec<ConfigIssue> {
         let value: serde_json::Value = match serde_json::from_str(text) {
             Ok(value) => value,
@@ -514,6 +520,7 @@ impl<P: Platform> Manager<P> {
         let mut issues = Vec::new();
         self.permissions
             .add_claude_settings(origin, &value, &servers, &mut issues);
+        self.claude_settings.push((origin.to_string(), value));
         self.invalidate_registry();
         issues
     }
@@ -666,6 +673,26 @@ impl<P: Platform> Manager<P> {
         self.start_call_as(tool, arguments, options, None)
     }
 
+    /// [`Manager::start_call_as`] for a call whose `ask` rule someone already
+    /// approved: `by` says who, for the audit trail (the gateway asks its own
+    /// client, so the approval belongs to that client and is not remembered for
+    /// other callers). A `deny` rule still refuses it.
+    pub(crate) fn start_call_approved(
+        &mut self,
+        tool: &str,
+        arguments: &str,
+        options: CallOptions,
+        profile: Option<&str>,
+        by: &'static str,
+    ) -> Result<u64, CallError> {
+        let mut attempt = completion::Attempt::default();
+        let started = self.begin_call(tool, arguments, options, profile, Some(by), &mut attempt);
+        if let Err(e) = &started {
+            self.audit_refusal(tool, arguments, profile, attempt, e);
+        }
+        started
+    }
+
     /// [`Manager::start_call`] for a caller that uses the permission profile
     /// `profile` (see [`crate::permissions`]): the call must pass the profile's
     /// rules as well as the top-level ones.
@@ -677,7 +704,7 @@ impl<P: Platform> Manager<P> {
         profile: Option<&str>,
     ) -> Result<u64, CallError> {
         let mut attempt = completion::Attempt::default();
-        let started = self.begin_call(tool, arguments, options, profile, &mut attempt);
+        let started = self.begin_call(tool, arguments, options, profile, None, &mut attempt);
         if let Err(e) = &started {
             self.audit_refusal(tool, arguments, profile, attempt, e);
         }
@@ -692,6 +719,7 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
         profile: Option<&str>,
+        approved: Option<&'static str>,
         attempt: &mut completion::Attempt,
     ) -> Result<u64, CallError> {
         self.sync_registry();
@@ -757,7 +785,9 @@ impl<P: Platform> Manager<P> {
             arguments: self.audit_arguments.then(|| arguments.clone()),
         };
         if let Decision::Ask(rule) = decision {
-            if self.approved_for_session(tool, profile) {
+            if let Some(by) = approved {
+                flight.approval = Some(by);
+            } else if self.approved_for_session(tool, profile) {
                 flight.approval = Some("session-earlier");
             } else {
                 if !self.approvals_enabled {
@@ -1281,6 +1311,12 @@ impl<P: Platform> Manager<P> {
     /// (the gateway).
     pub fn permissions(&self) -> &Permissions {
         &self.permissions
+    }
+
+    /// The rule that keeps the tool of registry name `tool` out of the registry,
+    /// when one does (a `deny` rule, or `enabledTools` / `disabledTools`).
+    pub fn denied_by(&self, tool: &str) -> Option<Rc<crate::permissions::Rule>> {
+        self.slots.iter().find_map(|s| s.denied.get(tool).cloned())
     }
 
     /// What the permission rules say about the tool of registry name `tool` for

@@ -211,6 +211,15 @@ impl Client {
         }
     }
 
+    /// Lists the tools again (now, or after the running listing), as if the
+    /// server had said its list changed, and reports the list even if it is the
+    /// same: the manager's rules changed, and a server's tools are filtered as
+    /// its list arrives.
+    pub fn relist(&mut self) {
+        self.tools_fingerprint = None;
+        self.on_list_changed();
+    }
+
     /// `notifications/tools/list_changed`: a re-list now, or after the running one.
     pub(super) fn on_list_changed(&mut self) {
         match self.phase {

@@ -81,6 +81,24 @@ impl<P: Platform> Manager<P> {
             issues: parsed.issues,
             ..ReloadReport::default()
         };
+        // The rules and limits apply from the next call on; calls in flight keep
+        // the decision they started with. Approvals "for the session" end here.
+        let rules_changed = parsed.permissions != self.permissions
+            || !self.claude_settings.is_empty();
+        self.permissions = parsed.permissions;
+        self.output = parsed.output;
+        if parsed.audit != self.audit {
+            report.issues.push(ConfigIssue {
+                server: None,
+                field: Some("audit".into()),
+                message: "the `audit` settings changed; they apply from the next start of \
+                          mcpbox (the audit trail in use is kept)"
+                    .into(),
+            });
+        }
+        self.apply_options();
+        self.rule_warnings.clear();
+        self.session_approvals.clear();
         // What becomes of each old slot, decided before anything moves. Lookups
         // by name go through maps: a configuration may hold 10,000 entries.
         let fates: Vec<Fate> = {
@@ -239,7 +257,26 @@ impl<P: Platform> Manager<P> {
             .filter_map(|(id, (i, key))| Some((id, (moved_to.get(i).copied().flatten()?, key))))
             .collect();
         self.origin = origin.to_string();
+        // Claude Code settings read at load keep applying, resolved against the
+        // new servers.
+        let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
+        for (settings, value) in &self.claude_settings {
+            self.permissions
+                .add_claude_settings(settings, value, &servers, &mut report.issues);
+        }
         self.rebuild_registry();
+        if rules_changed {
+            // A server's tools are filtered as its list arrives: the servers that
+            // stay connected list theirs again under the new rules (a tool the new
+            // rules deny is refused from now on, whatever the registry still shows).
+            for slot in &mut self.slots {
+                if slot.state == ServerState::Connected
+                    && let Some(client) = slot.client.as_mut()
+                {
+                    client.relist();
+                }
+            }
+        }
         for i in to_open {
             self.open(i);
         }
@@ -535,5 +572,37 @@ mod tests {
         assert_eq!(report.unchanged, ["a"]);
         assert_eq!(m.slots[0].failures, 0);
         assert!(!report.changed());
+    }
+
+    #[test]
+    fn a_reload_applies_new_permission_rules_to_running_servers() {
+        let p = platform(&["fs"]);
+        let denying = r#"{"mcpServers": {"fs": {"command": "fs"}},
+            "permissions": {"deny": ["mcp__fs__slow"]}}"#;
+        let mut m = Manager::new(p);
+        assert_eq!(m.load_config("one.json", denying).unwrap(), vec![]);
+        m.start();
+        settle(&mut m);
+        let names = |m: &Manager<FakePlatform>| -> Vec<String> {
+            m.tools().into_iter().map(|t| t.name).collect()
+        };
+        assert_eq!(names(&m), ["mcp__fs__echo"]);
+
+        // The rule moves from `slow` to `echo`: `echo` is refused at once, and
+        // `slow` is offered once the server listed its tools again.
+        let flipped = r#"{"mcpServers": {"fs": {"command": "fs"}},
+            "permissions": {"deny": ["mcp__fs__echo"]}}"#;
+        let report = m.reload_config("one.json", flipped).unwrap();
+        assert_eq!(report.unchanged, ["fs"]);
+        assert_eq!(opened(&m, "fs"), 1, "the server kept running");
+        match m.start_call("mcp__fs__echo", "{}", CallOptions::default()) {
+            Err(CallError::Denied(why)) => assert!(why.contains("permissions.deny[0]"), "{why}"),
+            other => panic!("echo after the reload: {other:?}"),
+        }
+        for _ in 0..10 {
+            m.wait(100);
+        }
+        assert_eq!(names(&m), ["mcp__fs__slow"]);
+        assert!(m.events().iter().any(|e| matches!(e, Event::ToolsChanged(s) if s == "fs")));
     }
 }

@@ -87,7 +87,7 @@ fn approval_schema() -> Value {
 
 fn approval_message(a: &Approval) -> String {
     format!(
-        "Allow the tool {} (`{}` of server `{}`) to run with {}? The rule `{}` asks before it runs.",
+        "Allow the tool {} (`{}` of server `{}`) to run with {}? The permission rule {} asks before it runs.",
         a.exposed.name,
         a.exposed.entry.tool.def.name,
         a.exposed.entry.server,
@@ -120,7 +120,7 @@ fn approved(result: &Value) -> bool {
 
 fn not_approved(a: &Approval) -> String {
     tool_error(&format!(
-        "{} was not run: the user did not approve it (the rule `{}` asks first)",
+        "{} was not run: the user did not approve it (the permission rule {} asks first)",
         a.exposed.name, a.rule
     ))
 }
@@ -256,7 +256,7 @@ impl Gateway {
         let _ = m;
         if !origin.can_elicit(&self.sessions) {
             let text = tool_error(&format!(
-                "{} needs the user's approval (the rule `{rule}` asks first), and this client cannot \
+                "{} needs the user's approval (the permission rule {rule} asks first), and this client cannot \
                  be asked: it did not declare the elicitation capability. Allow the tool in the \
                  rules, or use a client that supports elicitation.",
                 exposed.name

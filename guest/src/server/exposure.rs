@@ -27,7 +27,7 @@ use alloc::rc::Rc;
 use crate::naming;
 use crate::registry::Entry;
 
-use super::policy::{Decision, Rules};
+use crate::permissions::{Decision, Permissions};
 
 /// How registry tools are named downstream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -111,7 +111,7 @@ fn prefixed(entry: &Entry, max: usize) -> String {
 pub fn build(
     entries: &[Entry],
     generation: u64,
-    rules: &Rules,
+    permissions: &Permissions,
     profile: Option<&str>,
     naming_mode: Naming,
     max: usize,
@@ -119,10 +119,10 @@ pub fn build(
     let mut allowed: Vec<(&Entry, Option<String>)> = Vec::with_capacity(entries.len());
     let mut denied_entries = Vec::new();
     for e in entries {
-        match rules.decide(profile, &e.server, &e.tool.def.name) {
-            Decision::Allow => allowed.push((e, None)),
-            Decision::Ask(rule) => allowed.push((e, Some(rule))),
-            Decision::Deny(rule) => denied_entries.push((e, rule)),
+        match permissions.decide(&e.server, &e.tool.def.name, profile) {
+            Decision::Allow(_) => allowed.push((e, None)),
+            Decision::Ask(rule) => allowed.push((e, Some(rule.to_string()))),
+            Decision::Deny(rule) => denied_entries.push((e, rule.to_string())),
         }
     }
     // Conditional naming: how many servers serve each sanitised own name.
@@ -239,7 +239,7 @@ mod tests {
     fn prefixed_names_drop_mcp_and_fit_the_budget() {
         let long = "t".repeat(60);
         let r = registry(&[("fs", &["read", "write"]), ("git", &[long.as_str()])]);
-        let rules = Rules::default();
+        let rules = Permissions::default();
         let (e, warnings) = build(r.entries(), 1, &rules, None, Naming::Prefixed, 51);
         assert!(warnings.is_empty());
         assert_eq!(names(&e)[..2], ["fs__read", "fs__write"]);
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn conditional_names_keep_own_names_unless_they_clash() {
         let r = registry(&[("a", &["read", "only_a"]), ("b", &["read", "only_b"])]);
-        let rules = Rules::default();
+        let rules = Permissions::default();
         let (e, _) = build(r.entries(), 1, &rules, None, Naming::Conditional, 51);
         assert_eq!(names(&e), ["a__read", "b__read", "only_a", "only_b"]);
         let single = registry(&[("a", &["read", "write"])]);
@@ -265,16 +265,23 @@ mod tests {
     #[test]
     fn denied_tools_are_not_served_and_ask_is_marked() {
         let r = registry(&[("fs", &["read", "write", "rm"])]);
-        let (rules, _) = Rules::parse(
-            r#"{"permissions": {"deny": ["mcp__fs__rm"], "ask": ["mcp__fs__write"]}}"#,
-        );
+        let rules = crate::config::parse(
+            "t.json",
+            r#"{"mcpServers": {"fs": {"command": "fs"}},
+                "permissions": {"deny": ["mcp__fs__rm"], "ask": ["mcp__fs__write"]}}"#,
+        )
+        .unwrap()
+        .permissions;
         let (e, _) = build(r.entries(), 1, &rules, None, Naming::Prefixed, 51);
         assert_eq!(names(&e), ["fs__read", "fs__write"]);
         assert_eq!(
             e.get("fs__write").unwrap().ask.as_deref(),
-            Some("permissions.ask: mcp__fs__write")
+            Some("`mcp__fs__write` (permissions.ask[0] in t.json)")
         );
-        assert_eq!(e.denied["fs__rm"], "permissions.deny: mcp__fs__rm");
+        assert_eq!(
+            e.denied["fs__rm"],
+            "`mcp__fs__rm` (permissions.deny[0] in t.json)"
+        );
         let (again, _) = build(r.entries(), 2, &rules, None, Naming::Prefixed, 51);
         assert_eq!(
             again.fingerprint, e.fingerprint,

@@ -20,7 +20,6 @@
 //! | [`lifecycle`] | `initialize` and sessions (2025-11-25 and older); `server/discover`, per-request `_meta` and headers (2026-07-28) |
 //! | `tools` | `tools/list` with pagination, `tools/call` bridged to the registry |
 //! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
-//! | [`policy`] | the permission rules the gateway applies (allow / ask / deny per profile) |
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
 //! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create` or `input_required` |
 //! | `subscriptions` | `notifications/tools/list_changed` (2025) and `subscriptions/listen` (2026-07-28) |
@@ -38,7 +37,6 @@
 pub mod exposure;
 pub mod lifecycle;
 pub mod logging;
-pub mod policy;
 pub mod search;
 
 mod elicitation;
@@ -60,11 +58,11 @@ use crate::config::ConfigIssue;
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message};
 use crate::manager::{Event, Manager};
+use crate::permissions::Permissions;
 use crate::transport::{Pair, Platform};
 
 use exposure::{Exposure, Naming};
 use lifecycle::{Refusal, RequestMeta};
-use policy::Rules;
 
 /// JSON-RPC: the text is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -245,7 +243,6 @@ struct Exchange {
 #[derive(Debug, Default)]
 pub struct Gateway {
     options: ServeOptions,
-    rules: Rules,
     serving: bool,
     sessions: BTreeMap<u64, Session>,
     next_session: u64,
@@ -293,41 +290,29 @@ impl Gateway {
         }
     }
 
-    /// Reads the rules (`permissions`, `profiles`) of a configuration. Called with
-    /// every configuration the manager loads.
-    pub fn configure(&mut self, text: &str) -> Vec<ConfigIssue> {
-        let (rules, issues) = Rules::parse(text);
-        self.rules = rules;
+    /// A configuration was loaded: what was served under the old one is built
+    /// afresh. The rules themselves (`permissions`, `profiles`) are the
+    /// manager's ([`crate::permissions`]): the gateway asks it per tool.
+    pub fn configure(&mut self) {
         self.exposures.clear();
+        self.retired.clear();
         self.indexes.clear();
-        issues
     }
 
     /// Starts serving. `Err` when `profile` (the stdio client's) is not configured.
-    pub fn serve(&mut self, options: ServeOptions, profile: Option<&str>) -> Result<(), String> {
+    pub fn serve(
+        &mut self,
+        permissions: &Permissions,
+        options: ServeOptions,
+        profile: Option<&str>,
+    ) -> Result<(), String> {
         if let Some(p) = profile {
-            self.check_profile(p)?;
+            check_profile(permissions, p)?;
         }
         self.options = options;
         self.serving = true;
         self.exposures.clear();
         Ok(())
-    }
-
-    fn check_profile(&self, profile: &str) -> Result<(), String> {
-        if self.rules.has_profile(profile) {
-            return Ok(());
-        }
-        let names = self.rules.profile_names();
-        Err(format!(
-            "no profile named `{profile}` in the configuration (configured: {}); \
-             add it under \"profiles\"",
-            if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            }
-        ))
     }
 
     /// Takes what the gateway has for the host.
@@ -536,7 +521,7 @@ impl Gateway {
             profile: ctx.profile.clone(),
         };
         if let Some(p) = &ctx.profile
-            && let Err(why) = self.check_profile(p)
+            && let Err(why) = check_profile(m.permissions(), p)
         {
             return self.answer(
                 &origin,
@@ -829,7 +814,7 @@ impl Gateway {
         let (exposure, warnings) = exposure::build(
             m.tool_entries(),
             generation,
-            &self.rules,
+            m.permissions(),
             profile,
             self.options.naming,
             self.options.max_name_len,
@@ -896,4 +881,22 @@ fn call_error(e: CallError) -> Result<String, Refusal> {
         )),
         other => Ok(tool_error(&other.to_string())),
     }
+}
+
+/// `Ok` when the configuration has the profile `profile`; the error names the
+/// ones it has and where to add it.
+fn check_profile(permissions: &Permissions, profile: &str) -> Result<(), String> {
+    if permissions.has_profile(profile) {
+        return Ok(());
+    }
+    let names: Vec<&str> = permissions.profiles().collect();
+    Err(format!(
+        "no profile named `{profile}` in the configuration (configured: {}); \
+         add it under \"profiles\"",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
 }

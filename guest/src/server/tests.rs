@@ -38,8 +38,9 @@ impl Rig {
         assert_eq!(m.load_config("test", &text).unwrap(), vec![]);
         m.enable_input_requests();
         let mut g = Gateway::new();
-        assert_eq!(g.configure(&text), vec![]);
+        g.configure();
         g.serve(
+            m.permissions(),
             ServeOptions {
                 secret: "test-secret".into(),
                 ..options
@@ -606,7 +607,9 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
     assert_eq!(names, ["fs__read", "fs__write"]);
     let (r, _) = rig.request(Some(s), call(2, "fs__rm", json!({})));
     assert!(
-        texts(&r["result"]).contains("denied by the rule `permissions.deny: mcp__fs__rm`"),
+        texts(&r["result"]).contains(
+            "denied by the permission rule `mcp__fs__rm` (permissions.deny[0] in test)"
+        ),
         "{r}"
     );
 
@@ -625,7 +628,7 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
             question["params"]["message"]
                 .as_str()
                 .unwrap()
-                .contains("permissions.ask: mcp__fs__write")
+                .contains("`mcp__fs__write` (permissions.ask[0] in test)")
         );
         let (_, out) = rig.send(
             Some(s),

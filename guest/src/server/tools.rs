@@ -224,9 +224,15 @@ impl Gateway {
                 self.held_calls.push((origin, params));
                 return;
             }
-            if let Some(rule) = exposure.denied.get(&name) {
+            // Denied by the profile, or kept out of the registry by the rules
+            // (a `deny` rule, `enabledTools` / `disabledTools`): say which rule.
+            let rule = exposure.denied.get(&name).cloned().or_else(|| {
+                m.denied_by(&format!("mcp__{name}"))
+                    .map(|rule| rule.to_string())
+            });
+            if let Some(rule) = rule {
                 let text = tool_error(&format!(
-                    "{name} is not allowed here: denied by the rule `{rule}`"
+                    "{name} is not allowed here: it is denied by the permission rule {rule}"
                 ));
                 return self.answer(&origin, Ok(text));
             }
@@ -248,7 +254,15 @@ impl Gateway {
         arguments: &str,
         progress_token: Option<Value>,
     ) {
-        match m.start_call(&exposed.entry.tool.name, arguments, CallOptions::default()) {
+        let tool = &exposed.entry.tool.name;
+        let profile = origin.profile.as_deref();
+        // An `ask` tool reaches here once this client approved the call.
+        let started = if exposed.ask.is_some() {
+            m.start_call_approved(tool, arguments, CallOptions::default(), profile, "client")
+        } else {
+            m.start_call_as(tool, arguments, CallOptions::default(), profile)
+        };
+        match started {
             Ok(call) => {
                 self.calls.insert(
                     call,
