@@ -700,7 +700,11 @@ impl wit_gateway::Guest for Component {
             page_size: (options.page_size as usize).max(1),
             secret: options.secret,
         };
-        with_both(|m, g| g.serve(m.permissions(), serve, options.profile.as_deref()))
+        with_both(|m, g| {
+            g.serve(m.permissions(), serve, options.profile.as_deref())?;
+            m.serve_downstream();
+            Ok(())
+        })
     }
 
     fn receive(message: wit_gateway::Inbound) -> Vec<types::DownstreamSignal> {

@@ -316,6 +316,8 @@ pub struct Manager<P: Platform> {
     /// The Claude Code settings files read since the last load (origin, value):
     /// a reload re-reads the configuration's rules and adds theirs again.
     claude_settings: Vec<(String, serde_json::Value)>,
+    /// The gateway serves this registry ([`Manager::serve_downstream`]).
+    serving: bool,
     /// Warnings about rules naming unlisted tools, already given.
     rule_warnings: alloc::collections::BTreeSet<String>,
     /// Whether `ask` rules are asked (see "Approvals").
@@ -406,6 +408,7 @@ impl<P: Platform> Manager<P> {
             next_input: 1,
             permissions: Permissions::default(),
             claude_settings: Vec::new(),
+            serving: false,
             rule_warnings: Default::default(),
             approvals_enabled: false,
             approvals: BTreeMap::new(),
@@ -972,6 +975,11 @@ impl<P: Platform> Manager<P> {
         }
         if let Some(inline) = self.options.inline_media {
             self.output.inline_media = inline;
+        } else if self.serving && !self.output.media_configured {
+            // An MCP client of the gateway expects image and audio blocks as
+            // the server sent them, and may be on another machine than the
+            // files would be.
+            self.output.inline_media = true;
         }
         self.audit_events = self.options.audit.unwrap_or(false);
         self.audit_arguments = self.options.audit_arguments.unwrap_or(self.audit.arguments);
@@ -1305,6 +1313,14 @@ impl<P: Platform> Manager<P> {
             }
         }
         slot.tools = registry::prepare(segment, offered);
+    }
+
+    /// The gateway serves this registry to MCP clients: images and audio stay
+    /// inline in results unless the configuration's `output.media` or the
+    /// embedder says otherwise.
+    pub fn serve_downstream(&mut self) {
+        self.serving = true;
+        self.apply_options();
     }
 
     /// The configuration's permission rules, for callers that filter by profile

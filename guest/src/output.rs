@@ -46,6 +46,9 @@ pub struct Settings {
     pub max_bytes: u64,
     /// Keep images and audio inline (base64) instead of writing them to files.
     pub inline_media: bool,
+    /// `media` was written in the configuration (the gateway's default, inline,
+    /// gives way to it).
+    pub media_configured: bool,
 }
 
 impl Default for Settings {
@@ -53,6 +56,7 @@ impl Default for Settings {
         Settings {
             max_bytes: DEFAULT_MAX_BYTES,
             inline_media: false,
+            media_configured: false,
         }
     }
 }
@@ -104,8 +108,14 @@ impl Settings {
         }
         match map.get("media") {
             None | Some(Value::Null) => {}
-            Some(v) if v == "files" => settings.inline_media = false,
-            Some(v) if v == "inline" => settings.inline_media = true,
+            Some(v) if v == "files" => {
+                settings.inline_media = false;
+                settings.media_configured = true;
+            }
+            Some(v) if v == "inline" => {
+                settings.inline_media = true;
+                settings.media_configured = true;
+            }
             Some(v) => issue(
                 "output.media",
                 format!("must be \"files\" or \"inline\", but is {v}; using \"files\""),

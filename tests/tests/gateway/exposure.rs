@@ -118,7 +118,7 @@ async fn a_stdio_client_is_served_under_the_profile_serve_names() {
     let denied = call(&client, "fx__add", json!({"a": 1, "b": 2})).await;
     assert_eq!(denied.is_error, Some(true));
     assert!(
-        text(&denied).contains("profiles.echo-only.default: deny"),
+        text(&denied).contains("(profiles.echo-only.default in "),
         "the refusal names the rule: {}",
         text(&denied)
     );

@@ -202,7 +202,7 @@ fn profiles_are_chosen_by_path_or_serve_profile() {
     );
     let result = &denied.messages()[0]["result"];
     assert!(
-        text(result).contains("profiles.echo-only.default: deny"),
+        text(result).contains("(profiles.echo-only.default in "),
         "{result}"
     );
     let r = http(&format!("{}/nope", gateway.url), "POST", &POST, &list);
