@@ -446,7 +446,10 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     options = options.approvals(matches!(cli.command, Command::Call { .. }));
     // The CLI starts no processes but servers: it can reap every orphan.
     options = options.subreaper(true);
-    if let Command::Servers { watch: true } = &cli.command {
+    if matches!(
+        cli.command,
+        Command::Servers { watch: true } | Command::Serve { .. }
+    ) {
         // A long-running command follows the configuration file as it changes.
         options = options.watch_config(true);
         if !trusted_all {

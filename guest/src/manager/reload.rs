@@ -83,8 +83,8 @@ impl<P: Platform> Manager<P> {
         };
         // The rules and limits apply from the next call on; calls in flight keep
         // the decision they started with. Approvals "for the session" end here.
-        let rules_changed = parsed.permissions != self.permissions
-            || !self.claude_settings.is_empty();
+        let rules_changed =
+            parsed.permissions != self.permissions || !self.claude_settings.is_empty();
         self.permissions = parsed.permissions;
         self.output = parsed.output;
         if parsed.audit != self.audit {
@@ -603,6 +603,10 @@ mod tests {
             m.wait(100);
         }
         assert_eq!(names(&m), ["mcp__fs__slow"]);
-        assert!(m.events().iter().any(|e| matches!(e, Event::ToolsChanged(s) if s == "fs")));
+        assert!(
+            m.events()
+                .iter()
+                .any(|e| matches!(e, Event::ToolsChanged(s) if s == "fs"))
+        );
     }
 }

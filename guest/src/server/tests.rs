@@ -607,9 +607,8 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
     assert_eq!(names, ["fs__read", "fs__write"]);
     let (r, _) = rig.request(Some(s), call(2, "fs__rm", json!({})));
     assert!(
-        texts(&r["result"]).contains(
-            "denied by the permission rule `mcp__fs__rm` (permissions.deny[0] in test)"
-        ),
+        texts(&r["result"])
+            .contains("denied by the permission rule `mcp__fs__rm` (permissions.deny[0] in test)"),
         "{r}"
     );
 

@@ -218,3 +218,44 @@ fn profiles_are_chosen_by_path_or_serve_profile() {
         .collect();
     assert_eq!(names, ["fx__echo"]);
 }
+
+#[test]
+fn editing_the_rules_while_serving_applies_them() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": crate::meta()}}).to_string();
+    let served = |gateway: &mcpbox_tests::http::ServerProcess| -> Vec<String> {
+        http(&gateway.url, "POST", &POST, &list).messages()[0]["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| Some(t["name"].as_str()?.to_owned()))
+            .collect()
+    };
+    assert!(served(&gateway).iter().any(|n| n == "fx__add"));
+
+    // The file is rewritten in place with a rule that denies `add`: the
+    // running gateway stops serving it and refuses a call naming the rule.
+    let mut edited: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config.path).unwrap()).unwrap();
+    edited["permissions"] = json!({"deny": ["mcp__fx__add"]});
+    std::fs::write(&config.path, edited.to_string()).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while served(&gateway).iter().any(|n| n == "fx__add") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the edited rules were not applied within 10 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(served(&gateway).iter().any(|n| n == "fx__echo"));
+    let refused = http(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(2, "fx__add", json!({"a": 1, "b": 2})),
+    );
+    let result = &refused.messages()[0]["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text(result).contains("permissions.deny[0]"), "{result}");
+}
