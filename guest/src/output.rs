@@ -383,7 +383,7 @@ mod tests {
     fn small() -> Settings {
         Settings {
             max_bytes: 2_000,
-            inline_media: false,
+            ..Settings::default()
         }
     }
 

@@ -54,7 +54,6 @@ use alloc::rc::Rc;
 use serde_json::{Value, json};
 
 use crate::client::{CallError, Completion};
-use crate::config::ConfigIssue;
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message};
 use crate::manager::{Event, Manager};
