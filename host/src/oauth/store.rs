@@ -193,7 +193,9 @@ impl TokenStore {
 
     /// The configured URLs that have tokens (the keychain cannot list its entries).
     pub fn urls(&self) -> Result<Vec<String>, StoreError> {
-        self.with(|servers| Ok((servers.keys().cloned().collect(), false)))
+        self.with(false, |servers| {
+            Ok((servers.keys().cloned().collect(), false))
+        })
     }
 
     pub(crate) fn get(&self, url: &str) -> Result<Option<Record>, StoreError> {
@@ -209,7 +211,7 @@ impl TokenStore {
                 None => Ok(None),
             };
         }
-        self.with(|servers| Ok((servers.get(url).cloned(), false)))
+        self.with(false, |servers| Ok((servers.get(url).cloned(), false)))
     }
 
     pub(crate) fn put(&self, url: &str, record: Record) -> Result<(), StoreError> {
@@ -218,7 +220,7 @@ impl TokenStore {
             let text = serde_json::to_string(&record).map_err(|e| self.error(e.to_string()))?;
             return keychain::set(url, &text).map_err(|m| self.error(m));
         }
-        self.with(|servers| {
+        self.with(true, |servers| {
             servers.insert(url.to_owned(), record);
             Ok(((), true))
         })
@@ -235,7 +237,7 @@ impl TokenStore {
             }
             return Ok(());
         }
-        self.with(|servers| match servers.get_mut(url) {
+        self.with(true, |servers| match servers.get_mut(url) {
             Some(record) => {
                 record.credentials = credentials;
                 Ok(((), true))
@@ -290,17 +292,23 @@ impl TokenStore {
         if let Backend::Keychain(_) = &*self.backend {
             return keychain::delete(url).map_err(|m| self.error(m));
         }
-        self.with(|servers| {
+        self.with(true, |servers| {
             let had = servers.remove(url).is_some();
             Ok((had, had))
         })
     }
 
     /// Runs `f` on the records; writes them back when it says so. One at a
-    /// time in this process; another process writing at the same moment may
-    /// lose its update, never corrupt the file (the rename is atomic).
+    /// time: in this process by a mutex, across processes (two `mcpbox` runs
+    /// refreshing tokens at once) by an exclusive lock on a file beside the
+    /// token file (`credentials.json.lock`: the token file itself is replaced by
+    /// a rename, so a lock on it would not outlive the first write). The lock
+    /// is `std`'s `File::lock` (`flock` on Unix, `LockFileEx` on Windows), held
+    /// for one read-modify-write, a few milliseconds. A reader (`writes`
+    /// false) takes no file lock: the rename shows it the old file or the new.
     fn with<T>(
         &self,
+        writes: bool,
         f: impl FnOnce(&mut BTreeMap<String, Record>) -> Result<(T, bool), StoreError>,
     ) -> Result<T, StoreError> {
         match &*self.backend {
@@ -312,6 +320,11 @@ impl TokenStore {
             Backend::Keychain(_) => Err(self.error("cannot list its entries".to_owned())),
             Backend::File { path, lock, .. } => {
                 let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let _across = if writes {
+                    Some(lock_file(path).map_err(|message| self.error(message))?)
+                } else {
+                    None
+                };
                 let mut file = read(path).map_err(|message| self.error(message))?;
                 let (t, write_back) = f(&mut file.servers)?;
                 if write_back {
@@ -337,6 +350,29 @@ impl TokenStore {
             cached: Mutex::new(None),
         }
     }
+}
+
+/// Takes the exclusive lock beside the token file at `path`, creating its
+/// directory and the lock file (empty, 0600) when needed; released when the
+/// returned file is dropped.
+fn lock_file(path: &Path) -> Result<std::fs::File, String> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    create_private_dir(dir).map_err(|e| format!("its directory could not be created: {e}"))?;
+    let mut name = path.file_name().unwrap_or_default().to_owned();
+    name.push(".lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let lock = options
+        .open(dir.join(&name))
+        .map_err(|e| format!("its lock file could not be opened: {e}"))?;
+    lock.lock()
+        .map_err(|e| format!("its lock file could not be locked: {e}"))?;
+    Ok(lock)
 }
 
 fn read(path: &Path) -> Result<File, String> {
@@ -547,11 +583,45 @@ mod tests {
         assert!(again.remove("https://a.example/mcp").unwrap());
         assert!(!again.remove("https://a.example/mcp").unwrap());
         assert_eq!(store.urls().unwrap(), vec!["https://b.example/mcp"]);
-        // No temporary file is left behind.
-        assert_eq!(
-            std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
-            1
-        );
+        // No temporary file is left behind: the tokens and the lock beside them.
+        let mut names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["credentials.json", "credentials.json.lock"]);
+        let lock_mode = std::fs::metadata(path.with_extension("json.lock"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(lock_mode & 0o777, 0o600);
+    }
+
+    /// Two stores on one file stand for two `mcpbox` processes: each has its
+    /// own in-process mutex, so only the lock file keeps their read-modify-write
+    /// cycles apart (`flock` locks belong to the open file, so two opens in one
+    /// process exclude each other as two processes would). Without it, writes
+    /// from one would overwrite the other's and entries would be lost.
+    #[test]
+    fn two_stores_writing_one_file_at_once_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        let writers: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|who| {
+                let store = TokenStore::file(&path);
+                std::thread::spawn(move || {
+                    for i in 0..100 {
+                        let url = format!("https://{who}{i}.example/mcp");
+                        store.put(&url, record(&format!("tok-{who}{i}"))).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert_eq!(TokenStore::file(&path).urls().unwrap().len(), 200);
     }
 
     #[test]
