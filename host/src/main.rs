@@ -544,9 +544,28 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     if servers.is_empty() && !json {
         eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
     }
-    print_servers(&servers, json)?;
-    if !json {
-        for (server, reason) in runtime.authorization_required() {
+    let needs_login = runtime.authorization_required();
+    if json {
+        // Each server as `ServerStatus` has it, plus `needsLogin` (the reason
+        // and the command) for one that waits for `mcpbox login`.
+        let mut listing = serde_json::to_value(&*servers)?;
+        for entry in listing.as_array_mut().into_iter().flatten() {
+            let Some(name) = entry["name"].as_str().map(str::to_owned) else {
+                continue;
+            };
+            if let Some(reason) = needs_login.get(&name) {
+                entry["needsLogin"] = serde_json::json!({
+                    "reason": reason,
+                    "command": format!("mcpbox login {name}"),
+                });
+            }
+        }
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer_pretty(&mut out, &listing)?;
+        writeln!(out)?;
+    } else {
+        print_servers(&servers, false)?;
+        for (server, reason) in needs_login {
             println!("needs login: {}: {}", one(&server), block(&reason, "  "));
         }
     }

@@ -447,5 +447,26 @@ fn servers_shows_needs_login_with_the_command() {
         stdout.contains("needs login: locked") && stdout.contains("run `mcpbox login locked`"),
         "{stdout}"
     );
+    // `--json` says the same in the server's entry.
+    let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        .arg("--json")
+        .arg("--config")
+        .arg(dir.path().join("mcp.json"))
+        .arg("servers")
+        .env("MCPBOX_CREDENTIALS", dir.path().join("credentials.json"))
+        .env("MCPBOX_CACHE_DIR", dir.path().join("cache"))
+        .env("MCPBOX_CONFIG_DIR", dir.path().join("config"))
+        .env("MCPBOX_TRUST_ALL", "1")
+        .output()
+        .unwrap();
+    let listing: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let locked = &listing[0];
+    assert_eq!(locked["name"], "locked", "{listing}");
+    assert_eq!(locked["needsLogin"]["command"], "mcpbox login locked", "{listing}");
+    assert!(
+        locked["needsLogin"]["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{listing}"
+    );
     assert!(!dir.path().join("credentials.json").exists());
 }
