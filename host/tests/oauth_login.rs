@@ -463,9 +463,14 @@ fn servers_shows_needs_login_with_the_command() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     let locked = &listing[0];
     assert_eq!(locked["name"], "locked", "{listing}");
-    assert_eq!(locked["needsLogin"]["command"], "mcpbox login locked", "{listing}");
+    assert_eq!(
+        locked["needsLogin"]["command"], "mcpbox login locked",
+        "{listing}"
+    );
     assert!(
-        locked["needsLogin"]["reason"].as_str().is_some_and(|r| !r.is_empty()),
+        locked["needsLogin"]["reason"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
         "{listing}"
     );
     assert!(!dir.path().join("credentials.json").exists());

@@ -397,6 +397,14 @@ export class McpBox extends EventEmitter {
    *   new file and rename it are seen; a change is applied once the file has been quiet
    *   for `watchDebounceMs`, so a burst of saves is applied once
    * @param {number} [options.watchDebounceMs] that quiet time (default 200)
+   * @param {import('./wasi_http.js').TokenProvider} [options.tokenProvider] OAuth for
+   *   remote servers, from the embedder's own flow and store: called before each request
+   *   to a remote server (whose entry sets no `Authorization` header) with
+   *   `{ server, url, refresh: false, wwwAuthenticate: null }`, and answered with an
+   *   access token (sent as `Authorization: Bearer …`) or `null`; after the server
+   *   refuses a token with `401` it is called once more with `refresh: true` and the
+   *   server's `WWW-Authenticate`, and a different token is sent in a retry. The token
+   *   never enters the guest. This host runs no OAuth flow of its own
    * @returns {Promise<McpBox>} rejects with a `ConfigError` when the configuration as a
    *   whole is unusable
    */
@@ -455,7 +463,12 @@ export class McpBox extends EventEmitter {
       auditArguments: options.auditArguments ?? null,
       claudeSettings: options.claudeSettings === true,
     };
+    const tokenProvider = options.tokenProvider ?? null;
+    if (tokenProvider !== null && typeof tokenProvider !== 'function') {
+      throw new TypeError('tokenProvider must be a function ({server, url, refresh, wwwAuthenticate}) => token');
+    }
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
+      tokenProvider,
       inputRequests: options.inputRequests === true,
       approvals: options.approvals === true,
       memoryLimit,
@@ -512,7 +525,7 @@ export class McpBox extends EventEmitter {
   #watchTimer = null;
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit, results, embedder }) {
+  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit, results, embedder, tokenProvider }) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
@@ -523,7 +536,10 @@ export class McpBox extends EventEmitter {
       (message) => this.emit('event', { type: 'warning', message }),
     );
     this.#grants = new Grants(policy);
-    this.#http = new HttpExchanges(this.#grants, (msg) => this.#post(msg));
+    this.#http = new HttpExchanges(this.#grants, (msg) => this.#post(msg), {
+      tokenProvider,
+      warn: (message) => this.emit('event', { type: 'warning', message }),
+    });
     this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
       workerData: {
         port: port2,

@@ -99,6 +99,17 @@ class Exchange {
   }
 }
 
+/**
+ * The embedder's source of OAuth access tokens for remote servers (`McpBox.open`'s
+ * `tokenProvider`): called before each request with the server's configured name and
+ * URL, and once more with `refresh: true` (and the server's `WWW-Authenticate`) after
+ * the server refused the token with `401`. Returns the access token, or `null` for
+ * none.
+ *
+ * @typedef {(request: {server: string, url: string, refresh: boolean,
+ *   wwwAuthenticate: string | null}) => string | null | Promise<string | null>} TokenProvider
+ */
+
 /** Every exchange of one runtime, by the id the driver knows it by. */
 export class HttpExchanges {
   /** @type {Map<number, Exchange>} */
@@ -109,10 +120,52 @@ export class HttpExchanges {
   /**
    * @param {import('./remote.js').Grants} grants
    * @param {(msg: object) => void} forward posts a message to the driver
+   * @param {{tokenProvider?: TokenProvider | null, warn?: (message: string) => void}} [auth]
+   *   the embedder's OAuth access tokens (see `authorize` below)
    */
-  constructor(grants, forward) {
+  constructor(grants, forward, { tokenProvider = null, warn = () => {} } = {}) {
     this.grants = grants;
     this.forward = forward;
+    this.tokenProvider = tokenProvider;
+    this.warn = warn;
+  }
+
+  /**
+   * The embedder's bearer token for a request to `granted`'s server, or `null`: asked
+   * for every request (the embedder caches), never for a server whose entry configures
+   * its own `Authorization` header. A provider that throws, or answers with something
+   * that is not a usable header value, gives no token, and the embedder is warned: the
+   * request goes without one and the server's `401` reaches the guest as it would.
+   * The token stays on this thread: the guest sees the server's answers, never it.
+   *
+   * @param {import('./remote.js').Granted} granted
+   * @param {{rejected?: string, wwwAuthenticate?: string | null}} [retry] after a `401`
+   * @returns {Promise<string | null>}
+   */
+  async authorize(granted, retry) {
+    if (this.tokenProvider === null || granted.headers.some(([name]) => name.toLowerCase() === 'authorization')) {
+      return null;
+    }
+    let token;
+    try {
+      token = await this.tokenProvider({
+        server: granted.server,
+        url: granted.url.href,
+        refresh: retry !== undefined,
+        wwwAuthenticate: retry?.wwwAuthenticate ?? null,
+      });
+    } catch (error) {
+      this.warn(`the tokenProvider failed for server \`${granted.server}\`: ${error?.message ?? error}; sending no token`);
+      return null;
+    }
+    if (token === null || token === undefined || token === '') {
+      return null;
+    }
+    if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
+      this.warn(`the tokenProvider gave server \`${granted.server}\` something that is not a bearer token (a string of visible ASCII); sending no token`);
+      return null;
+    }
+    return token;
   }
 
   /**
@@ -134,14 +187,25 @@ export class HttpExchanges {
       this.#fail(ex, code('HTTP-request-denied'));
       return;
     }
-    const send = (body) =>
-      this.#send(ex, {
-        url,
-        method: msg.method,
-        headers: headersFor(msg.headers, granted.headers),
-        body,
-        connectTimeoutMs: msg.connectTimeoutMs ?? CONNECT_TIMEOUT_MS,
+    const send = async (body) => {
+      const headers = headersFor(msg.headers, granted.headers);
+      const request = { url, method: msg.method, headers, body, connectTimeoutMs: msg.connectTimeoutMs ?? CONNECT_TIMEOUT_MS };
+      const token = await this.authorize(granted);
+      if (token === null) {
+        this.#send(ex, request);
+        return;
+      }
+      headers.authorization = `Bearer ${token}`;
+      // A `401` to a token the provider gave: it is asked once more (`refresh`), and the
+      // request is sent again if it gives another token; else the `401` goes on.
+      this.#send(ex, request, async (wwwAuthenticate) => {
+        const again = await this.authorize(granted, { rejected: token, wwwAuthenticate });
+        if (again === null || again === token) {
+          return null;
+        }
+        return { ...request, headers: { ...headers, authorization: `Bearer ${again}` } };
       });
+    };
     if (msg.body) {
       this.#waiting.set(msg.ex, send);
     } else {
@@ -222,7 +286,11 @@ export class HttpExchanges {
     this.#waiting.clear();
   }
 
-  #send(ex, { url, method, headers, body, connectTimeoutMs }) {
+  /**
+   * Sends one request of exchange `ex`. `onUnauthorized`, when given, is asked on a
+   * `401` for a request to send instead (once); `null` passes the `401` on.
+   */
+  #send(ex, { url, method, headers, body, connectTimeoutMs }, onUnauthorized = null) {
     const https = url.protocol === 'https:';
     const request = (https ? httpsRequest : httpRequest)(url, {
       method,
@@ -252,8 +320,21 @@ export class HttpExchanges {
         this.#fail(ex, errorCode(error, connected));
       }
     });
-    request.once('response', (response) => {
+    request.once('response', async (response) => {
       clearTimeout(timer);
+      if (response.statusCode === 401 && onUnauthorized !== null && !ex.dropped) {
+        const challenge = response.headers['www-authenticate'] ?? null;
+        // Held until the provider answers: paused, so nothing is lost if it goes on.
+        response.pause();
+        const retry = await onUnauthorized(Array.isArray(challenge) ? challenge.join(', ') : challenge);
+        if (retry !== null && !ex.dropped) {
+          response.resume();
+          response.destroy();
+          this.#send(ex, retry);
+          return;
+        }
+        response.resume();
+      }
       ex.response = response;
       if (ex.dropped) {
         this.#destroy(ex);
