@@ -37,6 +37,7 @@
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait`; a new configuration applied as a diff (`manager/reload.rs`) |
 //! | [`server`] | the gateway: the registry served to downstream MCP clients, both eras |
+//! | [`stock`] | the gateway as a stock `wasi:http` proxy component (feature `stock`): one HTTP request per instance, standard WASI imports only |
 
 #![deny(missing_docs)]
 // Native builds (the unit tests) keep std; see "Layout" for why wasm does not.
@@ -61,8 +62,11 @@ pub mod schema;
 pub mod server;
 pub mod transport;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", not(feature = "stock")))]
 mod component;
+pub mod stock;
+#[cfg(target_arch = "wasm32")]
+mod wasm_runtime;
 
 /// The `alloc` names std's prelude provides, for the `no_std` component build.
 mod prelude {

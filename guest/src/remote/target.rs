@@ -64,6 +64,18 @@ impl Target {
         })
     }
 
+    /// A real URL `real` whose `${VAR}` references were resolved from `configured`
+    /// (the stock component, which has no grant): requests go to `real`, origins
+    /// are compared here, and messages name `configured`, so a resolved value
+    /// shows in none of them.
+    pub fn resolved(configured: &str, real: &str) -> Result<Target, String> {
+        let mut target = Target::plain(real).map_err(|_| {
+            format!("`url` must be an http:// or https:// URL with a host (got {configured:?})")
+        })?;
+        target.configured = configured.to_string();
+        Ok(target)
+    }
+
     /// The stand-in URL `stand_in` of a grant for the URL `configured`.
     pub fn granted(configured: &str, stand_in: &str, grant: Box<dyn Grant>) -> Target {
         Target {
