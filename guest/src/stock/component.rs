@@ -36,7 +36,7 @@ mod bindings {
 }
 
 use bindings::exports::wasi::http::incoming_handler;
-use bindings::wasi::cli::environment;
+use bindings::wasi::cli::{environment, stderr};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::http::types::{
     Fields, IncomingBody, IncomingRequest, Method, OutgoingBody, OutgoingResponse,
@@ -170,6 +170,18 @@ impl Responder for Response {
         self.body = response.body().ok();
         self.stream = self.body.as_ref().and_then(|b| b.write().ok());
         ResponseOutparam::set(outparam, Ok(response));
+    }
+
+    fn log(&mut self, line: &str) {
+        let stderr = stderr::get_stderr();
+        let mut text = String::with_capacity(line.len() + 1);
+        text.push_str(line);
+        text.push('\n');
+        for chunk in text.as_bytes().chunks(WRITE_CHUNK) {
+            if stderr.blocking_write_and_flush(chunk).is_err() {
+                return;
+            }
+        }
     }
 
     fn body(&mut self, bytes: &[u8]) -> bool {

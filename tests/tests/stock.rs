@@ -1,0 +1,226 @@
+//! mcpbox on a runtime nobody here wrote (issue 17): the stock `wasi:http`
+//! component under the stock `wasmtime serve` CLI, in front of remote MCP servers
+//! (the TypeScript SDK v2 peer and server-everything over HTTP).
+//!
+//! - its imports are standard WASI 0.2 only, and it exports
+//!   `wasi:http/incoming-handler`;
+//! - the official SDK clients (TypeScript v1 and v2, Python, both eras) and rmcp's
+//!   (both eras) list and call tools through it, with `${VAR}` in a URL resolved
+//!   from the environment `wasmtime serve --env` gives, and a stdio entry refused
+//!   with a message in the platform's log;
+//! - scale-out: two `wasmtime serve` processes behind a round-robin proxy; one
+//!   client's consecutive calls land on both, and after one is killed every call
+//!   still answers (the proxy sends the refused requests to the other).
+
+use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client};
+use mcpbox_tests::http::{EverythingMode, everything_http, ts_http};
+use mcpbox_tests::stock::{RoundRobin, WasmtimeServe, stock_component};
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{ClientLifecycleMode, ClientServiceExt};
+use serde_json::{Value, json};
+
+/// The text of a result in a client's report.
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+/// Every import and export of the component's outermost level.
+fn imports_and_exports(wasm: &[u8]) -> (Vec<String>, Vec<String>) {
+    use wasmparser::{Parser, Payload};
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload.expect("a valid component") {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    imports.push(import.expect("an import").name.name.to_owned());
+                }
+            }
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    exports.push(export.expect("an export").name.name.to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    (imports, exports)
+}
+
+#[test]
+fn the_stock_component_imports_standard_wasi_only() {
+    let wasm = std::fs::read(stock_component()).expect("read the stock component");
+    let (imports, exports) = imports_and_exports(&wasm);
+    let allowed = [
+        "wasi:cli/environment@0.2.12",
+        "wasi:cli/stderr@0.2.12",
+        "wasi:random/random@0.2.12",
+        "wasi:clocks/monotonic-clock@0.2.12",
+        "wasi:http/types@0.2.12",
+        "wasi:http/outgoing-handler@0.2.12",
+        "wasi:io/error@0.2.12",
+        "wasi:io/poll@0.2.12",
+        "wasi:io/streams@0.2.12",
+    ];
+    assert!(!imports.is_empty(), "no imports found: the parse is wrong");
+    for import in &imports {
+        assert!(
+            allowed.contains(&import.as_str()),
+            "the stock component imports {import}, not a standard WASI interface it \
+             may use; all imports: {imports:?}"
+        );
+    }
+    assert!(
+        imports.contains(&"wasi:http/outgoing-handler@0.2.12".to_owned()),
+        "{imports:?}"
+    );
+    assert_eq!(exports, ["wasi:http/incoming-handler@0.2.12"]);
+}
+
+/// rmcp's client in one era: lists, calls, closes.
+async fn rmcp_round(url: &str, lifecycle: ClientLifecycleMode, what: &str, calls: usize) {
+    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    let client: RunningService<RoleClient, ()> = ()
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap_or_else(|e| panic!("rmcp ({what}) could not connect: {e}"));
+    let tools = client.list_all_tools().await.expect("tools/list");
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(names.contains(&"ts__greet"), "{what}: {names:?}");
+    for n in 0..calls {
+        let name = format!("rmcp {n}");
+        let result = client
+            .call_tool(
+                CallToolRequestParams::new("ts__greet").with_arguments(
+                    json!({"name": name})
+                        .as_object()
+                        .cloned()
+                        .unwrap_or_default(),
+                ),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{what}: call {n} failed: {e}"));
+        let text: Vec<&str> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+            .collect();
+        assert_eq!(text, [format!("Hello, {name}!")], "{what}: call {n}");
+    }
+    client.cancel().await.expect("close");
+}
+
+fn eras() -> [(&'static str, ClientLifecycleMode); 2] {
+    [
+        ("2025 initialize", ClientLifecycleMode::Initialize),
+        (
+            "2026-07-28",
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
+    // reqwest needs a process-wide TLS provider even for plain http://.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ts = ts_http();
+    let everything = everything_http(EverythingMode::StreamableHttp);
+    // The TypeScript peer's URL comes from the environment, as a secret would.
+    let config = json!({"mcpServers": {
+        "ts": {"url": "${TS_URL}"},
+        "ev": {"type": "http", "url": everything.url},
+        "local": {"command": "node", "args": ["--version"]},
+    }});
+    let config = config.to_string();
+    let serve = WasmtimeServe::start(
+        &stock_component(),
+        &[("MCPBOX_CONFIG", &config), ("TS_URL", &ts.url)],
+    );
+    let calls = vec![
+        ("ts__add", json!({"a": 2, "b": 3})),
+        ("ev__echo", json!({"message": "through wasmtime serve"})),
+    ];
+    for client in SdkClient::ALL {
+        let target = Target::Http(serve.url.clone());
+        let report = std::panic::catch_unwind(|| {
+            run_client(client_command(client, &target, &calls, false))
+        })
+        .unwrap_or_else(|panic| {
+            eprintln!("wasmtime serve's output:\n{}", serve.output().join("\n"));
+            std::panic::resume_unwind(panic)
+        });
+        let tools: Vec<&str> = report["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{client:?}: no tools in {report}"))
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        for name in ["ts__greet", "ts__add", "ev__echo", "ev__get-sum"] {
+            assert!(tools.contains(&name), "{client:?}: {name} missing from {tools:?}");
+        }
+        assert!(
+            !tools.iter().any(|t| t.starts_with("local__")),
+            "{client:?}: {tools:?}"
+        );
+        let results = &report["calls"];
+        assert_eq!(text(&results[0]), "5", "{client:?}: {report}");
+        assert_eq!(results[0]["structuredContent"], json!({"sum": 5}), "{client:?}");
+        assert_eq!(
+            text(&results[1]),
+            "Echo: through wasmtime serve",
+            "{client:?}: {report}"
+        );
+        let version = report["protocolVersion"].as_str().unwrap_or_default();
+        if client.stateless() {
+            assert_eq!(version, "2026-07-28", "{client:?}: {report}");
+        } else {
+            assert!(version.starts_with("2025-"), "{client:?}: {report}");
+        }
+    }
+    for (era, lifecycle) in eras() {
+        rmcp_round(&serve.url, lifecycle, era, 2).await;
+    }
+    // The stdio entry is refused, and the platform's log says why and what to do.
+    let output = serve.output().join("\n");
+    assert!(
+        output.contains("server `local` is a stdio server")
+            && output.contains("runs no processes"),
+        "{output}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_wasmtime_serve_processes_behind_a_round_robin_lose_nothing_when_one_dies() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ts = ts_http();
+    let config = json!({"mcpServers": {"ts": {"url": ts.url}}}).to_string();
+    let component = stock_component();
+    for (era, lifecycle) in eras() {
+        let mut first = WasmtimeServe::start(&component, &[("MCPBOX_CONFIG", &config)]);
+        let second = WasmtimeServe::start(&component, &[("MCPBOX_CONFIG", &config)]);
+        let proxy = RoundRobin::start(vec![first.addr, second.addr], "/mcp");
+        // One client, consecutive calls: they land on both instances. A 2025
+        // client's session goes with every request (the stock session id).
+        rmcp_round(&proxy.url, lifecycle.clone(), era, 4).await;
+        let before = proxy.counts();
+        assert!(
+            before.iter().all(|&n| n > 0),
+            "{era}: every instance should have served requests: {before:?}"
+        );
+        // One instance dies between calls: the proxy's connection to it is
+        // refused, so it sends those requests to the other, and every call answers.
+        first.kill();
+        rmcp_round(&proxy.url, lifecycle, era, 4).await;
+        let after = proxy.counts();
+        assert_eq!(after[0], before[0], "{era}: the dead instance got requests");
+        assert!(after[1] > before[1], "{era}: {before:?} then {after:?}");
+        drop(second);
+    }
+}
