@@ -43,7 +43,14 @@ pub fn stock_component() -> PathBuf {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
             let out = Command::new(cargo)
                 .current_dir(&root)
-                .args(["build", "--quiet", "-p", "mcpbox-guest", "--features", "stock"])
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "mcpbox-guest",
+                    "--features",
+                    "stock",
+                ])
                 .args(["--target", "wasm32-wasip2", "--profile", "guest"])
                 .arg("--target-dir")
                 .arg(&target_dir)
@@ -143,9 +150,13 @@ impl WasmtimeServe {
             };
             // "Serving HTTP on http://127.0.0.1:PORT/"
             if let Some(rest) = line.split("Serving HTTP on http://").nth(1) {
-                let addr: SocketAddr = rest.trim().trim_end_matches('/').parse().unwrap_or_else(
-                    |e| panic!("wasmtime serve announced {line:?}, not an address: {e}"),
-                );
+                let addr: SocketAddr =
+                    rest.trim()
+                        .trim_end_matches('/')
+                        .parse()
+                        .unwrap_or_else(|e| {
+                            panic!("wasmtime serve announced {line:?}, not an address: {e}")
+                        });
                 return WasmtimeServe {
                     child,
                     log,

@@ -149,13 +149,12 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
     ];
     for client in SdkClient::ALL {
         let target = Target::Http(serve.url.clone());
-        let report = std::panic::catch_unwind(|| {
-            run_client(client_command(client, &target, &calls, false))
-        })
-        .unwrap_or_else(|panic| {
-            eprintln!("wasmtime serve's output:\n{}", serve.output().join("\n"));
-            std::panic::resume_unwind(panic)
-        });
+        let report =
+            std::panic::catch_unwind(|| run_client(client_command(client, &target, &calls, false)))
+                .unwrap_or_else(|panic| {
+                    eprintln!("wasmtime serve's output:\n{}", serve.output().join("\n"));
+                    std::panic::resume_unwind(panic)
+                });
         let tools: Vec<&str> = report["tools"]
             .as_array()
             .unwrap_or_else(|| panic!("{client:?}: no tools in {report}"))
@@ -163,7 +162,10 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
             .filter_map(Value::as_str)
             .collect();
         for name in ["ts__greet", "ts__add", "ev__echo", "ev__get-sum"] {
-            assert!(tools.contains(&name), "{client:?}: {name} missing from {tools:?}");
+            assert!(
+                tools.contains(&name),
+                "{client:?}: {name} missing from {tools:?}"
+            );
         }
         assert!(
             !tools.iter().any(|t| t.starts_with("local__")),
@@ -171,7 +173,11 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
         );
         let results = &report["calls"];
         assert_eq!(text(&results[0]), "5", "{client:?}: {report}");
-        assert_eq!(results[0]["structuredContent"], json!({"sum": 5}), "{client:?}");
+        assert_eq!(
+            results[0]["structuredContent"],
+            json!({"sum": 5}),
+            "{client:?}"
+        );
         assert_eq!(
             text(&results[1]),
             "Echo: through wasmtime serve",
@@ -190,8 +196,7 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
     // The stdio entry is refused, and the platform's log says why and what to do.
     let output = serve.output().join("\n");
     assert!(
-        output.contains("server `local` is a stdio server")
-            && output.contains("runs no processes"),
+        output.contains("server `local` is a stdio server") && output.contains("runs no processes"),
         "{output}"
     );
 }

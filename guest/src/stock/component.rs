@@ -39,8 +39,7 @@ use bindings::exports::wasi::http::incoming_handler;
 use bindings::wasi::cli::{environment, stderr};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::http::types::{
-    Fields, IncomingBody, IncomingRequest, Method, OutgoingBody, OutgoingResponse,
-    ResponseOutparam,
+    Fields, IncomingBody, IncomingRequest, Method, OutgoingBody, OutgoingResponse, ResponseOutparam,
 };
 use bindings::wasi::io::poll;
 use bindings::wasi::io::streams::{OutputStream, StreamError};
@@ -105,11 +104,7 @@ impl Platform for StockHost {
             Endpoint::Sse { url, headers } => (Kind::LegacySse, url, headers),
         };
         let env = &self.env;
-        let lookup = |name: &str| {
-            env.iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-        };
+        let lookup = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
         let invalid = |why: String| TransportError::InvalidEndpoint(why);
         let real = interpolate(url, "url", &lookup).map_err(invalid)?;
         let target = Target::resolved(url, &real).map_err(invalid)?;
@@ -128,7 +123,12 @@ impl Platform for StockHost {
             http: wasi_http::WasiHttp::default(),
             headers,
         };
-        Ok(RemoteConnection::open(kind, port, target, MAX_MESSAGE_BYTES))
+        Ok(RemoteConnection::open(
+            kind,
+            port,
+            target,
+            MAX_MESSAGE_BYTES,
+        ))
     }
 
     fn now_ms(&self) -> u64 {

@@ -432,9 +432,12 @@ mod tests {
             );
         }
         assert_eq!(
-            check_access(&settings, &request(&[ok, ("origin", "https://evil.example")]))
-                .unwrap()
-                .0,
+            check_access(
+                &settings,
+                &request(&[ok, ("origin", "https://evil.example")])
+            )
+            .unwrap()
+            .0,
             403
         );
     }

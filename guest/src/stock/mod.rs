@@ -140,7 +140,10 @@ mod tests {
         let s = Settings::from_env(
             &env(&[
                 ("MCPBOX_TOKEN", "t"),
-                ("MCPBOX_ALLOWED_ORIGINS", "https://a.example, https://b.example,"),
+                (
+                    "MCPBOX_ALLOWED_ORIGINS",
+                    "https://a.example, https://b.example,",
+                ),
                 ("MCPBOX_TOOL_SEARCH", "true"),
                 ("MCPBOX_NAMING", "conditional"),
             ]),

@@ -87,7 +87,10 @@ mod tests {
         );
         assert_eq!(interpolate("${EMPTY:-d}", "f", &env).unwrap(), "d");
         assert_eq!(interpolate("${EMPTY}", "f", &env).unwrap(), "");
-        assert_eq!(interpolate("$HOME ${HOME}", "f", &env).unwrap(), "$HOME /home/me");
+        assert_eq!(
+            interpolate("$HOME ${HOME}", "f", &env).unwrap(),
+            "$HOME /home/me"
+        );
     }
 
     #[test]

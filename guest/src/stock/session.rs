@@ -93,13 +93,17 @@ mod tests {
     fn ids_that_are_not_ours_reopen_nothing() {
         assert_eq!(replay("3f2a-random-session"), None);
         assert_eq!(replay("mcpbox1.!!!"), None);
-        assert_eq!(replay(&format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode("[1]"))), None);
+        assert_eq!(
+            replay(&format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode("[1]"))),
+            None
+        );
         assert_eq!(replay(&"mcpbox1.".repeat(1000)), None);
     }
 
     #[test]
     fn initialize_is_found_in_a_message_or_a_batch() {
-        let one = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"x"}}"#;
+        let one =
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"x"}}"#;
         assert_eq!(initialize_params(one).unwrap()["protocolVersion"], "x");
         let batch = format!(r#"[{{"jsonrpc":"2.0","method":"ping","id":2}},{one}]"#);
         assert!(initialize_params(&batch).is_some());
