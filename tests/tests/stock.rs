@@ -1,11 +1,12 @@
-//! mcpbox on a runtime nobody here wrote (issue 17): the stock `wasi:http`
-//! component under the stock `wasmtime serve` CLI, in front of remote MCP servers
-//! (the TypeScript SDK v2 peer and server-everything over HTTP).
+//! mcpbox on runtimes nobody here wrote (issue 17): the stock `wasi:http`
+//! component under the stock `wasmtime serve` CLI and under `jco serve` (Node.js
+//! with jco's stock `preview2-shim`), in front of remote MCP servers (the
+//! TypeScript SDK v2 peer and server-everything over HTTP).
 //!
 //! - its imports are standard WASI 0.2 only, and it exports
 //!   `wasi:http/incoming-handler`;
 //! - the official SDK clients (TypeScript v1 and v2, Python, both eras) and rmcp's
-//!   (both eras) list and call tools through it, with `${VAR}` in a URL resolved
+//!   (both eras) list and call tools through it, on both runtimes, with `${VAR}` in a URL resolved
 //!   from the environment `wasmtime serve --env` gives, and a stdio entry refused
 //!   with a message in the platform's log;
 //! - scale-out: two `wasmtime serve` processes behind a round-robin proxy; one
@@ -14,7 +15,7 @@
 
 use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client};
 use mcpbox_tests::http::{EverythingMode, everything_http, ts_http};
-use mcpbox_tests::stock::{RoundRobin, WasmtimeServe, stock_component};
+use mcpbox_tests::stock::{RoundRobin, StockServer, stock_component};
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -126,8 +127,9 @@ fn eras() -> [(&'static str, ClientLifecycleMode); 2] {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
+/// The SDK clients and rmcp's, both eras, through the stock component on
+/// `runtime`, to the TypeScript SDK v2 peer and server-everything over HTTP.
+async fn clients_through(runtime: fn(&std::path::Path, &[(&str, &str)]) -> StockServer) {
     // reqwest needs a process-wide TLS provider even for plain http://.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ts = ts_http();
@@ -139,20 +141,20 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
         "local": {"command": "node", "args": ["--version"]},
     }});
     let config = config.to_string();
-    let serve = WasmtimeServe::start(
+    let serve = runtime(
         &stock_component(),
         &[("MCPBOX_CONFIG", &config), ("TS_URL", &ts.url)],
     );
     let calls = vec![
         ("ts__add", json!({"a": 2, "b": 3})),
-        ("ev__echo", json!({"message": "through wasmtime serve"})),
+        ("ev__echo", json!({"message": "through a stock runtime"})),
     ];
     for client in SdkClient::ALL {
         let target = Target::Http(serve.url.clone());
         let report =
             std::panic::catch_unwind(|| run_client(client_command(client, &target, &calls, false)))
                 .unwrap_or_else(|panic| {
-                    eprintln!("wasmtime serve's output:\n{}", serve.output().join("\n"));
+                    eprintln!("the runtime's output:\n{}", serve.output().join("\n"));
                     std::panic::resume_unwind(panic)
                 });
         let tools: Vec<&str> = report["tools"]
@@ -180,7 +182,7 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
         );
         assert_eq!(
             text(&results[1]),
-            "Echo: through wasmtime serve",
+            "Echo: through a stock runtime",
             "{client:?}: {report}"
         );
         let version = report["protocolVersion"].as_str().unwrap_or_default();
@@ -202,14 +204,26 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
+    clients_through(StockServer::wasmtime).await;
+}
+
+/// The second runtime: Node.js with jco's own `preview2-shim` (not the JS host's
+/// imports), through `jco serve`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_clients_and_rmcp_call_remote_servers_through_jco_serve() {
+    clients_through(StockServer::jco).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_wasmtime_serve_processes_behind_a_round_robin_lose_nothing_when_one_dies() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ts = ts_http();
     let config = json!({"mcpServers": {"ts": {"url": ts.url}}}).to_string();
     let component = stock_component();
     for (era, lifecycle) in eras() {
-        let mut first = WasmtimeServe::start(&component, &[("MCPBOX_CONFIG", &config)]);
-        let second = WasmtimeServe::start(&component, &[("MCPBOX_CONFIG", &config)]);
+        let mut first = StockServer::wasmtime(&component, &[("MCPBOX_CONFIG", &config)]);
+        let second = StockServer::wasmtime(&component, &[("MCPBOX_CONFIG", &config)]);
         let proxy = RoundRobin::start(vec![first.addr, second.addr], "/mcp");
         // One client, consecutive calls: they land on both instances. A 2025
         // client's session goes with every request (the stock session id).

@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use mcpbox_tests::gateway::http;
 use mcpbox_tests::http::{START_DEADLINE, ts_http};
-use mcpbox_tests::stock::{WasmtimeServe, stock_component};
+use mcpbox_tests::stock::{StockServer, stock_component};
 use serde_json::json;
 
 fn usage() -> String {
@@ -165,7 +165,7 @@ fn run(args: &Args) -> Result<(), String> {
     std::fs::write(&config_path, &config).map_err(|e| e.to_string())?;
     let (mut gateway, gateway_url) = mcpbox_serve(&config_path)?;
     eprintln!("building the stock component…");
-    let stock = WasmtimeServe::start(&stock_component(), &[("MCPBOX_CONFIG", &config)]);
+    let stock = StockServer::wasmtime(&stock_component(), &[("MCPBOX_CONFIG", &config)]);
     let base = stock.url.trim_end_matches("/mcp").to_owned();
 
     let mut discover = Row::call("stock: server/discover", stock.url.clone(), "ts__add");
