@@ -535,7 +535,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 serve(&runtime, options, http.as_deref(), allow_origin).await
             }
             Command::Dashboard { http, allow_origin } => {
-                report_servers(&runtime);
+                report_servers(&runtime, "mcpbox dashboard");
                 let (listener, http) = listen("mcpbox dashboard", http, allow_origin, "/").await?;
                 runtime
                     .serve_dashboard(http, listener)
@@ -987,21 +987,21 @@ async fn call(
 /// `mcpbox serve`: MCP on stdin/stdout, or Streamable HTTP. Everything but the
 /// protocol goes to stderr.
 /// Says on stderr when a server connects or fails, and every warning, while serving.
-fn report_servers(runtime: &Runtime) {
+fn report_servers(runtime: &Runtime, who: &'static str) {
     use mcpbox::Event;
     let mut events = runtime.events();
     tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
             match event {
-                Event::Warning(w) => eprintln!("mcpbox serve: warning: {}", block(&w, "  ")),
+                Event::Warning(w) => eprintln!("{who}: warning: {}", block(&w, "  ")),
                 Event::Status(s) if s.state == ServerState::Failed => eprintln!(
-                    "mcpbox serve: server `{}` failed: {}",
+                    "{who}: server `{}` failed: {}",
                     one(&s.name),
                     block(s.error.as_deref().unwrap_or("unknown error"), "  ")
                 ),
                 Event::Status(s) if s.state == ServerState::Connected => {
                     eprintln!(
-                        "mcpbox serve: server `{}` connected ({} tools)",
+                        "{who}: server `{}` connected ({} tools)",
                         one(&s.name),
                         s.tool_count
                     )
@@ -1049,7 +1049,7 @@ async fn serve(
     http: Option<&str>,
     allow_origin: &[String],
 ) -> Result<u8, Failure> {
-    report_servers(runtime);
+    report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
         runtime
             .serve_stdio(options, tokio::io::stdin(), tokio::io::stdout())

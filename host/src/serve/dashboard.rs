@@ -79,8 +79,10 @@ pub(super) fn handle(
                 .collect();
             json_body(&json!({"servers": servers, "metrics": metrics.is_some()}))
         }
-        "/api/tools" => json_body(&json!({"tools": *runtime.tools()})),
-        "/api/calls" => json_body(&json!({"calls": runtime.recent_calls()})),
+        // Written straight from the snapshot: no `Value` in between (10,000 tools
+        // with their schemas are megabytes).
+        "/api/tools" => list_body("tools", &*runtime.tools()),
+        "/api/calls" => list_body("calls", &runtime.recent_calls()),
         "/api/events" => events(shared),
         _ => match path.strip_prefix("/api/servers/") {
             Some(name) if !name.is_empty() && !name.contains('/') => {
@@ -105,6 +107,19 @@ fn body(text: Bytes, content_type: &'static str) -> Response<ResponseBody> {
 
 fn json_body(value: &Value) -> Response<ResponseBody> {
     body(value.to_string().into(), "application/json")
+}
+
+/// `{"NAME": [items…]}`.
+fn list_body<T: serde::Serialize>(name: &str, items: &[T]) -> Response<ResponseBody> {
+    let mut map = std::collections::BTreeMap::new();
+    map.insert(name, items);
+    match serde_json::to_vec(&map) {
+        Ok(bytes) => body(bytes.into(), "application/json"),
+        Err(e) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("writing the {name}: {e}"),
+        ),
+    }
 }
 
 /// The CLI's symbol for a state (`mcpbox servers`).
