@@ -81,7 +81,7 @@ pub(super) fn handle(
         }
         // Written straight from the snapshot: no `Value` in between (10,000 tools
         // with their schemas are megabytes).
-        "/api/tools" => list_body("tools", &*runtime.tools()),
+        "/api/tools" => list_body("tools", &runtime.tools()),
         "/api/calls" => list_body("calls", &runtime.recent_calls()),
         "/api/events" => events(shared),
         _ => match path.strip_prefix("/api/servers/") {
