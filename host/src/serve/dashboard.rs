@@ -222,15 +222,20 @@ fn events(shared: &Arc<Shared>) -> Response<ResponseBody> {
                 _ = tx.closed() => return,
                 event = events.recv() => event,
             };
+            let mut last = false;
             let item = match event {
-                Ok(event) => match event_json(&runtime, &event) {
-                    Some(v) => message(&v),
-                    None => continue,
-                },
+                Ok(event) => {
+                    // The last event: the stream ends after it, and lets the runtime go.
+                    last = matches!(event, Event::Stopped(_));
+                    match event_json(&runtime, &event) {
+                        Some(v) => message(&v),
+                        None => continue,
+                    }
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => message(&json!({"type": "resync"})),
                 Err(broadcast::error::RecvError::Closed) => return,
             };
-            if tx.try_send(vec![item]).is_err() {
+            if tx.try_send(vec![item]).is_err() || last {
                 // Dropping `tx` ends the stream; the page reconnects and reads afresh.
                 return;
             }
