@@ -77,8 +77,20 @@ try {
     }, null, { timeout: STEP_MS });
     const loadMs = Date.now() - started;
     const tools = await page.locator("#tools details").count();
+    // Where the time went, from the page's own clock (ms since navigation start).
+    const breakdown = await page.evaluate(() => {
+      const r = performance.getEntriesByType("resource").find((e) => e.name.endsWith("/api/tools"));
+      const drawn = performance.getEntriesByName("tools-drawn")[0];
+      const nav = performance.getEntriesByType("navigation")[0];
+      return {
+        pageLoaded: Math.round(nav.loadEventEnd),
+        toolsRequested: Math.round(r.startTime),
+        toolsReceived: Math.round(r.responseEnd),
+        toolsDrawn: Math.round(drawn.startTime),
+      };
+    });
     await shot("many-tools");
-    console.log(JSON.stringify({ loadMs, tools }));
+    console.log(JSON.stringify({ loadMs, tools, ...breakdown }));
   } else {
     const shown = [];
     await page.goto(base + "/");
