@@ -64,6 +64,8 @@ try {
   mkdirSync(shots, { recursive: true });
   const shot = async (name) => {
     const path = join(shots, name + ".png");
+    // The servers and calls are at the top; opening a tool may have scrolled away.
+    await page.evaluate(() => window.scrollTo(0, 0));
     await page.screenshot({ path, fullPage: false });
     return path;
   };
