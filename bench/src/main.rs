@@ -27,6 +27,9 @@
 //! `--policy` adds a side, `mcpbox+policy`, and a second table comparing it with
 //! plain mcpbox: W1 with the fixture in a sandbox (its set-up cost at spawn), the
 //! other workloads with 1,000 permission rules (their cost per call).
+//! `--metrics` adds a side, `mcpbox+metrics`: mcpbox with `Options::metrics` on
+//! (every call counted from its audit record), and a table comparing it with plain
+//! mcpbox, the cost of metrics.
 //! The gateway's workloads (`mcpbox serve`) come after, in a table of their own:
 //! rmcp's client calling the fixture directly, through the gateway over stdio and
 //! HTTP, and through `mcp-proxy` (see [`gateway`]).
@@ -70,6 +73,8 @@ pub enum Side {
     /// mcpbox with a policy feature configured (`--policy`): a sandboxed fixture
     /// in W1, 1,000 permission rules elsewhere (see [`worker::policy_config`]).
     Policy,
+    /// mcpbox with `Options::metrics` on (`--metrics`).
+    Metrics,
 }
 
 impl Side {
@@ -79,6 +84,7 @@ impl Side {
             Side::Rmcp => "rmcp",
             Side::Raw => "raw",
             Side::Policy => "mcpbox+policy",
+            Side::Metrics => "mcpbox+metrics",
         }
     }
 }
@@ -315,6 +321,8 @@ struct Args {
     raw: bool,
     /// Also run mcpbox with the policy features configured (`Side::Policy`).
     policy: bool,
+    /// Also run mcpbox with metrics on (`Side::Metrics`).
+    metrics: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -325,6 +333,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         build: true,
         raw: true,
         policy: false,
+        metrics: false,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -357,8 +366,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-build" => parsed.build = false,
             "--no-raw" => parsed.raw = false,
             "--policy" => parsed.policy = true,
+            "--metrics" => parsed.metrics = true,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4] [--gateway] [--no-raw] [--policy] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -409,6 +419,7 @@ fn worker_main(mut args: impl Iterator<Item = String>) -> ExitCode {
         "rmcp" => Side::Rmcp,
         "raw" => Side::Raw,
         "mcpbox+policy" => Side::Policy,
+        "mcpbox+metrics" => Side::Metrics,
         other => {
             eprintln!("unknown side {other:?}");
             return ExitCode::from(2);
@@ -494,15 +505,22 @@ fn harness(args: &Args) -> Result<(), String> {
             // mcpbox and rmcp alternate who goes first; the raw reference runs last.
             // The HTTP workloads measure mcpbox alone (see http.rs); mcpbox with policy
             // runs next to plain mcpbox, on either side of it.
-            let mut sides = match (
-                rep % 2 == 0,
-                args.policy && workload != Workload::ColdProcess,
-            ) {
-                _ if workload.is_http() => vec![Side::Mcpbox],
-                (true, false) => vec![Side::Mcpbox, Side::Rmcp],
-                (false, false) => vec![Side::Rmcp, Side::Mcpbox],
-                (true, true) => vec![Side::Policy, Side::Mcpbox, Side::Rmcp],
-                (false, true) => vec![Side::Rmcp, Side::Mcpbox, Side::Policy],
+            // mcpbox with metrics, likewise.
+            let variants: Vec<Side> = [(args.policy, Side::Policy), (args.metrics, Side::Metrics)]
+                .into_iter()
+                .filter(|&(on, _)| on && workload != Workload::ColdProcess)
+                .map(|(_, side)| side)
+                .collect();
+            let mut sides = if workload.is_http() {
+                vec![Side::Mcpbox]
+            } else if rep % 2 == 0 {
+                let mut sides = variants.clone();
+                sides.extend([Side::Mcpbox, Side::Rmcp]);
+                sides
+            } else {
+                let mut sides = vec![Side::Rmcp, Side::Mcpbox];
+                sides.extend(variants.iter().rev());
+                sides
             };
             if args.raw && workload != Workload::ColdProcess && !workload.is_http() {
                 sides.push(Side::Raw);
@@ -749,7 +767,9 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
             command.arg(&setup.fixture);
             command
         }
-        Side::Raw | Side::Policy => return Err(format!("W1c has no {} side", side.name())),
+        Side::Raw | Side::Policy | Side::Metrics => {
+            return Err(format!("W1c has no {} side", side.name()));
+        }
     };
     command.stdin(Stdio::null()).stderr(Stdio::piped());
     let started = Instant::now();
@@ -879,6 +899,13 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) -> Ve
     if args.policy {
         print_policy_table(args, samples);
     }
+    if args.metrics {
+        println!();
+        println!(
+            "metrics: mcpbox with Options::metrics on; ratio = mcpbox+metrics/mcpbox of the medians"
+        );
+        print_side_table(args, samples, Side::Metrics);
+    }
     missed
 }
 
@@ -890,8 +917,13 @@ fn print_policy_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>
          ratio = mcpbox+policy/mcpbox of the medians",
         worker::POLICY_RULES
     );
+    print_side_table(args, samples, Side::Policy);
+}
+
+/// Plain mcpbox against `side` (a variant of mcpbox), workload by workload.
+fn print_side_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>, side: Side) {
     println!();
-    println!("| workload | mcpbox | mcpbox+policy | ratio |");
+    println!("| workload | mcpbox | {} | ratio |", side.name());
     println!("|---|---|---|---|");
     for row in ROWS
         .iter()
@@ -902,11 +934,8 @@ fn print_policy_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>
             row.metric,
             row.unit,
         );
-        let (policy, policy_median) = cell(
-            samples.get(&(row.workload, Side::Policy)),
-            row.metric,
-            row.unit,
-        );
+        let (policy, policy_median) =
+            cell(samples.get(&(row.workload, side)), row.metric, row.unit);
         let ratio = policy_median
             .zip(plain_median)
             .map_or("–".into(), |(a, b)| format!("{:.3}", a / b));

@@ -129,7 +129,7 @@ pub fn policy_config(fixture: &std::path::Path, workload: Workload, builtin: usi
 pub async fn run(job: Job) -> Result<Metrics, BoxError> {
     let mut metrics = match job.side {
         _ if job.workload.is_http() => crate::http::run(&job).await?,
-        Side::Mcpbox | Side::Policy => Mcpbox::run(&job).await?,
+        Side::Mcpbox | Side::Policy | Side::Metrics => Mcpbox::run(&job).await?,
         Side::Rmcp => Rmcp::run(&job).await?,
         Side::Raw => Raw::run(&job).await?,
     };
@@ -345,7 +345,8 @@ impl Client for Mcpbox {
             mcpbox_config(&job.fixture, job.workload, job.builtin)
         };
         let mut options = mcpbox::Options::from_config_text("bench.mcp.json", config)
-            .cache_dir(Some(job.cache_dir.clone()));
+            .cache_dir(Some(job.cache_dir.clone()))
+            .metrics(job.side == Side::Metrics);
         // For profiling: a guest built with its name section, so that perf shows
         // the guest's function names (see docs/PERFORMANCE.md).
         if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
@@ -403,6 +404,13 @@ impl Client for Mcpbox {
     }
 
     async fn close(self) -> Result<(), BoxError> {
+        // With metrics on, they must have counted the calls: the side measures them.
+        if let Some(metrics) = self.0.metrics() {
+            let counted: u64 = metrics.calls.iter().map(|c| c.count).sum();
+            if counted == 0 {
+                return Err("metrics are on but counted no call".into());
+            }
+        }
         self.0.shutdown().await;
         Ok(())
     }

@@ -18,6 +18,7 @@ use wasmtime::Store;
 use crate::audit::AuditLog;
 use crate::bindings::{Mcpbox, gateway, registry, wit};
 use crate::instance::{self, Factory};
+use crate::metrics::Monitor;
 use crate::store::{HostState, Wake};
 use crate::transport::descendants::Subreaper;
 use crate::types::{CallError, Event, InputAnswer, ReloadReport, ServerState, ServerStatus, Tool};
@@ -131,6 +132,8 @@ pub(crate) struct Driver {
     serving: Option<(gateway::ServeOptions, DownstreamSink)>,
     /// This runtime's use of the subreaper, if it has the option.
     subreaper: Option<Subreaper>,
+    /// Counts what is published, with `Options::metrics`.
+    monitor: Option<Arc<Monitor>>,
 }
 
 /// How long a shutdown waits for the servers to be gone: their grace period
@@ -165,7 +168,14 @@ impl Driver {
             audit: None,
             serving: None,
             subreaper,
+            monitor: None,
         }
+    }
+
+    /// Counts the events it publishes in `monitor` (`Options::metrics`).
+    pub fn with_monitor(mut self, monitor: Option<Arc<Monitor>>) -> Self {
+        self.monitor = monitor;
+        self
     }
 
     /// Appends audit records to `audit` (the first instance's; a replacement
@@ -210,6 +220,9 @@ impl Driver {
                     self.guest = started.guest;
                     self.audit = started.audit;
                     self.published.tools.send_replace(Arc::new(started.tools));
+                    if let Some(monitor) = &self.monitor {
+                        monitor.guest_restarted(&started.servers);
+                    }
                     self.published
                         .servers
                         .send_replace(Arc::new(started.servers));
@@ -417,6 +430,9 @@ impl Driver {
         }
         for event in events {
             let event: Event = event.into();
+            if let Some(monitor) = &self.monitor {
+                monitor.observe(&event);
+            }
             if let (Event::Audit(record), Some(log)) = (&event, &self.audit)
                 && let Err(e) = log.write(record)
             {

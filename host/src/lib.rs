@@ -55,6 +55,10 @@
 //! - [`types`](Tool): the public data types.
 //! - `watch` (feature `watch`): the configuration file's watcher, which feeds
 //!   [`Runtime::reload`] (see [`Options::watch_config`]).
+//! - `metrics`: the counts of [`Options::metrics`] ([`Runtime::metrics`],
+//!   `/metrics` in the Prometheus text format, the dashboard's uptime and calls).
+//! - `serve/dashboard.rs`: the status page, REST API and live events served
+//!   beside `/mcp` by [`Runtime::serve_http`] and [`Runtime::serve_dashboard`].
 //! - [`import`] (feature `import`): the servers other MCP clients configured.
 
 #![deny(missing_docs)]
@@ -67,6 +71,7 @@ mod engine;
 pub mod import;
 mod imports;
 mod instance;
+mod metrics;
 pub mod oauth;
 mod runtime;
 mod serve;
@@ -80,6 +85,9 @@ mod user_files;
 mod watch;
 
 pub use engine::{default_cache_dir, default_config_dir};
+pub use metrics::{
+    CallCount, LATENCY_BUCKETS, Latency, MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics,
+};
 pub use oauth::TokenStore;
 pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, MAX_CONFIG_BYTES, Options, Runtime};
 pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};

@@ -170,6 +170,19 @@ enum Command {
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
     },
+    /// Show the servers, their tools and recent calls in a browser, with
+    /// Prometheus metrics at /metrics, without serving MCP (`serve --http`
+    /// serves the same dashboard beside /mcp).
+    Dashboard {
+        /// Listen on this address (port 0 picks a free port). Any address other
+        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
+        /// printed on stderr.
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        http: String,
+        /// Accept this Origin besides loopback ones (repeatable).
+        #[arg(long, value_name = "ORIGIN")]
+        allow_origin: Vec<String>,
+    },
 }
 
 /// A failure with the exit code it maps to.
@@ -199,7 +212,10 @@ fn main() -> ExitCode {
     // One thread does for the other commands: the CLI waits on the runtime, which
     // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
     // its ~4). `serve` answers many clients while the guest works: two workers.
-    let runtime = if matches!(cli.command, Command::Serve { .. }) {
+    let runtime = if matches!(
+        cli.command,
+        Command::Serve { .. } | Command::Dashboard { .. }
+    ) {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -435,6 +451,13 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         // Upstream servers may ask the gateway's clients for input.
         options = options.input_requests(true);
     }
+    if matches!(
+        cli.command,
+        Command::Serve { http: Some(_), .. } | Command::Dashboard { .. }
+    ) {
+        // For the dashboard's uptime, restarts and calls, and /metrics.
+        options = options.metrics(true);
+    }
     if let Some(mib) = cli.memory_limit {
         options = options.memory_limit(mib as usize * 1024 * 1024);
     }
@@ -448,7 +471,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
     options = options.subreaper(true);
     if matches!(
         cli.command,
-        Command::Servers { watch: true } | Command::Serve { .. }
+        Command::Servers { watch: true } | Command::Serve { .. } | Command::Dashboard { .. }
     ) {
         // A long-running command follows the configuration file as it changes.
         options = options.watch_config(true);
@@ -510,6 +533,15 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     ..ServeOptions::default()
                 };
                 serve(&runtime, options, http.as_deref(), allow_origin).await
+            }
+            Command::Dashboard { http, allow_origin } => {
+                report_servers(&runtime, "mcpbox dashboard");
+                let (listener, http) = listen("mcpbox dashboard", http, allow_origin, "/").await?;
+                runtime
+                    .serve_dashboard(http, listener)
+                    .await
+                    .map_err(|e| fail(2, e))?;
+                Ok(0)
             }
             // Handled before the runtime opens.
             Command::Trust
@@ -973,26 +1005,22 @@ async fn call(
 
 /// `mcpbox serve`: MCP on stdin/stdout, or Streamable HTTP. Everything but the
 /// protocol goes to stderr.
-async fn serve(
-    runtime: &Runtime,
-    options: ServeOptions,
-    http: Option<&str>,
-    allow_origin: &[String],
-) -> Result<u8, Failure> {
+/// Says on stderr when a server connects or fails, and every warning, while serving.
+fn report_servers(runtime: &Runtime, who: &'static str) {
     use mcpbox::Event;
     let mut events = runtime.events();
     tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
             match event {
-                Event::Warning(w) => eprintln!("mcpbox serve: warning: {}", block(&w, "  ")),
+                Event::Warning(w) => eprintln!("{who}: warning: {}", block(&w, "  ")),
                 Event::Status(s) if s.state == ServerState::Failed => eprintln!(
-                    "mcpbox serve: server `{}` failed: {}",
+                    "{who}: server `{}` failed: {}",
                     one(&s.name),
                     block(s.error.as_deref().unwrap_or("unknown error"), "  ")
                 ),
                 Event::Status(s) if s.state == ServerState::Connected => {
                     eprintln!(
-                        "mcpbox serve: server `{}` connected ({} tools)",
+                        "{who}: server `{}` connected ({} tools)",
                         one(&s.name),
                         s.tool_count
                     )
@@ -1001,13 +1029,17 @@ async fn serve(
             }
         }
     });
-    let Some(addr) = http else {
-        runtime
-            .serve_stdio(options, tokio::io::stdin(), tokio::io::stdout())
-            .await
-            .map_err(|e| fail(2, e))?;
-        return Ok(0);
-    };
+}
+
+/// Binds `addr` for `serve --http` or `dashboard`, with the HTTP safety options:
+/// a bearer token from MCPBOX_TOKEN, or one made up off loopback.
+/// Says `{who}: listening on http://ADDR{path}`, then where the dashboard is.
+async fn listen(
+    who: &str,
+    addr: &str,
+    allow_origin: &[String],
+    path: &str,
+) -> Result<(tokio::net::TcpListener, HttpOptions), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("could not listen on {addr}"))?;
@@ -1015,15 +1047,36 @@ async fn serve(
     let mut token = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty());
     if token.is_none() && !local.ip().is_loopback() {
         let made = mcpbox::random_token().context("making up a bearer token")?;
-        eprintln!("mcpbox serve: bearer token (set MCPBOX_TOKEN to choose one): {made}");
+        eprintln!("{who}: bearer token (set MCPBOX_TOKEN to choose one): {made}");
         token = Some(made);
     }
-    eprintln!("mcpbox serve: listening on http://{local}/mcp");
+    eprintln!("{who}: listening on http://{local}{path}");
+    // The page reads the token from the URL's fragment, which the browser never sends.
+    let fragment = if token.is_some() { "#token=TOKEN" } else { "" };
+    eprintln!("{who}: dashboard at http://{local}/{fragment}, Prometheus metrics at /metrics");
     let http = HttpOptions {
         token,
         allowed_origins: allow_origin.to_vec(),
         ..HttpOptions::default()
     };
+    Ok((listener, http))
+}
+
+async fn serve(
+    runtime: &Runtime,
+    options: ServeOptions,
+    http: Option<&str>,
+    allow_origin: &[String],
+) -> Result<u8, Failure> {
+    report_servers(runtime, "mcpbox serve");
+    let Some(addr) = http else {
+        runtime
+            .serve_stdio(options, tokio::io::stdin(), tokio::io::stdout())
+            .await
+            .map_err(|e| fail(2, e))?;
+        return Ok(0);
+    };
+    let (listener, http) = listen("mcpbox serve", addr, allow_origin, "/mcp").await?;
     // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)

@@ -14,12 +14,13 @@ use crate::engine;
 use crate::imports::blobs::Results;
 use crate::imports::state::Memo;
 use crate::instance::{EmbedderSettings, Factory};
+use crate::metrics::{MetricsSnapshot, Monitor};
 use crate::oauth::{self, OAuth, TokenStore};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::transport::descendants::Subreaper;
 use crate::types::{
-    CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, ServerDiagnostics,
-    ServerState, ServerStatus, Tool,
+    AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport,
+    ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 
 /// Where the guest component comes from.
@@ -72,6 +73,8 @@ pub struct Options {
     file_text: Option<String>,
     /// What a configuration read again from the file must pass before it is applied.
     reload_check: Option<ReloadCheck>,
+    /// Count calls and server restarts (`metrics`).
+    metrics: bool,
 }
 
 /// A check a configuration read again from the file must pass before it is
@@ -138,6 +141,7 @@ impl Options {
             subreaper: false,
             file_text: None,
             reload_check: None,
+            metrics: false,
         }
     }
 
@@ -285,6 +289,17 @@ impl Options {
         self
     }
 
+    /// Counts calls (by server, tool and outcome, with their durations), server
+    /// restarts, uptime and guest restarts, for [`Runtime::metrics`], the `/metrics`
+    /// and dashboard of [`Runtime::serve_http`] (README, "Metrics"). Default off:
+    /// the counts come from the audit records of calls, which the guest then makes
+    /// for every call (as with [`Options::audit_events`], they are sent as
+    /// [`Event::Audit`] too). Measured cost: README, "Metrics".
+    pub fn metrics(mut self, enabled: bool) -> Self {
+        self.metrics = enabled;
+        self
+    }
+
     /// Records call arguments in the audit trail (overrides the configuration's
     /// `audit.arguments`; default off).
     pub fn audit_arguments(mut self, enabled: bool) -> Self {
@@ -404,6 +419,8 @@ pub(crate) struct Inner {
     memory_limit: usize,
     /// What went wrong while opening without stopping it.
     startup_warnings: Vec<String>,
+    /// The counts of `Options::metrics`, when on.
+    monitor: Option<Arc<Monitor>>,
 }
 
 /// The arguments of one call may take up this fraction of the guest's memory
@@ -529,8 +546,15 @@ impl Runtime {
         .with_oauth(oauth.clone())
         .with_approvals(options.approvals)
         .with_results(Arc::new(Results::new(results_dir, max_file, max_total)))
-        .with_embedder(options.embedder.clone());
+        .with_embedder(EmbedderSettings {
+            // The metrics count the calls' audit records.
+            audit_events: options.embedder.audit_events || options.metrics,
+            ..options.embedder.clone()
+        });
         let started = factory.start().await?;
+        let monitor = options
+            .metrics
+            .then(|| Arc::new(Monitor::new(&started.servers)));
 
         let (jobs_tx, jobs_rx) = mpsc::unbounded_channel();
         let (servers_tx, servers_rx) = watch::channel(Arc::new(started.servers));
@@ -551,7 +575,8 @@ impl Runtime {
             published,
             subreaper,
         )
-        .with_audit(started.audit);
+        .with_audit(started.audit)
+        .with_monitor(monitor.clone());
         tokio::spawn(driver.run());
 
         let runtime = Runtime {
@@ -570,6 +595,7 @@ impl Runtime {
                 reloading: tokio::sync::Mutex::new(()),
                 memory_limit: options.memory_limit,
                 startup_warnings,
+                monitor,
             }),
         };
         #[cfg(feature = "watch")]
@@ -744,6 +770,34 @@ impl Runtime {
     /// loaded, and why (see [`Options::cache_dir`]).
     pub fn startup_warnings(&self) -> &[String] {
         &self.inner.startup_warnings
+    }
+
+    /// The counts of [`Options::metrics`] now: calls by server, tool and outcome,
+    /// their durations, server restarts and uptime, guest restarts. `None` when
+    /// metrics are off. [`MetricsSnapshot::prometheus_text`] writes it as
+    /// `/metrics` serves it.
+    pub fn metrics(&self) -> Option<MetricsSnapshot> {
+        let monitor = self.inner.monitor.as_ref()?;
+        Some(monitor.snapshot(&self.servers()))
+    }
+
+    /// The latest calls' audit records (up to 200), oldest first; empty when
+    /// [`Options::metrics`] is off.
+    pub fn recent_calls(&self) -> Vec<AuditRecord> {
+        self.inner
+            .monitor
+            .as_ref()
+            .map(|m| m.recent_calls())
+            .unwrap_or_default()
+    }
+
+    /// Waits until the runtime stops, and returns why.
+    pub(crate) async fn stopped_wait(&self) -> String {
+        let mut stopped = self.inner.stopped.clone();
+        match stopped.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone().unwrap_or_default(),
+            Err(_) => "it stopped".to_owned(),
+        }
     }
 
     /// Every configured server and its current state.

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { CallError, ConfigError, McpBox } from '../src/index.js';
+import { ScriptedServer } from './scripted.js';
 import { assertConnected, call, configText, fixtureEntry, nextEvent, ready, status, within } from './support.js';
 
 /** A config file in a fresh directory, removed when the test ends. */
@@ -194,4 +195,34 @@ test('reloadText, and a box opened from text', async (t) => {
     return true;
   });
   assertConnected(await ready(box), 'b');
+});
+
+test('a remote server entry reloads: a new URL moves the server, an unchanged one keeps its session', async (t) => {
+  const first = await ScriptedServer.start();
+  const second = await ScriptedServer.start();
+  t.after(() => Promise.all([first.close(), second.close()]));
+  const entry = (url) => ({ type: 'http', url, headers: { 'X-Entry': 'remote' } });
+  const path = configFile(t, { r: entry(first.url), local: fixtureEntry() });
+  const box = await openFile(t, path);
+  assertConnected(await ready(box), 'r');
+  assert.equal((await call(box, 'mcp__r__echo', { text: 'first' })).text, 'first');
+  assert.equal(first.sessions, 1);
+
+  // The same entry again: still the same session, nothing sent to the other server.
+  let report = await within(box.reload(), 'the reload applies');
+  assert.deepEqual(report.unchanged, ['r', 'local']);
+  assert.equal((await call(box, 'mcp__r__echo', { text: 'same' })).text, 'same');
+  assert.equal(first.sessions, 1);
+  assert.equal(second.seen.length, 0);
+
+  // Another URL: the server starts afresh at the new one.
+  writeFileSync(path, configText({ r: entry(second.url), local: fixtureEntry() }));
+  report = await within(box.reload(), 'the reload applies');
+  assert.deepEqual(report.restarted, ['r']);
+  assert.deepEqual(report.unchanged, ['local']);
+  assertConnected(await ready(box), 'r');
+  assert.equal((await call(box, 'mcp__r__echo', { text: 'second' })).text, 'second');
+  assert.equal(second.rpc('tools/call').length, 1);
+  assert.equal(second.rpc('tools/call')[0].headers['x-entry'], 'remote');
+  assert.equal(first.rpc('tools/call').length, 2, 'nothing more went to the old URL');
 });

@@ -54,7 +54,7 @@ use crate::Runtime;
 use crate::bindings::{gateway, wit};
 use crate::driver::{Downstream, Job};
 
-use super::{ServeError, random_hex};
+use super::{ServeError, dashboard, random_hex};
 
 /// Events a session keeps for resumption.
 pub const REPLAY_EVENTS: usize = 1024;
@@ -72,6 +72,13 @@ pub struct HttpOptions {
     /// request with any other `Origin` is refused with `403` (DNS rebinding); on
     /// a loopback listener, a `Host` that is not a loopback name is refused too.
     pub allowed_origins: Vec<String>,
+    /// Also serve the status dashboard: the page at `/`, its REST API under
+    /// `/api/` with live events at `/api/events`, and `/metrics` (README,
+    /// "Dashboard" and "Metrics"). Under the same rules as `/mcp`, except that
+    /// the page itself, which holds no data, loads without the token (it reads the
+    /// token from its URL's `#token=` fragment, which browsers never send, and
+    /// sends it with each API request). Default on.
+    pub dashboard: bool,
     /// The largest request body; larger is `413`.
     pub max_body_bytes: usize,
     /// The largest request head (request line and headers); larger is `431`.
@@ -92,6 +99,7 @@ impl Default for HttpOptions {
         HttpOptions {
             token: None,
             allowed_origins: Vec::new(),
+            dashboard: true,
             max_body_bytes: 4 * 1024 * 1024,
             max_header_bytes: 64 * 1024,
             read_timeout: Duration::from_secs(30),
@@ -102,7 +110,7 @@ impl Default for HttpOptions {
 
 /// What a stream's receiver gets.
 #[derive(Debug)]
-enum Item {
+pub(super) enum Item {
     /// The session id to put on the answer (first, on an `initialize` exchange).
     SessionId(String),
     /// An SSE event.
@@ -111,7 +119,7 @@ enum Item {
     End(u16),
 }
 
-type Items = Vec<Item>;
+pub(super) type Items = Vec<Item>;
 type Sink = mpsc::Sender<Items>;
 
 struct SessionEntry {
@@ -145,9 +153,11 @@ struct State {
     exchanges: HashMap<u64, ExchangeEntry>,
 }
 
-struct Shared {
-    runtime: Runtime,
-    options: HttpOptions,
+pub(super) struct Shared {
+    pub(super) runtime: Runtime,
+    pub(super) options: HttpOptions,
+    /// Whether `/mcp` is served (`serve_http`) or only the dashboard (`serve_dashboard`).
+    mcp: bool,
     /// The profile of `/mcp` (`ServeOptions::profile`); `/mcp/{profile}` names another.
     default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
@@ -162,9 +172,11 @@ impl Shared {
     }
 }
 
+/// Serves until the runtime stops or accepting fails: `/mcp` when `feed` (the
+/// gateway's signals) is given, the dashboard when the options say so.
 pub(super) async fn run(
     runtime: Runtime,
-    feed: mpsc::UnboundedReceiver<Downstream>,
+    feed: Option<mpsc::UnboundedReceiver<Downstream>>,
     options: HttpOptions,
     default_profile: Option<String>,
     listener: TcpListener,
@@ -180,12 +192,21 @@ pub(super) async fn run(
     let shared = Arc::new(Shared {
         runtime,
         options,
+        mcp: feed.is_some(),
         default_profile,
         loopback,
         state: Mutex::new(State::default()),
         next_exchange: AtomicU64::new(1),
     });
-    let mut dispatcher = tokio::spawn(dispatch(shared.clone(), feed));
+    let mut dispatcher = match feed {
+        Some(feed) => tokio::spawn(dispatch(shared.clone(), feed)),
+        None => {
+            let runtime = shared.runtime.clone();
+            tokio::spawn(async move {
+                runtime.stopped_wait().await;
+            })
+        }
+    };
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -227,9 +248,9 @@ pub(super) async fn run(
     }
 }
 
-type ResponseBody = Either<Full<Bytes>, SseBody>;
+pub(super) type ResponseBody = Either<Full<Bytes>, SseBody>;
 
-fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {
+pub(super) fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {
     let mut r = Response::new(Either::Left(Full::new(Bytes::from(text.to_owned()))));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -240,10 +261,25 @@ fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResponseBody> {
-    if let Some(refused) = refusal(&shared, req.headers()) {
+    let path = req.uri().path();
+    // The dashboard's page is the same static text for everyone: it loads without
+    // the token (which it then sends with its API requests); Host and Origin still apply.
+    let page = shared.options.dashboard && dashboard::is_page(&req);
+    if let Some(refused) = refusal(&shared, req.headers(), !page) {
         return refused;
     }
-    let path = req.uri().path();
+    if shared.options.dashboard
+        && let Some(response) = dashboard::handle(&shared, &req)
+    {
+        return response;
+    }
+    if !shared.mcp {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: this server shows the dashboard (at /) and does not serve MCP; \
+             `mcpbox serve --http` serves both",
+        );
+    }
     let profile = match path.strip_prefix("/mcp") {
         Some("" | "/") => shared.default_profile.clone(),
         Some(rest) => match rest.strip_prefix('/') {
@@ -276,7 +312,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
 }
 
 /// `%XX` escapes in a path segment (profile names are plain; this is for safety).
-fn percent_decode(s: &str) -> String {
+pub(super) fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -313,8 +349,12 @@ fn host_part(authority: &str) -> &str {
 }
 
 /// Token, `Host` and `Origin`: the refusal when one fails.
-fn refusal(shared: &Shared, headers: &HeaderMap) -> Option<Response<ResponseBody>> {
-    if let Some(token) = &shared.options.token {
+fn refusal(
+    shared: &Shared,
+    headers: &HeaderMap,
+    token_needed: bool,
+) -> Option<Response<ResponseBody>> {
+    if let Some(token) = shared.options.token.as_ref().filter(|_| token_needed) {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -527,7 +567,7 @@ async fn respond(mut rx: mpsc::Receiver<Items>, mut guard: Guard) -> Response<Re
     response
 }
 
-fn sse(body: SseBody) -> Response<ResponseBody> {
+pub(super) fn sse(body: SseBody) -> Response<ResponseBody> {
     let mut r = Response::new(Either::Right(body));
     let h = r.headers_mut();
     h.insert(
@@ -654,20 +694,22 @@ fn delete(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBod
 
 /// Which stream a response body feeds.
 #[derive(Debug, Clone)]
-enum Stream {
+pub(super) enum Stream {
     Exchange(u64),
     Standalone(String),
+    /// The dashboard's live events: nothing to tell the guest when it goes.
+    Dashboard,
     /// A resumed stream that had ended: replay only.
     Replayed,
 }
 
 /// Tells the guest when a client goes away from a stream it did not finish.
-struct Guard {
-    shared: Arc<Shared>,
-    stream: Stream,
+pub(super) struct Guard {
+    pub(super) shared: Arc<Shared>,
+    pub(super) stream: Stream,
     /// The attachment this guard's stream is.
-    attached: u64,
-    armed: bool,
+    pub(super) attached: u64,
+    pub(super) armed: bool,
 }
 
 impl Drop for Guard {
@@ -698,13 +740,13 @@ impl Drop for Guard {
                     s.standalone = None;
                 }
             }
-            Stream::Replayed => {}
+            Stream::Replayed | Stream::Dashboard => {}
         }
     }
 }
 
 /// An SSE response body fed by the dispatcher.
-struct SseBody {
+pub(super) struct SseBody {
     buffered: VecDeque<Bytes>,
     rx: mpsc::Receiver<Items>,
     done: bool,
@@ -712,7 +754,7 @@ struct SseBody {
 }
 
 impl SseBody {
-    fn new(first: Items, rx: mpsc::Receiver<Items>, guard: Guard) -> SseBody {
+    pub(super) fn new(first: Items, rx: mpsc::Receiver<Items>, guard: Guard) -> SseBody {
         let mut body = SseBody {
             buffered: VecDeque::new(),
             rx,

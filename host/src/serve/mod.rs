@@ -9,8 +9,13 @@
 //! handles, and the HTTP safety rules (bearer token, `Origin`/`Host` checks, size
 //! limits, per-stream buffers) apply before anything reaches the guest.
 //!
+//! Beside `/mcp`, the HTTP side serves the status dashboard (`dashboard`: a page,
+//! its REST API and live events, `/metrics`), which [`Runtime::serve_dashboard`]
+//! serves alone.
+//!
 //! One runtime serves one set of [`ServeOptions`]: the guest has one gateway.
 
+mod dashboard;
 mod http;
 mod stdio;
 
@@ -160,6 +165,24 @@ impl Runtime {
         listener: TcpListener,
     ) -> Result<(), ServeError> {
         let feed = self.start_gateway(&options).await?;
-        http::run(self.clone(), feed, http, options.profile, listener).await
+        http::run(self.clone(), Some(feed), http, options.profile, listener).await
+    }
+
+    /// Serves only the status dashboard (the page at `/`, `/api/…`, `/metrics`;
+    /// see [`HttpOptions::dashboard`]) on `listener`, without serving MCP, under
+    /// the same safety rules, until the runtime stops or accepting fails. What
+    /// `mcpbox dashboard` runs. Open the runtime with
+    /// [`Options::metrics`](crate::Options::metrics) for uptime, restarts, calls
+    /// and `/metrics`.
+    pub async fn serve_dashboard(
+        &self,
+        http: HttpOptions,
+        listener: TcpListener,
+    ) -> Result<(), ServeError> {
+        let http = HttpOptions {
+            dashboard: true,
+            ..http
+        };
+        http::run(self.clone(), None, http, None, listener).await
     }
 }

@@ -8,6 +8,7 @@
 //! `mcpbox_tests::gateway`).
 
 mod clients;
+mod dashboard;
 mod exposure;
 mod faults;
 mod hostile;

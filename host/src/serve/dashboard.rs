@@ -1,0 +1,255 @@
+//! The status dashboard beside `/mcp`: one static page (`dashboard.html`, built
+//! into the binary), the REST API it reads, its live events, and `/metrics`.
+//!
+//! | path | what |
+//! |---|---|
+//! | `GET /` | the page |
+//! | `GET /api/servers` | every server: state, tools, protocol version, uptime, restarts, last error |
+//! | `GET /api/servers/{name}` | one server, with its tools and stderr tail |
+//! | `GET /api/tools` | every tool with its description and schemas |
+//! | `GET /api/calls` | the latest calls (their audit records) |
+//! | `GET /api/events` | live events, as Server-Sent Events |
+//! | `GET /metrics` | the Prometheus text format |
+//!
+//! Everything here reads what the runtime already publishes (its server and tool
+//! snapshots, its events, the counts of `Options::metrics`): the dashboard adds
+//! no state of its own. The page is plain HTML and JavaScript with no build step
+//! and no framework: a table of servers, a list of calls and a list of tools
+//! is all it draws.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{Either, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::http::{Guard, Item, ResponseBody, Shared, SseBody, Stream, percent_decode, plain, sse};
+use crate::Runtime;
+use crate::metrics::{MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics};
+use crate::types::{Event, ServerState, ServerStatus};
+
+/// The page, with its script and style inline.
+const PAGE: &str = include_str!("dashboard.html");
+
+/// Whether the request is for the page itself (which loads without the token).
+pub(super) fn is_page(req: &Request<Incoming>) -> bool {
+    req.method() == Method::GET && matches!(req.uri().path(), "/" | "/index.html")
+}
+
+/// The dashboard's answer, or `None` when the path is not the dashboard's.
+pub(super) fn handle(
+    shared: &Arc<Shared>,
+    req: &Request<Incoming>,
+) -> Option<Response<ResponseBody>> {
+    let path = req.uri().path();
+    let ours = matches!(path, "/" | "/index.html" | "/metrics") || path.starts_with("/api/");
+    if !ours {
+        return None;
+    }
+    if req.method() != Method::GET {
+        let mut r = plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the dashboard answers GET only",
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET"));
+        return Some(r);
+    }
+    let runtime = &shared.runtime;
+    Some(match path {
+        "/" | "/index.html" => body(PAGE.into(), "text/html; charset=utf-8"),
+        "/metrics" => match runtime.metrics() {
+            Some(snapshot) => body(snapshot.prometheus_text().into(), PROMETHEUS_CONTENT_TYPE),
+            None => plain(
+                StatusCode::NOT_FOUND,
+                "metrics are off: open the runtime with Options::metrics(true) \
+                 (`mcpbox serve --http` and `mcpbox dashboard` do)",
+            ),
+        },
+        "/api/servers" => {
+            let metrics = runtime.metrics();
+            let servers: Vec<Value> = runtime
+                .servers()
+                .iter()
+                .map(|s| server_json(s, metrics.as_ref()))
+                .collect();
+            json_body(&json!({"servers": servers, "metrics": metrics.is_some()}))
+        }
+        // Written straight from the snapshot: no `Value` in between (10,000 tools
+        // with their schemas are megabytes).
+        "/api/tools" => list_body("tools", &runtime.tools()),
+        "/api/calls" => list_body("calls", &runtime.recent_calls()),
+        "/api/events" => events(shared),
+        _ => match path.strip_prefix("/api/servers/") {
+            Some(name) if !name.is_empty() && !name.contains('/') => {
+                server_detail(runtime, &percent_decode(name))
+            }
+            _ => plain(
+                StatusCode::NOT_FOUND,
+                "not found: the dashboard's API is /api/servers, /api/servers/{name}, \
+                 /api/tools, /api/calls and /api/events",
+            ),
+        },
+    })
+}
+
+fn body(text: Bytes, content_type: &'static str) -> Response<ResponseBody> {
+    let mut r = Response::new(Either::Left(Full::new(text)));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+fn json_body(value: &Value) -> Response<ResponseBody> {
+    body(value.to_string().into(), "application/json")
+}
+
+/// `{"NAME": [items…]}`.
+fn list_body<T: serde::Serialize>(name: &str, items: &[T]) -> Response<ResponseBody> {
+    let mut map = std::collections::BTreeMap::new();
+    map.insert(name, items);
+    match serde_json::to_vec(&map) {
+        Ok(bytes) => body(bytes.into(), "application/json"),
+        Err(e) => plain(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("writing the {name}: {e}"),
+        ),
+    }
+}
+
+/// The CLI's symbol for a state (`mcpbox servers`).
+fn symbol(state: ServerState) -> &'static str {
+    match state {
+        ServerState::Connected => "●",
+        ServerState::Starting => "○",
+        ServerState::Failed => "✗",
+        ServerState::Closed => "–",
+    }
+}
+
+/// A server as the API shows it: its status and, with metrics on, its counts.
+fn server_json(s: &ServerStatus, metrics: Option<&MetricsSnapshot>) -> Value {
+    let mut v = json!(s);
+    v["symbol"] = json!(symbol(s.state));
+    let counts: Option<&ServerMetrics> =
+        metrics.and_then(|m| m.servers.iter().find(|m| m.name == s.name));
+    if let Some(m) = counts {
+        v["uptimeSeconds"] = json!(m.uptime.map(|d| d.as_secs_f64()));
+        v["restarts"] = json!(m.restarts);
+        v["lastError"] = json!(m.last_error);
+        v["lastRestart"] = json!(
+            m.last_restart
+                .map(|t| humantime::format_rfc3339_millis(t).to_string())
+        );
+    }
+    v
+}
+
+fn server_detail(runtime: &Runtime, name: &str) -> Response<ResponseBody> {
+    let servers = runtime.servers();
+    let Some(status) = servers.iter().find(|s| s.name == name) else {
+        return plain(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "no server is named `{name}` in the configuration (GET /api/servers lists them)"
+            ),
+        );
+    };
+    let mut v = server_json(status, runtime.metrics().as_ref());
+    let tools: Vec<_> = runtime
+        .tools()
+        .iter()
+        .filter(|t| t.server == name)
+        .cloned()
+        .collect();
+    v["tools"] = json!(tools);
+    let diagnostics = runtime.diagnostics(name).unwrap_or_default();
+    v["stderrTail"] = json!(diagnostics.stderr_tail);
+    v["exitStatus"] = json!(diagnostics.exit_status);
+    v["sandbox"] = json!(diagnostics.sandbox);
+    json_body(&v)
+}
+
+/// An event as the page gets it, or `None` for those it does not show (input
+/// requests and authorization URLs are for the embedder's user, not a status page).
+fn event_json(runtime: &Runtime, event: &Event) -> Option<Value> {
+    Some(match event {
+        Event::Status(s) => {
+            json!({"type": "status", "server": server_json(s, runtime.metrics().as_ref())})
+        }
+        Event::ToolsChanged(server) => json!({"type": "tools", "server": server}),
+        Event::Audit(record) => json!({"type": "call", "call": record}),
+        Event::Warning(message) => json!({"type": "warning", "message": message}),
+        Event::Log {
+            server,
+            level,
+            message,
+        } => json!({"type": "log", "server": server, "level": level, "message": message}),
+        Event::Reloaded(report) => json!({"type": "reloaded", "report": report}),
+        Event::ReloadFailed { origin, error } => {
+            json!({"type": "reloadFailed", "origin": origin, "error": error})
+        }
+        Event::Stopped(reason) => json!({"type": "stopped", "reason": reason}),
+        _ => return None,
+    })
+}
+
+fn message(value: &Value) -> Item {
+    Item::Message {
+        id: None,
+        text: Arc::from(value.to_string()),
+    }
+}
+
+/// `GET /api/events`: the runtime's events from now on, one SSE event each. It
+/// opens with `{"type":"hello"}`, after which the page reads the snapshots, so
+/// nothing falls between. A client that reads too slowly (its buffer of
+/// [`HttpOptions::stream_buffer`](crate::HttpOptions::stream_buffer) events is
+/// full) or that fell behind the runtime's event queue gets `{"type":"resync"}`
+/// (read the snapshots again) or, when even that does not fit, a closed stream.
+fn events(shared: &Arc<Shared>) -> Response<ResponseBody> {
+    let runtime = shared.runtime.clone();
+    let mut events = runtime.events();
+    let (tx, rx) = mpsc::channel(shared.options.stream_buffer.max(2));
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                _ = tx.closed() => return,
+                event = events.recv() => event,
+            };
+            let mut last = false;
+            let item = match event {
+                Ok(event) => {
+                    // The last event: the stream ends after it, and lets the runtime go.
+                    last = matches!(event, Event::Stopped(_));
+                    match event_json(&runtime, &event) {
+                        Some(v) => message(&v),
+                        None => continue,
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => message(&json!({"type": "resync"})),
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if tx.try_send(vec![item]).is_err() || last {
+                // Dropping `tx` ends the stream; the page reconnects and reads afresh.
+                return;
+            }
+        }
+    });
+    let guard = Guard {
+        shared: shared.clone(),
+        stream: Stream::Dashboard,
+        attached: 0,
+        armed: false,
+    };
+    sse(SseBody::new(
+        vec![message(&json!({"type": "hello"}))],
+        rx,
+        guard,
+    ))
+}

@@ -1,0 +1,147 @@
+// The dashboard in a real browser: headless Chromium (the system's, see
+// scripts/install-peers) driven by playwright-core (pinned in package.json; it
+// downloads no browser). Run by tests/tests/gateway/dashboard.rs against
+// `mcpbox serve --http` over a configuration with two servers:
+//
+//   fx    the fixture server, connected at once;
+//   slow  a shell that waits for a line on the FIFO GATE, then runs the fixture.
+//
+// Usage: node dashboard_browser.mjs BASE_URL GATE SHOTS_DIR [--load-only]
+//
+// The page must show `slow` starting (○), then connected (●) once the gate opens;
+// a call to fx__echo appear with its outcome and duration; a crash of `fx` turn its
+// row red (✗) with the reason. A screenshot is kept after each step in SHOTS_DIR.
+// With --load-only it only measures how long the page takes to show every tool
+// (for the 10,000-tool measurement) and prints {"loadMs": N, "tools": N}.
+// Prints one JSON line on success; exits non-zero with the reason otherwise.
+
+import { writeFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [base, gate, shots, mode] = process.argv.slice(2);
+const executablePath = process.env.MCPBOX_CHROMIUM || "/usr/bin/chromium";
+// Each wait is for something the page must show; generous for a busy two-core machine.
+const STEP_MS = 30_000;
+
+// A 2026-07-28 tools/call to the gateway, as any stateless MCP client sends it.
+async function call(name, args) {
+  const body = {
+    jsonrpc: "2.0", id: 1, method: "tools/call",
+    params: {
+      name, arguments: args,
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": { name: "dashboard-test", version: "1" },
+      },
+    },
+  };
+  const r = await fetch(base + "/mcp", {
+    method: "POST",
+    headers: {
+      "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream",
+      "Mcp-Method": "tools/call",
+      "Mcp-Name": name,
+    },
+    body: JSON.stringify(body),
+  });
+  const text = await r.text();
+  if (r.status !== 200) throw new Error(`tools/call ${name}: HTTP ${r.status}: ${text}`);
+  return text;
+}
+
+const browser = await chromium.launch({
+  executablePath,
+  // Root in a container has no user namespaces for Chromium's sandbox.
+  args: ["--no-sandbox", "--disable-dev-shm-usage"],
+});
+try {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+  mkdirSync(shots, { recursive: true });
+  const shot = async (name) => {
+    const path = join(shots, name + ".png");
+    // The servers and calls are at the top; opening a tool may have scrolled away.
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path, fullPage: false });
+    return path;
+  };
+
+  if (mode === "--load-only") {
+    const started = Date.now();
+    await page.goto(base + "/");
+    await page.waitForFunction(() => {
+      const c = document.getElementById("tool-count").textContent;
+      return document.querySelectorAll("#tools details").length > 0 && c.startsWith("(");
+    }, null, { timeout: STEP_MS });
+    const loadMs = Date.now() - started;
+    const tools = await page.locator("#tools details").count();
+    // Where the time went, from the page's own clock (ms since navigation start).
+    const breakdown = await page.evaluate(() => {
+      const r = performance.getEntriesByType("resource").find((e) => e.name.endsWith("/api/tools"));
+      const drawn = performance.getEntriesByName("tools-drawn")[0];
+      const nav = performance.getEntriesByType("navigation")[0];
+      return {
+        pageLoaded: Math.round(nav.loadEventEnd),
+        toolsRequested: Math.round(r.startTime),
+        toolsReceived: Math.round(r.responseEnd),
+        toolsDrawn: Math.round(drawn.startTime),
+      };
+    });
+    await shot("many-tools");
+    console.log(JSON.stringify({ loadMs, tools, ...breakdown }));
+  } else {
+    const shown = [];
+    await page.goto(base + "/");
+    await page.locator("#live", { hasText: "live" }).waitFor({ timeout: STEP_MS });
+
+    // 1. `slow` is starting: it waits on the gate.
+    const slow = page.locator('tr[data-server="slow"]');
+    await page.locator('tr[data-server="slow"][data-state="starting"]').waitFor({ timeout: STEP_MS });
+    if ((await slow.locator(".sym").textContent()).trim() !== "○") throw new Error("starting is not ○");
+    shown.push(await shot("1-starting"));
+
+    // 2. The gate opens: `slow` connects, live, without a reload of the page.
+    writeFileSync(gate, "go\n");
+    await page.locator('tr[data-server="slow"][data-state="connected"]').waitFor({ timeout: STEP_MS });
+    if ((await slow.locator(".sym").textContent()).trim() !== "●") throw new Error("connected is not ●");
+    // Its tools are listed, with their schemas on demand.
+    const tool = page.locator('#tools details[data-tool="mcp__slow__echo"]');
+    await tool.waitFor({ timeout: STEP_MS });
+    await tool.locator("summary").click();
+    await tool.locator("pre", { hasText: '"type": "object"' }).waitFor({ timeout: STEP_MS });
+    shown.push(await shot("2-connected"));
+
+    // 3. A call appears with its outcome and duration.
+    await call("fx__echo", { text: "from the browser test" });
+    const row = page.locator('#calls tr[data-tool="echo"][data-outcome="ok"]');
+    await row.waitFor({ timeout: STEP_MS });
+    const cells = await row.locator("td").allTextContents();
+    if (!cells.includes("fx") || !cells.some((c) => / ms$/.test(c))) {
+      throw new Error("the call row lacks its server or duration: " + JSON.stringify(cells));
+    }
+    shown.push(await shot("3-call"));
+
+    // 4. fx crashes: its row turns red, with the reason.
+    await call("fx__crash", {});
+    const fx = page.locator('tr[data-server="fx"][data-state="failed"]');
+    await fx.waitFor({ timeout: STEP_MS });
+    const reason = await fx.locator(".error").textContent();
+    if (!reason.includes("crashing with exit code 1")) throw new Error("no reason shown: " + reason);
+    if ((await fx.locator(".sym").textContent()).trim() !== "✗") throw new Error("failed is not ✗");
+    const color = await fx.locator(".sym").evaluate((e) => getComputedStyle(e).color);
+    if (color !== "rgb(207, 34, 46)") throw new Error("the failed symbol is not red: " + color);
+    await page.locator('#calls tr[data-tool="crash"]').waitFor({ timeout: STEP_MS });
+    // Its tools left with it.
+    await page.locator('#tools details[data-tool="mcp__fx__echo"]').waitFor({ state: "detached", timeout: STEP_MS });
+    shown.push(await shot("4-crashed"));
+
+    if (errors.length) throw new Error("the page threw: " + errors.join("; "));
+    console.log(JSON.stringify({ ok: true, screenshots: shown }));
+  }
+} finally {
+  await browser.close();
+}

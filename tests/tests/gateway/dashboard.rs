@@ -1,0 +1,519 @@
+//! The dashboard and `/metrics` beside `/mcp`: the REST API and live events, the
+//! page in a real browser (headless Chromium driven by playwright-core, through
+//! `tests/peers/dashboard_browser.mjs`), the Prometheus text checked with the
+//! official Python client's parser (`tests/peers/scrape_metrics.py`), the HTTP
+//! safety rules on every path, and `mcpbox dashboard` without MCP.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use mcpbox_tests::gateway::{CLIENT_DEADLINE, ConfigFile, http, run_client, serve_http};
+use mcpbox_tests::http::start_with;
+use mcpbox_tests::peers::{peers_dir, python_venv};
+use serde_json::{Value, json};
+
+use crate::{POST, config, stateless_call, text};
+
+/// `http://127.0.0.1:PORT` of a gateway whose URL is `…/mcp`.
+fn base(url: &str) -> &str {
+    url.strip_suffix("/mcp")
+        .expect("the gateway's URL ends in /mcp")
+}
+
+fn get_json(url: &str, headers: &[(&str, &str)]) -> Value {
+    let r = http(url, "GET", headers, "");
+    assert_eq!(r.status, 200, "GET {url}: {}", r.body);
+    serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("GET {url}: {e}: {}", r.body))
+}
+
+/// Calls `name` over MCP and returns the first text block.
+fn call(url: &str, name: &str, arguments: Value) -> String {
+    let r = http(
+        url,
+        "POST",
+        &mcp_headers(name),
+        &stateless_call(1, name, arguments),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    text(&r.messages()[0]["result"]).to_owned()
+}
+
+/// `GET /api/events`, read as it arrives.
+struct Events(BufReader<TcpStream>);
+
+impl Events {
+    fn open(base: &str, headers: &[(&str, &str)]) -> Events {
+        let authority = base.strip_prefix("http://").unwrap();
+        let mut stream = TcpStream::connect(authority).unwrap();
+        stream.set_read_timeout(Some(CLIENT_DEADLINE)).unwrap();
+        let mut head = format!("GET /api/events HTTP/1.1\r\nHost: {authority}\r\n");
+        for (n, v) in headers {
+            head.push_str(&format!("{n}: {v}\r\n"));
+        }
+        stream.write_all(format!("{head}\r\n").as_bytes()).unwrap();
+        let mut events = Events(BufReader::new(stream));
+        let mut status = String::new();
+        events.0.read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+        events
+    }
+
+    /// The next event's JSON (each event is one chunk: its `data:` line is whole).
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.0.read_line(&mut line).unwrap() > 0,
+                "the event stream ended"
+            );
+            if let Some(data) = line.trim_end().strip_prefix("data: ") {
+                return serde_json::from_str(data).unwrap();
+            }
+        }
+    }
+
+    /// Reads events until one satisfies `want`; panics after 1,000 others.
+    fn until(&mut self, want: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..1000 {
+            let event = self.next();
+            if want(&event) {
+                return event;
+            }
+        }
+        panic!("no such event among the next 1,000");
+    }
+}
+
+fn mcp_headers(name: &str) -> Vec<(&str, &str)> {
+    POST.iter()
+        .copied()
+        .chain([("Mcp-Method", "tools/call"), ("Mcp-Name", name)])
+        .collect()
+}
+
+#[test]
+fn the_status_api_shows_servers_tools_calls_and_events() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url);
+    // The live stream first, so that the call below is an event on it.
+    let mut events = Events::open(base, &[]);
+    assert_eq!(events.next()["type"], "hello");
+
+    let servers = get_json(&format!("{base}/api/servers"), &[]);
+    let fx = &servers["servers"][0];
+    assert_eq!(fx["name"], "fx");
+    assert!(
+        matches!(fx["state"].as_str(), Some("starting" | "connected")),
+        "{fx}"
+    );
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "hi"})), "hi");
+
+    let servers = get_json(&format!("{base}/api/servers"), &[]);
+    let fx = &servers["servers"][0];
+    assert_eq!(
+        (&fx["state"], &fx["symbol"]),
+        (&json!("connected"), &json!("●"))
+    );
+    assert_eq!(fx["protocolVersion"], "2025-11-25");
+    assert_eq!(fx["restarts"], 0);
+    assert!(fx["uptimeSeconds"].as_f64().is_some(), "{fx}");
+
+    let detail = get_json(&format!("{base}/api/servers/fx"), &[]);
+    let tools = detail["tools"].as_array().unwrap();
+    assert_eq!(tools.len() as u64, detail["toolCount"].as_u64().unwrap());
+    let echo = tools.iter().find(|t| t["tool"] == "echo").unwrap();
+    assert_eq!(echo["inputSchema"]["type"], "object");
+    assert!(detail["stderrTail"].is_array());
+    let r = http(&format!("{base}/api/servers/nope"), "GET", &[], "");
+    assert_eq!(r.status, 404);
+    assert!(r.body.contains("no server is named `nope`"), "{}", r.body);
+
+    let all = get_json(&format!("{base}/api/tools"), &[]);
+    assert_eq!(all["tools"].as_array().unwrap().len(), tools.len());
+    let calls = get_json(&format!("{base}/api/calls"), &[]);
+    let last = calls["calls"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (&last["tool"], &last["outcome"]),
+        (&json!("mcp__fx__echo"), &json!("ok"))
+    );
+    assert!(last["durationMs"].is_u64());
+
+    // The call arrived on the live stream too (after the statuses of fx connecting).
+    let event = events.until(|e| e["type"] == "call");
+    assert_eq!(event["call"]["tool"], "mcp__fx__echo");
+    let page = http(&format!("{base}/"), "GET", &[], "");
+    assert_eq!(page.status, 200);
+    assert!(
+        page.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    assert!(page.body.contains("/api/events"));
+    assert_eq!(
+        http(&format!("{base}/api/servers"), "POST", &POST, "{}").status,
+        405
+    );
+}
+
+#[test]
+fn the_dashboard_and_metrics_obey_the_http_safety_rules() {
+    let config = config(false, json!({}));
+    let mut command = Command::new(crate::cli());
+    command
+        .arg("--trust")
+        .arg("--config")
+        .arg(&config.path)
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", "s3cret-token");
+    let gateway = start_with(command, &|line| {
+        Some(line.split("listening on ").nth(1)?.trim().to_owned())
+    });
+    let base = base(&gateway.url);
+    let token = [("Authorization", "Bearer s3cret-token")];
+    for path in [
+        "/api/servers",
+        "/api/servers/fx",
+        "/api/tools",
+        "/api/calls",
+        "/api/events",
+        "/metrics",
+    ] {
+        let r = http(&format!("{base}{path}"), "GET", &[], "");
+        assert_eq!(r.status, 401, "{path} without the token");
+        let r = http(
+            &format!("{base}{path}"),
+            "GET",
+            &[("Authorization", "Bearer nope")],
+            "",
+        );
+        assert_eq!(r.status, 401, "{path} with a wrong token");
+        let evil: Vec<(&str, &str)> = token
+            .into_iter()
+            .chain([("Host", "evil.example.com")])
+            .collect();
+        assert_eq!(
+            http(&format!("{base}{path}"), "GET", &evil, "").status,
+            403,
+            "{path}"
+        );
+        let evil: Vec<(&str, &str)> = token
+            .into_iter()
+            .chain([("Origin", "http://evil.example.com")])
+            .collect();
+        assert_eq!(
+            http(&format!("{base}{path}"), "GET", &evil, "").status,
+            403,
+            "{path}"
+        );
+    }
+    assert_eq!(
+        get_json(&format!("{base}/api/servers"), &token)["servers"][0]["name"],
+        "fx"
+    );
+    let r = http(&format!("{base}/metrics"), "GET", &token, "");
+    assert_eq!(r.status, 200);
+    assert!(
+        r.body.contains("mcpbox_server_up{server=\"fx\"}"),
+        "{}",
+        r.body
+    );
+    // The page holds no data: it loads without the token (and then sends it from
+    // its #token= fragment), but not from a foreign Host or Origin.
+    let page = http(&format!("{base}/"), "GET", &[], "");
+    assert_eq!(page.status, 200);
+    assert!(page.body.contains("Authorization"));
+    assert_eq!(
+        http(
+            &format!("{base}/"),
+            "GET",
+            &[("Host", "evil.example.com")],
+            ""
+        )
+        .status,
+        403
+    );
+    assert_eq!(
+        http(
+            &format!("{base}/"),
+            "GET",
+            &[("Origin", "http://evil.example.com")],
+            ""
+        )
+        .status,
+        403
+    );
+}
+
+/// The known calls: two echoes, one tool error, one crash; then an edit of the
+/// configuration restarts the crashed server, and one more echo. Then the Python
+/// client's parser reads `/metrics`.
+#[test]
+fn metrics_parse_with_the_prometheus_parser_and_count_known_calls() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url);
+    let mut events = Events::open(base, &[]);
+    assert_eq!(events.next()["type"], "hello");
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "a"})), "a");
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "b"})), "b");
+    call(&gateway.url, "fx__fail", json!({}));
+    let crashed = call(&gateway.url, "fx__crash", json!({}));
+    assert!(crashed.contains("crashing with exit code 1"), "{crashed}");
+    events.until(|e| e["type"] == "status" && e["server"]["state"] == "failed");
+    // A changed entry restarts the server (the gateway follows its file).
+    let edited =
+        json!({"mcpServers": {"fx": {"command": crate::fixture(), "args": ["--name", "fx2"]}}});
+    std::fs::write(&config.path, edited.to_string()).unwrap();
+    let connected = events.until(|e| e["type"] == "status" && e["server"]["state"] == "connected");
+    assert_eq!(connected["server"]["restarts"], 1, "{connected}");
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "c"})), "c");
+
+    let python = python_venv().join("bin").join("python");
+    let mut scrape = Command::new(python);
+    scrape
+        .arg(peers_dir().join("scrape_metrics.py"))
+        .arg(format!("{base}/metrics"));
+    let report = run_client(scrape);
+    assert!(
+        report["contentType"]
+            .as_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4"),
+        "{report}"
+    );
+    let families = report["families"].as_array().unwrap();
+    let family = |name: &str| -> &Value {
+        families
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("no family {name} in {report}"))
+    };
+    let sample = |family_name: &str, sample_name: &str, labels: Value| -> f64 {
+        let f = family(family_name);
+        f["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| {
+                s["name"] == sample_name
+                    && labels
+                        .as_object()
+                        .unwrap()
+                        .iter()
+                        .all(|(k, v)| &s["labels"][k] == v)
+            })
+            .unwrap_or_else(|| panic!("no {sample_name} {labels} in {f}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    // The parser names counter families without `_total`, as Prometheus does.
+    assert_eq!(family("mcpbox_tool_calls")["type"], "counter");
+    let calls = |tool: &str, outcome: &str| {
+        sample(
+            "mcpbox_tool_calls",
+            "mcpbox_tool_calls_total",
+            json!({"server": "fx", "tool": tool, "outcome": outcome}),
+        )
+    };
+    assert_eq!(calls("echo", "ok"), 3.0);
+    assert_eq!(calls("fail", "tool-error"), 1.0);
+    assert_eq!(calls("crash", "server-unavailable"), 1.0);
+    assert_eq!(
+        family("mcpbox_tool_call_duration_seconds")["type"],
+        "histogram"
+    );
+    let echo = json!({"server": "fx", "tool": "echo"});
+    assert_eq!(
+        sample(
+            "mcpbox_tool_call_duration_seconds",
+            "mcpbox_tool_call_duration_seconds_count",
+            echo.clone()
+        ),
+        3.0
+    );
+    let mut inf = echo.clone();
+    inf["le"] = json!("+Inf");
+    assert_eq!(
+        sample(
+            "mcpbox_tool_call_duration_seconds",
+            "mcpbox_tool_call_duration_seconds_bucket",
+            inf
+        ),
+        3.0
+    );
+    let fx = json!({"server": "fx"});
+    assert_eq!(
+        sample("mcpbox_server_up", "mcpbox_server_up", fx.clone()),
+        1.0
+    );
+    assert_eq!(
+        sample(
+            "mcpbox_server_restarts",
+            "mcpbox_server_restarts_total",
+            fx.clone()
+        ),
+        1.0
+    );
+    assert!(
+        sample(
+            "mcpbox_server_last_restart_timestamp_seconds",
+            "mcpbox_server_last_restart_timestamp_seconds",
+            fx.clone()
+        ) > 1.7e9
+    );
+    assert!(
+        sample(
+            "mcpbox_server_uptime_seconds",
+            "mcpbox_server_uptime_seconds",
+            fx.clone()
+        ) >= 0.0
+    );
+    let tools = get_json(&format!("{base}/api/tools"), &[])["tools"]
+        .as_array()
+        .unwrap()
+        .len() as f64;
+    assert_eq!(
+        sample("mcpbox_server_tools", "mcpbox_server_tools", fx),
+        tools
+    );
+    assert_eq!(sample("mcpbox_tools", "mcpbox_tools", json!({})), tools);
+    assert_eq!(
+        sample(
+            "mcpbox_guest_restarts",
+            "mcpbox_guest_restarts_total",
+            json!({})
+        ),
+        0.0
+    );
+}
+
+#[test]
+fn mcpbox_dashboard_serves_the_dashboard_without_mcp() {
+    let config = config(false, json!({}));
+    let mut command = Command::new(crate::cli());
+    command
+        .arg("--trust")
+        .arg("--config")
+        .arg(&config.path)
+        .args(["dashboard", "--http", "127.0.0.1:0"]);
+    let dashboard = start_with(command, &|line| {
+        Some(
+            line.split("listening on ")
+                .nth(1)?
+                .trim()
+                .trim_end_matches('/')
+                .to_owned(),
+        )
+    });
+    let base = dashboard.url.as_str();
+    assert_eq!(
+        get_json(&format!("{base}/api/servers"), &[])["servers"][0]["name"],
+        "fx"
+    );
+    assert_eq!(http(&format!("{base}/"), "GET", &[], "").status, 200);
+    assert_eq!(http(&format!("{base}/metrics"), "GET", &[], "").status, 200);
+    let r = http(
+        &format!("{base}/mcp"),
+        "POST",
+        &mcp_headers("fx__echo"),
+        &stateless_call(1, "fx__echo", json!({"text": "x"})),
+    );
+    assert_eq!(r.status, 404);
+    assert!(r.body.contains("does not serve MCP"), "{}", r.body);
+}
+
+/// Where the browser test keeps its screenshots: `target/dashboard/`.
+fn screenshots_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("target")
+        .join("dashboard")
+}
+
+/// The system's Chromium, or `None` (with a loud message) where it is missing and
+/// cannot be installed here (no apt-get); missing where apt-get exists is a failure:
+/// scripts/install-peers installs it.
+pub fn chromium() -> Option<PathBuf> {
+    let path = std::env::var_os("MCPBOX_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    if path.exists() {
+        return Some(path);
+    }
+    let apt = Command::new("apt-get").arg("--version").output().is_ok();
+    assert!(
+        !apt,
+        "Chromium is not installed at {}: run scripts/install-peers (it installs Debian's \
+         `chromium` with apt-get), or set MCPBOX_CHROMIUM",
+        path.display()
+    );
+    eprintln!(
+        "\n*** SKIPPED: the dashboard's browser test needs Chromium, and this machine has \
+         neither {} nor apt-get to install it (set MCPBOX_CHROMIUM) ***\n",
+        path.display()
+    );
+    None
+}
+
+/// A FIFO the `slow` server's shell waits on: it starts the fixture once a line
+/// arrives, so the browser sees it starting for as long as the test wants.
+struct Gate(PathBuf);
+
+impl Gate {
+    fn new(name: &str) -> Gate {
+        let path = std::env::temp_dir().join(format!("mcpbox-gate-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let made = Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .expect("run mkfifo");
+        assert!(made.success(), "mkfifo {}", path.display());
+        Gate(path)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn the_page_shows_servers_connect_calls_and_crashes_live_in_a_browser() {
+    let Some(chromium) = chromium() else { return };
+    let gate = Gate::new("slow");
+    // `read` is the shell's own: the server entry's environment has no PATH to rely on.
+    let script = format!(
+        "read _ < '{}'; exec '{}' --name slow",
+        gate.0.display(),
+        crate::fixture()
+    );
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "fx": {"command": crate::fixture(), "args": []},
+        "slow": {"command": "/bin/sh", "args": ["-c", script], "startupTimeoutMs": 120_000},
+    }}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let shots = screenshots_dir();
+    let mut node = Command::new("node");
+    node.arg(peers_dir().join("dashboard_browser.mjs"))
+        .arg(base(&gateway.url))
+        .arg(&gate.0)
+        .arg(&shots)
+        .env("MCPBOX_CHROMIUM", &chromium);
+    let report = run_client(node);
+    assert_eq!(report["ok"], true, "{report}");
+    for shot in report["screenshots"].as_array().unwrap() {
+        let path = Path::new(shot.as_str().unwrap());
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            size > 1000,
+            "screenshot {} is missing or empty",
+            path.display()
+        );
+    }
+    eprintln!("dashboard screenshots: {}", shots.display());
+}
