@@ -403,27 +403,19 @@ struct Page {
 }
 
 fn read_page(key: &str, raw: &RawValue) -> Result<Page, String> {
-    #[derive(serde::Deserialize)]
-    struct Raw<'a> {
-        #[serde(rename = "nextCursor", default)]
-        next_cursor: Option<Value>,
-        #[serde(rename = "resultType", default)]
-        result_type: Option<Value>,
-        #[serde(flatten, borrow)]
-        rest: BTreeMapRaw<'a>,
-    }
-    type BTreeMapRaw<'a> = alloc::collections::BTreeMap<&'a str, &'a RawValue>;
-    let page: Raw<'_> = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-    if let ResultKind::Other(kind) = result_kind(page.result_type.as_ref()) {
+    // The page's fields, unread: only the list and the cursor are read.
+    let page: alloc::collections::BTreeMap<&str, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
+    let text = |name: &str| -> Option<Value> {
+        page.get(name).and_then(|v| serde_json::from_str(v.get()).ok())
+    };
+    if let ResultKind::Other(kind) = result_kind(text("resultType").as_ref()) {
         return Err(format!("unknown resultType {kind}"));
     }
-    let list = page
-        .rest
-        .get(key)
-        .ok_or_else(|| format!("no `{key}` list"))?;
+    let list = page.get(key).ok_or_else(|| format!("no `{key}` list"))?;
     let items: Vec<Box<RawValue>> =
         serde_json::from_str(list.get()).map_err(|_| format!("`{key}` is not a list"))?;
-    let next_cursor = match page.next_cursor {
+    let next_cursor = match text("nextCursor") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
         Some(Value::String(s)) => Some(s),
