@@ -45,6 +45,14 @@ pub(crate) enum Job {
         timeout: Option<Duration>,
         reply: CallReply,
     },
+    /// Start a request beyond tools (`registry.start-request`); it completes
+    /// like a call.
+    Request {
+        server: Option<String>,
+        request: registry::ServerRequest,
+        timeout: Option<Duration>,
+        reply: CallReply,
+    },
     /// Close every connection and stop the driver.
     Shutdown { reply: oneshot::Sender<()> },
     /// Connect one server afresh and reset its failure count (`registry.reconnect`).
@@ -272,7 +280,7 @@ impl Driver {
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {
-                Job::Call { reply, .. } => {
+                Job::Call { reply, .. } | Job::Request { reply, .. } => {
                     let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
                 Job::Shutdown { reply } => shutdowns.push(reply),
@@ -458,6 +466,34 @@ impl Driver {
                     }
                     Err(trap) => {
                         // Not in `pending` yet: answered with the others in `run`.
+                        self.interrupted = Some(Interrupted::Call(reply));
+                        return Err(trap);
+                    }
+                }
+                Ok(None)
+            }
+            Job::Request {
+                server,
+                request,
+                timeout,
+                reply,
+            } => {
+                let options = registry::CallOptions {
+                    timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                };
+                let started = self
+                    .guest
+                    .mcpbox_runtime_registry()
+                    .call_start_request(&mut self.store, server.as_deref(), &request, options)
+                    .await;
+                match started {
+                    Ok(Ok(call)) => {
+                        self.pending.insert(call, reply);
+                    }
+                    Ok(Err(e)) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                    Err(trap) => {
                         self.interrupted = Some(Interrupted::Call(reply));
                         return Err(trap);
                     }

@@ -81,7 +81,11 @@ mod watch;
 
 pub use engine::{default_cache_dir, default_config_dir};
 pub use oauth::TokenStore;
-pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, MAX_CONFIG_BYTES, Options, Runtime};
+pub use runtime::{
+    CallOptions, CompletionValues, DEFAULT_WATCH_DEBOUNCE, GetPrompt, MAX_CONFIG_BYTES, Options,
+    Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
+    ResourceTemplate, Runtime,
+};
 pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
 pub use store::Policy;
 pub use types::{

@@ -9,6 +9,12 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::Error;
+
+mod requests;
+pub use requests::{
+    CompletionValues, GetPrompt, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
+    ResourceRead, ResourceTemplate,
+};
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::Results;

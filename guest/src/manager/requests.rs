@@ -5,7 +5,8 @@
 //!
 //! A resource is named by its server and the server's own URI; a prompt by its
 //! server and its own name. Lists carry both: every item of a list gets a
-//! `"server"` field (the configured name) added to it. A request names its
+//! `"server"` field (the configured name) added to it, and a prompt a
+//! `"registryName"` (`mcp__{server}__{prompt}`, made as tool names are). A request names its
 //! server, or none:
 //!
 //! - a list with no server goes to every connected server that declared the
@@ -263,7 +264,14 @@ impl<P: Platform> Manager<P> {
         let mut errors = Vec::new();
         for (server, answer) in answers {
             match answer {
-                Ok(result) => lists.push((server, result.content)),
+                Ok(result) => {
+                    let segment = self
+                        .slots
+                        .iter()
+                        .find(|s| *s.config.name == *server)
+                        .map_or_else(|| server.clone(), |s| s.config.name_segment().to_string());
+                    lists.push((server, segment, result.content));
+                }
                 Err(e) => errors.push(e),
             }
         }
@@ -287,9 +295,11 @@ impl<P: Platform> Manager<P> {
     }
 }
 
-/// Every server's items in one list, each with `"server"` added; `text` has
-/// one line per item (`server  uri`, or `server  name`).
-fn merge_lists(key: &str, lists: Vec<(String, String)>) -> (CallResult, Vec<String>) {
+/// Every server's items in one list, each with `"server"` added (and a
+/// prompt its `"registryName"`, `mcp__{server}__{prompt}` as tools are named);
+/// `text` has one line per item (`server<TAB>uri`, or `server<TAB>name`).
+/// `lists` holds (server, its name segment, its list).
+fn merge_lists(key: &str, lists: Vec<(String, String, String)>) -> (CallResult, Vec<String>) {
     use serde_json::Value;
     let field = match key {
         "resources" => "uri",
@@ -299,7 +309,7 @@ fn merge_lists(key: &str, lists: Vec<(String, String)>) -> (CallResult, Vec<Stri
     let mut items = Vec::new();
     let mut lines = Vec::new();
     let mut warnings = Vec::new();
-    for (server, content) in lists {
+    for (server, segment, content) in lists {
         let list: Vec<Value> = serde_json::from_str(&content).unwrap_or_default();
         for item in list {
             let Value::Object(mut map) = item else {
@@ -324,6 +334,10 @@ fn merge_lists(key: &str, lists: Vec<(String, String)>) -> (CallResult, Vec<Stri
                 }
             }
             lines.push(format!("{server}\t{id}"));
+            if key == "prompts" {
+                let name = crate::naming::tool_name(&segment, id);
+                map.insert("registryName".into(), Value::String(name));
+            }
             map.insert("server".into(), Value::String(server.clone()));
             items.push(Value::Object(map));
         }

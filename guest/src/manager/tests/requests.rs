@@ -263,6 +263,9 @@ fn prompts_get_sends_string_arguments_and_refuses_others_before_sending() {
         let mut m = two_libraries(stateless);
         let listed = run(&mut m, None, Request::ListPrompts).unwrap();
         assert_eq!(listed.text, "a\tgreet\nb\tgreet");
+        let items: Vec<Value> = serde_json::from_str(&listed.content).unwrap();
+        assert_eq!(items[1]["registryName"], "mcp__b__greet");
+        assert_eq!(items[1]["arguments"][0]["name"], "who");
         let got = run(
             &mut m,
             Some("a"),
