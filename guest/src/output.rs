@@ -391,14 +391,22 @@ pub fn limit_contents<P: Platform>(
     drop(result);
     let room = (settings.max_bytes as usize).saturating_sub(1024).max(256);
     for (index, item) in items.iter_mut().enumerate() {
-        let item_uri = item.get("uri").and_then(Value::as_str).unwrap_or(uri).to_string();
+        let item_uri = item
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or(uri)
+            .to_string();
         let mime = item
             .get("mimeType")
             .and_then(Value::as_str)
             .map(String::from);
         let (bytes, head, mime) = if let Some(blob) = item.get("blob").and_then(Value::as_str) {
             match base64::engine::general_purpose::STANDARD.decode(blob) {
-                Ok(bytes) => (bytes, String::new(), mime.unwrap_or_else(|| "application/octet-stream".into())),
+                Ok(bytes) => (
+                    bytes,
+                    String::new(),
+                    mime.unwrap_or_else(|| "application/octet-stream".into()),
+                ),
                 Err(_) => {
                     warnings.push(format!(
                         "resources/read {uri} on server `{server}`: item {index} has a blob that is not valid base64; it was dropped"
@@ -411,7 +419,11 @@ pub fn limit_contents<P: Platform>(
                 continue;
             }
             let head = head_of(text, room).to_string();
-            (text.as_bytes().to_vec(), head, mime.unwrap_or_else(|| "text/plain".into()))
+            (
+                text.as_bytes().to_vec(),
+                head,
+                mime.unwrap_or_else(|| "text/plain".into()),
+            )
         } else {
             continue;
         };
@@ -428,10 +440,16 @@ pub fn limit_contents<P: Platform>(
             format!("the first {} bytes are above; ", head.len())
         };
         let (note, file) = if bytes.is_empty() {
-            (format!("[mcpbox: {item_uri} held a blob that is not valid base64; dropped]"), None)
+            (
+                format!("[mcpbox: {item_uri} held a blob that is not valid base64; dropped]"),
+                None,
+            )
         } else {
             match platform.write_blob(server, &name, &mime, &bytes) {
-                Ok(Blob { uri: file, size: written }) => (
+                Ok(Blob {
+                    uri: file,
+                    size: written,
+                }) => (
                     format!(
                         "[mcpbox: {item_uri} is {} ({mime}; the read was {}, over the {} limit): {shown}the whole of it is in {file}]",
                         format_bytes(size),
@@ -451,7 +469,11 @@ pub fn limit_contents<P: Platform>(
                 ),
             }
         };
-        let text = if head.is_empty() { note } else { format!("{head}\n{note}") };
+        let text = if head.is_empty() {
+            note
+        } else {
+            format!("{head}\n{note}")
+        };
         let mut replaced = Map::new();
         replaced.insert("uri".into(), item_uri.into());
         replaced.insert("mimeType".into(), "text/plain".into());

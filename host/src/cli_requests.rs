@@ -23,7 +23,11 @@ fn failed(e: CallError) -> Failure {
 
 /// Names the servers that failed to start, on stderr, after the output.
 fn warn_failed(runtime: &Runtime) {
-    for s in runtime.servers().iter().filter(|s| s.state == ServerState::Failed) {
+    for s in runtime
+        .servers()
+        .iter()
+        .filter(|s| s.state == ServerState::Failed)
+    {
         eprintln!(
             "warning: server `{}` failed: {}",
             one(&s.name),
@@ -32,7 +36,7 @@ fn warn_failed(runtime: &Runtime) {
     }
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
@@ -55,10 +59,14 @@ pub(crate) async fn resources(
             .map_err(failed)?;
         if json {
             drop(out);
-            print_json(&list)?;
+            print_json(&serde_json::to_value(&list)?)?;
         } else {
             for t in &list {
-                let about = t.description.as_deref().or(t.title.as_deref()).unwrap_or(&t.name);
+                let about = t
+                    .description
+                    .as_deref()
+                    .or(t.title.as_deref())
+                    .unwrap_or(&t.name);
                 writeln!(
                     out,
                     "{}  {}  {}",
@@ -72,11 +80,19 @@ pub(crate) async fn resources(
         let list = runtime.list_resources(server).await.map_err(failed)?;
         if json {
             drop(out);
-            print_json(&list)?;
+            print_json(&serde_json::to_value(&list)?)?;
         } else {
-            let width = list.iter().map(|r| one(&r.uri).chars().count()).max().unwrap_or(0);
+            let width = list
+                .iter()
+                .map(|r| one(&r.uri).chars().count())
+                .max()
+                .unwrap_or(0);
             for r in &list {
-                let about = r.description.as_deref().or(r.title.as_deref()).unwrap_or(&r.name);
+                let about = r
+                    .description
+                    .as_deref()
+                    .or(r.title.as_deref())
+                    .unwrap_or(&r.name);
                 writeln!(
                     out,
                     "{}  {:width$}  {}",
@@ -104,7 +120,7 @@ pub(crate) async fn read(
     settle(runtime).await;
     let read = runtime.read_resource(server, uri).await.map_err(failed)?;
     if json {
-        print_json(&read.contents)?;
+        print_json(&serde_json::to_value(&read.contents)?)?;
     } else {
         let mut out = std::io::stdout().lock();
         for item in &read.contents {
@@ -115,7 +131,10 @@ pub(crate) async fn read(
                     "{}: a blob of {} bytes ({}); use --json for its base64",
                     one(&item.uri),
                     blob.len() / 4 * 3,
-                    one(item.mime_type.as_deref().unwrap_or("application/octet-stream"))
+                    one(item
+                        .mime_type
+                        .as_deref()
+                        .unwrap_or("application/octet-stream"))
                 );
             }
         }
@@ -133,10 +152,14 @@ pub(crate) async fn prompts(
     settle(runtime).await;
     let list = runtime.list_prompts(server).await.map_err(failed)?;
     if json {
-        print_json(&list)?;
+        print_json(&serde_json::to_value(&list)?)?;
     } else {
         let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-        let width = list.iter().map(|p| one(&p.registry_name).chars().count()).max().unwrap_or(0);
+        let width = list
+            .iter()
+            .map(|p| one(&p.registry_name).chars().count())
+            .max()
+            .unwrap_or(0);
         for p in &list {
             let arguments: Vec<String> = p
                 .arguments
@@ -149,7 +172,11 @@ pub(crate) async fn prompts(
                     }
                 })
                 .collect();
-            let about = p.description.as_deref().or(p.title.as_deref()).unwrap_or("");
+            let about = p
+                .description
+                .as_deref()
+                .or(p.title.as_deref())
+                .unwrap_or("");
             writeln!(
                 out,
                 "{:width$}  {}{}{}",
@@ -190,14 +217,20 @@ pub(crate) async fn prompt(
         None => {
             let list = runtime.list_prompts(None).await.map_err(failed)?;
             let Some(p) = list.iter().find(|p| p.registry_name == name) else {
-                let known: Vec<String> =
-                    list.iter().map(|p| one(&p.registry_name).into_owned()).collect();
+                let known: Vec<String> = list
+                    .iter()
+                    .map(|p| one(&p.registry_name).into_owned())
+                    .collect();
                 return Err(fail(
                     2,
                     anyhow::anyhow!(
                         "no prompt named `{}` (prompts: {}); name one as `mcpbox prompts` shows it, or as SERVER/PROMPT",
                         one(name),
-                        if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
                     ),
                 ));
             };
@@ -234,7 +267,12 @@ pub(crate) async fn prompt(
     } else {
         for m in &got.messages {
             let text = match m.content.get("type").and_then(|t| t.as_str()) {
-                Some("text") => m.content.get("text").and_then(|t| t.as_str()).unwrap_or("").to_string(),
+                Some("text") => m
+                    .content
+                    .get("text")
+                    .and_then(|t| t.as_str())
+                    .unwrap_or("")
+                    .to_string(),
                 Some(kind) => format!("[{kind} content; use --json to see it]"),
                 None => "[content without a type]".to_string(),
             };

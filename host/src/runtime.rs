@@ -11,10 +11,6 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use crate::Error;
 
 mod requests;
-pub use requests::{
-    CompletionValues, GetPrompt, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
-    ResourceRead, ResourceTemplate,
-};
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::Results;
@@ -26,6 +22,10 @@ use crate::transport::descendants::Subreaper;
 use crate::types::{
     CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, ServerDiagnostics,
     ServerState, ServerStatus, Tool,
+};
+pub use requests::{
+    CompletionValues, GetPrompt, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
+    ResourceRead, ResourceTemplate,
 };
 
 /// Where the guest component comes from.

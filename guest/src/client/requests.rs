@@ -314,8 +314,11 @@ impl Client {
                 return self.finish(r.call, Err(CallError::Protocol(why)), true);
             }
         };
-        let malformed =
-            |why: String| CallError::Protocol(format!("{label}: the server sent a malformed result ({why})"));
+        let malformed = |why: String| {
+            CallError::Protocol(format!(
+                "{label}: the server sent a malformed result ({why})"
+            ))
+        };
         let Some(key) = r.request.list_key() else {
             let outcome = read_result(&r.request, &raw).map_err(malformed);
             return self.finish(r.call, outcome, true);
@@ -407,7 +410,8 @@ fn read_page(key: &str, raw: &RawValue) -> Result<Page, String> {
     let page: alloc::collections::BTreeMap<&str, &RawValue> =
         serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
     let text = |name: &str| -> Option<Value> {
-        page.get(name).and_then(|v| serde_json::from_str(v.get()).ok())
+        page.get(name)
+            .and_then(|v| serde_json::from_str(v.get()).ok())
     };
     if let ResultKind::Other(kind) = result_kind(text("resultType").as_ref()) {
         return Err(format!("unknown resultType {kind}"));
@@ -463,7 +467,8 @@ fn read_result(request: &Request, raw: &RawValue) -> Result<CallResult, String> 
         result_type: Option<Value>,
     }
     // Only `resultType` is built: the rest (a blob of many megabytes) is skipped.
-    let kind: Kind = serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
+    let kind: Kind =
+        serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
     match result_kind(kind.result_type.as_ref()) {
         ResultKind::Complete => {}
         ResultKind::InputRequired => {

@@ -103,7 +103,10 @@ impl<P: Platform> Manager<P> {
                     .filter(|&i| {
                         let slot = &self.slots[i];
                         slot.state == ServerState::Connected
-                            && slot.client.as_ref().is_some_and(|c| c.offers().allow(&request))
+                            && slot
+                                .client
+                                .as_ref()
+                                .is_some_and(|c| c.offers().allow(&request))
                     })
                     .collect()
             }
@@ -113,10 +116,13 @@ impl<P: Platform> Manager<P> {
         let now = self.platform.now_ms();
         if server.is_some() && request.list_key().is_none() {
             let i = targets[0];
-            let timeout = options.timeout_ms.unwrap_or(self.slots[i].config.tool_timeout_ms);
-            self.requests
-                .single
-                .insert(call, (self.slots[i].config.name.to_string(), request.clone()));
+            let timeout = options
+                .timeout_ms
+                .unwrap_or(self.slots[i].config.tool_timeout_ms);
+            self.requests.single.insert(
+                call,
+                (self.slots[i].config.name.to_string(), request.clone()),
+            );
             self.send_part(i, call, request, timeout, now);
             return Ok(call);
         }
@@ -149,7 +155,9 @@ impl<P: Platform> Manager<P> {
         }
         self.requests.fanouts.insert(call, fanout);
         for (i, part) in parts {
-            let timeout = options.timeout_ms.unwrap_or(self.slots[i].config.tool_timeout_ms);
+            let timeout = options
+                .timeout_ms
+                .unwrap_or(self.slots[i].config.tool_timeout_ms);
             self.send_part(i, part, request.clone(), timeout, now);
         }
         Ok(call)
@@ -232,11 +240,15 @@ impl<P: Platform> Manager<P> {
             .into_iter()
             .map(|(server, _, answer)| (server, answer.unwrap_or(Err(CallError::Cancelled))))
             .collect();
-        if answers.iter().all(|(_, a)| matches!(a, Err(CallError::Cancelled))) {
+        if answers
+            .iter()
+            .all(|(_, a)| matches!(a, Err(CallError::Cancelled)))
+        {
             return Err(CallError::Cancelled);
         }
         if let Request::ReadResource { uri } = &fanout.request {
             let mut errors = Vec::new();
+            let asked = answers.len();
             for (server, answer) in answers {
                 match answer {
                     Ok(result) => {
@@ -251,11 +263,12 @@ impl<P: Platform> Manager<P> {
                         self.events.extend(warnings.into_iter().map(Event::Warning));
                         return Ok(result);
                     }
+                    Err(e) if asked == 1 => return Err(e),
                     Err(e) => errors.push(e.to_string()),
                 }
             }
             return Err(CallError::Protocol(format!(
-                "resources/read {uri}: no server has it ({})",
+                "resources/read {uri}: no server could read it ({})",
                 errors.join("; ")
             )));
         }
@@ -361,7 +374,8 @@ fn template_problem(template: &str) -> Option<String> {
             ('{', Some(_)) => return Some(format!("`{{` at {at} inside an expression")),
             ('}', None) => return Some(format!("`}}` at {at} closes nothing")),
             ('}', Some(start)) => {
-                let body = template[start + 1..at].trim_start_matches(['+', '#', '.', '/', ';', '?', '&']);
+                let body =
+                    template[start + 1..at].trim_start_matches(['+', '#', '.', '/', ';', '?', '&']);
                 if body.split(',').any(|v| v.trim_end_matches('*').is_empty()) {
                     return Some(format!("an expression at {start} names no variable"));
                 }

@@ -228,8 +228,12 @@ impl Runtime {
     /// The resources of `server`, or of every server that offers them (all
     /// pages).
     pub async fn list_resources(&self, server: Option<&str>) -> Result<Vec<Resource>, CallError> {
-        self.list(server, registry::ServerRequest::ListResources, "resources/list")
-            .await
+        self.list(
+            server,
+            registry::ServerRequest::ListResources,
+            "resources/list",
+        )
+        .await
     }
 
     /// The resource templates of `server`, or of every server that offers them;
@@ -276,8 +280,8 @@ impl Runtime {
         name: &str,
         arguments: &BTreeMap<String, String>,
     ) -> Result<GetPrompt, CallError> {
-        let arguments = (!arguments.is_empty())
-            .then(|| serde_json::to_string(arguments).unwrap_or_default());
+        let arguments =
+            (!arguments.is_empty()).then(|| serde_json::to_string(arguments).unwrap_or_default());
         let request = registry::ServerRequest::GetPrompt(registry::PromptRequest {
             name: name.to_string(),
             arguments,
@@ -299,7 +303,11 @@ impl Runtime {
 
     /// Asks `server` to complete an argument (`completion/complete`): `params`
     /// is the request's params (`ref`, `argument`, maybe `context`).
-    pub async fn complete(&self, server: &str, params: &Value) -> Result<CompletionValues, CallError> {
+    pub async fn complete(
+        &self,
+        server: &str,
+        params: &Value,
+    ) -> Result<CompletionValues, CallError> {
         let request = registry::ServerRequest::Complete(params.to_string());
         let result = self.request(Some(server), request, None).await?;
         let completion = result.structured_content.ok_or_else(|| {

@@ -122,7 +122,11 @@ fn two_libraries(stateless: bool) -> Manager<FakePlatform> {
     m
 }
 
-fn run(m: &mut Manager<FakePlatform>, server: Option<&str>, request: Request) -> Result<CallResult, CallError> {
+fn run(
+    m: &mut Manager<FakePlatform>,
+    server: Option<&str>,
+    request: Request,
+) -> Result<CallResult, CallError> {
     let call = m
         .start_request(server, request, CallOptions::default())
         .map_err(|e| panic!("refused at once: {e}"))
@@ -144,7 +148,14 @@ fn resources_of_every_server_are_listed_through_every_page_in_both_eras() {
             .collect();
         assert_eq!(
             uris,
-            [("a", "a://r/0"), ("a", "a://r/1"), ("a", "a://r/2"), ("a", "a://r/3"), ("a", "a://r/4"), ("b", "b://r/0")],
+            [
+                ("a", "a://r/0"),
+                ("a", "a://r/1"),
+                ("a", "a://r/2"),
+                ("a", "a://r/3"),
+                ("a", "a://r/4"),
+                ("b", "b://r/0")
+            ],
             "stateless: {stateless}"
         );
         // Server a's five resources took three pages, the cursor passed back each time.
@@ -179,7 +190,11 @@ fn a_malformed_template_is_skipped_with_a_warning_naming_server_and_template() {
     // `completions` drains events; ask once more to see them.
     let _ = warnings;
     let call = m
-        .start_request(Some("a"), Request::ListResourceTemplates, CallOptions::default())
+        .start_request(
+            Some("a"),
+            Request::ListResourceTemplates,
+            CallOptions::default(),
+        )
         .unwrap();
     let mut seen = Vec::new();
     let mut done = Vec::new();
@@ -199,17 +214,44 @@ fn a_malformed_template_is_skipped_with_a_warning_naming_server_and_template() {
 fn a_read_goes_to_the_server_that_has_the_uri_and_an_unknown_uri_names_every_answer() {
     for stateless in [false, true] {
         let mut m = two_libraries(stateless);
-        let read = run(&mut m, None, Request::ReadResource { uri: "b://r/0".into() }).unwrap();
+        let read = run(
+            &mut m,
+            None,
+            Request::ReadResource {
+                uri: "b://r/0".into(),
+            },
+        )
+        .unwrap();
         assert_eq!(read.text, "text of b://r/0");
         if stateless {
             let sim = m.platform().sim("b");
             let sent = &sim.borrow().received;
-            let (_, meta) = sent.iter().rev().find(|(msg, _)| msg["method"] == "resources/read").unwrap();
-            assert_eq!(meta.name.as_deref(), Some("b://r/0"), "Mcp-Name carries the URI");
+            let (_, meta) = sent
+                .iter()
+                .rev()
+                .find(|(msg, _)| msg["method"] == "resources/read")
+                .unwrap();
+            assert_eq!(
+                meta.name.as_deref(),
+                Some("b://r/0"),
+                "Mcp-Name carries the URI"
+            );
         }
-        let missing = run(&mut m, None, Request::ReadResource { uri: "z://nope".into() }).unwrap_err();
+        let missing = run(
+            &mut m,
+            None,
+            Request::ReadResource {
+                uri: "z://nope".into(),
+            },
+        )
+        .unwrap_err();
         let text = missing.to_string();
-        assert!(text.contains("server `a`") && text.contains("server `b`") && text.contains("Resource not found"), "{text}");
+        assert!(
+            text.contains("server `a`")
+                && text.contains("server `b`")
+                && text.contains("Resource not found"),
+            "{text}"
+        );
     }
 }
 
@@ -218,12 +260,26 @@ fn a_large_blob_goes_to_a_host_file_and_the_caller_gets_a_note() {
     let mut p = FakePlatform::new();
     let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
     let blob = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes);
-    p.serve("a", move || Library { blob: blob.clone(), ..library(false, "a", 1) });
+    p.serve("a", move || Library {
+        blob: blob.clone(),
+        ..library(false, "a", 1)
+    });
     let mut m = manager(p, &[("a", json!({}))]);
     connect(&mut m);
-    let read = run(&mut m, Some("a"), Request::ReadResource { uri: "lib://blob".into() }).unwrap();
+    let read = run(
+        &mut m,
+        Some("a"),
+        Request::ReadResource {
+            uri: "lib://blob".into(),
+        },
+    )
+    .unwrap();
     assert!(read.content.len() < 2_000, "{}", read.content);
-    assert!(read.text.contains("300.0 KB") || read.text.contains("300 KB"), "{}", read.text);
+    assert!(
+        read.text.contains("300.0 KB") || read.text.contains("300 KB"),
+        "{}",
+        read.text
+    );
     let items: Vec<Value> = serde_json::from_str(&read.content).unwrap();
     assert_eq!(items[0]["uri"], "lib://blob");
     assert_eq!(items[0]["_meta"]["mcpbox/file"]["mimeType"], "image/png");
@@ -241,7 +297,13 @@ fn an_oversized_read_answer_fails_that_read_with_the_size() {
     let mut m = manager(p, &[("a", json!({}))]);
     connect(&mut m);
     let call = m
-        .start_request(Some("a"), Request::ReadResource { uri: "lib://silent".into() }, CallOptions::default())
+        .start_request(
+            Some("a"),
+            Request::ReadResource {
+                uri: "lib://silent".into(),
+            },
+            CallOptions::default(),
+        )
         .unwrap();
     let sim = m.platform().sim("a");
     let id = sim.borrow().sent("resources/read")[0]["id"].to_string();
@@ -249,12 +311,20 @@ fn an_oversized_read_answer_fails_that_read_with_the_size() {
     m.platform().emit(
         "a",
         0,
-        Output::TooLarge(Oversized { size: 100_000_001, cap: 67_108_864, head: head.into_bytes(), tail: Vec::new() }),
+        Output::TooLarge(Oversized {
+            size: 100_000_001,
+            cap: 67_108_864,
+            head: head.into_bytes(),
+            tail: Vec::new(),
+        }),
     );
     let done = completions(&mut m, 1);
     assert_eq!(done[0].call, call);
     let e = done[0].outcome.clone().unwrap_err().to_string();
-    assert!(e.contains("resources/read lib://silent on server `a`") && e.contains("100000001 bytes"), "{e}");
+    assert!(
+        e.contains("resources/read lib://silent on server `a`") && e.contains("100000001 bytes"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -269,7 +339,10 @@ fn prompts_get_sends_string_arguments_and_refuses_others_before_sending() {
         let got = run(
             &mut m,
             Some("a"),
-            Request::GetPrompt { name: "greet".into(), arguments: Some(r#"{"who": "Ada"}"#.into()) },
+            Request::GetPrompt {
+                name: "greet".into(),
+                arguments: Some(r#"{"who": "Ada"}"#.into()),
+            },
         )
         .unwrap();
         assert_eq!(got.text, "Hello, Ada");
@@ -278,22 +351,44 @@ fn prompts_get_sends_string_arguments_and_refuses_others_before_sending() {
         let bad = run(
             &mut m,
             Some("a"),
-            Request::GetPrompt { name: "greet".into(), arguments: Some(r#"{"who": 7}"#.into()) },
+            Request::GetPrompt {
+                name: "greet".into(),
+                arguments: Some(r#"{"who": 7}"#.into()),
+            },
         )
         .unwrap_err();
-        assert!(matches!(&bad, CallError::InvalidArguments(t) if t.contains("argument `who`")), "{bad:?}");
+        assert!(
+            matches!(&bad, CallError::InvalidArguments(t) if t.contains("argument `who`")),
+            "{bad:?}"
+        );
         // A missing required argument: the server's error, with the server's name.
-        let missing = run(&mut m, Some("a"), Request::GetPrompt { name: "greet".into(), arguments: None })
-            .unwrap_err()
-            .to_string();
-        assert!(missing.contains("prompts/get greet on server `a`") && missing.contains("who"), "{missing}");
+        let missing = run(
+            &mut m,
+            Some("a"),
+            Request::GetPrompt {
+                name: "greet".into(),
+                arguments: None,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            missing.contains("prompts/get greet on server `a`") && missing.contains("who"),
+            "{missing}"
+        );
     }
 }
 
 #[test]
 fn completions_and_log_levels_need_a_server_and_reach_it() {
     let mut m = two_libraries(false);
-    let refused = m.start_request(None, Request::SetLogLevel { level: "debug".into() }, CallOptions::default());
+    let refused = m.start_request(
+        None,
+        Request::SetLogLevel {
+            level: "debug".into(),
+        },
+        CallOptions::default(),
+    );
     assert!(matches!(refused, Err(CallError::InvalidArguments(_))));
     let done = run(
         &mut m,
@@ -302,13 +397,35 @@ fn completions_and_log_levels_need_a_server_and_reach_it() {
     )
     .unwrap();
     assert_eq!(done.text, "alice\nalfred");
-    run(&mut m, Some("b"), Request::SetLogLevel { level: "debug".into() }).unwrap();
+    run(
+        &mut m,
+        Some("b"),
+        Request::SetLogLevel {
+            level: "debug".into(),
+        },
+    )
+    .unwrap();
     let sim = m.platform().sim("b");
-    assert_eq!(sim.borrow().sent("logging/setLevel")[0]["params"]["level"], "debug");
-    let bad = run(&mut m, Some("b"), Request::SetLogLevel { level: "loud".into() }).unwrap_err();
+    assert_eq!(
+        sim.borrow().sent("logging/setLevel")[0]["params"]["level"],
+        "debug"
+    );
+    let bad = run(
+        &mut m,
+        Some("b"),
+        Request::SetLogLevel {
+            level: "loud".into(),
+        },
+    )
+    .unwrap_err();
     assert!(bad.to_string().contains("unknown log level"), "{bad}");
-    let unknown = m.start_request(Some("zz"), Request::ListPrompts, CallOptions::default()).unwrap_err();
-    assert!(unknown.to_string().contains("no server named `zz`"), "{unknown}");
+    let unknown = m
+        .start_request(Some("zz"), Request::ListPrompts, CallOptions::default())
+        .unwrap_err();
+    assert!(
+        unknown.to_string().contains("no server named `zz`"),
+        "{unknown}"
+    );
 }
 
 #[test]
@@ -321,8 +438,25 @@ fn a_server_without_the_capability_is_refused_by_name_and_left_out_of_lists() {
     let listed = run(&mut m, None, Request::ListResources).unwrap();
     assert_eq!(listed.text, "a\ta://r/0");
     let refused = m
-        .start_request(Some("tools"), Request::ReadResource { uri: "x://y".into() }, CallOptions::default())
+        .start_request(
+            Some("tools"),
+            Request::ReadResource {
+                uri: "x://y".into(),
+            },
+            CallOptions::default(),
+        )
         .unwrap_err();
-    assert!(refused.to_string().contains("server `tools` does not offer resources"), "{refused}");
-    assert!(m.platform().sim("tools").borrow().sent("resources/read").is_empty());
+    assert!(
+        refused
+            .to_string()
+            .contains("server `tools` does not offer resources"),
+        "{refused}"
+    );
+    assert!(
+        m.platform()
+            .sim("tools")
+            .borrow()
+            .sent("resources/read")
+            .is_empty()
+    );
 }
