@@ -163,6 +163,14 @@ impl<P: Platform> Manager<P> {
         Ok(call)
     }
 
+    /// The optional capabilities server `server` declared, while it is connected.
+    pub fn offers(&self, server: &str) -> Option<crate::client::Offers> {
+        let slot = self.slots.iter().find(|s| *s.config.name == *server)?;
+        (slot.state == ServerState::Connected)
+            .then(|| slot.client.as_ref().map(Client::offers))
+            .flatten()
+    }
+
     fn send_part(&mut self, i: usize, call: u64, request: Request, timeout: u64, now: u64) {
         if let Some(client) = self.slots[i].client.as_mut() {
             client.start_request(call, request, timeout, now);
@@ -194,9 +202,14 @@ impl<P: Platform> Manager<P> {
     /// the whole is in (`None` until then); a read's contents are limited.
     pub(super) fn finish_request(&mut self, c: Completion) -> Option<Completion> {
         if let Some((server, request)) = self.requests.single.remove(&c.call) {
+            // The gateway's clients get contents whole: files on this host
+            // would be out of their reach (the host's message cap still holds).
             let Request::ReadResource { uri } = &request else {
                 return Some(c);
             };
+            if self.serving {
+                return Some(c);
+            }
             let Ok(result) = c.outcome else {
                 return Some(c);
             };
@@ -251,6 +264,7 @@ impl<P: Platform> Manager<P> {
             let asked = answers.len();
             for (server, answer) in answers {
                 match answer {
+                    Ok(result) if self.serving => return Ok(result),
                     Ok(result) => {
                         let (result, warnings) = crate::output::limit_contents(
                             result,

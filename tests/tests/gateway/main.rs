@@ -11,6 +11,7 @@ mod clients;
 mod exposure;
 mod faults;
 mod hostile;
+mod resources;
 mod safety;
 
 use std::path::Path;
