@@ -1229,6 +1229,7 @@ impl<P: Platform> Manager<P> {
                     slot.connect_deadline = None;
                     self.invalidate_registry();
                     self.send_held(i);
+                    self.send_log_level(i);
                 }
                 ClientEvent::ToolsChanged(defs) => {
                     if self.slots[i].state == ServerState::Connected {

@@ -37,6 +37,9 @@ pub(super) struct Requests {
     fanouts: BTreeMap<u64, Fanout>,
     /// Each part of a fan-out → the handle of the whole.
     parts: BTreeMap<u64, u64>,
+    /// The configuration's `logLevel`, sent on connect: nobody waits for the
+    /// answer; a refusal is a warning naming the server.
+    quiet: BTreeMap<u64, String>,
 }
 
 /// One request sent to several servers.
@@ -181,6 +184,34 @@ impl<P: Platform> Manager<P> {
         self.sync_statuses();
     }
 
+    /// Sends the configuration's `logLevel` to slot `i`, which just connected,
+    /// when it offers logging.
+    pub(super) fn send_log_level(&mut self, i: usize) {
+        let slot = &self.slots[i];
+        let Some(level) = slot.config.log_level.clone() else {
+            return;
+        };
+        if !slot.client.as_ref().is_some_and(|c| c.offers().logging) {
+            self.events.push(Event::Warning(format!(
+                "server `{}` has `logLevel` {level:?} in its entry but does not offer logging; nothing was sent",
+                slot.config.name
+            )));
+            return;
+        }
+        let call = self.next_call;
+        self.next_call += 1;
+        let timeout = slot.config.tool_timeout_ms;
+        self.requests
+            .quiet
+            .insert(call, slot.config.name.to_string());
+        let now = self.platform.now_ms();
+        if let Some(client) = self.slots[i].client.as_mut() {
+            client.start_request(call, Request::SetLogLevel { level }, timeout, now);
+        }
+        self.calls.insert(call, i);
+        self.flush(i);
+    }
+
     /// Cancels a fan-out's parts; false when `call` is not a fan-out.
     pub(super) fn cancel_fanout(&mut self, call: u64) -> bool {
         let Some(fanout) = self.requests.fanouts.get(&call) else {
@@ -201,6 +232,14 @@ impl<P: Platform> Manager<P> {
     /// A completion on its way out of `wait`: a part of a fan-out is kept until
     /// the whole is in (`None` until then); a read's contents are limited.
     pub(super) fn finish_request(&mut self, c: Completion) -> Option<Completion> {
+        if let Some(server) = self.requests.quiet.remove(&c.call) {
+            if let Err(e) = c.outcome {
+                self.events.push(Event::Warning(format!(
+                    "server `{server}`: the configuration's logLevel was not applied: {e}"
+                )));
+            }
+            return None;
+        }
         if let Some((server, request)) = self.requests.single.remove(&c.call) {
             // The gateway's clients get contents whole: files on this host
             // would be out of their reach (the host's message cap still holds).

@@ -460,3 +460,35 @@ fn a_server_without_the_capability_is_refused_by_name_and_left_out_of_lists() {
             .is_empty()
     );
 }
+
+#[test]
+fn the_configured_log_level_is_sent_on_connect_and_a_bad_one_is_an_issue() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || library(false, "a", 1));
+    p.serve("b", || library(true, "b", 1));
+    let mut m = manager(
+        p,
+        &[
+            ("a", json!({"logLevel": "warning"})),
+            ("b", json!({"logLevel": "error"})),
+        ],
+    );
+    connect(&mut m);
+    // The answers come in a later round; nobody waits for them.
+    let done = m.wait(1000);
+    assert!(done.is_empty(), "{done:?}");
+    for (server, level) in [("a", "warning"), ("b", "error")] {
+        let sim = m.platform().sim(server);
+        let sent = sim.borrow().sent("logging/setLevel");
+        assert_eq!(sent.len(), 1, "{server}");
+        assert_eq!(sent[0]["params"]["level"], level);
+    }
+    let (_, issues) =
+        manager_with_issues(FakePlatform::new(), &[("c", json!({"logLevel": "loud"}))]);
+    assert_eq!(issues.len(), 1);
+    assert_eq!(issues[0].field.as_deref(), Some("logLevel"));
+    assert!(
+        issues[0].message.contains("not an MCP log level"),
+        "{issues:?}"
+    );
+}
