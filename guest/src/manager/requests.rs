@@ -42,11 +42,15 @@ pub(super) struct Requests {
     quiet: BTreeMap<u64, String>,
 }
 
+/// A server's answer to one part of a fan-out, once it is in.
+type Answer = Option<Result<CallResult, CallError>>;
+
 /// One request sent to several servers.
 struct Fanout {
     request: Request,
-    /// The servers asked, in configuration order, with their answer once in.
-    answers: Vec<(String, u64, Option<Result<CallResult, CallError>>)>,
+    /// The servers asked, in configuration order, with their part's handle and
+    /// answer.
+    answers: Vec<(String, u64, Answer)>,
 }
 
 impl<P: Platform> Manager<P> {
@@ -391,13 +395,13 @@ fn merge_lists(key: &str, lists: Vec<(String, String, String)>) -> (CallResult, 
                 continue;
             }
             let id = map.get(field).and_then(Value::as_str).unwrap_or_default();
-            if key == "resourceTemplates" {
-                if let Some(why) = template_problem(id) {
-                    warnings.push(format!(
-                        "server `{server}` listed resource template {id:?}, which is not a URI template ({why}); skipped"
-                    ));
-                    continue;
-                }
+            if key == "resourceTemplates"
+                && let Some(why) = template_problem(id)
+            {
+                warnings.push(format!(
+                    "server `{server}` listed resource template {id:?}, which is not a URI template ({why}); skipped"
+                ));
+                continue;
             }
             lines.push(format!("{server}\t{id}"));
             if key == "prompts" {
