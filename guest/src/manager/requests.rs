@@ -17,7 +17,9 @@
 //!   and the first in configuration order that has the URI answers (so `read
 //!   URI` works without knowing the server, and a URI two servers have is read
 //!   from the first); when none has it, the error names each server's answer;
-//! - prompts, completions and log levels need their server.
+//! - a prompt with no server is got as a read is: from the first server that
+//!   has it (the gateway, serving names without a server, needs it);
+//! - completions and log levels need their server.
 //!
 //! Requests do not restart a lost server (calls do): a server that is not
 //! connected fails them at once with `server-unavailable`.
@@ -100,7 +102,11 @@ impl<P: Platform> Manager<P> {
                 vec![i]
             }
             None => {
-                if request.list_key().is_none() && !matches!(request, Request::ReadResource { .. })
+                if request.list_key().is_none()
+                    && !matches!(
+                        request,
+                        Request::ReadResource { .. } | Request::GetPrompt { .. }
+                    )
                 {
                     return Err(CallError::InvalidArguments(format!(
                         "{label} needs the name of the server to ask"
@@ -301,6 +307,21 @@ impl<P: Platform> Manager<P> {
             .all(|(_, a)| matches!(a, Err(CallError::Cancelled)))
         {
             return Err(CallError::Cancelled);
+        }
+        if let Request::GetPrompt { name, .. } = &fanout.request {
+            let asked = answers.len();
+            let mut errors = Vec::new();
+            for (_, answer) in answers {
+                match answer {
+                    Ok(result) => return Ok(result),
+                    Err(e) if asked == 1 => return Err(e),
+                    Err(e) => errors.push(e.to_string()),
+                }
+            }
+            return Err(CallError::Protocol(format!(
+                "prompts/get {name}: no server could get it ({})",
+                errors.join("; ")
+            )));
         }
         if let Request::ReadResource { uri } = &fanout.request {
             let mut errors = Vec::new();

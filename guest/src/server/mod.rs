@@ -280,6 +280,9 @@ pub struct Gateway {
     requests: BTreeMap<u64, resources::DownRequest>,
     /// Which server listed each resource template served, for completions.
     template_servers: BTreeMap<String, String>,
+    /// Served prompt name → (server, the prompt's own name), from the lists
+    /// served.
+    served_prompts: BTreeMap<String, (String, String)>,
     /// Resource, prompt and completion requests held while servers start:
     /// (origin, method, params).
     held_requests: Vec<(Origin, String, Value)>,

@@ -8,9 +8,14 @@
 //!   result must still name the resource. Lists hold every server's resources
 //!   (configuration order, one page); a read goes to the first server, in
 //!   configuration order, that has the URI (see [`crate::manager`]'s requests).
-//! - **Prompts are named `{server}__{prompt}`**, as tools are in the `prefixed`
-//!   naming: two servers' `review` prompts stay apart, and `prompts/get` knows
-//!   the server from the name.
+//! - **Prompts are named as tools are**: `{server}__{prompt}` in the `prefixed`
+//!   naming, so two servers' `review` prompts stay apart and `prompts/get` knows
+//!   the server from the name; with `conditional`, a prompt's own name where no
+//!   other server lists one of that name. A name the gateway has not served
+//!   (a client may get a prompt without listing) is read as
+//!   `{server}__{prompt}`, and otherwise, with `conditional`, asked of every
+//!   server offering prompts: the first in configuration order that has it
+//!   answers.
 //! - **Completions** follow their reference: a `ref/prompt` by its served name,
 //!   a `ref/resource` by the server that listed the template (known from the last
 //!   `resources/templates/list` served), else the first server offering
@@ -20,6 +25,7 @@
 //! server a profile cannot see at all is still listed); see the README.
 
 use crate::prelude::*;
+use alloc::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
@@ -29,6 +35,7 @@ use crate::manager::Manager;
 use crate::methods;
 use crate::transport::Platform;
 
+use super::exposure::Naming;
 use super::lifecycle::Refusal;
 use super::{Gateway, Origin, json_text};
 
@@ -99,9 +106,13 @@ impl Gateway {
                     .get("name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let Some((server, prompt)) = self.prompt_of(m, name) else {
-                    self.answer(origin, Err(invalid(format!("unknown prompt {name:?}"))));
-                    return true;
+                let (server, prompt) = match self.prompt_of(m, name) {
+                    Some((server, prompt)) => (Some(server), prompt),
+                    None if self.options.naming == Naming::Conditional => (None, name.to_string()),
+                    None => {
+                        self.answer(origin, Err(invalid(format!("unknown prompt {name:?}"))));
+                        return true;
+                    }
                 };
                 let arguments = params
                     .get("arguments")
@@ -109,7 +120,7 @@ impl Gateway {
                     .map(Value::to_string);
                 (
                     methods::PROMPTS_GET,
-                    Some(server),
+                    server,
                     Request::GetPrompt {
                         name: prompt,
                         arguments,
@@ -159,7 +170,16 @@ impl Gateway {
             return;
         };
         let outcome = match c.outcome {
-            Ok(result) => Ok(self.result_of(r.method, result)),
+            Ok(result) => {
+                let mut text = self.result_of(r.method, result);
+                if r.origin.stateless.is_some() && r.method != methods::COMPLETION_COMPLETE {
+                    // Caching hints (2026-07-28): the gateway does not pass on
+                    // resource or prompt list changes, so nothing may be kept.
+                    text.pop();
+                    text.push_str(r#","ttlMs":0,"cacheScope":"private"}"#);
+                }
+                Ok(text)
+            }
             Err(CallError::Cancelled) => return self.answer_nothing(&r.origin),
             Err(e) => Err(refusal(r.method, e)),
         };
@@ -213,6 +233,18 @@ impl Gateway {
     /// remembered for completions (`key` says which field to act on).
     fn served_items(&mut self, content: &str, key: &str) -> String {
         let items: Vec<Map<String, Value>> = serde_json::from_str(content).unwrap_or_default();
+        let own = |item: &Map<String, Value>| {
+            item.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        if key == "name" {
+            for item in &items {
+                *counts.entry(own(item)).or_default() += 1;
+            }
+        }
         let mut served = Vec::with_capacity(items.len());
         for mut item in items {
             let server = match item.remove("server") {
@@ -222,8 +254,14 @@ impl Gateway {
             item.remove("registryName");
             match key {
                 "name" => {
-                    let own = item.get("name").and_then(Value::as_str).unwrap_or_default();
-                    let name = format!("{server}__{own}");
+                    let own = own(&item);
+                    let unique = counts.get(&own) == Some(&1);
+                    let name = if self.options.naming == Naming::Conditional && unique {
+                        own.clone()
+                    } else {
+                        format!("{server}__{own}")
+                    };
+                    self.served_prompts.insert(name.clone(), (server, own));
                     item.insert("name".into(), Value::String(name));
                 }
                 "uriTemplate" => {
@@ -241,6 +279,9 @@ impl Gateway {
     /// The server and own name of served prompt `name` (`{server}__{prompt}`):
     /// the longest configured server name that prefixes it.
     fn prompt_of<P: Platform>(&self, m: &Manager<P>, name: &str) -> Option<(String, String)> {
+        if let Some(served) = self.served_prompts.get(name) {
+            return Some(served.clone());
+        }
         m.servers()
             .into_iter()
             .filter_map(|s| {
@@ -268,11 +309,14 @@ impl Gateway {
                     .pointer("/ref/name")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let (server, own) = self
-                    .prompt_of(m, name)
-                    .ok_or_else(|| format!("unknown prompt {name:?}"))?;
-                params["ref"]["name"] = Value::String(own);
-                Ok(server)
+                if let Some((server, own)) = self.prompt_of(m, name) {
+                    params["ref"]["name"] = Value::String(own);
+                    return Ok(server);
+                }
+                if self.options.naming != Naming::Conditional {
+                    return Err(format!("unknown prompt {name:?}"));
+                }
+                first_completer(m)
             }
             "ref/resource" => {
                 let uri = params
@@ -282,17 +326,22 @@ impl Gateway {
                 if let Some(server) = self.template_servers.get(uri) {
                     return Ok(server.clone());
                 }
-                m.servers()
-                    .into_iter()
-                    .find(|s| m.offers(&s.name).is_some_and(|o| o.completions))
-                    .map(|s| s.name)
-                    .ok_or_else(|| "no server offers completions".into())
+                first_completer(m)
             }
             other => Err(format!(
                 "completion/complete needs ref.type \"ref/prompt\" or \"ref/resource\", not {other:?}"
             )),
         }
     }
+}
+
+/// The first server, in configuration order, that offers completions.
+fn first_completer<P: Platform>(m: &Manager<P>) -> Result<String, String> {
+    m.servers()
+        .into_iter()
+        .find(|s| m.offers(&s.name).is_some_and(|o| o.completions))
+        .map(|s| s.name)
+        .ok_or_else(|| "no server offers completions".into())
 }
 
 /// The JSON-RPC error for a request that failed upstream.
