@@ -103,6 +103,9 @@ pub(crate) type DownstreamSink = mpsc::UnboundedSender<Downstream>;
 /// What the driver publishes for [`crate::Runtime`] to read.
 #[derive(Debug)]
 pub(crate) struct Published {
+    /// The configuration's issues, as the last load or reload found them: set
+    /// before `Reloaded` is sent, so a listener that sees the report reads them.
+    pub issues: Arc<std::sync::Mutex<Vec<crate::types::ConfigIssue>>>,
     pub servers: watch::Sender<Arc<Vec<ServerStatus>>>,
     pub tools: watch::Sender<Arc<Vec<Tool>>>,
     pub events: broadcast::Sender<Event>,
@@ -537,6 +540,11 @@ impl Driver {
                         // a listener that sees the report sees the new snapshots.
                         self.publish_events().await?;
                         self.publish_snapshots().await?;
+                        *self
+                            .published
+                            .issues
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = report.issues.clone();
                         let _ = self.published.events.send(Event::Reloaded(report.clone()));
                         let _ = reply.send(Ok(report));
                         Ok(None)

@@ -397,7 +397,8 @@ pub(crate) struct Inner {
     events: broadcast::Sender<Event>,
     stopped: watch::Receiver<Option<String>>,
     /// The problems of the configuration last applied.
-    issues: std::sync::Mutex<Vec<ConfigIssue>>,
+    /// Shared with the driver, which sets it before it announces a reload.
+    issues: Arc<std::sync::Mutex<Vec<ConfigIssue>>>,
     diagnostics: DiagnosticsMap,
     oauth: Arc<OAuth>,
     /// Where the configuration comes from, for `reload`.
@@ -542,7 +543,9 @@ impl Runtime {
         let (servers_tx, servers_rx) = watch::channel(Arc::new(started.servers));
         let (tools_tx, tools_rx) = watch::channel(Arc::new(started.tools));
         let (stopped_tx, stopped_rx) = watch::channel(None);
+        let issues = Arc::new(std::sync::Mutex::new(started.issues));
         let published = Published {
+            issues: issues.clone(),
             servers: servers_tx,
             tools: tools_tx,
             events: events_tx.clone(),
@@ -568,7 +571,7 @@ impl Runtime {
                 tools: tools_rx,
                 events: events_tx,
                 stopped: stopped_rx,
-                issues: std::sync::Mutex::new(started.issues),
+                issues,
                 diagnostics,
                 oauth,
                 config: options.config.clone(),
@@ -703,11 +706,8 @@ impl Runtime {
         })
         .map_err(stopped)?;
         match answer.await {
-            Ok(Ok(report)) => {
-                *self.inner.issues.lock().unwrap_or_else(|p| p.into_inner()) =
-                    report.issues.clone();
-                Ok(report)
-            }
+            // The driver set the issues before it announced the reload.
+            Ok(Ok(report)) => Ok(report),
             Ok(Err(message)) => Err(Error::Config { origin, message }),
             Err(_) => Err(stopped(self.stop_reason())),
         }
