@@ -572,6 +572,30 @@ impl wit::Guest for Component {
         with(|m| m.cancel(call));
     }
 
+    fn start_request(
+        server: Option<String>,
+        request: wit::ServerRequest,
+        options: wit::CallOptions,
+    ) -> Result<u64, wit::CallError> {
+        use crate::client::Request;
+        let request = match request {
+            wit::ServerRequest::ListResources => Request::ListResources,
+            wit::ServerRequest::ListResourceTemplates => Request::ListResourceTemplates,
+            wit::ServerRequest::ReadResource(uri) => Request::ReadResource { uri },
+            wit::ServerRequest::ListPrompts => Request::ListPrompts,
+            wit::ServerRequest::GetPrompt(p) => Request::GetPrompt {
+                name: p.name,
+                arguments: p.arguments,
+            },
+            wit::ServerRequest::Complete(params) => Request::Complete { params },
+            wit::ServerRequest::SetLogLevel(level) => Request::SetLogLevel { level },
+        };
+        let options = CallOptions {
+            timeout_ms: options.timeout_ms,
+        };
+        with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
+    }
+
     fn wait(timeout_ms: u64) -> wit::Turn {
         let (completions, events, downstream) = with_both(|m, g| {
             let (completions, events) = (m.wait(timeout_ms), m.events());

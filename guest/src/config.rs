@@ -94,6 +94,9 @@ pub struct ServerConfig {
     pub tools: ToolFilter,
     /// What its tool list may hold (`limits`).
     pub limits: Limits,
+    /// `logLevel`: sent as `logging/setLevel` once it connects, when it
+    /// offers logging.
+    pub log_level: Option<String>,
 }
 
 impl ServerConfig {
@@ -566,6 +569,20 @@ impl Entry<'_> {
         };
 
         let limits = self.limits(&fields);
+        let log_level = self.string(&fields, "logLevel");
+        let log_level = match log_level {
+            Some(level) if !crate::client::LOG_LEVELS.contains(&level.as_str()) => {
+                self.issue(
+                    Some("logLevel".into()),
+                    format!(
+                        "{level:?} is not an MCP log level; use one of {}. Ignored",
+                        crate::client::LOG_LEVELS.join(", ")
+                    ),
+                );
+                None
+            }
+            other => other,
+        };
         Some(ServerConfig {
             name: self.server.to_string(),
             endpoint: endpoint?,
@@ -575,6 +592,7 @@ impl Entry<'_> {
             tool_prefix,
             tools,
             limits,
+            log_level,
         })
     }
 
@@ -1059,6 +1077,7 @@ mod tests {
                 tool_prefix: Some("files".into()),
                 tools: ToolFilter::default(),
                 limits: Limits::DEFAULT,
+                log_level: None,
             }]
         );
         assert_eq!(c.servers[0].name_segment(), "files");

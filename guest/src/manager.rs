@@ -340,6 +340,8 @@ pub struct Manager<P: Platform> {
     audit: crate::audit::Settings,
     /// The embedder's overrides, kept across configuration loads.
     options: EmbedderOptions,
+    /// Requests beyond tools in flight (see `requests`).
+    requests: requests::Requests,
 }
 
 /// What the embedder sets over the configuration (`registry.set-options`).
@@ -419,6 +421,7 @@ impl<P: Platform> Manager<P> {
             audit_arguments: false,
             audit: Default::default(),
             options: EmbedderOptions::default(),
+            requests: Default::default(),
         }
     }
 
@@ -911,7 +914,7 @@ impl<P: Platform> Manager<P> {
     /// Cancels a call in flight; it completes with `cancelled`. Unknown or
     /// finished calls are ignored.
     pub fn cancel(&mut self, call: u64) {
-        if self.cancel_approval(call) {
+        if self.cancel_approval(call) || self.cancel_fanout(call) {
             return;
         }
         let Some(&i) = self.calls.get(&call) else {
@@ -959,7 +962,12 @@ impl<P: Platform> Manager<P> {
             }
         }
         let done = core::mem::take(&mut self.completions);
-        done.into_iter().map(|c| self.finish(c)).collect()
+        done.into_iter()
+            .filter_map(|c| {
+                let c = self.finish_request(c)?;
+                Some(self.finish(c))
+            })
+            .collect()
     }
 
     /// Sets what the embedder overrides over the configuration (output limits,
@@ -1221,6 +1229,7 @@ impl<P: Platform> Manager<P> {
                     slot.connect_deadline = None;
                     self.invalidate_registry();
                     self.send_held(i);
+                    self.send_log_level(i);
                 }
                 ClientEvent::ToolsChanged(defs) => {
                     if self.slots[i].state == ServerState::Connected {
@@ -1544,6 +1553,7 @@ mod reload;
 pub use reload::ReloadReport;
 mod approvals;
 mod completion;
+mod requests;
 
 #[cfg(test)]
 mod tests;

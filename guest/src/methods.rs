@@ -33,3 +33,15 @@ pub const ELICITATION_CREATE: &str = "elicitation/create";
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 /// The first message of a `subscriptions/listen` stream (2026-07-28).
 pub const SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+/// One page of the server's resources.
+pub const RESOURCES_LIST: &str = "resources/list";
+/// One page of the server's resource templates.
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+/// Reading one resource by URI.
+pub const RESOURCES_READ: &str = "resources/read";
+/// One page of the server's prompts.
+pub const PROMPTS_LIST: &str = "prompts/list";
+/// One prompt, filled in with arguments.
+pub const PROMPTS_GET: &str = "prompts/get";
+/// Completion values for a prompt argument or a resource template variable.
+pub const COMPLETION_COMPLETE: &str = "completion/complete";

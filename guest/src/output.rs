@@ -365,6 +365,138 @@ pub fn format_bytes(n: u64) -> String {
     }
 }
 
+/// Limits one `resources/read` result (`result.content` is its `contents`
+/// list): when the list takes more than `max_bytes`, each blob, and each text
+/// longer than the limit, is written whole to a host file and replaced by a
+/// text item with the head of the text (none for a blob) and a note saying
+/// where the rest is; the item's `_meta` `"mcpbox/file"` holds the file's
+/// `uri`, `mimeType` and `size`. A blob is decoded first: the file holds the
+/// bytes. `uri` (the resource's) names the files with `call`.
+pub fn limit_contents<P: Platform>(
+    result: CallResult,
+    settings: &Settings,
+    server: &str,
+    uri: &str,
+    call: u64,
+    platform: &mut P,
+) -> (CallResult, Vec<String>) {
+    if result.content.len() as u64 <= settings.max_bytes {
+        return (result, Vec::new());
+    }
+    let mut warnings = Vec::new();
+    let Ok(mut items) = serde_json::from_str::<Vec<Value>>(&result.content) else {
+        return (result, warnings);
+    };
+    let total = result.content.len() as u64;
+    drop(result);
+    let room = (settings.max_bytes as usize).saturating_sub(1024).max(256);
+    for (index, item) in items.iter_mut().enumerate() {
+        let item_uri = item
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or(uri)
+            .to_string();
+        let mime = item
+            .get("mimeType")
+            .and_then(Value::as_str)
+            .map(String::from);
+        let (bytes, head, mime) = if let Some(blob) = item.get("blob").and_then(Value::as_str) {
+            match base64::engine::general_purpose::STANDARD.decode(blob) {
+                Ok(bytes) => (
+                    bytes,
+                    String::new(),
+                    mime.unwrap_or_else(|| "application/octet-stream".into()),
+                ),
+                Err(_) => {
+                    warnings.push(format!(
+                        "resources/read {uri} on server `{server}`: item {index} has a blob that is not valid base64; it was dropped"
+                    ));
+                    (Vec::new(), String::new(), "application/octet-stream".into())
+                }
+            }
+        } else if let Some(text) = item.get("text").and_then(Value::as_str) {
+            if text.len() <= room {
+                continue;
+            }
+            let head = head_of(text, room).to_string();
+            (
+                text.as_bytes().to_vec(),
+                head,
+                mime.unwrap_or_else(|| "text/plain".into()),
+            )
+        } else {
+            continue;
+        };
+        let ext = match extension(&mime) {
+            "bin" if mime.starts_with("text/") => "txt",
+            "bin" if mime == "application/json" => "json",
+            ext => ext,
+        };
+        let name = format!("resource-{call}-{index}.{ext}");
+        let size = bytes.len() as u64;
+        let shown = if head.is_empty() {
+            String::new()
+        } else {
+            format!("the first {} bytes are above; ", head.len())
+        };
+        let (note, file) = if bytes.is_empty() {
+            (
+                format!("[mcpbox: {item_uri} held a blob that is not valid base64; dropped]"),
+                None,
+            )
+        } else {
+            match platform.write_blob(server, &name, &mime, &bytes) {
+                Ok(Blob {
+                    uri: file,
+                    size: written,
+                }) => (
+                    format!(
+                        "[mcpbox: {item_uri} is {} ({mime}; the read was {}, over the {} limit): {shown}the whole of it is in {file}]",
+                        format_bytes(size),
+                        format_bytes(total),
+                        format_bytes(settings.max_bytes)
+                    ),
+                    Some(json!({"uri": file, "mimeType": mime, "size": written})),
+                ),
+                Err(e) => (
+                    format!(
+                        "[mcpbox: {item_uri} is {} ({mime}; the read was {}, over the {} limit): {shown}the rest is gone: the host did not keep it ({e})]",
+                        format_bytes(size),
+                        format_bytes(total),
+                        format_bytes(settings.max_bytes)
+                    ),
+                    None,
+                ),
+            }
+        };
+        let text = if head.is_empty() {
+            note
+        } else {
+            format!("{head}\n{note}")
+        };
+        let mut replaced = Map::new();
+        replaced.insert("uri".into(), item_uri.into());
+        replaced.insert("mimeType".into(), "text/plain".into());
+        replaced.insert("text".into(), text.into());
+        if let Some(file) = file {
+            replaced.insert("_meta".into(), json!({ "mcpbox/file": file }));
+        }
+        *item = Value::Object(replaced);
+    }
+    let text = items
+        .iter()
+        .filter_map(|i| i.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let result = CallResult {
+        is_error: false,
+        text,
+        content: Value::Array(items).to_string(),
+        structured_content: None,
+    };
+    (result, warnings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

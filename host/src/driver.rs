@@ -46,6 +46,14 @@ pub(crate) enum Job {
         timeout: Option<Duration>,
         reply: CallReply,
     },
+    /// Start a request beyond tools (`registry.start-request`); it completes
+    /// like a call.
+    Request {
+        server: Option<String>,
+        request: registry::ServerRequest,
+        timeout: Option<Duration>,
+        reply: CallReply,
+    },
     /// Close every connection and stop the driver.
     Shutdown { reply: oneshot::Sender<()> },
     /// Connect one server afresh and reset its failure count (`registry.reconnect`).
@@ -96,6 +104,9 @@ pub(crate) type DownstreamSink = mpsc::UnboundedSender<Downstream>;
 /// What the driver publishes for [`crate::Runtime`] to read.
 #[derive(Debug)]
 pub(crate) struct Published {
+    /// The configuration's issues, as the last load or reload found them: set
+    /// before `Reloaded` is sent, so a listener that sees the report reads them.
+    pub issues: Arc<std::sync::Mutex<Vec<crate::types::ConfigIssue>>>,
     pub servers: watch::Sender<Arc<Vec<ServerStatus>>>,
     pub tools: watch::Sender<Arc<Vec<Tool>>>,
     pub events: broadcast::Sender<Event>,
@@ -285,7 +296,7 @@ impl Driver {
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {
-                Job::Call { reply, .. } => {
+                Job::Call { reply, .. } | Job::Request { reply, .. } => {
                     let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
                 Job::Shutdown { reply } => shutdowns.push(reply),
@@ -480,6 +491,34 @@ impl Driver {
                 }
                 Ok(None)
             }
+            Job::Request {
+                server,
+                request,
+                timeout,
+                reply,
+            } => {
+                let options = registry::CallOptions {
+                    timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+                };
+                let started = self
+                    .guest
+                    .mcpbox_runtime_registry()
+                    .call_start_request(&mut self.store, server.as_deref(), &request, options)
+                    .await;
+                match started {
+                    Ok(Ok(call)) => {
+                        self.pending.insert(call, reply);
+                    }
+                    Ok(Err(e)) => {
+                        let _ = reply.send(Err(e.into()));
+                    }
+                    Err(trap) => {
+                        self.interrupted = Some(Interrupted::Call(reply));
+                        return Err(trap);
+                    }
+                }
+                Ok(None)
+            }
             Job::Shutdown { reply } => Ok(Some(reply)),
             Job::AnswerInput { id, answer, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
@@ -517,6 +556,11 @@ impl Driver {
                         // a listener that sees the report sees the new snapshots.
                         self.publish_events().await?;
                         self.publish_snapshots().await?;
+                        *self
+                            .published
+                            .issues
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner()) = report.issues.clone();
                         let _ = self.published.events.send(Event::Reloaded(report.clone()));
                         let _ = reply.send(Ok(report));
                         Ok(None)

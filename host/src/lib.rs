@@ -89,7 +89,11 @@ pub use metrics::{
     CallCount, LATENCY_BUCKETS, Latency, MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics,
 };
 pub use oauth::TokenStore;
-pub use runtime::{CallOptions, DEFAULT_WATCH_DEBOUNCE, MAX_CONFIG_BYTES, Options, Runtime};
+pub use runtime::{
+    CallOptions, CompletionValues, DEFAULT_WATCH_DEBOUNCE, GetPrompt, MAX_CONFIG_BYTES, Options,
+    Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
+    ResourceTemplate, Runtime,
+};
 pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
 pub use store::Policy;
 pub use types::{

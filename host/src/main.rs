@@ -9,6 +9,7 @@
 //! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
 mod cli_import;
+mod cli_requests;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -90,6 +91,38 @@ enum Command {
         /// Only this server's tools.
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
+    },
+    /// List the resources of every connected server that offers them (all pages).
+    Resources {
+        /// Only this server's resources.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// List resource templates instead.
+        #[arg(long)]
+        templates: bool,
+    },
+    /// Read a resource by URI and print its text (`--json`: every item, blobs
+    /// as base64). Without --server, the first server that has the URI answers.
+    Read {
+        /// The resource's URI, as `mcpbox resources` shows it.
+        uri: String,
+        /// The server to read it from.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// List the prompts of every connected server that offers them.
+    Prompts {
+        /// Only this server's prompts.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Get a prompt filled in with arguments and print its messages.
+    Prompt {
+        /// The prompt as `mcpbox prompts` names it (mcp__{server}__{prompt}), or
+        /// SERVER/PROMPT.
+        name: String,
+        /// Its arguments, KEY=VALUE each.
+        arguments: Vec<String>,
     },
     /// Trust the configuration file (`--config`) as it is now, so that its servers
     /// may start: shows what it runs and remembers the file by path and SHA-256.
@@ -498,6 +531,18 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Command::Servers { watch: false } => servers(&runtime, cli.json).await,
             Command::Servers { watch: true } => watch(&runtime, cli.json).await,
             Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await,
+            Command::Resources { server, templates } => {
+                cli_requests::resources(&runtime, server.as_deref(), *templates, cli.json).await
+            }
+            Command::Read { uri, server } => {
+                cli_requests::read(&runtime, uri, server.as_deref(), cli.json).await
+            }
+            Command::Prompts { server } => {
+                cli_requests::prompts(&runtime, server.as_deref(), cli.json).await
+            }
+            Command::Prompt { name, arguments } => {
+                cli_requests::prompt(&runtime, name, arguments, cli.json).await
+            }
             Command::Call {
                 tool,
                 arguments,

@@ -9,6 +9,8 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::Error;
+
+mod requests;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::Results;
@@ -21,6 +23,10 @@ use crate::transport::descendants::Subreaper;
 use crate::types::{
     AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport,
     ServerDiagnostics, ServerState, ServerStatus, Tool,
+};
+pub use requests::{
+    CompletionValues, GetPrompt, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
+    ResourceRead, ResourceTemplate,
 };
 
 /// Where the guest component comes from.
@@ -406,7 +412,8 @@ pub(crate) struct Inner {
     events: broadcast::Sender<Event>,
     stopped: watch::Receiver<Option<String>>,
     /// The problems of the configuration last applied.
-    issues: std::sync::Mutex<Vec<ConfigIssue>>,
+    /// Shared with the driver, which sets it before it announces a reload.
+    issues: Arc<std::sync::Mutex<Vec<ConfigIssue>>>,
     diagnostics: DiagnosticsMap,
     oauth: Arc<OAuth>,
     /// Where the configuration comes from, for `reload`.
@@ -560,7 +567,9 @@ impl Runtime {
         let (servers_tx, servers_rx) = watch::channel(Arc::new(started.servers));
         let (tools_tx, tools_rx) = watch::channel(Arc::new(started.tools));
         let (stopped_tx, stopped_rx) = watch::channel(None);
+        let issues = Arc::new(std::sync::Mutex::new(started.issues));
         let published = Published {
+            issues: issues.clone(),
             servers: servers_tx,
             tools: tools_tx,
             events: events_tx.clone(),
@@ -587,7 +596,7 @@ impl Runtime {
                 tools: tools_rx,
                 events: events_tx,
                 stopped: stopped_rx,
-                issues: std::sync::Mutex::new(started.issues),
+                issues,
                 diagnostics,
                 oauth,
                 config: options.config.clone(),
@@ -723,11 +732,8 @@ impl Runtime {
         })
         .map_err(stopped)?;
         match answer.await {
-            Ok(Ok(report)) => {
-                *self.inner.issues.lock().unwrap_or_else(|p| p.into_inner()) =
-                    report.issues.clone();
-                Ok(report)
-            }
+            // The driver set the issues before it announced the reload.
+            Ok(Ok(report)) => Ok(report),
             Ok(Err(message)) => Err(Error::Config { origin, message }),
             Err(_) => Err(stopped(self.stop_reason())),
         }

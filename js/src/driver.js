@@ -691,6 +691,20 @@ class Session {
             }
             break;
           }
+          case 'request': {
+            const options = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
+            try {
+              if (typeof registry.startRequest !== 'function') {
+                throw new Error('this guest component has no `start-request` (it was built from an older WIT)');
+              }
+              const handle = registry.startRequest(job.server ?? undefined, job.request, options);
+              this.callers.set(handle, job.id);
+              this.handles.set(job.id, handle);
+            } catch (error) {
+              refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
+            }
+            break;
+          }
           case 'cancel': {
             const handle = this.handles.get(job.id);
             if (handle !== undefined) {

@@ -660,6 +660,111 @@ export class McpBox extends EventEmitter {
   }
 
   /**
+   * Starts a request beyond tools (`registry.start-request`); resolves with the
+   * guest's result (`{isError, text, content, structuredContent}`, see the WIT's
+   * `server-request` for what each holds) or rejects with a `CallError`.
+   */
+  #request(server, request, label, { timeoutMs, signal } = {}) {
+    if (server !== null && typeof server !== 'string') {
+      return Promise.reject(new TypeError(`${label}: the server must be a configured server name`));
+    }
+    if (this.#stopped !== null) {
+      return Promise.reject(new CallError('runtime', `the mcpbox runtime stopped: ${this.#stopped}`));
+    }
+    if (signal?.aborted) {
+      return Promise.reject(new CallError('cancelled', 'the request was cancelled'));
+    }
+    const id = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      let onAbort = null;
+      if (signal) {
+        onAbort = () => this.#post({ t: 'job', job: { kind: 'cancel', id } });
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      const settle = (fn) => (value) => {
+        signal?.removeEventListener('abort', onAbort);
+        fn(value);
+      };
+      this.#calls.set(id, { tool: label, resolve: settle(resolve), reject: settle(reject) });
+      const timeout = timeoutMs === undefined ? null : Math.floor(Math.min(timeoutMs, Number.MAX_SAFE_INTEGER));
+      this.#post({ t: 'job', job: { kind: 'request', id, server, request, timeoutMs: timeout } });
+    });
+  }
+
+  /**
+   * The resources of `server`, or of every connected server that offers them (all
+   * pages). Each is the server's object with `server` (the configured name) added.
+   *
+   * @param {string | null} [server]
+   * @returns {Promise<object[]>}
+   */
+  async listResources(server = null, options = {}) {
+    return (await this.#request(server, { tag: 'list-resources' }, 'resources/list', options)).content;
+  }
+
+  /** The resource templates of `server`, or of every server (malformed ones left out). */
+  async listResourceTemplates(server = null, options = {}) {
+    return (await this.#request(server, { tag: 'list-resource-templates' }, 'resources/templates/list', options))
+      .content;
+  }
+
+  /**
+   * Reads `uri` from `server`, or from the first server (in configuration order)
+   * that has it. Items past the output limit are in host files: such an item is a
+   * text item saying where, with `_meta["mcpbox/file"]` `{uri, mimeType, size}`.
+   *
+   * @returns {Promise<{contents: object[], text: string}>}
+   */
+  async readResource(uri, server = null, options = {}) {
+    if (typeof uri !== 'string') {
+      throw new TypeError('readResource needs a URI string');
+    }
+    const r = await this.#request(server, { tag: 'read-resource', val: uri }, `resources/read ${uri}`, options);
+    return { contents: r.content, text: r.text };
+  }
+
+  /**
+   * The prompts of `server`, or of every server. Each has `server` and
+   * `registryName` (`mcp__{server}__{prompt}`) added.
+   */
+  async listPrompts(server = null, options = {}) {
+    return (await this.#request(server, { tag: 'list-prompts' }, 'prompts/list', options)).content;
+  }
+
+  /**
+   * Gets prompt `name` (its own name) of `server` with `args` (an object of strings).
+   *
+   * @returns {Promise<{description: string | null, messages: object[], text: string}>}
+   */
+  async getPrompt(server, name, args = null, options = {}) {
+    if (typeof server !== 'string' || typeof name !== 'string') {
+      throw new TypeError('getPrompt needs a server name and a prompt name');
+    }
+    const request = {
+      tag: 'get-prompt',
+      val: { name, arguments: args === null ? undefined : JSON.stringify(args) },
+    };
+    const r = await this.#request(server, request, `prompts/get ${name}`, options);
+    return { description: r.structuredContent?.description ?? null, messages: r.content, text: r.text };
+  }
+
+  /**
+   * Asks `server` for completions (`completion/complete`); `params` holds `ref`,
+   * `argument` and maybe `context`.
+   *
+   * @returns {Promise<{values: string[], total?: number, hasMore?: boolean}>}
+   */
+  async complete(server, params, options = {}) {
+    const r = await this.#request(server, { tag: 'complete', val: JSON.stringify(params) }, 'completion/complete', options);
+    return r.structuredContent;
+  }
+
+  /** Sets the lowest log level `server` sends (`logging/setLevel`). */
+  async setLogLevel(server, level, options = {}) {
+    await this.#request(server, { tag: 'set-log-level', val: level }, 'logging/setLevel', options);
+  }
+
+  /**
    * Connects the server `server` afresh, now, and forgets its failures. A server that
    * exits or drops its connection is restarted by the next call to one of its tools,
    * after a backoff (1 s after the first failure in a row, doubling up to 30 s); after

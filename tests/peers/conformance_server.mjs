@@ -10,13 +10,24 @@
 //     node tests/peers/conformance_server.mjs              stdio
 //     node tests/peers/conformance_server.mjs --http PORT  Streamable HTTP at /mcp
 //
-// It serves tools only (no resources, prompts or completions): the gateway serves
-// tools, so the scenarios about the rest have nothing to pass through.
+// Besides the tools: the resources (`test://static-text`, `test://static-binary`, the
+// template `test://template/{id}/data`), prompts (`test_simple_prompt`,
+// `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
+// `test_prompt_with_image`) and completions the resources-*, prompts-* and
+// completion-complete scenarios ask for. No resource subscriptions: mcpbox does not
+// pass them through yet, so resources-subscribe fails here directly too.
 
 import { createServer } from 'node:http';
 
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { McpServer, createMcpHandler, fromJsonSchema, inputRequired } from '@modelcontextprotocol/server';
+import {
+    McpServer,
+    ResourceTemplate,
+    completable,
+    createMcpHandler,
+    fromJsonSchema,
+    inputRequired
+} from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
@@ -67,7 +78,7 @@ const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function build() {
     const server = new McpServer(
         { name: 'conformance-upstream', version: '1.0.0' },
-        { capabilities: { tools: {}, logging: {} } }
+        { capabilities: { tools: {}, logging: {}, resources: {}, prompts: {}, completions: {} } }
     );
     // A tool without an input schema gets the context as its only argument.
     const tool = (name, description, handler, inputSchema) =>
@@ -220,6 +231,79 @@ function build() {
         async () => text('ok'),
         fromJsonSchema(SCHEMA_2020_12)
     );
+    server.registerResource(
+        'static-text',
+        'test://static-text',
+        { description: 'A static text resource.', mimeType: 'text/plain' },
+        async (uri) => ({
+            contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'This is the content of the static text resource.' }]
+        })
+    );
+    server.registerResource(
+        'static-binary',
+        'test://static-binary',
+        { description: 'A static binary resource (a PNG).', mimeType: 'image/png' },
+        async (uri) => ({ contents: [{ uri: uri.href, mimeType: 'image/png', blob: PNG }] })
+    );
+    server.registerResource(
+        'template',
+        new ResourceTemplate('test://template/{id}/data', { list: undefined }),
+        { description: 'Data by id.', mimeType: 'application/json' },
+        async (uri, { id }) => ({
+            contents: [
+                {
+                    uri: uri.href,
+                    mimeType: 'application/json',
+                    text: JSON.stringify({ id, templateTest: true, data: `Data for ID: ${id}` })
+                }
+            ]
+        })
+    );
+    server.registerPrompt('test_simple_prompt', { description: 'A simple prompt.' }, () => ({
+        messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt for testing.' } }]
+    }));
+    server.registerPrompt(
+        'test_prompt_with_arguments',
+        {
+            description: 'A prompt with two arguments.',
+            argsSchema: z.object({
+                arg1: completable(z.string().describe('First test argument'), (value) =>
+                    ['test', 'testing', 'tested'].filter((v) => v.startsWith(value))
+                ),
+                arg2: z.string().describe('Second test argument')
+            })
+        },
+        ({ arg1, arg2 }) => ({
+            messages: [
+                { role: 'user', content: { type: 'text', text: `Prompt with arguments: arg1='${arg1}', arg2='${arg2}'` } }
+            ]
+        })
+    );
+    server.registerPrompt(
+        'test_prompt_with_embedded_resource',
+        {
+            description: 'A prompt that embeds a resource.',
+            argsSchema: z.object({ resourceUri: z.string().describe('URI of the resource to embed') })
+        },
+        ({ resourceUri }) => ({
+            messages: [
+                {
+                    role: 'user',
+                    content: {
+                        type: 'resource',
+                        resource: { uri: resourceUri, mimeType: 'text/plain', text: 'Embedded resource content for testing.' }
+                    }
+                },
+                { role: 'user', content: { type: 'text', text: 'Please process the embedded resource above.' } }
+            ]
+        })
+    );
+    server.registerPrompt('test_prompt_with_image', { description: 'A prompt with an image.' }, () => ({
+        messages: [
+            { role: 'user', content: { type: 'image', data: PNG, mimeType: 'image/png' } },
+            { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } }
+        ]
+    }));
     return server;
 }
 

@@ -10,6 +10,9 @@ Tools:
     fail(message: str) -> str      always raises ToolError: the result has isError: true and
                                    the text "Error executing tool fail: MESSAGE"
 
+Resources: `py://readme` (text "py-peer readme"), the template `py://item/{id}`
+(text "item ID"). Prompts: `review(code)`, one user message "Review: CODE".
+
 With `--http PORT` it serves Streamable HTTP on 127.0.0.1:PORT at `/mcp` instead
 (port 0: the OS picks one, and uvicorn's stderr line "Uvicorn running on
 http://127.0.0.1:PORT" says which).
@@ -48,6 +51,24 @@ def fail(message: str) -> str:
     """Always fails with the given message (the result has isError: true)."""
     # ToolError is the SDK's "deliberate failure": its message reaches the client.
     raise ToolError(message)
+
+
+@server.resource("py://readme", mime_type="text/plain")
+def readme() -> str:
+    """The peer's readme."""
+    return "py-peer readme"
+
+
+@server.resource("py://item/{id}", mime_type="text/plain")
+def item(id: str) -> str:
+    """One item by id."""
+    return f"item {id}"
+
+
+@server.prompt()
+def review(code: str) -> str:
+    """Asks for a code review."""
+    return f"Review: {code}"
 
 
 def main(argv):

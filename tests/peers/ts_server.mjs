@@ -20,13 +20,18 @@
 //   unlock()                  adds the tool `secret` (returns "the secret is 42") and
 //                             tells listening clients that the tool list changed
 //
+// Resources: `ts://readme` (text "ts-peer readme"), `ts://logo` (a 4-byte PNG-typed
+// blob: bytes 137 80 78 71), the template `ts://item/{id}` (text "item ID").
+// Prompts: `greeting(name, [tone])` one user message "Say hello to NAME (TONE)"; the
+// argument `name` completes to "Ada" and "Alan" from its prefix.
+//
 // The stateless 2026-07-28 HTTP entry builds a fresh server instance per request,
 // so whether `secret` exists is process state that every instance reads.
 
 import { createServer } from 'node:http';
 
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { McpServer, createMcpHandler } from '@modelcontextprotocol/server';
+import { McpServer, ResourceTemplate, completable, createMcpHandler } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
@@ -73,6 +78,31 @@ function build() {
         }
         return { content: [{ type: 'text', text: first ? 'unlocked' : 'already unlocked' }] };
     });
+    server.registerResource('readme', 'ts://readme', { mimeType: 'text/plain', description: 'The peer\'s readme.' }, async uri => ({
+        contents: [{ uri: uri.href, mimeType: 'text/plain', text: 'ts-peer readme' }]
+    }));
+    server.registerResource('logo', 'ts://logo', { mimeType: 'image/png' }, async uri => ({
+        contents: [{ uri: uri.href, mimeType: 'image/png', blob: Buffer.from([137, 80, 78, 71]).toString('base64') }]
+    }));
+    server.registerResource(
+        'item',
+        new ResourceTemplate('ts://item/{id}', { list: undefined }),
+        { mimeType: 'text/plain', description: 'One item by id.' },
+        async (uri, { id }) => ({ contents: [{ uri: uri.href, mimeType: 'text/plain', text: `item ${id}` }] })
+    );
+    server.registerPrompt(
+        'greeting',
+        {
+            description: 'Asks for a greeting.',
+            argsSchema: z.object({
+                name: completable(z.string(), value => ['Ada', 'Alan'].filter(n => n.startsWith(value))),
+                tone: z.string().optional()
+            })
+        },
+        ({ name, tone }) => ({
+            messages: [{ role: 'user', content: { type: 'text', text: `Say hello to ${name} (${tone ?? 'warm'})` } }]
+        })
+    );
     if (unlocked) addSecret(server);
     return server;
 }

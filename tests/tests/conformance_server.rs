@@ -3,9 +3,11 @@
 //! against an upstream server directly and against `mcpbox serve` in front of it.
 //!
 //! The upstream is `tests/peers/conformance_server.mjs` (TypeScript SDK v2): the
-//! tools the scenarios call, as their descriptions ask. It is run directly over
+//! tools, resources, prompts and completions the scenarios ask for, as their
+//! descriptions say. It is run directly over
 //! Streamable HTTP, and by the gateway over stdio (`serve --http --naming
-//! conditional`, so its tools keep their own names, which the scenarios call). Every
+//! conditional`, so its tools and prompts keep their own names, which the
+//! scenarios call). Every
 //! scenario the suite lists for a spec revision runs at both revisions, against
 //! both, a few at a time.
 //!
@@ -13,8 +15,8 @@
 //! those in [`THROUGH_GATEWAY_FAILS`], each with its reason; the test also fails
 //! when a listed one starts passing, so the list stays true. Scenarios that fail
 //! directly as well are reported in the table but not judged: they test what the
-//! upstream does not do (resources, prompts, completions; sampling; push-style
-//! requests on its HTTP entry, which answers each POST with plain JSON).
+//! upstream does not do (resource subscriptions; sampling; push-style requests on
+//! its HTTP entry, which answers each POST with plain JSON).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

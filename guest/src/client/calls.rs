@@ -190,12 +190,19 @@ impl Client {
     pub fn abort_calls(&mut self, error: impl Fn(&str) -> CallError) {
         let pending = core::mem::take(&mut self.pending);
         let rounds = core::mem::take(&mut self.rounds);
-        let calls = pending
-            .into_values()
-            .filter_map(|p| match p {
-                Pending::Call(c) => Some(c),
-                _ => None,
-            })
+        let mut calls = Vec::new();
+        for p in pending.into_values() {
+            match p {
+                Pending::Call(c) => calls.push(c),
+                Pending::Request(r) => {
+                    let label = r.label(&self.server);
+                    self.finish(r.call, Err(error(&label)), false);
+                }
+                _ => {}
+            }
+        }
+        let calls = calls
+            .into_iter()
             .chain(rounds.into_values().map(|r| r.call));
         for c in calls {
             self.finish(c.call, Err(error(&c.name)), false);

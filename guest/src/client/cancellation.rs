@@ -39,7 +39,7 @@ impl Client {
             }
             // Waiting for input: nothing is in flight on the server.
             None if self.rounds.contains_key(&call) => {}
-            None => return false,
+            None => return self.cancel_request(call),
         }
         self.finish(call, Err(CallError::Cancelled), true);
         true

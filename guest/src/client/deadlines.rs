@@ -17,6 +17,7 @@ impl Client {
             .values()
             .filter_map(|p| match p {
                 Pending::Call(c) => Some(c.deadline_ms),
+                Pending::Request(r) => Some(r.deadline_ms),
                 _ => None,
             })
             .chain(self.rounds.values().map(|r| r.call.deadline_ms))
@@ -30,6 +31,7 @@ impl Client {
         self.now_ms = now_ms;
         self.expire_probe(now_ms);
         self.relist_if_stale(now_ms);
+        self.expire_requests(now_ms);
         let expired: Vec<Id> = self
             .pending
             .iter()

@@ -57,6 +57,10 @@
 //! | [`discover`] | `server/discover` and era detection (2026-07-28) |
 //! | [`listing`] | `tools/list`: pagination, `list_changed`, `subscriptions/listen`, `ttlMs` |
 //! | [`calls`] | `tools/call`: starting, reading results, completing |
+//! | [`requests`] | requests beyond tools: one request, its pages, its deadline |
+//! | [`resources`] | `resources/read` results (text and blob contents) |
+//! | [`prompts`] | `prompts/get` results |
+//! | [`completions`] | `completion/complete` results |
 //! | [`cancellation`] | `notifications/cancelled`, abandoned requests |
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
@@ -79,12 +83,16 @@ use crate::transport::{Failure, Oversized, SendMeta};
 
 mod calls;
 mod cancellation;
+mod completions;
 mod deadlines;
 mod discover;
 mod elicitation;
 mod handshake;
 mod listing;
 mod param_headers;
+mod prompts;
+mod requests;
+mod resources;
 mod wire;
 
 #[cfg(test)]
@@ -93,11 +101,13 @@ mod tests;
 pub use calls::{CallError, CallOptions, CallResult, Completion};
 pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
+pub use requests::{LOG_LEVELS, Offers, Request};
 
 use calls::PendingCall;
 use elicitation::{InputRound, InputWait};
 use handshake::client_info;
 use listing::Listing;
+use requests::PendingRequest;
 use wire::RequestMeta;
 
 /// One server's MCP session.
@@ -138,6 +148,8 @@ pub struct Client {
     next_input: u64,
     /// 2026-07-28 calls waiting for input before their retry, by call handle.
     rounds: BTreeMap<u64, InputRound>,
+    /// The optional capabilities the server declared (resources, prompts, …).
+    offers: Offers,
 }
 
 /// What the client tells the manager.
@@ -241,6 +253,8 @@ enum Pending {
     /// `subscriptions/listen`: open while the server streams list changes.
     Listen,
     Call(PendingCall),
+    /// A request beyond tools (resources, prompts, completions, logging).
+    Request(PendingRequest),
 }
 
 impl Client {
@@ -271,6 +285,7 @@ impl Client {
             inputs: BTreeMap::new(),
             next_input: 1,
             rounds: BTreeMap::new(),
+            offers: Offers::default(),
         }
     }
 
@@ -303,7 +318,7 @@ impl Client {
     pub fn pending_calls(&self) -> usize {
         self.pending
             .values()
-            .filter(|p| matches!(p, Pending::Call(_)))
+            .filter(|p| matches!(p, Pending::Call(_) | Pending::Request(_)))
             .count()
             + self.rounds.len()
     }
@@ -388,7 +403,8 @@ impl Client {
     fn fail(&mut self, message: String) {
         self.phase = Phase::Failed;
         self.listing = None;
-        self.pending.retain(|_, p| matches!(p, Pending::Call(_)));
+        self.pending
+            .retain(|_, p| matches!(p, Pending::Call(_) | Pending::Request(_)));
         self.events.push(ClientEvent::Failed(message));
     }
 
@@ -530,6 +546,7 @@ impl Client {
                 }
             }
             Pending::Call(c) => self.on_call_response(c, outcome),
+            Pending::Request(r) => self.on_request_response(r, outcome),
         }
     }
 
@@ -543,6 +560,13 @@ impl Client {
             Some(Pending::Call(c)) => {
                 let why = format!("{}: the server's answer was dropped: {too_large}", c.name);
                 self.finish(c.call, Err(CallError::Protocol(why)), true);
+            }
+            Some(Pending::Request(r)) => {
+                let why = format!(
+                    "{}: the server's answer was dropped: {too_large}",
+                    r.label(&self.server)
+                );
+                self.finish(r.call, Err(CallError::Protocol(why)), true);
             }
             Some(Pending::Initialize { .. } | Pending::Discover { .. }) => self.fail(format!(
                 "server `{}` answered its handshake with a {too_large}",

@@ -2139,3 +2139,6 @@ fn a_list_change_past_a_limit_fails_the_server_too() {
         error_of(&m, "grows")
     );
 }
+
+// Requests beyond tools: resources, prompts, completions, log levels.
+mod requests;

@@ -213,7 +213,7 @@ pub fn server_info() -> Value {
 pub fn initialize_result(version: &str) -> Value {
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+        "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {}, "prompts": {}, "completions": {}},
         "serverInfo": server_info(),
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
     })
@@ -224,7 +224,7 @@ pub fn discover_result() -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
-        "capabilities": {"tools": {"listChanged": true}},
+        "capabilities": {"tools": {"listChanged": true}, "resources": {}, "prompts": {}, "completions": {}},
         // The gateway's capabilities never change while it runs; the answer is
         // the same for every client.
         "ttlMs": 3_600_000,

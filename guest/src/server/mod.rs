@@ -24,6 +24,7 @@
 //! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create` or `input_required` |
 //! | `subscriptions` | `notifications/tools/list_changed` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
+//! | `resources` | resources, prompts and completions of every server, aggregated and passed through |
 //!
 //! # Exchanges and their end
 //!
@@ -40,6 +41,7 @@ pub mod logging;
 pub mod search;
 
 mod elicitation;
+mod resources;
 mod subscriptions;
 mod tools;
 
@@ -272,6 +274,17 @@ pub struct Gateway {
     /// before it saw the session open.
     stdio_session: Option<u64>,
     out: Vec<Signal>,
+    /// Manager requests (resources, prompts, completions) → the downstream
+    /// request each serves.
+    requests: BTreeMap<u64, resources::DownRequest>,
+    /// Which server listed each resource template served, for completions.
+    template_servers: BTreeMap<String, String>,
+    /// Served prompt name → (server, the prompt's own name), from the lists
+    /// served.
+    served_prompts: BTreeMap<String, (String, String)>,
+    /// Resource, prompt and completion requests held while servers start:
+    /// (origin, method, params).
+    held_requests: Vec<(Origin, String, Value)>,
 }
 
 /// The text of a JSON value, for building messages around raw JSON.
@@ -476,6 +489,8 @@ impl Gateway {
         for c in completions {
             if self.calls.contains_key(&c.call) {
                 self.complete(c);
+            } else if self.requests.contains_key(&c.call) {
+                self.request_done(c);
             } else {
                 theirs.push(c);
             }
@@ -494,7 +509,9 @@ impl Gateway {
         if self.serving {
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
-            let held = !self.held.is_empty() || !self.held_calls.is_empty();
+            let held = !self.held.is_empty()
+                || !self.held_calls.is_empty()
+                || !self.held_requests.is_empty();
             if held && !m.starting() {
                 self.release_held(m);
             }
@@ -635,6 +652,7 @@ impl Gateway {
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            other if self.beyond_tools(m, &origin, other, &params) => {}
             methods::LOGGING_SET_LEVEL => {
                 let level = params.get("level").and_then(Value::as_str);
                 match level.and_then(logging::rank) {
@@ -678,6 +696,7 @@ impl Gateway {
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
+            other if self.beyond_tools(m, &origin, other, &params) => {}
             _ => self.answer(
                 &origin,
                 Err(

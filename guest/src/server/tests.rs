@@ -278,7 +278,7 @@ fn a_2025_client_lists_and_calls_across_servers() {
     assert_eq!(r["result"], json!({}));
     let (r, _) = rig.request(
         Some(s),
-        json!({"jsonrpc": "2.0", "id": 7, "method": "prompts/list"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "widgets/list"}),
     );
     assert_eq!(r["error"]["code"], -32601);
     let (r, status) = rig.request(

@@ -117,6 +117,9 @@ impl Gateway {
         for (origin, params) in core::mem::take(&mut self.held_calls) {
             self.call_tool(m, origin, params);
         }
+        for (origin, method, params) in core::mem::take(&mut self.held_requests) {
+            self.beyond_tools(m, &origin, &method, &params);
+        }
     }
 
     fn tools_page<P: Platform>(

@@ -17,6 +17,7 @@
 //! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep`, `progress` or `elicit` call, which then sends no response |
 //! | a response | kept when it answers an `elicit` call's `elicitation/create` |
 //! | `logging/setLevel` | `{}` |
+//! | `resources/list`, `resources/read` | with `--blob-resources` only (see there) |
 //! | anything else | -32601 for requests, ignored for notifications |
 //!
 //! A line that is not JSON gets a -32700 error with id `null`; a batch (JSON array) or
@@ -46,6 +47,7 @@
 //! | `--spawn-child` | start a `sleep 600` child process at start (it shares the server's process group; see the `pids` tool) |
 //! | `--escapee` | start a `sleep 600` grandchild that calls `setsid` (leaving the process group and session) and is orphaned at once, as a daemon is (see the `pids` tool) |
 //! | `--escapee-clean-env` | the same, started with an empty environment (`env -i`) |
+//! | `--blob-resources` | declare `resources`; list one resource, `fixture://blob/1024`; read `fixture://blob/N` as a blob of N zero bytes (`application/octet-stream`), whatever N is (a test asks for 100 MB) |
 //! | `--announce-sleeps` | on the arrival of each valid `sleep` call, before it starts, send `notifications/message` (level `info`, data [`fixture::SLEEP_STARTED`], no `logger`): a test awaits it to know the call reached the server |
 //!
 //! # Tools
@@ -129,6 +131,7 @@ struct Options {
     bad_ids: bool,
     spawn_child: bool,
     announce_sleeps: bool,
+    blob_resources: bool,
     escapee: Option<Escapee>,
 }
 
@@ -162,6 +165,7 @@ impl Options {
             bad_ids: false,
             spawn_child: false,
             announce_sleeps: false,
+            blob_resources: false,
             escapee: None,
         };
         while let Some(flag) = args.next() {
@@ -195,6 +199,7 @@ impl Options {
                 "--escapee" => options.escapee = Some(Escapee::KeepEnv),
                 "--escapee-clean-env" => options.escapee = Some(Escapee::CleanEnv),
                 "--announce-sleeps" => options.announce_sleeps = true,
+                "--blob-resources" => options.blob_resources = true,
                 "--help" | "-h" => {
                     eprintln!("usage: fixture-server [FLAGS]; see the source's module docs");
                     process::exit(0);
@@ -739,6 +744,13 @@ impl Server {
             ("initialize", Some(id)) => self.initialize(&id, &params),
             ("ping", Some(id)) | ("logging/setLevel", Some(id)) => self.respond(&id, json!({})),
             ("tools/list", Some(id)) => self.list_tools(&id, &params),
+            ("resources/list", Some(id)) if self.options.blob_resources => self.respond(
+                &id,
+                json!({"resources": [{"uri": "fixture://blob/1024", "name": "blob", "mimeType": "application/octet-stream"}]}),
+            ),
+            ("resources/read", Some(id)) if self.options.blob_resources => {
+                self.read_blob(&id, &params);
+            }
             ("tools/call", Some(id)) => {
                 if !self.start_sleep(&id, &params) {
                     let server = Arc::clone(self);
@@ -752,6 +764,36 @@ impl Server {
                     &format!("method not found: {method}"),
                 );
             }
+        }
+    }
+
+    /// `resources/read` of `fixture://blob/N`: N zero bytes, base64 (written
+    /// as text: 100 MB of blob is 133 MB of line, too much to build twice).
+    fn read_blob(&self, id: &Value, params: &Value) {
+        let uri = params
+            .get("uri")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let Some(bytes) = uri
+            .strip_prefix("fixture://blob/")
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            return self.respond_error(id, -32002, &format!("Resource not found: {uri}"));
+        };
+        let mut line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"contents":[{{"uri":{},"mimeType":"application/octet-stream","blob":""#,
+            Value::String(uri.to_owned())
+        );
+        line.push_str(&"A".repeat(bytes.div_ceil(3) * 4));
+        if bytes % 3 != 0 {
+            // `A` is 6 zero bits; padding makes the length a whole number of bytes.
+            line.truncate(line.len() - (3 - bytes % 3));
+            line.push_str(&"=".repeat(3 - bytes % 3));
+        }
+        line.push_str("\"}]}}\n");
+        if let Some(out) = lock(&self.out).as_mut() {
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
         }
     }
 
@@ -774,7 +816,11 @@ impl Server {
             id,
             json!({
                 "protocolVersion": version,
-                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                "capabilities": if self.options.blob_resources {
+                    json!({"tools": {"listChanged": true}, "logging": {}, "resources": {}})
+                } else {
+                    json!({"tools": {"listChanged": true}, "logging": {}})
+                },
                 "serverInfo": {"name": self.options.name, "version": env!("CARGO_PKG_VERSION")},
             }),
         );

@@ -16,6 +16,7 @@ mod output;
 mod peers;
 mod permissions;
 mod reload;
+mod resources;
 mod sandbox;
 mod security;
 mod server_limits;

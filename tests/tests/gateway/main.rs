@@ -12,6 +12,7 @@ mod dashboard;
 mod exposure;
 mod faults;
 mod hostile;
+mod resources;
 mod safety;
 
 use std::path::Path;

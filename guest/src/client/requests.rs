@@ -1,0 +1,493 @@
+//! Requests beyond tools: one request to the server (`resources/list`,
+//! `resources/templates/list`, `resources/read`, `prompts/list`, `prompts/get`,
+//! `completion/complete`, `logging/setLevel`), with its deadline, its pages and
+//! its completion.
+//!
+//! They ride on the call machinery: a request has a call handle, completes as a
+//! [`Completion`] whose [`CallResult`] holds the answer (see [`Request`] for what
+//! each field holds), times out and is cancelled like a call. Lists are followed
+//! through every `nextCursor` (a repeated cursor, [`MAX_PAGES`] or the server's
+//! `maxListBytes` stops them) and complete once, with every page's items. What a
+//! result means is read in the module of its concept ([`super::resources`],
+//! [`super::prompts`], [`super::completions`]).
+//!
+//! Nothing here is listed at connect time: a server's resources and prompts are
+//! asked for when the embedder asks, so a server with 10,000 resources costs
+//! nothing until someone looks.
+
+use crate::prelude::*;
+use alloc::collections::BTreeSet;
+
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use super::listing::MAX_PAGES;
+use super::{
+    CallError, CallResult, Client, ClientEvent, Completion, Pending, ResultKind, result_kind,
+};
+use crate::jsonrpc::{self, Id};
+use crate::methods;
+use crate::transport::{Failure, format_bytes, format_ms};
+
+/// A request beyond tools, and what its [`CallResult`] holds once it completes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// `resources/list`, every page: `content` is the JSON list of resources,
+    /// `text` their URIs, one a line.
+    ListResources,
+    /// `resources/templates/list`, every page: `content` is the JSON list of
+    /// templates, `text` their `uriTemplate`s, one a line.
+    ListResourceTemplates,
+    /// `resources/read`: `content` is the `contents` list, `text` its text
+    /// items joined with "\n".
+    ReadResource {
+        /// The resource's URI, as the server knows it.
+        uri: String,
+    },
+    /// `prompts/list`, every page: `content` is the JSON list of prompts, `text`
+    /// their names, one a line.
+    ListPrompts,
+    /// `prompts/get`: `content` is the `messages` list, `text` their text
+    /// content joined with "\n", `structured_content` the whole result.
+    GetPrompt {
+        /// The prompt's name on its server.
+        name: String,
+        /// A JSON object of string values (text), if any.
+        arguments: Option<String>,
+    },
+    /// `completion/complete` with these params (a JSON object: `ref`,
+    /// `argument`, maybe `context`): `content` is the `values` list, `text`
+    /// the values one a line, `structured_content` the whole `completion`.
+    Complete {
+        /// The params, JSON object text.
+        params: String,
+    },
+    /// `logging/setLevel`: an empty result.
+    SetLogLevel {
+        /// The MCP log level ("debug" … "emergency").
+        level: String,
+    },
+}
+
+/// The MCP log levels, lowest first (RFC 5424 severities).
+pub const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl Request {
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Request::ListResources => methods::RESOURCES_LIST,
+            Request::ListResourceTemplates => methods::RESOURCES_TEMPLATES_LIST,
+            Request::ReadResource { .. } => methods::RESOURCES_READ,
+            Request::ListPrompts => methods::PROMPTS_LIST,
+            Request::GetPrompt { .. } => methods::PROMPTS_GET,
+            Request::Complete { .. } => methods::COMPLETION_COMPLETE,
+            Request::SetLogLevel { .. } => methods::LOGGING_SET_LEVEL,
+        }
+    }
+
+    /// The server capability the request needs.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Request::ListResources
+            | Request::ListResourceTemplates
+            | Request::ReadResource { .. } => "resources",
+            Request::ListPrompts | Request::GetPrompt { .. } => "prompts",
+            Request::Complete { .. } => "completions",
+            Request::SetLogLevel { .. } => "logging",
+        }
+    }
+
+    /// For a list: the result field that holds its items.
+    pub fn list_key(&self) -> Option<&'static str> {
+        match self {
+            Request::ListResources => Some("resources"),
+            Request::ListResourceTemplates => Some("resourceTemplates"),
+            Request::ListPrompts => Some("prompts"),
+            _ => None,
+        }
+    }
+
+    /// What the `Mcp-Name` header carries (2026-07-28): the URI read or the
+    /// prompt got.
+    fn name(&self) -> Option<&str> {
+        match self {
+            Request::ReadResource { uri } => Some(uri),
+            Request::GetPrompt { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
+    /// The request as messages name it: `resources/read test://x`.
+    fn label(&self) -> String {
+        match self.name() {
+            Some(name) => format!("{} {name}", self.method()),
+            None => self.method().to_string(),
+        }
+    }
+
+    /// The params the request adds to `_meta` (and a cursor), or why they are
+    /// unusable.
+    fn params(&self) -> Result<Map<String, Value>, String> {
+        let mut params = Map::new();
+        match self {
+            Request::ReadResource { uri } => {
+                params.insert("uri".into(), uri.clone().into());
+            }
+            Request::GetPrompt { name, arguments } => {
+                params.insert("name".into(), name.clone().into());
+                if let Some(arguments) = arguments {
+                    params.insert("arguments".into(), prompt_arguments(name, arguments)?);
+                }
+            }
+            Request::Complete { params: text } => match serde_json::from_str(text) {
+                Ok(Value::Object(map)) => params = map,
+                _ => {
+                    return Err(format!(
+                        "completion/complete params must be a JSON object with `ref` and `argument`, not {}",
+                        jsonrpc::truncate(text, 80)
+                    ));
+                }
+            },
+            Request::SetLogLevel { level } => {
+                if !LOG_LEVELS.contains(&level.as_str()) {
+                    return Err(format!(
+                        "unknown log level {level:?}; use one of {}",
+                        LOG_LEVELS.join(", ")
+                    ));
+                }
+                params.insert("level".into(), level.clone().into());
+            }
+            Request::ListResources | Request::ListResourceTemplates | Request::ListPrompts => {}
+        }
+        Ok(params)
+    }
+}
+
+/// Prompt arguments: a JSON object whose values are strings (MCP gives prompt
+/// arguments as text only).
+fn prompt_arguments(prompt: &str, text: &str) -> Result<Value, String> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        return Err(format!(
+            "arguments for prompt `{prompt}` must be a JSON object of strings, not {}",
+            jsonrpc::truncate(text, 80)
+        ));
+    };
+    if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
+        return Err(format!(
+            "argument `{key}` of prompt `{prompt}` is {value}; prompt arguments are strings (write \"{key}\": \"…\")"
+        ));
+    }
+    Ok(Value::Object(map))
+}
+
+/// Which optional server capabilities the server declared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offers {
+    /// `resources`.
+    pub resources: bool,
+    /// `resources.subscribe`.
+    pub subscribe: bool,
+    /// `prompts`.
+    pub prompts: bool,
+    /// `completions`.
+    pub completions: bool,
+    /// `logging`.
+    pub logging: bool,
+}
+
+impl Offers {
+    /// Reads a server's `capabilities` object.
+    pub(super) fn read(capabilities: Option<&Value>) -> Offers {
+        let has = |name: &str| {
+            capabilities
+                .and_then(|c| c.get(name))
+                .is_some_and(|v| !v.is_null())
+        };
+        Offers {
+            resources: has("resources"),
+            subscribe: capabilities
+                .and_then(|c| c.get("resources"))
+                .and_then(|r| r.get("subscribe"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            prompts: has("prompts"),
+            completions: has("completions"),
+            logging: has("logging"),
+        }
+    }
+
+    /// Whether the server offers what `request` needs.
+    pub fn allow(&self, request: &Request) -> bool {
+        match request.capability() {
+            "resources" => self.resources,
+            "prompts" => self.prompts,
+            "completions" => self.completions,
+            _ => self.logging,
+        }
+    }
+}
+
+/// A request in flight.
+#[derive(Debug)]
+pub(super) struct PendingRequest {
+    pub(super) call: u64,
+    pub(super) request: Request,
+    pub(super) timeout_ms: u64,
+    pub(super) deadline_ms: u64,
+    /// A list's items so far, and the cursors and bytes of its pages.
+    items: Vec<Box<RawValue>>,
+    cursors: BTreeSet<String>,
+    bytes: usize,
+}
+
+impl PendingRequest {
+    /// `resources/read test://x on server `s``, for messages.
+    pub(super) fn label(&self, server: &str) -> String {
+        format!("{} on server `{server}`", self.request.label())
+    }
+}
+
+impl Client {
+    /// The optional capabilities the server declared.
+    pub fn offers(&self) -> Offers {
+        self.offers
+    }
+
+    /// Sends `request` as call `call`; it completes through the client's events
+    /// like a tool call (at once, with an error, when its params are unusable).
+    pub fn start_request(&mut self, call: u64, request: Request, timeout_ms: u64, now_ms: u64) {
+        let pending = PendingRequest {
+            call,
+            request,
+            timeout_ms,
+            deadline_ms: now_ms.saturating_add(timeout_ms),
+            items: Vec::new(),
+            cursors: BTreeSet::new(),
+            bytes: 0,
+        };
+        self.send_request(pending, None);
+    }
+
+    fn send_request(&mut self, pending: PendingRequest, cursor: Option<String>) {
+        let mut params = match pending.request.params() {
+            Ok(params) => params,
+            Err(why) => {
+                let why = format!("{}: {why}", pending.label(&self.server));
+                return self.finish(pending.call, Err(CallError::InvalidArguments(why)), true);
+            }
+        };
+        if let Some(cursor) = cursor {
+            params.insert("cursor".into(), cursor.into());
+        }
+        let meta = self.request_meta(None);
+        if !meta.is_empty() {
+            params.insert(
+                "_meta".into(),
+                serde_json::to_value(&meta).unwrap_or(Value::Null),
+            );
+        }
+        let meta = self.meta(Some(pending.request.method()), pending.request.name());
+        self.request_with(meta, Some(&params), Pending::Request(pending));
+    }
+
+    /// The server answered a request: a page, the result, or an error.
+    pub(super) fn on_request_response(
+        &mut self,
+        mut r: PendingRequest,
+        outcome: Result<Box<RawValue>, Failure>,
+    ) {
+        let label = r.label(&self.server);
+        let raw = match outcome {
+            Ok(raw) => raw,
+            Err(e) => {
+                let why = format!("{label} failed: {e}");
+                return self.finish(r.call, Err(CallError::Protocol(why)), true);
+            }
+        };
+        let malformed = |why: String| {
+            CallError::Protocol(format!(
+                "{label}: the server sent a malformed result ({why})"
+            ))
+        };
+        let Some(key) = r.request.list_key() else {
+            let outcome = read_result(&r.request, &raw).map_err(malformed);
+            return self.finish(r.call, outcome, true);
+        };
+        let page = match read_page(key, &raw) {
+            Ok(page) => page,
+            Err(why) => return self.finish(r.call, Err(malformed(why)), true),
+        };
+        r.bytes += raw.get().len();
+        r.items.extend(page.items);
+        let max_bytes = self.limits.max_list_bytes;
+        if r.bytes > max_bytes {
+            let why = format!(
+                "{label}: the listing passed the server's maxListBytes of {} after {} items; raise `limits.maxListBytes` in its entry to list it",
+                format_bytes(max_bytes as u64),
+                r.items.len()
+            );
+            return self.finish(r.call, Err(CallError::Protocol(why)), true);
+        }
+        match page.next_cursor {
+            Some(cursor) if r.cursors.len() + 1 >= MAX_PAGES => {
+                self.warn(format!(
+                    "{label}: stopped after {MAX_PAGES} pages (next cursor {cursor:?}); the list is incomplete"
+                ));
+            }
+            Some(cursor) if !r.cursors.insert(cursor.clone()) => {
+                self.warn(format!(
+                    "{label}: the server repeated cursor {cursor:?}; the list ends there"
+                ));
+            }
+            Some(cursor) => return self.send_request(r, Some(cursor)),
+            None => {}
+        }
+        let items = core::mem::take(&mut r.items);
+        let outcome = Ok(list_result(key, items));
+        self.finish(r.call, outcome, true);
+    }
+
+    /// Fails every request whose deadline passed; returns nothing, like `tick`.
+    pub(super) fn expire_requests(&mut self, now_ms: u64) {
+        let expired: Vec<Id> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| matches!(p, Pending::Request(r) if r.deadline_ms <= now_ms))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            let Some(Pending::Request(r)) = self.pending.remove(&id) else {
+                continue;
+            };
+            let after = format_ms(r.timeout_ms);
+            self.abandon(id, &format!("timed out after {after}"));
+            let why = format!(
+                "{} timed out after {after}; the server was sent notifications/cancelled",
+                r.label(&self.server)
+            );
+            self.finish(r.call, Err(CallError::Timeout(why)), true);
+        }
+    }
+
+    /// Cancels request `call`; false if it is not in flight here.
+    pub(super) fn cancel_request(&mut self, call: u64) -> bool {
+        let id = self
+            .pending
+            .iter()
+            .find(|(_, p)| matches!(p, Pending::Request(r) if r.call == call))
+            .map(|(id, _)| id.clone());
+        let Some(id) = id else {
+            return false;
+        };
+        self.pending.remove(&id);
+        self.abandon(id, "cancelled by the caller");
+        self.events.push(ClientEvent::Completed(Completion {
+            call,
+            outcome: Err(CallError::Cancelled),
+        }));
+        true
+    }
+}
+
+/// One page of a list.
+struct Page {
+    items: Vec<Box<RawValue>>,
+    next_cursor: Option<String>,
+}
+
+fn read_page(key: &str, raw: &RawValue) -> Result<Page, String> {
+    // The page's fields, unread: only the list and the cursor are read.
+    let page: alloc::collections::BTreeMap<&str, &RawValue> =
+        serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
+    let text = |name: &str| -> Option<Value> {
+        page.get(name)
+            .and_then(|v| serde_json::from_str(v.get()).ok())
+    };
+    if let ResultKind::Other(kind) = result_kind(text("resultType").as_ref()) {
+        return Err(format!("unknown resultType {kind}"));
+    }
+    let list = page.get(key).ok_or_else(|| format!("no `{key}` list"))?;
+    let items: Vec<Box<RawValue>> =
+        serde_json::from_str(list.get()).map_err(|_| format!("`{key}` is not a list"))?;
+    let next_cursor = match text("nextCursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => return Err(format!("nextCursor is {other}, not a string")),
+    };
+    Ok(Page { items, next_cursor })
+}
+
+/// Every page's items as one result; `text` names them one a line.
+fn list_result(key: &str, items: Vec<Box<RawValue>>) -> CallResult {
+    let field = match key {
+        "resources" => "uri",
+        "resourceTemplates" => "uriTemplate",
+        _ => "name",
+    };
+    let text = items
+        .iter()
+        .filter_map(|item| {
+            let map: Map<String, Value> = serde_json::from_str(item.get()).ok()?;
+            map.get(field)?.as_str().map(String::from)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut content = String::from("[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            content.push(',');
+        }
+        content.push_str(item.get());
+    }
+    content.push(']');
+    CallResult {
+        is_error: false,
+        text,
+        content,
+        structured_content: None,
+    }
+}
+
+/// The result of a request that is not a list.
+fn read_result(request: &Request, raw: &RawValue) -> Result<CallResult, String> {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        #[serde(rename = "resultType", default)]
+        result_type: Option<Value>,
+    }
+    // Only `resultType` is built: the rest (a blob of many megabytes) is skipped.
+    let kind: Kind =
+        serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
+    match result_kind(kind.result_type.as_ref()) {
+        ResultKind::Complete => {}
+        ResultKind::InputRequired => {
+            return Err(format!(
+                "it asks for input (resultType input_required), which mcpbox answers only for tools/call; {} cannot go on",
+                request.method()
+            ));
+        }
+        ResultKind::Other(kind) => return Err(format!("unknown resultType {kind}")),
+    }
+    match request {
+        Request::ReadResource { .. } => super::resources::read_result(raw),
+        Request::GetPrompt { .. } => super::prompts::get_result(raw),
+        Request::Complete { .. } => super::completions::complete_result(raw),
+        _ => Ok(CallResult {
+            is_error: false,
+            text: String::new(),
+            content: "[]".into(),
+            structured_content: None,
+        }),
+    }
+}

@@ -1,0 +1,359 @@
+//! Resources, prompts and completions, aggregated from every upstream server and
+//! passed through (`resources/list`, `resources/templates/list`,
+//! `resources/read`, `prompts/list`, `prompts/get`, `completion/complete`).
+//!
+//! # Names
+//!
+//! - **Resources keep their URIs**: a client's `@` mention or a link in a tool
+//!   result must still name the resource. Lists hold every server's resources
+//!   (configuration order, one page); a read goes to the first server, in
+//!   configuration order, that has the URI (see [`crate::manager`]'s requests).
+//! - **Prompts are named as tools are**: `{server}__{prompt}` in the `prefixed`
+//!   naming, so two servers' `review` prompts stay apart and `prompts/get` knows
+//!   the server from the name; with `conditional`, a prompt's own name where no
+//!   other server lists one of that name. A name the gateway has not served
+//!   (a client may get a prompt without listing) is read as
+//!   `{server}__{prompt}`, and otherwise, with `conditional`, asked of every
+//!   server offering prompts: the first in configuration order that has it
+//!   answers.
+//! - **Completions** follow their reference: a `ref/prompt` by its served name,
+//!   a `ref/resource` by the server that listed the template (known from the last
+//!   `resources/templates/list` served), else the first server offering
+//!   completions.
+//!
+//! Permission rules name tools: they do not filter resources or prompts (a
+//! server a profile cannot see at all is still listed); see the README.
+
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::client::{CallError, CallOptions, CallResult, Completion, Request};
+use crate::jsonrpc::INVALID_PARAMS;
+use crate::manager::Manager;
+use crate::methods;
+use crate::transport::Platform;
+
+use super::exposure::Naming;
+use super::lifecycle::Refusal;
+use super::{Gateway, Origin, json_text};
+
+/// JSON-RPC: the resource does not exist (the MCP spec's code).
+const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// A downstream request waiting for the manager.
+#[derive(Debug)]
+pub(super) struct DownRequest {
+    pub(super) origin: Origin,
+    /// The method asked, which says how to answer.
+    method: &'static str,
+}
+
+impl Gateway {
+    /// `resources/list`, `resources/templates/list`, `resources/read`,
+    /// `prompts/list`, `prompts/get`, `completion/complete`; false when `method`
+    /// is none of them.
+    pub(super) fn beyond_tools<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: &Origin,
+        method: &str,
+        params: &Value,
+    ) -> bool {
+        let invalid = |why: String| Refusal::new(INVALID_PARAMS, format!("Invalid params: {why}"));
+        let known = [
+            methods::RESOURCES_LIST,
+            methods::RESOURCES_TEMPLATES_LIST,
+            methods::RESOURCES_READ,
+            methods::PROMPTS_LIST,
+            methods::PROMPTS_GET,
+            methods::COMPLETION_COMPLETE,
+        ];
+        if !known.contains(&method) {
+            return false;
+        }
+        // As `tools/list` is: a client that asks at once gets every server's answer.
+        if m.starting() {
+            self.held_requests
+                .push((origin.clone(), method.to_string(), params.clone()));
+            return true;
+        }
+        let (method, server, request) = match method {
+            methods::RESOURCES_LIST => (methods::RESOURCES_LIST, None, Request::ListResources),
+            methods::RESOURCES_TEMPLATES_LIST => (
+                methods::RESOURCES_TEMPLATES_LIST,
+                None,
+                Request::ListResourceTemplates,
+            ),
+            methods::RESOURCES_READ => match params.get("uri").and_then(Value::as_str) {
+                Some(uri) => (
+                    methods::RESOURCES_READ,
+                    None,
+                    Request::ReadResource { uri: uri.into() },
+                ),
+                None => {
+                    self.answer(
+                        origin,
+                        Err(invalid("resources/read needs a `uri` string".into())),
+                    );
+                    return true;
+                }
+            },
+            methods::PROMPTS_LIST => (methods::PROMPTS_LIST, None, Request::ListPrompts),
+            methods::PROMPTS_GET => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let (server, prompt) = match self.prompt_of(m, name) {
+                    Some((server, prompt)) => (Some(server), prompt),
+                    None if self.options.naming == Naming::Conditional => (None, name.to_string()),
+                    None => {
+                        self.answer(origin, Err(invalid(format!("unknown prompt {name:?}"))));
+                        return true;
+                    }
+                };
+                let arguments = params
+                    .get("arguments")
+                    .filter(|a| !a.is_null())
+                    .map(Value::to_string);
+                (
+                    methods::PROMPTS_GET,
+                    server,
+                    Request::GetPrompt {
+                        name: prompt,
+                        arguments,
+                    },
+                )
+            }
+            methods::COMPLETION_COMPLETE => {
+                let mut params = params.clone();
+                let server = match self.completion_server(m, &mut params) {
+                    Ok(server) => server,
+                    Err(why) => {
+                        self.answer(origin, Err(invalid(why)));
+                        return true;
+                    }
+                };
+                if let Some(map) = params.as_object_mut() {
+                    map.remove("_meta");
+                }
+                (
+                    methods::COMPLETION_COMPLETE,
+                    Some(server),
+                    Request::Complete {
+                        params: params.to_string(),
+                    },
+                )
+            }
+            _ => return false,
+        };
+        match m.start_request(server.as_deref(), request, CallOptions::default()) {
+            Ok(call) => {
+                self.requests.insert(
+                    call,
+                    DownRequest {
+                        origin: origin.clone(),
+                        method,
+                    },
+                );
+            }
+            Err(e) => self.answer(origin, Err(refusal(method, e))),
+        }
+        true
+    }
+
+    /// A manager request of the gateway finished.
+    pub(super) fn request_done(&mut self, c: Completion) {
+        let Some(r) = self.requests.remove(&c.call) else {
+            return;
+        };
+        let outcome = match c.outcome {
+            Ok(result) => {
+                let mut text = self.result_of(r.method, result);
+                if r.origin.stateless.is_some() && r.method != methods::COMPLETION_COMPLETE {
+                    // Caching hints (2026-07-28): the gateway does not pass on
+                    // resource or prompt list changes, so nothing may be kept.
+                    text.pop();
+                    text.push_str(r#","ttlMs":0,"cacheScope":"private"}"#);
+                }
+                Ok(text)
+            }
+            Err(CallError::Cancelled) => return self.answer_nothing(&r.origin),
+            Err(e) => Err(refusal(r.method, e)),
+        };
+        self.answer(&r.origin, outcome);
+    }
+
+    /// The downstream result for the manager's.
+    fn result_of(&mut self, method: &str, result: CallResult) -> String {
+        match method {
+            methods::RESOURCES_LIST => format!(
+                r#"{{"resources":{}}}"#,
+                self.served_items(&result.content, "")
+            ),
+            methods::RESOURCES_TEMPLATES_LIST => {
+                format!(
+                    r#"{{"resourceTemplates":{}}}"#,
+                    self.served_items(&result.content, "uriTemplate")
+                )
+            }
+            methods::PROMPTS_LIST => format!(
+                r#"{{"prompts":{}}}"#,
+                self.served_items(&result.content, "name")
+            ),
+            methods::RESOURCES_READ => format!(r#"{{"contents":{}}}"#, result.content),
+            // Only the prompt: the upstream's `resultType` and `_meta` are its
+            // own era's and its own server's, not the gateway's.
+            methods::PROMPTS_GET => {
+                let description = result
+                    .structured_content
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                    .and_then(|v| v.get("description").cloned())
+                    .filter(Value::is_string);
+                match description {
+                    Some(d) => format!(r#"{{"description":{d},"messages":{}}}"#, result.content),
+                    None => format!(r#"{{"messages":{}}}"#, result.content),
+                }
+            }
+            methods::COMPLETION_COMPLETE => format!(
+                r#"{{"completion":{}}}"#,
+                result
+                    .structured_content
+                    .unwrap_or_else(|| r#"{"values":[]}"#.into())
+            ),
+            _ => "{}".into(),
+        }
+    }
+
+    /// A merged list as served: mcpbox's `server` and `registryName` fields
+    /// taken off; a prompt renamed `{server}__{prompt}`; a template's server
+    /// remembered for completions (`key` says which field to act on).
+    fn served_items(&mut self, content: &str, key: &str) -> String {
+        let items: Vec<Map<String, Value>> = serde_json::from_str(content).unwrap_or_default();
+        let own = |item: &Map<String, Value>| {
+            item.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        if key == "name" {
+            for item in &items {
+                *counts.entry(own(item)).or_default() += 1;
+            }
+        }
+        let mut served = Vec::with_capacity(items.len());
+        for mut item in items {
+            let server = match item.remove("server") {
+                Some(Value::String(s)) => s,
+                _ => String::new(),
+            };
+            item.remove("registryName");
+            match key {
+                "name" => {
+                    let own = own(&item);
+                    let unique = counts.get(&own) == Some(&1);
+                    let name = if self.options.naming == Naming::Conditional && unique {
+                        own.clone()
+                    } else {
+                        format!("{server}__{own}")
+                    };
+                    self.served_prompts.insert(name.clone(), (server, own));
+                    item.insert("name".into(), Value::String(name));
+                }
+                "uriTemplate" => {
+                    if let Some(t) = item.get("uriTemplate").and_then(Value::as_str) {
+                        self.template_servers.insert(t.to_string(), server);
+                    }
+                }
+                _ => {}
+            }
+            served.push(Value::Object(item));
+        }
+        json_text(&served)
+    }
+
+    /// The server and own name of served prompt `name` (`{server}__{prompt}`):
+    /// the longest configured server name that prefixes it.
+    fn prompt_of<P: Platform>(&self, m: &Manager<P>, name: &str) -> Option<(String, String)> {
+        if let Some(served) = self.served_prompts.get(name) {
+            return Some(served.clone());
+        }
+        m.servers()
+            .into_iter()
+            .filter_map(|s| {
+                let rest = name.strip_prefix(s.name.as_str())?.strip_prefix("__")?;
+                Some((s.name, rest.to_string()))
+            })
+            .max_by_key(|(server, _)| server.len())
+    }
+
+    /// Which server answers a `completion/complete`; a `ref/prompt`'s name is
+    /// put back to the server's own.
+    fn completion_server<P: Platform>(
+        &self,
+        m: &Manager<P>,
+        params: &mut Value,
+    ) -> Result<String, String> {
+        let kind = params
+            .pointer("/ref/type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        match kind.as_str() {
+            "ref/prompt" => {
+                let name = params
+                    .pointer("/ref/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if let Some((server, own)) = self.prompt_of(m, name) {
+                    params["ref"]["name"] = Value::String(own);
+                    return Ok(server);
+                }
+                if self.options.naming != Naming::Conditional {
+                    return Err(format!("unknown prompt {name:?}"));
+                }
+                first_completer(m)
+            }
+            "ref/resource" => {
+                let uri = params
+                    .pointer("/ref/uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if let Some(server) = self.template_servers.get(uri) {
+                    return Ok(server.clone());
+                }
+                first_completer(m)
+            }
+            other => Err(format!(
+                "completion/complete needs ref.type \"ref/prompt\" or \"ref/resource\", not {other:?}"
+            )),
+        }
+    }
+}
+
+/// The first server, in configuration order, that offers completions.
+fn first_completer<P: Platform>(m: &Manager<P>) -> Result<String, String> {
+    m.servers()
+        .into_iter()
+        .find(|s| m.offers(&s.name).is_some_and(|o| o.completions))
+        .map(|s| s.name)
+        .ok_or_else(|| "no server offers completions".into())
+}
+
+/// The JSON-RPC error for a request that failed upstream.
+fn refusal(method: &str, e: CallError) -> Refusal {
+    match e {
+        CallError::InvalidArguments(m) => {
+            Refusal::new(INVALID_PARAMS, format!("Invalid params: {m}"))
+        }
+        CallError::Protocol(m) if method == methods::RESOURCES_READ && m.contains("-32002") => {
+            Refusal::new(RESOURCE_NOT_FOUND, m)
+        }
+        CallError::Protocol(m) if m.contains("-32602") => Refusal::new(INVALID_PARAMS, m),
+        other => Refusal::new(crate::jsonrpc::INTERNAL_ERROR, other.to_string()),
+    }
+}
