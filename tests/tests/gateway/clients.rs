@@ -2,13 +2,13 @@
 //! the gateway to upstream servers of both eras.
 
 use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client, serve_http};
-use rmcp::model::{CallToolRequestParams, ProtocolVersion};
+use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
-use crate::{config, stdio_gateway, text};
+use crate::{config, rmcp_eras, rmcp_stdio, stdio_gateway, text};
 
 /// The calls every client makes: one tool of each upstream.
 fn calls() -> Vec<(&'static str, Value)> {
@@ -132,27 +132,17 @@ async fn rmcp_client_in_both_eras_over_stdio_and_http() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
-    let eras = || {
-        [
-            ("legacy", ClientLifecycleMode::Initialize),
-            (
-                "2026-07-28",
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            ),
-        ]
-    };
-    for (era, lifecycle) in eras() {
+    for (era, lifecycle) in rmcp_eras() {
         let transport = StreamableHttpClientTransport::from_uri(http.url.clone());
         rmcp_round(transport, lifecycle, &format!("http, {era}")).await;
     }
-    for (era, lifecycle) in eras() {
-        let argv = stdio_gateway(&config.path, &[]);
-        let mut command = tokio::process::Command::new(&argv[0]);
-        command.args(&argv[1..]);
-        let transport = TokioChildProcess::new(command).expect("start the gateway");
-        rmcp_round(transport, lifecycle, &format!("stdio, {era}")).await;
+    for (era, lifecycle) in rmcp_eras() {
+        rmcp_round(
+            rmcp_stdio(&config.path),
+            lifecycle,
+            &format!("stdio, {era}"),
+        )
+        .await;
     }
 }
 

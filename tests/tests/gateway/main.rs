@@ -89,3 +89,25 @@ pub const POST: [(&str, &str); 2] = [
     ("Content-Type", "application/json"),
     ("Accept", "application/json, text/event-stream"),
 ];
+
+/// rmcp's client lifecycles, labelled: the `initialize` handshake and
+/// 2026-07-28 discovery.
+pub fn rmcp_eras() -> [(&'static str, rmcp::ClientLifecycleMode); 2] {
+    [
+        ("legacy", rmcp::ClientLifecycleMode::Initialize),
+        (
+            "2026-07-28",
+            rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    ]
+}
+
+/// The stdio gateway over `config` as an rmcp child-process transport.
+pub fn rmcp_stdio(config: &Path) -> rmcp::transport::TokioChildProcess {
+    let argv = stdio_gateway(config, &[]);
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command.args(&argv[1..]);
+    rmcp::transport::TokioChildProcess::new(command).expect("start the gateway")
+}

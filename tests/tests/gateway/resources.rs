@@ -4,13 +4,13 @@
 //! arguments.
 
 use mcpbox_tests::gateway::serve_http;
-use rmcp::model::{GetPromptRequestParams, ProtocolVersion, ReadResourceRequestParams};
+use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
-use crate::{config, stdio_gateway};
+use crate::{config, rmcp_eras, rmcp_stdio};
 
 async fn round<T, E, A>(transport: T, lifecycle: ClientLifecycleMode, what: &str)
 where
@@ -90,26 +90,16 @@ async fn resources_and_prompts_reach_rmcp_in_both_eras_over_stdio_and_http() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
-    let eras = || {
-        [
-            ("legacy", ClientLifecycleMode::Initialize),
-            (
-                "2026-07-28",
-                ClientLifecycleMode::Discover {
-                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-                },
-            ),
-        ]
-    };
-    for (era, lifecycle) in eras() {
+    for (era, lifecycle) in rmcp_eras() {
         let transport = StreamableHttpClientTransport::from_uri(http.url.clone());
         round(transport, lifecycle, &format!("http, {era}")).await;
     }
-    for (era, lifecycle) in eras() {
-        let argv = stdio_gateway(&config.path, &[]);
-        let mut command = tokio::process::Command::new(&argv[0]);
-        command.args(&argv[1..]);
-        let transport = TokioChildProcess::new(command).expect("start the gateway");
-        round(transport, lifecycle, &format!("stdio, {era}")).await;
+    for (era, lifecycle) in rmcp_eras() {
+        round(
+            rmcp_stdio(&config.path),
+            lifecycle,
+            &format!("stdio, {era}"),
+        )
+        .await;
     }
 }
