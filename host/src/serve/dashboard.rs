@@ -25,9 +25,11 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::broadcast;
 
-use super::http::{Guard, Item, ResponseBody, Shared, SseBody, Stream, percent_decode, plain, sse};
+use super::http::{
+    Guard, Item, ResponseBody, Shared, SseBody, Stream, percent_decode, plain, sse, stream,
+};
 use crate::Runtime;
 use crate::metrics::{MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics};
 use crate::types::{Event, ServerState, ServerStatus};
@@ -208,14 +210,15 @@ fn message(value: &Value) -> Item {
 
 /// `GET /api/events`: the runtime's events from now on, one SSE event each. It
 /// opens with `{"type":"hello"}`, after which the page reads the snapshots, so
-/// nothing falls between. A client that reads too slowly (its buffer of
-/// [`HttpOptions::stream_buffer`](crate::HttpOptions::stream_buffer) events is
-/// full) or that fell behind the runtime's event queue gets `{"type":"resync"}`
-/// (read the snapshots again) or, when even that does not fit, a closed stream.
+/// nothing falls between. A client that fell behind the runtime's event queue
+/// gets `{"type":"resync"}` (read the snapshots again); one that reads so
+/// slowly that its events pass
+/// [`HttpOptions::stream_buffer_bytes`](crate::HttpOptions::stream_buffer_bytes)
+/// gets a closed stream (the page reconnects).
 fn events(shared: &Arc<Shared>) -> Response<ResponseBody> {
     let runtime = shared.runtime.clone();
     let mut events = runtime.events();
-    let (tx, rx) = mpsc::channel(shared.options.stream_buffer.max(2));
+    let (tx, rx) = stream(shared.options.stream_buffer_bytes);
     tokio::spawn(async move {
         loop {
             let event = tokio::select! {

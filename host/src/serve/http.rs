@@ -26,15 +26,15 @@
 //!   open. A 2025 session's calls keep running when their POST connection drops,
 //!   so the answer can be fetched this way.
 //! - **Safety**: see [`HttpOptions`]. A client that does not read its stream gets
-//!   it closed when its buffer ([`HttpOptions::stream_buffer`] batches) is full;
-//!   the dispatcher never waits for a client, so one slow client never holds up
-//!   the others or the guest.
+//!   it closed when the bytes waiting for it pass
+//!   [`HttpOptions::stream_buffer_bytes`]; the dispatcher never waits for a
+//!   client, so one slow client never holds up the others or the guest.
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -89,9 +89,13 @@ pub struct HttpOptions {
     /// closes the connection, a body is `408`: a client that trickles bytes
     /// (slowloris) holds a connection for this long at most.
     pub read_timeout: Duration,
-    /// Batches of messages a stream may hold for a client that is not reading;
-    /// one more closes that stream (the client can resume it).
-    pub stream_buffer: usize,
+    /// Bytes of messages a stream may hold for a client that reads slower than
+    /// the gateway writes (or not at all); a message past them closes that
+    /// stream (the client can resume it). Counted in bytes, not messages, so a
+    /// client that reads a flood of small notifications a little behind is not
+    /// taken for one that stopped reading; one message larger than this alone
+    /// still goes through.
+    pub stream_buffer_bytes: usize,
 }
 
 impl Default for HttpOptions {
@@ -103,7 +107,7 @@ impl Default for HttpOptions {
             max_body_bytes: 4 * 1024 * 1024,
             max_header_bytes: 64 * 1024,
             read_timeout: Duration::from_secs(30),
-            stream_buffer: 256,
+            stream_buffer_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -120,7 +124,98 @@ pub(super) enum Item {
 }
 
 pub(super) type Items = Vec<Item>;
-type Sink = mpsc::Sender<Items>;
+
+/// What an item weighs against [`HttpOptions::stream_buffer_bytes`]: its text
+/// and about what the SSE framing adds.
+fn weight(items: &Items) -> usize {
+    items
+        .iter()
+        .map(|item| match item {
+            Item::Message { text, .. } => text.len() + 48,
+            Item::SessionId(_) | Item::End(_) => 48,
+        })
+        .sum()
+}
+
+/// A stream's sending side: the dispatcher's end of one response stream, with
+/// the bytes sent and not yet taken by the response body. A tokio bounded
+/// channel counts batches, and a batch can be one notification or a thousand;
+/// this counts what the client has not read.
+#[derive(Debug)]
+pub(super) struct Sink {
+    tx: mpsc::UnboundedSender<Items>,
+    waiting: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+/// Why [`Sink::try_send`] did not send.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// The client is this many bytes behind already.
+    Full,
+    /// The response body is gone.
+    Closed,
+}
+
+impl Sink {
+    /// Whether the response body is gone.
+    pub(super) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// Resolves when the response body is gone.
+    pub(super) async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    pub(super) fn try_send(&self, items: Items) -> Result<(), Refused> {
+        let bytes = weight(&items);
+        let waiting = self.waiting.load(Ordering::Acquire);
+        if waiting > 0 && waiting + bytes > self.limit {
+            return Err(Refused::Full);
+        }
+        self.waiting.fetch_add(bytes, Ordering::AcqRel);
+        self.tx.send(items).map_err(|_| {
+            self.waiting.fetch_sub(bytes, Ordering::AcqRel);
+            Refused::Closed
+        })
+    }
+}
+
+/// A stream's receiving side (the response body's).
+#[derive(Debug)]
+pub(super) struct Source {
+    rx: mpsc::UnboundedReceiver<Items>,
+    waiting: Arc<AtomicUsize>,
+}
+
+impl Source {
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Items>> {
+        let polled = self.rx.poll_recv(cx);
+        if let Poll::Ready(Some(items)) = &polled {
+            self.waiting.fetch_sub(weight(items), Ordering::AcqRel);
+        }
+        polled
+    }
+
+    async fn recv(&mut self) -> Option<Items> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+}
+
+/// A stream that holds at most `limit` bytes for its client (see [`Sink`]).
+pub(super) fn stream(limit: usize) -> (Sink, Source) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let waiting = Arc::new(AtomicUsize::new(0));
+    (
+        Sink {
+            tx,
+            waiting: waiting.clone(),
+            limit,
+        },
+        Source { rx, waiting },
+    )
+}
 
 struct SessionEntry {
     handle: u64,
@@ -483,7 +578,7 @@ async fn post(
         Err(_) => return plain(StatusCode::BAD_REQUEST, "the request body is not UTF-8"),
     };
     let exchange = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
-    let (sink, rx) = mpsc::channel(shared.options.stream_buffer.max(1));
+    let (sink, rx) = stream(shared.options.stream_buffer_bytes);
     shared.state().exchanges.insert(
         exchange,
         ExchangeEntry {
@@ -516,7 +611,7 @@ async fn post(
     respond(rx, guard).await
 }
 
-async fn respond(mut rx: mpsc::Receiver<Items>, mut guard: Guard) -> Response<ResponseBody> {
+async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
     let mut session = None;
     let first = loop {
         let Some(items) = rx.recv().await else {
@@ -605,7 +700,7 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split_once('-'))
         .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    let (sink, rx) = mpsc::channel(shared.options.stream_buffer.max(1));
+    let (sink, rx) = stream(shared.options.stream_buffer_bytes);
     let mut state = shared.state();
     let state = &mut *state;
     let Some(session) = state.sessions.get_mut(&id) else {
@@ -748,13 +843,13 @@ impl Drop for Guard {
 /// An SSE response body fed by the dispatcher.
 pub(super) struct SseBody {
     buffered: VecDeque<Bytes>,
-    rx: mpsc::Receiver<Items>,
+    rx: Source,
     done: bool,
     guard: Guard,
 }
 
 impl SseBody {
-    pub(super) fn new(first: Items, rx: mpsc::Receiver<Items>, guard: Guard) -> SseBody {
+    pub(super) fn new(first: Items, rx: Source, guard: Guard) -> SseBody {
         let mut body = SseBody {
             buffered: VecDeque::new(),
             rx,
@@ -937,7 +1032,7 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                 let Some(sink) = sink else { continue };
                 match sink.try_send(items) {
                     Ok(()) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => {
+                    Err(Refused::Full) => {
                         // The client is not reading: its stream closes, others go on.
                         match &dest {
                             Dest::Exchange(x) => {
@@ -953,7 +1048,7 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                         }
                         cut_off.extend(exchange);
                     }
-                    Err(mpsc::error::TrySendError::Closed(_)) => {}
+                    Err(Refused::Closed) => {}
                 }
             }
             for x in ended {
@@ -1001,5 +1096,37 @@ mod tests {
         assert_eq!(host_part("[::1]:8080"), "[::1]");
         assert!(same(b"abc", b"abc") && !same(b"abc", b"abd") && !same(b"ab", b"abc"));
         assert_eq!(percent_decode("read%20only"), "read only");
+    }
+
+    fn note(n: usize) -> Items {
+        vec![Item::Message {
+            id: None,
+            text: Arc::from("x".repeat(n)),
+        }]
+    }
+
+    #[test]
+    fn a_stream_holds_bytes_not_batches_for_its_client() {
+        let (sink, mut source) = stream(10_000);
+        // A hundred small batches fit (a count of batches would have refused them
+        // long before their bytes did).
+        for _ in 0..100 {
+            assert_eq!(sink.try_send(note(50)), Ok(()));
+        }
+        // Past the budget the stream is refused; what the client reads makes room.
+        assert_eq!(sink.try_send(note(200)), Err(Refused::Full));
+        let waker = std::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        for _ in 0..10 {
+            assert!(matches!(source.poll_recv(&mut cx), Poll::Ready(Some(_))));
+        }
+        assert_eq!(sink.try_send(note(200)), Ok(()));
+        // One message larger than the whole budget goes through an empty stream.
+        let (big, _source) = stream(100);
+        assert_eq!(big.try_send(note(1_000)), Ok(()));
+        assert_eq!(big.try_send(note(1)), Err(Refused::Full));
+        // A stream whose body is gone says so.
+        drop(source);
+        assert_eq!(sink.try_send(note(1)), Err(Refused::Closed));
     }
 }
