@@ -57,6 +57,7 @@ pub mod output;
 pub mod permissions;
 pub mod registry;
 pub mod remote;
+pub mod roots;
 pub mod sandbox;
 pub mod schema;
 pub mod server;

@@ -67,9 +67,6 @@ impl Client {
     /// the reason mcpbox cannot go on.
     pub(super) fn on_input_required(&mut self, c: PendingCall, raw: &RawValue) {
         let name = c.name.clone();
-        if !self.input_requests {
-            return self.finish(c.call, Ok(input_required(&name)), true);
-        }
         if c.rounds >= MAX_INPUT_ROUNDS {
             let why = format!(
                 "{name}: the server asked for input {MAX_INPUT_ROUNDS} times in a row; giving up on the call"
@@ -95,21 +92,42 @@ impl Client {
                 );
             }
         };
-        // Every request must be one mcpbox can put to the embedder, or none is asked.
+        // Every request must be one mcpbox can answer or put to the embedder, or
+        // none is asked. Roots are answered at once: nobody needs asking.
         let mut asks = Vec::new();
+        let mut responses = serde_json::Map::new();
         for (entry, request) in &requests {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
-            let parsed = if method == methods::ELICITATION_CREATE {
-                elicitation::parse_request(request.get("params").unwrap_or(&Value::Null))
-            } else {
-                Err(format!(
+            let parsed = match method {
+                methods::ELICITATION_CREATE if !self.input_requests => {
+                    return self.finish(c.call, Ok(input_required(&name)), true);
+                }
+                methods::ELICITATION_CREATE => {
+                    elicitation::parse_request(request.get("params").unwrap_or(&Value::Null))
+                }
+                methods::ROOTS_LIST if !self.roots.is_empty() => {
+                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots));
+                    continue;
+                }
+                methods::ROOTS_LIST => Err(
+                    "it asked for roots/list, and no roots are declared for this server (the \
+                     configuration's `roots`, or the embedder's: Runtime::set_roots in Rust, \
+                     `setRoots` in JavaScript)"
+                        .to_string(),
+                ),
+                _ => Err(format!(
                     "it asked for {method}, which mcpbox does not offer"
-                ))
+                )),
             };
             match parsed {
                 Ok(ask) => asks.push((entry.clone(), ask)),
                 Err(why) => return self.finish(c.call, Ok(unanswerable(&name, &why)), true),
             }
+        }
+        if asks.is_empty() {
+            let mut c = c;
+            c.rounds += 1;
+            return self.send_call(c, Some(&responses), result.request_state.as_ref());
         }
         let call = c.call;
         self.rounds.insert(
@@ -118,7 +136,7 @@ impl Client {
                 call: c,
                 request_state: result.request_state,
                 waiting: asks.iter().map(|(entry, _)| entry.clone()).collect(),
-                responses: serde_json::Map::new(),
+                responses,
             },
         );
         for (entry, ask) in asks {
@@ -279,7 +297,7 @@ pub(super) fn input_required(name: &str) -> CallResult {
 }
 
 /// The tool result for a call whose input requests mcpbox cannot put to the
-/// embedder (sampling, roots, URL-mode elicitation).
+/// embedder (sampling, URL-mode elicitation, roots when there are none).
 pub(super) fn unanswerable(name: &str, why: &str) -> CallResult {
     tool_error(format!(
         "{name}: the server asked for input mcpbox cannot give: {why}"

@@ -25,6 +25,9 @@ impl Client {
         if self.input_requests {
             capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
         }
+        if let Some(roots) = self.roots_capability() {
+            capabilities.insert("roots".into(), roots);
+        }
         capabilities
     }
 
@@ -37,6 +40,8 @@ impl Client {
         self.era = Era::Legacy;
         self.phase = Phase::Initializing;
         self.protocol_version = None;
+        // Capabilities are fixed for the session from here: see `roots`.
+        self.roots_offered = !self.roots.is_empty();
         let params = InitializeParams {
             protocol_version: OFFERED_VERSION,
             capabilities: self.capabilities(),

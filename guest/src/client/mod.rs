@@ -64,6 +64,7 @@
 //! | [`cancellation`] | `notifications/cancelled`, abandoned requests |
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
+//! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
 //! | [`wire`] | the serde shapes of params and results |
 
@@ -93,6 +94,7 @@ mod param_headers;
 mod prompts;
 mod requests;
 mod resources;
+mod roots;
 mod wire;
 
 #[cfg(test)]
@@ -150,6 +152,10 @@ pub struct Client {
     rounds: BTreeMap<u64, InputRound>,
     /// The optional capabilities the server declared (resources, prompts, …).
     offers: Offers,
+    /// The roots the server gets (see `roots`).
+    roots: Vec<crate::roots::Root>,
+    /// Whether `initialize` declared the `roots` capability (2025 sessions).
+    roots_offered: bool,
 }
 
 /// What the client tells the manager.
@@ -286,6 +292,8 @@ impl Client {
             next_input: 1,
             rounds: BTreeMap::new(),
             offers: Offers::default(),
+            roots: Vec::new(),
+            roots_offered: false,
         }
     }
 
@@ -449,6 +457,9 @@ impl Client {
             methods::PING => jsonrpc::result_response(&r.id, &serde_json::Map::new()),
             methods::ELICITATION_CREATE if self.input_requests => {
                 return self.on_elicitation_request(r);
+            }
+            methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {
+                return self.on_roots_request(&r);
             }
             _ => {
                 jsonrpc::error_response(&r.id, &RpcError::new(METHOD_NOT_FOUND, "method not found"))

@@ -1408,3 +1408,155 @@ fn log_data_of_any_depth_is_kept_as_written() {
         }]
     );
 }
+
+fn roots(paths: &[&str]) -> Vec<crate::roots::Root> {
+    paths
+        .iter()
+        .map(|p| crate::roots::Root::new(p, None).unwrap())
+        .collect()
+}
+
+#[test]
+fn legacy_roots_are_declared_listed_and_announced_when_they_change() {
+    let mut c = Client::new("fs");
+    c.set_initial_roots(roots(&["/work/a"]));
+    c.begin();
+    let (init, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"roots": {"listChanged": true}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    // The filesystem server asks right after `notifications/initialized`.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"}),
+        0,
+    );
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"roots": [{"uri": "file:///work/a"}]}})
+    );
+    // The same roots again: nothing to say.
+    assert!(!c.set_roots(roots(&["/work/a"])));
+    assert!(sent(&mut c).is_empty());
+    // New roots: announced, then listed on request.
+    assert!(!c.set_roots(roots(&["/work/b", "/work/c"])));
+    let (note, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        note,
+        json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "r2", "method": "roots/list", "params": {}}),
+        0,
+    );
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        answer["result"],
+        json!({"roots": [{"uri": "file:///work/b"}, {"uri": "file:///work/c"}]})
+    );
+    // None left: still declared for this session, so the list is empty.
+    assert!(!c.set_roots(Vec::new()));
+    assert_eq!(sent(&mut c).len(), 1);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "roots/list"}),
+        0,
+    );
+    assert_eq!(sent(&mut c)[0].0["result"], json!({"roots": []}));
+}
+
+#[test]
+fn a_legacy_server_without_roots_refuses_roots_list_and_needs_a_new_session_for_them() {
+    let mut c = ready(&["t"]);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "roots/list"}),
+        0,
+    );
+    assert_eq!(sent(&mut c)[0].0["error"]["code"], -32601);
+    assert!(!c.set_roots(Vec::new()), "nothing to offer: no new session");
+    assert!(
+        c.set_roots(roots(&["/x"])),
+        "the capability was not declared in initialize"
+    );
+    assert!(
+        sent(&mut c).is_empty(),
+        "nothing is sent for undeclared roots"
+    );
+}
+
+#[test]
+fn a_stateless_roots_request_is_answered_without_asking_anyone() {
+    let mut c = Client::new("modern");
+    c.set_initial_roots(roots(&["/srv/data"]));
+    let mut c = stateless_ready_from(c, &["scan"], false);
+    c.start_call(7, "mcp__modern__scan", "scan", "{}", 10_000, 0);
+    let (first, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"roots": {}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"}}, "requestState": "s1"}}),
+        1,
+    );
+    assert!(c.take_events().is_empty(), "no one is asked");
+    let (retry, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"r": {"roots": [{"uri": "file:///srv/data"}]}})
+    );
+    assert_eq!(retry["params"]["requestState"], "s1");
+    // Roots and elicitation in one round: the roots answer waits with the rest.
+    c.enable_input_requests();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": retry["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"},
+                              "e": {"method": "elicitation/create", "params": elicit_params()}}}}),
+        2,
+    );
+    let key = input_key(&c.take_events(), Some(7));
+    assert!(sent(&mut c).is_empty());
+    c.answer_input(key, &InputAnswer::Cancel).unwrap();
+    let (again, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        again["params"]["inputResponses"],
+        json!({"r": {"roots": [{"uri": "file:///srv/data"}]}, "e": {"action": "cancel"}})
+    );
+    // Changing roots sends nothing (2026-07-28 has no such notification) and
+    // needs no new session; the next request declares what there is.
+    assert!(!c.set_roots(Vec::new()));
+    assert!(sent(&mut c).is_empty());
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": again["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"}}}}),
+        3,
+    );
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 7,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert!(
+        r.is_error && r.text.contains("no roots are declared"),
+        "{r:?}"
+    );
+}
