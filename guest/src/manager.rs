@@ -48,6 +48,10 @@
 //! its server went away) is an [`Event::InputWithdrawn`]. A call waiting for input
 //! stays a call in flight: `wait` keeps driving it and its timeout keeps running.
 //!
+//! With [`Manager::enable_sampling`], servers may ask the embedder's model for a
+//! message the same way (see [`crate::sampling`]): an [`Event::InputRequested`]
+//! with `sampling` set, answered with a `CreateMessageResult`.
+//!
 //! # Approvals
 //!
 //! A call to a tool an `ask` permission rule covers waits for an approval, asked
@@ -309,6 +313,8 @@ pub struct Manager<P: Platform> {
     events: Vec<Event>,
     /// Whether servers are offered elicitation (see "Input requests").
     input_requests: bool,
+    /// Whether servers are offered sampling (see "Input requests").
+    sampling: bool,
     /// Input requests waiting for an answer: id → (slot, the client's key).
     inputs: BTreeMap<u64, (usize, u64)>,
     next_input: u64,
@@ -411,6 +417,7 @@ impl<P: Platform> Manager<P> {
             completions: Vec::new(),
             events: Vec::new(),
             input_requests: false,
+            sampling: false,
             inputs: BTreeMap::new(),
             next_input: 1,
             permissions: Permissions::default(),
@@ -440,6 +447,14 @@ impl<P: Platform> Manager<P> {
     pub fn enable_input_requests(&mut self) {
         self.input_requests = true;
         self.approvals_enabled = true;
+    }
+
+    /// Offers every server started from now on the `sampling` capability: their
+    /// `sampling/createMessage` requests become [`Event::InputRequested`] with
+    /// `sampling` set, answered with a `CreateMessageResult` through
+    /// [`Manager::answer_input`] (see [`crate::sampling`]). Call before `start`.
+    pub fn enable_sampling(&mut self) {
+        self.sampling = true;
     }
 
     /// Answers input request `id`. An accepted answer (a JSON object) gets the
@@ -614,6 +629,9 @@ impl<P: Platform> Manager<P> {
                 ));
                 if self.input_requests {
                     client.enable_input_requests();
+                }
+                if self.sampling {
+                    client.enable_sampling();
                 }
                 client.detect(hint, now);
                 slot.conn = Some(conn);

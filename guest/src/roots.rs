@@ -224,6 +224,21 @@ pub fn parse_list(
     Some(roots)
 }
 
+/// The embedder's roots, each an absolute path or a `file://` URI with an
+/// optional name. Err names the first that is neither, by position.
+pub fn from_embedder(
+    roots: impl IntoIterator<Item = (String, Option<String>)>,
+) -> Result<Vec<Root>, String> {
+    let mut out: Vec<Root> = Vec::new();
+    for (i, (location, name)) in roots.into_iter().enumerate() {
+        let root = Root::new(&location, name).map_err(|why| format!("root {i}: {why}"))?;
+        if !out.contains(&root) {
+            out.push(root);
+        }
+    }
+    Ok(out)
+}
+
 /// `roots` clipped to what `sandbox` grants (read or write): a root inside a
 /// grant stays; a grant inside a root becomes a root (with the root's name);
 /// nothing else passes. Grants that are not absolute paths without `${VAR}`

@@ -64,6 +64,7 @@
 //! | [`cancellation`] | `notifications/cancelled`, abandoned requests |
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
+//! | [`sampling`] | `sampling/createMessage`, both eras, and the `sampling` capability |
 //! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
 //! | [`wire`] | the serde shapes of params and results |
@@ -95,6 +96,7 @@ mod prompts;
 mod requests;
 mod resources;
 mod roots;
+mod sampling;
 mod wire;
 
 #[cfg(test)]
@@ -145,6 +147,8 @@ pub struct Client {
     relist_at: Option<u64>,
     /// Whether the embedder answers input requests (elicitation).
     input_requests: bool,
+    /// Whether the embedder answers sampling requests.
+    sampling: bool,
     /// Input requests waiting for the embedder, by key.
     inputs: BTreeMap<u64, InputWait>,
     next_input: u64,
@@ -288,6 +292,7 @@ impl Client {
             list_changed: false,
             relist_at: None,
             input_requests: false,
+            sampling: false,
             inputs: BTreeMap::new(),
             next_input: 1,
             rounds: BTreeMap::new(),
@@ -461,6 +466,7 @@ impl Client {
             methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {
                 return self.on_roots_request(&r);
             }
+            methods::SAMPLING_CREATE_MESSAGE => return self.on_sampling_request(r),
             _ => {
                 jsonrpc::error_response(&r.id, &RpcError::new(METHOD_NOT_FOUND, "method not found"))
             }
