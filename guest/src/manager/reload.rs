@@ -660,9 +660,9 @@ mod tests {
         // `${HOME}` grant (not comparable in the guest) give nothing.
         assert_eq!(root_uris(&m, "boxed"), ["file:///data/in"]);
         assert!(root_uris(&m, "none").is_empty());
-        let declared = json!({"listChanged": true});
-        assert_eq!(initialize_roots(&m, "top"), [declared.clone()]);
-        assert_eq!(initialize_roots(&m, "boxed"), [declared.clone()]);
+        let declared = || json!({"listChanged": true});
+        assert_eq!(initialize_roots(&m, "top"), [declared()]);
+        assert_eq!(initialize_roots(&m, "boxed"), [declared()]);
         assert_eq!(initialize_roots(&m, "none"), [Value::Null]);
 
         // A reload that changes the top-level roots keeps every connection and
@@ -705,7 +705,7 @@ mod tests {
         settle(&mut m);
         assert_eq!(opened(&m, "none"), 2);
         // (Each connection is a fresh fake: this is the second one's.)
-        assert_eq!(initialize_roots(&m, "none"), [declared.clone()]);
+        assert_eq!(initialize_roots(&m, "none"), [declared()]);
         assert!(
             m.servers()
                 .iter()

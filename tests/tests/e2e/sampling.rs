@@ -19,8 +19,9 @@ async fn open_with(servers: Value, sampling: bool) -> Runtime {
         .open()
         .await
         .expect("the runtime opens");
-    for s in ready(&runtime).await {
-        assert_connected(&[s.clone()], &s.name);
+    let servers = ready(&runtime).await;
+    for s in &servers {
+        assert_connected(&servers, &s.name);
     }
     runtime
 }
