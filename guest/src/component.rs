@@ -393,9 +393,24 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             server,
             call,
             tool,
+            sampling: Some(params),
+            ..
+        }) => wit::Event::SamplingRequested(wit::SamplingRequest {
+            id,
+            server,
+            call,
+            tool,
+            params,
+        }),
+        Event::InputRequested(InputRequest {
+            id,
+            server,
+            call,
+            tool,
             message,
             requested_schema,
             approval,
+            sampling: None,
         }) => wit::Event::InputRequested(wit::InputRequest {
             id,
             server,
@@ -519,6 +534,10 @@ impl wit::Guest for Component {
         with(Manager::enable_input_requests);
     }
 
+    fn enable_sampling() {
+        with(Manager::enable_sampling);
+    }
+
     fn enable_approvals() {
         with(Manager::enable_approvals);
     }
@@ -531,6 +550,14 @@ impl wit::Guest for Component {
             audit_arguments: options.audit_arguments,
         };
         with(|m| m.set_options(options));
+    }
+
+    fn set_roots(roots: Option<Vec<wit::Root>>) -> Result<(), String> {
+        let roots = roots
+            .map(|roots| crate::roots::from_embedder(roots.into_iter().map(|r| (r.uri, r.name))))
+            .transpose()?;
+        with(|m| m.set_roots(roots));
+        Ok(())
     }
 
     fn audit_file() -> Option<String> {

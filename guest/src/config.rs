@@ -97,6 +97,9 @@ pub struct ServerConfig {
     /// `logLevel`: sent as `logging/setLevel` once it connects, when it
     /// offers logging.
     pub log_level: Option<String>,
+    /// `roots`: this server's own roots, instead of the embedder's or the
+    /// top-level ones (see [`crate::roots`]); `Some(empty)` gives it none.
+    pub roots: Option<Vec<crate::roots::Root>>,
 }
 
 impl ServerConfig {
@@ -143,6 +146,9 @@ pub struct Config {
     pub output: crate::output::Settings,
     /// The top-level `audit`: where the audit trail goes.
     pub audit: crate::audit::Settings,
+    /// The top-level `roots`: the directories servers are told they may work in
+    /// (see [`crate::roots`]).
+    pub roots: Option<Vec<crate::roots::Root>>,
 }
 
 /// A JSON object's members in the order they were written. `serde_json::Map`
@@ -429,6 +435,7 @@ pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Resu
     };
     let (permissions, profiles) = (whole("permissions"), whole("profiles"));
     let (output, audit) = (whole("output"), whole("audit"));
+    let roots = whole("roots");
     config.permissions = Permissions::read(
         origin,
         permissions.as_ref(),
@@ -438,6 +445,15 @@ pub(crate) fn parse_capped(origin: &str, text: &str, max_servers: usize) -> Resu
     );
     config.output = crate::output::Settings::read(output.as_ref(), &mut config.issues);
     config.audit = crate::audit::Settings::read(audit.as_ref(), &mut config.issues);
+    config.roots = roots.as_ref().and_then(|roots| {
+        crate::roots::parse_list(roots, "roots", &mut |field, message| {
+            config.issues.push(ConfigIssue {
+                server: None,
+                field: Some(field),
+                message,
+            })
+        })
+    });
     config.issues.extend(rival_names(&config.servers));
     Ok(config)
 }
@@ -583,6 +599,18 @@ impl Entry<'_> {
             }
             other => other,
         };
+        let roots = fields.get("roots").and_then(|raw| {
+            let server = self.server.to_string();
+            let value = whole_value(raw, Some(&server), "roots", &mut self.notes)?;
+            let notes = &mut self.notes;
+            crate::roots::parse_list(&value, "roots", &mut |field, message| {
+                notes.push(ConfigIssue {
+                    server: Some(server.clone()),
+                    field: Some(field),
+                    message,
+                })
+            })
+        });
         Some(ServerConfig {
             name: self.server.to_string(),
             endpoint: endpoint?,
@@ -593,6 +621,7 @@ impl Entry<'_> {
             tools,
             limits,
             log_level,
+            roots,
         })
     }
 
@@ -1078,6 +1107,7 @@ mod tests {
                 tools: ToolFilter::default(),
                 limits: Limits::DEFAULT,
                 log_level: None,
+                roots: None,
             }]
         );
         assert_eq!(c.servers[0].name_segment(), "files");

@@ -43,6 +43,9 @@ pub struct InputRequest {
     /// Set when mcpbox itself asks: an `ask` permission rule wants the call
     /// approved (see `manager::approvals`). None for a server's request.
     pub approval: Option<Approval>,
+    /// Set for a server's `sampling/createMessage` (see [`crate::sampling`]):
+    /// its params, JSON object text. The answer is then a `CreateMessageResult`.
+    pub sampling: Option<String>,
 }
 
 /// What an approval request is about.

@@ -57,6 +57,8 @@ pub mod output;
 pub mod permissions;
 pub mod registry;
 pub mod remote;
+pub mod roots;
+pub mod sampling;
 pub mod sandbox;
 pub mod schema;
 pub mod server;

@@ -48,6 +48,10 @@
 //! its server went away) is an [`Event::InputWithdrawn`]. A call waiting for input
 //! stays a call in flight: `wait` keeps driving it and its timeout keeps running.
 //!
+//! With [`Manager::enable_sampling`], servers may ask the embedder's model for a
+//! message the same way (see [`crate::sampling`]): an [`Event::InputRequested`]
+//! with `sampling` set, answered with a `CreateMessageResult`.
+//!
 //! # Approvals
 //!
 //! A call to a tool an `ask` permission rule covers waits for an approval, asked
@@ -66,6 +70,7 @@ use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
 use crate::permissions::{Decision, Permissions, Rule};
 use crate::registry::{self, Registry, Source, Standing, Tool, ToolInfo};
+use crate::roots::Root;
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 use alloc::rc::Rc;
 
@@ -308,6 +313,8 @@ pub struct Manager<P: Platform> {
     events: Vec<Event>,
     /// Whether servers are offered elicitation (see "Input requests").
     input_requests: bool,
+    /// Whether servers are offered sampling (see "Input requests").
+    sampling: bool,
     /// Input requests waiting for an answer: id → (slot, the client's key).
     inputs: BTreeMap<u64, (usize, u64)>,
     next_input: u64,
@@ -342,6 +349,10 @@ pub struct Manager<P: Platform> {
     options: EmbedderOptions,
     /// Requests beyond tools in flight (see `requests`).
     requests: requests::Requests,
+    /// The configuration's top-level `roots`.
+    config_roots: Option<Vec<Root>>,
+    /// The embedder's roots ([`Manager::set_roots`]), kept across loads.
+    embedder_roots: Option<Vec<Root>>,
 }
 
 /// What the embedder sets over the configuration (`registry.set-options`).
@@ -406,6 +417,7 @@ impl<P: Platform> Manager<P> {
             completions: Vec::new(),
             events: Vec::new(),
             input_requests: false,
+            sampling: false,
             inputs: BTreeMap::new(),
             next_input: 1,
             permissions: Permissions::default(),
@@ -422,6 +434,8 @@ impl<P: Platform> Manager<P> {
             audit: Default::default(),
             options: EmbedderOptions::default(),
             requests: Default::default(),
+            config_roots: None,
+            embedder_roots: None,
         }
     }
 
@@ -433,6 +447,14 @@ impl<P: Platform> Manager<P> {
     pub fn enable_input_requests(&mut self) {
         self.input_requests = true;
         self.approvals_enabled = true;
+    }
+
+    /// Offers every server started from now on the `sampling` capability: their
+    /// `sampling/createMessage` requests become [`Event::InputRequested`] with
+    /// `sampling` set, answered with a `CreateMessageResult` through
+    /// [`Manager::answer_input`] (see [`crate::sampling`]). Call before `start`.
+    pub fn enable_sampling(&mut self) {
+        self.sampling = true;
     }
 
     /// Answers input request `id`. An accepted answer (a JSON object) gets the
@@ -489,6 +511,7 @@ impl<P: Platform> Manager<P> {
         self.claude_settings.clear();
         self.output = parsed.output;
         self.audit = parsed.audit;
+        self.config_roots = parsed.roots;
         self.apply_options();
         self.rule_warnings.clear();
         self.session_approvals.clear();
@@ -599,8 +622,16 @@ impl<P: Platform> Manager<P> {
                     .and_then(|era| Era::parse(&era));
                 let mut client = Client::new(&slot.config.name);
                 client.limit(slot.config.limits);
+                client.set_initial_roots(roots_of(
+                    &slot.config,
+                    self.embedder_roots.as_deref(),
+                    self.config_roots.as_deref(),
+                ));
                 if self.input_requests {
                     client.enable_input_requests();
+                }
+                if self.sampling {
+                    client.enable_sampling();
                 }
                 client.detect(hint, now);
                 slot.conn = Some(conn);
@@ -620,6 +651,50 @@ impl<P: Platform> Manager<P> {
                 self.fail(i, message);
             }
         }
+    }
+
+    /// Sets the embedder's roots (`None`: back to the configuration's) and tells
+    /// every running server whose roots change (see [`crate::roots`]).
+    pub fn set_roots(&mut self, roots: Option<Vec<Root>>) {
+        self.embedder_roots = roots;
+        self.apply_roots();
+    }
+
+    /// The roots server `server` gets now, as [`crate::roots`] chooses them.
+    pub fn roots_of(&self, server: &str) -> Option<Vec<Root>> {
+        let slot = self.slots.iter().find(|s| s.config.name == server)?;
+        Some(roots_of(
+            &slot.config,
+            self.embedder_roots.as_deref(),
+            self.config_roots.as_deref(),
+        ))
+    }
+
+    /// Hands every live client its roots as they are now: a 2025 server is sent
+    /// `notifications/roots/list_changed`, and one that was initialized without
+    /// the `roots` capability and now has roots is reconnected to be offered it.
+    fn apply_roots(&mut self) {
+        let mut reconnect = Vec::new();
+        for i in 0..self.slots.len() {
+            let slot = &self.slots[i];
+            let roots = roots_of(
+                &slot.config,
+                self.embedder_roots.as_deref(),
+                self.config_roots.as_deref(),
+            );
+            let slot = &mut self.slots[i];
+            let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) else {
+                continue;
+            };
+            if client.set_roots(roots) {
+                reconnect.push(self.slots[i].config.name.clone());
+            }
+            self.flush(i);
+        }
+        for name in reconnect {
+            let _ = self.reconnect(&name);
+        }
+        self.sync_statuses();
     }
 
     /// Every configured server, in configuration order.
@@ -1436,6 +1511,26 @@ impl<P: Platform> Manager<P> {
 
 /// The key a server's era is remembered under: its name and a hash (FNV-1a) of
 /// where it lives, so an entry that now points elsewhere is probed afresh.
+/// A server's roots: its entry's own, else the embedder's, else the
+/// configuration's, clipped to its sandbox's grants.
+fn roots_of(
+    config: &ServerConfig,
+    embedder: Option<&[Root]>,
+    configured: Option<&[Root]>,
+) -> Vec<Root> {
+    let roots = config
+        .roots
+        .as_deref()
+        .or(embedder)
+        .or(configured)
+        .unwrap_or_default();
+    let sandbox = match &config.endpoint {
+        Endpoint::Stdio { sandbox, .. } => sandbox.as_ref(),
+        _ => None,
+    };
+    crate::roots::clip(roots, sandbox)
+}
+
 fn era_key(name: &str, endpoint: &Endpoint) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |text: &str| {

@@ -29,6 +29,12 @@ pub const LOG_MESSAGE: &str = "notifications/message";
 pub const CANCELLED: &str = "notifications/cancelled";
 /// A server asks the user for input (both eras; see `crate::elicitation`).
 pub const ELICITATION_CREATE: &str = "elicitation/create";
+/// A server asks the client's model for a message (both eras; see `crate::sampling`).
+pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+/// A server asks the client for its roots (both eras; see `crate::roots`).
+pub const ROOTS_LIST: &str = "roots/list";
+/// The client's roots changed (2025 sessions).
+pub const ROOTS_LIST_CHANGED: &str = "notifications/roots/list_changed";
 /// The client sets the lowest log level it wants (2025 sessions).
 pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
 /// The first message of a `subscriptions/listen` stream (2026-07-28).

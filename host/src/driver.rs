@@ -75,6 +75,11 @@ pub(crate) enum Job {
         answer: InputAnswer,
         reply: oneshot::Sender<Result<(), String>>,
     },
+    /// Set the embedder's roots (`registry.set-roots`).
+    SetRoots {
+        roots: Option<Vec<crate::types::Root>>,
+        reply: oneshot::Sender<Result<(), String>>,
+    },
     /// Start serving downstream clients (`gateway.serve`); signals go to `sink`.
     Serve {
         options: gateway::ServeOptions,
@@ -302,6 +307,7 @@ impl Driver {
                 Job::Shutdown { reply } => shutdowns.push(reply),
                 Job::Reconnect { reply, .. }
                 | Job::AnswerInput { reply, .. }
+                | Job::SetRoots { reply, .. }
                 | Job::Serve { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
@@ -620,6 +626,29 @@ impl Driver {
                     .await?;
                 self.forward(signals);
                 Ok(None)
+            }
+            Job::SetRoots { roots, reply } => {
+                let registry = self.guest.mcpbox_runtime_registry();
+                let wit: Option<Vec<_>> =
+                    roots.as_ref().map(|r| r.iter().map(Into::into).collect());
+                match registry
+                    .call_set_roots(&mut self.store, wit.as_deref())
+                    .await
+                {
+                    Ok(result) => {
+                        if result.is_ok() {
+                            self.factory.set_roots(roots);
+                        }
+                        // A server reconnected for its roots shows as starting.
+                        self.publish_events().await?;
+                        let _ = reply.send(result);
+                        Ok(None)
+                    }
+                    Err(trap) => {
+                        self.interrupted = Some(Interrupted::Other(reply));
+                        Err(trap)
+                    }
+                }
             }
             Job::Reconnect { server, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();

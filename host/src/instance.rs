@@ -70,6 +70,10 @@ pub(crate) struct Factory {
     oauth: Option<Arc<crate::oauth::OAuth>>,
     /// Whether `ask` rules are asked (`registry.enable-approvals`).
     approvals: bool,
+    /// Whether servers may ask for messages from the model (`registry.enable-sampling`).
+    sampling: bool,
+    /// The embedder's roots (`registry.set-roots`), as last set.
+    roots: Option<Vec<crate::types::Root>>,
 }
 
 /// An instance that has loaded its configuration and started its servers.
@@ -145,6 +149,8 @@ impl Factory {
             input_requests: false,
             oauth: None,
             approvals: false,
+            sampling: false,
+            roots: None,
         })
     }
 
@@ -158,6 +164,25 @@ impl Factory {
     pub fn with_input_requests(mut self, enabled: bool) -> Factory {
         self.input_requests = enabled;
         self
+    }
+
+    /// Lets servers ask for messages from the model (sampling) in every instance
+    /// made from now on.
+    pub fn with_sampling(mut self, enabled: bool) -> Factory {
+        self.sampling = enabled;
+        self
+    }
+
+    /// The embedder's roots, for every instance made from now on.
+    pub fn with_roots(mut self, roots: Option<Vec<crate::types::Root>>) -> Factory {
+        self.roots = roots;
+        self
+    }
+
+    /// Keeps the embedder's roots as last set, for an instance that replaces a
+    /// trapped one.
+    pub fn set_roots(&mut self, roots: Option<Vec<crate::types::Root>>) {
+        self.roots = roots;
     }
 
     /// Adds OAuth to the remote servers of every instance made from now on.
@@ -262,6 +287,12 @@ impl Factory {
                 .await
                 .map_err(trapped("enabling input requests"))?;
         }
+        if self.sampling {
+            registry
+                .call_enable_sampling(&mut store)
+                .await
+                .map_err(trapped("enabling sampling"))?;
+        }
         if self.approvals {
             registry
                 .call_enable_approvals(&mut store)
@@ -298,6 +329,17 @@ impl Factory {
             .call_set_options(&mut store, options)
             .await
             .map_err(trapped("setting options"))?;
+        if let Some(roots) = &self.roots {
+            let roots: Vec<_> = roots.iter().map(Into::into).collect();
+            registry
+                .call_set_roots(&mut store, Some(&roots))
+                .await
+                .map_err(trapped("setting roots"))?
+                .map_err(|message| Error::Config {
+                    origin: "Options::roots".into(),
+                    message,
+                })?;
+        }
         registry
             .call_start(&mut store)
             .await

@@ -98,7 +98,8 @@ pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
 pub use store::Policy;
 pub use types::{
     ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,
-    InputRequest, ReloadReport, ServerDiagnostics, ServerState, ServerStatus, Tool,
+    InputRequest, ReloadReport, Root, SamplingRequest, ServerDiagnostics, ServerState,
+    ServerStatus, Tool,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

@@ -481,8 +481,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         options = options.guest_file(guest);
     }
     if matches!(cli.command, Command::Serve { .. }) {
-        // Upstream servers may ask the gateway's clients for input.
-        options = options.input_requests(true);
+        // Upstream servers may ask the gateway's clients for input, and for
+        // messages from their model (forwarded to clients that declare sampling).
+        options = options.input_requests(true).sampling(true);
     }
     if matches!(
         cli.command,

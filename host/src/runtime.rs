@@ -21,7 +21,7 @@ use crate::oauth::{self, OAuth, TokenStore};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::transport::descendants::Subreaper;
 use crate::types::{
-    AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport,
+    AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, Root,
     ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
 pub use requests::{
@@ -63,6 +63,10 @@ pub struct Options {
     policy: Policy,
     memory_limit: usize,
     input_requests: bool,
+    /// Whether servers may ask for messages from the model (`Options::sampling`).
+    sampling: bool,
+    /// The embedder's roots (`Options::roots`); `None`: the configuration's.
+    roots: Option<Vec<Root>>,
     token_store: TokenStore,
     authorize_on_demand: bool,
     authorization_timeout: Duration,
@@ -136,6 +140,8 @@ impl Options {
             policy: Policy::default(),
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
+            sampling: false,
+            roots: None,
             token_store: TokenStore::default_location(),
             authorize_on_demand: false,
             authorization_timeout: oauth::DEFAULT_LOGIN_TIMEOUT,
@@ -204,6 +210,32 @@ impl Options {
     #[doc(alias = "elicitation")]
     pub fn input_requests(mut self, enabled: bool) -> Self {
         self.input_requests = enabled;
+        self
+    }
+
+    /// Lets servers ask the embedder's model for messages during a call: MCP
+    /// sampling (`sampling/createMessage`, tools in sampling included); default
+    /// off. When on, mcpbox declares the `sampling` capability (with `tools`), and
+    /// each request arrives as [`Event::SamplingRequested`] with the server's
+    /// params, to be answered with [`Runtime::answer_input`]:
+    /// `InputAnswer::Accept(json!({"role": "assistant", "content": {"type":
+    /// "text", "text": "…"}, "model": "…"}))`, or [`InputAnswer::Decline`]. The
+    /// call waits (its timeout still running). When off, a 2025 server's request
+    /// is refused (-32601, naming this option) and a 2026-07-28 call that asks ends
+    /// as a tool error saying so.
+    #[doc(alias = "sampling/createMessage")]
+    pub fn sampling(mut self, enabled: bool) -> Self {
+        self.sampling = enabled;
+        self
+    }
+
+    /// The directories servers may work in (MCP roots), instead of the
+    /// configuration's top-level `roots`; a server entry's own `roots` still win,
+    /// and a sandboxed server gets at most its grants. Each is an absolute path or
+    /// a `file://` URI. Servers are offered the `roots` capability only when they
+    /// have roots. Change them later with [`Runtime::set_roots`].
+    pub fn roots(mut self, roots: impl IntoIterator<Item = Root>) -> Self {
+        self.roots = Some(roots.into_iter().collect());
         self
     }
 
@@ -550,6 +582,8 @@ impl Runtime {
         )?
         .with_memo(memo)
         .with_input_requests(options.input_requests)
+        .with_sampling(options.sampling)
+        .with_roots(options.roots.clone())
         .with_oauth(oauth.clone())
         .with_approvals(options.approvals)
         .with_results(Arc::new(Results::new(results_dir, max_file, max_total)))
@@ -1011,10 +1045,42 @@ impl Runtime {
     /// waiting (answered already, or withdrawn: see [`Event::InputWithdrawn`]), when
     /// an accepted answer is not a JSON object satisfying the requested schema (the
     /// request then stays open for a corrected answer), or when the runtime stopped.
+    ///
+    /// It also answers an [`Event::SamplingRequested`] (MCP sampling):
+    /// [`InputAnswer::Accept`] with a `CreateMessageResult` (`content`, a content
+    /// block or a list of them, and `model` required; `role` defaults to
+    /// `assistant`), or [`InputAnswer::Decline`] / [`InputAnswer::Cancel`] to
+    /// refuse (a 2025 server gets error -1, "User rejected sampling request"; a
+    /// 2026-07-28 call ends as a tool error).
     #[doc(alias = "elicitation")]
+    #[doc(alias = "sampling")]
     pub async fn answer_input(&self, id: u64, answer: InputAnswer) -> Result<(), String> {
         let (reply, done) = oneshot::channel();
         self.submit(Job::AnswerInput { id, answer, reply })
+            .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
+        done.await.unwrap_or_else(|_| {
+            Err(format!(
+                "the mcpbox runtime stopped: {}",
+                self.stop_reason()
+            ))
+        })
+    }
+
+    /// Sets the directories servers may work in (MCP roots), replacing those of
+    /// [`Options::roots`] or, with `None`, going back to the configuration's
+    /// top-level `roots`. A server entry's own `roots` still win, and a sandboxed
+    /// server gets at most its grants. Running servers whose roots change are told
+    /// (2025 sessions: `notifications/roots/list_changed`, after which a server
+    /// such as the filesystem server asks for them again; a 2025 server that was
+    /// connected without roots is reconnected to be offered them, failing its
+    /// calls in flight; 2026-07-28 servers see them on their next request). Kept
+    /// for a guest that replaces a failed one.
+    ///
+    /// `Err` naming the root when one is not an absolute path or a local
+    /// `file://` URI (nothing changes then), or when the runtime stopped.
+    pub async fn set_roots(&self, roots: Option<Vec<Root>>) -> Result<(), String> {
+        let (reply, done) = oneshot::channel();
+        self.submit(Job::SetRoots { roots, reply })
             .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
         done.await.unwrap_or_else(|_| {
             Err(format!(

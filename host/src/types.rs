@@ -192,6 +192,18 @@ pub enum Event {
     /// (its call ended, or the server withdrew it).
     #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
+    /// A server asks the embedder's model for a message during a call: MCP
+    /// sampling (`sampling/createMessage`; in 2026-07-28 inside an
+    /// `input_required` result). Only with
+    /// [`Options::sampling`](crate::Options::sampling); answer with
+    /// [`Runtime::answer_input`](crate::Runtime::answer_input):
+    /// [`InputAnswer::Accept`] with a `CreateMessageResult`, or
+    /// [`InputAnswer::Decline`] to refuse. The call waits, its timeout running;
+    /// withdrawn with [`Event::InputWithdrawn`] like an input request.
+    #[doc(alias = "sampling")]
+    #[doc(alias = "sampling/createMessage")]
+    #[doc(alias = "createMessage")]
+    SamplingRequested(SamplingRequest),
     /// A remote server needs OAuth authorization. With
     /// [`Options::authorize_on_demand`](crate::Options::authorize_on_demand),
     /// `url` is the authorization URL to show the user (the request waits for the
@@ -343,6 +355,27 @@ pub struct InputRequest {
     pub approval: Option<ApprovalRequest>,
 }
 
+/// A server's request for a message from the model (MCP sampling,
+/// `sampling/createMessage`): see [`Event::SamplingRequested`].
+#[doc(alias = "sampling")]
+#[doc(alias = "sampling/createMessage")]
+#[doc(alias = "CreateMessageRequest")]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SamplingRequest {
+    /// The id [`Runtime::answer_input`](crate::Runtime::answer_input) takes.
+    pub id: u64,
+    /// The configured server name.
+    pub server: String,
+    /// The namespaced name of the tool whose call asks, when known. A request
+    /// that belongs to no call is refused after 60 s unanswered.
+    pub tool: Option<String>,
+    /// The request's params as the server sent them: `messages`, `maxTokens`,
+    /// and maybe `systemPrompt`, `temperature`, `stopSequences`,
+    /// `modelPreferences`, `includeContext`, `metadata`, `tools`, `toolChoice`.
+    pub params: Value,
+}
+
 /// What an approval is asked for: an `ask` permission rule covers a call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -388,6 +421,42 @@ impl From<&InputAnswer> for wit::InputAnswer {
             InputAnswer::Accept(content) => wit::InputAnswer::Accept(content.to_string()),
             InputAnswer::Decline => wit::InputAnswer::Decline,
             InputAnswer::Cancel => wit::InputAnswer::Cancel,
+        }
+    }
+}
+
+/// A directory MCP servers may work in (MCP roots; see
+/// [`Options::roots`](crate::Options::roots) and
+/// [`Runtime::set_roots`](crate::Runtime::set_roots)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Root {
+    /// An absolute path or a `file://` URI (the guest turns a path into one).
+    pub uri: String,
+    /// A name to show for it.
+    pub name: Option<String>,
+}
+
+impl Root {
+    /// A root for a directory: an absolute path or a `file://` URI.
+    pub fn new(uri: impl Into<String>) -> Root {
+        Root {
+            uri: uri.into(),
+            name: None,
+        }
+    }
+
+    /// The same root, with a name to show for it.
+    pub fn named(mut self, name: impl Into<String>) -> Root {
+        self.name = Some(name.into());
+        self
+    }
+}
+
+impl From<&Root> for wit::Root {
+    fn from(r: &Root) -> Self {
+        wit::Root {
+            uri: r.uri.clone(),
+            name: r.name.clone(),
         }
     }
 }
@@ -510,6 +579,12 @@ impl From<wit::Event> for Event {
                 }),
             }),
             wit::Event::InputWithdrawn(id) => Event::InputWithdrawn(id),
+            wit::Event::SamplingRequested(r) => Event::SamplingRequested(SamplingRequest {
+                id: r.id,
+                server: r.server,
+                tool: r.tool,
+                params: serde_json::from_str(&r.params).unwrap_or(Value::Null),
+            }),
             wit::Event::Audit(r) => Event::Audit(AuditRecord {
                 time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
                 call: r.call,

@@ -195,6 +195,7 @@ const {
   glueUrl,
   cacheDir,
   inputRequests,
+  sampling,
   approvals,
   memoryLimit,
   results: resultsOptions,
@@ -203,6 +204,8 @@ const {
 } = workerData;
 /** The configuration a fresh instance loads: the one last applied (a reload changes it). */
 let { origin, configText } = workerData;
+/** The embedder's roots as last set (`null`: the configuration's), for a guest that replaces a trapped one. */
+let roots = workerData.roots ?? null;
 const hub = new Hub(port, new Doorbell(bellBuffer));
 
 /**
@@ -620,7 +623,17 @@ class Session {
     if (inputRequests) {
       registry.enableInputRequests();
     }
+    if (sampling) {
+      registry.enableSampling();
+    }
     openAuditLog(registry);
+    if (roots !== null) {
+      try {
+        registry.setRoots(roots);
+      } catch (error) {
+        throw { config: payloadOf(error) };
+      }
+    }
     registry.setOptions({
       maxResultBytes: embedder.maxResultBytes === null ? undefined : BigInt(embedder.maxResultBytes),
       inlineMedia: embedder.inlineMedia ?? undefined,
@@ -748,6 +761,19 @@ class Session {
             hub.post({ t: 'reloaded', id: job.id, report, error });
             break;
           }
+          case 'roots': {
+            let error = null;
+            try {
+              registry.setRoots(job.roots ?? undefined);
+              roots = job.roots;
+            } catch (e) {
+              error = payloadOf(e);
+            }
+            // A server reconnected to be offered roots shows as starting.
+            this.publish([], { snapshots: true });
+            hub.post({ t: 'roots-set', id: job.id, error });
+            break;
+          }
           case 'answer': {
             let error = null;
             try {
@@ -804,6 +830,8 @@ class Session {
 function refuseJob(job, message) {
   if (job?.kind === 'reconnect') {
     hub.post({ t: 'reconnected', id: job.id, error: message });
+  } else if (job?.kind === 'roots') {
+    hub.post({ t: 'roots-set', id: job.id, error: message });
   } else if (job?.kind === 'answer') {
     hub.post({ t: 'answered', id: job.id, error: message });
   } else if (job?.kind === 'reload') {

@@ -312,6 +312,14 @@ function event(e) {
       };
     case 'input-withdrawn':
       return { type: 'input-withdrawn', id: Number(e.val) };
+    case 'sampling-requested':
+      return {
+        type: 'sampling-requested',
+        id: Number(e.val.id),
+        server: e.val.server,
+        tool: e.val.tool ?? null,
+        params: parseJson(e.val.params),
+      };
     case 'audit':
       // Already the audit file's line (driver.js stamps and writes it).
       return { type: 'audit', record: e.val };
@@ -329,7 +337,10 @@ function event(e) {
  * approvals of `ask` permission rules, `approvals: true`),
  * `{ type: 'input-requested', id, server, tool, message, requestedSchema, approval }` (MCP
  * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
- * with `answerInput`) and `{ type: 'input-withdrawn', id }`; after a configuration
+ * with `answerInput`) and `{ type: 'input-withdrawn', id }`; with `sampling: true`,
+ * `{ type: 'sampling-requested', id, server, tool, params }` (MCP sampling,
+ * `sampling/createMessage`: `params` as the server sent them; answer with `answerInput`,
+ * `content` a `CreateMessageResult`); after a configuration
  * reload (`reload`, `reloadText` or the `watchConfig` watcher) `{ type: 'reloaded',
  * report }`, or `{ type: 'reload-failed', origin, error }` when the new configuration
  * was not applied (the running one stays); and with an audit file or
@@ -339,6 +350,27 @@ function event(e) {
  *
  * The servers keep the process alive until `shutdown()`.
  */
+/**
+ * Roots as the guest's `set-roots` takes them: `{ uri, name }` records. A string is a
+ * root without a name. Whether each is an absolute path or a `file://` URI is the
+ * guest's to check (the same rule for every host).
+ */
+function rootsOf(roots) {
+  if (!Array.isArray(roots)) {
+    throw new TypeError('roots must be a list of absolute paths or file:// URIs (or { uri, name } objects)');
+  }
+  return roots.map((root, i) => {
+    if (typeof root === 'string') return { uri: root, name: undefined };
+    if (root !== null && typeof root === 'object' && typeof root.uri === 'string') {
+      if (root.name !== undefined && root.name !== null && typeof root.name !== 'string') {
+        throw new TypeError(`roots[${i}].name must be a string`);
+      }
+      return { uri: root.uri, name: root.name ?? undefined };
+    }
+    throw new TypeError(`roots[${i}] must be a path, a file:// URI or { uri, name }`);
+  });
+}
+
 export class McpBox extends EventEmitter {
   /**
    * Opens a runtime and starts connecting every enabled server. Resolves as soon as
@@ -360,6 +392,13 @@ export class McpBox extends EventEmitter {
    *   `input-requested` event whose `approval` is `{ rule, arguments }`, answered with
    *   `answerInput(id, { action: 'accept', content: { approve: 'once' | 'session' } })` or
    *   `{ action: 'decline' }`; without it, such a call fails at once with a `denied` error
+   * @param {boolean} [options.sampling] let servers ask for messages from the embedder's
+   *   model during a call: MCP sampling (`sampling/createMessage`, tools in sampling
+   *   included); default false. Each request is a `sampling-requested` event to answer
+   *   with `answerInput`; without it servers are refused, naming this option
+   * @param {Array<string | {uri: string, name?: string}>} [options.roots] the directories
+   *   servers may work in (MCP roots), instead of the configuration's top-level `roots`:
+   *   absolute paths or `file://` URIs (see `setRoots`)
    * @param {boolean} [options.inputRequests] let servers ask the user for input during a
    *   call: MCP elicitation (`elicitation/create`, and `input_required` results in
    *   2026-07-28), form mode; default false. Each request is an
@@ -467,8 +506,11 @@ export class McpBox extends EventEmitter {
     if (tokenProvider !== null && typeof tokenProvider !== 'function') {
       throw new TypeError('tokenProvider must be a function ({server, url, refresh, wwwAuthenticate}) => token');
     }
+    const roots = options.roots === undefined ? null : rootsOf(options.roots);
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
       tokenProvider,
+      roots,
+      sampling: options.sampling === true,
       inputRequests: options.inputRequests === true,
       approvals: options.approvals === true,
       memoryLimit,
@@ -525,7 +567,7 @@ export class McpBox extends EventEmitter {
   #watchTimer = null;
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, approvals, memoryLimit, results, embedder, tokenProvider }) {
+  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, sampling, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
     super();
     this.#origin = origin;
     const { port1, port2 } = new MessageChannel();
@@ -550,10 +592,12 @@ export class McpBox extends EventEmitter {
         configText,
         cacheDir,
         inputRequests,
+        sampling,
         approvals,
         memoryLimit,
         results,
         embedder,
+        roots,
         maxMessageBytes: policy.maxMessageBytes,
       },
       transferList: [port2],
@@ -932,7 +976,9 @@ export class McpBox extends EventEmitter {
    * Answers an input request (an `input-requested` event), that is an MCP elicitation
    * (`elicitation/create`, and `input_required` results in 2026-07-28). An accepted answer
    * goes to the server with the requested schema's defaults filled in for the fields it
-   * leaves out.
+   * leaves out. A `sampling-requested` event (MCP sampling) is answered the same way:
+   * `{ action: 'accept', content: { role: 'assistant', content: { type: 'text', text },
+   * model } }` (a `CreateMessageResult`), or `{ action: 'decline' }` to refuse.
    *
    * @param {number} id the event's `id`
    * @param {{action: 'accept', content?: object} | {action: 'decline'} | {action: 'cancel'}} answer
@@ -968,6 +1014,36 @@ export class McpBox extends EventEmitter {
     return new Promise((resolve, reject) => {
       this.#answers.set(req, { resolve, reject });
       this.#post({ t: 'job', job: { kind: 'answer', id: req, input: id, answer: wit } });
+    });
+  }
+
+  /**
+   * Sets the directories servers may work in (MCP roots), replacing `McpBox.open`'s
+   * `roots`, or with `null` going back to the configuration's top-level `roots`. As the
+   * wasmtime host's `Runtime::set_roots`: a server entry's own `roots` still win, a
+   * sandboxed server gets at most its grants, running 2025 servers whose roots change
+   * are sent `notifications/roots/list_changed` (one connected without roots is
+   * reconnected to be offered them), and a guest that replaces a failed one keeps them.
+   *
+   * @param {Array<string | {uri: string, name?: string}> | null} roots absolute paths or
+   *   `file://` URIs, each maybe with a name
+   * @returns {Promise<void>} rejects naming the root when one is not an absolute path or
+   *   a local `file://` URI (nothing changes then), or when the runtime stopped
+   */
+  setRoots(roots) {
+    let wit;
+    try {
+      wit = roots === null ? null : rootsOf(roots);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#stopped !== null) {
+      return Promise.reject(new Error(`the mcpbox runtime stopped: ${this.#stopped}`));
+    }
+    const req = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      this.#answers.set(req, { resolve, reject });
+      this.#post({ t: 'job', job: { kind: 'roots', id: req, roots: wit } });
     });
   }
 
@@ -1099,7 +1175,8 @@ export class McpBox extends EventEmitter {
         }
         break;
       }
-      case 'answered': {
+      case 'answered':
+      case 'roots-set': {
         const waiter = this.#answers.get(msg.id);
         this.#answers.delete(msg.id);
         if (msg.error === null) {

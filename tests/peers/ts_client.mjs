@@ -10,7 +10,9 @@
 // prints one JSON line: {"protocolVersion", "tools": [names], "calls": [CallToolResult]}.
 // With --approve it declares the elicitation capability and accepts every question
 // with {"approve": true} (and the defaults of other fields). --stdio takes the rest of
-// the command line.
+// the command line. With MCPBOX_TEST_SAMPLE=TEXT in its environment it declares the
+// sampling capability and answers every sampling/createMessage with TEXT, from the
+// model "ts-client", saying how many messages and tools it was given.
 
 const argv = process.argv.slice(2);
 let sdk = 'v2';
@@ -32,18 +34,20 @@ for (let i = 0; i < argv.length; i++) {
     } else throw new Error(`unknown argument ${a}`);
 }
 
-let Client, StdioClientTransport, StreamableHTTPClientTransport, ElicitRequestSchema;
+const sample = process.env.MCPBOX_TEST_SAMPLE;
+let Client, StdioClientTransport, StreamableHTTPClientTransport, ElicitRequestSchema, CreateMessageRequestSchema;
 if (sdk === 'v1') {
     ({ Client } = await import('@modelcontextprotocol/sdk/client/index.js'));
     ({ StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js'));
     ({ StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
-    ({ ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js'));
+    ({ ElicitRequestSchema, CreateMessageRequestSchema } = await import('@modelcontextprotocol/sdk/types.js'));
 } else {
     ({ Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client'));
     ({ StdioClientTransport } = await import('@modelcontextprotocol/client/stdio'));
 }
 
 const options = { capabilities: approve ? { elicitation: { form: {} } } : {} };
+if (sample !== undefined) options.capabilities.sampling = {};
 if (sdk === 'v2' && era !== 'legacy') options.versionNegotiation = { mode: { pin: era } };
 const client = new Client({ name: `ts-${sdk}-client`, version: '1.0.0' }, options);
 if (approve) {
@@ -58,6 +62,20 @@ if (approve) {
     };
     if (sdk === 'v1') client.setRequestHandler(ElicitRequestSchema, answer);
     else client.setRequestHandler('elicitation/create', answer);
+}
+
+if (sample !== undefined) {
+    const answer = async (request) => ({
+        role: 'assistant',
+        content: {
+            type: 'text',
+            text: `${sample} (${request.params.messages.length} messages, ${(request.params.tools ?? []).length} tools)`,
+        },
+        model: 'ts-client',
+        stopReason: 'endTurn',
+    });
+    if (sdk === 'v1') client.setRequestHandler(CreateMessageRequestSchema, answer);
+    else client.setRequestHandler('sampling/createMessage', answer);
 }
 
 const transport = http

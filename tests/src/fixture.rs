@@ -21,6 +21,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "flood",
     "close_stdout",
     "elicit",
+    "sample",
     "raw_result",
     "pids",
     "read_text",

@@ -20,6 +20,7 @@ use super::{CallError, CallResult, Client, ClientEvent, Pending};
 use crate::elicitation::{self, InputAnswer, InputRequest};
 use crate::jsonrpc::{self, INVALID_PARAMS, Id, RpcError};
 use crate::methods;
+use crate::sampling;
 
 /// How many `input_required` rounds one call may take before it is given up: a
 /// server that keeps asking would otherwise hold the call until its timeout.
@@ -46,6 +47,12 @@ pub(super) struct InputWait {
     pub(super) schema: Value,
     /// Where the answer goes.
     pub(super) to: InputTarget,
+    /// A `sampling/createMessage` (the answer is a `CreateMessageResult`), not
+    /// an elicitation.
+    pub(super) sampling: bool,
+    /// When nobody answering ends it: for a request that belongs to no call
+    /// (one that does ends with its call).
+    pub(super) deadline_ms: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -67,9 +74,6 @@ impl Client {
     /// the reason mcpbox cannot go on.
     pub(super) fn on_input_required(&mut self, c: PendingCall, raw: &RawValue) {
         let name = c.name.clone();
-        if !self.input_requests {
-            return self.finish(c.call, Ok(input_required(&name)), true);
-        }
         if c.rounds >= MAX_INPUT_ROUNDS {
             let why = format!(
                 "{name}: the server asked for input {MAX_INPUT_ROUNDS} times in a row; giving up on the call"
@@ -95,21 +99,50 @@ impl Client {
                 );
             }
         };
-        // Every request must be one mcpbox can put to the embedder, or none is asked.
+        // Every request must be one mcpbox can answer or put to the embedder, or
+        // none is asked. Roots are answered at once: nobody needs asking.
         let mut asks = Vec::new();
+        let mut responses = serde_json::Map::new();
         for (entry, request) in &requests {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
-            let parsed = if method == methods::ELICITATION_CREATE {
-                elicitation::parse_request(request.get("params").unwrap_or(&Value::Null))
-            } else {
-                Err(format!(
+            let params = request.get("params").unwrap_or(&Value::Null);
+            let parsed = match method {
+                methods::ELICITATION_CREATE if !self.input_requests => {
+                    return self.finish(c.call, Ok(input_required(&name)), true);
+                }
+                methods::ELICITATION_CREATE => {
+                    elicitation::parse_request(params).map(Question::Elicitation)
+                }
+                methods::SAMPLING_CREATE_MESSAGE if !self.sampling => {
+                    let text = super::sampling::sampling_not_enabled(&name);
+                    return self.finish(c.call, Ok(text), true);
+                }
+                methods::SAMPLING_CREATE_MESSAGE => {
+                    sampling::parse_request(params).map(Question::Sampling)
+                }
+                methods::ROOTS_LIST if !self.roots.is_empty() => {
+                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots));
+                    continue;
+                }
+                methods::ROOTS_LIST => Err(
+                    "it asked for roots/list, and no roots are declared for this server (the \
+                     configuration's `roots`, or the embedder's: Runtime::set_roots in Rust, \
+                     `setRoots` in JavaScript)"
+                        .to_string(),
+                ),
+                _ => Err(format!(
                     "it asked for {method}, which mcpbox does not offer"
-                ))
+                )),
             };
             match parsed {
                 Ok(ask) => asks.push((entry.clone(), ask)),
                 Err(why) => return self.finish(c.call, Ok(unanswerable(&name, &why)), true),
             }
+        }
+        if asks.is_empty() {
+            let mut c = c;
+            c.rounds += 1;
+            return self.send_call(c, Some(&responses), result.request_state.as_ref());
         }
         let call = c.call;
         self.rounds.insert(
@@ -118,7 +151,7 @@ impl Client {
                 call: c,
                 request_state: result.request_state,
                 waiting: asks.iter().map(|(entry, _)| entry.clone()).collect(),
-                responses: serde_json::Map::new(),
+                responses,
             },
         );
         for (entry, ask) in asks {
@@ -127,30 +160,42 @@ impl Client {
     }
 
     /// Queues an input request for the embedder.
-    pub(super) fn ask(
-        &mut self,
-        call: Option<(u64, String)>,
-        request: elicitation::Elicitation,
-        to: InputTarget,
-    ) {
+    pub(super) fn ask(&mut self, call: Option<(u64, String)>, question: Question, to: InputTarget) {
         let key = self.next_input;
         self.next_input += 1;
         let (call, tool) = call.unzip();
+        let (message, schema, sampling) = match question {
+            Question::Elicitation(e) => (e.message, e.schema, None),
+            Question::Sampling(params) => (
+                sampling::summary(&self.server, &params),
+                Value::Null,
+                Some(params.to_string()),
+            ),
+        };
+        let deadline_ms = (sampling.is_some() && call.is_none())
+            .then(|| self.now_ms.saturating_add(sampling::UNATTACHED_TIMEOUT_MS));
         self.events.push(ClientEvent::InputRequested(InputRequest {
             id: key,
             server: self.server.clone(),
             call,
             tool,
-            message: request.message,
-            requested_schema: request.schema.to_string(),
+            message,
+            requested_schema: if sampling.is_some() {
+                String::new()
+            } else {
+                schema.to_string()
+            },
             approval: None,
+            sampling: sampling.clone(),
         }));
         self.inputs.insert(
             key,
             InputWait {
                 call,
-                schema: request.schema,
+                schema,
                 to,
+                sampling: sampling.is_some(),
+                deadline_ms,
             },
         );
     }
@@ -164,6 +209,9 @@ impl Client {
             .inputs
             .get(&key)
             .ok_or_else(|| format!("no input request {key} is waiting"))?;
+        if wait.sampling {
+            return self.answer_sampling(key, answer);
+        }
         let result = elicitation::result(answer, &wait.schema)?;
         let Some(wait) = self.inputs.remove(&key) else {
             return Ok(());
@@ -171,29 +219,33 @@ impl Client {
         match wait.to {
             InputTarget::Request(id) => self.respond(jsonrpc::result_response(&id, &result)),
             InputTarget::Round(entry) => {
-                let Some(call) = wait.call else {
-                    return Ok(());
-                };
-                let Some(round) = self.rounds.get_mut(&call) else {
-                    return Ok(());
-                };
-                round.waiting.remove(&entry);
-                round.responses.insert(entry, result);
-                if round.waiting.is_empty()
-                    && let Some(round) = self.rounds.remove(&call)
-                {
-                    let InputRound {
-                        mut call,
-                        request_state,
-                        responses,
-                        ..
-                    } = round;
-                    call.rounds += 1;
-                    self.send_call(call, Some(&responses), request_state.as_ref());
+                if let Some(call) = wait.call {
+                    self.round_answered(call, entry, result);
                 }
             }
         }
         Ok(())
+    }
+
+    /// One entry of a round is answered: once none waits, the call is retried.
+    pub(super) fn round_answered(&mut self, call: u64, entry: String, result: Value) {
+        let Some(round) = self.rounds.get_mut(&call) else {
+            return;
+        };
+        round.waiting.remove(&entry);
+        round.responses.insert(entry, result);
+        if round.waiting.is_empty()
+            && let Some(round) = self.rounds.remove(&call)
+        {
+            let InputRound {
+                mut call,
+                request_state,
+                responses,
+                ..
+            } = round;
+            call.rounds += 1;
+            self.send_call(call, Some(&responses), request_state.as_ref());
+        }
     }
 
     /// Withdraws the input requests of `call` (`None`: those of no known call).
@@ -216,10 +268,33 @@ impl Client {
             return;
         };
         if let (InputTarget::Request(id), true) = (&wait.to, answer_server) {
-            let cancel = serde_json::json!({"action": "cancel"});
-            self.respond(jsonrpc::result_response(id, &cancel));
+            if wait.sampling {
+                self.respond(jsonrpc::error_response(
+                    id,
+                    &RpcError::new(
+                        sampling::REJECTED,
+                        "mcpbox: the sampling request was not answered: the call it came with ended first",
+                    ),
+                ));
+            } else {
+                let cancel = serde_json::json!({"action": "cancel"});
+                self.respond(jsonrpc::result_response(id, &cancel));
+            }
         }
         self.events.push(ClientEvent::InputWithdrawn(key));
+    }
+
+    /// The call in flight when there is exactly one: over stdio nothing says
+    /// which call a server's request is for, and with one it can only be that one.
+    pub(super) fn only_call(&self) -> Option<(u64, String)> {
+        let mut calls = self.pending.values().filter_map(|p| match p {
+            Pending::Call(c) => Some((c.call, c.name.clone())),
+            _ => None,
+        });
+        match (calls.next(), calls.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
     }
 
     /// A legacy server's `elicitation/create` (input requests enabled): put to the
@@ -232,17 +307,12 @@ impl Client {
             .unwrap_or(Value::Null);
         match elicitation::parse_request(&params) {
             Ok(request) => {
-                // Over stdio nothing says which call a request is for; with
-                // one call in flight it can only be that one.
-                let mut calls = self.pending.values().filter_map(|p| match p {
-                    Pending::Call(c) => Some((c.call, c.name.clone())),
-                    _ => None,
-                });
-                let call = match (calls.next(), calls.next()) {
-                    (Some(only), None) => Some(only),
-                    _ => None,
-                };
-                self.ask(call, request, InputTarget::Request(r.id));
+                let call = self.only_call();
+                self.ask(
+                    call,
+                    Question::Elicitation(request),
+                    InputTarget::Request(r.id),
+                );
             }
             Err(why) => self.respond(jsonrpc::error_response(
                 &r.id,
@@ -278,8 +348,17 @@ pub(super) fn input_required(name: &str) -> CallResult {
     ))
 }
 
+/// What a server asks the embedder.
+#[derive(Debug)]
+pub(super) enum Question {
+    /// `elicitation/create`.
+    Elicitation(elicitation::Elicitation),
+    /// `sampling/createMessage`, its params.
+    Sampling(Value),
+}
+
 /// The tool result for a call whose input requests mcpbox cannot put to the
-/// embedder (sampling, roots, URL-mode elicitation).
+/// embedder (URL-mode elicitation, roots when there are none, an unknown method).
 pub(super) fn unanswerable(name: &str, why: &str) -> CallResult {
     tool_error(format!(
         "{name}: the server asked for input mcpbox cannot give: {why}"

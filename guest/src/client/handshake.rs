@@ -25,6 +25,14 @@ impl Client {
         if self.input_requests {
             capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
         }
+        if self.sampling {
+            // Tool use in sampling (2025-11-25, 2026-07-28): the embedder gets the
+            // `tools` and `toolChoice` the server sends and answers as it can.
+            capabilities.insert("sampling".into(), serde_json::json!({"tools": {}}));
+        }
+        if let Some(roots) = self.roots_capability() {
+            capabilities.insert("roots".into(), roots);
+        }
         capabilities
     }
 
@@ -37,6 +45,8 @@ impl Client {
         self.era = Era::Legacy;
         self.phase = Phase::Initializing;
         self.protocol_version = None;
+        // Capabilities are fixed for the session from here: see `roots`.
+        self.roots_offered = !self.roots.is_empty();
         let params = InitializeParams {
             protocol_version: OFFERED_VERSION,
             capabilities: self.capabilities(),

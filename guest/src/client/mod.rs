@@ -64,6 +64,8 @@
 //! | [`cancellation`] | `notifications/cancelled`, abandoned requests |
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
+//! | [`sampling`] | `sampling/createMessage`, both eras, and the `sampling` capability |
+//! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
 //! | [`wire`] | the serde shapes of params and results |
 
@@ -93,6 +95,8 @@ mod param_headers;
 mod prompts;
 mod requests;
 mod resources;
+mod roots;
+mod sampling;
 mod wire;
 
 #[cfg(test)]
@@ -143,6 +147,8 @@ pub struct Client {
     relist_at: Option<u64>,
     /// Whether the embedder answers input requests (elicitation).
     input_requests: bool,
+    /// Whether the embedder answers sampling requests.
+    sampling: bool,
     /// Input requests waiting for the embedder, by key.
     inputs: BTreeMap<u64, InputWait>,
     next_input: u64,
@@ -150,6 +156,10 @@ pub struct Client {
     rounds: BTreeMap<u64, InputRound>,
     /// The optional capabilities the server declared (resources, prompts, …).
     offers: Offers,
+    /// The roots the server gets (see `roots`).
+    roots: Vec<crate::roots::Root>,
+    /// Whether `initialize` declared the `roots` capability (2025 sessions).
+    roots_offered: bool,
 }
 
 /// What the client tells the manager.
@@ -282,10 +292,13 @@ impl Client {
             list_changed: false,
             relist_at: None,
             input_requests: false,
+            sampling: false,
             inputs: BTreeMap::new(),
             next_input: 1,
             rounds: BTreeMap::new(),
             offers: Offers::default(),
+            roots: Vec::new(),
+            roots_offered: false,
         }
     }
 
@@ -450,6 +463,10 @@ impl Client {
             methods::ELICITATION_CREATE if self.input_requests => {
                 return self.on_elicitation_request(r);
             }
+            methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {
+                return self.on_roots_request(&r);
+            }
+            methods::SAMPLING_CREATE_MESSAGE => return self.on_sampling_request(r),
             _ => {
                 jsonrpc::error_response(&r.id, &RpcError::new(METHOD_NOT_FOUND, "method not found"))
             }

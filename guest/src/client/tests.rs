@@ -299,7 +299,7 @@ fn ping_is_answered_and_other_requests_are_refused() {
     );
     feed(
         &mut c,
-        json!({"jsonrpc": "2.0", "id": 41, "method": "sampling/createMessage", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 41, "method": "vendor/unknown", "params": {}}),
         0,
     );
     let out = sent(&mut c);
@@ -1406,5 +1406,422 @@ fn log_data_of_any_depth_is_kept_as_written() {
             level: "error".into(),
             message: format!(r#"db: {{"n":1e999,"d":{deep}}}"#),
         }]
+    );
+}
+
+fn roots(paths: &[&str]) -> Vec<crate::roots::Root> {
+    paths
+        .iter()
+        .map(|p| crate::roots::Root::new(p, None).unwrap())
+        .collect()
+}
+
+#[test]
+fn legacy_roots_are_declared_listed_and_announced_when_they_change() {
+    let mut c = Client::new("fs");
+    c.set_initial_roots(roots(&["/work/a"]));
+    c.begin();
+    let (init, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"roots": {"listChanged": true}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    // The filesystem server asks right after `notifications/initialized`.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"}),
+        0,
+    );
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"roots": [{"uri": "file:///work/a"}]}})
+    );
+    // The same roots again: nothing to say.
+    assert!(!c.set_roots(roots(&["/work/a"])));
+    assert!(sent(&mut c).is_empty());
+    // New roots: announced, then listed on request.
+    assert!(!c.set_roots(roots(&["/work/b", "/work/c"])));
+    let (note, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        note,
+        json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "r2", "method": "roots/list", "params": {}}),
+        0,
+    );
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        answer["result"],
+        json!({"roots": [{"uri": "file:///work/b"}, {"uri": "file:///work/c"}]})
+    );
+    // None left: still declared for this session, so the list is empty.
+    assert!(!c.set_roots(Vec::new()));
+    assert_eq!(sent(&mut c).len(), 1);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "roots/list"}),
+        0,
+    );
+    assert_eq!(sent(&mut c)[0].0["result"], json!({"roots": []}));
+}
+
+#[test]
+fn a_legacy_server_without_roots_refuses_roots_list_and_needs_a_new_session_for_them() {
+    let mut c = ready(&["t"]);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "roots/list"}),
+        0,
+    );
+    assert_eq!(sent(&mut c)[0].0["error"]["code"], -32601);
+    assert!(!c.set_roots(Vec::new()), "nothing to offer: no new session");
+    assert!(
+        c.set_roots(roots(&["/x"])),
+        "the capability was not declared in initialize"
+    );
+    assert!(
+        sent(&mut c).is_empty(),
+        "nothing is sent for undeclared roots"
+    );
+}
+
+#[test]
+fn a_stateless_roots_request_is_answered_without_asking_anyone() {
+    let mut c = Client::new("modern");
+    c.set_initial_roots(roots(&["/srv/data"]));
+    let mut c = stateless_ready_from(c, &["scan"], false);
+    c.start_call(7, "mcp__modern__scan", "scan", "{}", 10_000, 0);
+    let (first, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"roots": {}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"}}, "requestState": "s1"}}),
+        1,
+    );
+    assert!(c.take_events().is_empty(), "no one is asked");
+    let (retry, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"r": {"roots": [{"uri": "file:///srv/data"}]}})
+    );
+    assert_eq!(retry["params"]["requestState"], "s1");
+    // Roots and elicitation in one round: the roots answer waits with the rest.
+    c.enable_input_requests();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": retry["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"},
+                              "e": {"method": "elicitation/create", "params": elicit_params()}}}}),
+        2,
+    );
+    let key = input_key(&c.take_events(), Some(7));
+    assert!(sent(&mut c).is_empty());
+    c.answer_input(key, &InputAnswer::Cancel).unwrap();
+    let (again, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        again["params"]["inputResponses"],
+        json!({"r": {"roots": [{"uri": "file:///srv/data"}]}, "e": {"action": "cancel"}})
+    );
+    // Changing roots sends nothing (2026-07-28 has no such notification) and
+    // needs no new session; the next request declares what there is.
+    assert!(!c.set_roots(Vec::new()));
+    assert!(sent(&mut c).is_empty());
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": again["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"}}}}),
+        3,
+    );
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 7,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert!(
+        r.is_error && r.text.contains("no roots are declared"),
+        "{r:?}"
+    );
+}
+
+fn sampling_params() -> Value {
+    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "2+2?"}}],
+        "maxTokens": 50, "systemPrompt": "be brief",
+        "tools": [{"name": "calc", "inputSchema": {"type": "object"}}], "toolChoice": {"mode": "auto"}})
+}
+
+fn sampling_key(events: &[ClientEvent], call: Option<u64>) -> (u64, Value) {
+    match events {
+        [ClientEvent::InputRequested(r)] if r.call == call && r.sampling.is_some() => (
+            r.id,
+            serde_json::from_str(r.sampling.as_deref().unwrap()).unwrap(),
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn legacy_sampling_goes_to_the_embedder_and_back() {
+    let mut c = Client::new("demo");
+    c.enable_sampling();
+    c.begin();
+    let (init, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        init["params"]["capabilities"],
+        json!({"sampling": {"tools": {}}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
+        0,
+    );
+    c.take_events();
+    c.start_call(7, "mcp__demo__ask", "ask", "{}", 10_000, 0);
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": sampling_params()}),
+        1,
+    );
+    let events = c.take_events();
+    let (key, params) = sampling_key(&events, Some(7));
+    assert_eq!(
+        params,
+        sampling_params(),
+        "the params as the server sent them"
+    );
+    let ClientEvent::InputRequested(r) = &events[0] else {
+        unreachable!()
+    };
+    assert!(
+        r.message.contains("1 message, at most 50 tokens, 1 tool"),
+        "{r:?}"
+    );
+    // A malformed answer is refused and the request stays open.
+    let e = c
+        .answer_input(
+            key,
+            &InputAnswer::Accept(r#"{"content": {"type": "text", "text": "4"}}"#.into()),
+        )
+        .unwrap_err();
+    assert!(e.contains("`model`"), "{e}");
+    assert!(sent(&mut c).is_empty());
+    c.answer_input(
+        key,
+        &InputAnswer::Accept(r#"{"content": {"type": "text", "text": "4"}, "model": "m1"}"#.into()),
+    )
+    .unwrap();
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": "s1", "result": {"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m1"}})
+    );
+    // Declined: the error a rejection gets.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage", "params": sampling_params()}),
+        2,
+    );
+    let (key, _) = sampling_key(&c.take_events(), Some(7));
+    c.answer_input(key, &InputAnswer::Decline).unwrap();
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(answer["error"]["code"], -1);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("User rejected sampling request")
+    );
+    // Malformed requests are refused with the reason.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "s3", "method": "sampling/createMessage", "params": {"messages": []}}),
+        3,
+    );
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(answer["error"]["code"], -32602);
+    assert!(c.take_events().is_empty());
+    // The call's timeout withdraws a request still waiting; the server hears so.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": "s4", "method": "sampling/createMessage", "params": sampling_params()}),
+        4,
+    );
+    let (key, _) = sampling_key(&c.take_events(), Some(7));
+    c.tick(10_000);
+    let out = sent(&mut c);
+    let answer = out
+        .iter()
+        .find(|(m, _)| m["id"] == "s4")
+        .expect("answered")
+        .0
+        .clone();
+    assert_eq!(answer["error"]["code"], -1, "{answer}");
+    let events = c.take_events();
+    assert!(
+        events.contains(&ClientEvent::InputWithdrawn(key)),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| matches!(e, ClientEvent::Completed(Completion { call: 7, outcome: Err(CallError::Timeout(m)) }) if m.contains("not answered in time"))), "{events:?}");
+}
+
+#[test]
+fn sampling_is_refused_naming_the_opt_in_and_an_unattached_one_times_out() {
+    let mut c = ready(&["t"]);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "sampling/createMessage", "params": sampling_params()}),
+        0,
+    );
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(answer["error"]["code"], -32601);
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Options::sampling") && message.contains("`sampling: true`"),
+        "{message}"
+    );
+
+    // Enabled, with no call in flight: it waits 60 s, then the server is told
+    // nobody answered.
+    let mut c = Client::new("demo");
+    c.enable_sampling();
+    c.begin();
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
+        0,
+    );
+    c.take_events();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "sampling/createMessage", "params": sampling_params()}),
+        1_000,
+    );
+    let (key, _) = sampling_key(&c.take_events(), None);
+    assert_eq!(c.next_deadline(), Some(61_000));
+    c.tick(60_999);
+    assert!(sent(&mut c).is_empty());
+    c.tick(61_000);
+    let (answer, _) = sent(&mut c).remove(0);
+    assert_eq!(answer["id"], 6);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nobody answered the sampling request within 60s"),
+        "{answer}"
+    );
+    let events = c.take_events();
+    assert!(
+        events.contains(&ClientEvent::InputWithdrawn(key)),
+        "{events:?}"
+    );
+    assert!(c.answer_input(key, &InputAnswer::Decline).is_err());
+}
+
+#[test]
+fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
+    let mut c = Client::new("modern");
+    c.enable_sampling();
+    let mut c = stateless_ready_from(c, &["ask"], false);
+    c.start_call(7, "mcp__modern__ask", "ask", "{}", 10_000, 0);
+    let (first, _) = sent(&mut c).remove(0);
+    assert_eq!(
+        first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"sampling": {"tools": {}}})
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": sampling_params()}},
+            "requestState": "st"}}),
+        1,
+    );
+    let (key, params) = sampling_key(&c.take_events(), Some(7));
+    assert_eq!(params["tools"][0]["name"], "calc");
+    let tool_use = json!({"role": "assistant", "model": "m", "stopReason": "toolUse",
+        "content": [{"type": "tool_use", "id": "u1", "name": "calc", "input": {"x": 2}}]});
+    c.answer_input(key, &InputAnswer::Accept(tool_use.to_string()))
+        .unwrap();
+    let (retry, _) = sent(&mut c).remove(0);
+    assert_eq!(retry["params"]["inputResponses"], json!({"s": tool_use}));
+    assert_eq!(retry["params"]["requestState"], "st");
+    // Declined: nothing is sent again and the call ends saying so.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": retry["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": sampling_params()}}}}),
+        2,
+    );
+    let (key, _) = sampling_key(&c.take_events(), Some(7));
+    c.answer_input(key, &InputAnswer::Decline).unwrap();
+    assert!(sent(&mut c).is_empty());
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 7,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert!(r.is_error && r.text.contains("was declined"), "{r:?}");
+
+    // Not enabled: a tool error naming the opt-in.
+    let mut c = stateless_ready(&["ask"], false);
+    c.start_call(8, "mcp__modern__ask", "ask", "{}", 10_000, 0);
+    let (first, _) = sent(&mut c).remove(0);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+            "inputRequests": {"s": {"method": "sampling/createMessage", "params": sampling_params()}}}}),
+        1,
+    );
+    let events = c.take_events();
+    let [
+        ClientEvent::Completed(Completion {
+            call: 8,
+            outcome: Ok(r),
+        }),
+    ] = &events[..]
+    else {
+        panic!("{events:?}")
+    };
+    assert!(
+        r.is_error
+            && r.text.contains("sampling is not enabled")
+            && r.text.contains("Options::sampling"),
+        "{r:?}"
     );
 }

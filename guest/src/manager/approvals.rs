@@ -120,6 +120,7 @@ impl<P: Platform> Manager<P> {
                 rule: pending.rule.to_string(),
                 arguments: pending.arguments.clone(),
             }),
+            sampling: None,
         };
         self.events.push(Event::InputRequested(request));
         let call = pending.call;

@@ -8,7 +8,7 @@
 //! | the entry | what happens | reported as |
 //! |---|---|---|
 //! | the same | nothing: the server keeps running, its calls in flight untouched | `unchanged` |
-//! | changed only in `startupTimeoutMs` / `toolTimeoutMs` | the new values apply from the next connect / call; the connection is kept | `updated` |
+//! | changed only in `startupTimeoutMs` / `toolTimeoutMs` / `roots` | the new values apply from the next connect / call (new roots at once, as `notifications/roots/list_changed`); the connection is kept | `updated` |
 //! | changed otherwise (where it lives, `enabled`, `toolPrefix`, anything else) | the old connection is closed, its calls in flight fail with `server-unavailable` naming the reload, and the new entry starts (unless disabled); calls *waiting* for a restart wait for the new connection | `restarted` |
 //! | new | started (unless disabled) | `added` |
 //! | gone | shut down, its calls fail naming the reload | `removed` |
@@ -63,11 +63,13 @@ enum Fate {
     Stays,
 }
 
-/// Whether `new` can take over `old`'s connection: only timeouts differ.
+/// Whether `new` can take over `old`'s connection: only timeouts or roots differ.
 fn applies_live(old: &config::ServerConfig, new: &config::ServerConfig) -> bool {
     let mut same = old.clone();
     same.startup_timeout_ms = new.startup_timeout_ms;
     same.tool_timeout_ms = new.tool_timeout_ms;
+    // New roots reach a running server as `notifications/roots/list_changed`.
+    same.roots.clone_from(&new.roots);
     same == *new
 }
 
@@ -87,6 +89,7 @@ impl<P: Platform> Manager<P> {
             parsed.permissions != self.permissions || !self.claude_settings.is_empty();
         self.permissions = parsed.permissions;
         self.output = parsed.output;
+        self.config_roots = parsed.roots;
         if parsed.audit != self.audit {
             report.issues.push(ConfigIssue {
                 server: None,
@@ -277,6 +280,8 @@ impl<P: Platform> Manager<P> {
                 }
             }
         }
+        // Roots changed in the file reach the servers that stay.
+        self.apply_roots();
         for i in to_open {
             self.open(i);
         }
@@ -607,6 +612,106 @@ mod tests {
             m.events()
                 .iter()
                 .any(|e| matches!(e, Event::ToolsChanged(s) if s == "fs"))
+        );
+    }
+
+    fn root_uris(m: &Manager<FakePlatform>, name: &str) -> Vec<String> {
+        m.roots_of(name)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.uri)
+            .collect()
+    }
+
+    fn initialize_roots(m: &Manager<FakePlatform>, name: &str) -> Vec<Value> {
+        m.platform()
+            .sim(name)
+            .borrow()
+            .sent("initialize")
+            .iter()
+            .map(|i| i["params"]["capabilities"]["roots"].clone())
+            .collect()
+    }
+
+    #[test]
+    fn roots_come_from_the_entry_the_embedder_or_the_file_and_reach_running_servers() {
+        let p = platform(&["top", "own", "boxed", "none"]);
+        let mut m = Manager::new(p);
+        let text = |top: &str| {
+            let servers = text(&[
+                ("top", "top", json!({})),
+                ("own", "own", json!({"roots": ["/own"]})),
+                (
+                    "boxed",
+                    "boxed",
+                    json!({"sandbox": {"read": ["/data/in", "${HOME}/x"]}}),
+                ),
+                ("none", "none", json!({"roots": []})),
+            ]);
+            format!("{{\"roots\": [\"{top}\", \"/data\"], {}", &servers[1..])
+        };
+        assert_eq!(m.load_config("one.json", &text("/a")).unwrap(), vec![]);
+        m.start();
+        settle(&mut m);
+        m.events();
+        assert_eq!(root_uris(&m, "top"), ["file:///a", "file:///data"]);
+        assert_eq!(root_uris(&m, "own"), ["file:///own"]);
+        // At most its grants: `/data` narrows to `/data/in`; `/a` and the
+        // `${HOME}` grant (not comparable in the guest) give nothing.
+        assert_eq!(root_uris(&m, "boxed"), ["file:///data/in"]);
+        assert!(root_uris(&m, "none").is_empty());
+        let declared = || json!({"listChanged": true});
+        assert_eq!(initialize_roots(&m, "top"), [declared()]);
+        assert_eq!(initialize_roots(&m, "boxed"), [declared()]);
+        assert_eq!(initialize_roots(&m, "none"), [Value::Null]);
+
+        // A reload that changes the top-level roots keeps every connection and
+        // tells the servers whose roots changed.
+        let report = m.reload_config("one.json", &text("/b")).unwrap();
+        assert_eq!(report.unchanged, ["top", "own", "boxed", "none"]);
+        let changed = |m: &Manager<FakePlatform>, name: &str| {
+            m.platform()
+                .sim(name)
+                .borrow()
+                .sent("notifications/roots/list_changed")
+                .len()
+        };
+        assert_eq!(changed(&m, "top"), 1);
+        assert_eq!(changed(&m, "own") + changed(&m, "boxed"), 0);
+        assert_eq!(root_uris(&m, "top"), ["file:///b", "file:///data"]);
+
+        // The embedder's roots replace the file's top-level ones, not an
+        // entry's own; a server offered none before gets a new session.
+        let embedder = vec![crate::roots::Root::new("/data/in/deep", None).unwrap()];
+        m.set_roots(Some(embedder));
+        settle(&mut m);
+        assert_eq!(changed(&m, "top"), 2);
+        assert_eq!(changed(&m, "boxed"), 1);
+        assert_eq!(root_uris(&m, "boxed"), ["file:///data/in/deep"]);
+        assert_eq!(changed(&m, "own"), 0);
+        assert_eq!(opened(&m, "top"), 1);
+        // An entry's own `roots: []` holds; back to the file's roots, then
+        // give `none` some in the file: it is reconnected to be offered them.
+        m.set_roots(None);
+        settle(&mut m);
+        assert_eq!(root_uris(&m, "top"), ["file:///b", "file:///data"]);
+        let report = m
+            .reload_config(
+                "one.json",
+                &text("/b").replace("\"roots\":[]", "\"roots\":[\"/n\"]"),
+            )
+            .unwrap();
+        assert_eq!(report.updated, ["none"]);
+        settle(&mut m);
+        assert_eq!(opened(&m, "none"), 2);
+        // (Each connection is a fresh fake: this is the second one's.)
+        assert_eq!(initialize_roots(&m, "none"), [declared()]);
+        assert!(
+            m.servers()
+                .iter()
+                .all(|s| s.state == ServerState::Connected),
+            "{:?}",
+            m.servers()
         );
     }
 }

@@ -1,6 +1,8 @@
 //! Putting questions to the downstream client: an upstream server's input
-//! requests during a call (elicitation, form mode), and approvals for calls an
-//! `ask` rule holds.
+//! requests during a call (elicitation, form mode, and sampling: a
+//! `sampling/createMessage` goes to a client that declared `sampling`, and
+//! `sampling.tools` when it carries tools, and its result comes back as it is),
+//! and approvals for calls an `ask` rule holds.
 //!
 //! - A **2025 client** that declared the `elicitation` capability gets an
 //!   `elicitation/create` request on the stream of the call it is about; its
@@ -39,8 +41,13 @@ const MAX_ROUNDS: usize = 1024;
 /// A request sent to a 2025 client.
 #[derive(Debug, Clone)]
 pub(super) enum Asked {
-    /// An upstream input request (the manager's input id), on `exchange`.
-    Input { input: u64, exchange: u64 },
+    /// An upstream input request (the manager's input id), on `exchange`;
+    /// `sampling`: a `sampling/createMessage`, answered with its result.
+    Input {
+        input: u64,
+        exchange: u64,
+        sampling: bool,
+    },
     /// An approval.
     Approval(Box<Approval>),
 }
@@ -170,23 +177,33 @@ impl Gateway {
                 c.queued.extend(requests);
                 continue;
             }
-            if !c.origin.can_elicit(&self.sessions) {
-                for r in requests {
-                    let _ = m.answer_input(r.id, &InputAnswer::Decline);
-                }
+            // What the client cannot be asked is declined: a 2025 server hears
+            // so, a 2026-07-28 call ends saying so.
+            let (requests, refused): (Vec<_>, Vec<_>) = requests
+                .into_iter()
+                .partition(|r| c.origin.can_take(&self.sessions, r));
+            for r in refused {
+                let _ = m.answer_input(r.id, &InputAnswer::Decline);
+            }
+            if requests.is_empty() {
                 continue;
             }
+            let Some(c) = self.calls.get_mut(&call) else {
+                continue;
+            };
             let origin = c.origin.clone();
             let served = c.served.clone();
             if origin.stateless.is_some() {
                 let mut keys = BTreeMap::new();
                 let mut asks = serde_json::Map::new();
                 for r in &requests {
-                    let key = format!("input-{}", r.id);
-                    asks.insert(
-                        key.clone(),
-                        elicitation_request(&r.message, &r.requested_schema),
-                    );
+                    let kind = if r.sampling.is_some() {
+                        "sampling"
+                    } else {
+                        "input"
+                    };
+                    let key = format!("{kind}-{}", r.id);
+                    asks.insert(key.clone(), input_request(r));
                     keys.insert(key, r.id);
                 }
                 self.input_required(&origin, Subject::Call(call), served, keys, asks);
@@ -195,14 +212,15 @@ impl Gateway {
                 }
             } else if let Some(exchange) = origin.exchange {
                 for r in requests {
-                    let params =
-                        elicitation_request(&r.message, &r.requested_schema)["params"].clone();
-                    let id = self.send_request(exchange, &params);
+                    let request = input_request(&r);
+                    let method = request["method"].as_str().unwrap_or(METHOD).to_string();
+                    let id = self.send_request(exchange, &method, &request["params"]);
                     self.asked.insert(
                         id,
                         Asked::Input {
                             input: r.id,
                             exchange,
+                            sampling: r.sampling.is_some(),
                         },
                     );
                 }
@@ -210,13 +228,14 @@ impl Gateway {
         }
     }
 
-    /// Sends `elicitation/create` to a 2025 client on `exchange`; returns its id text.
-    fn send_request(&mut self, exchange: u64, params: &Value) -> String {
+    /// Sends a request (`elicitation/create`, `sampling/createMessage`) to a
+    /// 2025 client on `exchange`; returns its id text.
+    fn send_request(&mut self, exchange: u64, method: &str, params: &Value) -> String {
         let id = Id::String(format!("mcpbox-{}", self.next_request));
         self.next_request += 1;
         self.out.push(Signal::Message {
             target: Target::Exchange(exchange),
-            text: jsonrpc::request(&id, METHOD, Some(params)),
+            text: jsonrpc::request(&id, method, Some(params)),
         });
         id.to_json()
     }
@@ -291,7 +310,7 @@ impl Gateway {
         let Some(exchange) = origin.exchange else {
             return;
         };
-        let id = self.send_request(exchange, &params);
+        let id = self.send_request(exchange, METHOD, &params);
         self.asked.insert(id, Asked::Approval(Box::new(approval)));
     }
 
@@ -413,7 +432,13 @@ impl Gateway {
             Subject::Call(call) => {
                 for (key, input) in &round.keys {
                     // A question left unanswered is a dismissed one.
-                    let answer = responses.get(key).map_or(InputAnswer::Cancel, answer_of);
+                    let answer = match responses.get(key) {
+                        None => InputAnswer::Cancel,
+                        Some(result) if key.starts_with("sampling-") => {
+                            InputAnswer::Accept(result.to_string())
+                        }
+                        Some(result) => answer_of(result),
+                    };
                     if m.answer_input(*input, &answer).is_err() {
                         let _ = m.answer_input(*input, &InputAnswer::Cancel);
                     }
@@ -454,6 +479,20 @@ impl Gateway {
             Err(_) => Value::Null,
         };
         match asked {
+            Asked::Input {
+                input,
+                sampling: true,
+                ..
+            } => {
+                // The client's result goes upstream as it is; its error is a refusal.
+                let answer = match &r.outcome {
+                    Ok(raw) => InputAnswer::Accept(raw.get().to_string()),
+                    Err(_) => InputAnswer::Decline,
+                };
+                if m.answer_input(input, &answer).is_err() {
+                    let _ = m.answer_input(input, &InputAnswer::Decline);
+                }
+            }
             Asked::Input { input, .. } => {
                 if m.answer_input(input, &answer_of(&result)).is_err() {
                     let _ = m.answer_input(input, &InputAnswer::Cancel);
@@ -481,6 +520,19 @@ impl Gateway {
             _ => true,
         });
         origins
+    }
+}
+
+/// The request (method and params) that puts an upstream input request to a
+/// client: `sampling/createMessage` with the server's params, or
+/// `elicitation/create`.
+fn input_request(r: &InputRequest) -> Value {
+    match &r.sampling {
+        Some(params) => {
+            let params: Value = serde_json::from_str(params).unwrap_or_else(|_| json!({}));
+            json!({"method": methods::SAMPLING_CREATE_MESSAGE, "params": params})
+        }
+        None => elicitation_request(&r.message, &r.requested_schema),
     }
 }
 

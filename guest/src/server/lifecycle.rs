@@ -42,6 +42,8 @@ pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 pub struct RequestMeta {
     /// The client declared `elicitation` (form mode) for this request.
     pub elicitation: bool,
+    /// The client declared `sampling` for this request.
+    pub sampling: Sampling,
     /// The lowest log level the client wants on this request's stream, as a rank
     /// (see [`super::logging::rank`]); `None`: no log messages.
     pub log_level: Option<u8>,
@@ -179,11 +181,43 @@ pub fn check_stateless(
     }
     Ok(RequestMeta {
         elicitation: declares_form_elicitation(capabilities.get("elicitation")),
+        sampling: Sampling::declared(capabilities.get("sampling")),
         log_level: meta
             .get(META_LOG_LEVEL)
             .and_then(Value::as_str)
             .and_then(super::logging::rank),
     })
+}
+
+/// What a client's `sampling` capability offers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sampling {
+    /// It declared `sampling`.
+    pub declared: bool,
+    /// It declared `sampling.tools`: requests may carry `tools` and `toolChoice`.
+    pub tools: bool,
+}
+
+impl Sampling {
+    /// Reads a `sampling` capability.
+    pub fn declared(capability: Option<&Value>) -> Sampling {
+        match capability {
+            Some(Value::Object(c)) => Sampling {
+                declared: true,
+                tools: c.get("tools").is_some_and(Value::is_object),
+            },
+            _ => Sampling::default(),
+        }
+    }
+
+    /// Whether a request with these params may be put to the client: one with
+    /// `tools` or `toolChoice` only if it declared `sampling.tools`.
+    pub fn covers(&self, params: &str) -> bool {
+        let with_tools = serde_json::from_str::<Value>(params)
+            .ok()
+            .is_some_and(|p| p.get("tools").is_some() || p.get("toolChoice").is_some());
+        self.declared && (self.tools || !with_tools)
+    }
 }
 
 /// Whether an `elicitation` capability covers form mode: `{}` (the form before

@@ -21,7 +21,7 @@
 //! | `tools` | `tools/list` with pagination, `tools/call` bridged to the registry |
 //! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
-//! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create` or `input_required` |
+//! | `elicitation` | upstream input requests (elicitation, sampling) and `ask` approvals put to the client: `elicitation/create` / `sampling/createMessage`, or `input_required` |
 //! | `subscriptions` | `notifications/tools/list_changed` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
 //! | `resources` | resources, prompts and completions of every server, aggregated and passed through |
@@ -177,6 +177,8 @@ struct Session {
     protocol_version: &'static str,
     /// The client declared form-mode elicitation.
     elicitation: bool,
+    /// What the client declared of sampling.
+    sampling: lifecycle::Sampling,
     /// `notifications/initialized` arrived.
     initialized: bool,
     /// The lowest log level it wants (rank; 0 until `logging/setLevel`).
@@ -207,6 +209,24 @@ impl Origin {
                 .and_then(|s| sessions.get(&s))
                 .is_some_and(|s| s.elicitation),
         }
+    }
+
+    /// Whether the client can be asked for this upstream input request: an
+    /// elicitation needs `elicitation`, a sampling request `sampling` (and
+    /// `sampling.tools` when it carries tools).
+    fn can_take(&self, sessions: &BTreeMap<u64, Session>, r: &InputRequest) -> bool {
+        let Some(params) = &r.sampling else {
+            return self.can_elicit(sessions);
+        };
+        let sampling = match &self.stateless {
+            Some(meta) => meta.sampling,
+            None => self
+                .session
+                .and_then(|s| sessions.get(&s))
+                .map(|s| s.sampling)
+                .unwrap_or_default(),
+        };
+        sampling.covers(params)
     }
 }
 
@@ -599,6 +619,9 @@ impl Gateway {
                 .get("capabilities")
                 .and_then(|c| c.get("elicitation")),
         );
+        let sampling = lifecycle::Sampling::declared(
+            params.get("capabilities").and_then(|c| c.get("sampling")),
+        );
         let id = self.next_session;
         self.next_session += 1;
         self.sessions.insert(
@@ -607,6 +630,7 @@ impl Gateway {
                 profile: ctx.profile.clone(),
                 protocol_version: version,
                 elicitation,
+                sampling,
                 initialized: false,
                 log_level: 0,
                 notified,

@@ -37,6 +37,7 @@ impl Rig {
         let mut m = Manager::new(p);
         assert_eq!(m.load_config("test", &text).unwrap(), vec![]);
         m.enable_input_requests();
+        m.enable_sampling();
         let mut g = Gateway::new();
         g.configure();
         g.serve(
@@ -960,4 +961,157 @@ fn progress_sent_with_the_answer_goes_out_before_it() {
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[0]["method"], "notifications/progress");
     assert_eq!(messages[1]["id"], 4);
+}
+
+/// A server whose `sample` tool asks for a message from the model (with tools
+/// when called with `{"tools": true}`) and answers the call with what it got:
+/// the result, or the error.
+struct Sampler(McpServer);
+
+impl Behaviour for Sampler {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        if m["method"] == "tools/call" && m["params"]["name"] == "sample" {
+            let mut params = json!({"messages": [{"role": "user",
+                "content": {"type": "text", "text": "2+2?"}}], "maxTokens": 10});
+            if m["params"]["arguments"]["tools"] == true {
+                params["tools"] = json!([{"name": "calc", "inputSchema": {"type": "object"}}]);
+            }
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "id": format!("s-{}", m["id"]),
+                    "method": "sampling/createMessage", "params": params}),
+            );
+            return;
+        }
+        if m.get("method").is_none()
+            && let Some(call) = m["id"].as_str().and_then(|i| i.strip_prefix("s-"))
+        {
+            let call: Value = serde_json::from_str(call).unwrap();
+            let text = m.get("result").unwrap_or(&m["error"]).to_string();
+            out.reply(
+                0,
+                &call,
+                json!({"content": [{"type": "text", "text": text}]}),
+            );
+            return;
+        }
+        self.0.on_message(m, out);
+    }
+}
+
+/// Drives the rig until a request with `method` reaches exchange `x`.
+fn asked_on(rig: &mut Rig, x: u64, out: Vec<Signal>, method: &str) -> Value {
+    let mut pending = out;
+    for _ in 0..10 {
+        let found = pending.iter().find_map(|sig| match sig {
+            Signal::Message {
+                target: Target::Exchange(e),
+                text,
+            } if *e == x => {
+                let v: Value = serde_json::from_str(text).unwrap();
+                (v["method"] == method).then_some(v)
+            }
+            _ => None,
+        });
+        if let Some(found) = found {
+            return found;
+        }
+        pending = rig.turn();
+    }
+    panic!("no {method} reached exchange {x}")
+}
+
+#[test]
+fn upstream_sampling_reaches_2025_clients_that_declared_it() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || Sampler(McpServer::with_tools(&["sample"])));
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let s = rig.initialize(json!({"sampling": {"tools": {}}}));
+    let (x, out) = rig.send(Some(s), call(1, "a__sample", json!({"tools": true})));
+    let asked = asked_on(&mut rig, x, out, "sampling/createMessage");
+    assert_eq!(asked["params"]["maxTokens"], 10);
+    assert_eq!(asked["params"]["tools"][0]["name"], "calc");
+    let result =
+        json!({"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"});
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": result}),
+    );
+    let (messages, _) = rig.answer_of(x, Vec::new());
+    let got: Value = serde_json::from_str(&texts(&messages.last().unwrap()["result"])).unwrap();
+    assert_eq!(got, result);
+
+    // The client's refusal reaches the server as one.
+    let (x, out) = rig.send(Some(s), call(2, "a__sample", json!({})));
+    let asked = asked_on(&mut rig, x, out, "sampling/createMessage");
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -1, "message": "no"}}),
+    );
+    let (messages, _) = rig.answer_of(x, Vec::new());
+    let got: Value = serde_json::from_str(&texts(&messages.last().unwrap()["result"])).unwrap();
+    assert_eq!(got["code"], -1, "{got}");
+
+    // Without `sampling`, or with tools but without `sampling.tools`: refused.
+    let plain = rig.initialize(json!({"elicitation": {}}));
+    let (r, _) = rig.request(Some(plain), call(3, "a__sample", json!({})));
+    assert!(
+        texts(&r["result"]).contains("User rejected sampling request"),
+        "{r}"
+    );
+    let no_tools = rig.initialize(json!({"sampling": {}}));
+    let (r, _) = rig.request(Some(no_tools), call(4, "a__sample", json!({"tools": true})));
+    assert!(
+        texts(&r["result"]).contains("User rejected sampling request"),
+        "{r}"
+    );
+    let (x, out) = rig.send(Some(no_tools), call(5, "a__sample", json!({})));
+    asked_on(&mut rig, x, out, "sampling/createMessage");
+}
+
+#[test]
+fn upstream_sampling_reaches_2026_clients_as_input_required() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || Sampler(McpServer::with_tools(&["sample"])));
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let meta = stateless_meta(json!({"sampling": {}}));
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "a__sample", "arguments": {}, "_meta": meta}}),
+    );
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "input_required", "{r}");
+    let (key, ask) = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    assert_eq!(ask["method"], "sampling/createMessage");
+    assert_eq!(ask["params"]["maxTokens"], 10);
+    let state = result["requestState"].as_str().unwrap().to_string();
+    let answer =
+        json!({"role": "assistant", "content": {"type": "text", "text": "4"}, "model": "m"});
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "a__sample", "arguments": {}, "_meta": meta,
+            "inputResponses": {key: answer}, "requestState": state}}),
+    );
+    let got: Value = serde_json::from_str(&texts(&r["result"])).unwrap();
+    assert_eq!(got, answer);
+    // A 2026 client that did not declare sampling: refused upstream.
+    let meta = stateless_meta(json!({}));
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "a__sample", "arguments": {}, "_meta": meta}}),
+    );
+    assert!(
+        texts(&r["result"]).contains("User rejected sampling request"),
+        "{r}"
+    );
 }

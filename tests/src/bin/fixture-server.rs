@@ -14,8 +14,8 @@
 //! | `ping` | `{}` |
 //! | `tools/list` | every tool, in pages of `--page-size` with an opaque `nextCursor`; a bad cursor is -32602 |
 //! | `tools/call` | runs on its own thread, so a slow call never delays another; `sleep` is answered by one timer thread instead (no thread start per call: 200 concurrent sleeps are all under way within a millisecond) |
-//! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep`, `progress` or `elicit` call, which then sends no response |
-//! | a response | kept when it answers an `elicit` call's `elicitation/create` |
+//! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep`, `progress`, `elicit` or `sample` call, which then sends no response |
+//! | a response | kept when it answers an `elicit` call's `elicitation/create` or a `sample` call's `sampling/createMessage` |
 //! | `logging/setLevel` | `{}` |
 //! | `resources/list`, `resources/read` | with `--blob-resources` only (see there) |
 //! | anything else | -32601 for requests, ignored for notifications |
@@ -75,6 +75,7 @@
 //! | `pids` | none | text: JSON `{"pid": …, "children": […], "escapees": […]}`, the server's pid, its `--spawn-child` child and its `--escapee` grandchild |
 //! | `raw_result` | `result: string` (required) | answers with `result` as the JSON-RPC `result`, verbatim: text serde_json could not hold (10,000 levels deep, `1e999`) reaches the client as written |
 //! | `elicit` | `message: string` | sends `elicitation/create` (form mode; schema: `name` string default `Ada`, `age` integer default 36, `color` enum `red`/`green` without default) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's message; cancellable |
+//! | `sample` | `prompt: string` | sends `sampling/createMessage` (the prompt as one user message, `maxTokens` 20) and waits for the answer; text: the answer's `result` as JSON, or `isError` with the JSON-RPC error's code and message; cancellable |
 //!
 //! Echo-like tools (`--tools`, `--tool`, `--weird-names`, `--collide`, `add_tool`) take an
 //! optional `text` and return it, or their own name when it is absent, so a test can
@@ -259,6 +260,7 @@ enum Kind {
     CloseStdout,
     Pids,
     Elicit,
+    Sample,
     ReadText,
     Connect,
     RawResult,
@@ -429,6 +431,13 @@ fn builtin_tools() -> Vec<Tool> {
             Kind::Elicit,
             "Asks the user for a name, an age and a colour (elicitation) and returns the answer.",
             json!({"message": text("What to ask.")}),
+            &[],
+        ),
+        Tool::new(
+            "sample",
+            Kind::Sample,
+            "Asks the client's model for a message (sampling) and returns the answer.",
+            json!({"prompt": text("What to ask the model.")}),
             &[],
         ),
         Tool::new(
@@ -1042,6 +1051,25 @@ impl Server {
                             .and_then(|e| e.get("message"))
                             .and_then(Value::as_str)
                             .unwrap_or("no result")
+                    )),
+                }
+            }
+            Kind::Sample => {
+                let request = format!("sample-{id}");
+                let prompt = string_arg(args, "prompt")?.unwrap_or("Say hi.");
+                self.send(
+                    &json!({"jsonrpc": "2.0", "id": request, "method": "sampling/createMessage",
+                    "params": {"maxTokens": 20, "messages": [{"role": "user",
+                        "content": {"type": "text", "text": prompt}}]}}),
+                );
+                let Some(answer) = self.wait_for_answer(&request, id) else {
+                    return Ok(None);
+                };
+                match (answer.get("result"), answer.get("error")) {
+                    (Some(result), _) => text_result(&result.to_string()),
+                    (None, error) => tool_error(&format!(
+                        "sampling failed: {}",
+                        error.map_or_else(|| "no result".to_string(), Value::to_string)
                     )),
                 }
             }

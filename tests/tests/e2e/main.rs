@@ -17,6 +17,8 @@ mod peers;
 mod permissions;
 mod reload;
 mod resources;
+mod roots;
+mod sampling;
 mod sandbox;
 mod security;
 mod server_limits;

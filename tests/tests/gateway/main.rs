@@ -14,6 +14,7 @@ mod faults;
 mod hostile;
 mod resources;
 mod safety;
+mod sampling;
 
 use std::path::Path;
 
