@@ -33,13 +33,6 @@ const SPEC_VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
     (
         "extension",
-        "auth/client-credentials-jwt",
-        "private_key_jwt (SEP-1046) is not offered: rmcp signs the assertion with jsonwebtoken \
-         on aws-lc-rs, a C build with cmake that takes minutes here; the secret-based client \
-         credentials grant is offered",
-    ),
-    (
-        "extension",
         "auth/enterprise-managed-authorization",
         "enterprise-managed authorization (token exchange, then the JWT bearer grant) is not \
          offered",

@@ -13,6 +13,16 @@
 //!                "callbackPort": 8765, "scopes": ["read", "write"] } } } }
 //! ```
 //!
+//! A machine client (the client credentials grant, SEP-1046) has a secret or
+//! a private key (`private_key_jwt`, the TypeScript SDK's `privateKey` and
+//! `algorithm`, plus a file and a key id):
+//!
+//! ```json
+//! { "oauth": { "grantType": "client_credentials", "clientId": "svc-1",
+//!              "privateKeyFile": "~/.config/svc-1.pem", "keyId": "2026-11",
+//!              "algorithm": "ES256" } }
+//! ```
+//!
 //! What this module cannot read is left alone: the guest reports problems with
 //! an entry as configuration issues.
 
@@ -47,10 +57,28 @@ pub(crate) struct OAuthConfig {
     /// no protected-resource metadata; skips discovery.
     #[serde(alias = "auth_server_metadata_url")]
     pub auth_server_metadata_url: Option<String>,
-    /// `client_credentials` for a machine client (SEP-1046: `clientId` and
-    /// `clientSecret`, no user, no browser); the authorization code grant otherwise.
+    /// `client_credentials` for a machine client (SEP-1046: `clientId` with
+    /// `clientSecret` or a private key, no user, no browser); the
+    /// authorization code grant otherwise.
     #[serde(alias = "grant_type")]
     pub grant_type: Option<String>,
+    /// A PEM file holding the client's private key (PKCS#8 EC, RSA or
+    /// Ed25519, or PKCS#1 RSA): the client credentials grant then
+    /// authenticates with `private_key_jwt` (RFC 7523). `${VAR}` and `~/`
+    /// are resolved by the host, which alone reads the file.
+    #[serde(alias = "private_key_file")]
+    pub private_key_file: Option<String>,
+    /// The private key's PEM text instead of a file, normally `${VAR}`
+    /// (the TypeScript SDK's `privateKey`).
+    #[serde(alias = "private_key")]
+    pub private_key: Option<String>,
+    /// The `kid` of the signing key, for an authorization server that keeps
+    /// several keys of the client (a JWKS).
+    #[serde(alias = "key_id")]
+    pub key_id: Option<String>,
+    /// The JWS algorithm of the assertion (`ES256`, `RS256`, …); by default
+    /// the first the authorization server accepts that the key signs with.
+    pub algorithm: Option<String>,
 }
 
 impl OAuthConfig {
