@@ -447,6 +447,12 @@ fn servers_shows_needs_login_with_the_command() {
         stdout.contains("needs login: locked") && stdout.contains("run `mcpbox login locked`"),
         "{stdout}"
     );
+    // The server's own status says it in the guest's words, from the host's
+    // transport fact (`remote.grant.needs-authorization`), not "HTTP 401".
+    let fact = "server `locked` needs authorization (no token is stored for it): run `mcpbox \
+                login locked`";
+    assert!(stdout.contains(fact), "{stdout}");
+    assert!(!stdout.contains("HTTP 401"), "{stdout}");
     // `--json` says the same in the server's entry.
     let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
         .arg("--json")
@@ -473,5 +479,6 @@ fn servers_shows_needs_login_with_the_command() {
             .is_some_and(|r| !r.is_empty()),
         "{listing}"
     );
+    assert_eq!(locked["error"], fact, "{listing}");
     assert!(!dir.path().join("credentials.json").exists());
 }
