@@ -259,16 +259,16 @@ pub(crate) async fn exchange(
         request = request.add_scope(Scope::new(scope.clone()));
     }
     super::flow::ensure_crypto_provider();
-    let http = reqwest::Client::builder()
+    let client_http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()
         .map_err(|e| target.error(format!("could not create an HTTP client: {e}")))?;
     let send = |request: oauth2::HttpRequest| {
-        let http = http.clone();
+        let client_http = client_http.clone();
         async move {
             let request = reqwest::Request::try_from(request)?;
-            let response = http.execute(request).await?;
+            let response = client_http.execute(request).await?;
             let mut answer = http::Response::builder().status(response.status());
             for (name, value) in response.headers() {
                 answer = answer.header(name, value);

@@ -79,12 +79,30 @@ pub(crate) struct OAuthConfig {
     /// The JWS algorithm of the assertion (`ES256`, `RS256`, …); by default
     /// the first the authorization server accepts that the key signs with.
     pub algorithm: Option<String>,
+    /// Enterprise-managed authorization (SEP-990): the ID token the user's
+    /// identity provider issued, normally `${VAR}`; with it, no browser.
+    #[serde(alias = "idp_id_token")]
+    pub idp_id_token: Option<String>,
+    /// The identity provider's token endpoint (RFC 8693 token exchange).
+    #[serde(alias = "idp_token_endpoint")]
+    pub idp_token_endpoint: Option<String>,
+    /// The identity provider's issuer identifier; by default the origin of
+    /// `idpTokenEndpoint`.
+    #[serde(alias = "idp_issuer")]
+    pub idp_issuer: Option<String>,
+    /// mcpbox's client at the identity provider.
+    #[serde(alias = "idp_client_id")]
+    pub idp_client_id: Option<String>,
+    /// That client's secret, if it has one; `${VAR}` resolved by the host.
+    #[serde(alias = "idp_client_secret")]
+    pub idp_client_secret: Option<String>,
 }
 
 impl OAuthConfig {
-    /// Whether tokens come from the client credentials grant.
+    /// Whether tokens come without a person: the client credentials grant,
+    /// or enterprise-managed authorization (an IdP's ID token exchanged).
     pub fn client_credentials(&self) -> bool {
-        self.grant_type.as_deref() == Some("client_credentials")
+        self.grant_type.as_deref() == Some("client_credentials") || self.idp_id_token.is_some()
     }
 }
 

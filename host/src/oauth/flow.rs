@@ -382,6 +382,12 @@ pub(crate) async fn client_credentials(
         ));
     };
     let jwt = super::assertion::configured(oauth);
+    if jwt && super::enterprise::configured(oauth) {
+        return Err(target.error(
+            "`oauth.idpIdToken` (enterprise-managed authorization) and a private key are both \
+             set; the MCP server's authorization server takes the client secret there",
+        ));
+    }
     if jwt && oauth.client_secret.is_some() {
         return Err(target.error(
             "`oauth.clientSecret` and a private key (`oauth.privateKeyFile` or \
@@ -401,8 +407,13 @@ pub(crate) async fn client_credentials(
         }
     };
     let memory = InMemoryCredentialStore::new();
-    if jwt {
-        let credentials = super::assertion::exchange(target, client_id, &metadata).await?;
+    let enterprise = super::enterprise::configured(oauth);
+    if jwt || enterprise {
+        let credentials = if enterprise {
+            super::enterprise::exchange(target, client_id, &metadata).await?
+        } else {
+            super::assertion::exchange(target, client_id, &metadata).await?
+        };
         manager.set_metadata(metadata);
         memory.save(credentials).await.map_err(|e| {
             target.error(format!("the token could not be kept: {}", describe(&e)))

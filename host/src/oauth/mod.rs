@@ -34,11 +34,14 @@
 //! - `config`: the `oauth` fields of server entries.
 //! - `flow`: one authorization, from discovery to the tokens in the store.
 //! - `assertion`: the client credentials grant with `private_key_jwt` (RFC 7523).
+//! - `enterprise`: enterprise-managed authorization (SEP-990: token exchange,
+//!   then the JWT bearer grant), through rmcp's `enterprise` module.
 //! - `callback`: the loopback listener for the redirect.
 
 mod assertion;
 mod callback;
 mod config;
+mod enterprise;
 mod flow;
 pub mod store;
 

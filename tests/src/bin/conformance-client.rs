@@ -114,6 +114,17 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         if scenario.starts_with("auth/client-credentials") {
             oauth["grantType"] = json!("client_credentials");
         }
+        // Enterprise-managed authorization: the IdP's ID token and client.
+        for (key, field) in [
+            ("idp_id_token", "idpIdToken"),
+            ("idp_client_id", "idpClientId"),
+            ("idp_issuer", "idpIssuer"),
+            ("idp_token_endpoint", "idpTokenEndpoint"),
+        ] {
+            if let Some(value) = context[key].as_str() {
+                oauth[field] = json!(value);
+            }
+        }
         // `private_key_jwt`: the key in a file, as a user keeps it.
         if let Some(pem) = context["private_key_pem"].as_str() {
             let path = key_file();
