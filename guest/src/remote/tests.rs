@@ -715,7 +715,11 @@ fn a_refusal_the_host_cannot_authorize_names_the_server_and_the_login() {
     // Streamable HTTP: the request fails with the host's fact.
     for status in [401, 403] {
         let fact = LoginRequired("no token is stored for it".into());
-        let mut h = Harness::with_target(Kind::Streamable, granted(Some(fact.clone())), refusing(status));
+        let mut h = Harness::with_target(
+            Kind::Streamable,
+            granted(Some(fact.clone())),
+            refusing(status),
+        );
         h.send(&init(), None);
         let got = h.run(20);
         match errors(&got)[..] {
@@ -738,7 +742,8 @@ fn a_refusal_the_host_cannot_authorize_names_the_server_and_the_login() {
         }
     }
     // Machine credentials the authorization server refused: no login advice.
-    let fact = CredentialsRefused("the client credentials grant was refused: invalid_client".into());
+    let fact =
+        CredentialsRefused("the client credentials grant was refused: invalid_client".into());
     let mut h = Harness::with_target(Kind::Streamable, granted(Some(fact)), refusing(401));
     h.send(&init(), None);
     let got = h.run(20);
@@ -770,13 +775,12 @@ fn a_refusal_the_host_has_nothing_to_say_about_stays_the_servers_own() {
     h.send(&init(), None);
     let got = h.run(20);
     match errors(&got)[..] {
-        [TransportError::RequestFailed {
-            failure: Failure::Exchange(why),
-            ..
-        }] => assert_eq!(
-            why,
-            "HTTP 401 from the server for initialize: Unauthorized"
-        ),
+        [
+            TransportError::RequestFailed {
+                failure: Failure::Exchange(why),
+                ..
+            },
+        ] => assert_eq!(why, "HTTP 401 from the server for initialize: Unauthorized"),
         _ => panic!("{got:?}"),
     }
 }

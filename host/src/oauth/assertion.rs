@@ -77,9 +77,11 @@ fn key_pem(target: &Target<'_>) -> Result<Vec<u8>, OAuthError> {
                 ))
             })
         }
-        (None, Some(pem)) => crate::transport::endpoint::interpolate(pem, "`oauth.privateKey`", &env)
-            .map(String::into_bytes)
-            .map_err(|e| target.error(e)),
+        (None, Some(pem)) => {
+            crate::transport::endpoint::interpolate(pem, "`oauth.privateKey`", &env)
+                .map(String::into_bytes)
+                .map_err(|e| target.error(e))
+        }
         (None, None) => Err(target.error(
             "`oauth.grantType` \"client_credentials\" needs `oauth.clientSecret`, or a private \
              key in `oauth.privateKeyFile` for `private_key_jwt`",
@@ -126,9 +128,10 @@ pub(crate) fn sign(
     let pem = key_pem(target)?;
     let candidates: Vec<Algorithm> = match &target.oauth.algorithm {
         Some(name) => {
-            let algorithm = name.parse::<Algorithm>().ok().filter(|a| {
-                !matches!(a, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
-            });
+            let algorithm = name
+                .parse::<Algorithm>()
+                .ok()
+                .filter(|a| !matches!(a, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512));
             let Some(algorithm) = algorithm else {
                 return Err(target.error(format!(
                     "`oauth.algorithm` {name:?} is not a signature algorithm mcpbox signs with; \
@@ -225,9 +228,7 @@ pub(crate) async fn exchange(
             metadata.token_endpoint
         ))
     })?;
-    let loopback = |u: &Url| {
-        matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
-    };
+    let loopback = |u: &Url| matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
     if token_url.scheme() != "https" && !(loopback(&token_url) && loopback(target.url)) {
         return Err(target.error(format!(
             "the authorization server's token endpoint {token_url} is not https; mcpbox sends \
@@ -241,8 +242,8 @@ pub(crate) async fn exchange(
         .issuer
         .clone()
         .unwrap_or_else(|| metadata.token_endpoint.clone());
-    let offered =
-        advertised(metadata, "token_endpoint_auth_signing_alg_values_supported").unwrap_or_default();
+    let offered = advertised(metadata, "token_endpoint_auth_signing_alg_values_supported")
+        .unwrap_or_default();
     let assertion = sign(target, client_id, &audience, &offered)?;
 
     let client = BasicClient::new(ClientId::new(client_id.to_owned()))
@@ -374,7 +375,11 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
             300
         );
         let other = sign(&target, "client-7", "https://as.example", &offered).unwrap();
-        assert_ne!(verify(&other, "https://as.example").1["jti"], claims["jti"], "jti is single-use");
+        assert_ne!(
+            verify(&other, "https://as.example").1["jti"],
+            claims["jti"],
+            "jti is single-use"
+        );
 
         // A configured algorithm the key cannot sign with, and one that is no
         // signature at all, are errors that name the field.
@@ -382,27 +387,57 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
             algorithm: Some("RS256".to_owned()),
             ..target.oauth.clone()
         };
-        let e = sign(&Target { oauth: &oauth, ..target }, "c", "a", &[])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("`oauth.privateKey`") && e.contains("RS256"), "{e}");
+        let e = sign(
+            &Target {
+                oauth: &oauth,
+                ..target
+            },
+            "c",
+            "a",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`oauth.privateKey`") && e.contains("RS256"),
+            "{e}"
+        );
         let oauth = OAuthConfig {
             algorithm: Some("HS256".to_owned()),
             ..target.oauth.clone()
         };
-        let e = sign(&Target { oauth: &oauth, ..target }, "c", "a", &[])
-            .unwrap_err()
-            .to_string();
+        let e = sign(
+            &Target {
+                oauth: &oauth,
+                ..target
+            },
+            "c",
+            "a",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("`oauth.algorithm` \"HS256\""), "{e}");
         // Not a key at all: the error never shows the text.
         let oauth = OAuthConfig {
             private_key: Some("not-a-PEM-SECRET".to_owned()),
             ..OAuthConfig::default()
         };
-        let e = sign(&Target { oauth: &oauth, ..target }, "c", "a", &[])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("is not a PEM key") && !e.contains("SECRET"), "{e}");
+        let e = sign(
+            &Target {
+                oauth: &oauth,
+                ..target
+            },
+            "c",
+            "a",
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("is not a PEM key") && !e.contains("SECRET"),
+            "{e}"
+        );
     }
 
     #[test]

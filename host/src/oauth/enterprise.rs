@@ -110,7 +110,11 @@ pub(crate) async fn exchange(
         .additional_fields
         .get("token_endpoint_auth_methods_supported")
         .and_then(|v| v.as_array())
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect());
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        });
     let idp = EmaAuthorizationServer::new(idp_issuer, idp_token_endpoint, idp_client.clone())
         .with_client_authentication(authentication(idp_secret, None));
     let resource_as =
@@ -145,7 +149,7 @@ pub(crate) async fn exchange(
         response["scope"] = scopes.join(" ").into();
     }
     let response: OAuthTokenResponse = serde_json::from_value(response)
-    .map_err(|e| target.error(format!("the token response could not be kept: {e}")))?;
+        .map_err(|e| target.error(format!("the token response could not be kept: {e}")))?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

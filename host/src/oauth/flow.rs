@@ -415,9 +415,10 @@ pub(crate) async fn client_credentials(
             super::assertion::exchange(target, client_id, &metadata).await?
         };
         manager.set_metadata(metadata);
-        memory.save(credentials).await.map_err(|e| {
-            target.error(format!("the token could not be kept: {}", describe(&e)))
-        })?;
+        memory
+            .save(credentials)
+            .await
+            .map_err(|e| target.error(format!("the token could not be kept: {}", describe(&e))))?;
         manager.set_credential_store(memory);
         return Ok(manager);
     }

@@ -352,7 +352,8 @@ impl Authorizing {
                             Ok(m) => Loaded::Manager(Arc::new(m)),
                             Err(e) => {
                                 let fact = Refusal::Login(e.message.clone());
-                                self.ctx.require(&self.server.name, e.to_string(), fact, None);
+                                self.ctx
+                                    .require(&self.server.name, e.to_string(), fact, None);
                                 Loaded::Nothing
                             }
                         }
