@@ -948,7 +948,8 @@ impl<P: HttpPort> RemoteConnection<P> {
         if matches!(status, 401 | 403)
             && let Some(failure) = self.target.unauthorized()
         {
-            self.note(failure.to_string());
+            // Not a note as well: the failure says it all, and a note would
+            // repeat it as the server's "last stderr".
             if let Some(id) = id {
                 self.deliver(Item::Failed { id, failure });
             }
