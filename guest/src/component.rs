@@ -95,12 +95,21 @@ impl Connection for StdioConnection {
     }
 }
 
-/// The host's grant, as the remote transport asks about origins.
+/// The host's grant, as the remote transport asks about origins and
+/// authorization.
 struct GrantHandle(remote::Grant);
 
 impl crate::remote::target::Grant for GrantHandle {
     fn same_origin(&self, url: &str) -> bool {
         self.0.same_origin(url)
+    }
+
+    fn needs_authorization(&self) -> Option<crate::transport::AuthorizationFailure> {
+        use crate::transport::AuthorizationFailure as Plain;
+        Some(match self.0.needs_authorization()? {
+            remote::AuthorizationFailure::LoginRequired(why) => Plain::LoginRequired(why),
+            remote::AuthorizationFailure::CredentialsRefused(why) => Plain::CredentialsRefused(why),
+        })
     }
 }
 
@@ -180,7 +189,7 @@ impl Platform for Host {
             headers: to_wit_pairs(headers),
         };
         let grant = remote::Grant::open(server, &endpoint).map_err(from_wit_error)?;
-        let target = Target::granted(url, &grant.url(), Box::new(GrantHandle(grant)));
+        let target = Target::granted(server, url, &grant.url(), Box::new(GrantHandle(grant)));
         let cap = usize::try_from(transport::max_message_bytes()).unwrap_or(usize::MAX);
         let conn = RemoteConnection::open(kind, wasi_http::WasiHttp::default(), target, cap);
         Ok(HostConnection::Remote(Box::new(conn)))

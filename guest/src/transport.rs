@@ -101,6 +101,42 @@ pub enum Failure {
     /// with the server's words, a stream that ended before the answer); the text
     /// says how, for the caller.
     Exchange(String),
+    /// The server refused it (`401`, or `403` asking for more scopes) and the
+    /// host, which runs OAuth, has no usable authorization for the server
+    /// (`mcpbox:runtime/remote.grant.needs-authorization`).
+    NeedsAuthorization {
+        /// The configured server name.
+        server: String,
+        /// What the host said.
+        failure: AuthorizationFailure,
+    },
+}
+
+/// Why a remote server's requests go without a usable authorization, as the
+/// host knows it (mirrors `remote.authorization-failure`). The text is the
+/// host's and holds no credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthorizationFailure {
+    /// A person must authorize mcpbox: `mcpbox login SERVER`.
+    LoginRequired(String),
+    /// The configured machine credentials got no token; the configuration
+    /// must change.
+    CredentialsRefused(String),
+}
+
+impl AuthorizationFailure {
+    /// What it means for server `server`, as a predicate ("needs authorization
+    /// (…): run `mcpbox login x`"): the manager puts "server `x`" before it.
+    pub fn predicate(&self, server: &str) -> String {
+        match self {
+            AuthorizationFailure::LoginRequired(why) => {
+                format!("needs authorization ({why}): run `mcpbox login {server}`")
+            }
+            AuthorizationFailure::CredentialsRefused(why) => {
+                format!("could not be authorized: {why}")
+            }
+        }
+    }
 }
 
 impl fmt::Display for Failure {
@@ -108,6 +144,9 @@ impl fmt::Display for Failure {
         match self {
             Failure::Rpc(e) => e.fmt(f),
             Failure::Exchange(why) => f.write_str(why),
+            Failure::NeedsAuthorization { server, failure } => {
+                write!(f, "server `{server}` {}", failure.predicate(server))
+            }
         }
     }
 }

@@ -447,6 +447,12 @@ fn servers_shows_needs_login_with_the_command() {
         stdout.contains("needs login: locked") && stdout.contains("run `mcpbox login locked`"),
         "{stdout}"
     );
+    // The server's own status says it in the guest's words, from the host's
+    // transport fact (`remote.grant.needs-authorization`), not "HTTP 401".
+    let fact = "server `locked` needs authorization (no token is stored for it): run `mcpbox \
+                login locked`";
+    assert!(stdout.contains(fact), "{stdout}");
+    assert!(!stdout.contains("HTTP 401"), "{stdout}");
     // `--json` says the same in the server's entry.
     let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
         .arg("--json")
@@ -471,6 +477,10 @@ fn servers_shows_needs_login_with_the_command() {
         locked["needsLogin"]["reason"]
             .as_str()
             .is_some_and(|r| !r.is_empty()),
+        "{listing}"
+    );
+    assert!(
+        locked["error"].as_str().is_some_and(|e| e == fact),
         "{listing}"
     );
     assert!(!dir.path().join("credentials.json").exists());

@@ -191,6 +191,11 @@ export function httpImports(hub, Pollable) {
       return hub.request({ t: 'same-origin', authority: this.authority, url });
     }
 
+    /** `grant.needs-authorization`: this host runs no OAuth, so it has nothing to add. */
+    needsAuthorization() {
+      return undefined;
+    }
+
     [symbolDispose]() {
       grants.delete(this.authority);
       hub.post({ t: 'grant-drop', authority: this.authority });

@@ -96,6 +96,9 @@ impl Client {
                 // The server named the versions it takes and ours is one: ask again.
                 return self.discover(true);
             }
+            // Refused for want of an authorization the host could not get:
+            // `initialize` would be refused the same way.
+            Err(e @ Failure::NeedsAuthorization { .. }) => return self.fail(e.to_string()),
             // Not a 2026-07-28 server (method not found, or a legacy server's
             // "not initialised"): the legacy handshake.
             Err(_) => return self.initialize(false),

@@ -63,6 +63,8 @@ impl Client {
     ) {
         let raw = match outcome {
             Ok(raw) => raw,
+            // The host's word on why: no other era would be let in either.
+            Err(e @ Failure::NeedsAuthorization { .. }) => return self.fail(e.to_string()),
             Err(_) if or_discover => return self.discover(false),
             Err(e) => {
                 return self.fail(format!("server `{}` rejected initialize: {e}", self.server));

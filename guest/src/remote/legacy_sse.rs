@@ -13,6 +13,7 @@ use super::port::{Head, Method, Request};
 use super::sse::SseParser;
 use super::{ACCEPT_BOTH, EVENT_STREAM, Hold, Post, Purpose, Reading, RemoteConnection};
 use crate::remote::port::HttpPort;
+use crate::transport::Failure;
 
 impl<P: HttpPort> RemoteConnection<P> {
     /// Opens the event stream.
@@ -38,6 +39,12 @@ impl<P: HttpPort> RemoteConnection<P> {
             return;
         }
         self.finish(id);
+        if matches!(head.status, 401 | 403)
+            && let Some(Failure::NeedsAuthorization { server, failure }) =
+                self.target.unauthorized()
+        {
+            return self.close(failure.predicate(&server));
+        }
         // A predicate: the manager reports it as "server `x` answered …".
         let why = format!(
             "answered GET {} with HTTP {} ({}), not an event stream",

@@ -943,6 +943,18 @@ impl<P: HttpPort> RemoteConnection<P> {
         } else {
             lossy(buf)
         };
+        // A refusal for want of an authorization the host could not get: the
+        // host's fact says what it means and what to do.
+        if matches!(status, 401 | 403)
+            && let Some(failure) = self.target.unauthorized()
+        {
+            // Not a note as well: the failure says it all, and a note would
+            // repeat it as the server's "last stderr".
+            if let Some(id) = id {
+                self.deliver(Item::Failed { id, failure });
+            }
+            return;
+        }
         // An error status. A JSON-RPC error in the body says more than the status.
         if let Some(id) = &id {
             if answers(&text, id) {

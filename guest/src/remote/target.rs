@@ -15,10 +15,18 @@ use crate::prelude::*;
 
 use fluent_uri::{Uri, UriRef};
 
+use crate::transport::{AuthorizationFailure, Failure};
+
 /// What the host says about URLs under a grant (`mcpbox:runtime/remote.grant`).
 pub trait Grant {
     /// Whether `url` (absolute) is on the configured URL's origin.
     fn same_origin(&self, url: &str) -> bool;
+
+    /// Whether the server's requests go without a usable authorization that
+    /// the host could not get by itself (it runs OAuth); asked after a refusal.
+    fn needs_authorization(&self) -> Option<AuthorizationFailure> {
+        None
+    }
 }
 
 /// A URL a server named that is on another origin: not followed.
@@ -30,6 +38,8 @@ pub struct Elsewhere {
 
 /// The URL a remote connection speaks to.
 pub struct Target {
+    /// The configured server name, for messages; empty for a plain target.
+    server: String,
     /// The URL as configured, for messages.
     configured: String,
     /// Where requests go.
@@ -58,6 +68,7 @@ impl Target {
             ));
         }
         Ok(Target {
+            server: String::new(),
             configured: url.to_string(),
             base: url.to_string(),
             grant: None,
@@ -76,9 +87,16 @@ impl Target {
         Ok(target)
     }
 
-    /// The stand-in URL `stand_in` of a grant for the URL `configured`.
-    pub fn granted(configured: &str, stand_in: &str, grant: Box<dyn Grant>) -> Target {
+    /// The stand-in URL `stand_in` of a grant for server `server`'s URL
+    /// `configured`.
+    pub fn granted(
+        server: &str,
+        configured: &str,
+        stand_in: &str,
+        grant: Box<dyn Grant>,
+    ) -> Target {
         Target {
+            server: server.to_string(),
             configured: configured.to_string(),
             base: stand_in.to_string(),
             grant: Some(grant),
@@ -93,6 +111,17 @@ impl Target {
     /// Where requests go.
     pub fn base(&self) -> &str {
         &self.base
+    }
+
+    /// What a refusal (`401`, or `403` asking for scopes) means when the host
+    /// has no usable authorization for the server: none when it has nothing
+    /// to add.
+    pub fn unauthorized(&self) -> Option<Failure> {
+        let failure = self.grant.as_ref()?.needs_authorization()?;
+        Some(Failure::NeedsAuthorization {
+            server: self.server.clone(),
+            failure,
+        })
     }
 
     /// Resolves `reference` (from a response to a request for `from`) to the URL
@@ -237,6 +266,7 @@ mod tests {
     #[test]
     fn a_grant_decides_absolute_urls_and_keeps_the_stand_in_origin() {
         let t = Target::granted(
+            "s",
             "https://${HOST}/mcp",
             "http://g1.mcpbox.internal/mcp",
             Box::new(RealOrigin("https://real.example/")),

@@ -645,6 +645,7 @@ impl Grant for RealOrigin {
 #[test]
 fn under_a_grant_requests_go_to_the_stand_in_and_messages_name_the_configured_url() {
     let target = Target::granted(
+        "real",
         "https://real.example/sse?key=${KEY}",
         "http://g1.mcpbox.internal/sse?key=mcpbox-ref-0",
         Box::new(RealOrigin),
@@ -677,6 +678,109 @@ fn under_a_grant_requests_go_to_the_stand_in_and_messages_name_the_configured_ur
             assert!(w.contains("https://real.example/sse?key=${KEY}"), "{w}");
             assert!(!w.contains("g1.mcpbox.internal"), "{w}");
         }
+        _ => panic!("{got:?}"),
+    }
+}
+
+/// A grant whose host runs OAuth and has no usable authorization for the server.
+struct Unauthorized(Option<crate::transport::AuthorizationFailure>);
+impl Grant for Unauthorized {
+    fn same_origin(&self, _: &str) -> bool {
+        false
+    }
+    fn needs_authorization(&self) -> Option<crate::transport::AuthorizationFailure> {
+        self.0.clone()
+    }
+}
+
+/// Every request refused with `status` and a bearer challenge.
+fn refusing(status: u16) -> super::fake::Server {
+    Box::new(move |_: &Request, out: &mut Reply<'_>| {
+        out.head(status, &[("www-authenticate", "Bearer")]).end();
+    })
+}
+
+fn granted(fact: Option<crate::transport::AuthorizationFailure>) -> Target {
+    Target::granted(
+        "locked",
+        "https://locked.example/mcp",
+        "http://g0.mcpbox.internal/mcp",
+        Box::new(Unauthorized(fact)),
+    )
+}
+
+#[test]
+fn a_refusal_the_host_cannot_authorize_names_the_server_and_the_login() {
+    use crate::transport::AuthorizationFailure::{CredentialsRefused, LoginRequired};
+    // Streamable HTTP: the request fails with the host's fact.
+    for status in [401, 403] {
+        let fact = LoginRequired("no token is stored for it".into());
+        let mut h = Harness::with_target(
+            Kind::Streamable,
+            granted(Some(fact.clone())),
+            refusing(status),
+        );
+        h.send(&init(), None);
+        let got = h.run(20);
+        match errors(&got)[..] {
+            [TransportError::RequestFailed { id, failure }] => {
+                assert_eq!(id, "1");
+                assert_eq!(
+                    failure,
+                    &Failure::NeedsAuthorization {
+                        server: "locked".into(),
+                        failure: fact.clone()
+                    }
+                );
+                assert_eq!(
+                    failure.to_string(),
+                    "server `locked` needs authorization (no token is stored for it): run \
+                     `mcpbox login locked`"
+                );
+            }
+            _ => panic!("{status}: {got:?}"),
+        }
+    }
+    // Machine credentials the authorization server refused: no login advice.
+    let fact =
+        CredentialsRefused("the client credentials grant was refused: invalid_client".into());
+    let mut h = Harness::with_target(Kind::Streamable, granted(Some(fact)), refusing(401));
+    h.send(&init(), None);
+    let got = h.run(20);
+    let text = errors(&got)[0].to_string();
+    assert_eq!(
+        text,
+        "server `locked` could not be authorized: the client credentials grant was refused: \
+         invalid_client"
+    );
+    // The legacy transport: the event stream itself is refused, and the
+    // connection closes with the same fact.
+    let fact = LoginRequired("the token expired and could not be refreshed".into());
+    let mut h = Harness::with_target(Kind::LegacySse, granted(Some(fact)), refusing(401));
+    h.send(&init(), None);
+    let got = h.run(20);
+    match errors(&got)[..] {
+        [TransportError::Closed(why)] => assert_eq!(
+            why,
+            "needs authorization (the token expired and could not be refreshed): run `mcpbox \
+             login locked`"
+        ),
+        _ => panic!("{got:?}"),
+    }
+}
+
+#[test]
+fn a_refusal_the_host_has_nothing_to_say_about_stays_the_servers_own() {
+    let mut h = Harness::with_target(Kind::Streamable, granted(None), refusing(401));
+    h.send(&init(), None);
+    let got = h.run(20);
+    match errors(&got)[..] {
+        [
+            TransportError::RequestFailed {
+                failure: Failure::Exchange(why),
+                ..
+            },
+        ] => assert_eq!(why, "HTTP 401 from the server for initialize: Unauthorized"),
         _ => panic!("{got:?}"),
     }
 }

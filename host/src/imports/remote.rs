@@ -197,6 +197,24 @@ impl remote::HostGrant for HostState {
             .is_some_and(|g| g.same_origin(&url)))
     }
 
+    fn needs_authorization(
+        &mut self,
+        this: Resource<Grant>,
+    ) -> wasmtime::Result<Option<remote::AuthorizationFailure>> {
+        let authority = &self.table.get(&this)?.authority;
+        let (Some(granted), Some(oauth)) = (self.grants.get(authority), &self.grants.oauth) else {
+            return Ok(None);
+        };
+        // The host's own fact about this server; a server whose entry sets its
+        // own `Authorization` header is never authorized by the host.
+        Ok(oauth.refusal(&granted.server).map(|refusal| match refusal {
+            crate::oauth::Refusal::Login(why) => remote::AuthorizationFailure::LoginRequired(why),
+            crate::oauth::Refusal::Credentials(why) => {
+                remote::AuthorizationFailure::CredentialsRefused(why)
+            }
+        }))
+    }
+
     fn drop(&mut self, this: Resource<Grant>) -> wasmtime::Result<()> {
         let grant = self.table.delete(this)?;
         self.grants.by_authority.remove(&grant.authority);

@@ -13,6 +13,16 @@
 //!                "callbackPort": 8765, "scopes": ["read", "write"] } } } }
 //! ```
 //!
+//! A machine client (the client credentials grant, SEP-1046) has a secret or
+//! a private key (`private_key_jwt`, the TypeScript SDK's `privateKey` and
+//! `algorithm`, plus a file and a key id):
+//!
+//! ```json
+//! { "oauth": { "grantType": "client_credentials", "clientId": "svc-1",
+//!              "privateKeyFile": "~/.config/svc-1.pem", "keyId": "2026-11",
+//!              "algorithm": "ES256" } }
+//! ```
+//!
 //! What this module cannot read is left alone: the guest reports problems with
 //! an entry as configuration issues.
 
@@ -47,16 +57,52 @@ pub(crate) struct OAuthConfig {
     /// no protected-resource metadata; skips discovery.
     #[serde(alias = "auth_server_metadata_url")]
     pub auth_server_metadata_url: Option<String>,
-    /// `client_credentials` for a machine client (SEP-1046: `clientId` and
-    /// `clientSecret`, no user, no browser); the authorization code grant otherwise.
+    /// `client_credentials` for a machine client (SEP-1046: `clientId` with
+    /// `clientSecret` or a private key, no user, no browser); the
+    /// authorization code grant otherwise.
     #[serde(alias = "grant_type")]
     pub grant_type: Option<String>,
+    /// A PEM file holding the client's private key (PKCS#8 EC, RSA or
+    /// Ed25519, or PKCS#1 RSA): the client credentials grant then
+    /// authenticates with `private_key_jwt` (RFC 7523). `${VAR}` and `~/`
+    /// are resolved by the host, which alone reads the file.
+    #[serde(alias = "private_key_file")]
+    pub private_key_file: Option<String>,
+    /// The private key's PEM text instead of a file, normally `${VAR}`
+    /// (the TypeScript SDK's `privateKey`).
+    #[serde(alias = "private_key")]
+    pub private_key: Option<String>,
+    /// The `kid` of the signing key, for an authorization server that keeps
+    /// several keys of the client (a JWKS).
+    #[serde(alias = "key_id")]
+    pub key_id: Option<String>,
+    /// The JWS algorithm of the assertion (`ES256`, `RS256`, …); by default
+    /// the first the authorization server accepts that the key signs with.
+    pub algorithm: Option<String>,
+    /// Enterprise-managed authorization (SEP-990): the ID token the user's
+    /// identity provider issued, normally `${VAR}`; with it, no browser.
+    #[serde(alias = "idp_id_token")]
+    pub idp_id_token: Option<String>,
+    /// The identity provider's token endpoint (RFC 8693 token exchange).
+    #[serde(alias = "idp_token_endpoint")]
+    pub idp_token_endpoint: Option<String>,
+    /// The identity provider's issuer identifier; by default the origin of
+    /// `idpTokenEndpoint`.
+    #[serde(alias = "idp_issuer")]
+    pub idp_issuer: Option<String>,
+    /// mcpbox's client at the identity provider.
+    #[serde(alias = "idp_client_id")]
+    pub idp_client_id: Option<String>,
+    /// That client's secret, if it has one; `${VAR}` resolved by the host.
+    #[serde(alias = "idp_client_secret")]
+    pub idp_client_secret: Option<String>,
 }
 
 impl OAuthConfig {
-    /// Whether tokens come from the client credentials grant.
+    /// Whether tokens come without a person: the client credentials grant,
+    /// or enterprise-managed authorization (an IdP's ID token exchanged).
     pub fn client_credentials(&self) -> bool {
-        self.grant_type.as_deref() == Some("client_credentials")
+        self.grant_type.as_deref() == Some("client_credentials") || self.idp_id_token.is_some()
     }
 }
 

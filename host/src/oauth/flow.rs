@@ -45,7 +45,7 @@ pub(crate) struct Target<'a> {
 }
 
 impl Target<'_> {
-    fn error(&self, message: impl Into<String>) -> OAuthError {
+    pub(crate) fn error(&self, message: impl Into<String>) -> OAuthError {
         OAuthError {
             server: self.name.to_owned(),
             message: message.into(),
@@ -365,20 +365,36 @@ fn query_param(url: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// The client credentials grant (SEP-1046, `client_secret_basic` or `_post` as
-/// the server offers): a machine client's token, with no user. The token is
-/// kept in memory only: the configured secret gets a new one whenever needed.
+/// The client credentials grant (SEP-1046): a machine client's token, with no
+/// user. The client authenticates with its secret (`client_secret_basic` or
+/// `_post` as the server offers, through rmcp) or with an assertion signed by
+/// its private key (`private_key_jwt`, [`super::assertion`]). The token is kept
+/// in memory only: the configured secret or key gets a new one whenever needed.
 pub(crate) async fn client_credentials(
     target: &Target<'_>,
     challenge: Option<&str>,
 ) -> Result<AuthorizationManager, OAuthError> {
     let oauth = target.oauth;
-    let (Some(client_id), Some(secret)) = (&oauth.client_id, &oauth.client_secret) else {
+    let Some(client_id) = &oauth.client_id else {
         return Err(target.error(
-            "`oauth.grantType` \"client_credentials\" needs `oauth.clientId` and \
-             `oauth.clientSecret`",
+            "`oauth.grantType` \"client_credentials\" needs `oauth.clientId`, and \
+             `oauth.clientSecret` or a private key in `oauth.privateKeyFile`",
         ));
     };
+    let jwt = super::assertion::configured(oauth);
+    if jwt && super::enterprise::configured(oauth) {
+        return Err(target.error(
+            "`oauth.idpIdToken` (enterprise-managed authorization) and a private key are both \
+             set; the MCP server's authorization server takes the client secret there",
+        ));
+    }
+    if jwt && oauth.client_secret.is_some() {
+        return Err(target.error(
+            "`oauth.clientSecret` and a private key (`oauth.privateKeyFile` or \
+             `oauth.privateKey`) are both set; keep the one the authorization server \
+             registered for this client",
+        ));
+    }
     let mut manager = manager(target).await?;
     let metadata = match &oauth.auth_server_metadata_url {
         Some(url) => configured_metadata(target, url).await?,
@@ -390,8 +406,30 @@ pub(crate) async fn client_credentials(
                 .metadata
         }
     };
+    let memory = InMemoryCredentialStore::new();
+    let enterprise = super::enterprise::configured(oauth);
+    if jwt || enterprise {
+        let credentials = if enterprise {
+            super::enterprise::exchange(target, client_id, &metadata).await?
+        } else {
+            super::assertion::exchange(target, client_id, &metadata).await?
+        };
+        manager.set_metadata(metadata);
+        memory
+            .save(credentials)
+            .await
+            .map_err(|e| target.error(format!("the token could not be kept: {}", describe(&e))))?;
+        manager.set_credential_store(memory);
+        return Ok(manager);
+    }
+    let Some(secret) = &oauth.client_secret else {
+        return Err(target.error(
+            "`oauth.grantType` \"client_credentials\" needs `oauth.clientSecret` or a \
+             private key in `oauth.privateKeyFile` (for `private_key_jwt`)",
+        ));
+    };
     manager.set_metadata(metadata);
-    manager.set_credential_store(InMemoryCredentialStore::new());
+    manager.set_credential_store(memory);
     let config = ClientCredentialsConfig::ClientSecret {
         client_id: client_id.clone(),
         client_secret: resolve_secret(target, secret)?,

@@ -23,7 +23,9 @@
 //! client ID metadata documents, scope selection and step-up, `none`/`basic`/
 //! `post` token endpoint authentication, refresh. The `oauth2` crate alone
 //! offers the grant and PKCE but none of MCP's discovery, registration, scope
-//! or issuer rules, which would all be written here by hand. rmcp is used for
+//! or issuer rules, which would all be written here by hand. The client
+//! credentials grant with `private_key_jwt` signs its assertion with
+//! `jsonwebtoken` (`assertion`). rmcp is used for
 //! its authorization client only (no transports); its `CredentialStore` trait
 //! is implemented on mcpbox's [`TokenStore`].
 //!
@@ -31,10 +33,15 @@
 //! - [`store`]: where tokens live (a 0600 file written atomically, or memory).
 //! - `config`: the `oauth` fields of server entries.
 //! - `flow`: one authorization, from discovery to the tokens in the store.
+//! - `assertion`: the client credentials grant with `private_key_jwt` (RFC 7523).
+//! - `enterprise`: enterprise-managed authorization (SEP-990: token exchange,
+//!   then the JWT bearer grant), through rmcp's `enterprise` module.
 //! - `callback`: the loopback listener for the redirect.
 
+mod assertion;
 mod callback;
 mod config;
+mod enterprise;
 mod flow;
 pub mod store;
 
@@ -70,6 +77,18 @@ pub struct OAuthError {
     /// The configured server name.
     pub server: String,
     message: String,
+}
+
+/// Why the requests of a server go without a usable authorization: the
+/// transport fact the guest gets (`remote.grant.needs-authorization`). The
+/// text says why, in the host's words, and never holds a credential.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// A person must authorize (`mcpbox login SERVER`).
+    Login(String),
+    /// The configured machine credentials (client credentials grant) got no
+    /// token: the configuration must change, a login would not help.
+    Credentials(String),
 }
 
 /// The result of a login.
@@ -151,7 +170,9 @@ pub(crate) struct OAuth {
     events: broadcast::Sender<Event>,
     entries: BTreeMap<String, RemoteEntry>,
     servers: Mutex<HashMap<String, Arc<ServerAuth>>>,
-    required: Mutex<BTreeMap<String, String>>,
+    /// The servers that need an authorization the host cannot get by itself:
+    /// the message for people and the fact for the guest.
+    required: Mutex<BTreeMap<String, (String, Refusal)>>,
     /// Authorization URLs waiting for the user, by server: an embedder that
     /// subscribed to events after the event was sent still finds them.
     pending: Mutex<BTreeMap<String, String>>,
@@ -208,18 +229,29 @@ impl OAuth {
         self.required
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .clone()
+            .iter()
+            .map(|(server, (message, _))| (server.clone(), message.clone()))
+            .collect()
+    }
+
+    /// Why `server`'s requests go without a usable authorization, if they do.
+    pub fn refusal(&self, server: &str) -> Option<Refusal> {
+        self.required
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(server)
+            .map(|(_, fact)| fact.clone())
     }
 
     /// Lists `server` as needing a login. The first reason stays until an
     /// authorization succeeds: it is the specific one (a failed refresh), the
     /// refusals that follow only repeat it.
-    fn require(&self, server: &str, reason: String, url: Option<String>) {
+    fn require(&self, server: &str, reason: String, fact: Refusal, url: Option<String>) {
         self.required
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .entry(server.to_owned())
-            .or_insert(reason);
+            .or_insert((reason, fact));
         let _ = self.events.send(Event::AuthorizationRequired {
             server: server.to_owned(),
             url,
@@ -319,7 +351,9 @@ impl Authorizing {
                         {
                             Ok(m) => Loaded::Manager(Arc::new(m)),
                             Err(e) => {
-                                self.ctx.require(&self.server.name, e.to_string(), None);
+                                let fact = Refusal::Login(e.message.clone());
+                                self.ctx
+                                    .require(&self.server.name, e.to_string(), fact, None);
                                 Loaded::Nothing
                             }
                         }
@@ -329,6 +363,7 @@ impl Authorizing {
                         self.ctx.require(
                             &self.server.name,
                             format!("server `{}`: {e}", self.server.name),
+                            Refusal::Login(format!("its stored tokens could not be read: {e}")),
                             None,
                         );
                         Loaded::Nothing
@@ -342,6 +377,12 @@ impl Authorizing {
         };
         match manager.get_access_token().await {
             Ok(token) => Some(token),
+            // A machine client's token expired: the next refusal gets a new
+            // one with the configured secret or key, no login involved.
+            Err(AuthError::AuthorizationRequired) if self.server.oauth.client_credentials() => {
+                *self.server.manager.lock().await = Loaded::Nothing;
+                None
+            }
             Err(e) => {
                 let reason = match e {
                     AuthError::AuthorizationRequired => {
@@ -355,6 +396,7 @@ impl Authorizing {
                         "server `{}`: {reason}; run `mcpbox login {}`",
                         self.server.name, self.server.name
                     ),
+                    Refusal::Login(reason),
                     None,
                 );
                 *self.server.manager.lock().await = Loaded::Nothing;
@@ -371,9 +413,15 @@ impl Authorizing {
             return self.client_credentials(used, challenge).await;
         }
         if !self.ctx.on_demand {
+            let why = if used.is_some() {
+                "it refused the stored token"
+            } else {
+                "no token is stored for it"
+            };
             self.ctx.require(
                 name,
                 format!("server `{name}` needs authorization: run `mcpbox login {name}`"),
+                Refusal::Login(why.to_owned()),
                 None,
             );
             return None;
@@ -392,6 +440,10 @@ impl Authorizing {
                     "server `{name}` refused {MAX_AUTHORIZATIONS_IN_A_ROW} authorizations in a \
                      row; check the scopes it needs (`oauth.scopes`) and run `mcpbox login {name}`"
                 ),
+                Refusal::Login(format!(
+                    "it refused {MAX_AUTHORIZATIONS_IN_A_ROW} authorizations in a row; check the \
+                     scopes it needs (`oauth.scopes`)"
+                )),
                 None,
             );
             return None;
@@ -427,7 +479,8 @@ impl Authorizing {
                 manager.get_access_token().await.ok()
             }
             Err(e) => {
-                self.ctx.require(name, e.to_string(), None);
+                let fact = Refusal::Login(e.message.clone());
+                self.ctx.require(name, e.to_string(), fact, None);
                 None
             }
         }
@@ -455,7 +508,8 @@ impl Authorizing {
                 manager.get_access_token().await.ok()
             }
             Err(e) => {
-                self.ctx.require(name, e.to_string(), None);
+                let fact = Refusal::Credentials(e.message.clone());
+                self.ctx.require(name, e.to_string(), fact, None);
                 None
             }
         }

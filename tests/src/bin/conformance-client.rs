@@ -29,8 +29,10 @@
 //!
 //! Everything the runtime hands this embedder (events, server states, tools,
 //! call results and errors, diagnostics) goes into a transcript, which is
-//! searched at the end for the suite's access tokens (`test-token-…`): finding
-//! one fails the scenario.
+//! searched at the end for the suite's access tokens (`test-token-…`,
+//! `cc-token-…`) and private keys: finding one fails the scenario. A scenario's
+//! private key (`private_key_jwt`) is written to a file that the entry's
+//! `oauth.privateKeyFile` names, with `oauth.algorithm`, as a user would.
 //!
 //! `tests/tests/conformance.rs` runs every client scenario with it.
 
@@ -46,8 +48,9 @@ use serde_json::{Value, json};
 /// Everything the runtime handed out, searched for tokens at the end.
 static TRANSCRIPT: Mutex<String> = Mutex::new(String::new());
 
-/// What the suite's authorization server issues as access tokens.
-const TOKEN_PREFIX: &str = "test-token-";
+/// What the suite's authorization servers issue as access tokens (the
+/// client credentials scenarios: `cc-token-`), and the private key's PEM.
+const TOKEN_PREFIXES: [&str; 3] = ["test-token-", "cc-token-", "PRIVATE KEY"];
 
 fn record(what: impl std::fmt::Debug) {
     let mut t = TRANSCRIPT.lock().unwrap_or_else(|p| p.into_inner());
@@ -111,6 +114,26 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         if scenario.starts_with("auth/client-credentials") {
             oauth["grantType"] = json!("client_credentials");
         }
+        // Enterprise-managed authorization: the IdP's ID token and client.
+        for (key, field) in [
+            ("idp_id_token", "idpIdToken"),
+            ("idp_client_id", "idpClientId"),
+            ("idp_issuer", "idpIssuer"),
+            ("idp_token_endpoint", "idpTokenEndpoint"),
+        ] {
+            if let Some(value) = context[key].as_str() {
+                oauth[field] = json!(value);
+            }
+        }
+        // `private_key_jwt`: the key in a file, as a user keeps it.
+        if let Some(pem) = context["private_key_pem"].as_str() {
+            let path = key_file();
+            std::fs::write(&path, pem).map_err(|e| format!("{}: {e}", path.display()))?;
+            oauth["privateKeyFile"] = json!(path);
+            if let Some(algorithm) = context["signing_algorithm"].as_str() {
+                oauth["algorithm"] = json!(algorithm);
+            }
+        }
         entry["oauth"] = oauth;
     }
     let config = json!({ "mcpServers": { "server": entry } });
@@ -148,8 +171,9 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
     record(runtime.diagnostics("server"));
     runtime.shutdown().await;
     answering.abort();
+    let _ = std::fs::remove_file(key_file());
     let transcript = TRANSCRIPT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(at) = transcript.find(TOKEN_PREFIX) {
+    if let Some(at) = TOKEN_PREFIXES.iter().find_map(|p| transcript.find(p)) {
         let end = transcript.len().min(at + 80);
         return Err(format!(
             "an access token reached the embedder: …{}…",
@@ -157,6 +181,11 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
         ));
     }
     result
+}
+
+/// Where a scenario's private key is written for the server entry to name.
+fn key_file() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("mcpbox-conformance-{}.pem", std::process::id()))
 }
 
 /// Accepts every input request with `{}`: the requested schema's defaults.
