@@ -1148,7 +1148,7 @@ fn stdio_streams() -> (
     use std::os::fd::AsFd;
     use tokio::net::unix::pipe;
     // A duplicate of the descriptor: the standard one stays open whatever is tried.
-    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok();
+    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(is_fifo);
     let unix_socket = |fd: std::os::fd::OwnedFd| {
         let socket = std::os::unix::net::UnixStream::from(fd);
         // `local_addr` fails on any socket that is not a Unix one.
@@ -1157,11 +1157,11 @@ fn stdio_streams() -> (
         tokio::net::UnixStream::from_std(socket).ok()
     };
     let input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match dup(std::io::stdin().as_fd()) {
-        Some(fd) if is_fifo(&fd) => match pipe::Receiver::from_owned_fd(fd) {
+        Some((true, fd)) => match pipe::Receiver::from_owned_fd(fd) {
             Ok(pipe) => Box::new(pipe),
             Err(_) => Box::new(tokio::io::stdin()),
         },
-        Some(fd) => match unix_socket(fd) {
+        Some((false, fd)) => match unix_socket(fd) {
             Some(socket) => Box::new(socket),
             None => Box::new(tokio::io::stdin()),
         },
@@ -1169,11 +1169,11 @@ fn stdio_streams() -> (
     };
     let output: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match dup(std::io::stdout().as_fd())
     {
-        Some(fd) if is_fifo(&fd) => match pipe::Sender::from_owned_fd(fd) {
+        Some((true, fd)) => match pipe::Sender::from_owned_fd(fd) {
             Ok(pipe) => Box::new(pipe),
             Err(_) => Box::new(tokio::io::stdout()),
         },
-        Some(fd) => match unix_socket(fd) {
+        Some((false, fd)) => match unix_socket(fd) {
             Some(socket) => Box::new(socket),
             None => Box::new(tokio::io::stdout()),
         },
@@ -1182,10 +1182,11 @@ fn stdio_streams() -> (
     (input, output)
 }
 
-fn is_fifo(fd: &std::os::fd::OwnedFd) -> bool {
-    rustix::fs::fstat(fd).is_ok_and(|st| {
-        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo
-    })
+fn is_fifo(fd: std::os::fd::OwnedFd) -> (bool, std::os::fd::OwnedFd) {
+    use std::os::unix::fs::FileTypeExt;
+    let file = std::fs::File::from(fd);
+    let fifo = file.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    (fifo, file.into())
 }
 
 /// Reads a call's arguments from stdin, keeping no more than a call may have:
