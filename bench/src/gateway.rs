@@ -17,6 +17,7 @@
 //! | G1 | 2,000 sequential `echo` calls | µs/call |
 //! | G2 | 1,000 `echo` calls in flight, three rounds | calls/s |
 //! | G1, G2 | the same, the process in the middle | its CPU µs (user + system) per call |
+//! | G1, G2 | the same, the client (this process: rmcp) | its CPU µs per call |
 //! | G3 | `tools/list` of 10,000 upstream tools | ms, peak RSS of the process in the middle |
 //! | G4 | `search_tools` over 10,000 tools (`serve --tool-search`, stdio) | ms for the first search (builds the index), µs per search after |
 //!
@@ -27,6 +28,12 @@
 //! its first start. Every answer is checked (an echo returns its own text; a
 //! search finds the tool it names), so a route that answers wrongly fails
 //! rather than looks fast.
+//!
+//! `MCPBOX_BENCH_PERF=1` (for profiling; `perf` must be installed) attaches
+//! `perf stat -p` to the process in the middle for the timed part of G1 and G2
+//! and adds its instructions, task clock and context switches per call: counts
+//! that, unlike the wall clock, do not move with the load of a shared machine.
+//! `MCPBOX_BENCH_ROUNDS=N` repeats the timed part of G1 and G2 N times.
 //!
 //! `mcp-proxy` runs from `bench/.venv` (`python3 -m venv bench/.venv &&
 //! bench/.venv/bin/pip install -r bench/requirements.txt`), with its default
@@ -47,6 +54,7 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
+use crate::worker::process_cpu;
 use crate::{Samples, cell, number};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -450,20 +458,104 @@ fn middle_cpu(
     Ok(())
 }
 
+/// For profiling (`MCPBOX_BENCH_ROUNDS=N`): repeat the timed part of G1 and G2
+/// N times, so that a profile is not dominated by start-up.
+fn rounds() -> usize {
+    std::env::var("MCPBOX_BENCH_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(1)
+}
+
+/// `perf stat` attached to the process in the middle (`MCPBOX_BENCH_PERF=1`).
+struct PerfStat {
+    perf: Child,
+    output: PathBuf,
+}
+
+/// The events counted, as `perf stat -e` takes them.
+const PERF_EVENTS: &str = "instructions,task-clock,context-switches";
+
+impl PerfStat {
+    /// Attaches to `pid` (and the threads it starts) when `MCPBOX_BENCH_PERF` is set.
+    async fn attach(pid: Option<u32>) -> Result<Option<PerfStat>, BoxError> {
+        let (Some(pid), Some(_)) = (pid, std::env::var_os("MCPBOX_BENCH_PERF")) else {
+            return Ok(None);
+        };
+        let output = std::env::temp_dir().join(format!(
+            "mcpbox-bench-perf-{}-{pid}.csv",
+            std::process::id()
+        ));
+        let perf = Command::new("perf")
+            .args(["stat", "-x", ",", "-e", PERF_EVENTS, "-p"])
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(&output)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("MCPBOX_BENCH_PERF: cannot start perf: {e}"))?;
+        // perf says nothing once attached; it takes milliseconds, and what it
+        // counts of the idle middle meanwhile is next to nothing.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Ok(Some(PerfStat { perf, output }))
+    }
+
+    /// Stops counting; adds the counts per call to `metrics`.
+    fn finish(mut self, calls: usize, metrics: &mut Metrics) -> Result<(), BoxError> {
+        // SIGINT makes perf print its counts and exit.
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(self.perf.id() as i32).ok_or("no perf pid")?,
+            rustix::process::Signal::INT,
+        )?;
+        self.perf.wait()?;
+        let text = std::fs::read_to_string(&self.output)?;
+        let _ = std::fs::remove_file(&self.output);
+        // CSV lines: value,unit,event,…
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let fields: Vec<&str> = line.split(',').collect();
+            let (Some(value), Some(event)) = (fields.first(), fields.get(2)) else {
+                continue;
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            let (name, scale) = match event.split(':').next().unwrap_or("") {
+                "instructions" => ("perf_instructions_k", 1e-3),
+                // In milliseconds.
+                "task-clock" => ("perf_task_clock_us", 1e3),
+                "context-switches" => ("perf_context_switches", 1.0),
+                _ => continue,
+            };
+            metrics.insert(name, value * scale / calls as f64);
+        }
+        Ok(())
+    }
+}
+
 /// G1: µs per sequential call, and the CPU the middle spends on each.
 async fn sequential(c: &Connected) -> Result<Metrics, BoxError> {
     let name = format!("{}echo", c.prefix);
     for i in 0..WARM_UP_CALLS {
         echo(&c.client, &name, i).await?;
     }
+    let perf = PerfStat::attach(c.middle).await?;
+    let calls = SEQUENTIAL_CALLS * rounds();
     let before = c.middle.map(cpu_us).transpose()?;
+    let client_before = process_cpu();
     let started = Instant::now();
-    for i in 0..SEQUENTIAL_CALLS {
+    for i in 0..calls {
         echo(&c.client, &name, i).await?;
     }
-    let us = started.elapsed().as_secs_f64() * 1e6 / SEQUENTIAL_CALLS as f64;
-    let mut metrics = Metrics::from([("us_per_call", us)]);
-    middle_cpu(c, before, SEQUENTIAL_CALLS, &mut metrics)?;
+    let us = started.elapsed().as_secs_f64() * 1e6 / calls as f64;
+    let client_us = (process_cpu() - client_before).as_secs_f64() * 1e6 / calls as f64;
+    let mut metrics = Metrics::from([("us_per_call", us), ("client_cpu_us", client_us)]);
+    middle_cpu(c, before, calls, &mut metrics)?;
+    if let Some(perf) = perf {
+        perf.finish(calls, &mut metrics)?;
+    }
     Ok(metrics)
 }
 
@@ -495,16 +587,23 @@ async fn concurrent(c: Connected) -> Result<Metrics, BoxError> {
     } = c;
     let client = Arc::new(client);
     round(&client, &name).await?;
+    let perf = PerfStat::attach(middle).await?;
+    let rounds = CONCURRENT_ROUNDS * self::rounds();
     let before = middle.map(cpu_us).transpose()?;
+    let client_before = process_cpu();
     let started = Instant::now();
-    for _ in 0..CONCURRENT_ROUNDS {
+    for _ in 0..rounds {
         round(&client, &name).await?;
     }
-    let calls = CONCURRENT_CALLS * CONCURRENT_ROUNDS;
+    let calls = CONCURRENT_CALLS * rounds;
     let rate = calls as f64 / started.elapsed().as_secs_f64();
-    let mut metrics = Metrics::from([("calls_per_s", rate)]);
+    let client_us = (process_cpu() - client_before).as_secs_f64() * 1e6 / calls as f64;
+    let mut metrics = Metrics::from([("calls_per_s", rate), ("client_cpu_us", client_us)]);
     if let (Some(pid), Some(before)) = (middle, before) {
         metrics.insert("middle_cpu_us", (cpu_us(pid)? - before) / calls as f64);
+    }
+    if let Some(perf) = perf {
+        perf.finish(calls, &mut metrics)?;
     }
     if let Ok(client) = Arc::try_unwrap(client) {
         client.cancel().await?;
@@ -730,6 +829,34 @@ const ROWS: &[Row] = &[
         target: Target::None,
     },
     Row {
+        workload: Workload::Sequential,
+        label: "G1 CPU of the client",
+        metric: "client_cpu_us",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "G1 middle: instructions (perf)",
+        metric: "perf_instructions_k",
+        unit: "k/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "G1 middle: task clock (perf)",
+        metric: "perf_task_clock_us",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "G1 middle: context switches (perf)",
+        metric: "perf_context_switches",
+        unit: "/call",
+        target: Target::None,
+    },
+    Row {
         workload: Workload::Concurrent,
         label: "G2 1,000 in flight",
         metric: "calls_per_s",
@@ -746,6 +873,34 @@ const ROWS: &[Row] = &[
         label: "G2 CPU of the middle",
         metric: "middle_cpu_us",
         unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "G2 CPU of the client",
+        metric: "client_cpu_us",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "G2 middle: instructions (perf)",
+        metric: "perf_instructions_k",
+        unit: "k/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "G2 middle: task clock (perf)",
+        metric: "perf_task_clock_us",
+        unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Concurrent,
+        label: "G2 middle: context switches (perf)",
+        metric: "perf_context_switches",
+        unit: "/call",
         target: Target::None,
     },
     Row {
@@ -788,7 +943,17 @@ pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Ve
     println!("| workload | direct | gw-stdio | gw-http | mcp-proxy | ratios | target | met? |");
     println!("|---|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
-    for row in ROWS.iter().filter(|r| workloads.contains(&r.workload)) {
+    // The perf rows only when `MCPBOX_BENCH_PERF` gave them values.
+    let measured = |row: &&Row| {
+        results.iter().any(|((w, _), s)| {
+            *w == row.workload && (s.metrics.contains_key(row.metric) || !s.failures.is_empty())
+        })
+    };
+    for row in ROWS
+        .iter()
+        .filter(|r| workloads.contains(&r.workload))
+        .filter(measured)
+    {
         let mut medians = BTreeMap::new();
         let mut cells = Vec::new();
         for route in Route::ALL {

@@ -242,12 +242,15 @@ fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    // One thread does for the other commands: the CLI waits on the runtime, which
+    // One thread does for most commands: the CLI waits on the runtime, which
     // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
-    // its ~4). `serve` answers many clients while the guest works: two workers.
+    // its ~4). `serve` on stdio too: its one client's lines, the driver and the
+    // answers then take turns on one thread, so a call is not handed between
+    // threads (docs/PERFORMANCE.md, "The gateway"). `serve --http` answers many
+    // clients while the guest works: two workers.
     let runtime = if matches!(
         cli.command,
-        Command::Serve { .. } | Command::Dashboard { .. }
+        Command::Serve { http: Some(_), .. } | Command::Dashboard { .. }
     ) {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -1116,8 +1119,9 @@ async fn serve(
 ) -> Result<u8, Failure> {
     report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
+        let (input, output) = stdio_streams();
         runtime
-            .serve_stdio(options, tokio::io::stdin(), tokio::io::stdout())
+            .serve_stdio(options, input, output)
             .await
             .map_err(|e| fail(2, e))?;
         return Ok(0);
@@ -1129,6 +1133,61 @@ async fn serve(
         .await
         .map_err(|e| fail(2, e))?;
     Ok(0)
+}
+
+/// stdin and stdout for `serve` on stdio, read and written by the runtime's own
+/// thread where the kernel allows it: a pipe (what most clients spawn a server
+/// with) or a Unix socket (Node's `child_process`, so the TypeScript SDK's
+/// clients) is made non-blocking and polled with everything else. Anything else
+/// (a terminal, a file) goes through tokio's `stdin`/`stdout`, which block on a
+/// thread of their own and hand every read and write over to it: about two
+/// thread wake-ups per line each way.
+fn stdio_streams() -> (
+    Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+    Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    // A duplicate of the descriptor: the standard one stays open whatever is tried.
+    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(is_fifo);
+    let unix_socket = |fd: std::os::fd::OwnedFd| {
+        let socket = std::os::unix::net::UnixStream::from(fd);
+        // `local_addr` fails on any socket that is not a Unix one.
+        socket.local_addr().ok()?;
+        socket.set_nonblocking(true).ok()?;
+        tokio::net::UnixStream::from_std(socket).ok()
+    };
+    let input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match dup(std::io::stdin().as_fd()) {
+        Some((true, fd)) => match pipe::Receiver::from_owned_fd(fd) {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdin()),
+        },
+        Some((false, fd)) => match unix_socket(fd) {
+            Some(socket) => Box::new(socket),
+            None => Box::new(tokio::io::stdin()),
+        },
+        None => Box::new(tokio::io::stdin()),
+    };
+    let output: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match dup(std::io::stdout().as_fd())
+    {
+        Some((true, fd)) => match pipe::Sender::from_owned_fd(fd) {
+            Ok(pipe) => Box::new(pipe),
+            Err(_) => Box::new(tokio::io::stdout()),
+        },
+        Some((false, fd)) => match unix_socket(fd) {
+            Some(socket) => Box::new(socket),
+            None => Box::new(tokio::io::stdout()),
+        },
+        None => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
+}
+
+fn is_fifo(fd: std::os::fd::OwnedFd) -> (bool, std::os::fd::OwnedFd) {
+    use std::os::unix::fs::FileTypeExt;
+    let file = std::fs::File::from(fd);
+    let fifo = file.metadata().is_ok_and(|m| m.file_type().is_fifo());
+    (fifo, file.into())
 }
 
 /// Reads a call's arguments from stdin, keeping no more than a call may have:
