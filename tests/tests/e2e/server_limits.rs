@@ -108,8 +108,8 @@ async fn each_limit_fails_its_server_and_can_be_raised() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_listing_at_the_caps_and_a_maximal_message_fit_in_a_fraction_of_the_memory() {
     let text = json!({"mcpServers": {
-        // 9,981 flood tools and the fixture's 19 of its own: 10,000.
-        "at_caps": fixture_entry(&["--flood-tools", "9981", "--flood-tool-bytes", "1680"]),
+        // 9,980 flood tools and the fixture's 20 of its own: 10,000.
+        "at_caps": fixture_entry(&["--flood-tools", "9980", "--flood-tool-bytes", "1680"]),
         "maximal": fixture_entry(&["--flood-tools", "1190000"]),
     }})
     .to_string();
