@@ -24,7 +24,7 @@ use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse, StoredCre
 
 use super::OAuthError;
 use super::config::OAuthConfig;
-use super::flow::Target;
+use super::flow::{Target, received_now};
 
 /// RFC 7523 §2.2: the value of `client_assertion_type`.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -307,16 +307,7 @@ pub(crate) async fn exchange(
     let token: OAuthTokenResponse = serde_json::to_value(&token)
         .and_then(serde_json::from_value)
         .map_err(|e| target.error(format!("the token response could not be kept: {e}")))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    Ok(StoredCredentials::new(
-        client_id.to_owned(),
-        Some(token),
-        scopes,
-        Some(now),
-    ))
+    Ok(received_now(client_id, token, scopes))
 }
 
 #[cfg(test)]
@@ -383,41 +374,28 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
 
         // A configured algorithm the key cannot sign with, and one that is no
         // signature at all, are errors that name the field.
-        let oauth = OAuthConfig {
-            algorithm: Some("RS256".to_owned()),
-            ..target.oauth.clone()
-        };
-        let e = sign(
-            &Target {
-                oauth: &oauth,
-                ..target
-            },
-            "c",
-            "a",
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("`oauth.privateKey`") && e.contains("RS256"),
-            "{e}"
-        );
-        let oauth = OAuthConfig {
-            algorithm: Some("HS256".to_owned()),
-            ..target.oauth.clone()
-        };
-        let e = sign(
-            &Target {
-                oauth: &oauth,
-                ..target
-            },
-            "c",
-            "a",
-            &[],
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("`oauth.algorithm` \"HS256\""), "{e}");
+        let cases: [(&str, &[&str]); 2] = [
+            ("RS256", &["`oauth.privateKey`", "RS256"]),
+            ("HS256", &["`oauth.algorithm` \"HS256\""]),
+        ];
+        for (algorithm, named) in cases {
+            let oauth = OAuthConfig {
+                algorithm: Some(algorithm.to_owned()),
+                ..target.oauth.clone()
+            };
+            let e = sign(
+                &Target {
+                    oauth: &oauth,
+                    ..target
+                },
+                "c",
+                "a",
+                &[],
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(named.iter().all(|n| e.contains(n)), "{e}");
+        }
         // Not a key at all: the error never shows the text.
         let oauth = OAuthConfig {
             private_key: Some("not-a-PEM-SECRET".to_owned()),

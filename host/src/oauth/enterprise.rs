@@ -19,8 +19,6 @@
 //!
 //! Like every credential, the ID token and both secrets stay in the host.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use oauth2::ClientSecret;
 use reqwest::Url;
 use rmcp::transport::auth::enterprise::{
@@ -30,7 +28,7 @@ use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse, StoredCre
 
 use super::OAuthError;
 use super::config::OAuthConfig;
-use super::flow::Target;
+use super::flow::{Target, received_now};
 
 /// Whether `oauth` configures enterprise-managed authorization.
 pub(crate) fn configured(oauth: &OAuthConfig) -> bool {
@@ -150,14 +148,5 @@ pub(crate) async fn exchange(
     }
     let response: OAuthTokenResponse = serde_json::from_value(response)
         .map_err(|e| target.error(format!("the token response could not be kept: {e}")))?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs();
-    Ok(StoredCredentials::new(
-        client_id.to_owned(),
-        Some(response),
-        scopes,
-        Some(now),
-    ))
+    Ok(received_now(client_id, response, scopes))
 }

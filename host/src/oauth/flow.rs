@@ -18,13 +18,13 @@
 //!    `iss` parameter. Only then is anything written: the tokens go to the store
 //!    as one record, so a failure at any step leaves the store as it was.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::Url;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
     AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
-    InMemoryCredentialStore, OAuthClientConfig,
+    InMemoryCredentialStore, OAuthClientConfig, OAuthTokenResponse, StoredCredentials,
 };
 
 use super::OAuthError;
@@ -479,4 +479,18 @@ fn describe(e: &AuthError) -> String {
         source = cause.source();
     }
     text
+}
+
+/// A token response a grant got just now, kept as rmcp keeps the ones it gets
+/// (the time it was received lets a refresh come before it expires).
+pub(super) fn received_now(
+    client_id: &str,
+    response: OAuthTokenResponse,
+    scopes: Vec<String>,
+) -> StoredCredentials {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs();
+    StoredCredentials::new(client_id.to_owned(), Some(response), scopes, Some(now))
 }
