@@ -27,12 +27,18 @@ fn tool(name: &str) -> Value {
 
 /// A client through the handshake and a one-page listing of `tools`.
 fn ready(tools: &[&str]) -> Client {
-    let mut c = Client::new("demo");
+    legacy_ready_from(Client::new("demo"), "2025-06-18", tools).0
+}
+
+/// `c`, set up by the test (roots, input requests, sampling), through an
+/// `initialize` handshake at `version` to ready with `tools`; with the
+/// `initialize` request it sent.
+fn legacy_ready_from(mut c: Client, version: &str, tools: &[&str]) -> (Client, Value) {
     c.begin();
-    sent(&mut c);
+    let (init, _) = sent(&mut c).remove(0);
     feed(
         &mut c,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-06-18")}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": init_result(version)}),
         0,
     );
     sent(&mut c);
@@ -44,7 +50,7 @@ fn ready(tools: &[&str]) -> Client {
     );
     assert_eq!(c.phase(), Phase::Ready);
     c.take_events();
-    c
+    (c, init)
 }
 
 #[test]
@@ -1003,24 +1009,11 @@ fn elicit_params() -> Value {
 fn legacy_elicitation_goes_to_the_embedder_and_back() {
     let mut c = Client::new("demo");
     c.enable_input_requests();
-    c.begin();
-    let init = &sent(&mut c)[0].0;
+    let (mut c, init) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     assert_eq!(
         init["params"]["capabilities"],
         json!({"elicitation": {"form": {}}})
     );
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-        0,
-    );
-    sent(&mut c);
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
-        0,
-    );
-    c.take_events();
     c.start_call(5, "mcp__demo__ask", "ask", "{}", 10_000, 0);
     let call_id = sent(&mut c)[0].0["id"].clone();
     feed(
@@ -1082,19 +1075,7 @@ fn legacy_elicitation_is_refused_unless_enabled_and_withdrawn_with_its_call() {
 
     let mut c = Client::new("demo");
     c.enable_input_requests();
-    c.begin();
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-        0,
-    );
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
-        0,
-    );
-    sent(&mut c);
-    c.take_events();
+    let (mut c, _) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     c.start_call(1, "mcp__demo__ask", "ask", "{}", 1_000, 0);
     feed(
         &mut c,
@@ -1581,24 +1562,11 @@ fn sampling_key(events: &[ClientEvent], call: Option<u64>) -> (u64, Value) {
 fn legacy_sampling_goes_to_the_embedder_and_back() {
     let mut c = Client::new("demo");
     c.enable_sampling();
-    c.begin();
-    let (init, _) = sent(&mut c).remove(0);
+    let (mut c, init) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     assert_eq!(
         init["params"]["capabilities"],
         json!({"sampling": {"tools": {}}})
     );
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-        0,
-    );
-    sent(&mut c);
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("ask")]}}),
-        0,
-    );
-    c.take_events();
     c.start_call(7, "mcp__demo__ask", "ask", "{}", 10_000, 0);
     sent(&mut c);
     feed(
@@ -1708,20 +1676,7 @@ fn sampling_is_refused_naming_the_opt_in_and_an_unattached_one_times_out() {
     // nobody answered.
     let mut c = Client::new("demo");
     c.enable_sampling();
-    c.begin();
-    sent(&mut c);
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 1, "result": init_result("2025-11-25")}),
-        0,
-    );
-    sent(&mut c);
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
-        0,
-    );
-    c.take_events();
+    let (mut c, _) = legacy_ready_from(c, "2025-11-25", &[]);
     feed(
         &mut c,
         json!({"jsonrpc": "2.0", "id": 6, "method": "sampling/createMessage", "params": sampling_params()}),

@@ -31,6 +31,25 @@ use serde_json::{Value, json};
 /// Generous: tests check behaviour, not speed.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// A fresh, empty directory for this test (named after `tag`, the process and
+/// the test's thread), as its real path: the filesystem server resolves
+/// symlinks, so paths are compared in that form.
+pub fn tempdir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "mcpbox-{tag}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+/// A path as the configuration and the servers' arguments write it.
+pub fn show(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
 /// The fixture server's path.
 pub fn fixture() -> &'static str {
     env!("CARGO_BIN_EXE_fixture-server")

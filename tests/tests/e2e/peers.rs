@@ -7,7 +7,7 @@ use mcpbox_tests::{
 };
 use serde_json::{Value, json};
 
-use crate::{PATIENCE, assert_connected, open, ready, status};
+use crate::{PATIENCE, assert_connected, open, ready, status, tempdir};
 
 fn entry((command, args): (String, Vec<String>)) -> Value {
     json!({ "command": command, "args": args })
@@ -103,16 +103,4 @@ async fn python_sdk_server() {
         matches!(err, Err(mcpbox::CallError::InvalidArguments(_))),
         "{err:?}"
     );
-}
-
-fn tempdir(tag: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "mcpbox-{tag}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    // The filesystem server resolves symlinks; compare against the real path.
-    dir.canonicalize().unwrap()
 }

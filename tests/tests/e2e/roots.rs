@@ -10,27 +10,14 @@ use std::time::Duration;
 use mcpbox::{Event, Options, Root, Runtime};
 use serde_json::{Value, json};
 
-use crate::{PATIENCE, assert_connected, call, next_event, ready};
-
-fn tempdir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "mcpbox-roots-{tag}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    // The filesystem server resolves symlinks; compare against the real path.
-    dir.canonicalize().unwrap()
-}
-
-fn show(p: &Path) -> String {
-    p.display().to_string()
-}
+use crate::{PATIENCE, assert_connected, call, next_event, ready, show, tempdir};
 
 /// Two directories with a file each: `a/a.txt` and `b/b.txt`.
 fn two_dirs(tag: &str) -> (PathBuf, PathBuf) {
-    let (a, b) = (tempdir(&format!("{tag}-a")), tempdir(&format!("{tag}-b")));
+    let (a, b) = (
+        tempdir(&format!("roots-{tag}-a")),
+        tempdir(&format!("roots-{tag}-b")),
+    );
     std::fs::write(a.join("a.txt"), "in a").unwrap();
     std::fs::write(b.join("b.txt"), "in b").unwrap();
     (a, b)

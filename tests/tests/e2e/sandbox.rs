@@ -7,22 +7,7 @@ use std::path::{Path, PathBuf};
 use mcpbox::{Event, Runtime, ServerState};
 use serde_json::{Value, json};
 
-use crate::{assert_connected, call, fixture, open, ready, status};
-
-fn tempdir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "mcpbox-sandbox-{tag}-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
-}
-
-fn show(p: &Path) -> String {
-    p.display().to_string()
-}
+use crate::{assert_connected, call, fixture, open, ready, show, status, tempdir};
 
 /// A tool result's text, which must be an error.
 async fn refused(runtime: &Runtime, tool: &str, args: Value) -> String {
@@ -33,7 +18,11 @@ async fn refused(runtime: &Runtime, tool: &str, args: Value) -> String {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_filesystem_server_reaches_only_its_grants() {
-    let (granted, writable, other) = (tempdir("read"), tempdir("write"), tempdir("other"));
+    let (granted, writable, other) = (
+        tempdir("sandbox-read"),
+        tempdir("sandbox-write"),
+        tempdir("sandbox-other"),
+    );
     std::fs::write(granted.join("notes.txt"), "granted text").unwrap();
     let (command, _) = mcpbox_tests::filesystem_command(&granted);
     // The server itself would allow all four directories: only the kernel says no.
