@@ -21,6 +21,19 @@ fn init_result(version: &str) -> Value {
     json!({"protocolVersion": version, "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "demo", "version": "1.2"}})
 }
 
+/// The result of call `call`, when it is the only event.
+fn only_result(events: &[ClientEvent], call: u64) -> &CallResult {
+    match events {
+        [
+            ClientEvent::Completed(Completion {
+                call: c,
+                outcome: Ok(r),
+            }),
+        ] if *c == call => r,
+        _ => panic!("call {call} alone completed with a result: {events:?}"),
+    }
+}
+
 fn tool(name: &str) -> Value {
     json!({"name": name, "inputSchema": {"type": "object"}})
 }
@@ -341,15 +354,7 @@ fn call_results_are_mapped() {
         0,
     );
     let events = c.take_events();
-    let [
-        ClientEvent::Completed(Completion {
-            call: 1,
-            outcome: Ok(r),
-        }),
-    ] = &events[..]
-    else {
-        panic!("{events:?}")
-    };
+    let r = only_result(&events, 1);
     assert!(r.is_error);
     assert_eq!(r.text, "a\nb");
     assert_eq!(
@@ -884,15 +889,7 @@ fn input_required_results_are_clear_tool_errors() {
         0,
     );
     let events = c.take_events();
-    let [
-        ClientEvent::Completed(Completion {
-            call: 7,
-            outcome: Ok(r),
-        }),
-    ] = &events[..]
-    else {
-        panic!("{events:?}")
-    };
+    let r = only_result(&events, 7);
     assert!(r.is_error);
     assert!(
         r.text.contains("asked for input") && r.text.contains("not enabled"),
@@ -1527,15 +1524,7 @@ fn a_stateless_roots_request_is_answered_without_asking_anyone() {
         3,
     );
     let events = c.take_events();
-    let [
-        ClientEvent::Completed(Completion {
-            call: 7,
-            outcome: Ok(r),
-        }),
-    ] = &events[..]
-    else {
-        panic!("{events:?}")
-    };
+    let r = only_result(&events, 7);
     assert!(
         r.is_error && r.text.contains("no roots are declared"),
         "{r:?}"
@@ -1742,15 +1731,7 @@ fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
     c.answer_input(key, &InputAnswer::Decline).unwrap();
     assert!(sent(&mut c).is_empty());
     let events = c.take_events();
-    let [
-        ClientEvent::Completed(Completion {
-            call: 7,
-            outcome: Ok(r),
-        }),
-    ] = &events[..]
-    else {
-        panic!("{events:?}")
-    };
+    let r = only_result(&events, 7);
     assert!(r.is_error && r.text.contains("was declined"), "{r:?}");
 
     // Not enabled: a tool error naming the opt-in.
@@ -1764,15 +1745,7 @@ fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
         1,
     );
     let events = c.take_events();
-    let [
-        ClientEvent::Completed(Completion {
-            call: 8,
-            outcome: Ok(r),
-        }),
-    ] = &events[..]
-    else {
-        panic!("{events:?}")
-    };
+    let r = only_result(&events, 8);
     assert!(
         r.is_error
             && r.text.contains("sampling is not enabled")
