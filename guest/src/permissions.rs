@@ -512,17 +512,24 @@ fn member_path(parent: &str, key: &str) -> String {
 /// The names a rule may give for each configured server: its name and its
 /// `toolPrefix`, as written and sanitised (as they appear in tool names).
 struct Targets {
-    /// (name a rule may use, configured server name), longest first.
-    names: Vec<(String, String)>,
+    /// Name a rule may use → the configured servers it names (in configuration
+    /// order; several only when their names read the same once sanitised). A map,
+    /// so a configuration of 10,000 servers builds it in one pass and a rule
+    /// looks up only the prefixes that end at a `__`.
+    names: BTreeMap<String, Vec<String>>,
 }
 
 impl Targets {
     fn new(servers: &[ServerConfig]) -> Targets {
-        let mut names = Vec::new();
+        let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for s in servers {
             let mut add = |n: String| {
-                if !n.is_empty() && !names.contains(&(n.clone(), s.name.clone())) {
-                    names.push((n, s.name.clone()));
+                if n.is_empty() {
+                    return;
+                }
+                let servers = names.entry(n).or_default();
+                if servers.last() != Some(&s.name) {
+                    servers.push(s.name.clone());
                 }
             };
             add(s.name.clone());
@@ -532,43 +539,32 @@ impl Targets {
                 add(naming::sanitize(prefix));
             }
         }
-        // The longest first: a server named `a__b` wins over one named `a` for
-        // `mcp__a__b__tool`.
-        names.sort_by_key(|n| core::cmp::Reverse(n.0.len()));
         Targets { names }
     }
 
     /// The servers `rest` (a rule after `mcp__`) names, and the tool it names
-    /// (`None`: every tool). Several servers only when their names read the same
-    /// once sanitised.
+    /// (`None`: every tool). The longest name wins: a server named `a__b` over
+    /// one named `a` for `mcp__a__b__tool`.
     fn resolve<'a>(&self, rest: &'a str) -> Option<(Vec<&str>, Option<&'a str>)> {
-        let mut found: Option<(usize, Option<&'a str>, Vec<&str>)> = None;
-        for (name, server) in &self.names {
-            if found.as_ref().is_some_and(|(len, ..)| *len > name.len()) {
-                break;
-            }
-            let tool = if rest == name {
-                None
-            } else if let Some(tool) = rest
-                .strip_prefix(name.as_str())
-                .and_then(|t| t.strip_prefix("__"))
-                .filter(|t| !t.is_empty())
-            {
-                Some(tool)
-            } else {
-                continue;
-            };
-            match &mut found {
-                Some((_, t, servers)) if *t == tool => {
-                    if !servers.contains(&server.as_str()) {
-                        servers.push(server);
-                    }
-                }
-                Some(_) => {}
-                None => found = Some((name.len(), tool, vec![server.as_str()])),
-            }
+        let found = |name: &str, tool: Option<&'a str>| {
+            let servers = self.names.get(name)?;
+            Some((servers.iter().map(String::as_str).collect(), tool))
+        };
+        if let Some(whole) = found(rest, None) {
+            return Some(whole);
         }
-        found.map(|(_, tool, servers)| (servers, tool))
+        // Every `__` in `rest`, rightmost first, overlapping ones included (`a___t`
+        // is `a_` and `t`, or `a` and `_t`): the longer server name wins.
+        let bytes = rest.as_bytes();
+        (0..bytes.len().saturating_sub(1))
+            .rev()
+            .filter(|&i| bytes[i] == b'_' && bytes[i + 1] == b'_')
+            .find_map(|i| {
+                let tool = &rest[i + 2..];
+                (i > 0 && !tool.is_empty())
+                    .then(|| found(&rest[..i], Some(tool)))
+                    .flatten()
+            })
     }
 }
 
@@ -936,6 +932,27 @@ mod tests {
         );
         assert_eq!(mode(&p, "a", "b__t"), Mode::Allow);
         assert_eq!(mode(&p, "a", "b"), Mode::Allow);
+    }
+
+    /// Names that end in `_` meet the separator in a run of underscores:
+    /// `mcp__a___t` is server `a_` and tool `t` when `a_` exists, else server `a`
+    /// and tool `_t`.
+    #[test]
+    fn a_run_of_underscores_splits_at_the_longest_server_name() {
+        let (p, issues) = load(
+            r#"{"mcpServers": {"a": {"command": "a"}, "a_": {"command": "a"}},
+                "permissions": {"deny": ["mcp__a___t"]}}"#,
+        );
+        assert_eq!(issues, vec![]);
+        assert_eq!(mode(&p, "a_", "t"), Mode::Deny);
+        assert_eq!(mode(&p, "a", "_t"), Mode::Allow);
+
+        let (p, issues) = load(
+            r#"{"mcpServers": {"a": {"command": "a"}},
+                "permissions": {"deny": ["mcp__a___t"]}}"#,
+        );
+        assert_eq!(issues, vec![]);
+        assert_eq!(mode(&p, "a", "_t"), Mode::Deny);
     }
 
     #[test]
