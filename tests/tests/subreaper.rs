@@ -9,12 +9,17 @@ use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// One test at a time: a runtime's shutdown kills the adopted orphans only when
+/// no other runtime of the process relies on the subreaper.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Issue 10, finding 8: with the subreaper on, a server's grandchild that left
 /// the process group with `setsid` and an empty environment (so no marker leads
 /// to it) is reparented to this process, and the runtime's shutdown kills and
 /// reaps it: no process and no zombie is left.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environment() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let fixture = env!("CARGO_BIN_EXE_fixture-server");
     let config = json!({ "mcpServers": { "p": {
         "command": fixture, "args": ["--spawn-child", "--escapee-clean-env"],
@@ -58,4 +63,63 @@ async fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environmen
             "{pid} was left behind (or left a zombie)"
         );
     }
+}
+
+/// With the subreaper on, a server that crashes takes what it left behind with
+/// it while the runtime runs on: the marked daemon it started (outside its
+/// process group) is found in this process's tree of children, not in all of
+/// `/proc`, and killed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let fixture = env!("CARGO_BIN_EXE_fixture-server");
+    let config = json!({ "mcpServers": {
+        "p": { "command": fixture, "args": ["--spawn-child", "--escapee"] },
+        "q": { "command": fixture },
+    } });
+    let runtime = Options::from_config_text("subreaper-crash.json", config.to_string())
+        .subreaper(true)
+        .open()
+        .await
+        .unwrap();
+    let servers = tokio::time::timeout(PATIENCE, runtime.ready())
+        .await
+        .unwrap();
+    assert!(
+        servers.iter().all(|s| s.state == ServerState::Connected),
+        "{servers:?}"
+    );
+    let result = tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool("mcp__p__pids", json!({}), Default::default()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let pids: Value = serde_json::from_str(&result.text).unwrap();
+    let escapee = pids["escapees"][0].as_u64().unwrap();
+    assert!(std::path::Path::new(&format!("/proc/{escapee}")).exists());
+
+    let _ = runtime
+        .call_tool("mcp__p__crash", json!({"code": 3}), Default::default())
+        .await;
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while std::path::Path::new(&format!("/proc/{escapee}")).exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the crashed server's daemon {escapee} is still running"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The other server is untouched, and the runtime still answers.
+    let echoed = runtime
+        .call_tool(
+            "mcp__q__echo",
+            json!({"text": "still here"}),
+            Default::default(),
+        )
+        .await
+        .unwrap();
+    assert!(echoed.text.contains("still here"), "{echoed:?}");
+    runtime.shutdown().await;
 }

@@ -137,6 +137,8 @@ pub(crate) fn spawn(
     supervisors: &Arc<Supervisors>,
 ) -> Result<Spawned, wit::TransportError> {
     let marker = descendants::new_marker();
+    // Before the fork: a subreaper then keeps all this server leaves behind in its tree.
+    let adopted = descendants::is_subreaper();
     let mut command = Command::new(&spec.command);
     command
         .args(&spec.args)
@@ -203,6 +205,7 @@ pub(crate) fn spawn(
         Leftovers {
             pgid,
             marker,
+            adopted,
             armed: true,
         },
         stop.clone(),
@@ -245,6 +248,8 @@ pub(crate) fn spawn(
 struct Leftovers {
     pgid: Pid,
     marker: String,
+    /// Started while this process was the subreaper (see `descendants::kill_marked`).
+    adopted: bool,
     armed: bool,
 }
 
@@ -253,8 +258,9 @@ impl Leftovers {
     /// descendants outside it.
     async fn kill(&mut self) {
         let _ = kill_process_group(self.pgid, Signal::KILL);
-        let marker = self.marker.clone();
-        let _ = tokio::task::spawn_blocking(move || descendants::kill_marked(&marker)).await;
+        let (marker, adopted) = (self.marker.clone(), self.adopted);
+        let _ =
+            tokio::task::spawn_blocking(move || descendants::kill_marked(&marker, adopted)).await;
         self.armed = false;
     }
 }
@@ -263,7 +269,7 @@ impl Drop for Leftovers {
     fn drop(&mut self) {
         if self.armed {
             let _ = kill_process_group(self.pgid, Signal::KILL);
-            descendants::kill_marked(&self.marker);
+            descendants::kill_marked(&self.marker, self.adopted);
         }
     }
 }
