@@ -15,7 +15,10 @@
 //!   the CLI). Orphaned descendants of the servers are then reparented to this
 //!   process instead of to init, so none escapes: mcpbox reaps those that exit
 //!   (no zombies), and when the last runtime with the option shuts down it kills
-//!   every child process it did not start as a server. Being a subreaper is an
+//!   every child process it did not start as a server. A server started while
+//!   this process is the subreaper leaves all its descendants in this process's
+//!   tree, so its marker is looked for only there (through the kernel's
+//!   `children` lists), not in every process of the machine. Being a subreaper is an
 //!   attribute of the whole process, and mcpbox cannot tell an orphan from a
 //!   child the embedder started itself, so the option is off by default in the
 //!   library: an embedder that starts processes of its own must leave it off.
