@@ -452,24 +452,42 @@ fn query_param(url: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// The client credentials grant (SEP-1046): a machine client's token, with no
-/// user. The client authenticates with its secret (`client_secret_basic` or
-/// `_post` as the server offers, through rmcp) or with an assertion signed by
-/// its private key (`private_key_jwt`, [`super::assertion`]). The token is kept
-/// in memory only: the configured secret or key gets a new one whenever needed.
+/// A machine client's token, with no user: the client credentials grant
+/// (SEP-1046), where the client authenticates with its secret
+/// (`client_secret_basic` or `_post` as the server offers, through rmcp) or
+/// with an assertion signed by its private key (`private_key_jwt`,
+/// [`super::assertion`]); enterprise-managed authorization
+/// ([`super::enterprise`]); or the workload's own identity token
+/// ([`super::workload_identity`]). The token is kept in memory only: the
+/// configured credential gets a new one whenever needed.
 pub(crate) async fn client_credentials(
     target: &Target<'_>,
     challenge: Option<&str>,
 ) -> Result<Authorized, OAuthError> {
     let oauth = target.oauth;
-    let Some(client_id) = &oauth.client_id else {
-        return Err(target.error(
-            "`oauth.grantType` \"client_credentials\" needs `oauth.clientId`, and \
-             `oauth.clientSecret` or a private key in `oauth.privateKeyFile`",
-        ));
-    };
     let jwt = super::assertion::configured(oauth);
-    if jwt && super::enterprise::configured(oauth) {
+    let enterprise = super::enterprise::configured(oauth);
+    let workload = super::workload_identity::configured(oauth);
+    if workload && (jwt || enterprise || oauth.client_secret.is_some()) {
+        return Err(target.error(
+            "`oauth.identityToken`/`oauth.identityTokenFile` (workload identity federation) \
+             is set with a client secret, a private key or `oauth.idpIdToken`; the workload's \
+             identity token is the whole credential of that grant, so keep it alone (with \
+             `oauth.clientId` if the authorization server wants one)",
+        ));
+    }
+    let client_id = match &oauth.client_id {
+        Some(id) => id.as_str(),
+        // The JWT bearer grant needs no client (RFC 7523 §3.1).
+        None if workload => "",
+        None => {
+            return Err(target.error(
+                "`oauth.grantType` \"client_credentials\" needs `oauth.clientId`, and \
+                 `oauth.clientSecret` or a private key in `oauth.privateKeyFile`",
+            ));
+        }
+    };
+    if jwt && enterprise {
         return Err(target.error(
             "`oauth.idpIdToken` (enterprise-managed authorization) and a private key are both \
              set; the MCP server's authorization server takes the client secret there",
@@ -485,9 +503,10 @@ pub(crate) async fn client_credentials(
     let mut manager = manager(target).await?;
     let metadata = discover(target, &manager, challenge).await?;
     let memory = InMemoryCredentialStore::new();
-    let enterprise = super::enterprise::configured(oauth);
-    if jwt || enterprise {
-        let credentials = if enterprise {
+    if jwt || enterprise || workload {
+        let credentials = if workload {
+            super::workload_identity::exchange(target, client_id, &metadata).await?
+        } else if enterprise {
             super::enterprise::exchange(target, client_id, &metadata).await?
         } else {
             super::assertion::exchange(target, client_id, &metadata).await?
@@ -509,7 +528,7 @@ pub(crate) async fn client_credentials(
     manager.set_metadata(metadata);
     manager.set_credential_store(memory);
     let config = ClientCredentialsConfig::ClientSecret {
-        client_id: client_id.clone(),
+        client_id: client_id.to_owned(),
         client_secret: resolve_secret(target, secret)?,
         scopes: oauth.scopes.clone(),
         resource: Some(target.url.to_string()),

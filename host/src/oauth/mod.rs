@@ -38,6 +38,8 @@
 //! - `assertion`: the client credentials grant with `private_key_jwt` (RFC 7523).
 //! - `enterprise`: enterprise-managed authorization (SEP-990: token exchange,
 //!   then the JWT bearer grant), through rmcp's `enterprise` module.
+//! - `workload_identity`: workload identity federation (SEP-1933: the
+//!   workload's own JWT as the JWT bearer grant).
 //! - `dpop`: DPoP-bound tokens (RFC 9449, SEP-1932): the key, the proofs, the
 //!   nonces.
 //! - `callback`: the loopback listener for the redirect.
@@ -49,6 +51,7 @@ mod dpop;
 mod enterprise;
 mod flow;
 pub mod store;
+mod workload_identity;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -412,9 +415,10 @@ impl Authorizing {
         };
         match Credential::of(&manager).await {
             Ok(credential) => Some(credential),
-            // A machine client's token expired: the next refusal gets a new
-            // one with the configured secret or key, no login involved.
-            Err(AuthError::AuthorizationRequired) if self.server.oauth.client_credentials() => {
+            // A machine client's token expired (it has no refresh token, and
+            // rmcp has no client to refresh with): the next refusal gets a new
+            // one with the configured credential, no login involved.
+            Err(_) if self.server.oauth.client_credentials() => {
                 *self.server.manager.lock().await = Loaded::Nothing;
                 None
             }
@@ -1065,5 +1069,42 @@ mod tests {
             "{required:?}"
         );
         assert!(!requests.join().unwrap()[0].contains(TOKEN));
+    }
+
+    /// A machine client's token that expired gets a new grant at the next
+    /// refusal: it has no refresh token, and a login would not help.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_expired_machine_token_is_dropped_without_asking_for_a_login() {
+        let url = "http://127.0.0.1:1/mcp";
+        let config = serde_json::json!({"mcpServers": {"w": {"type": "http", "url": url,
+            "oauth": {"identityToken": "${WORKLOAD_TOKEN}"}}}})
+        .to_string();
+        let (_, oauth) = runtime_state(&config, TokenStore::memory());
+        let granted = Granted {
+            server: "w".into(),
+            configured: url.into(),
+            url: Url::parse(url).unwrap(),
+            headers: HeaderMap::new(),
+            stand_in_path: "/mcp".into(),
+            values: Vec::new(),
+        };
+        let auth = oauth.for_grant(&granted).unwrap();
+        flow::ensure_crypto_provider();
+        let mut manager = rmcp::transport::auth::AuthorizationManager::new(url)
+            .await
+            .unwrap();
+        manager.set_metadata(record(1).metadata);
+        let memory = rmcp::transport::auth::InMemoryCredentialStore::new();
+        rmcp::transport::auth::CredentialStore::save(&memory, expired(1).credentials)
+            .await
+            .unwrap();
+        manager.set_credential_store(memory);
+        *auth.server.manager.lock().await = Loaded::Manager(Arc::new(flow::Authorized {
+            manager,
+            dpop: None,
+        }));
+        assert!(auth.access_token().await.is_none());
+        assert!(oauth.required().is_empty(), "{:?}", oauth.required());
+        assert!(matches!(*auth.server.manager.lock().await, Loaded::Nothing));
     }
 }
