@@ -30,29 +30,7 @@ const SPEC_VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 
 /// Scenarios mcpbox does not pass yet: (spec version, scenario, why). Extensions
 /// have the version `extension`.
-const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[
-    (
-        "extension",
-        "auth/dpop",
-        "DPoP-bound tokens (RFC 9449, SEP-1932) are not offered: tokens are sent as Bearer and no \
-         proof goes to the token endpoint. Neither rmcp 3.11 nor the oauth2 crate makes DPoP \
-         proofs; it needs an ephemeral key, a proof on rmcp's token requests (through a custom \
-         `OAuthHttpClient`) and on every MCP request (`ath`), and the `DPoP` scheme",
-    ),
-    (
-        "extension",
-        "auth/dpop-nonce",
-        "DPoP-bound tokens (RFC 9449, SEP-1932) are not offered, nor the `use_dpop_nonce` retries \
-         on top of them (see auth/dpop)",
-    ),
-    (
-        "extension",
-        "auth/wif-jwt-bearer",
-        "workload identity federation (SEP-1933: the JWT bearer grant of RFC 7523 §2.1 with the \
-         workload's own JWT) is not offered: rmcp 3.11's enterprise module redeems only an ID-JAG \
-         it obtained itself, and the oauth2 crate has no extension grants",
-    ),
-];
+const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[];
 
 /// One scenario may take this long, runner start-up included.
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);

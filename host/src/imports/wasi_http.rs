@@ -13,8 +13,9 @@
 //!   `Referer` is sent and no redirect is followed: a `3xx` is the guest's to
 //!   read (it follows same-origin `307`/`308` itself and refuses the rest).
 //! - OAuth is [`crate::oauth`]'s: `oauth::send` adds the server's bearer token
-//!   and handles a refusal (`401`, `403` with `insufficient_scope`), unless the
-//!   configured headers hold an `Authorization` of their own.
+//!   (or its DPoP-bound token and a proof) and handles a refusal (`401`, `403`
+//!   with `insufficient_scope`), unless the configured headers hold an
+//!   `Authorization` of their own.
 //! - `HEAD` goes on a new connection, never a pooled one: the guest sends it to
 //!   learn whether anything still serves HTTP at the URL after an exchange broke.
 //! - The exchange runs on a task of its own: a request the guest drops before
@@ -180,7 +181,10 @@ impl WasiHttpHooks for Grants {
                 // OAuth (a bearer token, a refusal handled) is crate::oauth's.
                 let response = crate::oauth::send(auth, &client, method, url, headers, body)
                     .await
-                    .map_err(|e| send_error(&e))?;
+                    .map_err(|e| match e {
+                        crate::oauth::SendError::Http(e) => send_error(&e),
+                        crate::oauth::SendError::Proof(why) => HttpError::InternalError(Some(why)),
+                    })?;
                 let response: http::Response<reqwest::Body> = response.into();
                 Ok::<_, HttpError>(response.map(|body| {
                     body.map_err(|e| {

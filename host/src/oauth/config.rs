@@ -23,6 +23,14 @@
 //!              "algorithm": "ES256" } }
 //! ```
 //!
+//! A workload with an identity token from its platform (workload identity
+//! federation: the JWT bearer grant, named as Anthropic's WIF names the same
+//! token, `ANTHROPIC_IDENTITY_TOKEN_FILE`):
+//!
+//! ```json
+//! { "oauth": { "identityTokenFile": "/var/run/secrets/tokens/mcp", "clientId": "svc-1" } }
+//! ```
+//!
 //! What this module cannot read is left alone: the guest reports problems with
 //! an entry as configuration issues.
 
@@ -96,13 +104,26 @@ pub(crate) struct OAuthConfig {
     /// That client's secret, if it has one; `${VAR}` resolved by the host.
     #[serde(alias = "idp_client_secret")]
     pub idp_client_secret: Option<String>,
+    /// Workload identity federation (SEP-1933): a file holding the JWT the
+    /// workload's platform issued it (a Kubernetes projected service account
+    /// token, a CI job's OIDC token), re-read for every grant; `${VAR}` and
+    /// `~/` resolved by the host. With it, no browser and no secret.
+    #[serde(alias = "identity_token_file")]
+    pub identity_token_file: Option<String>,
+    /// That JWT itself instead of a file, normally `${VAR}`.
+    #[serde(alias = "identity_token")]
+    pub identity_token: Option<String>,
 }
 
 impl OAuthConfig {
     /// Whether tokens come without a person: the client credentials grant,
-    /// or enterprise-managed authorization (an IdP's ID token exchanged).
+    /// enterprise-managed authorization (an IdP's ID token exchanged), or
+    /// workload identity federation (the workload's own JWT as the grant).
     pub fn client_credentials(&self) -> bool {
-        self.grant_type.as_deref() == Some("client_credentials") || self.idp_id_token.is_some()
+        self.grant_type.as_deref() == Some("client_credentials")
+            || self.idp_id_token.is_some()
+            || self.identity_token.is_some()
+            || self.identity_token_file.is_some()
     }
 }
 
@@ -183,10 +204,21 @@ mod tests {
                 "b": {"httpUrl": "https://b.example/mcp", "scopes": ["x"],
                       "oauth": {"client_id": "id2"}},
                 "c": {"command": "npx"},
-                "d": {"url": "https://d.example/mcp", "oauth": 7}
+                "d": {"url": "https://d.example/mcp", "oauth": 7},
+                "e": {"url": "https://e.example/mcp",
+                      "oauth": {"identityTokenFile": "/var/run/secrets/tokens/mcp"}},
+                "f": {"url": "https://f.example/mcp", "oauth": {"identity_token": "${JWT}"}}
             }}"#,
         );
-        assert_eq!(entries.len(), 3);
+        assert_eq!(entries.len(), 5);
+        let e = &entries["e"].oauth;
+        assert_eq!(
+            e.identity_token_file.as_deref(),
+            Some("/var/run/secrets/tokens/mcp")
+        );
+        assert!(e.client_credentials(), "a workload needs no login");
+        assert_eq!(entries["f"].oauth.identity_token.as_deref(), Some("${JWT}"));
+        assert!(!entries["a"].oauth.client_credentials());
         let a = &entries["a"].oauth;
         assert_eq!(a.client_id.as_deref(), Some("id"));
         assert_eq!(a.client_secret.as_deref(), Some("${S}"));

@@ -17,7 +17,13 @@
 //! 4. The code exchange through rmcp, which checks `state` and the RFC 9207
 //!    `iss` parameter. Only then is anything written: the tokens go to the store
 //!    as one record, so a failure at any step leaves the store as it was.
+//!
+//! When the authorization server takes DPoP proofs (RFC 9449,
+//! [`super::dpop`]), the manager that asks for tokens is one whose HTTP client
+//! signs a proof for each token request, with a key made for the server and
+//! kept in its record.
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use reqwest::Url;
@@ -30,6 +36,7 @@ use rmcp::transport::auth::{
 use super::OAuthError;
 use super::callback::Callback;
 use super::config::OAuthConfig;
+use super::dpop::{self, DpopKey, TokenEndpointClient};
 use super::store::{Record, TokenStore};
 
 /// What to authorize with: a remote server entry.
@@ -63,6 +70,24 @@ pub(crate) fn ensure_crypto_provider() {
     }
 }
 
+/// A manager holding a server's tokens, and the key they are bound to when
+/// the authorization server binds them (DPoP).
+pub(crate) struct Authorized {
+    /// rmcp's manager: the tokens, their refresh.
+    pub manager: AuthorizationManager,
+    /// The DPoP key of the server, for DPoP-bound tokens.
+    pub dpop: Option<Arc<DpopKey>>,
+}
+
+impl Authorized {
+    fn bearer(manager: AuthorizationManager) -> Authorized {
+        Authorized {
+            manager,
+            dpop: None,
+        }
+    }
+}
+
 /// rmcp's manager for `url`.
 async fn manager(target: &Target<'_>) -> Result<AuthorizationManager, OAuthError> {
     ensure_crypto_provider();
@@ -76,18 +101,58 @@ async fn manager(target: &Target<'_>) -> Result<AuthorizationManager, OAuthError
         })
 }
 
+/// rmcp's manager for `url` whose token requests prove possession of `key`
+/// (DPoP), and its HTTP client, which must be told the token endpoint.
+///
+/// rmcp's own client checks the addresses that discovered hosts resolve to;
+/// a custom client (the only way to add a header to rmcp's token requests)
+/// cannot have that check, so [`authorize`] discovers through the checked
+/// client first and uses this one only for a server that takes DPoP.
+async fn dpop_manager(
+    target: &Target<'_>,
+    key: &Arc<DpopKey>,
+) -> Result<(AuthorizationManager, Arc<TokenEndpointClient>), OAuthError> {
+    let client = Arc::new(TokenEndpointClient::new(key.clone()).map_err(|e| target.error(e))?);
+    let manager =
+        AuthorizationManager::new_with_oauth_http_client(target.url.as_str(), client.clone())
+            .await
+            .map_err(|e| {
+                target.error(format!(
+                    "could not set up OAuth for {}: {e}",
+                    target.configured
+                ))
+            })?;
+    Ok((manager, client))
+}
+
 /// A manager for tokens already in the store: no network until a refresh.
 pub(crate) async fn from_record(
     target: &Target<'_>,
     record: &Record,
     store: &TokenStore,
-) -> Result<AuthorizationManager, OAuthError> {
-    let mut manager = manager(target).await?;
+) -> Result<Authorized, OAuthError> {
+    let dpop = match &record.dpop_key {
+        Some(pem) => Some(Arc::new(DpopKey::from_pem(pem).map_err(|e| {
+            target.error(format!(
+                "{e}: the stored tokens cannot be used; run `mcpbox login {}`",
+                target.name
+            ))
+        })?)),
+        None => None,
+    };
+    let mut manager = match &dpop {
+        Some(key) => {
+            let (manager, client) = dpop_manager(target, key).await?;
+            client.set_token_endpoint(&record.metadata.token_endpoint);
+            manager
+        }
+        None => manager(target).await?,
+    };
     manager.set_credential_store(store.credentials(target.configured));
     if record.metadata.token_endpoint.is_empty() {
         // A token the embedder handed over (`TokenStore::set_access_token`):
         // usable until it expires, never refreshed.
-        return Ok(manager);
+        return Ok(Authorized { manager, dpop });
     }
     manager.set_metadata(record.metadata.clone());
     let mut client = OAuthClientConfig::new(
@@ -103,7 +168,7 @@ pub(crate) async fn from_record(
             target.name
         ))
     })?;
-    Ok(manager)
+    Ok(Authorized { manager, dpop })
 }
 
 /// `${VAR}` (the whole value) from the environment, else the value itself.
@@ -131,7 +196,7 @@ pub(crate) async fn authorize(
     previous: &[String],
     show: &(dyn Fn(&str) + Send + Sync),
     timeout: Duration,
-) -> Result<AuthorizationManager, OAuthError> {
+) -> Result<Authorized, OAuthError> {
     let callback = Callback::bind(target.oauth.callback_port.unwrap_or(0))
         .await
         .map_err(|e| {
@@ -148,15 +213,19 @@ pub(crate) async fn authorize(
     let redirect_uri = callback.redirect_uri.clone();
 
     let mut manager = manager(target).await?;
-    let metadata = match &target.oauth.auth_server_metadata_url {
-        Some(url) => configured_metadata(target, url).await?,
-        None => {
-            manager
-                .resolve_metadata_from_challenge(challenge)
-                .await
-                .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
-                .metadata
-        }
+    let mut metadata = discover(target, &manager, challenge).await?;
+    // DPoP: a key for this server, and a manager whose token requests carry
+    // proofs. rmcp keeps what discovery found (the resource, the scopes) in the
+    // manager that ran it, so the new one runs it again.
+    let dpop = if dpop::offered(&metadata) {
+        let key = Arc::new(DpopKey::generate().map_err(|e| target.error(e))?);
+        let (bound, client) = dpop_manager(target, &key).await?;
+        metadata = discover(target, &bound, challenge).await?;
+        client.set_token_endpoint(&metadata.token_endpoint);
+        manager = bound;
+        Some(key)
+    } else {
+        None
     };
     manager.set_metadata(metadata.clone());
     // Tokens stay in memory until the whole flow succeeded.
@@ -288,11 +357,29 @@ pub(crate) async fn authorize(
                 client_secret,
                 redirect_uri,
                 metadata,
+                dpop_key: dpop.as_ref().map(|k| k.pem().to_owned()),
             },
         )
         .map_err(|e| target.error(e.to_string()))?;
     manager.set_credential_store(store.credentials(target.configured));
-    Ok(manager)
+    Ok(Authorized { manager, dpop })
+}
+
+/// The authorization server's metadata: the document at
+/// `oauth.authServerMetadataUrl`, or what discovery from the challenge finds.
+async fn discover(
+    target: &Target<'_>,
+    manager: &AuthorizationManager,
+    challenge: Option<&str>,
+) -> Result<AuthorizationMetadata, OAuthError> {
+    match &target.oauth.auth_server_metadata_url {
+        Some(url) => configured_metadata(target, url).await,
+        None => Ok(manager
+            .resolve_metadata_from_challenge(challenge)
+            .await
+            .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
+            .metadata),
+    }
 }
 
 /// The document at `oauth.authServerMetadataUrl`: RFC 8414 or OpenID metadata
@@ -365,24 +452,42 @@ fn query_param(url: &str, key: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// The client credentials grant (SEP-1046): a machine client's token, with no
-/// user. The client authenticates with its secret (`client_secret_basic` or
-/// `_post` as the server offers, through rmcp) or with an assertion signed by
-/// its private key (`private_key_jwt`, [`super::assertion`]). The token is kept
-/// in memory only: the configured secret or key gets a new one whenever needed.
+/// A machine client's token, with no user: the client credentials grant
+/// (SEP-1046), where the client authenticates with its secret
+/// (`client_secret_basic` or `_post` as the server offers, through rmcp) or
+/// with an assertion signed by its private key (`private_key_jwt`,
+/// [`super::assertion`]); enterprise-managed authorization
+/// ([`super::enterprise`]); or the workload's own identity token
+/// ([`super::workload_identity`]). The token is kept in memory only: the
+/// configured credential gets a new one whenever needed.
 pub(crate) async fn client_credentials(
     target: &Target<'_>,
     challenge: Option<&str>,
-) -> Result<AuthorizationManager, OAuthError> {
+) -> Result<Authorized, OAuthError> {
     let oauth = target.oauth;
-    let Some(client_id) = &oauth.client_id else {
-        return Err(target.error(
-            "`oauth.grantType` \"client_credentials\" needs `oauth.clientId`, and \
-             `oauth.clientSecret` or a private key in `oauth.privateKeyFile`",
-        ));
-    };
     let jwt = super::assertion::configured(oauth);
-    if jwt && super::enterprise::configured(oauth) {
+    let enterprise = super::enterprise::configured(oauth);
+    let workload = super::workload_identity::configured(oauth);
+    if workload && (jwt || enterprise || oauth.client_secret.is_some()) {
+        return Err(target.error(
+            "`oauth.identityToken`/`oauth.identityTokenFile` (workload identity federation) \
+             is set with a client secret, a private key or `oauth.idpIdToken`; the workload's \
+             identity token is the whole credential of that grant, so keep it alone (with \
+             `oauth.clientId` if the authorization server wants one)",
+        ));
+    }
+    let client_id = match &oauth.client_id {
+        Some(id) => id.as_str(),
+        // The JWT bearer grant needs no client (RFC 7523 §3.1).
+        None if workload => "",
+        None => {
+            return Err(target.error(
+                "`oauth.grantType` \"client_credentials\" needs `oauth.clientId`, and \
+                 `oauth.clientSecret` or a private key in `oauth.privateKeyFile`",
+            ));
+        }
+    };
+    if jwt && enterprise {
         return Err(target.error(
             "`oauth.idpIdToken` (enterprise-managed authorization) and a private key are both \
              set; the MCP server's authorization server takes the client secret there",
@@ -396,20 +501,12 @@ pub(crate) async fn client_credentials(
         ));
     }
     let mut manager = manager(target).await?;
-    let metadata = match &oauth.auth_server_metadata_url {
-        Some(url) => configured_metadata(target, url).await?,
-        None => {
-            manager
-                .resolve_metadata_from_challenge(challenge)
-                .await
-                .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
-                .metadata
-        }
-    };
+    let metadata = discover(target, &manager, challenge).await?;
     let memory = InMemoryCredentialStore::new();
-    let enterprise = super::enterprise::configured(oauth);
-    if jwt || enterprise {
-        let credentials = if enterprise {
+    if jwt || enterprise || workload {
+        let credentials = if workload {
+            super::workload_identity::exchange(target, client_id, &metadata).await?
+        } else if enterprise {
             super::enterprise::exchange(target, client_id, &metadata).await?
         } else {
             super::assertion::exchange(target, client_id, &metadata).await?
@@ -420,7 +517,7 @@ pub(crate) async fn client_credentials(
             .await
             .map_err(|e| target.error(format!("the token could not be kept: {}", describe(&e))))?;
         manager.set_credential_store(memory);
-        return Ok(manager);
+        return Ok(Authorized::bearer(manager));
     }
     let Some(secret) = &oauth.client_secret else {
         return Err(target.error(
@@ -431,7 +528,7 @@ pub(crate) async fn client_credentials(
     manager.set_metadata(metadata);
     manager.set_credential_store(memory);
     let config = ClientCredentialsConfig::ClientSecret {
-        client_id: client_id.clone(),
+        client_id: client_id.to_owned(),
         client_secret: resolve_secret(target, secret)?,
         scopes: oauth.scopes.clone(),
         resource: Some(target.url.to_string()),
@@ -453,7 +550,7 @@ pub(crate) async fn client_credentials(
         .exchange_client_credentials(&config)
         .await
         .map_err(fail)?;
-    Ok(manager)
+    Ok(Authorized::bearer(manager))
 }
 
 /// `error` and `error_description` of a redirect that carries no code.

@@ -13,6 +13,8 @@
 //! records that the server needs a login and passes the answer on. The guest
 //! sees the answer it would see without OAuth: a success, or the `401`/`403`.
 //! A server whose entry configures an `Authorization` header is left alone.
+//! A token the authorization server bound to mcpbox's key (DPoP, `dpop`) goes
+//! as `Authorization: DPoP …` with a proof on every request instead.
 //!
 //! # The library
 //! The protocol mechanics are rmcp's `auth` module (the official Rust MCP SDK),
@@ -36,14 +38,20 @@
 //! - `assertion`: the client credentials grant with `private_key_jwt` (RFC 7523).
 //! - `enterprise`: enterprise-managed authorization (SEP-990: token exchange,
 //!   then the JWT bearer grant), through rmcp's `enterprise` module.
+//! - `workload_identity`: workload identity federation (SEP-1933: the
+//!   workload's own JWT as the JWT bearer grant).
+//! - `dpop`: DPoP-bound tokens (RFC 9449, SEP-1932): the key, the proofs, the
+//!   nonces.
 //! - `callback`: the loopback listener for the redirect.
 
 mod assertion;
 mod callback;
 mod config;
+mod dpop;
 mod enterprise;
 mod flow;
 pub mod store;
+mod workload_identity;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -51,9 +59,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use oauth2::TokenResponse as _;
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
-use rmcp::transport::auth::{AuthError, AuthorizationManager};
+use rmcp::transport::auth::AuthError;
 use tokio::sync::broadcast;
 
 pub use store::TokenStore;
@@ -61,6 +70,7 @@ pub use store::TokenStore;
 use crate::Event;
 use crate::imports::remote::Granted;
 use config::{OAuthConfig, RemoteEntry};
+use dpop::DpopKey;
 
 /// How long an authorization may wait for the user by default.
 pub const DEFAULT_LOGIN_TIMEOUT: Duration = Duration::from_secs(300);
@@ -117,8 +127,8 @@ pub async fn login(
         url: &url,
         oauth: &entry.oauth,
     };
-    let manager = flow::authorize(&target, store, None, &[], show, timeout).await?;
-    let scopes = manager.get_current_scopes().await;
+    let authorized = flow::authorize(&target, store, None, &[], show, timeout).await?;
+    let scopes = authorized.manager.get_current_scopes().await;
     Ok(Login {
         scopes,
         stored_in: store.describe(),
@@ -317,7 +327,35 @@ enum Loaded {
     NotYet,
     /// No usable tokens.
     Nothing,
-    Manager(Arc<AuthorizationManager>),
+    Manager(Arc<flow::Authorized>),
+}
+
+/// An access token and how it goes to the server: as a bearer token, or
+/// bound to the server's DPoP key (a proof with every request).
+struct Credential {
+    token: String,
+    dpop: Option<Arc<DpopKey>>,
+}
+
+impl Credential {
+    /// The token `authorized` holds now, refreshed when about to expire.
+    async fn of(authorized: &flow::Authorized) -> Result<Credential, AuthError> {
+        let token = authorized.manager.get_access_token().await?;
+        // DPoP only when the authorization server did bind the token: it
+        // may issue a bearer token in answer to a proof (RFC 9449 §5).
+        let dpop = match &authorized.dpop {
+            Some(key) => match authorized.manager.get_credentials().await {
+                Ok((_, Some(response)))
+                    if response.token_type().as_ref().eq_ignore_ascii_case("dpop") =>
+                {
+                    Some(key.clone())
+                }
+                _ => None,
+            },
+            None => None,
+        };
+        Ok(Credential { token, dpop })
+    }
 }
 
 impl ServerAuth {
@@ -340,7 +378,7 @@ pub(crate) struct Authorizing {
 impl Authorizing {
     /// The current access token, refreshed when about to expire; None when
     /// there is none (or it could not be refreshed: the server then needs a login).
-    async fn access_token(&self) -> Option<String> {
+    async fn access_token(&self) -> Option<Credential> {
         let manager = {
             let mut loaded = self.server.manager.lock().await;
             if let Loaded::NotYet = *loaded {
@@ -349,7 +387,7 @@ impl Authorizing {
                         match flow::from_record(&self.server.target(), &record, &self.ctx.store)
                             .await
                         {
-                            Ok(m) => Loaded::Manager(Arc::new(m)),
+                            Ok(authorized) => Loaded::Manager(Arc::new(authorized)),
                             Err(e) => {
                                 let fact = Refusal::Login(e.message.clone());
                                 self.ctx
@@ -375,11 +413,12 @@ impl Authorizing {
                 _ => return None,
             }
         };
-        match manager.get_access_token().await {
-            Ok(token) => Some(token),
-            // A machine client's token expired: the next refusal gets a new
-            // one with the configured secret or key, no login involved.
-            Err(AuthError::AuthorizationRequired) if self.server.oauth.client_credentials() => {
+        match Credential::of(&manager).await {
+            Ok(credential) => Some(credential),
+            // A machine client's token expired (it has no refresh token, and
+            // rmcp has no client to refresh with): the next refusal gets a new
+            // one with the configured credential, no login involved.
+            Err(_) if self.server.oauth.client_credentials() => {
                 *self.server.manager.lock().await = Loaded::Nothing;
                 None
             }
@@ -407,7 +446,7 @@ impl Authorizing {
 
     /// Handles a refusal (`challenge` is the `WWW-Authenticate` value): runs an
     /// authorization when the runtime may, and returns the new token.
-    async fn authorize(&self, used: Option<&str>, challenge: &str) -> Option<String> {
+    async fn authorize(&self, used: Option<&str>, challenge: &str) -> Option<Credential> {
         let name = &self.server.name;
         if self.server.oauth.client_credentials() {
             return self.client_credentials(used, challenge).await;
@@ -428,10 +467,10 @@ impl Authorizing {
         }
         let _flow = self.server.flow.lock().await;
         // Another request may have completed an authorization meanwhile.
-        if let Some(token) = self.access_token().await
-            && Some(token.as_str()) != used
+        if let Some(credential) = self.access_token().await
+            && Some(credential.token.as_str()) != used
         {
-            return Some(token);
+            return Some(credential);
         }
         if self.server.in_a_row.fetch_add(1, Ordering::SeqCst) >= MAX_AUTHORIZATIONS_IN_A_ROW {
             self.ctx.require(
@@ -457,7 +496,7 @@ impl Authorizing {
             });
         };
         let previous = match &*self.server.manager.lock().await {
-            Loaded::Manager(m) => m.get_current_scopes().await,
+            Loaded::Manager(m) => m.manager.get_current_scopes().await,
             _ => Vec::new(),
         };
         let target = self.server.target();
@@ -472,11 +511,11 @@ impl Authorizing {
         .await;
         self.ctx.set_pending(name, None);
         match result {
-            Ok(manager) => {
-                let manager = Arc::new(manager);
-                *self.server.manager.lock().await = Loaded::Manager(manager.clone());
+            Ok(authorized) => {
+                let authorized = Arc::new(authorized);
+                *self.server.manager.lock().await = Loaded::Manager(authorized.clone());
                 self.ctx.satisfied(name);
-                manager.get_access_token().await.ok()
+                Credential::of(&authorized).await.ok()
             }
             Err(e) => {
                 let fact = Refusal::Login(e.message.clone());
@@ -489,23 +528,23 @@ impl Authorizing {
 
 impl Authorizing {
     /// A machine client's token (no user: on demand or not).
-    async fn client_credentials(&self, used: Option<&str>, challenge: &str) -> Option<String> {
+    async fn client_credentials(&self, used: Option<&str>, challenge: &str) -> Option<Credential> {
         let name = &self.server.name;
         let _flow = self.server.flow.lock().await;
-        if let Some(token) = self.access_token().await
-            && Some(token.as_str()) != used
+        if let Some(credential) = self.access_token().await
+            && Some(credential.token.as_str()) != used
         {
-            return Some(token);
+            return Some(credential);
         }
         if self.server.in_a_row.fetch_add(1, Ordering::SeqCst) >= MAX_AUTHORIZATIONS_IN_A_ROW {
             return None;
         }
         match flow::client_credentials(&self.server.target(), Some(challenge)).await {
-            Ok(manager) => {
-                let manager = Arc::new(manager);
-                *self.server.manager.lock().await = Loaded::Manager(manager.clone());
+            Ok(authorized) => {
+                let authorized = Arc::new(authorized);
+                *self.server.manager.lock().await = Loaded::Manager(authorized.clone());
                 self.ctx.satisfied(name);
-                manager.get_access_token().await.ok()
+                Credential::of(&authorized).await.ok()
             }
             Err(e) => {
                 let fact = Refusal::Credentials(e.message.clone());
@@ -533,6 +572,16 @@ fn challenge(response: &reqwest::Response) -> Option<String> {
     }
 }
 
+/// Why a request of the guest's was not sent.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// The HTTP exchange failed.
+    Http(reqwest::Error),
+    /// No DPoP proof could be made for it; the text names the server and the
+    /// reason, never a credential.
+    Proof(String),
+}
+
 /// Sends one request of the guest's, with OAuth when `auth` is given (see the
 /// module docs).
 pub(crate) async fn send(
@@ -542,49 +591,83 @@ pub(crate) async fn send(
     url: Url,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<reqwest::Response, reqwest::Error> {
-    let build = |token: Option<&str>| {
+) -> Result<reqwest::Response, SendError> {
+    let mut headers = headers;
+    if auth.is_some() {
+        // Only the host authorizes: anything the guest put there goes.
+        headers.remove(AUTHORIZATION);
+        headers.remove(dpop::DPOP);
+    }
+    let name = auth
+        .as_ref()
+        .map(|a| a.server.name.clone())
+        .unwrap_or_default();
+    let build = |credential: Option<&Credential>| -> Result<reqwest::RequestBuilder, SendError> {
         let mut request = client
             .request(method.clone(), url.clone())
             .headers(headers.clone());
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
+        match credential {
+            Some(Credential {
+                token,
+                dpop: Some(key),
+            }) => {
+                let proof = key
+                    .proof(
+                        dpop::Server::Resource,
+                        method.as_str(),
+                        &url,
+                        Some(token.as_str()),
+                    )
+                    .map_err(|e| SendError::Proof(format!("server `{name}`: {e}")))?;
+                request = request
+                    .header(AUTHORIZATION, format!("DPoP {token}"))
+                    .header(dpop::DPOP, proof);
+            }
+            Some(Credential { token, dpop: None }) => request = request.bearer_auth(token),
+            None => {}
         }
         if !body.is_empty() {
             request = request.body(body.clone());
         }
-        request
+        Ok(request)
     };
     let Some(auth) = auth else {
-        return build(None).send().await;
+        return attempt(&build, None).await;
     };
-    // Only the host authorizes: anything the guest put there goes.
-    let mut headers = headers;
-    headers.remove(AUTHORIZATION);
-    let build = |token: Option<&str>| {
-        let mut request = client
-            .request(method.clone(), url.clone())
-            .headers(headers.clone());
-        if let Some(token) = token {
-            request = request.bearer_auth(token);
-        }
-        if !body.is_empty() {
-            request = request.body(body.clone());
-        }
-        request
-    };
-    let token = auth.access_token().await;
-    let response = build(token.as_deref()).send().await?;
+    let credential = auth.access_token().await;
+    let response = attempt(&build, credential.as_ref()).await?;
     let Some(challenge) = challenge(&response) else {
         if response.status().is_success() {
             auth.server.in_a_row.store(0, Ordering::SeqCst);
         }
         return Ok(response);
     };
-    match auth.authorize(token.as_deref(), &challenge).await {
-        Some(token) => build(Some(&token)).send().await,
+    let used = credential.as_ref().map(|c| c.token.as_str());
+    match auth.authorize(used, &challenge).await {
+        Some(credential) => attempt(&build, Some(&credential)).await,
         None => Ok(response),
     }
+}
+
+/// Sends the request `build` makes with `credential`; a DPoP-bound one once
+/// more with the MCP server's nonce when it asks for one (RFC 9449 §9: once,
+/// a second request for a nonce is the server's answer).
+async fn attempt(
+    build: &impl Fn(Option<&Credential>) -> Result<reqwest::RequestBuilder, SendError>,
+    credential: Option<&Credential>,
+) -> Result<reqwest::Response, SendError> {
+    let send = || async { build(credential)?.send().await.map_err(SendError::Http) };
+    let response = send().await?;
+    let Some(key) = credential.and_then(|c| c.dpop.as_ref()) else {
+        return Ok(response);
+    };
+    key.note_nonce(dpop::Server::Resource, response.headers());
+    if !dpop::resource_asks_for_nonce(response.status().as_u16(), response.headers()) {
+        return Ok(response);
+    }
+    let response = send().await?;
+    key.note_nonce(dpop::Server::Resource, response.headers());
+    Ok(response)
 }
 
 #[cfg(test)]
@@ -597,8 +680,10 @@ mod tests {
     use std::io::{BufRead, BufReader, Read, Write};
     use std::pin::Pin;
 
+    use base64::Engine as _;
     use http_body_util::{BodyExt, Full};
     use rmcp::transport::auth::{AuthorizationMetadata, StoredCredentials};
+    use sha2::Digest as _;
     use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
     use super::*;
@@ -677,6 +762,7 @@ mod tests {
             client_secret: None,
             redirect_uri: "http://127.0.0.1:1/callback".into(),
             metadata,
+            dpop_key: None,
         }
     }
 
@@ -807,5 +893,218 @@ mod tests {
             "{requests:?}"
         );
         assert!(!requests[3].contains(EXPIRED), "{requests:?}");
+    }
+
+    /// An MCP server that answers each request with the next of `answers`;
+    /// returns every request head it saw.
+    fn scripted(answers: Vec<String>) -> (u16, std::thread::JoinHandle<Vec<String>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let thread = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for answer in answers {
+                let (stream, _) = listener.accept().unwrap();
+                let mut write = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                let mut head = String::new();
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    reader.read_line(&mut line).unwrap();
+                    if line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap();
+                    }
+                    head.push_str(&line);
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                seen.push(head);
+                write.write_all(answer.as_bytes()).unwrap();
+            }
+            seen
+        });
+        (port, thread)
+    }
+
+    fn runtime_state(config: &str, store: TokenStore) -> (HostState, Arc<OAuth>) {
+        let (events, _) = broadcast::channel(16);
+        let oauth = Arc::new(OAuth::new(
+            config,
+            store,
+            false,
+            Duration::from_secs(1),
+            events,
+        ));
+        let mut state = HostState::new(
+            Policy::default(),
+            Default::default(),
+            1 << 20,
+            Default::default(),
+        );
+        state.grants.oauth = Some(oauth.clone());
+        (state, oauth)
+    }
+
+    /// A token bound to the server's DPoP key goes as `Authorization: DPoP`
+    /// with a fresh proof on every request (`htm`, `htu` without the query,
+    /// `ath`); the server's `use_dpop_nonce` gets the request once more with
+    /// its nonce, which later proofs keep. The guest sees the answers only.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_dpop_bound_token_goes_with_a_fresh_proof_and_the_servers_nonce() {
+        const BOUND: &str = "tok-DPOP-BOUND-31f4";
+        let ok = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_owned();
+        let (port, requests) = scripted(vec![
+            "HTTP/1.1 401 Unauthorized\r\n\
+             www-authenticate: DPoP error=\"use_dpop_nonce\", error_description=\"nonce\"\r\n\
+             dpop-nonce: rs-nonce-1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                .to_owned(),
+            ok.clone(),
+            ok,
+        ]);
+        let url = format!("http://127.0.0.1:{port}/mcp?tenant=7");
+        let config =
+            serde_json::json!({"mcpServers": {"bound": {"type": "http", "url": url}}}).to_string();
+        let store = TokenStore::memory();
+        let key = DpopKey::generate().unwrap();
+        let mut bound = record(port);
+        bound.credentials = StoredCredentials::new(
+            "client".into(),
+            Some(
+                serde_json::from_value(
+                    serde_json::json!({"access_token": BOUND, "token_type": "DPoP"}),
+                )
+                .unwrap(),
+            ),
+            vec![],
+            None,
+        );
+        bound.dpop_key = Some(key.pem().to_owned());
+        store.put(&url, bound).unwrap();
+        let (mut state, oauth) = runtime_state(&config, store);
+        let ep = wit::HttpEndpoint {
+            url: url.clone(),
+            headers: Vec::new(),
+        };
+        crate::imports::remote::open(&mut state, "bound", &ep, &|_| None).unwrap();
+        let first = exchange(&mut state, "http://g0.mcpbox.internal/mcp?tenant=7").await;
+        let second = exchange(&mut state, "http://g0.mcpbox.internal/mcp?tenant=7").await;
+        assert!(
+            first.contains("200") && second.contains("200"),
+            "{first} {second}"
+        );
+        assert!(oauth.required().is_empty(), "{:?}", oauth.required());
+        let requests = requests.join().unwrap();
+        let proofs: Vec<serde_json::Value> = requests
+            .iter()
+            .map(|head| {
+                assert!(
+                    head.contains(&format!("authorization: DPoP {BOUND}")),
+                    "{head}"
+                );
+                assert!(!head.contains("guest-made"), "{head}");
+                let proof = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("dpop: "))
+                    .expect("a proof with every request");
+                let (header, claims) = dpop::tests::verify(proof.trim());
+                // Signed by the stored key.
+                assert_eq!(
+                    serde_json::to_value(header.jwk).unwrap(),
+                    serde_json::to_value(key.public_jwk()).unwrap()
+                );
+                claims
+            })
+            .collect();
+        for claims in &proofs {
+            assert_eq!(claims["htm"], "POST");
+            assert_eq!(claims["htu"], format!("http://127.0.0.1:{port}/mcp"));
+            assert_eq!(
+                claims["ath"],
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .encode(sha2::Sha256::digest(BOUND.as_bytes()))
+            );
+        }
+        assert!(proofs[0].get("nonce").is_none(), "{}", proofs[0]);
+        assert_eq!(proofs[1]["nonce"], "rs-nonce-1");
+        assert_eq!(proofs[2]["nonce"], "rs-nonce-1");
+        let jtis: std::collections::BTreeSet<_> =
+            proofs.iter().map(|c| c["jti"].to_string()).collect();
+        assert_eq!(jtis.len(), 3, "a new proof each time");
+        for handed in [&first, &second] {
+            assert!(
+                !handed.contains(BOUND) && !handed.contains("eyJ"),
+                "{handed}"
+            );
+        }
+    }
+
+    /// A stored DPoP key that is no key: the server needs a login, and the
+    /// message never shows the stored text.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_unusable_stored_dpop_key_asks_for_a_login_without_showing_it() {
+        let (port, requests) = server(1);
+        let url = format!("http://127.0.0.1:{port}/mcp");
+        let config =
+            serde_json::json!({"mcpServers": {"k": {"type": "http", "url": url}}}).to_string();
+        let store = TokenStore::memory();
+        let mut broken = record(port);
+        broken.dpop_key = Some("-----BEGIN PRIVATE KEY-----\nKEY-SECRET\n".to_owned());
+        store.put(&url, broken).unwrap();
+        let (mut state, oauth) = runtime_state(&config, store);
+        let ep = wit::HttpEndpoint {
+            url: url.clone(),
+            headers: Vec::new(),
+        };
+        crate::imports::remote::open(&mut state, "k", &ep, &|_| None).unwrap();
+        let answer = exchange(&mut state, "http://g0.mcpbox.internal/mcp").await;
+        assert!(answer.contains("401"), "{answer}");
+        let required = oauth.required();
+        assert!(
+            required["k"].starts_with("server `k`: the DPoP key is unusable")
+                && required["k"].contains("run `mcpbox login k`")
+                && !required["k"].contains("KEY-SECRET"),
+            "{required:?}"
+        );
+        assert!(!requests.join().unwrap()[0].contains(TOKEN));
+    }
+
+    /// A machine client's token that expired gets a new grant at the next
+    /// refusal: it has no refresh token, and a login would not help.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_expired_machine_token_is_dropped_without_asking_for_a_login() {
+        let url = "http://127.0.0.1:1/mcp";
+        let config = serde_json::json!({"mcpServers": {"w": {"type": "http", "url": url,
+            "oauth": {"identityToken": "${WORKLOAD_TOKEN}"}}}})
+        .to_string();
+        let (_, oauth) = runtime_state(&config, TokenStore::memory());
+        let granted = Granted {
+            server: "w".into(),
+            configured: url.into(),
+            url: Url::parse(url).unwrap(),
+            headers: HeaderMap::new(),
+            stand_in_path: "/mcp".into(),
+            values: Vec::new(),
+        };
+        let auth = oauth.for_grant(&granted).unwrap();
+        flow::ensure_crypto_provider();
+        let mut manager = rmcp::transport::auth::AuthorizationManager::new(url)
+            .await
+            .unwrap();
+        manager.set_metadata(record(1).metadata);
+        let memory = rmcp::transport::auth::InMemoryCredentialStore::new();
+        rmcp::transport::auth::CredentialStore::save(&memory, expired(1).credentials)
+            .await
+            .unwrap();
+        manager.set_credential_store(memory);
+        *auth.server.manager.lock().await = Loaded::Manager(Arc::new(flow::Authorized {
+            manager,
+            dpop: None,
+        }));
+        assert!(auth.access_token().await.is_none());
+        assert!(oauth.required().is_empty(), "{:?}", oauth.required());
+        assert!(matches!(*auth.server.manager.lock().await, Loaded::Nothing));
     }
 }

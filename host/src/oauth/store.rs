@@ -19,8 +19,9 @@
 //! A record holds everything a later run needs to use and refresh the tokens
 //! without discovery: the rmcp credentials (client id, token response, granted
 //! scopes, issuer), the client secret when the authorization server issued one,
-//! the redirect URI it was registered with and the authorization server's
-//! metadata. Nothing in a record ever crosses into the guest.
+//! the redirect URI it was registered with, the authorization server's
+//! metadata, and the DPoP key the tokens are bound to when they are. Nothing in
+//! a record ever crosses into the guest.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -68,6 +69,10 @@ pub(crate) struct Record {
     pub redirect_uri: String,
     /// The authorization server's metadata, so a refresh needs no discovery.
     pub metadata: AuthorizationMetadata,
+    /// The private key the tokens are bound to (DPoP, RFC 9449), as PKCS#8
+    /// PEM, when the authorization server binds them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dpop_key: Option<String>,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -282,6 +287,7 @@ impl TokenStore {
                 client_secret: None,
                 redirect_uri: String::new(),
                 metadata: AuthorizationMetadata::default(),
+                dpop_key: None,
             },
         )
     }
@@ -557,6 +563,7 @@ mod tests {
             client_secret: None,
             redirect_uri: "http://127.0.0.1:1/callback".into(),
             metadata: AuthorizationMetadata::default(),
+            dpop_key: None,
         }
     }
 

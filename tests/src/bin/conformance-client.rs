@@ -30,9 +30,14 @@
 //! Everything the runtime hands this embedder (events, server states, tools,
 //! call results and errors, diagnostics) goes into a transcript, which is
 //! searched at the end for the suite's access tokens (`test-token-…`,
-//! `cc-token-…`) and private keys: finding one fails the scenario. A scenario's
-//! private key (`private_key_jwt`) is written to a file that the entry's
-//! `oauth.privateKeyFile` names, with `oauth.algorithm`, as a user would.
+//! `cc-token-…`, and in the OAuth scenarios any JWT: the DPoP-bound tokens,
+//! proofs, a workload's identity token) and private keys: finding one fails the
+//! scenario. A scenario's private key (`private_key_jwt`) is written to a file
+//! that the entry's `oauth.privateKeyFile` names, with `oauth.algorithm`, as a
+//! user would; so is the workload's identity token of the workload identity
+//! federation scenario (`oauth.identityTokenFile`, as a platform projects it).
+//! The DPoP scenarios need nothing configured: mcpbox binds its tokens when
+//! the authorization server offers DPoP.
 //!
 //! `tests/tests/conformance.rs` runs every client scenario with it.
 
@@ -51,6 +56,10 @@ static TRANSCRIPT: Mutex<String> = Mutex::new(String::new());
 /// What the suite's authorization servers issue as access tokens (the
 /// client credentials scenarios: `cc-token-`), and the private key's PEM.
 const TOKEN_PREFIXES: [&str; 3] = ["test-token-", "cc-token-", "PRIVATE KEY"];
+
+/// How a JWT begins (`{"alg":` or `{"typ":` in base64url): in an OAuth
+/// scenario, a DPoP-bound access token, a proof or the workload's identity token.
+const JWT_PREFIXES: [&str; 2] = ["eyJhbGciOi", "eyJ0eXAiOi"];
 
 fn record(what: impl std::fmt::Debug) {
     let mut t = TRANSCRIPT.lock().unwrap_or_else(|p| p.into_inner());
@@ -125,6 +134,13 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
                 oauth[field] = json!(value);
             }
         }
+        // Workload identity federation: the workload's JWT in a file, as its
+        // platform writes it.
+        if let Some(jwt) = context["valid_jwt"].as_str() {
+            let path = identity_token_file();
+            std::fs::write(&path, jwt).map_err(|e| format!("{}: {e}", path.display()))?;
+            oauth["identityTokenFile"] = json!(path);
+        }
         // `private_key_jwt`: the key in a file, as a user keeps it.
         if let Some(pem) = context["private_key_pem"].as_str() {
             let path = key_file();
@@ -172,8 +188,20 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
     runtime.shutdown().await;
     answering.abort();
     let _ = std::fs::remove_file(key_file());
+    let _ = std::fs::remove_file(identity_token_file());
     let transcript = TRANSCRIPT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(at) = TOKEN_PREFIXES.iter().find_map(|p| transcript.find(p)) {
+    let auth = scenario.starts_with("auth/");
+    let found = TOKEN_PREFIXES
+        .iter()
+        .filter_map(|p| transcript.find(p))
+        .chain(
+            JWT_PREFIXES
+                .iter()
+                .filter(|_| auth)
+                .filter_map(|p| transcript.find(p)),
+        )
+        .min();
+    if let Some(at) = found {
         let end = transcript.len().min(at + 80);
         return Err(format!(
             "an access token reached the embedder: …{}…",
@@ -186,6 +214,11 @@ async fn run(url: &str, scenario: &str, context: &Value) -> Result<(), String> {
 /// Where a scenario's private key is written for the server entry to name.
 fn key_file() -> std::path::PathBuf {
     std::env::temp_dir().join(format!("mcpbox-conformance-{}.pem", std::process::id()))
+}
+
+/// Where the workload's identity token is written for the server entry to name.
+fn identity_token_file() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("mcpbox-conformance-{}.jwt", std::process::id()))
 }
 
 /// Accepts every input request with `{}`: the requested schema's defaults.
