@@ -46,7 +46,10 @@
 //! when it is unset, from `MCPBOX_STOCK_CONFIG` at build time (baked into the
 //! component). Secrets are never baked: `${VAR}` references in URLs and headers
 //! are resolved per request from the environment the platform gives the instance
-//! (`wasmtime serve --env`, wasmCloud secrets, Spin variables). See [`Settings`].
+//! (`wasmtime serve --env`, wash's `workload.environment`, wasmCloud secrets). With
+//! the feature `stock-config` (world `mcpbox:stock/stock-config`), every variable
+//! is looked up in `wasi:config/store` first, then in the environment; that build
+//! loads only on a runtime that provides `wasi:config`. See [`Settings`].
 
 pub mod exchange;
 pub mod known;
