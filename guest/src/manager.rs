@@ -325,6 +325,8 @@ pub struct Manager<P: Platform> {
     claude_settings: Vec<(String, serde_json::Value)>,
     /// The gateway serves this registry ([`Manager::serve_downstream`]).
     serving: bool,
+    /// The manager lives for one exchange ([`Manager::short_lived`]).
+    short_lived: bool,
     /// Warnings about rules naming unlisted tools, already given.
     rule_warnings: alloc::collections::BTreeSet<String>,
     /// Whether `ask` rules are asked (see "Approvals").
@@ -423,6 +425,7 @@ impl<P: Platform> Manager<P> {
             permissions: Permissions::default(),
             claude_settings: Vec::new(),
             serving: false,
+            short_lived: false,
             rule_warnings: Default::default(),
             approvals_enabled: false,
             approvals: BTreeMap::new(),
@@ -615,11 +618,19 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         match opened {
             Ok(conn) => {
+                let key = era_key(&slot.config.name, &slot.config.endpoint);
                 // The era found on an earlier run spares a legacy server the probe.
                 let hint = self
                     .platform
-                    .memo_get(&era_key(&slot.config.name, &slot.config.endpoint))
+                    .memo_get(&key)
                     .and_then(|era| Era::parse(&era));
+                // What an earlier exchange learned spares a 2026-07-28 server
+                // `server/discover` and `tools/list` (see `short_lived`).
+                let known = if self.short_lived {
+                    self.platform.known_server(&key)
+                } else {
+                    None
+                };
                 let mut client = Client::new(&slot.config.name);
                 client.limit(slot.config.limits);
                 client.set_initial_roots(roots_of(
@@ -633,13 +644,25 @@ impl<P: Platform> Manager<P> {
                 if self.sampling {
                     client.enable_sampling();
                 }
-                client.detect(hint, now);
+                if self.short_lived {
+                    client.forgo_subscriptions();
+                }
+                let resumed = known.is_some();
+                match known {
+                    Some(known) => client.resume(known, now),
+                    None => client.detect(hint, now),
+                }
                 slot.conn = Some(conn);
                 slot.client = Some(client);
                 slot.state = ServerState::Starting;
                 slot.error = None;
                 slot.connect_deadline = Some(now.saturating_add(slot.config.startup_timeout_ms));
                 self.flush(i);
+                if resumed {
+                    // Ready already: nothing will come from the server to wake
+                    // `wait` for it.
+                    self.process(i);
+                }
             }
             Err(e) => {
                 slot.client = None;
@@ -1298,6 +1321,10 @@ impl<P: Platform> Manager<P> {
             match event {
                 ClientEvent::Ready(defs) => {
                     self.remember_era(i);
+                    let fresh = !self.slots[i].client.as_ref().is_some_and(Client::resumed);
+                    if fresh {
+                        self.keep_known(i, &defs);
+                    }
                     self.set_tools(i, defs);
                     let slot = &mut self.slots[i];
                     slot.state = ServerState::Connected;
@@ -1308,6 +1335,7 @@ impl<P: Platform> Manager<P> {
                 }
                 ClientEvent::ToolsChanged(defs) => {
                     if self.slots[i].state == ServerState::Connected {
+                        self.keep_known(i, &defs);
                         self.set_tools(i, defs);
                         self.invalidate_registry();
                         self.events.push(Event::ToolsChanged(server.clone()));
@@ -1326,6 +1354,11 @@ impl<P: Platform> Manager<P> {
                     // are forgiven. Timeouts, cancels and aborts are no answer.
                     if matches!(c.outcome, Ok(_) | Err(CallError::Protocol(_))) {
                         self.slots[i].failures = 0;
+                    }
+                    // An error answer may mean the tools kept are no longer the
+                    // server's: the next exchange learns them again.
+                    if matches!(c.outcome, Err(CallError::Protocol(_))) {
+                        self.forget_known(i);
                     }
                     self.calls.remove(&c.call);
                     self.completions.push(c);
@@ -1372,6 +1405,30 @@ impl<P: Platform> Manager<P> {
         }
     }
 
+    /// Keeps what slot `i`'s ready 2026-07-28 session learned (its tools are
+    /// `defs`) on the platform, for the next short-lived manager.
+    fn keep_known(&mut self, i: usize, defs: &[registry::ToolDef]) {
+        if !self.short_lived {
+            return;
+        }
+        let slot = &self.slots[i];
+        let Some(known) = slot.client.as_ref().and_then(|c| c.known(defs.to_vec())) else {
+            return;
+        };
+        let key = era_key(&slot.config.name, &slot.config.endpoint);
+        self.platform.keep_server(&key, Some(known));
+    }
+
+    /// Forgets what was kept of slot `i`'s server: it failed, or answered a
+    /// call with an error, so the next short-lived manager asks it again.
+    fn forget_known(&mut self, i: usize) {
+        if self.short_lived {
+            let slot = &self.slots[i];
+            let key = era_key(&slot.config.name, &slot.config.endpoint);
+            self.platform.keep_server(&key, None);
+        }
+    }
+
     /// Takes a server's fresh tool list: the tools the permission rules deny
     /// are set apart (never offered, refused by name), the rest named for the
     /// registry; rules naming tools the list lacks are warned about, once.
@@ -1405,6 +1462,17 @@ impl<P: Platform> Manager<P> {
     pub fn serve_downstream(&mut self) {
         self.serving = true;
         self.apply_options();
+    }
+
+    /// The manager lives for one exchange (the stock component's gateway, one per
+    /// HTTP request): its 2026-07-28 servers start ready from what the platform
+    /// kept of an earlier exchange ([`Platform::known_server`]), what they learn
+    /// is kept for the next ([`Platform::keep_server`]; forgotten when the
+    /// server fails or answers a call with an error), and no
+    /// `subscriptions/listen` stream is opened (nobody would read it). Call
+    /// before [`Manager::start`].
+    pub fn short_lived(&mut self) {
+        self.short_lived = true;
     }
 
     /// The configuration's permission rules, for callers that filter by profile
@@ -1443,6 +1511,7 @@ impl<P: Platform> Manager<P> {
     /// its calls (in flight or held) complete with `server-unavailable`, its tools
     /// leave the registry but stay on the slot.
     fn fail(&mut self, i: usize, message: String) {
+        self.forget_known(i);
         let now = self.platform.now_ms();
         let slot = &mut self.slots[i];
         if let Some(client) = slot.client.as_mut() {

@@ -182,6 +182,8 @@ pub struct FakePlatform {
     pub blocks: usize,
     /// What the guest kept with `memo_set` (the host's `state` store).
     pub memo: BTreeMap<String, String>,
+    /// What a short-lived manager kept with `keep_server`.
+    pub known: BTreeMap<String, crate::client::KnownServer>,
     /// Files the guest had written (`mcpbox:runtime/blobs`): server, name, bytes.
     pub blobs: Vec<(String, String, Vec<u8>)>,
     /// When set, `write_blob` is denied with this reason.
@@ -199,6 +201,7 @@ impl FakePlatform {
             wake_at: None,
             blocks: 0,
             memo: BTreeMap::new(),
+            known: BTreeMap::new(),
             blobs: Vec::new(),
             refuse_blobs: None,
         }
@@ -297,6 +300,17 @@ impl Platform for FakePlatform {
 
     fn memo_set(&mut self, key: &str, value: &str) {
         self.memo.insert(key.to_string(), value.to_string());
+    }
+
+    fn known_server(&self, key: &str) -> Option<crate::client::KnownServer> {
+        self.known.get(key).cloned()
+    }
+
+    fn keep_server(&mut self, key: &str, known: Option<crate::client::KnownServer>) {
+        match known {
+            Some(known) => self.known.insert(key.to_string(), known),
+            None => self.known.remove(key),
+        };
     }
 
     fn block(&mut self, conns: &[&FakeConn], deadline_ms: u64) -> Woken {

@@ -307,6 +307,20 @@ pub trait Platform {
     fn memo_set(&mut self, key: &str, value: &str) {
         let _ = (key, value);
     }
+    /// What an earlier session learned of the 2026-07-28 server under `key`
+    /// (its capabilities and tools), for a session that starts ready
+    /// ([`Client::resume`](crate::client::Client::resume)); none on a platform
+    /// that keeps no such thing (mcpbox's hosts: their gateway lives long and
+    /// learns once) or when it is stale.
+    fn known_server(&self, key: &str) -> Option<crate::client::KnownServer> {
+        let _ = key;
+        None
+    }
+    /// Keeps what a session learned of the server under `key`, or forgets it
+    /// (`None`: the server failed, so the next session learns again).
+    fn keep_server(&mut self, key: &str, known: Option<crate::client::KnownServer>) {
+        let _ = (key, known);
+    }
     /// Has the host write `data` to a new file (`mcpbox:runtime/blobs`): a
     /// result too large to pass on, or an image. `name` suggests the file name.
     fn write_blob(

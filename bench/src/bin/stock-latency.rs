@@ -18,7 +18,8 @@
 //! | `mcpbox serve --http` | the gateway with its upstream connected and its tool list known |
 //! | stock: 404 | `wasmtime serve` instantiating the component, which refuses the path: instantiation and HTTP alone |
 //! | stock: `server/discover` | an instance that loads the configuration and answers without waiting for its server |
-//! | stock: `tools/call` | an instance that connects the upstream (`server/discover`, `tools/list`) and calls |
+//! | stock: `tools/call` | an instance per request (`wasmtime serve`'s default): it connects the upstream (`server/discover`, `tools/list`) and calls |
+//! | stock: `tools/call`, instance reused | `wasmtime serve --max-instance-reuse-count 1000`: the instance knows the server from its earlier requests (`guest/src/stock/known.rs`) and sends the call alone |
 //!
 //! Rounds alternate the rows, so the machine's load falls on all of them; the
 //! table shows each row's median over rounds of its per-round mean (and the
@@ -166,6 +167,11 @@ fn run(args: &Args) -> Result<(), String> {
     let (mut gateway, gateway_url) = mcpbox_serve(&config_path)?;
     eprintln!("building the stock component…");
     let stock = StockServer::wasmtime(&stock_component(), &[("MCPBOX_CONFIG", &config)]);
+    let reused = StockServer::wasmtime_with(
+        &stock_component(),
+        &["--max-instance-reuse-count", "1000"],
+        &[("MCPBOX_CONFIG", &config)],
+    );
     let base = stock.url.trim_end_matches("/mcp").to_owned();
 
     let mut discover = Row::call("stock: server/discover", stock.url.clone(), "ts__add");
@@ -186,6 +192,11 @@ fn run(args: &Args) -> Result<(), String> {
         },
         discover,
         Row::call("stock: tools/call", stock.url.clone(), "ts__add"),
+        Row::call(
+            "stock: tools/call, instance reused",
+            reused.url.clone(),
+            "ts__add",
+        ),
     ];
     let mut means: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];
     let mut medians: Vec<Vec<f64>> = vec![Vec::new(); rows.len()];

@@ -115,6 +115,7 @@ impl Client {
     /// Lists tools when the server has them; ready with none otherwise.
     pub(super) fn after_handshake(&mut self, capabilities: Option<&Value>) {
         self.offers = super::Offers::read(capabilities);
+        self.capabilities_seen = capabilities.cloned();
         let tools = capabilities
             .and_then(|c| c.get("tools"))
             .filter(|t| !t.is_null());

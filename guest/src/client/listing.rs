@@ -81,7 +81,7 @@ impl Client {
 
     /// After the first listing of a stateless session: subscribe to list changes.
     pub(super) fn subscribe(&mut self) {
-        if self.era != Era::Stateless || !self.list_changed {
+        if self.era != Era::Stateless || !self.list_changed || !self.subscriptions {
             return;
         }
         let params = ListenParams {

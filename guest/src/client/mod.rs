@@ -55,6 +55,7 @@
 //! |---|---|
 //! | [`handshake`] | `initialize` / `notifications/initialized` (legacy era) |
 //! | [`discover`] | `server/discover` and era detection (2026-07-28) |
+//! | [`known`] | a 2026-07-28 session resumed from what an earlier one learned (capabilities, tools) |
 //! | [`listing`] | `tools/list`: pagination, `list_changed`, `subscriptions/listen`, `ttlMs` |
 //! | [`calls`] | `tools/call`: starting, reading results, completing |
 //! | [`requests`] | requests beyond tools: one request, its pages, its deadline |
@@ -90,6 +91,7 @@ mod deadlines;
 mod discover;
 mod elicitation;
 mod handshake;
+mod known;
 mod listing;
 mod param_headers;
 mod prompts;
@@ -105,6 +107,7 @@ mod tests;
 pub use calls::{CallError, CallOptions, CallResult, Completion};
 pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
+pub use known::KnownServer;
 pub use requests::{LOG_LEVELS, Offers, Request};
 
 use calls::PendingCall;
@@ -160,6 +163,12 @@ pub struct Client {
     roots: Vec<crate::roots::Root>,
     /// Whether `initialize` declared the `roots` capability (2025 sessions).
     roots_offered: bool,
+    /// The capabilities the server answered, for [`Client::known`].
+    capabilities_seen: Option<Value>,
+    /// Whether the session was resumed from a [`KnownServer`].
+    resumed: bool,
+    /// Whether `subscriptions/listen` is opened (see [`Client::forgo_subscriptions`]).
+    subscriptions: bool,
 }
 
 /// What the client tells the manager.
@@ -299,6 +308,9 @@ impl Client {
             offers: Offers::default(),
             roots: Vec::new(),
             roots_offered: false,
+            capabilities_seen: None,
+            resumed: false,
+            subscriptions: true,
         }
     }
 

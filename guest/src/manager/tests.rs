@@ -1774,6 +1774,105 @@ fn the_era_is_detected_per_server_and_remembered() {
     assert_eq!(first("modern"), "server/discover");
 }
 
+/// A short-lived manager (the stock component's, one per HTTP request) keeps
+/// what it learned of a 2026-07-28 server; the next one starts that server
+/// ready and sends it the call alone; a failure or an error answer forgets it.
+#[test]
+fn short_lived_managers_resume_known_stateless_servers() {
+    let serve = |p: &mut FakePlatform| {
+        p.serve("modern", || {
+            McpServer {
+                stateless: true,
+                ..McpServer::with_tools(&["t"])
+            }
+            .on_call(|params, id, out| {
+                if params["arguments"]["text"] == "fail" {
+                    out.later(
+                        0,
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "Unknown tool"}}),
+                    );
+                } else {
+                    out.reply(0, id, json!({"content": [{"type": "text", "text": "ok"}]}));
+                }
+            })
+        });
+        p.serve("old", || McpServer::with_tools(&["u"]));
+    };
+    let servers = [("modern", json!({})), ("old", json!({}))];
+    let mut p = FakePlatform::new();
+    serve(&mut p);
+    let mut m = manager(p, &servers);
+    m.short_lived();
+    connect(&mut m);
+    // The first learns by asking, and opens no subscription stream.
+    let sim = m.platform().sim("modern");
+    assert_eq!(sim.borrow().sent("server/discover").len(), 1);
+    assert_eq!(sim.borrow().sent("tools/list").len(), 1);
+    assert!(sim.borrow().sent("subscriptions/listen").is_empty());
+    let known = m.platform().known.clone();
+    let kept: Vec<&str> = known.keys().map(|k| k.split('/').nth(1).unwrap()).collect();
+    // A legacy server's session is its own: only its era is kept (memo).
+    assert_eq!(kept, ["modern"]);
+    let memo = m.platform().memo.clone();
+
+    let next = |known, memo| {
+        let mut p = FakePlatform::new();
+        serve(&mut p);
+        p.known = known;
+        p.memo = memo;
+        let mut m = manager(p, &servers);
+        m.short_lived();
+        m.start();
+        m
+    };
+    let mut m = next(known.clone(), memo.clone());
+    // Ready at once: the registry has its tools before anything was received.
+    assert_eq!(status(&m.servers(), "modern").state, ServerState::Connected);
+    assert_eq!(status(&m.servers(), "modern").tool_count, 1);
+    m.start_call("mcp__modern__t", r#"{"text":"x"}"#, CallOptions::default())
+        .unwrap();
+    let done = completions(&mut m, 1);
+    assert_eq!(text_result(&done[0].outcome), "ok");
+    let sim = m.platform().sim("modern");
+    let methods: Vec<Value> = sim
+        .borrow()
+        .received
+        .iter()
+        .map(|(m, _)| m["method"].clone())
+        .collect();
+    assert_eq!(methods, [json!("tools/call")]);
+    assert_eq!(m.platform().known.len(), 1);
+
+    // An error answer: the next manager asks again.
+    let mut m = next(known.clone(), memo.clone());
+    m.start_call(
+        "mcp__modern__t",
+        r#"{"text":"fail"}"#,
+        CallOptions::default(),
+    )
+    .unwrap();
+    let done = completions(&mut m, 1);
+    assert!(
+        matches!(done[0].outcome, Err(CallError::Protocol(_))),
+        "{done:?}"
+    );
+    assert!(m.platform().known.is_empty());
+
+    // A server that cannot be reached: forgotten too.
+    let mut p = FakePlatform::new();
+    serve(&mut p);
+    p.refuse(
+        "modern",
+        TransportError::Unreachable("connection refused".into()),
+    );
+    p.known = known;
+    let mut m = manager(p, &servers);
+    m.short_lived();
+    connect(&mut m);
+    assert_eq!(status(&m.servers(), "modern").state, ServerState::Failed);
+    assert!(m.platform().known.is_empty());
+}
+
 /// A call handler that asks for input and never answers the call itself.
 fn eliciting(_params: &Value, id: &Value, out: &mut crate::testing::Out<'_>) {
     out.later(

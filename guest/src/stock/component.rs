@@ -17,17 +17,28 @@ use crate::transport::{Endpoint, Platform, TransportError, Woken};
 
 use super::Settings;
 use super::exchange::{self, HttpRequest, Responder};
+use super::known::KnownServers;
 use super::references::interpolate;
+use crate::client::KnownServer;
+use core::cell::RefCell;
 
 #[path = "../component/wasi_http.rs"]
 mod wasi_http;
 
 // Generated code needs `unsafe` for the canonical ABI; confined to this module.
+// One world or the other: `stock-config` adds `wasi:config/store` (see its WIT).
 #[allow(unsafe_code, missing_docs)]
 mod bindings {
+    #[cfg(not(feature = "stock-config"))]
     wit_bindgen::generate!({
         path: "../wit-stock",
         world: "mcpbox:stock/stock",
+        generate_all,
+    });
+    #[cfg(feature = "stock-config")]
+    wit_bindgen::generate!({
+        path: "../wit-stock",
+        world: "mcpbox:stock/stock-config",
         generate_all,
     });
 
@@ -54,10 +65,25 @@ const WRITE_CHUNK: usize = 4096;
 /// The configuration given at build time, if any (`MCPBOX_STOCK_CONFIG`).
 const BAKED_CONFIG: Option<&str> = option_env!("MCPBOX_STOCK_CONFIG");
 
-/// The platform of one request: the instance's environment, for `${VAR}`.
+/// The platform of one request: the instance's environment, for `${VAR}`, and
+/// what the instance knows of its servers.
 struct StockHost {
     env: Vec<(String, String)>,
+    /// `MCPBOX_TOOLS_MAX_AGE`, in milliseconds.
+    known_max_age_ms: u64,
 }
+
+/// What the instance's requests learned of their servers (see
+/// [`super::known`]): the one piece of state that outlives a request, for as
+/// long as the runtime keeps the instance.
+struct InstanceMemory(RefCell<KnownServers>);
+
+// SAFETY: a component instance runs on one thread (wasm32-wasip2 has no
+// threads), so the cell is never reached from two at once.
+#[allow(unsafe_code)]
+unsafe impl Sync for InstanceMemory {}
+
+static KNOWN: InstanceMemory = InstanceMemory(RefCell::new(KnownServers::new()));
 
 /// The `wasi:http` port with one server's configured headers on every request.
 struct StockPort {
@@ -133,6 +159,27 @@ impl Platform for StockHost {
 
     fn now_ms(&self) -> u64 {
         monotonic_clock::now() / 1_000_000
+    }
+
+    fn memo_get(&self, key: &str) -> Option<String> {
+        KNOWN.0.borrow().era(key)
+    }
+
+    fn memo_set(&mut self, key: &str, value: &str) {
+        KNOWN.0.borrow_mut().set_era(key, value);
+    }
+
+    fn known_server(&self, key: &str) -> Option<KnownServer> {
+        KNOWN
+            .0
+            .borrow_mut()
+            .get(key, self.now_ms(), self.known_max_age_ms)
+    }
+
+    fn keep_server(&mut self, key: &str, known: Option<KnownServer>) {
+        if self.known_max_age_ms > 0 || known.is_none() {
+            KNOWN.0.borrow_mut().keep(key, known, self.now_ms());
+        }
     }
 
     fn block(&mut self, conns: &[&Self::Conn], deadline_ms: u64) -> Woken {
@@ -257,13 +304,42 @@ fn random_secret() -> String {
         .collect()
 }
 
+/// The variables the instance is given: its environment; with a warning for
+/// the log when something could not be read.
+#[cfg(not(feature = "stock-config"))]
+fn variables() -> (Vec<(String, String)>, Option<String>) {
+    (environment::get_environment(), None)
+}
+
+/// The variables the instance is given: `wasi:config/store`'s first, then the
+/// environment's. Lookups take the first of a name, so a config key wins over
+/// an environment variable.
+#[cfg(feature = "stock-config")]
+fn variables() -> (Vec<(String, String)>, Option<String>) {
+    use bindings::wasi::config::store;
+    let env = environment::get_environment();
+    match store::get_all() {
+        Ok(mut vars) => {
+            vars.extend(env);
+            (vars, None)
+        }
+        Err(store::Error::Upstream(why) | store::Error::Io(why)) => (
+            env,
+            Some(format!(
+                "wasi:config/store could not be read ({why}); using the environment alone"
+            )),
+        ),
+    }
+}
+
 /// The exported `wasi:http/incoming-handler`.
 struct Stock;
 
 impl incoming_handler::Guest for Stock {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
-        let env = environment::get_environment();
+        let (env, warning) = variables();
         let mut settings = Settings::from_env(&env, BAKED_CONFIG);
+        settings.warnings.extend(warning);
         if settings.secret.is_none() {
             settings.secret = Some(random_secret());
         }
@@ -305,7 +381,11 @@ impl incoming_handler::Guest for Stock {
             },
         };
         drop(request);
-        exchange::handle(StockHost { env }, &settings, &http, &mut response);
+        let host = StockHost {
+            env,
+            known_max_age_ms: settings.known_max_age_ms,
+        };
+        exchange::handle(host, &settings, &http, &mut response);
         response.finish();
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! The request is checked as the host checks it (the path `/mcp` or
 //! `/mcp/PROFILE`, the bearer token, the `Origin`), then a fresh [`Manager`] loads
-//! the configuration and connects every server, a fresh [`Gateway`] gets the
+//! the configuration and connects every server (those the instance knows from an
+//! earlier request start ready: see [`super::known`]), a fresh [`Gateway`] gets the
 //! message (after the replayed `initialize` of a 2025 session, see
 //! [`super::session`]), and the manager is driven until the gateway ends the
 //! exchange. The answer goes out as JSON when it is one message complete at once,
@@ -123,7 +124,13 @@ pub fn handle<P: Platform>(
             &format!("MCPBOX_NAMING is {naming:?}: use \"prefixed\" or \"conditional\""),
         );
     };
+    for warning in &settings.warnings {
+        out.log(&format!("mcpbox: {warning}"));
+    }
     let mut m = Manager::new(platform);
+    // One gateway per request: servers known from an earlier request of this
+    // instance start ready, and no subscription stream is opened.
+    m.short_lived();
     match m.load_config(origin, config) {
         Ok(issues) => {
             for issue in issues {

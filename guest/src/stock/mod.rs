@@ -12,7 +12,7 @@
 //! | `transport.connection` (stdio servers) | none: a stdio entry fails with `unsupported`, naming the server and the fix |
 //! | `remote.grant` (policy, `${VAR}`, stand-in URL) | the configured URL and headers, `${VAR}` resolved from `wasi:cli/environment` ([`references`]); origins compared in the guest ([`Target::resolved`](crate::remote::target::Target::resolved)) |
 //! | `control.wake-signal` | none: nothing else can queue work for an instance that serves one request |
-//! | `state` (the era a server speaks) | none: every instance learns it again |
+//! | `state` (the era a server speaks) | kept in the instance with each 2026-07-28 server's tools ([`known`]), for the requests an instance serves after the first |
 //! | `blobs` | none: results stay inline |
 //! | the host's HTTP listener (`mcpbox serve --http`) | [`exchange`]: one request, one instance, the gateway driven until its answer is complete |
 //!
@@ -22,7 +22,10 @@
 //! send consecutive requests of a client to different instances or machines. So
 //! each request loads the configuration, connects every remote server (the
 //! 2026-07-28 `server/discover`, or a 2025 `initialize`, and `tools/list`),
-//! answers, and forgets it all. Nothing the gateway learns survives the request.
+//! answers, and drops its gateway. What it learned of each 2026-07-28 server
+//! (capabilities, tools) stays in the instance ([`known`]): where the runtime
+//! hands the same instance later requests, they call at once, with nothing but
+//! the call sent upstream, until that knowledge is stale.
 //!
 //! - **2026-07-28** needs nothing more: every request carries its own `_meta`.
 //! - **2025 sessions** are carried by the client: the `Mcp-Session-Id` the stock
@@ -43,9 +46,13 @@
 //! when it is unset, from `MCPBOX_STOCK_CONFIG` at build time (baked into the
 //! component). Secrets are never baked: `${VAR}` references in URLs and headers
 //! are resolved per request from the environment the platform gives the instance
-//! (`wasmtime serve --env`, wasmCloud secrets, Spin variables). See [`Settings`].
+//! (`wasmtime serve --env`, wash's `workload.environment`, wasmCloud secrets). With
+//! the feature `stock-config` (world `mcpbox:stock/stock-config`), every variable
+//! is looked up in `wasi:config/store` first, then in the environment; that build
+//! loads only on a runtime that provides `wasi:config`. See [`Settings`].
 
 pub mod exchange;
+pub mod known;
 pub mod references;
 pub mod session;
 
@@ -70,10 +77,18 @@ pub struct Settings {
     pub tool_search: bool,
     /// `MCPBOX_SECRET`: the key of the gateway's `requestState` tokens.
     pub secret: Option<String>,
+    /// `MCPBOX_TOOLS_MAX_AGE` (seconds): how long what an exchange learned of a
+    /// server is used by the next ones in the instance (see [`known`]).
+    pub known_max_age_ms: u64,
+    /// Settings that were set wrong, and what was used instead: for the log.
+    pub warnings: Vec<String>,
 }
 
 /// The environment variable that holds the configuration text.
 pub const CONFIG_VAR: &str = "MCPBOX_CONFIG";
+
+/// The environment variable that bounds how long servers stay known (seconds).
+pub const MAX_AGE_VAR: &str = "MCPBOX_TOOLS_MAX_AGE";
 
 impl Settings {
     /// The settings in `env` (the instance's environment), with `baked` (the
@@ -91,6 +106,21 @@ impl Settings {
                 .filter(|t| !t.trim().is_empty())
                 .map(|t| ("the configuration built in".to_string(), t.to_string())),
         };
+        let mut warnings = Vec::new();
+        let known_max_age_ms = match get(MAX_AGE_VAR) {
+            None => known::DEFAULT_MAX_AGE_MS,
+            Some(text) => match text.trim().parse::<u64>() {
+                Ok(seconds) => seconds.saturating_mul(1000),
+                Err(_) => {
+                    warnings.push(format!(
+                        "{MAX_AGE_VAR} is {text:?}, not a number of seconds (0 keeps \
+                         nothing); using {} s",
+                        known::DEFAULT_MAX_AGE_MS / 1000
+                    ));
+                    known::DEFAULT_MAX_AGE_MS
+                }
+            },
+        };
         Settings {
             config,
             token: get("MCPBOX_TOKEN"),
@@ -107,6 +137,8 @@ impl Settings {
             tool_search: get("MCPBOX_TOOL_SEARCH")
                 .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
             secret: get("MCPBOX_SECRET"),
+            known_max_age_ms,
+            warnings,
         }
     }
 }
@@ -156,5 +188,18 @@ mod tests {
         );
         assert!(s.tool_search);
         assert_eq!(s.naming.as_deref(), Some("conditional"));
+        assert_eq!(s.known_max_age_ms, known::DEFAULT_MAX_AGE_MS);
+        assert!(s.warnings.is_empty());
+    }
+
+    #[test]
+    fn the_max_age_is_in_seconds_and_a_bad_one_is_reported() {
+        let s = Settings::from_env(&env(&[(MAX_AGE_VAR, "0")]), None);
+        assert_eq!(s.known_max_age_ms, 0);
+        let s = Settings::from_env(&env(&[(MAX_AGE_VAR, "300")]), None);
+        assert_eq!(s.known_max_age_ms, 300_000);
+        let s = Settings::from_env(&env(&[(MAX_AGE_VAR, "1m")]), None);
+        assert_eq!(s.known_max_age_ms, known::DEFAULT_MAX_AGE_MS);
+        assert!(s.warnings[0].contains(MAX_AGE_VAR), "{:?}", s.warnings);
     }
 }
