@@ -66,6 +66,7 @@
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
 //! | [`sampling`] | `sampling/createMessage`, both eras, and the `sampling` capability |
 //! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
+//! | [`subscriptions`] | `resources/subscribe`, `notifications/resources/updated`, resource and prompt list changes, the `subscriptions/listen` filter (2026-07-28) |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
 //! | [`wire`] | the serde shapes of params and results |
 
@@ -97,6 +98,7 @@ mod requests;
 mod resources;
 mod roots;
 mod sampling;
+mod subscriptions;
 mod wire;
 
 #[cfg(test)]
@@ -160,6 +162,13 @@ pub struct Client {
     roots: Vec<crate::roots::Root>,
     /// Whether `initialize` declared the `roots` capability (2025 sessions).
     roots_offered: bool,
+    /// The resources followed (see `subscriptions`).
+    subscriptions: alloc::collections::BTreeSet<String>,
+    /// The open `subscriptions/listen` (2026-07-28), by request id.
+    listen_id: Option<Id>,
+    /// The log level asked for (2026-07-28: sent in every request's `_meta`;
+    /// see [`Request::SetLogLevel`]).
+    log_level: Option<String>,
 }
 
 /// What the client tells the manager.
@@ -190,6 +199,12 @@ pub enum ClientEvent {
     InputWithdrawn(u64),
     /// The server reported progress on a call (`notifications/progress`).
     Progress(Progress),
+    /// A subscribed resource changed (`notifications/resources/updated`), by URI.
+    ResourceUpdated(String),
+    /// The server's resource list changed (`notifications/resources/list_changed`).
+    ResourcesChanged,
+    /// The server's prompt list changed (`notifications/prompts/list_changed`).
+    PromptsChanged,
 }
 
 /// A `notifications/progress` about a call in flight, for whoever passes it on
@@ -260,8 +275,10 @@ enum Pending {
         retried: bool,
     },
     ListTools,
-    /// `subscriptions/listen`: open while the server streams list changes.
-    Listen,
+    /// `subscriptions/listen`: open while the server streams changes.
+    Listen(subscriptions::Listen),
+    /// `resources/subscribe` sent again after a reconnect, for this URI.
+    Resubscribe(String),
     Call(PendingCall),
     /// A request beyond tools (resources, prompts, completions, logging).
     Request(PendingRequest),
@@ -299,6 +316,9 @@ impl Client {
             offers: Offers::default(),
             roots: Vec::new(),
             roots_offered: false,
+            subscriptions: alloc::collections::BTreeSet::new(),
+            listen_id: None,
+            log_level: None,
         }
     }
 
@@ -354,6 +374,7 @@ impl Client {
             protocol_version: stateless.then_some(STATELESS_VERSION),
             client_capabilities: stateless.then(|| self.capabilities()),
             client_info: stateless.then(client_info),
+            log_level: self.log_level.clone().filter(|_| stateless),
         }
     }
 
@@ -416,8 +437,20 @@ impl Client {
     fn fail(&mut self, message: String) {
         self.phase = Phase::Failed;
         self.listing = None;
-        self.pending
-            .retain(|_, p| matches!(p, Pending::Call(_) | Pending::Request(_)));
+        let mut waiting = Vec::new();
+        self.pending.retain(|_, p| match p {
+            Pending::Call(_) | Pending::Request(_) => true,
+            Pending::Listen(l) => {
+                waiting.append(&mut l.waiting);
+                false
+            }
+            _ => false,
+        });
+        self.listen_id = None;
+        for r in waiting {
+            let why = format!("{}: {message}", r.label(&self.server));
+            self.finish(r.call, Err(CallError::ServerUnavailable(why)), false);
+        }
         self.events.push(ClientEvent::Failed(message));
     }
 
@@ -483,8 +516,10 @@ impl Client {
             .as_ref()
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
+        if self.on_change(&n.method, &params) {
+            return;
+        }
         match n.method.as_str() {
-            methods::TOOLS_LIST_CHANGED => self.on_list_changed(),
             methods::PROGRESS => self.on_progress(&params, now_ms),
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
@@ -554,14 +589,8 @@ impl Client {
             Pending::Initialize { or_discover } => self.on_initialized(outcome, or_discover),
             Pending::Discover { retried } => self.on_discovered(outcome, retried),
             Pending::ListTools => self.on_tools_page(outcome),
-            Pending::Listen => {
-                if let Err(e) = outcome {
-                    self.warn(format!(
-                        "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale",
-                        self.server
-                    ));
-                }
-            }
+            Pending::Listen(listen) => self.on_listen_ended(&id, listen, outcome),
+            Pending::Resubscribe(uri) => self.on_resubscribed(uri, outcome),
             Pending::Call(c) => self.on_call_response(c, outcome),
             Pending::Request(r) => self.on_request_response(r, outcome),
         }
@@ -589,10 +618,14 @@ impl Client {
                 "server `{}` answered its handshake with a {too_large}",
                 self.server
             )),
-            Some(Pending::Listen) => self.warn(format!(
-                "server `{}` ended subscriptions/listen with a {too_large}",
-                self.server
-            )),
+            Some(Pending::Listen(listen)) => {
+                let id = id.clone().unwrap_or(Id::Number(0));
+                let e = Failure::Exchange(format!("it ended with a {too_large}"));
+                self.on_listen_ended(&id, listen, Err(e));
+            }
+            Some(Pending::Resubscribe(uri)) => {
+                self.on_resubscribed(uri, Err(Failure::Exchange(too_large.clone())));
+            }
             Some(Pending::ListTools) => {
                 let initial = self.listing.as_ref().is_none_or(|l| l.initial);
                 if initial {
