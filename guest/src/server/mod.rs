@@ -770,6 +770,12 @@ impl Gateway {
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            // Held while servers start: what it can honour (resource
+            // subscriptions) depends on what they offer.
+            methods::SUBSCRIPTIONS_LISTEN if m.starting() => {
+                self.held_requests
+                    .push((origin, methods::SUBSCRIPTIONS_LISTEN.into(), params));
+            }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
             other if self.beyond_tools(m, &origin, other, &params) => {}
             _ => self.answer(

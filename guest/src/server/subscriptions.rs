@@ -90,7 +90,8 @@ impl Gateway {
             .status(400);
             return self.answer(&origin, Err(refusal));
         };
-        let Some(exchange) = origin.exchange else {
+        // Its client may have gone while it was held.
+        let Some(exchange) = origin.exchange.filter(|x| self.exchanges.contains_key(x)) else {
             return;
         };
         let id: Value = serde_json::from_str(&origin.id.to_json()).unwrap_or(Value::Null);
