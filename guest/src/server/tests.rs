@@ -1343,11 +1343,11 @@ fn a_closed_exchange_cancels_its_resource_request_upstream() {
     assert_eq!(read.len(), 1);
     assert!(sim.borrow().sent("notifications/cancelled").is_empty());
     rig.g.exchange_closed(&mut rig.m, x);
-    for _ in 0..3 {
-        rig.turn();
-    }
+    // At once, not at the request's timeout (a turn would run the fake clock there).
     let cancelled = sim.borrow().sent("notifications/cancelled");
     assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert_eq!(cancelled[0]["params"]["requestId"], read[0]["id"]);
+    assert_eq!(cancelled[0]["params"]["reason"], "cancelled by the caller");
+    rig.turn();
     assert!(rig.g.requests.is_empty());
 }
