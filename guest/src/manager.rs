@@ -1372,7 +1372,8 @@ impl<P: Platform> Manager<P> {
                     }));
                 }
                 ClientEvent::ResourcesChanged => {
-                    self.events.push(Event::ResourcesChanged(server.to_string()));
+                    self.events
+                        .push(Event::ResourcesChanged(server.to_string()));
                 }
                 ClientEvent::PromptsChanged => {
                     self.events.push(Event::PromptsChanged(server.to_string()));

@@ -134,9 +134,10 @@ pub(crate) async fn read(
     print_read(runtime, uri, server, json).await?;
     while follow {
         match events.recv().await {
-            Ok(Event::ResourceUpdated { server: from, uri: updated })
-                if updated == uri && server.is_none_or(|s| s == from) =>
-            {
+            Ok(Event::ResourceUpdated {
+                server: from,
+                uri: updated,
+            }) if updated == uri && server.is_none_or(|s| s == from) => {
                 print_read(runtime, uri, Some(from.as_str()), json).await?;
             }
             Ok(Event::Stopped(_)) | Err(RecvError::Closed) => break,

@@ -1569,7 +1569,10 @@ fn servers_watch_applies_a_changed_file_only_once_it_is_trusted_again() {
 fn read_follow_reads_again_at_every_update() {
     use std::io::{BufRead, BufReader};
     let http = TsHttp::start();
-    let cfg = config("follow", json!({ "tshttp": { "type": "http", "url": http.url } }));
+    let cfg = config(
+        "follow",
+        json!({ "tshttp": { "type": "http", "url": http.url } }),
+    );
     let mut child = mcpbox_command()
         .arg("--config")
         .arg(&cfg)
@@ -1586,12 +1589,16 @@ fn read_follow_reads_again_at_every_update() {
         let _ = Command::new("kill").arg(&killer).status();
     });
     let stderr_pipe = child.stderr.take().unwrap();
-    let errors = std::thread::spawn(move || std::io::read_to_string(stderr_pipe).unwrap_or_default());
+    let errors =
+        std::thread::spawn(move || std::io::read_to_string(stderr_pipe).unwrap_or_default());
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().and_then(Result::ok).unwrap_or_default();
     assert_eq!(first, "ts-peer readme");
     // Subscribed before that first read: the update reaches it.
-    let out = mcpbox(&cfg, &["call", "mcp__tshttp__touch", r#"{"uri": "ts://readme"}"#]);
+    let out = mcpbox(
+        &cfg,
+        &["call", "mcp__tshttp__touch", r#"{"uri": "ts://readme"}"#],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let again = lines.next().and_then(Result::ok).unwrap_or_default();
     assert_eq!(again, "ts-peer readme", "read again after the update");

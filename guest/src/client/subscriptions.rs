@@ -151,7 +151,10 @@ impl Client {
         if let Some(old) = old
             && let Some(Pending::Listen(listen)) = self.pending.remove(&old)
         {
-            self.abandon(old, "replaced by a subscriptions/listen with another filter");
+            self.abandon(
+                old,
+                "replaced by a subscriptions/listen with another filter",
+            );
             // Acknowledged by the new listen instead.
             for r in listen.waiting {
                 self.finish(r.call, Ok(empty()), true);
@@ -326,11 +329,10 @@ impl Client {
                 && let Some(at) = listen.waiting.iter().position(|r| r.call == call)
             {
                 listen.waiting.remove(at);
-                self.events
-                    .push(ClientEvent::Completed(super::Completion {
-                        call,
-                        outcome: Err(CallError::Cancelled),
-                    }));
+                self.events.push(ClientEvent::Completed(super::Completion {
+                    call,
+                    outcome: Err(CallError::Cancelled),
+                }));
                 return true;
             }
         }

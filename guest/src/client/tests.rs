@@ -1806,7 +1806,10 @@ fn legacy_subscriptions_are_requests_and_changes_are_events() {
     assert!(c.subscriptions().contains("test://a"));
 
     for (method, params) in [
-        ("notifications/resources/updated", json!({"uri": "test://a"})),
+        (
+            "notifications/resources/updated",
+            json!({"uri": "test://a"}),
+        ),
         ("notifications/resources/list_changed", json!({})),
         ("notifications/prompts/list_changed", json!({})),
     ] {
@@ -1971,7 +1974,10 @@ fn stateless_subscriptions_ride_on_subscriptions_listen() {
     );
     assert_eq!(second["params"]["notifications"]["toolsListChanged"], true);
     assert_eq!(out[1].0["method"], "notifications/cancelled");
-    assert_eq!(out[1].0["params"]["requestId"], first["id"], "the old listen");
+    assert_eq!(
+        out[1].0["params"]["requestId"], first["id"],
+        "the old listen"
+    );
     assert!(c.take_events().is_empty(), "waits for the acknowledgement");
     assert_eq!(c.next_deadline(), Some(1010));
 
@@ -2114,7 +2120,10 @@ fn a_stateless_log_level_goes_in_every_requests_meta() {
     );
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion { call: 5, outcome: Err(CallError::InvalidArguments(_)) })]
+        [ClientEvent::Completed(Completion {
+            call: 5,
+            outcome: Err(CallError::InvalidArguments(_))
+        })]
     ));
 
     // 2025 sessions keep logging/setLevel and no _meta key.

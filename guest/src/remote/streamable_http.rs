@@ -118,15 +118,18 @@ impl<P: HttpPort> RemoteConnection<P> {
         else {
             return false;
         };
-        let listen = self.exchanges.iter().find_map(|(id, ex)| match &ex.purpose {
-            Purpose::Post(post)
-                if post.out.meta.method.as_deref() == Some(methods::SUBSCRIPTIONS_LISTEN)
-                    && post.out.meta.id.as_deref() == Some(request.as_str()) =>
-            {
-                Some(*id)
-            }
-            _ => None,
-        });
+        let listen = self
+            .exchanges
+            .iter()
+            .find_map(|(id, ex)| match &ex.purpose {
+                Purpose::Post(post)
+                    if post.out.meta.method.as_deref() == Some(methods::SUBSCRIPTIONS_LISTEN)
+                        && post.out.meta.id.as_deref() == Some(request.as_str()) =>
+                {
+                    Some(*id)
+                }
+                _ => None,
+            });
         match listen {
             Some(id) => {
                 self.finish(id);

@@ -814,14 +814,24 @@ fn cancelling_a_stateless_listen_closes_its_stream_and_posts_nothing() {
     );
     h.send(&call(5, "x"), v);
     let got = h.run(100);
-    assert_eq!(messages(&got)[0]["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(
+        messages(&got)[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
     let listen = h.net.borrow().requests[0].0;
     let cancel = |id: u64| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
     h.send(&cancel(4), v);
     h.run(200);
-    assert!(h.net.borrow().closed.contains(&listen), "the listen's stream is closed");
+    assert!(
+        h.net.borrow().closed.contains(&listen),
+        "the listen's stream is closed"
+    );
     assert!(h.net.borrow().posted("notifications/cancelled").is_empty());
     h.send(&cancel(5), v);
     h.run(300);
-    assert_eq!(h.net.borrow().posted("notifications/cancelled").len(), 1, "a call's is posted");
+    assert_eq!(
+        h.net.borrow().posted("notifications/cancelled").len(),
+        1,
+        "a call's is posted"
+    );
 }

@@ -506,7 +506,11 @@ impl Gateway {
             .map(|(id, _)| *id)
             .collect();
         for x in exchanges {
-            if self.exchanges.remove(&x).is_some_and(|x| x.listen.is_some()) {
+            if self
+                .exchanges
+                .remove(&x)
+                .is_some_and(|x| x.listen.is_some())
+            {
                 self.release_all(m, subscriptions::Holder::Listen(x));
             }
         }

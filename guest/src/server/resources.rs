@@ -228,9 +228,7 @@ impl Gateway {
     /// The downstream result for the manager's.
     fn result_of(&mut self, method: &str, result: CallResult, start: usize) -> String {
         match method {
-            methods::RESOURCES_LIST => {
-                self.served_page("resources", &result.content, "", start)
-            }
+            methods::RESOURCES_LIST => self.served_page("resources", &result.content, "", start),
             methods::RESOURCES_TEMPLATES_LIST => {
                 self.served_page("resourceTemplates", &result.content, "uriTemplate", start)
             }
@@ -265,7 +263,8 @@ impl Gateway {
     /// page is cut from the whole list as it is now (every server, every
     /// upstream page), so an item that appears meanwhile may shift the rest.
     fn served_page(&mut self, field: &str, content: &str, key: &str, start: usize) -> String {
-        let items: Vec<Value> = serde_json::from_str(&self.served_items(content, key)).unwrap_or_default();
+        let items: Vec<Value> =
+            serde_json::from_str(&self.served_items(content, key)).unwrap_or_default();
         let start = start.min(items.len());
         let end = start
             .saturating_add(self.options.page_size.max(1))

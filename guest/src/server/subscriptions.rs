@@ -167,7 +167,8 @@ impl Gateway {
         origin: &Origin,
         params: &Value,
     ) {
-        let (Some(uri), Some(session)) = (params.get("uri").and_then(Value::as_str), origin.session)
+        let (Some(uri), Some(session)) =
+            (params.get("uri").and_then(Value::as_str), origin.session)
         else {
             let refusal = Refusal::new(
                 jsonrpc::INVALID_PARAMS,
@@ -175,7 +176,12 @@ impl Gateway {
             );
             return self.answer(origin, Err(refusal));
         };
-        self.hold(m, uri.to_string(), Holder::Session(session), Some(origin.clone()));
+        self.hold(
+            m,
+            uri.to_string(),
+            Holder::Session(session),
+            Some(origin.clone()),
+        );
     }
 
     /// `resources/unsubscribe` of a 2025 session.
@@ -185,7 +191,8 @@ impl Gateway {
         origin: &Origin,
         params: &Value,
     ) {
-        let (Some(uri), Some(session)) = (params.get("uri").and_then(Value::as_str), origin.session)
+        let (Some(uri), Some(session)) =
+            (params.get("uri").and_then(Value::as_str), origin.session)
         else {
             let refusal = Refusal::new(
                 jsonrpc::INVALID_PARAMS,
@@ -327,7 +334,8 @@ impl Gateway {
                     }
                 }
                 Holder::Listen(x) => {
-                    let Some(listen) = self.exchanges.get(&x).and_then(|e| e.listen.as_ref()) else {
+                    let Some(listen) = self.exchanges.get(&x).and_then(|e| e.listen.as_ref())
+                    else {
                         continue;
                     };
                     let params = json!({"uri": uri, "_meta": {META_SUBSCRIPTION_ID: listen.id}});

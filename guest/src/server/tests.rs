@@ -1180,14 +1180,16 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     rig.settle();
     let one = rig.initialize(json!({}));
     let two = rig.initialize(json!({}));
-    let subscribe = |id: i64| {
-        json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": "res://a"}})
-    };
+    let subscribe = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": "res://a"}});
     let (r, _) = rig.request(Some(one), subscribe(1));
     assert_eq!(r["result"], json!({}), "{r}");
     let (r, _) = rig.request(Some(two), subscribe(2));
     assert_eq!(r["result"], json!({}), "{r}");
-    assert_eq!(upstream_sent(&rig, "resources/subscribe"), ["res://a"], "one upstream subscription");
+    assert_eq!(
+        upstream_sent(&rig, "resources/subscribe"),
+        ["res://a"],
+        "one upstream subscription"
+    );
 
     // A 2026-07-28 client holds it too, on its listen.
     let meta = stateless_meta(json!({}));
@@ -1207,10 +1209,19 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     for _ in 0..3 {
         rig.turn();
     }
-    assert_eq!(upstream_sent(&rig, "resources/subscribe"), ["res://a", "res://b"]);
+    assert_eq!(
+        upstream_sent(&rig, "resources/subscribe"),
+        ["res://a", "res://b"]
+    );
 
-    emit(&rig, json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "res://a"}}));
-    emit(&rig, json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}));
+    emit(
+        &rig,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "res://a"}}),
+    );
+    emit(
+        &rig,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}),
+    );
     for _ in 0..3 {
         rig.turn();
     }
@@ -1219,7 +1230,10 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
         let methods: Vec<&str> = told.iter().map(|m| m["method"].as_str().unwrap()).collect();
         assert_eq!(
             methods,
-            ["notifications/resources/updated", "notifications/resources/list_changed"],
+            [
+                "notifications/resources/updated",
+                "notifications/resources/list_changed"
+            ],
             "{told:?}"
         );
         assert_eq!(told[0]["params"]["uri"], "res://a");
@@ -1235,7 +1249,11 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
             _ => None,
         })
         .collect();
-    assert_eq!(on_listen.len(), 3, "ack, update, list change: {on_listen:?}");
+    assert_eq!(
+        on_listen.len(),
+        3,
+        "ack, update, list change: {on_listen:?}"
+    );
     assert_eq!(on_listen[1]["params"]["uri"], "res://a");
     assert_eq!(
         on_listen[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -1253,7 +1271,10 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     for _ in 0..3 {
         rig.turn();
     }
-    assert!(upstream_sent(&rig, "resources/unsubscribe").is_empty(), "the listen still holds both");
+    assert!(
+        upstream_sent(&rig, "resources/unsubscribe").is_empty(),
+        "the listen still holds both"
+    );
     rig.g.exchange_closed(&mut rig.m, listen);
     for _ in 0..3 {
         rig.turn();
@@ -1301,7 +1322,10 @@ fn resource_lists_follow_every_upstream_page_and_are_served_in_pages() {
             json!({"jsonrpc": "2.0", "id": pages, "method": "resources/list", "params": params}),
         );
         pages += 1;
-        let items = r["result"]["resources"].as_array().expect("resources").clone();
+        let items = r["result"]["resources"]
+            .as_array()
+            .expect("resources")
+            .clone();
         assert!(items.len() <= 2, "{r}");
         uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
         match r["result"]["nextCursor"].as_str() {
@@ -1311,9 +1335,20 @@ fn resource_lists_follow_every_upstream_page_and_are_served_in_pages() {
         assert!(pages < 10, "the cursor never ends");
     }
     assert_eq!(pages, 3);
-    assert_eq!(uris, ["res://0", "res://1", "res://2", "res://3", "res://4"]);
+    assert_eq!(
+        uris,
+        ["res://0", "res://1", "res://2", "res://3", "res://4"]
+    );
     // Each downstream page asked for every upstream page.
-    assert_eq!(rig.m.platform().sim("res").borrow().sent("resources/list").len(), 9);
+    assert_eq!(
+        rig.m
+            .platform()
+            .sim("res")
+            .borrow()
+            .sent("resources/list")
+            .len(),
+        9
+    );
     let (r, _) = rig.request(
         Some(s),
         json!({"jsonrpc": "2.0", "id": 99, "method": "resources/list", "params": {"cursor": "not-mine"}}),

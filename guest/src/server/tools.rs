@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::jsonrpc::INVALID_PARAMS;
-use crate::methods;
 use crate::manager::Manager;
+use crate::methods;
 use crate::registry::ToolDef;
 use crate::transport::Platform;
 

@@ -327,7 +327,11 @@ impl Runtime {
     /// declare `resources.subscribe` is refused with [`CallError::Protocol`].
     #[doc(alias = "resources/subscribe")]
     #[doc(alias = "subscriptions/listen")]
-    pub async fn subscribe_resource(&self, server: Option<&str>, uri: &str) -> Result<(), CallError> {
+    pub async fn subscribe_resource(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+    ) -> Result<(), CallError> {
         let request = registry::ServerRequest::SubscribeResource(uri.to_string());
         self.request(server, request, None).await.map(drop)
     }

@@ -55,9 +55,9 @@ async fn until_resources_changed(
 }
 
 fn updated(events: &[Event], server: &str, uri: &str) -> bool {
-    events
-        .iter()
-        .any(|e| matches!(e, Event::ResourceUpdated { server: s, uri: u } if s == server && u == uri))
+    events.iter().any(
+        |e| matches!(e, Event::ResourceUpdated { server: s, uri: u } if s == server && u == uri),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -112,7 +112,10 @@ async fn rmcp_answers_sampling_requests_through_the_gateway() {
             .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
             .await
             .unwrap_or_else(|e| panic!("rmcp over {what} could not connect: {e}"));
-        let arguments = json!({"prompt": "hi"}).as_object().cloned().unwrap_or_default();
+        let arguments = json!({"prompt": "hi"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         let result = client
             .call_tool(CallToolRequestParams::new("fx__sample").with_arguments(arguments))
             .await
@@ -120,7 +123,10 @@ async fn rmcp_answers_sampling_requests_through_the_gateway() {
         let result = serde_json::to_value(&result).unwrap();
         let answer: Value = serde_json::from_str(text(&result)).unwrap_or_default();
         assert_eq!(answer["model"], "rmcp-client", "{what}: {result}");
-        assert_eq!(answer["content"]["text"], "four (1 messages)", "{what}: {result}");
+        assert_eq!(
+            answer["content"]["text"], "four (1 messages)",
+            "{what}: {result}"
+        );
         client.cancel().await.expect("close");
     }
 

@@ -72,7 +72,10 @@ async fn expect(rx: &mut UnboundedReceiver<String>, want: &[&str], what: &str) {
 }
 
 /// What arrived by the time a round trip through the gateway is done.
-async fn so_far(client: &RunningService<RoleClient, Watcher>, rx: &mut UnboundedReceiver<String>) -> Vec<String> {
+async fn so_far(
+    client: &RunningService<RoleClient, Watcher>,
+    rx: &mut UnboundedReceiver<String>,
+) -> Vec<String> {
     client.list_all_resources().await.expect("resources/list");
     let mut seen = Vec::new();
     while let Ok(s) = rx.try_recv() {
@@ -101,12 +104,19 @@ where
         .await
         .unwrap_or_else(|e| panic!("{what}: resources/subscribe: {e}"));
     touch(&client, "ts://readme").await;
-    let changes = ["updated ts://readme", "resources changed", "prompts changed"];
+    let changes = [
+        "updated ts://readme",
+        "resources changed",
+        "prompts changed",
+    ];
     expect(&mut rx, &changes, what).await;
 
     touch(&client, "ts://logo").await;
     let seen = so_far(&client, &mut rx).await;
-    assert!(!seen.contains(&"updated ts://logo".to_string()), "{what}: {seen:?}");
+    assert!(
+        !seen.contains(&"updated ts://logo".to_string()),
+        "{what}: {seen:?}"
+    );
     #[allow(deprecated)]
     client
         .unsubscribe(UnsubscribeRequestParams::new("ts://readme"))
@@ -114,7 +124,10 @@ where
         .unwrap_or_else(|e| panic!("{what}: resources/unsubscribe: {e}"));
     touch(&client, "ts://readme").await;
     let seen = so_far(&client, &mut rx).await;
-    assert!(!seen.contains(&"updated ts://readme".to_string()), "{what}: {seen:?}");
+    assert!(
+        !seen.contains(&"updated ts://readme".to_string()),
+        "{what}: {seen:?}"
+    );
     client.cancel().await.expect("close");
 }
 
@@ -145,8 +158,12 @@ where
     );
     touch(&client, "ts://readme").await;
     let mut seen = Vec::new();
-    while !(seen.iter().any(|m: &serde_json::Value| m["method"] == "notifications/resources/updated")
-        && seen.iter().any(|m| m["method"] == "notifications/resources/list_changed"))
+    while !(seen
+        .iter()
+        .any(|m: &serde_json::Value| m["method"] == "notifications/resources/updated")
+        && seen
+            .iter()
+            .any(|m| m["method"] == "notifications/resources/list_changed"))
     {
         let next = tokio::time::timeout(PATIENCE, subscription.next())
             .await

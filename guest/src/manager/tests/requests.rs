@@ -516,8 +516,22 @@ fn subscriptions_survive_a_reconnect_and_updates_name_their_server() {
         "a://r/1"
     );
     // With no server: every server offering subscriptions, holding when one took it.
-    run(&mut m, None, Request::Subscribe { uri: "b://r/0".into() }).expect("taken");
-    assert_eq!(m.platform().sim("b").borrow().sent("resources/subscribe").len(), 1);
+    run(
+        &mut m,
+        None,
+        Request::Subscribe {
+            uri: "b://r/0".into(),
+        },
+    )
+    .expect("taken");
+    assert_eq!(
+        m.platform()
+            .sim("b")
+            .borrow()
+            .sent("resources/subscribe")
+            .len(),
+        1
+    );
 
     m.reconnect("a").unwrap();
     for _ in 0..20 {
@@ -525,8 +539,15 @@ fn subscriptions_survive_a_reconnect_and_updates_name_their_server() {
     }
     // Both URIs `a` took (the second through the fan-out), in its new session.
     let again: Vec<Value> = m.platform().sim("a").borrow().sent("resources/subscribe");
-    let uris: Vec<&str> = again.iter().map(|r| r["params"]["uri"].as_str().unwrap()).collect();
-    assert_eq!(uris, ["a://r/1", "b://r/0"], "the new session is subscribed again");
+    let uris: Vec<&str> = again
+        .iter()
+        .map(|r| r["params"]["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        ["a://r/1", "b://r/0"],
+        "the new session is subscribed again"
+    );
     m.events();
 
     m.platform().emit(
@@ -553,10 +574,20 @@ fn subscriptions_survive_a_reconnect_and_updates_name_their_server() {
         })),
         "{events:?}"
     );
-    assert!(events.contains(&Event::PromptsChanged("a".into())), "{events:?}");
+    assert!(
+        events.contains(&Event::PromptsChanged("a".into())),
+        "{events:?}"
+    );
 
     // Unsubscribed, a reconnect leaves it out.
-    run(&mut m, Some("a"), Request::Unsubscribe { uri: "a://r/1".into() }).unwrap();
+    run(
+        &mut m,
+        Some("a"),
+        Request::Unsubscribe {
+            uri: "a://r/1".into(),
+        },
+    )
+    .unwrap();
     m.reconnect("a").unwrap();
     for _ in 0..20 {
         m.wait(100);
