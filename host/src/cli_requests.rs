@@ -132,7 +132,11 @@ pub(crate) async fn read(
             .map_err(failed)?;
     }
     print_read(runtime, uri, server, json).await?;
-    while follow {
+    if !follow {
+        still_running(runtime)?;
+        return Ok(0);
+    }
+    loop {
         match events.recv().await {
             Ok(Event::ResourceUpdated {
                 server: from,

@@ -840,14 +840,12 @@ impl Gateway {
             return;
         }
         // A 2026-07-28 client's listen (on stdio; over HTTP it closes the stream).
+        let wanted: Value = serde_json::from_str(&id.to_json()).unwrap_or(Value::Null);
         let listen = self
             .exchanges
             .iter()
             .find(|(_, x)| {
-                x.session == session
-                    && x.listen
-                        .as_ref()
-                        .is_some_and(|l| l.id.to_string() == id.to_json())
+                x.session == session && x.listen.as_ref().is_some_and(|l| l.id == wanted)
             })
             .map(|(exchange, _)| *exchange);
         if let Some(exchange) = listen {
