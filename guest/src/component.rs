@@ -446,6 +446,12 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             arguments: r.arguments,
         }),
         Event::Progress(_) => return None,
+        Event::ResourceUpdated(u) => wit::Event::ResourceUpdated(wit::ResourceUpdate {
+            server: u.server,
+            uri: u.uri,
+        }),
+        Event::ResourcesChanged(s) => wit::Event::ResourcesChanged(s),
+        Event::PromptsChanged(s) => wit::Event::PromptsChanged(s),
     })
 }
 
@@ -625,6 +631,8 @@ impl wit::Guest for Component {
             },
             wit::ServerRequest::Complete(params) => Request::Complete { params },
             wit::ServerRequest::SetLogLevel(level) => Request::SetLogLevel { level },
+            wit::ServerRequest::SubscribeResource(uri) => Request::Subscribe { uri },
+            wit::ServerRequest::UnsubscribeResource(uri) => Request::Unsubscribe { uri },
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,

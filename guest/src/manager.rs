@@ -186,6 +186,22 @@ pub enum Event {
     /// A server reported progress on a call. Not part of the `registry` export's
     /// events: the gateway passes it to the downstream client that made the call.
     Progress(Progress),
+    /// A resource followed with [`Request::Subscribe`](crate::client::Request)
+    /// changed (`notifications/resources/updated`).
+    ResourceUpdated(ResourceUpdate),
+    /// A server's resource list changed (`notifications/resources/list_changed`).
+    ResourcesChanged(String),
+    /// A server's prompt list changed (`notifications/prompts/list_changed`).
+    PromptsChanged(String),
+}
+
+/// A subscribed resource that changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceUpdate {
+    /// The server that sent it.
+    pub server: String,
+    /// The resource's URI, as the server knows it.
+    pub uri: String,
 }
 
 struct Slot<C> {
@@ -213,6 +229,9 @@ struct Slot<C> {
     failed_at: u64,
     /// The status last reported in an event, to report changes only.
     reported: Option<Reported>,
+    /// The resources followed on it: kept across its sessions, so a restarted
+    /// server is subscribed again (see `client::subscriptions`).
+    subscriptions: alloc::collections::BTreeSet<String>,
 }
 
 /// A status as last reported, with what it was computed from that it does not
@@ -273,6 +292,7 @@ impl<C> Slot<C> {
             failures: 0,
             failed_at: 0,
             reported: None,
+            subscriptions: alloc::collections::BTreeSet::new(),
         }
     }
 
@@ -633,6 +653,7 @@ impl<P: Platform> Manager<P> {
                 };
                 let mut client = Client::new(&slot.config.name);
                 client.limit(slot.config.limits);
+                client.set_initial_subscriptions(slot.subscriptions.clone());
                 client.set_initial_roots(roots_of(
                     &slot.config,
                     self.embedder_roots.as_deref(),
@@ -1377,6 +1398,19 @@ impl<P: Platform> Manager<P> {
                     self.events.push(Event::InputRequested(request));
                 }
                 ClientEvent::Progress(p) => self.events.push(Event::Progress(p)),
+                ClientEvent::ResourceUpdated(uri) => {
+                    self.events.push(Event::ResourceUpdated(ResourceUpdate {
+                        server: server.to_string(),
+                        uri,
+                    }));
+                }
+                ClientEvent::ResourcesChanged => {
+                    self.events
+                        .push(Event::ResourcesChanged(server.to_string()));
+                }
+                ClientEvent::PromptsChanged => {
+                    self.events.push(Event::PromptsChanged(server.to_string()));
+                }
                 ClientEvent::InputWithdrawn(key) => {
                     let id = self
                         .inputs
@@ -1389,6 +1423,12 @@ impl<P: Platform> Manager<P> {
                     }
                 }
             }
+        }
+        // The resources followed outlive this session (see `open`).
+        if let Some(client) = self.slots[i].client.as_ref()
+            && self.slots[i].subscriptions != *client.subscriptions()
+        {
+            self.slots[i].subscriptions = client.subscriptions().clone();
         }
     }
 

@@ -51,3 +51,14 @@ pub const PROMPTS_LIST: &str = "prompts/list";
 pub const PROMPTS_GET: &str = "prompts/get";
 /// Completion values for a prompt argument or a resource template variable.
 pub const COMPLETION_COMPLETE: &str = "completion/complete";
+/// Asks for `notifications/resources/updated` about one resource (2025 sessions;
+/// the 2026-07-28 revision names resources in `subscriptions/listen` instead).
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// Ends a `resources/subscribe` (2025 sessions).
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// A subscribed resource changed and may be read again.
+pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
+/// The server's resource list changed.
+pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
+/// The server's prompt list changed.
+pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use mcpbox::terminal::{Lines, escape};
-use mcpbox::{CallError, Runtime, ServerState};
+use mcpbox::{CallError, Event, Runtime, ServerState};
+use tokio::sync::broadcast::error::RecvError;
 
 use crate::{Failure, fail, one, settle, still_running};
 
@@ -40,6 +41,7 @@ fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
+    out.flush()?;
     Ok(())
 }
 
@@ -109,15 +111,59 @@ pub(crate) async fn resources(
     Ok(0)
 }
 
-/// `mcpbox read URI [--server NAME]`: text items are printed, blobs named (with
-/// their size) on stderr; `--json` prints every item as the server sent it.
+/// `mcpbox read URI [--server NAME] [--follow]`: text items are printed, blobs
+/// named (with their size) on stderr; `--json` prints every item as the server
+/// sent it. `--follow` subscribes and reads it again at each
+/// `notifications/resources/updated`, until a signal ends the command.
 pub(crate) async fn read(
     runtime: &Runtime,
     uri: &str,
     server: Option<&str>,
+    follow: bool,
     json: bool,
 ) -> Result<u8, Failure> {
     settle(runtime).await;
+    // Subscribed before the first read, so no update falls between.
+    let mut events = runtime.events();
+    if follow {
+        runtime
+            .subscribe_resource(server, uri)
+            .await
+            .map_err(failed)?;
+    }
+    print_read(runtime, uri, server, json).await?;
+    if !follow {
+        still_running(runtime)?;
+        return Ok(0);
+    }
+    loop {
+        match events.recv().await {
+            Ok(Event::ResourceUpdated {
+                server: from,
+                uri: updated,
+            }) if updated == uri && server.is_none_or(|s| s == from) => {
+                print_read(runtime, uri, Some(from.as_str()), json).await?;
+            }
+            Ok(Event::Stopped(_)) | Err(RecvError::Closed) => break,
+            Ok(_) => {}
+            Err(RecvError::Lagged(n)) => {
+                eprintln!("({n} events were dropped: the display fell behind)");
+                // An update may be among them: read it again.
+                print_read(runtime, uri, server, json).await?;
+            }
+        }
+    }
+    still_running(runtime)?;
+    Ok(0)
+}
+
+/// One read of `uri`, printed.
+async fn print_read(
+    runtime: &Runtime,
+    uri: &str,
+    server: Option<&str>,
+    json: bool,
+) -> Result<(), Failure> {
     let read = runtime.read_resource(server, uri).await.map_err(failed)?;
     if json {
         print_json(&serde_json::to_value(&read.contents)?)?;
@@ -138,9 +184,9 @@ pub(crate) async fn read(
                 );
             }
         }
+        out.flush()?;
     }
-    still_running(runtime)?;
-    Ok(0)
+    Ok(())
 }
 
 /// `mcpbox prompts [--server NAME]`.

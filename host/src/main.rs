@@ -109,6 +109,9 @@ enum Command {
         /// The server to read it from.
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
+        /// Subscribe to it and read it again at every update, until Ctrl-C.
+        #[arg(long)]
+        follow: bool,
     },
     /// List the prompts of every connected server that offers them.
     Prompts {
@@ -538,9 +541,11 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             Command::Resources { server, templates } => {
                 cli_requests::resources(&runtime, server.as_deref(), *templates, cli.json).await
             }
-            Command::Read { uri, server } => {
-                cli_requests::read(&runtime, uri, server.as_deref(), cli.json).await
-            }
+            Command::Read {
+                uri,
+                server,
+                follow,
+            } => cli_requests::read(&runtime, uri, server.as_deref(), *follow, cli.json).await,
             Command::Prompts { server } => {
                 cli_requests::prompts(&runtime, server.as_deref(), cli.json).await
             }
@@ -832,6 +837,15 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 Event::AuthorizationRequired { server, url } => {
                     serde_json::json!({ "event": "authorizationRequired", "server": server, "url": url })
                 }
+                Event::ResourceUpdated { server, uri } => {
+                    serde_json::json!({ "event": "resourceUpdated", "server": server, "uri": uri })
+                }
+                Event::ResourcesChanged(server) => {
+                    serde_json::json!({ "event": "resourcesChanged", "server": server })
+                }
+                Event::PromptsChanged(server) => {
+                    serde_json::json!({ "event": "promptsChanged", "server": server })
+                }
                 other => serde_json::json!({ "event": format!("{other:?}") }),
             };
             writeln!(out, "{value}")?;
@@ -840,6 +854,15 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 Event::Status(s) => writeln!(out, "{}", status_line(s, 0))?,
                 Event::ToolsChanged(server) => {
                     writeln!(out, "  {}: tool list changed", one(server))?
+                }
+                Event::ResourcesChanged(server) => {
+                    writeln!(out, "  {}: resource list changed", one(server))?
+                }
+                Event::PromptsChanged(server) => {
+                    writeln!(out, "  {}: prompt list changed", one(server))?
+                }
+                Event::ResourceUpdated { server, uri } => {
+                    writeln!(out, "  {}: {} updated", one(server), one(uri))?
                 }
                 Event::Warning(text) => writeln!(out, "  warning: {}", block(text, "    "))?,
                 Event::Log {

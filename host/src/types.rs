@@ -221,6 +221,25 @@ pub enum Event {
     /// decided and how it went (see [`Options::audit_events`](crate::Options::audit_events)
     /// and [`Options::audit_file`](crate::Options::audit_file)).
     Audit(AuditRecord),
+    /// A resource followed with
+    /// [`Runtime::subscribe_resource`](crate::Runtime::subscribe_resource)
+    /// changed (`notifications/resources/updated`): read it again to see how.
+    #[doc(alias = "notifications/resources/updated")]
+    #[doc(alias = "resources/subscribe")]
+    ResourceUpdated {
+        /// The server's configured name.
+        server: String,
+        /// The resource's URI, as its server knows it.
+        uri: String,
+    },
+    /// A server's resource list changed (`notifications/resources/list_changed`);
+    /// carries the server's configured name.
+    #[doc(alias = "notifications/resources/list_changed")]
+    ResourcesChanged(String),
+    /// A server's prompt list changed (`notifications/prompts/list_changed`);
+    /// carries the server's configured name.
+    #[doc(alias = "notifications/prompts/list_changed")]
+    PromptsChanged(String),
     /// The runtime stopped, for the reason given: shut down, or a guest that kept
     /// failing (then every server is shown failed with this reason, the tool
     /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
@@ -585,6 +604,12 @@ impl From<wit::Event> for Event {
                 tool: r.tool,
                 params: serde_json::from_str(&r.params).unwrap_or(Value::Null),
             }),
+            wit::Event::ResourceUpdated(u) => Event::ResourceUpdated {
+                server: u.server,
+                uri: u.uri,
+            },
+            wit::Event::ResourcesChanged(server) => Event::ResourcesChanged(server),
+            wit::Event::PromptsChanged(server) => Event::PromptsChanged(server),
             wit::Event::Audit(r) => Event::Audit(AuditRecord {
                 time: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
                 call: r.call,

@@ -1560,3 +1560,49 @@ fn servers_watch_applies_a_changed_file_only_once_it_is_trusted_again() {
     );
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// `read --follow` subscribes and reads again at every update: the TS peer over
+/// HTTP publishes `touch`'s update on every listen stream of its process, so a
+/// second `mcpbox call` (another client) makes the first read again. SIGINT ends
+/// it with 130.
+#[test]
+fn read_follow_reads_again_at_every_update() {
+    use std::io::{BufRead, BufReader};
+    let http = TsHttp::start();
+    let cfg = config(
+        "follow",
+        json!({ "tshttp": { "type": "http", "url": http.url } }),
+    );
+    let mut child = mcpbox_command()
+        .arg("--config")
+        .arg(&cfg)
+        .args(["read", "--follow", "ts://readme"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let killer = pid.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = Command::new("kill").arg(&killer).status();
+    });
+    let stderr_pipe = child.stderr.take().unwrap();
+    let errors =
+        std::thread::spawn(move || std::io::read_to_string(stderr_pipe).unwrap_or_default());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert_eq!(first, "ts-peer readme");
+    // Subscribed before that first read: the update reaches it.
+    let out = mcpbox(
+        &cfg,
+        &["call", "mcp__tshttp__touch", r#"{"uri": "ts://readme"}"#],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let again = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert_eq!(again, "ts-peer readme", "read again after the update");
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", errors.join().unwrap());
+}

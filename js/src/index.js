@@ -323,6 +323,12 @@ function event(e) {
     case 'audit':
       // Already the audit file's line (driver.js stamps and writes it).
       return { type: 'audit', record: e.val };
+    case 'resource-updated':
+      return { type: 'resource-updated', server: e.val.server, uri: e.val.uri };
+    case 'resources-changed':
+      return { type: 'resources-changed', server: e.val };
+    case 'prompts-changed':
+      return { type: 'prompts-changed', server: e.val };
     default:
       return { type: e.tag, value: e.val };
   }
@@ -346,7 +352,10 @@ function event(e) {
  * was not applied (the running one stays); and with an audit file or
  * `auditEvents: true`, `{ type: 'audit', record }` for every call (a line of the audit
  * trail: `time`, `call`, `server`, `tool`, `profile`, `decision`, `rule`, `approval`,
- * `outcome`, `durationMs`, `arguments`; see the README, "The audit trail").
+ * `outcome`, `durationMs`, `arguments`; see the README, "The audit trail"); and
+ * `{ type: 'resource-updated', server, uri }` for a resource followed with
+ * `subscribeResource`, `{ type: 'resources-changed', server }` and
+ * `{ type: 'prompts-changed', server }` when a server's resource or prompt list changed.
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -801,6 +810,28 @@ export class McpBox extends EventEmitter {
   async complete(server, params, options = {}) {
     const r = await this.#request(server, { tag: 'complete', val: JSON.stringify(params) }, 'completion/complete', options);
     return r.structuredContent;
+  }
+
+  /**
+   * Follows the resource `uri` of `server` (null: every connected server that declared
+   * `resources.subscribe`; it holds when one took it): each change is a
+   * `{ type: 'resource-updated', server, uri }` event. `resources/subscribe` for a 2025
+   * server, the `resourceSubscriptions` of `subscriptions/listen` for a 2026-07-28 one;
+   * kept across reconnects.
+   */
+  async subscribeResource(uri, server = null, options = {}) {
+    if (typeof uri !== 'string') {
+      throw new TypeError('subscribeResource needs a URI string');
+    }
+    await this.#request(server, { tag: 'subscribe-resource', val: uri }, `resources/subscribe ${uri}`, options);
+  }
+
+  /** Stops following the resource `uri` (see `subscribeResource`). */
+  async unsubscribeResource(uri, server = null, options = {}) {
+    if (typeof uri !== 'string') {
+      throw new TypeError('unsubscribeResource needs a URI string');
+    }
+    await this.#request(server, { tag: 'unsubscribe-resource', val: uri }, `resources/unsubscribe ${uri}`, options);
   }
 
   /** Sets the lowest log level `server` sends (`logging/setLevel`). */

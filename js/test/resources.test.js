@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { assertConnected, fastmcpEntry, fixtureEntry, npmBin, open, ready, tsEntry } from './support.js';
+import { assertConnected, call, fastmcpEntry, fixtureEntry, nextEvent, npmBin, open, ready, tsEntry } from './support.js';
 
 test('server-everything: resources, templates, prompts and completions', async (t) => {
   const box = await open(t, { everything: { command: npmBin('mcp-server-everything'), args: ['stdio'] } });
@@ -65,4 +65,37 @@ test('a 100 MB blob fails that read alone, with the sizes', async (t) => {
   const small = await box.readResource('fixture://blob/3', 'fx');
   assert.equal(small.contents[0].blob, 'AAAA');
   await assert.rejects(box.listPrompts('fx'), /server `fx` does not offer prompts/);
+});
+
+test('subscriptions: updates of a subscribed resource and list changes, both eras', async (t) => {
+  const box = await open(t, {
+    everything: { command: npmBin('mcp-server-everything'), args: ['stdio'] },
+    ts: tsEntry(),
+  });
+  const servers = await ready(box);
+  assertConnected(servers, 'everything');
+  assertConnected(servers, 'ts');
+  const events = [];
+  box.on('event', (e) => events.push(e));
+  // 2025: resources/subscribe; server-everything's toggle sends an update at once.
+  const doc = 'demo://resource/static/document/architecture.md';
+  await box.subscribeResource(doc, 'everything');
+  const updated = nextEvent(box, (e) => e.type === 'resource-updated' && e.uri === doc);
+  await call(box, 'mcp__everything__toggle-subscriber-updates', {});
+  assert.deepEqual(await updated, { type: 'resource-updated', server: 'everything', uri: doc });
+  // 2026-07-28: the URI rides on subscriptions/listen.
+  await box.subscribeResource('ts://readme', 'ts');
+  const tsUpdated = nextEvent(box, (e) => e.type === 'resource-updated' && e.server === 'ts');
+  const resources = nextEvent(box, (e) => e.type === 'resources-changed' && e.server === 'ts');
+  const prompts = nextEvent(box, (e) => e.type === 'prompts-changed' && e.server === 'ts');
+  await call(box, 'mcp__ts__touch', { uri: 'ts://readme' });
+  assert.equal((await tsUpdated).uri, 'ts://readme');
+  await resources;
+  await prompts;
+  await box.unsubscribeResource('ts://readme', 'ts');
+  events.length = 0;
+  await call(box, 'mcp__ts__touch', { uri: 'ts://readme' });
+  await box.listResources('ts');
+  assert.ok(!events.some((e) => e.type === 'resource-updated' && e.server === 'ts'), JSON.stringify(events));
+  await assert.rejects(box.subscribeResource(7), TypeError);
 });

@@ -19,11 +19,20 @@
 //   fail(message: string)     a result with isError: true and the text MESSAGE
 //   unlock()                  adds the tool `secret` (returns "the secret is 42") and
 //                             tells listening clients that the tool list changed
+//   touch(uri: string)        tells clients subscribed to URI that it changed
+//                             (`notifications/resources/updated`), and every listening
+//                             client that the resource and prompt lists changed
+//   log()                     logs "an info line" (info) and "a debug line" (debug) with
+//                             the request's log level (2026-07-28: none without one)
 //
 // Resources: `ts://readme` (text "ts-peer readme"), `ts://logo` (a 4-byte PNG-typed
 // blob: bytes 137 80 78 71), the template `ts://item/{id}` (text "item ID").
 // Prompts: `greeting(name, [tone])` one user message "Say hello to NAME (TONE)"; the
 // argument `name` completes to "Ada" and "Alan" from its prefix.
+// Capabilities: resources with `subscribe` and `listChanged`, prompts with
+// `listChanged`, logging. `resources/subscribe` and `resources/unsubscribe` (2025
+// clients) are answered and remembered; 2026-07-28 clients name URIs in their
+// `subscriptions/listen` filter, which the SDK applies.
 //
 // The stateless 2026-07-28 HTTP entry builds a fresh server instance per request,
 // so whether `secret` exists is process state that every instance reads.
@@ -36,6 +45,8 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
 let unlocked = false;
+/** URIs a 2025-era client subscribed to with `resources/subscribe`. */
+const subscribed = new Set();
 /** Server instances that may hold a stdio connection; told about list changes. */
 const live = new Set();
 /** Set in HTTP mode: publishes list changes on open `subscriptions/listen` streams. */
@@ -44,8 +55,52 @@ let notifier;
 function build() {
     const server = new McpServer(
         { name: 'ts-peer', version: '1.0.0' },
-        { capabilities: { tools: { listChanged: true } } }
+        {
+            capabilities: {
+                tools: { listChanged: true },
+                resources: { subscribe: true, listChanged: true },
+                prompts: { listChanged: true },
+                logging: {}
+            }
+        }
     );
+    // 2025-era clients: remembered per process (one client at a time in the tests).
+    server.server.setRequestHandler('resources/subscribe', async request => {
+        subscribed.add(request.params.uri);
+        return {};
+    });
+    server.server.setRequestHandler('resources/unsubscribe', async request => {
+        subscribed.delete(request.params.uri);
+        return {};
+    });
+    server.registerTool(
+        'touch',
+        { description: 'Says that a resource changed.', inputSchema: z.object({ uri: z.string() }) },
+        async ({ uri }) => {
+            if (notifier) {
+                notifier.resourceUpdated(uri);
+                notifier.resourcesChanged();
+                notifier.promptsChanged();
+            } else {
+                for (const other of live) {
+                    if (!other.isConnected()) continue;
+                    // A 2025 client hears about what it subscribed to; serveStdio routes
+                    // these onto a 2026-07-28 client's listen by its filter.
+                    if (other.server._servedModernEra() || subscribed.has(uri)) {
+                        await other.server.sendResourceUpdated({ uri });
+                    }
+                    await other.server.sendResourceListChanged();
+                    await other.server.sendPromptListChanged();
+                }
+            }
+            return { content: [{ type: 'text', text: `touched ${uri}` }] };
+        }
+    );
+    server.registerTool('log', { description: 'Logs two lines.' }, async ctx => {
+        await ctx.mcpReq.log('info', 'an info line');
+        await ctx.mcpReq.log('debug', 'a debug line');
+        return { content: [{ type: 'text', text: 'logged' }] };
+    });
     server.registerTool(
         'greet',
         { description: 'Greets someone by name.', inputSchema: z.object({ name: z.string() }) },

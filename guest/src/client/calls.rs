@@ -198,9 +198,16 @@ impl Client {
                     let label = r.label(&self.server);
                     self.finish(r.call, Err(error(&label)), false);
                 }
+                Pending::Listen(l) => {
+                    for r in l.waiting {
+                        let label = r.label(&self.server);
+                        self.finish(r.call, Err(error(&label)), false);
+                    }
+                }
                 _ => {}
             }
         }
+        self.listen_id = None;
         let calls = calls
             .into_iter()
             .chain(rounds.into_values().map(|r| r.call));

@@ -22,6 +22,7 @@ impl Client {
             })
             .chain(self.rounds.values().map(|r| r.call.deadline_ms))
             .chain(self.inputs.values().filter_map(|w| w.deadline_ms))
+            .chain(self.listen_deadlines())
             .chain(self.probe_deadline)
             .chain(self.relist_at)
             .min()
@@ -33,6 +34,7 @@ impl Client {
         self.expire_probe(now_ms);
         self.relist_if_stale(now_ms);
         self.expire_requests(now_ms);
+        self.expire_listen_waits(now_ms);
         self.expire_inputs(now_ms);
         let expired: Vec<Id> = self
             .pending

@@ -130,6 +130,7 @@ impl Client {
             // The server offers no tools; asking would only earn a -32601.
             self.phase = Phase::Ready;
             self.events.push(ClientEvent::Ready(Vec::new()));
+            self.on_ready();
         }
     }
 }

@@ -73,7 +73,7 @@ impl Client {
         self.phase = Phase::Ready;
         self.resumed = true;
         self.events.push(ClientEvent::Ready(known.tools));
-        self.subscribe();
+        self.on_ready();
     }
 
     /// Whether the session was started by [`Client::resume`].
@@ -84,6 +84,6 @@ impl Client {
     /// Opens no `subscriptions/listen` stream: for a client that lives for one
     /// exchange (the stock component's), where nobody would read it.
     pub fn forgo_subscriptions(&mut self) {
-        self.subscriptions = false;
+        self.may_listen = false;
     }
 }

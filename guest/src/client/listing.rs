@@ -21,8 +21,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::param_headers::check_param_headers;
-use super::wire::{ListParams, ListToolsResult, ListenFilter, ListenParams, RawTool, text_of};
-use super::{Client, ClientEvent, Era, Pending, Phase, ResultKind, result_kind};
+use super::wire::{ListParams, ListToolsResult, RawTool, text_of};
+use super::{Client, ClientEvent, Pending, Phase, ResultKind, result_kind};
 use crate::config::Limits;
 use crate::jsonrpc;
 use crate::methods;
@@ -77,29 +77,6 @@ impl Client {
         } else {
             self.request(methods::TOOLS_LIST, None, Some(&params), Pending::ListTools);
         }
-    }
-
-    /// After the first listing of a stateless session: subscribe to list changes.
-    pub(super) fn subscribe(&mut self) {
-        if self.era != Era::Stateless || !self.list_changed || !self.subscriptions {
-            return;
-        }
-        let params = ListenParams {
-            notifications: ListenFilter {
-                tools_list_changed: true,
-            },
-            meta: self.request_meta(None),
-        };
-        self.request(
-            methods::SUBSCRIPTIONS_LISTEN,
-            None,
-            Some(&params),
-            Pending::Listen,
-        );
-    }
-
-    pub(super) fn listening(&self) -> bool {
-        self.pending.values().any(|p| matches!(p, Pending::Listen))
     }
 
     pub(super) fn on_tools_page(&mut self, outcome: Result<Box<RawValue>, Failure>) {
@@ -190,7 +167,7 @@ impl Client {
             self.phase = Phase::Ready;
             self.tools_fingerprint = fingerprint;
             self.events.push(ClientEvent::Ready(tools));
-            self.subscribe();
+            self.on_ready();
         } else if fingerprint != self.tools_fingerprint {
             self.tools_fingerprint = fingerprint;
             self.events.push(ClientEvent::ToolsChanged(tools));

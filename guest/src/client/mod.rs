@@ -67,6 +67,7 @@
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
 //! | [`sampling`] | `sampling/createMessage`, both eras, and the `sampling` capability |
 //! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
+//! | [`subscriptions`] | `resources/subscribe`, `notifications/resources/updated`, resource and prompt list changes, the `subscriptions/listen` filter (2026-07-28) |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
 //! | [`wire`] | the serde shapes of params and results |
 
@@ -99,6 +100,7 @@ mod requests;
 mod resources;
 mod roots;
 mod sampling;
+mod subscriptions;
 mod wire;
 
 #[cfg(test)]
@@ -167,8 +169,15 @@ pub struct Client {
     capabilities_seen: Option<Value>,
     /// Whether the session was resumed from a [`KnownServer`].
     resumed: bool,
-    /// Whether `subscriptions/listen` is opened (see [`Client::forgo_subscriptions`]).
-    subscriptions: bool,
+    /// Whether `subscriptions/listen` may be opened (see [`Client::forgo_subscriptions`]).
+    may_listen: bool,
+    /// The resources followed (see `subscriptions`).
+    subscriptions: alloc::collections::BTreeSet<String>,
+    /// The open `subscriptions/listen` (2026-07-28), by request id.
+    listen_id: Option<Id>,
+    /// The log level asked for (2026-07-28: sent in every request's `_meta`;
+    /// see [`Request::SetLogLevel`]).
+    log_level: Option<String>,
 }
 
 /// What the client tells the manager.
@@ -199,6 +208,12 @@ pub enum ClientEvent {
     InputWithdrawn(u64),
     /// The server reported progress on a call (`notifications/progress`).
     Progress(Progress),
+    /// A subscribed resource changed (`notifications/resources/updated`), by URI.
+    ResourceUpdated(String),
+    /// The server's resource list changed (`notifications/resources/list_changed`).
+    ResourcesChanged,
+    /// The server's prompt list changed (`notifications/prompts/list_changed`).
+    PromptsChanged,
 }
 
 /// A `notifications/progress` about a call in flight, for whoever passes it on
@@ -269,8 +284,10 @@ enum Pending {
         retried: bool,
     },
     ListTools,
-    /// `subscriptions/listen`: open while the server streams list changes.
-    Listen,
+    /// `subscriptions/listen`: open while the server streams changes.
+    Listen(subscriptions::Listen),
+    /// `resources/subscribe` sent again after a reconnect, for this URI.
+    Resubscribe(String),
     Call(PendingCall),
     /// A request beyond tools (resources, prompts, completions, logging).
     Request(PendingRequest),
@@ -310,7 +327,10 @@ impl Client {
             roots_offered: false,
             capabilities_seen: None,
             resumed: false,
-            subscriptions: true,
+            may_listen: true,
+            subscriptions: alloc::collections::BTreeSet::new(),
+            listen_id: None,
+            log_level: None,
         }
     }
 
@@ -366,6 +386,7 @@ impl Client {
             protocol_version: stateless.then_some(STATELESS_VERSION),
             client_capabilities: stateless.then(|| self.capabilities()),
             client_info: stateless.then(client_info),
+            log_level: self.log_level.clone().filter(|_| stateless),
         }
     }
 
@@ -428,8 +449,20 @@ impl Client {
     fn fail(&mut self, message: String) {
         self.phase = Phase::Failed;
         self.listing = None;
-        self.pending
-            .retain(|_, p| matches!(p, Pending::Call(_) | Pending::Request(_)));
+        let mut waiting = Vec::new();
+        self.pending.retain(|_, p| match p {
+            Pending::Call(_) | Pending::Request(_) => true,
+            Pending::Listen(l) => {
+                waiting.append(&mut l.waiting);
+                false
+            }
+            _ => false,
+        });
+        self.listen_id = None;
+        for r in waiting {
+            let why = format!("{}: {message}", r.label(&self.server));
+            self.finish(r.call, Err(CallError::ServerUnavailable(why)), false);
+        }
         self.events.push(ClientEvent::Failed(message));
     }
 
@@ -495,8 +528,10 @@ impl Client {
             .as_ref()
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
+        if self.on_change(&n.method, &params) {
+            return;
+        }
         match n.method.as_str() {
-            methods::TOOLS_LIST_CHANGED => self.on_list_changed(),
             methods::PROGRESS => self.on_progress(&params, now_ms),
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
@@ -566,14 +601,8 @@ impl Client {
             Pending::Initialize { or_discover } => self.on_initialized(outcome, or_discover),
             Pending::Discover { retried } => self.on_discovered(outcome, retried),
             Pending::ListTools => self.on_tools_page(outcome),
-            Pending::Listen => {
-                if let Err(e) = outcome {
-                    self.warn(format!(
-                        "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale",
-                        self.server
-                    ));
-                }
-            }
+            Pending::Listen(listen) => self.on_listen_ended(&id, listen, outcome),
+            Pending::Resubscribe(uri) => self.on_resubscribed(uri, outcome),
             Pending::Call(c) => self.on_call_response(c, outcome),
             Pending::Request(r) => self.on_request_response(r, outcome),
         }
@@ -601,10 +630,14 @@ impl Client {
                 "server `{}` answered its handshake with a {too_large}",
                 self.server
             )),
-            Some(Pending::Listen) => self.warn(format!(
-                "server `{}` ended subscriptions/listen with a {too_large}",
-                self.server
-            )),
+            Some(Pending::Listen(listen)) => {
+                let id = id.clone().unwrap_or(Id::Number(0));
+                let e = Failure::Exchange(format!("it ended with a {too_large}"));
+                self.on_listen_ended(&id, listen, Err(e));
+            }
+            Some(Pending::Resubscribe(uri)) => {
+                self.on_resubscribed(uri, Err(Failure::Exchange(too_large.clone())));
+            }
             Some(Pending::ListTools) => {
                 let initial = self.listing.as_ref().is_none_or(|l| l.initial);
                 if initial {

@@ -62,10 +62,25 @@ pub enum Request {
         /// The params, JSON object text.
         params: String,
     },
-    /// `logging/setLevel`: an empty result.
+    /// `logging/setLevel`: an empty result. A 2026-07-28 server has no such
+    /// request: the level goes in the `_meta` of every request from then on
+    /// (`io.modelcontextprotocol/logLevel`), and the request completes at once.
     SetLogLevel {
         /// The MCP log level ("debug" … "emergency").
         level: String,
+    },
+    /// Subscribes to a resource's updates (`resources/subscribe` in 2025
+    /// sessions, the `resourceSubscriptions` of `subscriptions/listen` in
+    /// 2026-07-28 ones; see [`super::subscriptions`]): an empty result. Updates
+    /// arrive as [`ClientEvent::ResourceUpdated`].
+    Subscribe {
+        /// The resource's URI, as the server knows it.
+        uri: String,
+    },
+    /// Ends a [`Request::Subscribe`]: an empty result.
+    Unsubscribe {
+        /// The resource's URI, as the server knows it.
+        uri: String,
     },
 }
 
@@ -92,6 +107,8 @@ impl Request {
             Request::GetPrompt { .. } => methods::PROMPTS_GET,
             Request::Complete { .. } => methods::COMPLETION_COMPLETE,
             Request::SetLogLevel { .. } => methods::LOGGING_SET_LEVEL,
+            Request::Subscribe { .. } => methods::RESOURCES_SUBSCRIBE,
+            Request::Unsubscribe { .. } => methods::RESOURCES_UNSUBSCRIBE,
         }
     }
 
@@ -104,6 +121,7 @@ impl Request {
             Request::ListPrompts | Request::GetPrompt { .. } => "prompts",
             Request::Complete { .. } => "completions",
             Request::SetLogLevel { .. } => "logging",
+            Request::Subscribe { .. } | Request::Unsubscribe { .. } => "resources.subscribe",
         }
     }
 
@@ -121,14 +139,16 @@ impl Request {
     /// prompt got.
     fn name(&self) -> Option<&str> {
         match self {
-            Request::ReadResource { uri } => Some(uri),
+            Request::ReadResource { uri }
+            | Request::Subscribe { uri }
+            | Request::Unsubscribe { uri } => Some(uri),
             Request::GetPrompt { name, .. } => Some(name),
             _ => None,
         }
     }
 
     /// The request as messages name it: `resources/read test://x`.
-    fn label(&self) -> String {
+    pub(super) fn label(&self) -> String {
         match self.name() {
             Some(name) => format!("{} {name}", self.method()),
             None => self.method().to_string(),
@@ -140,7 +160,9 @@ impl Request {
     fn params(&self) -> Result<Map<String, Value>, String> {
         let mut params = Map::new();
         match self {
-            Request::ReadResource { uri } => {
+            Request::ReadResource { uri }
+            | Request::Subscribe { uri }
+            | Request::Unsubscribe { uri } => {
                 params.insert("uri".into(), uri.clone().into());
             }
             Request::GetPrompt { name, arguments } => {
@@ -197,6 +219,10 @@ pub struct Offers {
     pub resources: bool,
     /// `resources.subscribe`.
     pub subscribe: bool,
+    /// `resources.listChanged`.
+    pub resources_list_changed: bool,
+    /// `prompts.listChanged`.
+    pub prompts_list_changed: bool,
     /// `prompts`.
     pub prompts: bool,
     /// `completions`.
@@ -213,13 +239,18 @@ impl Offers {
                 .and_then(|c| c.get(name))
                 .is_some_and(|v| !v.is_null())
         };
+        let flag = |name: &str, field: &str| {
+            capabilities
+                .and_then(|c| c.get(name))
+                .and_then(|r| r.get(field))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
         Offers {
             resources: has("resources"),
-            subscribe: capabilities
-                .and_then(|c| c.get("resources"))
-                .and_then(|r| r.get("subscribe"))
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+            subscribe: flag("resources", "subscribe"),
+            resources_list_changed: flag("resources", "listChanged"),
+            prompts_list_changed: flag("prompts", "listChanged"),
             prompts: has("prompts"),
             completions: has("completions"),
             logging: has("logging"),
@@ -232,6 +263,7 @@ impl Offers {
             "resources" => self.resources,
             "prompts" => self.prompts,
             "completions" => self.completions,
+            "resources.subscribe" => self.subscribe,
             _ => self.logging,
         }
     }
@@ -275,6 +307,32 @@ impl Client {
             cursors: BTreeSet::new(),
             bytes: 0,
         };
+        if self.era == super::Era::Stateless {
+            match &pending.request {
+                Request::Subscribe { .. } | Request::Unsubscribe { .. } => {
+                    return self.listen_for(pending);
+                }
+                Request::SetLogLevel { level } => {
+                    let outcome = match pending.request.params() {
+                        Ok(_) => {
+                            self.log_level = Some(level.clone());
+                            Ok(CallResult {
+                                is_error: false,
+                                text: String::new(),
+                                content: "[]".into(),
+                                structured_content: None,
+                            })
+                        }
+                        Err(why) => Err(CallError::InvalidArguments(format!(
+                            "{}: {why}",
+                            pending.label(&self.server)
+                        ))),
+                    };
+                    return self.finish(pending.call, outcome, true);
+                }
+                _ => {}
+            }
+        }
         self.send_request(pending, None);
     }
 
@@ -321,6 +379,9 @@ impl Client {
         };
         let Some(key) = r.request.list_key() else {
             let outcome = read_result(&r.request, &raw).map_err(malformed);
+            if outcome.is_ok() {
+                self.subscribed(&r.request);
+            }
             return self.finish(r.call, outcome, true);
         };
         let page = match read_page(key, &raw) {
@@ -387,7 +448,7 @@ impl Client {
             .find(|(_, p)| matches!(p, Pending::Request(r) if r.call == call))
             .map(|(id, _)| id.clone());
         let Some(id) = id else {
-            return false;
+            return self.cancel_listen_wait(call);
         };
         self.pending.remove(&id);
         self.abandon(id, "cancelled by the caller");

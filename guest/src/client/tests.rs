@@ -1753,3 +1753,389 @@ fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
         "{r:?}"
     );
 }
+
+/// Capabilities with everything subscriptions need.
+fn change_capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "logging": {}
+    })
+}
+
+/// A 2025 client whose server offers resource subscriptions and list changes.
+fn legacy_subscribable(c: Client) -> Client {
+    let mut c = c;
+    c.begin();
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": change_capabilities()}}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": [tool("a")]}}),
+        0,
+    );
+    assert_eq!(c.phase(), Phase::Ready);
+    c.take_events();
+    c
+}
+
+#[test]
+fn legacy_subscriptions_are_requests_and_changes_are_events() {
+    let mut c = legacy_subscribable(Client::new("subs"));
+    assert!(sent(&mut c).is_empty(), "nothing to subscribe again");
+    let subscribe = Request::Subscribe {
+        uri: "test://a".into(),
+    };
+    assert!(c.offers().allow(&subscribe));
+    c.start_request(7, subscribe, 1000, 0);
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "resources/subscribe");
+    assert_eq!(out[0].0["params"], json!({"uri": "test://a"}));
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": out[0].0["id"], "result": {}}),
+        1,
+    );
+    only_result(&c.take_events(), 7);
+    assert!(c.subscriptions().contains("test://a"));
+
+    for (method, params) in [
+        (
+            "notifications/resources/updated",
+            json!({"uri": "test://a"}),
+        ),
+        ("notifications/resources/list_changed", json!({})),
+        ("notifications/prompts/list_changed", json!({})),
+    ] {
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "method": method, "params": params}),
+            2,
+        );
+    }
+    assert_eq!(
+        c.take_events(),
+        vec![
+            ClientEvent::ResourceUpdated("test://a".into()),
+            ClientEvent::ResourcesChanged,
+            ClientEvent::PromptsChanged
+        ]
+    );
+
+    c.start_request(
+        8,
+        Request::Unsubscribe {
+            uri: "test://a".into(),
+        },
+        1000,
+        3,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "resources/unsubscribe");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": out[0].0["id"], "result": {}}),
+        4,
+    );
+    only_result(&c.take_events(), 8);
+    assert!(c.subscriptions().is_empty());
+
+    // A refused subscription is the server's error, and not kept.
+    c.start_request(
+        9,
+        Request::Subscribe {
+            uri: "test://nope".into(),
+        },
+        1000,
+        5,
+    );
+    let out = sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": out[0].0["id"], "error": {"code": -32002, "message": "no such resource"}}),
+        6,
+    );
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Protocol(m)) })]
+            if m.contains("no such resource")
+    ));
+    assert!(c.subscriptions().is_empty());
+}
+
+#[test]
+fn a_new_legacy_session_subscribes_again_and_drops_what_is_refused() {
+    let mut c = Client::new("subs");
+    c.set_initial_subscriptions(["test://a".to_string(), "test://b".to_string()].into());
+    let mut c = {
+        c.begin();
+        sent(&mut c);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": change_capabilities()}}),
+            0,
+        );
+        sent(&mut c);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}),
+            0,
+        );
+        c
+    };
+    let out = sent(&mut c);
+    let subscribes: Vec<&Value> = out
+        .iter()
+        .filter(|(m, _)| m["method"] == "resources/subscribe")
+        .map(|(m, _)| m)
+        .collect();
+    assert_eq!(subscribes.len(), 2, "{out:?}");
+    assert_eq!(subscribes[0]["params"]["uri"], "test://a");
+    assert_eq!(subscribes[1]["params"]["uri"], "test://b");
+    c.take_events();
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": subscribes[0]["id"], "result": {}}),
+        1,
+    );
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": subscribes[1]["id"], "error": {"code": -32002, "message": "gone"}}),
+        1,
+    );
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Warning(w)] if w.contains("test://b") && w.contains("gone")
+    ));
+    assert_eq!(c.subscriptions().len(), 1);
+    assert!(c.subscriptions().contains("test://a"));
+}
+
+/// A 2026-07-28 client whose server offers subscriptions and list changes,
+/// with its first listen's id.
+fn stateless_subscribable(c: Client) -> (Client, Value) {
+    let mut c = c;
+    c.detect(None, 0);
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": change_capabilities()}}),
+        0,
+    );
+    sent(&mut c);
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "tools": [tool("a")]}}),
+        0,
+    );
+    c.take_events();
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].0["method"], "subscriptions/listen");
+    (c, out[0].0.clone())
+}
+
+fn listen_ack(id: &Value, filter: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+           "params": {"notifications": filter, "_meta": {"io.modelcontextprotocol/subscriptionId": id}}})
+}
+
+#[test]
+fn stateless_subscriptions_ride_on_subscriptions_listen() {
+    let (mut c, first) = stateless_subscribable(Client::new("modern"));
+    assert_eq!(
+        first["params"]["notifications"],
+        json!({"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true}),
+        "every change the server declared, and no resources yet"
+    );
+    assert_stateless_meta(&first);
+
+    c.start_request(
+        7,
+        Request::Subscribe {
+            uri: "test://a".into(),
+        },
+        1000,
+        10,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 2, "{out:?}");
+    let second = &out[0].0;
+    assert_eq!(second["method"], "subscriptions/listen");
+    assert_eq!(
+        second["params"]["notifications"]["resourceSubscriptions"],
+        json!(["test://a"])
+    );
+    assert_eq!(second["params"]["notifications"]["toolsListChanged"], true);
+    assert_eq!(out[1].0["method"], "notifications/cancelled");
+    assert_eq!(
+        out[1].0["params"]["requestId"], first["id"],
+        "the old listen"
+    );
+    assert!(c.take_events().is_empty(), "waits for the acknowledgement");
+    assert_eq!(c.next_deadline(), Some(1010));
+
+    feed(
+        &mut c,
+        listen_ack(
+            &second["id"],
+            json!({"toolsListChanged": true, "resourceSubscriptions": ["test://a"]}),
+        ),
+        11,
+    );
+    only_result(&c.take_events(), 7);
+    assert_eq!(c.next_deadline(), None);
+
+    // The old stream's copy is dropped; the new one's arrives.
+    let updated = |id: &Value| {
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "test://a", "_meta": {"io.modelcontextprotocol/subscriptionId": id}}})
+    };
+    feed(&mut c, updated(&first["id"]), 12);
+    assert!(c.take_events().is_empty());
+    feed(&mut c, updated(&second["id"]), 12);
+    assert_eq!(
+        c.take_events(),
+        vec![ClientEvent::ResourceUpdated("test://a".into())]
+    );
+
+    // A URI the acknowledgement leaves out is refused and not kept.
+    c.start_request(
+        8,
+        Request::Subscribe {
+            uri: "test://b".into(),
+        },
+        1000,
+        20,
+    );
+    let third = sent(&mut c).remove(0).0;
+    feed(
+        &mut c,
+        listen_ack(&third["id"], json!({"resourceSubscriptions": ["test://a"]})),
+        21,
+    );
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Completed(Completion { call: 8, outcome: Err(CallError::Protocol(m)) })]
+            if m.contains("test://b") && m.contains("resourceSubscriptions")
+    ));
+    assert!(!c.subscriptions().contains("test://b"));
+
+    // No acknowledgement in time: a timeout.
+    c.start_request(
+        9,
+        Request::Subscribe {
+            uri: "test://c".into(),
+        },
+        1000,
+        30,
+    );
+    sent(&mut c);
+    c.tick(1030);
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Timeout(m)) })]
+            if m.contains("did not acknowledge")
+    ));
+
+    // Unsubscribing the last one leaves a listen without resourceSubscriptions.
+    c.start_request(
+        10,
+        Request::Unsubscribe {
+            uri: "test://c".into(),
+        },
+        1000,
+        40,
+    );
+    c.start_request(
+        11,
+        Request::Unsubscribe {
+            uri: "test://a".into(),
+        },
+        1000,
+        40,
+    );
+    let out = sent(&mut c);
+    let last = out
+        .iter()
+        .rev()
+        .find(|(m, _)| m["method"] == "subscriptions/listen")
+        .expect("a new listen")
+        .0
+        .clone();
+    assert!(
+        last["params"]["notifications"]
+            .get("resourceSubscriptions")
+            .is_none(),
+        "{last}"
+    );
+    feed(
+        &mut c,
+        listen_ack(&last["id"], json!({"toolsListChanged": true})),
+        41,
+    );
+    let events = c.take_events();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(c.subscriptions().is_empty());
+}
+
+#[test]
+fn a_stateless_log_level_goes_in_every_requests_meta() {
+    let (mut c, first) = stateless_subscribable(Client::new("modern"));
+    assert!(
+        first["params"]["_meta"]
+            .get("io.modelcontextprotocol/logLevel")
+            .is_none(),
+        "no level, no key: the server sends no log lines"
+    );
+    c.start_request(
+        3,
+        Request::SetLogLevel {
+            level: "info".into(),
+        },
+        1000,
+        0,
+    );
+    assert!(sent(&mut c).is_empty(), "no logging/setLevel in 2026-07-28");
+    only_result(&c.take_events(), 3);
+    c.start_call(4, "mcp__modern__a", "a", "{}", 1000, 0);
+    let out = sent(&mut c);
+    assert_eq!(
+        out[0].0["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
+        "info"
+    );
+    c.start_request(
+        5,
+        Request::SetLogLevel {
+            level: "loud".into(),
+        },
+        1000,
+        0,
+    );
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Completed(Completion {
+            call: 5,
+            outcome: Err(CallError::InvalidArguments(_))
+        })]
+    ));
+
+    // 2025 sessions keep logging/setLevel and no _meta key.
+    let mut c = legacy_subscribable(Client::new("old"));
+    c.start_request(
+        6,
+        Request::SetLogLevel {
+            level: "info".into(),
+        },
+        1000,
+        0,
+    );
+    let out = sent(&mut c);
+    assert_eq!(out[0].0["method"], "logging/setLevel");
+}

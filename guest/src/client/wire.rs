@@ -37,6 +37,13 @@ pub(super) struct RequestMeta<'a> {
         skip_serializing_if = "Option::is_none"
     )]
     pub(super) client_info: Option<ClientInfo>,
+    /// The lowest level of `notifications/message` wanted for the request
+    /// (2026-07-28: absent, the server sends none).
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(super) log_level: Option<String>,
 }
 
 impl RequestMeta<'_> {
@@ -60,10 +67,28 @@ pub(super) struct ListParams<'a> {
     pub(super) meta: RequestMeta<'a>,
 }
 
+/// The `notifications` filter of `subscriptions/listen`: only what is asked
+/// for is written (the spec has every field opt-in).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct ListenFilter {
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
     pub(super) tools_list_changed: bool,
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub(super) prompts_list_changed: bool,
+    #[serde(skip_serializing_if = "core::ops::Not::not")]
+    pub(super) resources_list_changed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) resource_subscriptions: Option<Vec<String>>,
+}
+
+impl ListenFilter {
+    pub(super) fn is_empty(&self) -> bool {
+        !self.tools_list_changed
+            && !self.prompts_list_changed
+            && !self.resources_list_changed
+            && self.resource_subscriptions.is_none()
+    }
 }
 
 #[derive(Serialize)]

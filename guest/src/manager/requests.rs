@@ -19,6 +19,8 @@
 //!   from the first); when none has it, the error names each server's answer;
 //! - a prompt with no server is got as a read is: from the first server that
 //!   has it (the gateway, serving names without a server, needs it);
+//! - a subscribe (unsubscribe) with no server goes to every connected server
+//!   that declared `resources.subscribe`, and holds when one of them took it;
 //! - completions and log levels need their server.
 //!
 //! Requests do not restart a lost server (calls do): a server that is not
@@ -105,7 +107,10 @@ impl<P: Platform> Manager<P> {
                 if request.list_key().is_none()
                     && !matches!(
                         request,
-                        Request::ReadResource { .. } | Request::GetPrompt { .. }
+                        Request::ReadResource { .. }
+                            | Request::GetPrompt { .. }
+                            | Request::Subscribe { .. }
+                            | Request::Unsubscribe { .. }
                     )
                 {
                     return Err(CallError::InvalidArguments(format!(
@@ -307,6 +312,24 @@ impl<P: Platform> Manager<P> {
             .all(|(_, a)| matches!(a, Err(CallError::Cancelled)))
         {
             return Err(CallError::Cancelled);
+        }
+        if let Request::Subscribe { uri } | Request::Unsubscribe { uri } = &fanout.request {
+            // Every server offering subscriptions was asked (the URI's server is
+            // not known): it holds when one took it.
+            let mut errors = Vec::new();
+            let mut taken = None;
+            for (server, answer) in answers {
+                match answer {
+                    Ok(result) => taken = taken.or(Some(result)),
+                    Err(e) => errors.push(format!("`{server}`: {e}")),
+                }
+            }
+            return taken.ok_or_else(|| {
+                CallError::Protocol(format!(
+                    "{label} {uri}: no server took it ({})",
+                    errors.join("; ")
+                ))
+            });
         }
         if let Request::GetPrompt { name, .. } = &fanout.request {
             let asked = answers.len();

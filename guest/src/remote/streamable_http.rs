@@ -82,6 +82,9 @@ impl<P: HttpPort> RemoteConnection<P> {
             if out.meta.method.as_deref() == Some(methods::INITIALIZE) {
                 self.initialize = Some(out.clone());
             }
+            if self.closes_listen(&out) {
+                continue;
+            }
             let request = out.meta.id.is_some();
             let post = Post {
                 out,
@@ -99,6 +102,41 @@ impl<P: HttpPort> RemoteConnection<P> {
             sent = true;
         }
         sent
+    }
+
+    /// A `notifications/cancelled` for a 2026-07-28 `subscriptions/listen` still
+    /// streaming: over HTTP a stateless client ends a listen by closing its
+    /// stream (the server has no session to look the id up in), so the stream
+    /// is closed and nothing is POSTed. True when it did that.
+    fn closes_listen(&mut self, out: &Outgoing) -> bool {
+        if out.meta.method.as_deref() != Some(methods::CANCELLED) || self.session.is_some() {
+            return false;
+        }
+        let Some(request) = serde_json::from_str::<serde_json::Value>(&out.message)
+            .ok()
+            .and_then(|m| m.pointer("/params/requestId").map(ToString::to_string))
+        else {
+            return false;
+        };
+        let listen = self
+            .exchanges
+            .iter()
+            .find_map(|(id, ex)| match &ex.purpose {
+                Purpose::Post(post)
+                    if post.out.meta.method.as_deref() == Some(methods::SUBSCRIPTIONS_LISTEN)
+                        && post.out.meta.id.as_deref() == Some(request.as_str()) =>
+                {
+                    Some(*id)
+                }
+                _ => None,
+            });
+        match listen {
+            Some(id) => {
+                self.finish(id);
+                true
+            }
+            None => false,
+        }
     }
 
     /// POSTs a message in the current session.

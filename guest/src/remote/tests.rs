@@ -784,3 +784,54 @@ fn a_refusal_the_host_has_nothing_to_say_about_stays_the_servers_own() {
         _ => panic!("{got:?}"),
     }
 }
+
+/// A stateless client cancels a `subscriptions/listen` by closing its stream:
+/// a 2026-07-28 server keeps no session to look the id up in. Other
+/// cancellations are still POSTed.
+#[test]
+fn cancelling_a_stateless_listen_closes_its_stream_and_posts_nothing() {
+    let server = Box::new(|r: &Request, out: &mut Reply<'_>| {
+        let b = body(r);
+        if b["method"] == "subscriptions/listen" {
+            // The stream stays open after its acknowledgement.
+            out.head(200, &[("content-type", "text/event-stream")]).data(&format!(
+                "data: {}\n\n",
+                json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                       "params": {"notifications": {}, "_meta": {"io.modelcontextprotocol/subscriptionId": b["id"]}}})
+            ));
+        } else if b.get("id").is_some() && b.get("method").is_some() {
+            // Another request: never answered.
+            out.head(200, &[("content-type", "text/event-stream")]);
+        } else {
+            out.head(202, &[]).end();
+        }
+    });
+    let mut h = Harness::new(Kind::Streamable, URL, server);
+    let v = Some("2026-07-28");
+    h.send(
+        &json!({"jsonrpc": "2.0", "id": 4, "method": "subscriptions/listen", "params": {"notifications": {}}}),
+        v,
+    );
+    h.send(&call(5, "x"), v);
+    let got = h.run(100);
+    assert_eq!(
+        messages(&got)[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    let listen = h.net.borrow().requests[0].0;
+    let cancel = |id: u64| json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}});
+    h.send(&cancel(4), v);
+    h.run(200);
+    assert!(
+        h.net.borrow().closed.contains(&listen),
+        "the listen's stream is closed"
+    );
+    assert!(h.net.borrow().posted("notifications/cancelled").is_empty());
+    h.send(&cancel(5), v);
+    h.run(300);
+    assert_eq!(
+        h.net.borrow().posted("notifications/cancelled").len(),
+        1,
+        "a call's is posted"
+    );
+}

@@ -247,7 +247,13 @@ pub fn server_info() -> Value {
 pub fn initialize_result(version: &str) -> Value {
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": true}, "logging": {}, "resources": {}, "prompts": {}, "completions": {}},
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "logging": {},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {}
+        },
         "serverInfo": server_info(),
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
     })
@@ -258,7 +264,12 @@ pub fn discover_result() -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
-        "capabilities": {"tools": {"listChanged": true}, "resources": {}, "prompts": {}, "completions": {}},
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "completions": {}
+        },
         // The gateway's capabilities never change while it runs; the answer is
         // the same for every client.
         "ttlMs": 3_600_000,

@@ -22,7 +22,7 @@
 //! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
 //! | `elicitation` | upstream input requests (elicitation, sampling) and `ask` approvals put to the client: `elicitation/create` / `sampling/createMessage`, or `input_required` |
-//! | `subscriptions` | `notifications/tools/list_changed` (2025) and `subscriptions/listen` (2026-07-28) |
+//! | `subscriptions` | list changes (tools, resources, prompts) and resource subscriptions: `notifications/*/list_changed`, `resources/subscribe` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
 //! | `resources` | resources, prompts and completions of every server, aggregated and passed through |
 //!
@@ -95,7 +95,8 @@ pub struct ServeOptions {
     pub max_name_len: usize,
     /// Serve `search_tools` and `call_tool` instead of every tool.
     pub tool_search: bool,
-    /// Tools per `tools/list` page.
+    /// Items per page of `tools/list` and of the resource, template and
+    /// prompt lists.
     pub page_size: usize,
     /// Random text from the host, to make `requestState` tokens unguessable
     /// (the guest has no randomness of its own).
@@ -305,6 +306,10 @@ pub struct Gateway {
     /// Resource, prompt and completion requests held while servers start:
     /// (origin, method, params).
     held_requests: Vec<(Origin, String, Value)>,
+    /// Resource URI → the clients subscribed to it (see `subscriptions`).
+    subscribed: BTreeMap<String, alloc::collections::BTreeSet<subscriptions::Holder>>,
+    /// Manager requests that subscribe or unsubscribe upstream.
+    upstream: BTreeMap<u64, subscriptions::Upstream>,
 }
 
 /// The text of a JSON value, for building messages around raw JSON.
@@ -432,7 +437,11 @@ impl Gateway {
         if x.kind == TransportKind::Http && x.session.is_some() && x.listen.is_none() {
             return;
         }
+        let listened = x.listen.is_some();
         self.exchanges.remove(&exchange);
+        if listened {
+            self.release_all(m, subscriptions::Holder::Listen(exchange));
+        }
         let gone: Vec<u64> = self
             .calls
             .iter()
@@ -443,6 +452,16 @@ impl Gateway {
             if let Some(c) = self.calls.get_mut(&call) {
                 c.cancelled = true;
             }
+            m.cancel(call);
+        }
+        // Resource, prompt and completion requests too: nobody reads their answer.
+        let gone: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.origin.exchange == Some(exchange))
+            .map(|(call, _)| *call)
+            .collect();
+        for call in gone {
             m.cancel(call);
         }
         self.forget_asks(|o| o.exchange == Some(exchange));
@@ -457,6 +476,7 @@ impl Gateway {
         if self.sessions.remove(&session).is_none() {
             return;
         }
+        self.release_all(m, subscriptions::Holder::Session(session));
         let gone: Vec<u64> = self
             .calls
             .iter()
@@ -469,6 +489,15 @@ impl Gateway {
             }
             m.cancel(call);
         }
+        let gone: Vec<u64> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.origin.session == Some(session))
+            .map(|(call, _)| *call)
+            .collect();
+        for call in gone {
+            m.cancel(call);
+        }
         self.forget_asks(|o| o.session == Some(session));
         let exchanges: Vec<u64> = self
             .exchanges
@@ -477,7 +506,13 @@ impl Gateway {
             .map(|(id, _)| *id)
             .collect();
         for x in exchanges {
-            self.exchanges.remove(&x);
+            if self
+                .exchanges
+                .remove(&x)
+                .is_some_and(|x| x.listen.is_some())
+            {
+                self.release_all(m, subscriptions::Holder::Listen(x));
+            }
         }
     }
 
@@ -511,6 +546,8 @@ impl Gateway {
                 self.complete(c);
             } else if self.requests.contains_key(&c.call) {
                 self.request_done(c);
+            } else if self.upstream.contains_key(&c.call) {
+                self.upstream_done(m, c);
             } else {
                 theirs.push(c);
             }
@@ -520,6 +557,24 @@ impl Gateway {
             match event {
                 Event::InputRequested(r) if self.owns_input(&r) => inputs.push(r),
                 Event::InputWithdrawn(id) if self.withdraw_input(id) => {}
+                Event::ResourceUpdated(u) => {
+                    if self.serving {
+                        self.resource_updated(&u.uri);
+                    }
+                    for_host.push(Event::ResourceUpdated(u));
+                }
+                Event::ResourcesChanged(server) => {
+                    if self.serving {
+                        self.list_changed(true);
+                    }
+                    for_host.push(Event::ResourcesChanged(server));
+                }
+                Event::PromptsChanged(server) => {
+                    if self.serving {
+                        self.list_changed(false);
+                    }
+                    for_host.push(Event::PromptsChanged(server));
+                }
                 other => for_host.push(other),
             }
         }
@@ -719,6 +774,12 @@ impl Gateway {
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            // Held while servers start: what it can honour (resource
+            // subscriptions) depends on what they offer.
+            methods::SUBSCRIPTIONS_LISTEN if m.starting() => {
+                self.held_requests
+                    .push((origin, methods::SUBSCRIPTIONS_LISTEN.into(), params));
+            }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
             other if self.beyond_tools(m, &origin, other, &params) => {}
             _ => self.answer(
@@ -777,6 +838,23 @@ impl Gateway {
             }
             m.cancel(call);
             return;
+        }
+        // A 2026-07-28 client's listen (on stdio; over HTTP it closes the stream).
+        let wanted: Value = serde_json::from_str(&id.to_json()).unwrap_or(Value::Null);
+        let listen = self
+            .exchanges
+            .iter()
+            .find(|(_, x)| {
+                x.session == session && x.listen.as_ref().is_some_and(|l| l.id == wanted)
+            })
+            .map(|(exchange, _)| *exchange);
+        if let Some(exchange) = listen {
+            if let Some(x) = self.exchanges.get_mut(&exchange) {
+                x.listen = None;
+                x.open = x.open.saturating_sub(1);
+            }
+            self.release_all(m, subscriptions::Holder::Listen(exchange));
+            return self.maybe_end(exchange);
         }
         // A call still waiting for its approval: nothing runs upstream yet.
         let origins = self.forget_asks(|o| o.session == session && o.id == *id);

@@ -6,7 +6,8 @@
 //!
 //! - **Resources keep their URIs**: a client's `@` mention or a link in a tool
 //!   result must still name the resource. Lists hold every server's resources
-//!   (configuration order, one page); a read goes to the first server, in
+//!   (configuration order, every upstream page), served in pages of the
+//!   gateway's page size with a `nextCursor`; a read goes to the first server, in
 //!   configuration order, that has the URI (see [`crate::manager`]'s requests).
 //! - **Prompts are named as tools are**: `{server}__{prompt}` in the `prefixed`
 //!   naming, so two servers' `review` prompts stay apart and `prompts/get` knows
@@ -48,6 +49,8 @@ pub(super) struct DownRequest {
     pub(super) origin: Origin,
     /// The method asked, which says how to answer.
     method: &'static str,
+    /// For a list: where the page starts (its `cursor`).
+    start: usize,
 }
 
 impl Gateway {
@@ -69,10 +72,37 @@ impl Gateway {
             methods::PROMPTS_LIST,
             methods::PROMPTS_GET,
             methods::COMPLETION_COMPLETE,
+            methods::RESOURCES_SUBSCRIBE,
+            methods::RESOURCES_UNSUBSCRIBE,
         ];
         if !known.contains(&method) {
             return false;
         }
+        // The 2026-07-28 revision subscribes with `subscriptions/listen` only.
+        let subscription = [methods::RESOURCES_SUBSCRIBE, methods::RESOURCES_UNSUBSCRIBE];
+        if origin.stateless.is_some() && subscription.contains(&method) {
+            return false;
+        }
+        // A list's page: the cursor is where it starts, as this gateway wrote it.
+        let lists = [
+            methods::RESOURCES_LIST,
+            methods::RESOURCES_TEMPLATES_LIST,
+            methods::PROMPTS_LIST,
+        ];
+        let start = match params.get("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(c) if lists.contains(&method) => {
+                match c.as_str().and_then(|c| c.parse::<usize>().ok()) {
+                    Some(start) => start,
+                    None => {
+                        let why = format!("{method}: {c} is not a cursor this server gave");
+                        self.answer(origin, Err(invalid(why)));
+                        return true;
+                    }
+                }
+            }
+            Some(_) => 0,
+        };
         // As `tools/list` is: a client that asks at once gets every server's answer.
         if m.starting() {
             self.held_requests
@@ -80,6 +110,14 @@ impl Gateway {
             return true;
         }
         let (method, server, request) = match method {
+            methods::RESOURCES_SUBSCRIBE => {
+                self.subscribe(m, origin, params);
+                return true;
+            }
+            methods::RESOURCES_UNSUBSCRIBE => {
+                self.unsubscribe(m, origin, params);
+                return true;
+            }
             methods::RESOURCES_LIST => (methods::RESOURCES_LIST, None, Request::ListResources),
             methods::RESOURCES_TEMPLATES_LIST => (
                 methods::RESOURCES_TEMPLATES_LIST,
@@ -156,6 +194,7 @@ impl Gateway {
                     DownRequest {
                         origin: origin.clone(),
                         method,
+                        start,
                     },
                 );
             }
@@ -171,7 +210,7 @@ impl Gateway {
         };
         let outcome = match c.outcome {
             Ok(result) => {
-                let mut text = self.result_of(r.method, result);
+                let mut text = self.result_of(r.method, result, r.start);
                 if r.origin.stateless.is_some() && r.method != methods::COMPLETION_COMPLETE {
                     // Caching hints (2026-07-28): the gateway does not pass on
                     // resource or prompt list changes, so nothing may be kept.
@@ -187,22 +226,13 @@ impl Gateway {
     }
 
     /// The downstream result for the manager's.
-    fn result_of(&mut self, method: &str, result: CallResult) -> String {
+    fn result_of(&mut self, method: &str, result: CallResult, start: usize) -> String {
         match method {
-            methods::RESOURCES_LIST => format!(
-                r#"{{"resources":{}}}"#,
-                self.served_items(&result.content, "")
-            ),
+            methods::RESOURCES_LIST => self.served_page("resources", &result.content, "", start),
             methods::RESOURCES_TEMPLATES_LIST => {
-                format!(
-                    r#"{{"resourceTemplates":{}}}"#,
-                    self.served_items(&result.content, "uriTemplate")
-                )
+                self.served_page("resourceTemplates", &result.content, "uriTemplate", start)
             }
-            methods::PROMPTS_LIST => format!(
-                r#"{{"prompts":{}}}"#,
-                self.served_items(&result.content, "name")
-            ),
+            methods::PROMPTS_LIST => self.served_page("prompts", &result.content, "name", start),
             methods::RESOURCES_READ => format!(r#"{{"contents":{}}}"#, result.content),
             // Only the prompt: the upstream's `resultType` and `_meta` are its
             // own era's and its own server's, not the gateway's.
@@ -226,6 +256,25 @@ impl Gateway {
             ),
             _ => "{}".into(),
         }
+    }
+
+    /// One page of a merged list, from `start`, at most the gateway's page size,
+    /// with `nextCursor` (where the next page starts) while items remain. Each
+    /// page is cut from the whole list as it is now (every server, every
+    /// upstream page), so an item that appears meanwhile may shift the rest.
+    fn served_page(&mut self, field: &str, content: &str, key: &str, start: usize) -> String {
+        let items: Vec<Value> =
+            serde_json::from_str(&self.served_items(content, key)).unwrap_or_default();
+        let start = start.min(items.len());
+        let end = start
+            .saturating_add(self.options.page_size.max(1))
+            .min(items.len());
+        let mut page = Map::new();
+        page.insert(field.into(), Value::Array(items[start..end].to_vec()));
+        if end < items.len() {
+            page.insert("nextCursor".into(), Value::String(end.to_string()));
+        }
+        json_text(&page)
     }
 
     /// A merged list as served: mcpbox's `server` and `registryName` fields

@@ -417,7 +417,7 @@ fn tool_changes_reach_sessions_and_listen_streams() {
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
     assert_eq!(
         ack["params"]["notifications"],
-        json!({"toolsListChanged": true})
+        json!({"toolsListChanged": true, "promptsListChanged": true})
     );
     assert_eq!(
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
@@ -1114,4 +1114,275 @@ fn upstream_sampling_reaches_2026_clients_as_input_required() {
         texts(&r["result"]).contains("User rejected sampling request"),
         "{r}"
     );
+}
+
+/// A 2025 upstream with subscribable resources: `resources/subscribe` and
+/// `resources/unsubscribe` are answered (and seen in its sim).
+struct Subscribable(McpServer);
+
+impl Behaviour for Subscribable {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        match m["method"].as_str() {
+            Some("initialize") => out.reply(
+                0,
+                &m["id"],
+                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "res", "version": "1"},
+                       "capabilities": {"tools": {}, "resources": {"subscribe": true, "listChanged": true}}}),
+            ),
+            Some("resources/subscribe" | "resources/unsubscribe") => {
+                out.reply(0, &m["id"], json!({}));
+            }
+            // Never answered.
+            Some("resources/read") if m["params"]["uri"] == "res://silent" => {}
+            // Five resources, two a page.
+            Some("resources/list") => {
+                let start: usize = m["params"]["cursor"]
+                    .as_str()
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(0);
+                let end = (start + 2).min(5);
+                let items: Vec<Value> = (start..end)
+                    .map(|i| json!({"uri": format!("res://{i}"), "name": format!("r{i}")}))
+                    .collect();
+                let mut result = json!({"resources": items});
+                if end < 5 {
+                    result["nextCursor"] = json!(end.to_string());
+                }
+                out.reply(0, &m["id"], result);
+            }
+            _ => self.0.on_message(m, out),
+        }
+    }
+}
+
+fn upstream_sent(rig: &Rig, method: &str) -> Vec<String> {
+    rig.m
+        .platform()
+        .sim("res")
+        .borrow()
+        .sent(method)
+        .iter()
+        .map(|m| m["params"]["uri"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+fn emit(rig: &Rig, message: Value) {
+    rig.m
+        .platform()
+        .emit("res", 0, Output::Message(message.to_string()));
+}
+
+#[test]
+fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder() {
+    let mut p = FakePlatform::new();
+    p.serve("res", || Subscribable(McpServer::with_tools(&["read"])));
+    let mut rig = Rig::new(p, &["res"]);
+    rig.settle();
+    let one = rig.initialize(json!({}));
+    let two = rig.initialize(json!({}));
+    let subscribe = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "resources/subscribe", "params": {"uri": "res://a"}});
+    let (r, _) = rig.request(Some(one), subscribe(1));
+    assert_eq!(r["result"], json!({}), "{r}");
+    let (r, _) = rig.request(Some(two), subscribe(2));
+    assert_eq!(r["result"], json!({}), "{r}");
+    assert_eq!(
+        upstream_sent(&rig, "resources/subscribe"),
+        ["res://a"],
+        "one upstream subscription"
+    );
+
+    // A 2026-07-28 client holds it too, on its listen.
+    let meta = stateless_meta(json!({}));
+    let (listen, out) = rig.send(
+        None,
+        json!({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen",
+               "params": {"notifications": {"resourceSubscriptions": ["res://a", "res://b"], "resourcesListChanged": true}, "_meta": meta}}),
+    );
+    let ack: Value = match &out[0] {
+        Signal::Message { text, .. } => serde_json::from_str(text).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourcesListChanged": true, "resourceSubscriptions": ["res://a", "res://b"]})
+    );
+    for _ in 0..3 {
+        rig.turn();
+    }
+    assert_eq!(
+        upstream_sent(&rig, "resources/subscribe"),
+        ["res://a", "res://b"]
+    );
+
+    emit(
+        &rig,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "res://a"}}),
+    );
+    emit(
+        &rig,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}),
+    );
+    for _ in 0..3 {
+        rig.turn();
+    }
+    for s in [one, two] {
+        let told = rig.standalone(s);
+        let methods: Vec<&str> = told.iter().map(|m| m["method"].as_str().unwrap()).collect();
+        assert_eq!(
+            methods,
+            [
+                "notifications/resources/updated",
+                "notifications/resources/list_changed"
+            ],
+            "{told:?}"
+        );
+        assert_eq!(told[0]["params"]["uri"], "res://a");
+    }
+    let on_listen: Vec<Value> = rig
+        .seen
+        .iter()
+        .filter_map(|sig| match sig {
+            Signal::Message {
+                target: Target::Exchange(x),
+                text,
+            } if *x == listen => Some(serde_json::from_str(text).unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        on_listen.len(),
+        3,
+        "ack, update, list change: {on_listen:?}"
+    );
+    assert_eq!(on_listen[1]["params"]["uri"], "res://a");
+    assert_eq!(
+        on_listen[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "l"
+    );
+
+    // Holders leave: a closed session, an unsubscribe, a closed listen. The
+    // last one out unsubscribes upstream.
+    rig.g.session_closed(&mut rig.m, one);
+    let (r, _) = rig.request(
+        Some(two),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/unsubscribe", "params": {"uri": "res://a"}}),
+    );
+    assert_eq!(r["result"], json!({}));
+    for _ in 0..3 {
+        rig.turn();
+    }
+    assert!(
+        upstream_sent(&rig, "resources/unsubscribe").is_empty(),
+        "the listen still holds both"
+    );
+    rig.g.exchange_closed(&mut rig.m, listen);
+    for _ in 0..3 {
+        rig.turn();
+    }
+    let mut gone = upstream_sent(&rig, "resources/unsubscribe");
+    gone.sort();
+    assert_eq!(gone, ["res://a", "res://b"]);
+    assert!(rig.g.subscribed.is_empty());
+
+    // A 2026-07-28 client has no resources/subscribe.
+    let (x, out) = rig.send_with(
+        None,
+        None,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe", "params": {"uri": "res://a", "_meta": meta}}),
+        TransportKind::Stdio,
+    );
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(messages[0]["error"]["code"], -32601, "{messages:?}");
+    assert!(rig.g.subscribed.is_empty());
+}
+
+/// Every upstream page is listed, and the whole is served in pages of the
+/// gateway's page size, each with the cursor of the next.
+#[test]
+fn resource_lists_follow_every_upstream_page_and_are_served_in_pages() {
+    let mut p = FakePlatform::new();
+    p.serve("res", || Subscribable(McpServer::with_tools(&["read"])));
+    let options = ServeOptions {
+        page_size: 2,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["res"], "", options);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let mut uris = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let (r, _) = rig.request(
+            Some(s),
+            json!({"jsonrpc": "2.0", "id": pages, "method": "resources/list", "params": params}),
+        );
+        pages += 1;
+        let items = r["result"]["resources"]
+            .as_array()
+            .expect("resources")
+            .clone();
+        assert!(items.len() <= 2, "{r}");
+        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
+        match r["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+        assert!(pages < 10, "the cursor never ends");
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(
+        uris,
+        ["res://0", "res://1", "res://2", "res://3", "res://4"]
+    );
+    // Each downstream page asked for every upstream page.
+    assert_eq!(
+        rig.m
+            .platform()
+            .sim("res")
+            .borrow()
+            .sent("resources/list")
+            .len(),
+        9
+    );
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 99, "method": "resources/list", "params": {"cursor": "not-mine"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+/// A client that goes away takes its resource requests with it: the upstream
+/// read is cancelled, as a call is.
+#[test]
+fn a_closed_exchange_cancels_its_resource_request_upstream() {
+    let mut p = FakePlatform::new();
+    p.serve("res", || Subscribable(McpServer::with_tools(&["read"])));
+    let mut rig = Rig::new(p, &["res"]);
+    rig.settle();
+    let meta = stateless_meta(json!({}));
+    let (x, _) = rig.send_with(
+        None,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+               "params": {"uri": "res://silent", "_meta": meta}}),
+        TransportKind::Stdio,
+    );
+    // (No turn: the fake clock would run to the request's timeout.)
+    let sim = rig.m.platform().sim("res");
+    let read = sim.borrow().sent("resources/read");
+    assert_eq!(read.len(), 1);
+    assert!(sim.borrow().sent("notifications/cancelled").is_empty());
+    rig.g.exchange_closed(&mut rig.m, x);
+    // At once, not at the request's timeout (a turn would run the fake clock there).
+    let cancelled = sim.borrow().sent("notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
+    assert_eq!(cancelled[0]["params"]["requestId"], read[0]["id"]);
+    assert_eq!(cancelled[0]["params"]["reason"], "cancelled by the caller");
+    rig.turn();
+    assert!(rig.g.requests.is_empty());
 }

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::jsonrpc::INVALID_PARAMS;
 use crate::manager::Manager;
+use crate::methods;
 use crate::registry::ToolDef;
 use crate::transport::Platform;
 
@@ -118,7 +119,11 @@ impl Gateway {
             self.call_tool(m, origin, params);
         }
         for (origin, method, params) in core::mem::take(&mut self.held_requests) {
-            self.beyond_tools(m, &origin, &method, &params);
+            if method == methods::SUBSCRIPTIONS_LISTEN {
+                self.listen(m, origin, &params);
+            } else {
+                self.beyond_tools(m, &origin, &method, &params);
+            }
         }
     }
 

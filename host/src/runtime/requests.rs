@@ -8,6 +8,7 @@
 //! (`mcp__{server}__{prompt}`, made as tool names are). A list with no server
 //! asks every connected server that offers it; a read with no server is
 //! answered by the first server (in configuration order) that has the URI.
+//! Subscriptions ([`Runtime::subscribe_resource`]) report changes as events.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -314,6 +315,38 @@ impl Runtime {
             CallError::Protocol("completion/complete: no completion in the result".into())
         })?;
         serde_json::from_str(completion.get()).map_err(|e| malformed("completion/complete", e))
+    }
+
+    /// Follows the resource `uri` of `server` (`None`: every connected server
+    /// that declared `resources.subscribe`; it holds when one of them took it):
+    /// each change is an [`Event::ResourceUpdated`](crate::Event::ResourceUpdated).
+    /// A 2025 server is sent `resources/subscribe`; a 2026-07-28 one gets the URI
+    /// in the `resourceSubscriptions` of its `subscriptions/listen`, and this
+    /// returns once the server acknowledged it. The subscription outlives
+    /// reconnects: a restarted server is subscribed again. A server that did not
+    /// declare `resources.subscribe` is refused with [`CallError::Protocol`].
+    #[doc(alias = "resources/subscribe")]
+    #[doc(alias = "subscriptions/listen")]
+    pub async fn subscribe_resource(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+    ) -> Result<(), CallError> {
+        let request = registry::ServerRequest::SubscribeResource(uri.to_string());
+        self.request(server, request, None).await.map(drop)
+    }
+
+    /// Stops following the resource `uri` (`resources/unsubscribe`, or a
+    /// `subscriptions/listen` without it); `None` as for
+    /// [`subscribe_resource`](Self::subscribe_resource).
+    #[doc(alias = "resources/unsubscribe")]
+    pub async fn unsubscribe_resource(
+        &self,
+        server: Option<&str>,
+        uri: &str,
+    ) -> Result<(), CallError> {
+        let request = registry::ServerRequest::UnsubscribeResource(uri.to_string());
+        self.request(server, request, None).await.map(drop)
     }
 
     /// Sets the lowest level of `notifications/message` log lines `server`

@@ -53,7 +53,7 @@ pub struct ServeOptions {
     pub max_name_len: usize,
     /// Serve two tools, `search_tools` and `call_tool`, instead of every tool.
     pub tool_search: bool,
-    /// Tools per `tools/list` page.
+    /// Items per page of `tools/list` and of the resource, template and prompt lists.
     pub page_size: usize,
     /// The profile (a named set of permission rules in the configuration) the
     /// stdio client is served under, and over HTTP the clients of `/mcp`

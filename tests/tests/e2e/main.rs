@@ -22,6 +22,7 @@ mod sampling;
 mod sandbox;
 mod security;
 mod server_limits;
+mod subscriptions;
 
 use std::time::Duration;
 

@@ -15,6 +15,7 @@ mod hostile;
 mod resources;
 mod safety;
 mod sampling;
+mod subscriptions;
 
 use std::path::Path;
 

@@ -63,3 +63,81 @@ fn clients_that_declared_sampling_answer_upstream_requests() {
         "{report}"
     );
 }
+
+/// rmcp's client as the one that answers (2025 era: rmcp drives
+/// `sampling/createMessage` through its `ClientHandler`), over HTTP and stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// rmcp marks sampling deprecated (SEP-2577); the 2025 era this test speaks has it.
+#[allow(deprecated)]
+async fn rmcp_answers_sampling_requests_through_the_gateway() {
+    use rmcp::handler::client::ClientHandler;
+    use rmcp::model::{
+        CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
+        CreateMessageResult, ErrorData, Implementation,
+    };
+    use rmcp::service::{RequestContext, RoleClient};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+
+    struct Sampler;
+
+    impl ClientHandler for Sampler {
+        async fn create_message(
+            &self,
+            params: CreateMessageRequestParams,
+            _: RequestContext<RoleClient>,
+        ) -> Result<CreateMessageResult, ErrorData> {
+            let text = format!("four ({} messages)", params.messages.len());
+            Ok(serde_json::from_value(json!({
+                "role": "assistant", "content": {"type": "text", "text": text},
+                "model": "rmcp-client", "stopReason": "endTurn"
+            }))
+            .expect("a CreateMessageResult"))
+        }
+
+        fn get_info(&self) -> ClientConfig {
+            ClientConfig::new(
+                ClientCapabilities::builder().enable_sampling().build(),
+                Implementation::new("rmcp-sampler", "1.0.0"),
+            )
+        }
+    }
+
+    async fn round<T, E, A>(transport: T, what: &str)
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
+        let client = Sampler
+            .serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
+            .await
+            .unwrap_or_else(|e| panic!("rmcp over {what} could not connect: {e}"));
+        let arguments = json!({"prompt": "hi"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let result = client
+            .call_tool(CallToolRequestParams::new("fx__sample").with_arguments(arguments))
+            .await
+            .unwrap_or_else(|e| panic!("{what}: tools/call: {e}"));
+        let result = serde_json::to_value(&result).unwrap();
+        let answer: Value = serde_json::from_str(text(&result)).unwrap_or_default();
+        assert_eq!(answer["model"], "rmcp-client", "{what}: {result}");
+        assert_eq!(
+            answer["content"]["text"], "four (1 messages)",
+            "{what}: {result}"
+        );
+        client.cancel().await.expect("close");
+    }
+
+    // reqwest needs a process-wide TLS provider even for plain http://.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = config();
+    let http = serve_http(crate::cli(), &config.path, &[]);
+    round(
+        StreamableHttpClientTransport::from_uri(http.url.clone()),
+        "http",
+    )
+    .await;
+    round(crate::rmcp_stdio(&config.path), "stdio").await;
+}

@@ -108,6 +108,9 @@ impl Behaviour for Library {
                 json!({"completion": {"values": ["alice", "alfred"], "total": 2, "hasMore": false}}),
             ),
             Some("logging/setLevel") => out.reply(0, id, json!({})),
+            Some("resources/subscribe" | "resources/unsubscribe") => {
+                out.reply(0, id, json!({}));
+            }
             _ => {}
         }
     }
@@ -477,12 +480,18 @@ fn the_configured_log_level_is_sent_on_connect_and_a_bad_one_is_an_issue() {
     // The answers come in a later round; nobody waits for them.
     let done = m.wait(1000);
     assert!(done.is_empty(), "{done:?}");
-    for (server, level) in [("a", "warning"), ("b", "error")] {
-        let sim = m.platform().sim(server);
-        let sent = sim.borrow().sent("logging/setLevel");
-        assert_eq!(sent.len(), 1, "{server}");
-        assert_eq!(sent[0]["params"]["level"], level);
-    }
+    let sent = m.platform().sim("a").borrow().sent("logging/setLevel");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["params"]["level"], "warning");
+    // 2026-07-28 has no logging/setLevel: the level rides in each request's _meta.
+    let sim = m.platform().sim("b");
+    assert!(sim.borrow().sent("logging/setLevel").is_empty());
+    run(&mut m, Some("b"), Request::ListResources).unwrap();
+    let list = sim.borrow().sent("resources/list");
+    assert_eq!(
+        list[0]["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
+        "error"
+    );
     let (_, issues) =
         manager_with_issues(FakePlatform::new(), &[("c", json!({"logLevel": "loud"}))]);
     assert_eq!(issues.len(), 1);
@@ -491,4 +500,99 @@ fn the_configured_log_level_is_sent_on_connect_and_a_bad_one_is_an_issue() {
         issues[0].message.contains("not an MCP log level"),
         "{issues:?}"
     );
+}
+
+/// A subscription is the manager's to keep: a server that comes back (here
+/// reconnected) is subscribed again, and updates are events naming the server.
+#[test]
+fn subscriptions_survive_a_reconnect_and_updates_name_their_server() {
+    let mut m = two_libraries(false);
+    let subscribe = Request::Subscribe {
+        uri: "a://r/1".into(),
+    };
+    run(&mut m, Some("a"), subscribe).expect("subscribed");
+    assert_eq!(
+        m.platform().sim("a").borrow().sent("resources/subscribe")[0]["params"]["uri"],
+        "a://r/1"
+    );
+    // With no server: every server offering subscriptions, holding when one took it.
+    run(
+        &mut m,
+        None,
+        Request::Subscribe {
+            uri: "b://r/0".into(),
+        },
+    )
+    .expect("taken");
+    assert_eq!(
+        m.platform()
+            .sim("b")
+            .borrow()
+            .sent("resources/subscribe")
+            .len(),
+        1
+    );
+
+    m.reconnect("a").unwrap();
+    for _ in 0..20 {
+        m.wait(100);
+    }
+    // Both URIs `a` took (the second through the fan-out), in its new session.
+    let again: Vec<Value> = m.platform().sim("a").borrow().sent("resources/subscribe");
+    let uris: Vec<&str> = again
+        .iter()
+        .map(|r| r["params"]["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        ["a://r/1", "b://r/0"],
+        "the new session is subscribed again"
+    );
+    m.events();
+
+    m.platform().emit(
+        "a",
+        10,
+        Output::Message(
+            json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "a://r/1"}})
+                .to_string(),
+        ),
+    );
+    m.platform().emit(
+        "a",
+        10,
+        Output::Message(
+            json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}).to_string(),
+        ),
+    );
+    m.wait(1000);
+    let events = m.events();
+    assert!(
+        events.contains(&Event::ResourceUpdated(ResourceUpdate {
+            server: "a".into(),
+            uri: "a://r/1".into()
+        })),
+        "{events:?}"
+    );
+    assert!(
+        events.contains(&Event::PromptsChanged("a".into())),
+        "{events:?}"
+    );
+
+    // Unsubscribed, a reconnect leaves it out.
+    run(
+        &mut m,
+        Some("a"),
+        Request::Unsubscribe {
+            uri: "a://r/1".into(),
+        },
+    )
+    .unwrap();
+    m.reconnect("a").unwrap();
+    for _ in 0..20 {
+        m.wait(100);
+    }
+    let again = m.platform().sim("a").borrow().sent("resources/subscribe");
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0]["params"]["uri"], "b://r/0");
 }
