@@ -366,7 +366,6 @@ impl OAuthHttpClient for TokenEndpointClient {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use std::io::{BufRead, BufReader, Read, Write};
 
     use jsonwebtoken::{DecodingKey, Validation};
     use serde_json::Value;
@@ -504,40 +503,17 @@ pub(crate) mod tests {
     /// new proof carrying it; requests elsewhere are not token requests.
     #[tokio::test(flavor = "multi_thread")]
     async fn the_token_endpoint_nonce_is_sent_on_the_second_try() {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let server = std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            for answer in [
+        let (port, server) = crate::oauth::scripted::answers(
+            [
                 "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
                  dpop-nonce: as-nonce-7\r\ncontent-length: 26\r\nconnection: close\r\n\r\n\
                  {\"error\":\"use_dpop_nonce\"}",
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\
                  connection: close\r\n\r\n{}",
-            ] {
-                let (stream, _) = listener.accept().unwrap();
-                let mut write = stream.try_clone().unwrap();
-                let mut reader = BufReader::new(stream);
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    head.push_str(&line);
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                seen.push(head);
-                write.write_all(answer.as_bytes()).unwrap();
-            }
-            seen
-        });
+            ]
+            .map(str::to_owned)
+            .to_vec(),
+        );
         let key = Arc::new(DpopKey::generate().unwrap());
         let client = TokenEndpointClient::new(key).unwrap();
         let token = format!("http://127.0.0.1:{port}/token");

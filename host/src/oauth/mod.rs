@@ -670,6 +670,66 @@ async fn attempt(
     Ok(response)
 }
 
+/// For the tests: a loopback HTTP/1.1 server that reads each request whole and
+/// answers from a script (one connection per request, `connection: close`).
+#[cfg(test)]
+pub(crate) mod scripted {
+    use std::io::{BufRead, BufReader, Write};
+
+    /// Reads one request from `reader`: its head (request line and headers, as
+    /// sent) and its body (`content-length` bytes).
+    pub(crate) fn read_request(reader: &mut impl BufRead) -> (String, Vec<u8>) {
+        let mut head = String::new();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            head.push_str(&line);
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        (head, body)
+    }
+
+    /// Serves `requests` requests, answering each with `answer(head, body)`;
+    /// returns the port and, when done, what `answer` kept of each request.
+    pub(crate) fn serve<T: Send + 'static>(
+        requests: usize,
+        mut answer: impl FnMut(&str, &[u8]) -> (String, T) + Send + 'static,
+    ) -> (u16, std::thread::JoinHandle<Vec<T>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let thread = std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            for _ in 0..requests {
+                let (stream, _) = listener.accept().unwrap();
+                let mut write = stream.try_clone().unwrap();
+                let (head, body) = read_request(&mut BufReader::new(stream));
+                let (text, kept) = answer(&head, &body);
+                write.write_all(text.as_bytes()).unwrap();
+                seen.push(kept);
+            }
+            seen
+        });
+        (port, thread)
+    }
+
+    /// Answers with `answers` in order; returns the port and the request heads.
+    pub(crate) fn answers(answers: Vec<String>) -> (u16, std::thread::JoinHandle<Vec<String>>) {
+        let mut answers = answers.into_iter();
+        let count = answers.len();
+        serve(count, move |head, _| {
+            (answers.next().unwrap_or_default(), head.to_owned())
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The boundary: what the guest hands the `wasi:http` hook and what the hook
@@ -677,7 +737,6 @@ mod tests {
     //! for the token, along with everything the runtime would show (the
     //! reasons, the events).
 
-    use std::io::{BufRead, BufReader, Read, Write};
     use std::pin::Pin;
 
     use base64::Engine as _;
@@ -695,52 +754,26 @@ mod tests {
     /// Answers each request 200 when it carries the token, else 401 with a
     /// challenge; returns every request head it saw.
     fn server(requests: usize) -> (u16, std::thread::JoinHandle<Vec<String>>) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let thread = std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            for _ in 0..requests {
-                let (stream, _) = listener.accept().unwrap();
-                let mut write = stream.try_clone().unwrap();
-                let mut reader = BufReader::new(stream);
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    head.push_str(&line);
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                let authorized = head.contains(&format!("Bearer {TOKEN}"));
-                let refresh = head.starts_with("POST /token");
-                seen.push(format!("{head}{}", String::from_utf8_lossy(&body)));
-                let answer = if refresh {
-                    // The refresh token was revoked.
-                    let error = r#"{"error":"invalid_grant"}"#;
-                    format!(
-                        "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
-                         content-length: {}\r\nconnection: close\r\n\r\n{error}",
-                        error.len()
-                    )
-                } else if authorized {
-                    "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_owned()
-                } else {
-                    "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer error=\"invalid_token\"\r\n\
-                     content-length: 0\r\nconnection: close\r\n\r\n"
-                        .to_owned()
-                };
-                write.write_all(answer.as_bytes()).unwrap();
-            }
-            seen
-        });
-        (port, thread)
+        super::scripted::serve(requests, |head, body| {
+            let authorized = head.contains(&format!("Bearer {TOKEN}"));
+            let refresh = head.starts_with("POST /token");
+            let answer = if refresh {
+                // The refresh token was revoked.
+                let error = r#"{"error":"invalid_grant"}"#;
+                format!(
+                    "HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{error}",
+                    error.len()
+                )
+            } else if authorized {
+                "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_owned()
+            } else {
+                "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer error=\"invalid_token\"\r\n\
+                 content-length: 0\r\nconnection: close\r\n\r\n"
+                    .to_owned()
+            };
+            (answer, format!("{head}{}", String::from_utf8_lossy(body)))
+        })
     }
 
     const EXPIRED: &str = "tok-EXPIRED-77c2";
@@ -897,37 +930,6 @@ mod tests {
 
     /// An MCP server that answers each request with the next of `answers`;
     /// returns every request head it saw.
-    fn scripted(answers: Vec<String>) -> (u16, std::thread::JoinHandle<Vec<String>>) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let thread = std::thread::spawn(move || {
-            let mut seen = Vec::new();
-            for answer in answers {
-                let (stream, _) = listener.accept().unwrap();
-                let mut write = stream.try_clone().unwrap();
-                let mut reader = BufReader::new(stream);
-                let mut head = String::new();
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    reader.read_line(&mut line).unwrap();
-                    if line.trim().is_empty() {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap();
-                    }
-                    head.push_str(&line);
-                }
-                let mut body = vec![0; length];
-                reader.read_exact(&mut body).unwrap();
-                seen.push(head);
-                write.write_all(answer.as_bytes()).unwrap();
-            }
-            seen
-        });
-        (port, thread)
-    }
 
     fn runtime_state(config: &str, store: TokenStore) -> (HostState, Arc<OAuth>) {
         let (events, _) = broadcast::channel(16);
@@ -956,7 +958,7 @@ mod tests {
     async fn a_dpop_bound_token_goes_with_a_fresh_proof_and_the_servers_nonce() {
         const BOUND: &str = "tok-DPOP-BOUND-31f4";
         let ok = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok".to_owned();
-        let (port, requests) = scripted(vec![
+        let (port, requests) = super::scripted::answers(vec![
             "HTTP/1.1 401 Unauthorized\r\n\
              www-authenticate: DPoP error=\"use_dpop_nonce\", error_description=\"nonce\"\r\n\
              dpop-nonce: rs-nonce-1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"

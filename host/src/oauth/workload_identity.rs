@@ -211,7 +211,6 @@ pub(crate) async fn exchange(
 
 #[cfg(test)]
 mod tests {
-    use std::io::{BufRead, BufReader, Read, Write};
 
     use super::*;
 
@@ -230,29 +229,11 @@ mod tests {
     /// An authorization server that answers one token request with `answer`;
     /// returns the request's body.
     fn token_endpoint(answer: &'static str) -> (String, std::thread::JoinHandle<String>) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let thread = std::thread::spawn(move || {
-            let (stream, _) = listener.accept().unwrap();
-            let mut write = stream.try_clone().unwrap();
-            let mut reader = BufReader::new(stream);
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if line.trim().is_empty() {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            reader.read_exact(&mut body).unwrap();
-            write.write_all(answer.as_bytes()).unwrap();
-            String::from_utf8(body).unwrap()
+        let (port, thread) = crate::oauth::scripted::serve(1, move |_, body| {
+            (answer.to_owned(), String::from_utf8(body.to_vec()).unwrap())
         });
-        (format!("http://127.0.0.1:{port}/token"), thread)
+        let body = std::thread::spawn(move || thread.join().unwrap().remove(0));
+        (format!("http://127.0.0.1:{port}/token"), body)
     }
 
     fn metadata(token_endpoint: &str) -> AuthorizationMetadata {
