@@ -928,9 +928,6 @@ mod tests {
         assert!(!requests[3].contains(EXPIRED), "{requests:?}");
     }
 
-    /// An MCP server that answers each request with the next of `answers`;
-    /// returns every request head it saw.
-
     fn runtime_state(config: &str, store: TokenStore) -> (HostState, Arc<OAuth>) {
         let (events, _) = broadcast::channel(16);
         let oauth = Arc::new(OAuth::new(
