@@ -167,21 +167,11 @@ impl Gateway {
         origin: &Origin,
         params: &Value,
     ) {
-        let (Some(uri), Some(session)) =
-            (params.get("uri").and_then(Value::as_str), origin.session)
+        let Some((uri, holder)) = self.holder_of(origin, params, methods::RESOURCES_SUBSCRIBE)
         else {
-            let refusal = Refusal::new(
-                jsonrpc::INVALID_PARAMS,
-                "Invalid params: resources/subscribe needs a `uri` string",
-            );
-            return self.answer(origin, Err(refusal));
+            return;
         };
-        self.hold(
-            m,
-            uri.to_string(),
-            Holder::Session(session),
-            Some(origin.clone()),
-        );
+        self.hold(m, uri.to_string(), holder, Some(origin.clone()));
     }
 
     /// `resources/unsubscribe` of a 2025 session.
@@ -191,17 +181,33 @@ impl Gateway {
         origin: &Origin,
         params: &Value,
     ) {
-        let (Some(uri), Some(session)) =
-            (params.get("uri").and_then(Value::as_str), origin.session)
+        let Some((uri, holder)) = self.holder_of(origin, params, methods::RESOURCES_UNSUBSCRIBE)
         else {
-            let refusal = Refusal::new(
-                jsonrpc::INVALID_PARAMS,
-                "Invalid params: resources/unsubscribe needs a `uri` string",
-            );
-            return self.answer(origin, Err(refusal));
+            return;
         };
-        self.release(m, uri, Holder::Session(session));
+        self.release(m, uri, holder);
         self.answer(origin, Ok("{}".into()));
+    }
+
+    /// The `uri` a 2025 session's `method` names, and the session as a holder;
+    /// `None` once the request is refused for want of either.
+    fn holder_of<'p>(
+        &mut self,
+        origin: &Origin,
+        params: &'p Value,
+        method: &str,
+    ) -> Option<(&'p str, Holder)> {
+        match (params.get("uri").and_then(Value::as_str), origin.session) {
+            (Some(uri), Some(session)) => Some((uri, Holder::Session(session))),
+            _ => {
+                let refusal = Refusal::new(
+                    jsonrpc::INVALID_PARAMS,
+                    format!("Invalid params: {method} needs a `uri` string"),
+                );
+                self.answer(origin, Err(refusal));
+                None
+            }
+        }
     }
 
     /// Makes `holder` a holder of `uri`, subscribing upstream for the first
