@@ -9,6 +9,18 @@ use serde_json::{Value, json};
 
 const PATIENCE: Duration = Duration::from_secs(60);
 
+/// What the fixture server `p` says of its processes (its `pids` tool).
+async fn pids_of(runtime: &mcpbox::Runtime) -> Value {
+    let result = tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool("mcp__p__pids", json!({}), Default::default()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    serde_json::from_str(&result.text).unwrap()
+}
+
 /// One test at a time: a runtime's shutdown kills the adopted orphans only when
 /// no other runtime of the process relies on the subreaper.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -38,14 +50,7 @@ async fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environmen
         .await
         .unwrap();
     assert_eq!(servers[0].state, ServerState::Connected, "{servers:?}");
-    let result = tokio::time::timeout(
-        PATIENCE,
-        runtime.call_tool("mcp__p__pids", json!({}), Default::default()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let pids: Value = serde_json::from_str(&result.text).unwrap();
+    let pids = pids_of(&runtime).await;
     let escapee = pids["escapees"][0].as_u64().unwrap();
     let me = std::process::id().to_string();
     let stat = std::fs::read_to_string(format!("/proc/{escapee}/stat")).unwrap();
@@ -89,14 +94,7 @@ async fn a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree() {
         servers.iter().all(|s| s.state == ServerState::Connected),
         "{servers:?}"
     );
-    let result = tokio::time::timeout(
-        PATIENCE,
-        runtime.call_tool("mcp__p__pids", json!({}), Default::default()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let pids: Value = serde_json::from_str(&result.text).unwrap();
+    let pids = pids_of(&runtime).await;
     let escapee = pids["escapees"][0].as_u64().unwrap();
     assert!(std::path::Path::new(&format!("/proc/{escapee}")).exists());
 
