@@ -855,21 +855,7 @@ mod tests {
         // A token the embedder hands over, as an embedder would.
         store.set_access_token(&url, TOKEN, None).unwrap();
         store.put(&stale, expired(port)).unwrap();
-        let (events, mut seen_events) = broadcast::channel(16);
-        let oauth = Arc::new(OAuth::new(
-            &config,
-            store,
-            false,
-            Duration::from_secs(1),
-            events,
-        ));
-        let mut state = HostState::new(
-            Policy::default(),
-            Default::default(),
-            1 << 20,
-            Default::default(),
-        );
-        state.grants.oauth = Some(oauth.clone());
+        let (mut state, oauth, mut seen_events) = runtime_state(&config, store);
         let mut handed = String::new();
         for (name, url) in [("with", &url), ("without", &other), ("expired", &stale)] {
             let ep = wit::HttpEndpoint {
@@ -928,8 +914,13 @@ mod tests {
         assert!(!requests[3].contains(EXPIRED), "{requests:?}");
     }
 
-    fn runtime_state(config: &str, store: TokenStore) -> (HostState, Arc<OAuth>) {
-        let (events, _) = broadcast::channel(16);
+    /// A host state whose grants authorize with `config`'s OAuth, and the
+    /// events it sends.
+    fn runtime_state(
+        config: &str,
+        store: TokenStore,
+    ) -> (HostState, Arc<OAuth>, broadcast::Receiver<Event>) {
+        let (events, seen) = broadcast::channel(16);
         let oauth = Arc::new(OAuth::new(
             config,
             store,
@@ -944,7 +935,7 @@ mod tests {
             Default::default(),
         );
         state.grants.oauth = Some(oauth.clone());
-        (state, oauth)
+        (state, oauth, seen)
     }
 
     /// A token bound to the server's DPoP key goes as `Authorization: DPoP`
@@ -982,7 +973,7 @@ mod tests {
         );
         bound.dpop_key = Some(key.pem().to_owned());
         store.put(&url, bound).unwrap();
-        let (mut state, oauth) = runtime_state(&config, store);
+        let (mut state, oauth, _) = runtime_state(&config, store);
         let ep = wit::HttpEndpoint {
             url: url.clone(),
             headers: Vec::new(),
@@ -1052,7 +1043,7 @@ mod tests {
         let mut broken = record(port);
         broken.dpop_key = Some("-----BEGIN PRIVATE KEY-----\nKEY-SECRET\n".to_owned());
         store.put(&url, broken).unwrap();
-        let (mut state, oauth) = runtime_state(&config, store);
+        let (mut state, oauth, _) = runtime_state(&config, store);
         let ep = wit::HttpEndpoint {
             url: url.clone(),
             headers: Vec::new(),
@@ -1078,7 +1069,7 @@ mod tests {
         let config = serde_json::json!({"mcpServers": {"w": {"type": "http", "url": url,
             "oauth": {"identityToken": "${WORKLOAD_TOKEN}"}}}})
         .to_string();
-        let (_, oauth) = runtime_state(&config, TokenStore::memory());
+        let (_, oauth, _) = runtime_state(&config, TokenStore::memory());
         let granted = Granted {
             server: "w".into(),
             configured: url.into(),
