@@ -1,8 +1,11 @@
 //! Builds the guest component and puts it in `OUT_DIR` for `include_bytes!`.
 //!
 //! The guest is a workspace member built for `wasm32-wasip2` by a nested
-//! `cargo build` with its own target directory (sharing the outer one would
-//! deadlock on cargo's build lock). `MCPBOX_GUEST_WASM=/path/to/guest.wasm`
+//! `cargo build` with a target directory of its own, `mcpbox-guest/` inside the
+//! workspace's (the outer one would deadlock on cargo's build lock). Every build of
+//! the default guest shares it: the debug and release hosts' and the JS host's
+//! (`js/scripts/build.js`), so the guest, which takes minutes with the `guest`
+//! profile's LTO, is built once for all of them. `MCPBOX_GUEST_WASM=/path/to/guest.wasm`
 //! embeds a prebuilt component instead.
 
 use std::env;
@@ -50,7 +53,7 @@ fn main() {
 
     ensure_target_installed();
 
-    let target_dir = out_dir.join("guest-target");
+    let target_dir = guest_target_dir(&out_dir);
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(&root)
@@ -80,6 +83,19 @@ fn main() {
         ))
     });
     write_digest(&embedded);
+}
+
+/// `mcpbox-guest/` in the directory cargo builds into (the nearest ancestor of
+/// `OUT_DIR` holding the `CACHEDIR.TAG` cargo writes at its top), which
+/// `js/scripts/build.js` uses too; `OUT_DIR/guest-target` where there is none.
+fn guest_target_dir(out_dir: &std::path::Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+        .map_or_else(
+            || out_dir.join("guest-target"),
+            |top| top.join("mcpbox-guest"),
+        )
 }
 
 /// `rust-toolchain.toml` names the target, but rustup does not install it on its

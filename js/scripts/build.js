@@ -1,7 +1,9 @@
 // Builds what the JavaScript host runs: the guest component, transpiled by jco.
 //
 //   1. cargo build -p mcpbox-guest --target wasm32-wasip2 --profile guest
-//      (into the workspace's target dir: target/wasm32-wasip2/guest/mcpbox_guest.wasm);
+//      --target-dir target/mcpbox-guest, the directory host/build.rs builds the same
+//      guest in, so after a cargo build of the host this is a no-op
+//      (target/mcpbox-guest/wasm32-wasip2/guest/mcpbox_guest.wasm);
 //   2. jco transpile it into js/gen/ (JS glue + core wasm), only when the wasm or jco
 //      changed, recorded in js/gen/build.json.
 //
@@ -154,10 +156,20 @@ function requireWasmTarget() {
   }
 }
 
-const target = targetDir();
+const guestTarget = join(targetDir(), 'mcpbox-guest');
 requireWasmTarget();
-run('cargo', ['build', '-p', 'mcpbox-guest', '--target', 'wasm32-wasip2', '--profile', 'guest']);
-const wasm = join(target, 'wasm32-wasip2', 'guest', 'mcpbox_guest.wasm');
+run('cargo', [
+  'build',
+  '-p',
+  'mcpbox-guest',
+  '--target',
+  'wasm32-wasip2',
+  '--profile',
+  'guest',
+  '--target-dir',
+  guestTarget,
+]);
+const wasm = join(guestTarget, 'wasm32-wasip2', 'guest', 'mcpbox_guest.wasm');
 if (!existsSync(wasm)) {
   fail(`cargo did not produce ${wasm}`);
 }
