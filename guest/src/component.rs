@@ -1,7 +1,8 @@
 //! The WIT boundary: generated bindings and a thin translation layer.
 //!
 //! This is the only module that sees generated types. It implements the exported
-//! `registry` interface on one [`Manager`] per instance, and the [`Platform`]
+//! `registry` interface (in [`registry`], shared with the stock component) and
+//! the `gateway` interface on one [`Manager`] per instance, and the [`Platform`]
 //! trait on the imports: `transport.connection` for stdio servers,
 //! `remote.grant` and `wasi:http/outgoing-handler` (in [`wasi_http`]) for remote
 //! ones, the monotonic clock for time, `wasi:io/poll` over every connection's
@@ -12,22 +13,18 @@
 
 use core::cell::RefCell;
 
-use crate::client::{CallError, CallOptions, CallResult, Completion};
-use crate::config::ConfigIssue;
-use crate::elicitation::{InputAnswer, InputRequest};
-use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
+use crate::manager::Manager;
 use crate::prelude::*;
-use crate::registry::Entry;
 use crate::remote::target::Target;
 use crate::remote::{Kind, RemoteConnection};
 use crate::server::exposure::Naming;
-use crate::server::{
-    Gateway, Inbound, ServeOptions, Signal, Target as DownstreamTarget, TransportKind,
-};
+use crate::server::{Gateway, Inbound, ServeOptions, TransportKind};
 use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
 };
+use registry::take_signals;
 
+mod registry;
 mod wasi_http;
 
 // Generated code (and the export glue the macro expands to) needs `unsafe` for
@@ -296,165 +293,6 @@ fn from_wit_error(e: types::TransportError) -> TransportError {
     }
 }
 
-fn to_wit_state(s: ServerState) -> wit::ServerState {
-    match s {
-        ServerState::Starting => wit::ServerState::Starting,
-        ServerState::Connected => wit::ServerState::Connected,
-        ServerState::Failed => wit::ServerState::Failed,
-        ServerState::Closed => wit::ServerState::Closed,
-    }
-}
-
-fn to_wit_status(s: ServerStatus) -> wit::ServerStatus {
-    wit::ServerStatus {
-        name: s.name,
-        state: to_wit_state(s.state),
-        transport: s.transport,
-        error: s.error,
-        tool_count: s.tool_count,
-        protocol_version: s.protocol_version,
-        server_name: s.server_name,
-        server_version: s.server_version,
-    }
-}
-
-/// Copies a registry entry into the export's result (`Tool::info` copies each
-/// field once; the canonical ABI frees them after the host reads them).
-fn to_wit_tool(e: &Entry) -> wit::ToolInfo {
-    let t = e.tool.info(&e.server);
-    wit::ToolInfo {
-        name: t.name,
-        server: t.server,
-        tool: t.tool,
-        title: t.title,
-        description: t.description,
-        input_schema: t.input_schema,
-        output_schema: t.output_schema,
-        annotations: t.annotations,
-    }
-}
-
-fn to_wit_issue(i: ConfigIssue) -> wit::ConfigIssue {
-    wit::ConfigIssue {
-        server: i.server,
-        field: i.field,
-        message: i.message,
-    }
-}
-
-fn to_wit_reload_report(r: ReloadReport) -> wit::ReloadReport {
-    wit::ReloadReport {
-        added: r.added,
-        removed: r.removed,
-        restarted: r.restarted,
-        updated: r.updated,
-        unchanged: r.unchanged,
-        kept: r.kept,
-        issues: r.issues.into_iter().map(to_wit_issue).collect(),
-    }
-}
-
-fn to_wit_call_error(e: CallError) -> wit::CallError {
-    match e {
-        CallError::UnknownTool(m) => wit::CallError::UnknownTool(m),
-        CallError::InvalidArguments(m) => wit::CallError::InvalidArguments(m),
-        CallError::ServerUnavailable(m) => wit::CallError::ServerUnavailable(m),
-        CallError::Timeout(m) => wit::CallError::Timeout(m),
-        CallError::Cancelled => wit::CallError::Cancelled,
-        CallError::Protocol(m) => wit::CallError::Protocol(m),
-        CallError::Denied(m) => wit::CallError::Denied(m),
-    }
-}
-
-fn to_wit_result(r: CallResult) -> wit::CallResult {
-    wit::CallResult {
-        is_error: r.is_error,
-        text: r.text,
-        content: r.content,
-        structured_content: r.structured_content,
-    }
-}
-
-fn to_wit_completion(c: Completion) -> wit::Completion {
-    wit::Completion {
-        call: c.call,
-        outcome: c.outcome.map(to_wit_result).map_err(to_wit_call_error),
-    }
-}
-
-/// The export's view of an event; `None` for the ones the gateway keeps to itself.
-fn to_wit_event(e: Event) -> Option<wit::Event> {
-    Some(match e {
-        Event::Status(s) => wit::Event::Status(to_wit_status(s)),
-        Event::ToolsChanged(s) => wit::Event::ToolsChanged(s),
-        Event::Warning(w) => wit::Event::Warning(w),
-        Event::Log(LogEntry {
-            server,
-            level,
-            message,
-        }) => wit::Event::Log(wit::LogEntry {
-            server,
-            level,
-            message,
-        }),
-        Event::InputRequested(InputRequest {
-            id,
-            server,
-            call,
-            tool,
-            sampling: Some(params),
-            ..
-        }) => wit::Event::SamplingRequested(wit::SamplingRequest {
-            id,
-            server,
-            call,
-            tool,
-            params,
-        }),
-        Event::InputRequested(InputRequest {
-            id,
-            server,
-            call,
-            tool,
-            message,
-            requested_schema,
-            approval,
-            sampling: None,
-        }) => wit::Event::InputRequested(wit::InputRequest {
-            id,
-            server,
-            call,
-            tool,
-            message,
-            requested_schema,
-            approval: approval.map(|a| wit::ApprovalRequest {
-                rule: a.rule,
-                arguments: a.arguments,
-            }),
-        }),
-        Event::InputWithdrawn(id) => wit::Event::InputWithdrawn(id),
-        Event::Audit(r) => wit::Event::Audit(wit::AuditRecord {
-            call: r.call,
-            server: r.server,
-            tool: r.tool,
-            profile: r.profile,
-            decision: r.decision,
-            rule: r.rule,
-            approval: r.approval,
-            outcome: r.outcome,
-            duration_ms: r.duration_ms,
-            arguments: r.arguments,
-        }),
-        Event::Progress(_) => return None,
-        Event::ResourceUpdated(u) => wit::Event::ResourceUpdated(wit::ResourceUpdate {
-            server: u.server,
-            uri: u.uri,
-        }),
-        Event::ResourcesChanged(s) => wit::Event::ResourcesChanged(s),
-        Event::PromptsChanged(s) => wit::Event::PromptsChanged(s),
-    })
-}
-
 // wasm32-wasip2 without the `atomics` feature has exactly one thread; the `Sync`
 // claim on `Global` below rests on that.
 #[cfg(target_feature = "atomics")]
@@ -492,192 +330,8 @@ fn with_both<R>(f: impl FnOnce(&mut Manager<Host>, &mut Gateway) -> R) -> R {
     with(|m| f(m, gateway))
 }
 
-fn to_wit_signal(s: Signal) -> types::DownstreamSignal {
-    match s {
-        Signal::Message { target, text } => {
-            types::DownstreamSignal::Message(types::DownstreamMessage {
-                target: match target {
-                    DownstreamTarget::Exchange(x) => types::DownstreamTarget::Exchange(x),
-                    DownstreamTarget::Session(x) => types::DownstreamTarget::Session(x),
-                },
-                text,
-            })
-        }
-        Signal::End { exchange, status } => {
-            types::DownstreamSignal::End(types::ExchangeEnd { exchange, status })
-        }
-        Signal::SessionOpened { exchange, session } => {
-            types::DownstreamSignal::SessionOpened(types::SessionOpened { exchange, session })
-        }
-    }
-}
-
-fn take_signals(g: &mut Gateway) -> Vec<types::DownstreamSignal> {
-    g.take_signals().into_iter().map(to_wit_signal).collect()
-}
-
-/// The exported `registry` interface.
+/// The exported interfaces: `registry` (in [`registry`]) and `gateway`.
 struct Component;
-
-impl wit::Guest for Component {
-    fn load_config(origin: String, text: String) -> Result<Vec<wit::ConfigIssue>, String> {
-        with_both(|m, g| {
-            let issues = m.load_config(&origin, &text)?;
-            g.configure();
-            Ok(issues)
-        })
-        .map(|issues| issues.into_iter().map(to_wit_issue).collect())
-    }
-
-    fn reload_config(origin: String, text: String) -> Result<wit::ReloadReport, String> {
-        with_both(|m, g| {
-            let report = m.reload_config(&origin, &text)?;
-            g.configure();
-            Ok(report)
-        })
-        .map(to_wit_reload_report)
-    }
-
-    fn load_claude_settings(origin: String, text: String) -> Vec<wit::ConfigIssue> {
-        with(|m| m.load_claude_settings(&origin, &text))
-            .into_iter()
-            .map(to_wit_issue)
-            .collect()
-    }
-
-    fn enable_input_requests() {
-        with(Manager::enable_input_requests);
-    }
-
-    fn enable_sampling() {
-        with(Manager::enable_sampling);
-    }
-
-    fn enable_approvals() {
-        with(Manager::enable_approvals);
-    }
-
-    fn set_options(options: wit::EmbedderOptions) {
-        let options = crate::manager::EmbedderOptions {
-            max_result_bytes: options.max_result_bytes,
-            inline_media: options.inline_media,
-            audit: options.audit,
-            audit_arguments: options.audit_arguments,
-        };
-        with(|m| m.set_options(options));
-    }
-
-    fn set_roots(roots: Option<Vec<wit::Root>>) -> Result<(), String> {
-        let roots = roots
-            .map(|roots| crate::roots::from_embedder(roots.into_iter().map(|r| (r.uri, r.name))))
-            .transpose()?;
-        with(|m| m.set_roots(roots));
-        Ok(())
-    }
-
-    fn audit_file() -> Option<String> {
-        with(|m| m.audit_file().map(String::from))
-    }
-
-    fn start() {
-        with(Manager::start);
-    }
-
-    fn servers() -> Vec<wit::ServerStatus> {
-        with(|m| m.servers())
-            .into_iter()
-            .map(to_wit_status)
-            .collect()
-    }
-
-    fn tools(start: u32, max: u32) -> Vec<wit::ToolInfo> {
-        with(|m| {
-            let entries = m.tool_entries();
-            let start = (start as usize).min(entries.len());
-            let end = start.saturating_add(max as usize).min(entries.len());
-            entries[start..end].iter().map(to_wit_tool).collect()
-        })
-    }
-
-    fn start_call(
-        tool: String,
-        arguments: String,
-        options: wit::CallOptions,
-    ) -> Result<u64, wit::CallError> {
-        let options = CallOptions {
-            timeout_ms: options.timeout_ms,
-        };
-        with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
-    }
-
-    fn cancel(call: u64) {
-        with(|m| m.cancel(call));
-    }
-
-    fn start_request(
-        server: Option<String>,
-        request: wit::ServerRequest,
-        options: wit::CallOptions,
-    ) -> Result<u64, wit::CallError> {
-        use crate::client::Request;
-        let request = match request {
-            wit::ServerRequest::ListResources => Request::ListResources,
-            wit::ServerRequest::ListResourceTemplates => Request::ListResourceTemplates,
-            wit::ServerRequest::ReadResource(uri) => Request::ReadResource { uri },
-            wit::ServerRequest::ListPrompts => Request::ListPrompts,
-            wit::ServerRequest::GetPrompt(p) => Request::GetPrompt {
-                name: p.name,
-                arguments: p.arguments,
-            },
-            wit::ServerRequest::Complete(params) => Request::Complete { params },
-            wit::ServerRequest::SetLogLevel(level) => Request::SetLogLevel { level },
-            wit::ServerRequest::SubscribeResource(uri) => Request::Subscribe { uri },
-            wit::ServerRequest::UnsubscribeResource(uri) => Request::Unsubscribe { uri },
-        };
-        let options = CallOptions {
-            timeout_ms: options.timeout_ms,
-        };
-        with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
-    }
-
-    fn wait(timeout_ms: u64) -> wit::Turn {
-        let (completions, events, downstream) = with_both(|m, g| {
-            let (completions, events) = (m.wait(timeout_ms), m.events());
-            // The gateway takes its own calls' completions and events.
-            let (completions, events) = g.absorb(m, completions, events);
-            (completions, events, take_signals(g))
-        });
-        wit::Turn {
-            completions: completions.into_iter().map(to_wit_completion).collect(),
-            events: events.into_iter().filter_map(to_wit_event).collect(),
-            downstream,
-        }
-    }
-
-    fn events() -> Vec<wit::Event> {
-        with(Manager::events)
-            .into_iter()
-            .filter_map(to_wit_event)
-            .collect()
-    }
-
-    fn answer_input(id: u64, answer: wit::InputAnswer) -> Result<(), String> {
-        let answer = match answer {
-            wit::InputAnswer::Accept(content) => InputAnswer::Accept(content),
-            wit::InputAnswer::Decline => InputAnswer::Decline,
-            wit::InputAnswer::Cancel => InputAnswer::Cancel,
-        };
-        with(|m| m.answer_input(id, &answer))
-    }
-
-    fn shutdown() {
-        with(Manager::shutdown);
-    }
-
-    fn reconnect(server: String) -> Result<(), String> {
-        with(|m| m.reconnect(&server))
-    }
-}
 
 /// The exported `gateway` interface.
 impl wit_gateway::Guest for Component {

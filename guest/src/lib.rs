@@ -37,7 +37,7 @@
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait`; a new configuration applied as a diff (`manager/reload.rs`) |
 //! | [`server`] | the gateway: the registry served to downstream MCP clients, both eras |
-//! | [`stock`] | the gateway as a stock `wasi:http` proxy component (feature `stock`): one HTTP request per instance, standard WASI imports only |
+//! | [`stock`] | the gateway as a stock `wasi:http` proxy component (feature `stock`): one HTTP request per instance, standard WASI imports only; it also exports the registry, for composition |
 
 #![deny(missing_docs)]
 // Native builds (the unit tests) keep std; see "Layout" for why wasm does not.

@@ -89,6 +89,48 @@ fn build_stock(feature: &str) -> PathBuf {
         .join("mcpbox_guest.wasm")
 }
 
+/// The registry's consumer (`tests/registry-consumer`): a command component
+/// that imports `mcpbox:runtime/registry`, to be composed with the stock
+/// component. Built into the stock build's target directory, where
+/// wit-bindgen's macro is already built (a few seconds).
+///
+/// # Panics
+///
+/// When the build fails, with cargo's output.
+pub fn registry_consumer() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .expect("tests/ is in the workspace")
+                .to_path_buf();
+            let target_dir = root.join("target").join("stock");
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let out = Command::new(cargo)
+                .current_dir(&root)
+                .args(["build", "--quiet", "-p", "mcpbox-registry-consumer"])
+                .args(["--target", "wasm32-wasip2", "--profile", "guest"])
+                .arg("--target-dir")
+                .arg(&target_dir)
+                .env_remove("CARGO_ENCODED_RUSTFLAGS")
+                .env_remove("RUSTFLAGS")
+                .env_remove("CARGO_BUILD_TARGET")
+                .output()
+                .expect("run cargo to build the registry consumer");
+            assert!(
+                out.status.success(),
+                "building the registry consumer failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            target_dir
+                .join("wasm32-wasip2")
+                .join("guest")
+                .join("mcpbox-registry-consumer.wasm")
+        })
+        .clone()
+}
+
 /// The stock `wasmtime` CLI installed by `scripts/install-peers`.
 pub fn wasmtime_cli() -> PathBuf {
     let path = python_venv().join("bin").join("wasmtime");

@@ -11,6 +11,11 @@
 //!   `workload.environment`), and a stdio entry refused with a message in the platform's log;
 //! - warm calls: an instance that serves more than one request sends a
 //!   2026-07-28 server it already knows the call alone (counted upstream);
+//! - the registry composed: a component that imports `mcpbox:runtime/registry`
+//!   (`tests/registry-consumer`), plugged into the stock component with
+//!   `wac_graph::plug` (what `wac plug` does), imports standard WASI only and,
+//!   on the stock `wasmtime run`, lists the tools of a remote server and calls
+//!   one;
 //! - scale-out: two `wasmtime serve` processes behind a round-robin proxy; one
 //!   client's consecutive calls land on both, and after one is killed every call
 //!   still answers (the proxy sends the refused requests to the other).
@@ -18,7 +23,8 @@
 use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client};
 use mcpbox_tests::http::{EverythingMode, everything_http, ts_http};
 use mcpbox_tests::stock::{
-    RoundRobin, StockServer, stock_component, stock_config_component, wash_cli,
+    RoundRobin, StockServer, registry_consumer, stock_component, stock_config_component, wash_cli,
+    wasmtime_cli,
 };
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
@@ -72,8 +78,16 @@ const STANDARD_WASI: [&str; 9] = [
 /// The `stock-config` build's one more import.
 const WASI_CONFIG: &str = "wasi:config/store@0.2.0-rc.1";
 
+/// What the stock component exports: the gateway, and the registry (with the
+/// types it uses) for a component composed with it.
+const STOCK_EXPORTS: [&str; 3] = [
+    "wasi:http/incoming-handler@0.2.12",
+    "mcpbox:runtime/registry@0.2.0",
+    "mcpbox:runtime/types@0.2.0",
+];
+
 /// Checks that `wasm` imports only `allowed` (and `wasi:http/outgoing-handler`)
-/// and exports `wasi:http/incoming-handler` alone; its imports.
+/// and exports the gateway and the registry; its imports.
 fn check_imports(wasm: &std::path::Path, allowed: &[&str]) -> Vec<String> {
     let wasm = std::fs::read(wasm).expect("read the stock component");
     let (imports, exports) = imports_and_exports(&wasm);
@@ -89,7 +103,11 @@ fn check_imports(wasm: &std::path::Path, allowed: &[&str]) -> Vec<String> {
         imports.contains(&"wasi:http/outgoing-handler@0.2.12".to_owned()),
         "{imports:?}"
     );
-    assert_eq!(exports, ["wasi:http/incoming-handler@0.2.12"]);
+    let mut exports = exports;
+    exports.sort();
+    let mut expected = STOCK_EXPORTS.map(String::from).to_vec();
+    expected.sort();
+    assert_eq!(exports, expected);
     imports
 }
 
@@ -105,6 +123,100 @@ fn the_stock_component_imports_standard_wasi_only() {
     with_config.push(WASI_CONFIG);
     let imports = check_imports(&stock_config_component(), &with_config);
     assert!(imports.iter().any(|i| i == WASI_CONFIG), "{imports:?}");
+}
+
+/// The consumer plugged into the stock component (`wac plug --plug STOCK
+/// CONSUMER`, as the README says), written next to the consumer.
+fn compose_registry(stock: &std::path::Path, consumer: &std::path::Path) -> std::path::PathBuf {
+    use wac_graph::{CompositionGraph, EncodeOptions, plug, types::Package};
+    let mut graph = CompositionGraph::new();
+    let mut register = |name: &str, path: &std::path::Path| {
+        let package = Package::from_file(name, None, path, graph.types_mut())
+            .unwrap_or_else(|e| panic!("read {}: {e:#}", path.display()));
+        graph.register_package(package).expect("register")
+    };
+    let stock = register("mcpbox:stock", stock);
+    let consumer_id = register("mcpbox:registry-consumer", consumer);
+    plug(&mut graph, vec![stock], consumer_id).expect("plug the registry into the consumer");
+    let bytes = graph
+        .encode(EncodeOptions::default())
+        .expect("encode the composition");
+    let out = consumer.with_file_name("registry-consumer-composed.wasm");
+    std::fs::write(&out, bytes).expect("write the composition");
+    out
+}
+
+/// An agent written as a component, on a runtime with standard WASI only: the
+/// consumer imports the registry, the stock component exports it; composed,
+/// `wasmtime run` lists the TypeScript peer's tools (its URL a `${VAR}` from
+/// the environment) and calls one; a stdio entry fails, saying why.
+#[test]
+fn a_component_composed_with_the_registry_calls_remote_tools_on_wasmtime_run() {
+    let composed = compose_registry(&stock_component(), &registry_consumer());
+    let wasm = std::fs::read(&composed).expect("read the composition");
+    let (imports, exports) = imports_and_exports(&wasm);
+    assert!(!imports.is_empty(), "no imports found: the parse is wrong");
+    for import in &imports {
+        assert!(
+            import.starts_with("wasi:"),
+            "the composition imports {import}, not standard WASI; all: {imports:?}"
+        );
+    }
+    assert!(
+        exports.iter().any(|e| e.starts_with("wasi:cli/run@")),
+        "{exports:?}"
+    );
+    assert!(
+        !exports.iter().any(|e| e.starts_with("mcpbox:")),
+        "{exports:?}"
+    );
+
+    let ts = ts_http();
+    let config = json!({"mcpServers": {
+        "ts": {"url": "${TS_URL}"},
+        "local": {"command": "node", "args": ["--version"]},
+    }})
+    .to_string();
+    let out = std::process::Command::new(wasmtime_cli())
+        .args(["run", "-S", "http"])
+        .arg("--env")
+        .arg(format!("MCPBOX_CONFIG={config}"))
+        .arg("--env")
+        .arg(format!("TS_URL={}", ts.url))
+        .arg(&composed)
+        .args(["mcp__ts__greet", r#"{"name":"a component"}"#])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run wasmtime");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "wasmtime run failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    for line in [
+        "server ts connected",
+        "tool mcp__ts__greet",
+        "tool mcp__ts__add",
+        "result Hello, a component!",
+    ] {
+        assert!(
+            lines.contains(&line),
+            "{line:?} missing:\n{stdout}\n{stderr}"
+        );
+    }
+    let local = lines
+        .iter()
+        .find(|l| l.starts_with("server local "))
+        .unwrap_or_else(|| panic!("no line for `local`:\n{stdout}"));
+    assert!(
+        local.starts_with("server local failed")
+            && local.contains("server `local` is a stdio server")
+            && local.contains("runs no processes"),
+        "{local}"
+    );
 }
 
 /// rmcp's client in one era: lists, calls, closes.

@@ -1,5 +1,6 @@
 //! The stock component's WIT boundary: world `mcpbox:stock/stock` bound to
-//! the plain logic of [`super::exchange`].
+//! the plain logic of [`super::exchange`] (the exported `incoming-handler`)
+//! and to one long-lived [`Manager`] (the exported `registry`, in [`registry`]).
 //!
 //! The [`Platform`] here reaches remote servers over `wasi:http/outgoing-handler`
 //! through the same port as the mcpbox guest (`component/wasi_http.rs`, included
@@ -7,6 +8,13 @@
 //! (what `remote.grant` does in mcpbox's hosts), and refuses stdio servers. The
 //! exported `incoming-handler` reads the request, runs the exchange, and writes
 //! the response as the exchange produces it.
+//!
+//! The exported `registry` is the mcpbox guest's own (`component/registry.rs`,
+//! included as it is) on a manager that lives as long as the instance: a
+//! component composed with this one calls `start`, `start-call` and `wait` as
+//! an mcpbox host would, and `wait` blocks on `wasi:io/poll` over the
+//! connections and the clock. The manager loads the configuration the gateway
+//! reads (see [`Settings`]) when it is first used; `load-config` replaces it.
 
 use crate::prelude::*;
 
@@ -20,10 +28,15 @@ use super::exchange::{self, HttpRequest, Responder};
 use super::known::KnownServers;
 use super::references::interpolate;
 use crate::client::KnownServer;
+use crate::manager::Manager;
+use crate::server::Gateway;
 use core::cell::RefCell;
 
 #[path = "../component/wasi_http.rs"]
 mod wasi_http;
+
+#[path = "../component/registry.rs"]
+mod registry;
 
 // Generated code needs `unsafe` for the canonical ABI; confined to this module.
 // One world or the other: `stock-config` adds `wasi:config/store` (see its WIT).
@@ -46,6 +59,8 @@ mod bindings {
     export!(Stock with_types_in self);
 }
 
+use bindings::exports::mcpbox::runtime::registry as wit;
+use bindings::exports::mcpbox::runtime::types;
 use bindings::exports::wasi::http::incoming_handler;
 use bindings::wasi::cli::{environment, stderr};
 use bindings::wasi::clocks::monotonic_clock;
@@ -220,15 +235,7 @@ impl Responder for Response {
     }
 
     fn log(&mut self, line: &str) {
-        let stderr = stderr::get_stderr();
-        let mut text = String::with_capacity(line.len() + 1);
-        text.push_str(line);
-        text.push('\n');
-        for chunk in text.as_bytes().chunks(WRITE_CHUNK) {
-            if stderr.blocking_write_and_flush(chunk).is_err() {
-                return;
-            }
-        }
+        write_stderr(line);
     }
 
     fn body(&mut self, bytes: &[u8]) -> bool {
@@ -253,6 +260,19 @@ impl Response {
         self.stream = None;
         if let Some(body) = self.body.take() {
             let _ = OutgoingBody::finish(body, None);
+        }
+    }
+}
+
+/// Writes a line to the platform's log (`wasi:cli/stderr`).
+fn write_stderr(line: &str) {
+    let stderr = stderr::get_stderr();
+    let mut text = String::with_capacity(line.len() + 1);
+    text.push_str(line);
+    text.push('\n');
+    for chunk in text.as_bytes().chunks(WRITE_CHUNK) {
+        if stderr.blocking_write_and_flush(chunk).is_err() {
+            return;
         }
     }
 }
@@ -332,8 +352,72 @@ fn variables() -> (Vec<(String, String)>, Option<String>) {
     }
 }
 
-/// The exported `wasi:http/incoming-handler`.
+/// The exported `wasi:http/incoming-handler` and `registry` (see [`registry`]).
 struct Stock;
+
+/// The name [`registry`] implements its export on.
+type Component = Stock;
+
+/// The registry's manager, for as long as the instance lives, and a gateway
+/// that serves nobody (the registry's `wait` passes through it, as in the
+/// mcpbox guest); made at the first registry call.
+struct RegistryMemory(RefCell<Option<(Manager<StockHost>, Gateway)>>);
+
+// SAFETY: as for `InstanceMemory`; exports do not re-enter one another, and a
+// re-entrant borrow would trap in the `RefCell` rather than alias.
+#[allow(unsafe_code)]
+unsafe impl Sync for RegistryMemory {}
+
+static REGISTRY: RegistryMemory = RegistryMemory(RefCell::new(None));
+
+/// The registry's manager and gateway.
+fn with_both<R>(f: impl FnOnce(&mut Manager<StockHost>, &mut Gateway) -> R) -> R {
+    let mut slot = REGISTRY.0.borrow_mut();
+    let (m, g) = slot.get_or_insert_with(open_registry);
+    f(m, g)
+}
+
+/// The registry's manager.
+fn with<R>(f: impl FnOnce(&mut Manager<StockHost>) -> R) -> R {
+    with_both(|m, _| f(m))
+}
+
+/// A manager on this instance's platform, with the configuration the gateway
+/// would read (`MCPBOX_CONFIG`, the built-in one, `wasi:config`) loaded; what
+/// is wrong with it goes to the platform's log, as the gateway's does.
+fn open_registry() -> (Manager<StockHost>, Gateway) {
+    let (env, warning) = variables();
+    let settings = Settings::from_env(&env, BAKED_CONFIG);
+    let log = |line: &str| write_stderr(&format!("mcpbox registry: {line}"));
+    for warning in warning.iter().chain(&settings.warnings) {
+        log(warning);
+    }
+    let host = StockHost {
+        env,
+        known_max_age_ms: settings.known_max_age_ms,
+    };
+    let mut m = Manager::new(host);
+    let mut g = Gateway::new();
+    match &settings.config {
+        Some((origin, text)) => match m.load_config(origin, text) {
+            Ok(issues) => {
+                g.configure();
+                for issue in issues {
+                    log(&format!("{origin}: {issue}"));
+                }
+            }
+            Err(why) => log(&format!(
+                "could not read its configuration ({origin}): {why}; call load-config"
+            )),
+        },
+        None => log(&format!(
+            "no configuration: {} is not set and none is built in \
+             (MCPBOX_STOCK_CONFIG); the composed component must call load-config",
+            super::CONFIG_VAR
+        )),
+    }
+    (m, g)
+}
 
 impl incoming_handler::Guest for Stock {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {

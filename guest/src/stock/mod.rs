@@ -3,8 +3,8 @@
 //! one HTTP request.
 //!
 //! The feature `stock` builds world `mcpbox:stock/stock` (`wit-stock/`) instead of
-//! `mcpbox:runtime/mcpbox`: the component exports `wasi:http/incoming-handler` and
-//! imports only standard WASI 0.2 interfaces. What mcpbox's own hosts provide
+//! `mcpbox:runtime/mcpbox`: the component exports `wasi:http/incoming-handler`
+//! (and the registry) and imports only standard WASI 0.2 interfaces. What mcpbox's own hosts provide
 //! through `mcpbox:runtime` is done here instead:
 //!
 //! | mcpbox host import | in the stock component |
@@ -15,6 +15,13 @@
 //! | `state` (the era a server speaks) | kept in the instance with each 2026-07-28 server's tools ([`known`]), for the requests an instance serves after the first |
 //! | `blobs` | none: results stay inline |
 //! | the host's HTTP listener (`mcpbox serve --http`) | [`exchange`]: one request, one instance, the gateway driven until its answer is complete |
+//!
+//! It also exports `mcpbox:runtime/registry`, the mcpbox guest's own interface
+//! and binding, on a manager that lives as long as the instance, for a
+//! component composed with this one (an agent written as a component): its
+//! `wait` blocks on `wasi:io/poll`, and the configuration is read as below
+//! unless the consumer calls `load-config`. See `docs/PLATFORMS.md`, "The
+//! registry, composed".
 //!
 //! # One request, one instance
 //!
