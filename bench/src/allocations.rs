@@ -1,5 +1,7 @@
-//! The client's heap allocations per call (`MCPBOX_BENCH_ALLOCS=1`): a figure
-//! that load from elsewhere does not move, beside the times, which it does.
+//! The client's heap allocations per call (`MCPBOX_BENCH_ALLOCS=1`), beside the
+//! times. Load from elsewhere does not change what a call allocates, only
+//! scheduling does: rmcp's count is the same every sample, mcpbox's varies with
+//! how its tasks and threads meet (docs/PERFORMANCE.md, "Dashboard and metrics").
 //!
 //! Hand-written because it is a counter in front of the system allocator and
 //! nothing more; the crates that count (`stats_alloc`, `dhat`) are not in this
