@@ -52,10 +52,16 @@
 //! name section, so perf shows guest function names); `MCPBOX_BENCH_ROUNDS=N`
 //! repeats the timed part of W2 and W3; `MCPBOX_BENCH_SMAPS=1` prints a worker's
 //! largest memory mappings (the guest's linear memory is one of them).
+//! `MCPBOX_BENCH_ALLOCS=1` counts the client's heap allocations in W2's timed part
+//! ([`allocations`]; a row of its own, `allocs/call`).
 
+mod allocations;
 mod gateway;
 mod http;
 mod worker;
+
+#[global_allocator]
+static ALLOCATOR: allocations::Counting = allocations::Counting;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -208,6 +214,13 @@ const ROWS: &[Row] = &[
         label: "W2 client CPU",
         metric: "cpu_us_per_call",
         unit: "µs/call",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Sequential,
+        label: "W2 client allocations",
+        metric: "allocs_per_call",
+        unit: "allocs/call",
         target: Target::None,
     },
     Row {
@@ -849,6 +862,14 @@ fn cell(samples: Option<&Samples>, metric: &str, unit: &str) -> (String, Option<
     (text, summary(values).map(|s| s.0))
 }
 
+/// Whether any sample of the row's workload carries its metric or failed: rows
+/// of metrics only some runs take (`allocs_per_call`) are left out of the others.
+fn reported(samples: &BTreeMap<(Workload, Side), Samples>, row: &Row) -> bool {
+    samples.iter().any(|((workload, _), s)| {
+        *workload == row.workload && (!s.failures.is_empty() || s.metrics.contains_key(row.metric))
+    })
+}
+
 /// Prints the W table; returns the labels of missed targets.
 fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) -> Vec<&'static str> {
     println!();
@@ -860,7 +881,10 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) -> Ve
     println!("| workload | mcpbox | rmcp | ratio | target | met? | raw client |");
     println!("|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
-    for row in ROWS.iter().filter(|r| args.only.contains(&r.workload)) {
+    for row in ROWS
+        .iter()
+        .filter(|r| args.only.contains(&r.workload) && reported(samples, r))
+    {
         let mine = samples.get(&(row.workload, Side::Mcpbox));
         let theirs = samples.get(&(row.workload, Side::Rmcp));
         let (mine_text, mine_median) = cell(mine, row.metric, row.unit);
@@ -925,10 +949,11 @@ fn print_side_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>, 
     println!();
     println!("| workload | mcpbox | {} | ratio |", side.name());
     println!("|---|---|---|---|");
-    for row in ROWS
-        .iter()
-        .filter(|r| args.only.contains(&r.workload) && r.workload != Workload::ColdProcess)
-    {
+    for row in ROWS.iter().filter(|r| {
+        args.only.contains(&r.workload)
+            && r.workload != Workload::ColdProcess
+            && reported(samples, r)
+    }) {
         let (plain, plain_median) = cell(
             samples.get(&(row.workload, Side::Mcpbox)),
             row.metric,

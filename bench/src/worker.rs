@@ -184,6 +184,8 @@ trait Client: Sized + Send + Sync + 'static {
                 for i in 0..WARM_UP_CALLS {
                     check_echo(&client, i).await?;
                 }
+                let counting = crate::allocations::start();
+                let allocations = crate::allocations::count();
                 let cpu = process_cpu();
                 let started = Instant::now();
                 for i in 0..SEQUENTIAL_CALLS * rounds() {
@@ -191,9 +193,13 @@ trait Client: Sized + Send + Sync + 'static {
                 }
                 let wall = started.elapsed();
                 let cpu = process_cpu() - cpu;
+                let allocations = crate::allocations::count() - allocations;
                 let n = (SEQUENTIAL_CALLS * rounds()) as f64;
                 metrics.insert("us_per_call", wall.as_secs_f64() * 1e6 / n);
                 metrics.insert("cpu_us_per_call", cpu.as_secs_f64() * 1e6 / n);
+                if counting {
+                    metrics.insert("allocs_per_call", allocations as f64 / n);
+                }
             }
             Workload::Concurrent => {
                 for i in 0..WARM_UP_CALLS {

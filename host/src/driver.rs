@@ -447,14 +447,31 @@ impl Driver {
         }
         for event in events {
             let event: Event = event.into();
-            if let Some(monitor) = &self.monitor {
-                monitor.observe(&event);
-            }
             if let (Event::Audit(record), Some(log)) = (&event, &self.audit)
                 && let Err(e) = log.write(record)
             {
                 let _ = self.published.events.send(Event::Warning(e));
             }
+            let event = match (event, &self.monitor) {
+                (Event::Audit(record), Some(monitor)) => {
+                    // The monitor keeps the record among the recent calls; it is
+                    // copied only for subscribers, so that a runtime nobody
+                    // listens to pays for no copy per call (docs/PERFORMANCE.md,
+                    // "Metrics cost").
+                    let copy = (self.published.events.receiver_count() > 0)
+                        .then(|| Event::Audit(record.clone()));
+                    monitor.call(record);
+                    match copy {
+                        Some(copy) => copy,
+                        None => continue,
+                    }
+                }
+                (event, Some(monitor)) => {
+                    monitor.observe(&event);
+                    event
+                }
+                (event, None) => event,
+            };
             // No subscribers is fine: events are for whoever listens.
             let _ = self.published.events.send(event);
         }

@@ -6,7 +6,9 @@
 //! events it publishes anyway — each call's audit record (server, tool, outcome,
 //! duration) and each server status — and the snapshots it starts from, so the
 //! numbers are the audit trail's and the registry's, counted once. The monitor
-//! keeps plain numbers under one lock; [`MetricsSnapshot::prometheus_text`]
+//! keeps plain numbers under one lock, and each call's record itself in the ring
+//! of recent calls (the driver copies a record only when the event has
+//! subscribers); [`MetricsSnapshot::prometheus_text`]
 //! writes them in the Prometheus text format with the `prometheus-client` crate's
 //! encoder (a collector over the snapshot), so the format's escaping and naming
 //! rules are the crate's, not ours.
@@ -153,12 +155,11 @@ impl Monitor {
         self.book.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes note of an event the driver is about to publish.
+    /// Takes note of an event the driver is about to publish (calls go to
+    /// [`Monitor::call`]).
     pub fn observe(&self, event: &Event) {
-        match event {
-            Event::Audit(record) => self.call(record),
-            Event::Status(status) => self.status(status),
-            _ => {}
+        if let Event::Status(status) = event {
+            self.status(status);
         }
     }
 
@@ -206,7 +207,9 @@ impl Monitor {
         }
     }
 
-    fn call(&self, record: &AuditRecord) {
+    /// Counts a call that ended and keeps its record among the recent calls
+    /// (taken by value: the ring holds the record itself, not a copy).
+    pub fn call(&self, record: AuditRecord) {
         let seconds = record.duration_ms as f64 / 1000.0;
         let bucket = LATENCY_BUCKETS
             .iter()
@@ -238,7 +241,7 @@ impl Monitor {
         if book.recent.len() == RECENT_CALLS {
             book.recent.pop_front();
         }
-        book.recent.push_back(record.clone());
+        book.recent.push_back(record);
     }
 
     /// The latest calls, oldest first.
@@ -530,15 +533,10 @@ mod tests {
     #[test]
     fn calls_are_counted_by_outcome_and_timed_in_buckets() {
         let m = Monitor::new(&[]);
-        m.observe(&Event::Audit(record("fx", "mcp__fx__echo", "ok", 0)));
-        m.observe(&Event::Audit(record("fx", "mcp__fx__echo", "ok", 30)));
-        m.observe(&Event::Audit(record(
-            "fx",
-            "mcp__fx__echo",
-            "timeout",
-            2000,
-        )));
-        m.observe(&Event::Audit(record("", "mcp__nope__x", "unknown-tool", 0)));
+        m.call(record("fx", "mcp__fx__echo", "ok", 0));
+        m.call(record("fx", "mcp__fx__echo", "ok", 30));
+        m.call(record("fx", "mcp__fx__echo", "timeout", 2000));
+        m.call(record("", "mcp__nope__x", "unknown-tool", 0));
         let snap = m.snapshot(&[]);
         let echo: Vec<_> = snap.calls.iter().filter(|c| c.tool == "echo").collect();
         assert_eq!(echo.len(), 2);
@@ -559,7 +557,7 @@ mod tests {
     #[test]
     fn the_text_format_names_and_escapes_as_prometheus_does() {
         let m = Monitor::new(&[status("a\"b", ServerState::Connected, None)]);
-        m.observe(&Event::Audit(record("a\"b", "mcp__a\"b__t", "ok", 3)));
+        m.call(record("a\"b", "mcp__a\"b__t", "ok", 3));
         let text = m
             .snapshot(&[status("a\"b", ServerState::Connected, None)])
             .prometheus_text();

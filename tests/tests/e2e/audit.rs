@@ -147,3 +147,65 @@ async fn an_audit_file_that_cannot_be_written_fails_the_open() {
         .expect_err("refused");
     assert!(e.to_string().contains("/proc/mcpbox-cannot"), "{e}");
 }
+
+/// Metrics keep each call's record among the recent calls whether or not anyone
+/// listens to the events: with no subscriber the driver hands the record over
+/// without a copy, with one the subscriber gets the same record as an event.
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_keep_the_recent_calls_with_and_without_subscribers() {
+    let config = json!({ "mcpServers": { "fx": fixture_entry(&[]) } });
+    let runtime = Options::from_config_text("test.mcp.json", config.to_string())
+        .metrics(true)
+        .open()
+        .await
+        .expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "fx");
+    for i in 0..3 {
+        call(
+            &runtime,
+            "mcp__fx__echo",
+            json!({"text": format!("quiet {i}")}),
+        )
+        .await
+        .unwrap();
+    }
+    // The answer goes out before the record is published: wait for it, with a deadline.
+    let deadline = tokio::time::Instant::now() + crate::PATIENCE;
+    while runtime.recent_calls().len() < 3 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the calls never reached the recent calls: {:?}",
+            runtime.recent_calls()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let quiet = runtime.recent_calls();
+    assert_eq!(quiet.len(), 3, "{quiet:?}");
+    assert!(
+        quiet
+            .iter()
+            .all(|r| r.tool == "mcp__fx__echo" && r.server == "fx" && r.outcome == "ok"),
+        "{quiet:?}"
+    );
+
+    let mut events = runtime.events();
+    call(&runtime, "mcp__fx__echo", json!({"text": "heard"}))
+        .await
+        .unwrap();
+    let Event::Audit(heard) = next_event(&mut events, |e| matches!(e, Event::Audit(_))).await
+    else {
+        unreachable!("next_event returns what its predicate matched")
+    };
+    // The monitor counted it before the event went out.
+    let recent = runtime.recent_calls();
+    assert_eq!(recent.len(), 4, "{recent:?}");
+    assert_eq!(recent.last(), Some(&heard));
+    let metrics = runtime.metrics().expect("metrics are on");
+    let echo: u64 = metrics
+        .calls
+        .iter()
+        .filter(|c| c.server == "fx" && c.tool == "echo" && c.outcome == "ok")
+        .map(|c| c.count)
+        .sum();
+    assert_eq!(echo, 4, "{:?}", metrics.calls);
+}
