@@ -55,6 +55,7 @@
 
 mod gateway;
 mod http;
+mod lean_http;
 mod worker;
 
 use std::collections::BTreeMap;
