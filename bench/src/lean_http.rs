@@ -172,21 +172,33 @@ impl LeanClient {
             r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}","arguments":{{"text":"{text}"}}}}}}"#
         );
         let (status, headers, body) = self.post(body).await?;
-        if status != StatusCode::OK {
-            return Err(format!("{name} answered {status}: {}", lossy(&body)).into());
-        }
-        let answer = json_rpc(&headers, &body, id)?;
-        let got = answer
-            .result
-            .as_ref()
-            .filter(|r| !r.is_error)
-            .and_then(|r| r.content.first())
-            .and_then(|c| c.text.as_deref());
-        if answer.error.is_none() && got == Some(text) {
-            Ok(())
-        } else {
-            Err(format!("{name} answered {}, not {text:?}", lossy(&body)).into())
-        }
+        check_echo(name, status, &headers, &body, id, text)
+    }
+}
+
+/// Whether `body` answers request `id` with a successful echo of `text`.
+fn check_echo(
+    name: &str,
+    status: StatusCode,
+    headers: &header::HeaderMap,
+    body: &[u8],
+    id: u64,
+    text: &str,
+) -> Result<(), BoxError> {
+    if status != StatusCode::OK {
+        return Err(format!("{name} answered {status}: {}", lossy(body)).into());
+    }
+    let answer = json_rpc(headers, body, id)?;
+    let got = answer
+        .result
+        .as_ref()
+        .filter(|r| !r.is_error)
+        .and_then(|r| r.content.first())
+        .and_then(|c| c.text.as_deref());
+    if answer.error.is_none() && got == Some(text) {
+        Ok(())
+    } else {
+        Err(format!("{name} answered {}, not {text:?}", lossy(body)).into())
     }
 }
 
@@ -227,4 +239,59 @@ fn json_rpc<'a>(
 
 fn lossy(body: &[u8]) -> Cow<'_, str> {
     String::from_utf8_lossy(&body[..body.len().min(300)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(content_type: &'static str) -> header::HeaderMap {
+        let mut h = header::HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(content_type),
+        );
+        h
+    }
+
+    fn check(content_type: &'static str, body: &str, status: StatusCode) -> bool {
+        check_echo(
+            "echo",
+            status,
+            &headers(content_type),
+            body.as_bytes(),
+            7,
+            "call 7",
+        )
+        .is_ok()
+    }
+
+    #[test]
+    fn only_the_right_answer_passes() {
+        let json = "application/json";
+        let ok =
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"call 7"}]}}"#;
+        assert!(check(json, ok, StatusCode::OK));
+        // The same answer to another request, with an error status, or not JSON fails.
+        assert!(!check(json, &ok.replace(":7,", ":8,"), StatusCode::OK));
+        assert!(!check(json, ok, StatusCode::INTERNAL_SERVER_ERROR));
+        assert!(!check(json, "not json", StatusCode::OK));
+        // Another text, a tool error, a JSON-RPC error.
+        assert!(!check(
+            json,
+            &ok.replace("call 7", "call 8"),
+            StatusCode::OK
+        ));
+        let tool_error = ok.replace(r#""content""#, r#""isError":true,"content""#);
+        assert!(!check(json, &tool_error, StatusCode::OK));
+        let error = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}"#;
+        assert!(!check(json, error, StatusCode::OK));
+        // An SSE answer: a notification first, then the response.
+        let sse = "text/event-stream";
+        let stream = format!(
+            "event: message\ndata: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}}\n\nevent: message\ndata: {ok}\n\n"
+        );
+        assert!(check(sse, &stream, StatusCode::OK));
+        assert!(!check(sse, &stream.replace(":7,", ":9,"), StatusCode::OK));
+    }
 }
