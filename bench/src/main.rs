@@ -58,6 +58,7 @@
 mod allocations;
 mod gateway;
 mod http;
+mod lean_http;
 mod worker;
 
 #[global_allocator]

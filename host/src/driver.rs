@@ -648,39 +648,41 @@ impl Driver {
                 let registry = self.guest.mcpbox_runtime_registry();
                 let wit: Option<Vec<_>> =
                     roots.as_ref().map(|r| r.iter().map(Into::into).collect());
-                match registry
+                let result = registry
                     .call_set_roots(&mut self.store, wit.as_deref())
-                    .await
-                {
-                    Ok(result) => {
-                        if result.is_ok() {
-                            self.factory.set_roots(roots);
-                        }
-                        // A server reconnected for its roots shows as starting.
-                        self.publish_events().await?;
-                        let _ = reply.send(result);
-                        Ok(None)
-                    }
-                    Err(trap) => {
-                        self.interrupted = Some(Interrupted::Other(reply));
-                        Err(trap)
-                    }
+                    .await;
+                if matches!(result, Ok(Ok(()))) {
+                    self.factory.set_roots(roots);
                 }
+                // A server reconnected for its roots shows as starting.
+                self.reply_after_events(result, reply).await
             }
             Job::Reconnect { server, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
-                match registry.call_reconnect(&mut self.store, &server).await {
-                    Ok(result) => {
-                        // The caller sees the server starting once this returns.
-                        self.publish_events().await?;
-                        let _ = reply.send(result);
-                        Ok(None)
-                    }
-                    Err(trap) => {
-                        self.interrupted = Some(Interrupted::Other(reply));
-                        Err(trap)
-                    }
-                }
+                let result = registry.call_reconnect(&mut self.store, &server).await;
+                self.reply_after_events(result, reply).await
+            }
+        }
+    }
+
+    /// Answers a job whose guest call may have restarted servers
+    /// (`set-roots`, `reconnect`) once the events it queued are published, so
+    /// the caller sees those servers starting when it hears back; over a trap
+    /// the reply waits in `interrupted` like any other.
+    async fn reply_after_events(
+        &mut self,
+        result: wasmtime::Result<Result<(), String>>,
+        reply: oneshot::Sender<Result<(), String>>,
+    ) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
+        match result {
+            Ok(result) => {
+                self.publish_events().await?;
+                let _ = reply.send(result);
+                Ok(None)
+            }
+            Err(trap) => {
+                self.interrupted = Some(Interrupted::Other(reply));
+                Err(trap)
             }
         }
     }

@@ -644,7 +644,9 @@ async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
         }
         [Item::Message { text, .. }, Item::End(status)] => {
             guard.armed = false;
-            let mut r = Response::new(Either::Left(Full::new(Bytes::from(text.to_string()))));
+            // The guest's text itself is the body: no copy.
+            let body = Bytes::from_owner(JsonText(text.clone()));
+            let mut r = Response::new(Either::Left(Full::new(body)));
             *r.status_mut() = StatusCode::from_u16(*status).unwrap_or(StatusCode::OK);
             r.headers_mut().insert(
                 header::CONTENT_TYPE,
@@ -660,6 +662,15 @@ async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
         response.headers_mut().insert("mcp-session-id", value);
     }
     response
+}
+
+/// A message's text as the bytes of a response body (`Bytes::from_owner`).
+struct JsonText(Arc<str>);
+
+impl AsRef<[u8]> for JsonText {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
 }
 
 pub(super) fn sse(body: SseBody) -> Response<ResponseBody> {
@@ -946,7 +957,8 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                     Some((_, items)) => items.push(item),
                     None => batches.push((dest, vec![item])),
                 };
-            for signal in signals {
+            let mut signals = signals.into_iter().peekable();
+            while let Some(signal) = signals.next() {
                 match signal {
                     wit::DownstreamSignal::SessionOpened(o) => {
                         let Ok(id) = random_hex(16) else { continue };
@@ -975,15 +987,24 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                                 let Some(entry) = state.exchanges.get_mut(&x) else {
                                     continue;
                                 };
+                                // The whole answer at once (its one message, then
+                                // the end) goes out as `application/json` (see
+                                // `respond`), which has no event ids: nothing to
+                                // number or keep for resumption.
+                                let whole = entry.seq == 0
+                                    && matches!(
+                                        signals.peek(),
+                                        Some(wit::DownstreamSignal::End(e)) if e.exchange == x
+                                    );
                                 let id = match &entry.session {
-                                    Some(sid) => {
+                                    Some(sid) if !whole => {
                                         entry.seq += 1;
                                         if let Some(s) = state.sessions.get_mut(sid) {
                                             remember(s, x, entry.seq, &text);
                                         }
                                         Some(format!("{x}-{}", entry.seq))
                                     }
-                                    None => None,
+                                    _ => None,
                                 };
                                 add(Dest::Exchange(x), Item::Message { id, text });
                             }
