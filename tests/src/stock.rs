@@ -54,38 +54,7 @@ pub fn stock_config_component() -> PathBuf {
 
 /// Builds the guest with `feature` into `target/FEATURE/`, as the README says.
 fn build_stock(feature: &str) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is in the workspace")
-        .to_path_buf();
-    let target_dir = root.join("target").join(feature);
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
-        .current_dir(&root)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "mcpbox-guest",
-            "--features",
-            feature,
-        ])
-        .args(["--target", "wasm32-wasip2", "--profile", "guest"])
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .output()
-        .expect("run cargo to build the stock component");
-    assert!(
-        out.status.success(),
-        "building the stock component failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    target_dir
-        .join("wasm32-wasip2")
-        .join("guest")
+    build_component(&["-p", "mcpbox-guest", "--features", feature], feature)
         .join("mcpbox_guest.wasm")
 }
 
@@ -101,34 +70,42 @@ pub fn registry_consumer() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .expect("tests/ is in the workspace")
-                .to_path_buf();
-            let target_dir = root.join("target").join("stock");
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let out = Command::new(cargo)
-                .current_dir(&root)
-                .args(["build", "--quiet", "-p", "mcpbox-registry-consumer"])
-                .args(["--target", "wasm32-wasip2", "--profile", "guest"])
-                .arg("--target-dir")
-                .arg(&target_dir)
-                .env_remove("CARGO_ENCODED_RUSTFLAGS")
-                .env_remove("RUSTFLAGS")
-                .env_remove("CARGO_BUILD_TARGET")
-                .output()
-                .expect("run cargo to build the registry consumer");
-            assert!(
-                out.status.success(),
-                "building the registry consumer failed:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            target_dir
-                .join("wasm32-wasip2")
-                .join("guest")
+            build_component(&["-p", "mcpbox-registry-consumer"], "stock")
                 .join("mcpbox-registry-consumer.wasm")
         })
         .clone()
+}
+
+/// Runs `cargo build PACKAGE_ARGS` for `wasm32-wasip2` with the `guest` profile
+/// into `target/TARGET_DIR/` (a directory of its own, so it never waits for the
+/// outer build's lock) and returns the directory the component lands in.
+fn build_component(package_args: &[&str], target_dir: &str) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ is in the workspace")
+        .to_path_buf();
+    let target_dir = root.join("target").join(target_dir);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(&root)
+        .args(["build", "--quiet"])
+        .args(package_args)
+        .args(["--target", "wasm32-wasip2", "--profile", "guest"])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        // Flags meant for the host must not reach the wasm build.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .output()
+        .expect("run cargo to build a component");
+    assert!(
+        out.status.success(),
+        "`cargo build {}` failed:\n{}",
+        package_args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    target_dir.join("wasm32-wasip2").join("guest")
 }
 
 /// The stock `wasmtime` CLI installed by `scripts/install-peers`.
