@@ -36,6 +36,8 @@
 //! and adds its instructions, task clock and context switches per call: counts
 //! that, unlike the wall clock, do not move with the load of a shared machine.
 //! `MCPBOX_BENCH_ROUNDS=N` repeats the timed part of G1 and G2 N times.
+//! `MCPBOX_BENCH_ROUTES=gw-http-lean,gw-http-lean@base` runs only the routes
+//! named (comma-separated), to compare two gateway builds in less time.
 //!
 //! `mcp-proxy` runs from `bench/.venv` (`python3 -m venv bench/.venv &&
 //! bench/.venv/bin/pip install -r bench/requirements.txt`), with its default
@@ -552,6 +554,16 @@ fn middle_cpu(
     Ok(())
 }
 
+/// Whether `MCPBOX_BENCH_ROUTES` (route names, comma-separated; every route
+/// when unset) names `route`: for comparing two gateway builds without waiting
+/// for the routes that do not change (`gw-http-lean,gw-http-lean@base`).
+fn chosen(route: Route) -> bool {
+    match std::env::var("MCPBOX_BENCH_ROUTES") {
+        Ok(names) => names.split(',').any(|n| n.trim() == route.name()),
+        Err(_) => true,
+    }
+}
+
 /// For profiling (`MCPBOX_BENCH_ROUNDS=N`): repeat the timed part of G1 and G2
 /// N times, so that a profile is not dominated by start-up.
 fn rounds() -> usize {
@@ -857,6 +869,7 @@ pub fn run_rep(me: &Path, p: &Programs, workloads: &[Workload], rep: usize, resu
         for route in routes {
             if (route == Route::Proxy && p.proxy.is_none())
                 || (route == Route::GwHttpLeanBase && p.base.is_none())
+                || !chosen(route)
             {
                 continue;
             }

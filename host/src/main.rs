@@ -205,6 +205,12 @@ enum Command {
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// Threads that serve HTTP (with --http). One spends the least CPU per
+        /// call (the guest runs on one thread anyway); more let hyper's work
+        /// use more cores of a machine that has them to spare.
+        #[arg(long, value_name = "N", default_value_t = 1,
+              value_parser = clap::value_parser!(u16).range(1..))]
+        threads: u16,
     },
     /// Show the servers, their tools and recent calls in a browser, with
     /// Prometheus metrics at /metrics, without serving MCP (`serve --http`
@@ -247,16 +253,24 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // One thread does for most commands: the CLI waits on the runtime, which
     // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
-    // its ~4). `serve` on stdio too: its one client's lines, the driver and the
-    // answers then take turns on one thread, so a call is not handed between
-    // threads (docs/PERFORMANCE.md, "The gateway"). `serve --http` answers many
-    // clients while the guest works: two workers.
-    let runtime = if matches!(
-        cli.command,
-        Command::Serve { http: Some(_), .. } | Command::Dashboard { .. }
-    ) {
+    // its ~4). `serve` too, on stdio and by default over HTTP: the requests,
+    // the driver and the answers take turns on one thread, so a call is not
+    // handed between threads, and over HTTP a call costs a quarter less CPU
+    // than on two workers (docs/PERFORMANCE.md, "The gateway"); `--threads N`
+    // gives HTTP more. The dashboard alone answers a browser or a scraper,
+    // not a load: two workers, as before.
+    let workers = match &cli.command {
+        Command::Serve {
+            http: Some(_),
+            threads,
+            ..
+        } => usize::from(*threads),
+        Command::Dashboard { .. } => 2,
+        _ => 1,
+    };
+    let runtime = if workers > 1 {
         tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+            .worker_threads(workers)
             .enable_all()
             .build()
     } else {
@@ -565,6 +579,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 max_name_length,
                 tool_search,
                 allow_origin,
+                threads: _,
             } => {
                 let naming = match naming.as_str() {
                     "prefixed" => Naming::Prefixed,

@@ -72,10 +72,13 @@ fn check(client: SdkClient, target: &str, report: &Value) {
 fn sdk_clients_of_both_eras_over_stdio_and_http() {
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
+    // HTTP is served on one thread unless told otherwise: both kinds of runtime.
+    let http_threads = serve_http(crate::cli(), &config.path, &["--threads", "2"]);
     let stdio = stdio_gateway(&config.path, &[]);
     for client in SdkClient::ALL {
         for (name, target) in [
             ("http", Target::Http(http.url.clone())),
+            ("http --threads 2", Target::Http(http_threads.url.clone())),
             ("stdio", Target::Stdio(stdio.clone())),
         ] {
             let run = std::panic::catch_unwind(|| {
