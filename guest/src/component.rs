@@ -21,6 +21,7 @@ use crate::server::exposure::Naming;
 use crate::server::{Gateway, Inbound, ServeOptions, TransportKind};
 use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
+    clock_reusable,
 };
 use registry::take_signals;
 
@@ -54,6 +55,10 @@ use bindings::wasi::io::poll;
 struct Host {
     /// The embedder's wake signal, asked for once and polled on every `block`.
     wake: Option<poll::Pollable>,
+    /// The last clock pollable and its instant (ms), kept while later `block`s
+    /// may use it (see [`clock_reusable`]): subscribing and dropping one per
+    /// `block` cost two boundary crossings of the ~16 of a sequential call.
+    clock: Option<(u64, poll::Pollable)>,
 }
 
 /// A stdio connection, with its pollable, asked for once: every `block` polls
@@ -224,8 +229,17 @@ impl Platform for Host {
             })
     }
 
-    fn block(&mut self, conns: &[&HostConnection], deadline_ms: u64) -> Woken {
-        let clock = monotonic_clock::subscribe_instant(deadline_ms.saturating_mul(1_000_000));
+    fn block(&mut self, conns: &[&HostConnection], now_ms: u64, deadline_ms: u64) -> Woken {
+        let kept = self.clock.as_ref().map(|(at, _)| *at);
+        if !kept.is_some_and(|at| clock_reusable(at, now_ms, deadline_ms)) {
+            // Dropped before a new one is made.
+            self.clock = None;
+        }
+        let (_, clock) = self.clock.get_or_insert_with(|| {
+            let instant = deadline_ms.saturating_mul(1_000_000);
+            (deadline_ms, monotonic_clock::subscribe_instant(instant))
+        });
+        let clock = &*clock;
         let wake = self.wake.get_or_insert_with(control::wake_signal);
         let mut refs: Vec<&poll::Pollable> = Vec::with_capacity(conns.len() + 2);
         for conn in conns {
@@ -234,7 +248,7 @@ impl Platform for Host {
                 HostConnection::Remote(c) => c.port().pollables(&mut refs),
             }
         }
-        refs.push(&clock);
+        refs.push(clock);
         let wake_index = refs.len();
         refs.push(wake);
         let ready = poll::poll(&refs);

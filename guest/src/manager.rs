@@ -73,6 +73,7 @@ use crate::registry::{self, Registry, Source, Standing, Tool, ToolInfo};
 use crate::roots::Root;
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
 use alloc::rc::Rc;
+use serde_json::value::RawValue;
 
 /// How many `receive` rounds one connection gets per pump, so one chatty server
 /// cannot starve the others.
@@ -260,8 +261,8 @@ struct Held {
     call: u64,
     /// The registry name.
     name: String,
-    /// Checked arguments, JSON object text.
-    arguments: String,
+    /// Checked arguments, a JSON object.
+    arguments: Box<RawValue>,
     timeout_ms: u64,
     /// The call fails if its server is not connected by then.
     deadline_ms: u64,
@@ -907,7 +908,7 @@ impl<P: Platform> Manager<P> {
             profile: profile.map(String::from),
             approval: None,
             started_ms: now,
-            arguments: self.audit_arguments.then(|| arguments.clone()),
+            arguments: self.audit_arguments.then(|| arguments.get().to_string()),
         };
         if let Decision::Ask(rule) = decision {
             if let Some(by) = approved {
@@ -941,6 +942,7 @@ impl<P: Platform> Manager<P> {
             &found,
             arguments,
             timeout_ms,
+            now,
             now.saturating_add(timeout_ms),
         );
         if sent.is_err() {
@@ -953,17 +955,19 @@ impl<P: Platform> Manager<P> {
 
     /// Sends call `call` of `tool` on slot `i`, or holds it until the server is
     /// (re)connected, restarting it if it may be. Err, with nothing started,
-    /// when the server cannot take the call.
+    /// when the server cannot take the call. `now` is the caller's reading of
+    /// the clock (one less boundary crossing per call than reading it again).
+    #[allow(clippy::too_many_arguments)]
     fn dispatch(
         &mut self,
         call: u64,
         i: usize,
         tool: &Rc<Tool>,
-        arguments: String,
+        arguments: Box<RawValue>,
         timeout_ms: u64,
+        now: u64,
         deadline_ms: u64,
     ) -> Result<(), CallError> {
-        let now = self.platform.now_ms();
         let slot = &mut self.slots[i];
         let restart = slot.state == ServerState::Failed
             && slot.restartable()
@@ -975,7 +979,7 @@ impl<P: Platform> Manager<P> {
                 call,
                 &tool.name,
                 &tool.def.name,
-                &arguments,
+                arguments,
                 timeout_ms,
                 deadline_ms,
             );
@@ -1069,7 +1073,7 @@ impl<P: Platform> Manager<P> {
             }
             let deadline = self.next_deadline().map_or(until, |d| d.min(until));
             let conns: Vec<&P::Conn> = self.slots.iter().filter_map(|s| s.conn.as_ref()).collect();
-            match self.platform.block(&conns, deadline) {
+            match self.platform.block(&conns, now, deadline) {
                 Woken::Io => {}
                 // Back to the embedder at once: it has work, and nothing came meanwhile.
                 Woken::Signal => break,
@@ -1224,7 +1228,7 @@ impl<P: Platform> Manager<P> {
                 self.complete(h.call, Err(CallError::UnknownTool(message)));
                 continue;
             };
-            let (arguments, warning) = entry.tool.check_arguments(&entry.server, &h.arguments);
+            let (arguments, warning) = entry.tool.check_arguments(&entry.server, h.arguments.get());
             self.events.extend(warning.map(Event::Warning));
             let arguments = match arguments {
                 Ok(arguments) => arguments,
@@ -1238,7 +1242,7 @@ impl<P: Platform> Manager<P> {
                     h.call,
                     &h.name,
                     &entry.tool.def.name,
-                    &arguments,
+                    arguments,
                     h.timeout_ms,
                     h.deadline_ms,
                 );

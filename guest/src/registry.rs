@@ -131,7 +131,7 @@ impl Tool {
         &self,
         server: &str,
         arguments: &str,
-    ) -> (Result<String, String>, Option<String>) {
+    ) -> (Result<Box<RawValue>, String>, Option<String>) {
         let (validator, warning) = self.validator(server);
         (check_arguments(&self.name, validator, arguments), warning)
     }
@@ -382,38 +382,58 @@ pub fn check_arguments(
     name: &str,
     validator: Option<&Validator>,
     arguments: &str,
-) -> Result<String, String> {
+) -> Result<Box<RawValue>, String> {
     let text = if arguments.trim().is_empty() {
         "{}"
     } else {
         arguments
     };
-    let raw: &RawValue = serde_json::from_str(text)
+    // Read once as the raw value the client sends, once more as a `Value` to
+    // check: a call's arguments are read twice, not four times (a `Members` list
+    // and a second raw value were made on every call before).
+    let raw: Box<RawValue> = serde_json::from_str(text)
         .map_err(|e| format!("arguments for {name} are not valid JSON: {e}"))?;
-    let Some(members) = Members::read(raw) else {
-        return Err(format!(
-            "arguments for {name} must be a JSON object, but are {}",
-            kind_of_raw(raw)
-        ));
-    };
-    let Some(validator) = validator else {
-        return Ok(text.to_string());
-    };
-    let value: Value = serde_json::from_str(text).map_err(|e| {
+    let not_an_object = || {
         format!(
-            "arguments for {name} cannot be checked against its input schema: {e} (arguments are \
-             checked up to 128 levels deep, with numbers a 64-bit float holds); nothing was sent"
+            "arguments for {name} must be a JSON object, but are {}",
+            kind_of_raw(&raw)
         )
-    })?;
+    };
+    // A raw value's text starts at its first byte: `{` is an object.
+    if !raw.get().starts_with('{') {
+        return Err(not_an_object());
+    }
+    let Some(validator) = validator else {
+        // Its keys must read as strings (a lone surrogate escape does not).
+        return match Members::read(&raw) {
+            Some(_) => Ok(raw),
+            None => Err(not_an_object()),
+        };
+    };
+    let value: Value = match serde_json::from_str(raw.get()) {
+        Ok(value) => value,
+        // Keys a string cannot hold, as without a schema.
+        Err(_) if Members::read(&raw).is_none() => return Err(not_an_object()),
+        Err(e) => {
+            return Err(format!(
+                "arguments for {name} cannot be checked against its input schema: {e} \
+                 (arguments are checked up to 128 levels deep, with numbers a 64-bit float \
+                 holds); nothing was sent"
+            ));
+        }
+    };
     let Err(errors) = validator.validate(&value) else {
-        return Ok(text.to_string());
+        return Ok(raw);
     };
     if let Value::Object(mut map) = value
         && map.values().any(Value::is_null)
     {
         map.retain(|_, v| !v.is_null());
-        if validator.validate(&Value::Object(map)).is_ok() {
-            return Ok(without_nulls(&members));
+        if validator.validate(&Value::Object(map)).is_ok()
+            && let Some(members) = Members::read(&raw)
+            && let Ok(raw) = RawValue::from_string(without_nulls(&members))
+        {
+            return Ok(raw);
         }
     }
     Err(format!(
@@ -485,7 +505,16 @@ mod tests {
         let entry = r.get(name).unwrap();
         let (checked, warning) = entry.tool.check_arguments(&entry.server, arguments);
         assert_eq!(warning, None);
-        checked
+        checked.map(|raw| raw.get().to_string())
+    }
+
+    /// [`check_arguments`], the arguments as text.
+    fn check_text(
+        name: &str,
+        validator: Option<&Validator>,
+        arguments: &str,
+    ) -> Result<String, String> {
+        check_arguments(name, validator, arguments).map(|raw| raw.get().to_string())
     }
 
     #[test]
@@ -635,8 +664,7 @@ mod tests {
     fn a_null_the_schema_refuses_for_an_optional_parameter_means_not_given() {
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"},
             "verbose":{"type":"boolean"},"maybe":{"type":["string","null"]}},"required":["q"]}"#;
-        let check =
-            |args: &str| check_arguments("t", Validator::compile(schema).ok().as_ref(), args);
+        let check = |args: &str| check_text("t", Validator::compile(schema).ok().as_ref(), args);
         assert_eq!(
             check(r#"{"q":"x","verbose":null}"#).unwrap(),
             r#"{"q":"x"}"#
@@ -688,7 +716,7 @@ mod tests {
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"},
             "verbose":{"type":"boolean"}},"required":["q"]}"#;
         let validator = Validator::compile(schema).ok();
-        let check = |args: &str| check_arguments("t", validator.as_ref(), args);
+        let check = |args: &str| check_text("t", validator.as_ref(), args);
         assert_eq!(
             check(
                 r#"{"q":"x","n":123456789012345678901234567890,"f":1e2,"verbose":null,"a":[1.50]}"#
@@ -706,7 +734,7 @@ mod tests {
         // Without a schema to check, any depth passes through untouched; 10,000
         // levels are read without recursion.
         for n in [200, 10_000] {
-            assert_eq!(check_arguments("t", None, &deep(n)).unwrap(), deep(n));
+            assert_eq!(check_text("t", None, &deep(n)).unwrap(), deep(n));
         }
         // With one, what cannot be checked is refused, saying so.
         let refused = check(&deep(200)).unwrap_err();
@@ -718,12 +746,12 @@ mod tests {
         let refused = check(r#"{"q":"x","n":1e999}"#).unwrap_err();
         assert!(refused.contains("cannot be checked"), "{refused}");
         assert!(
-            check_arguments("t", None, "[1]")
+            check_text("t", None, "[1]")
                 .unwrap_err()
                 .contains("must be a JSON object, but are an array")
         );
         assert!(
-            check_arguments("t", None, r#"{"a":"#)
+            check_text("t", None, r#"{"a":"#)
                 .unwrap_err()
                 .contains("not valid JSON")
         );

@@ -313,7 +313,7 @@ impl Platform for FakePlatform {
         };
     }
 
-    fn block(&mut self, conns: &[&FakeConn], deadline_ms: u64) -> Woken {
+    fn block(&mut self, conns: &[&FakeConn], _now_ms: u64, deadline_ms: u64) -> Woken {
         self.blocks += 1;
         assert!(self.blocks < 100_000, "the guest is spinning in block()");
         let now = self.clock.get();

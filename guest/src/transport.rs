@@ -275,6 +275,21 @@ pub trait Connection {
     }
 }
 
+/// Whether a clock pollable for the instant `at` may serve a [`Platform::block`]
+/// at `now_ms` until `deadline_ms`: it must not have fired yet (or the poll would
+/// return at once, again and again) and must not fire late. It may fire early: a
+/// call's deadline moves on with every call, and the pollable of an earlier one
+/// then wakes the guest once for nothing (it looks, finds nothing, and blocks on
+/// a fresh pollable), where making and dropping one per `block` cost two boundary
+/// crossings every time.
+#[cfg_attr(
+    not(all(target_arch = "wasm32", not(feature = "stock"))),
+    allow(dead_code)
+)]
+pub(crate) fn clock_reusable(at: u64, now_ms: u64, deadline_ms: u64) -> bool {
+    now_ms < at && at <= deadline_ms
+}
+
 /// Why [`Platform::block`] returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Woken {
@@ -295,8 +310,10 @@ pub trait Platform {
     /// Monotonic time in milliseconds; only differences are meaningful.
     fn now_ms(&self) -> u64;
     /// Blocks until a connection in `conns` is ready, `deadline_ms` is reached, or the
-    /// embedder's wake signal is ready, whichever comes first.
-    fn block(&mut self, conns: &[&Self::Conn], deadline_ms: u64) -> Woken;
+    /// embedder's wake signal is ready, whichever comes first. `now_ms` is the
+    /// caller's last reading of [`Platform::now_ms`]. A platform may wake early
+    /// (reported as [`Woken::Io`]: the caller looks again and blocks anew), never late.
+    fn block(&mut self, conns: &[&Self::Conn], now_ms: u64, deadline_ms: u64) -> Woken;
     /// The value the host keeps under `key` across runs (`mcpbox:runtime/state`);
     /// none on a platform that keeps nothing.
     fn memo_get(&self, key: &str) -> Option<String> {
@@ -400,6 +417,18 @@ pub fn format_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_pollable_serves_until_it_fires_and_never_late() {
+        // Kept for 1,000: serves any later deadline until 1,000 is reached.
+        assert!(clock_reusable(1_000, 10, 1_000));
+        assert!(clock_reusable(1_000, 999, 60_000));
+        // Fired (or about to, within the millisecond): polling it would spin.
+        assert!(!clock_reusable(1_000, 1_000, 60_000));
+        assert!(!clock_reusable(1_000, 5_000, 60_000));
+        // An earlier deadline needs a pollable of its own.
+        assert!(!clock_reusable(1_000, 10, 999));
+    }
 
     #[test]
     fn sizes_read_naturally() {

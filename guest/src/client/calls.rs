@@ -104,22 +104,6 @@ impl Client {
         timeout_ms: u64,
         now_ms: u64,
     ) {
-        let deadline_ms = now_ms.saturating_add(timeout_ms);
-        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms);
-    }
-
-    /// Like [`Client::start_call`], with a first deadline set by the caller: a call
-    /// that waited for its server to restart keeps the deadline it started with.
-    /// Progress still pushes the deadline back by the full `timeout_ms`.
-    pub fn start_call_until(
-        &mut self,
-        call: u64,
-        name: &str,
-        tool: &str,
-        arguments: &str,
-        timeout_ms: u64,
-        deadline_ms: u64,
-    ) {
         let Ok(arguments) = RawValue::from_string(arguments.to_string()) else {
             self.events.push(ClientEvent::Completed(Completion {
                 call,
@@ -129,6 +113,24 @@ impl Client {
             }));
             return;
         };
+        let deadline_ms = now_ms.saturating_add(timeout_ms);
+        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms);
+    }
+
+    /// Like [`Client::start_call`], with the arguments as the registry read them
+    /// (`registry::check_arguments`: not read again here) and a first deadline
+    /// set by the caller: a call that waited for its server to restart keeps the
+    /// deadline it started with. Progress still pushes the deadline back by the
+    /// full `timeout_ms`.
+    pub fn start_call_until(
+        &mut self,
+        call: u64,
+        name: &str,
+        tool: &str,
+        arguments: Box<RawValue>,
+        timeout_ms: u64,
+        deadline_ms: u64,
+    ) {
         let pending = PendingCall {
             call,
             name: name.to_string(),
@@ -257,34 +259,45 @@ pub(super) fn read_call_result(
         ResultKind::InputRequired => return Ok(None),
         ResultKind::Other(kind) => return Err(malformed(format!("unknown resultType {kind:?}"))),
     }
-    let content = result
-        .content
-        .map_or_else(|| "[]".to_string(), |c| c.get().to_string());
     // The blocks one level deep, and of each only `type` and `text`: the rest
     // (a resource 10,000 levels deep, a number like 1e999) is skipped, not built,
     // and passes through in `content` as the server wrote it.
-    let blocks: Vec<&RawValue> =
-        serde_json::from_str(&content).map_err(|_| malformed("content is not a list".into()))?;
-    let text = blocks
+    let blocks: Vec<&RawValue> = match result.content {
+        Some(c) => {
+            serde_json::from_str(c.get()).map_err(|_| malformed("content is not a list".into()))?
+        }
+        None => Vec::new(),
+    };
+    let mut texts: Vec<String> = blocks
         .iter()
         .filter_map(|b| serde_json::from_str::<Block<'_>>(b.get()).ok())
-        .filter(|b| {
-            b.kind
-                .and_then(|k| serde_json::from_str::<String>(k.get()).ok())
-                .is_some_and(|k| k == "text")
-        })
+        .filter(|b| b.kind.is_some_and(is_text_kind))
         .filter_map(|b| serde_json::from_str::<String>(b.text?.get()).ok())
-        .collect::<Vec<_>>()
-        .join("\n");
+        .collect();
+    // One text block, the usual answer, is the text itself: no copy to join.
+    let text = if texts.len() == 1 {
+        texts.pop().unwrap_or_default()
+    } else {
+        texts.join("\n")
+    };
     Ok(Some(CallResult {
         is_error: result.is_error.unwrap_or(false),
         text,
-        content,
+        content: result
+            .content
+            .map_or_else(|| "[]".to_string(), |c| c.get().to_string()),
         structured_content: result
             .structured_content
             .map(|s| s.get().to_string())
             .filter(|s| s != "null"),
     }))
+}
+
+/// Whether a block's `type` is `"text"`, written plainly (no string to build)
+/// or with escapes.
+fn is_text_kind(kind: &RawValue) -> bool {
+    kind.get() == r#""text""#
+        || serde_json::from_str::<String>(kind.get()).is_ok_and(|k| k == "text")
 }
 
 /// What the flat text view reads of a content block.

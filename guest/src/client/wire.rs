@@ -168,15 +168,16 @@ pub(super) struct InputRequired {
     pub(super) request_state: Option<Value>,
 }
 
+/// A `tools/call` result, its parts borrowed from the result's text.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct RawCallResult {
+pub(super) struct RawCallResult<'a> {
     #[serde(default)]
     pub(super) result_type: Option<Value>,
-    #[serde(default)]
-    pub(super) content: Option<Box<RawValue>>,
-    #[serde(default)]
-    pub(super) structured_content: Option<Box<RawValue>>,
+    #[serde(default, borrow)]
+    pub(super) content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub(super) structured_content: Option<&'a RawValue>,
     #[serde(default)]
     pub(super) is_error: Option<bool>,
 }

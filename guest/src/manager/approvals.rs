@@ -35,8 +35,8 @@ pub(super) struct Pending {
     pub call: u64,
     pub slot: usize,
     pub tool: Rc<Tool>,
-    /// Checked arguments, JSON object text.
-    pub arguments: String,
+    /// Checked arguments, a JSON object.
+    pub arguments: Box<RawValue>,
     pub timeout_ms: u64,
     pub deadline_ms: u64,
     pub rule: Rc<Rule>,
@@ -118,7 +118,7 @@ impl<P: Platform> Manager<P> {
             requested_schema: APPROVAL_SCHEMA.to_string(),
             approval: Some(Approval {
                 rule: pending.rule.to_string(),
-                arguments: pending.arguments.clone(),
+                arguments: pending.arguments.get().to_string(),
             }),
             sampling: None,
         };
@@ -167,12 +167,14 @@ impl<P: Platform> Manager<P> {
                     self.session_approvals
                         .insert((pending.profile.clone(), tool.clone()));
                 }
+                let now = self.platform.now_ms();
                 let sent = self.dispatch(
                     pending.call,
                     pending.slot,
                     &pending.tool,
                     pending.arguments,
                     pending.timeout_ms,
+                    now,
                     pending.deadline_ms,
                 );
                 if let Err(e) = sent {

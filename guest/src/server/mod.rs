@@ -524,6 +524,17 @@ impl Gateway {
         completions: Vec<Completion>,
         events: Vec<Event>,
     ) -> (Vec<Completion>, Vec<Event>) {
+        // Not serving, no call or request of its own and no event: nothing here
+        // is the gateway's (an embedder's sequential call), so nothing is sorted.
+        if !self.serving
+            && events.is_empty()
+            && self.calls.is_empty()
+            && self.requests.is_empty()
+            && self.upstream.is_empty()
+        {
+            let warnings = self.take_warnings().into_iter().map(Event::Warning);
+            return (completions, warnings.collect());
+        }
         // Progress and log lines of a call come before its answer: they go out
         // first, while the call's stream is still open.
         let mut rest = Vec::with_capacity(events.len());

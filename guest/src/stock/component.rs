@@ -197,7 +197,7 @@ impl Platform for StockHost {
         }
     }
 
-    fn block(&mut self, conns: &[&Self::Conn], deadline_ms: u64) -> Woken {
+    fn block(&mut self, conns: &[&Self::Conn], _now_ms: u64, deadline_ms: u64) -> Woken {
         let clock = monotonic_clock::subscribe_instant(deadline_ms.saturating_mul(1_000_000));
         let mut refs: Vec<&poll::Pollable> = Vec::with_capacity(conns.len() + 1);
         for conn in conns {
