@@ -731,8 +731,12 @@ impl Driver {
             .mcpbox_runtime_registry()
             .call_servers(&mut self.store)
             .await?;
-        let tools =
-            instance::read_tools(self.guest.mcpbox_runtime_registry(), &mut self.store).await?;
+        let tools = instance::read_tools(
+            self.guest.mcpbox_runtime_registry(),
+            &mut self.store,
+            &servers,
+        )
+        .await?;
         // Tools first: a reader that sees a server settled must see its tools.
         self.published.tools.send_replace(Arc::new(tools));
         self.published
