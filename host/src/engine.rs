@@ -38,6 +38,11 @@ pub(crate) fn engine() -> Result<Engine, Error> {
         config.wasm_component_model(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
         config.epoch_interruption(true);
+        // For profiling: `MCPBOX_PERF_MAP=1` writes /tmp/perf-PID.map, so `perf
+        // report` names the guest's functions (docs/PERFORMANCE.md).
+        if std::env::var_os("MCPBOX_PERF_MAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine =
             Engine::new(&config).map_err(|e| format!("could not create the wasm engine: {e}"))?;
         let ticking = engine.clone();
