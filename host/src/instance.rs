@@ -29,6 +29,10 @@ pub(crate) const GUEST_BUDGET_MS: u64 = 10_000;
 /// time, so a large registry never needs a second copy of itself in its memory.
 const TOOLS_PAGE: u32 = 256;
 
+/// The most tools [`read_tools`] makes room for before reading them (about 7 MB
+/// of list; W6's 71,000 tools grow past it).
+const PRESIZED_TOOLS: usize = 65_536;
+
 /// Reads every tool in the registry, a page at a time, into a list sized by the
 /// servers' tool counts. Grown by doubling instead, the list of 10,000 tools was
 /// the process's largest heap peak (2.75 MB: the old and the new buffer at once,
@@ -39,7 +43,13 @@ pub(crate) async fn read_tools(
     store: &mut Store<HostState>,
     servers: &[registry::ServerStatus],
 ) -> wasmtime::Result<Vec<Tool>> {
-    let expected: usize = servers.iter().map(|s| s.tool_count as usize).sum();
+    // The counts are the guest's word: a hint, capped, never trusted with the
+    // host's memory (a guest that claims four billion tools gets a list that
+    // grows as usual past the cap).
+    let expected = servers
+        .iter()
+        .fold(0usize, |n, s| n.saturating_add(s.tool_count as usize))
+        .min(PRESIZED_TOOLS);
     let mut tools: Vec<Tool> = Vec::with_capacity(expected);
     loop {
         let start = u32::try_from(tools.len()).unwrap_or(u32::MAX);
