@@ -196,6 +196,9 @@ pub enum Event {
     ResourcesChanged(String),
     /// A server's prompt list changed (`notifications/prompts/list_changed`).
     PromptsChanged(String),
+    /// A call ended (or was refused), counted: only queued when call counts are
+    /// on ([`Manager::enable_call_counts`]).
+    CallCounted(call_counts::CallCount),
 }
 
 /// A subscribed resource that changed.
@@ -366,6 +369,8 @@ pub struct Manager<P: Platform> {
     output: crate::output::Settings,
     /// Whether every call's end queues an [`Event::Audit`].
     audit_events: bool,
+    /// The keys of [`Event::CallCounted`], once counts are on.
+    call_counts: Option<call_counts::CallCounts>,
     /// Whether audit records carry the arguments.
     audit_arguments: bool,
     /// The configuration's `audit` object.
@@ -456,6 +461,7 @@ impl<P: Platform> Manager<P> {
             flight: BTreeMap::new(),
             output: Default::default(),
             audit_events: false,
+            call_counts: None,
             audit_arguments: false,
             audit: Default::default(),
             options: EmbedderOptions::default(),
@@ -891,6 +897,7 @@ impl<P: Platform> Manager<P> {
         let server = self.slots[i].config.name.clone();
         let decision = self.permissions.decide(&server, &found.def.name, profile);
         attempt.server = Some(server.clone());
+        attempt.tool = Some(found.clone());
         attempt.decision = Some(decision.clone());
         if let Decision::Deny(rule) = &decision {
             return Err(denied(tool, rule));
@@ -1767,6 +1774,7 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
 mod reload;
 pub use reload::ReloadReport;
 mod approvals;
+pub mod call_counts;
 mod completion;
 mod requests;
 

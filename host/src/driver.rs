@@ -446,7 +446,18 @@ impl Driver {
             self.publish_snapshots().await?;
         }
         for event in events {
-            let event: Event = event.into();
+            let event = match event {
+                registry::Event::CallCounted(count) => {
+                    if let Some(monitor) = &self.monitor {
+                        monitor.count(count);
+                    }
+                    continue;
+                }
+                event => match Event::from_wit(event) {
+                    Some(event) => event,
+                    None => continue,
+                },
+            };
             if let (Event::Audit(record), Some(log)) = (&event, &self.audit)
                 && let Err(e) = log.write(record)
             {
@@ -460,7 +471,7 @@ impl Driver {
                     // "Metrics cost").
                     let copy = (self.published.events.receiver_count() > 0)
                         .then(|| Event::Audit(record.clone()));
-                    monitor.call(record);
+                    monitor.recent(record);
                     match copy {
                         Some(copy) => copy,
                         None => continue,

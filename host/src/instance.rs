@@ -88,6 +88,8 @@ pub(crate) struct Factory {
     approvals: bool,
     /// Whether servers may ask for messages from the model (`registry.enable-sampling`).
     sampling: bool,
+    /// Whether calls are counted for metrics (`registry.enable-call-counts`).
+    call_counts: bool,
     /// The embedder's roots (`registry.set-roots`), as last set.
     roots: Option<Vec<crate::types::Root>>,
 }
@@ -166,6 +168,7 @@ impl Factory {
             oauth: None,
             approvals: false,
             sampling: false,
+            call_counts: false,
             roots: None,
         })
     }
@@ -186,6 +189,12 @@ impl Factory {
     /// made from now on.
     pub fn with_sampling(mut self, enabled: bool) -> Factory {
         self.sampling = enabled;
+        self
+    }
+
+    /// Counts calls for metrics in every instance made from now on.
+    pub fn with_call_counts(mut self, enabled: bool) -> Factory {
+        self.call_counts = enabled;
         self
     }
 
@@ -308,6 +317,12 @@ impl Factory {
                 .call_enable_sampling(&mut store)
                 .await
                 .map_err(trapped("enabling sampling"))?;
+        }
+        if self.call_counts {
+            registry
+                .call_enable_call_counts(&mut store)
+                .await
+                .map_err(trapped("enabling call counts"))?;
         }
         if self.approvals {
             registry

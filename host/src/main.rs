@@ -509,8 +509,9 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         cli.command,
         Command::Serve { http: Some(_), .. } | Command::Dashboard { .. }
     ) {
-        // For the dashboard's uptime, restarts and calls, and /metrics.
-        options = options.metrics(true);
+        // For the dashboard's uptime, restarts and calls, and /metrics; audit
+        // records for its recent calls (who decided, how long).
+        options = options.metrics(true).audit_events(true);
     }
     if let Some(mib) = cli.memory_limit {
         options = options.memory_limit(mib as usize * 1024 * 1024);

@@ -2,13 +2,15 @@
 //! [`Runtime::serve_http`](crate::Runtime::serve_http)), the dashboard and
 //! embedders ([`Runtime::metrics`](crate::Runtime::metrics)).
 //!
-//! Nothing here asks the guest anything: the driver hands the [`Monitor`] the
-//! events it publishes anyway — each call's audit record (server, tool, outcome,
-//! duration) and each server status — and the snapshots it starts from, so the
-//! numbers are the audit trail's and the registry's, counted once. The monitor
-//! keeps plain numbers under one lock, and each call's record itself in the ring
-//! of recent calls (the driver copies a record only when the event has
-//! subscribers); [`MetricsSnapshot::prometheus_text`]
+//! Nothing here asks the guest anything: the driver hands the [`Monitor`] what
+//! it is sent anyway — each call's count (`registry.enable-call-counts`: a key
+//! for its server and tool, its outcome and duration, the key's names with its
+//! first count only), each server status, each call's audit record when audit
+//! records are on — and the snapshots it starts from. Counting a call costs a
+//! lock and a few integers: no strings cross from the guest once a tool has its
+//! key (docs/PERFORMANCE.md, "Metrics cost"). The audit records, when they flow,
+//! fill the ring of recent calls (the driver copies a record only when the event
+//! has subscribers). [`MetricsSnapshot::prometheus_text`]
 //! writes them in the Prometheus text format with the `prometheus-client` crate's
 //! encoder (a collector over the snapshot), so the format's escaping and naming
 //! rules are the crate's, not ours.
@@ -22,6 +24,7 @@ use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use crate::bindings::registry::{CallCount as WitCallCount, CallOutcome};
 use crate::types::{AuditRecord, Event, ServerState, ServerStatus};
 
 /// The upper bounds, in seconds, of the call latency histogram's buckets (the
@@ -78,10 +81,11 @@ pub struct ServerMetrics {
 pub struct CallCount {
     /// The configured server name (empty for a call to a tool nobody has).
     pub server: String,
-    /// The tool's own name on its server (the namespaced name when no server has it).
+    /// The tool's own name on its server (the name called when no server has it;
+    /// past 100 such names, `(other)`).
     pub tool: String,
     /// The audit trail's outcome: `ok`, `tool-error`, or the error's kind
-    /// (`denied`, `timeout`, `unavailable`, …).
+    /// (`denied`, `timeout`, `server-unavailable`, …).
     pub outcome: String,
     /// How many.
     pub count: u64,
@@ -114,11 +118,41 @@ struct ServerBook {
     last_error: Option<String>,
 }
 
+/// The outcomes a call can have, in the order of the WIT's `call-outcome` (see
+/// [`outcome_index`]), with the audit trail's words for them.
+const OUTCOMES: [&str; 9] = [
+    "ok",
+    "tool-error",
+    "unknown-tool",
+    "invalid-arguments",
+    "server-unavailable",
+    "timeout",
+    "cancelled",
+    "protocol",
+    "denied",
+];
+
+fn outcome_index(outcome: CallOutcome) -> usize {
+    match outcome {
+        CallOutcome::Ok => 0,
+        CallOutcome::ToolError => 1,
+        CallOutcome::UnknownTool => 2,
+        CallOutcome::InvalidArguments => 3,
+        CallOutcome::ServerUnavailable => 4,
+        CallOutcome::Timeout => 5,
+        CallOutcome::Cancelled => 6,
+        CallOutcome::Protocol => 7,
+        CallOutcome::Denied => 8,
+    }
+}
+
 /// One tool's calls.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct ToolBook {
-    /// (outcome, count): few outcomes per tool, so a list beats a map.
-    outcomes: Vec<(String, u64)>,
+    server: String,
+    tool: String,
+    /// Calls by outcome, indexed as [`OUTCOMES`].
+    outcomes: [u64; OUTCOMES.len()],
     /// Per-bucket (not cumulative) counts; the last is `+Inf`.
     buckets: [u64; LATENCY_BUCKETS.len() + 1],
     sum_seconds: f64,
@@ -128,8 +162,13 @@ struct ToolBook {
 #[derive(Debug, Default)]
 struct Book {
     servers: HashMap<String, ServerBook>,
-    /// server → tool → its calls.
-    calls: HashMap<String, HashMap<String, ToolBook>>,
+    /// Every tool counted, in the order first counted.
+    tools: Vec<ToolBook>,
+    /// (server, tool) → its place in `tools`: a tool keeps its counts when a new
+    /// guest gives it a new key.
+    by_name: HashMap<(String, String), usize>,
+    /// The running guest's keys → places in `tools`.
+    keys: Vec<usize>,
     recent: VecDeque<AuditRecord>,
     guest_restarts: u64,
 }
@@ -163,9 +202,14 @@ impl Monitor {
         }
     }
 
-    /// The guest was replaced; these are the new instance's servers.
+    /// The guest was replaced; these are the new instance's servers. Its keys
+    /// are new too: they are learnt again as it names them.
     pub fn guest_restarted(&self, servers: &[ServerStatus]) {
-        self.book().guest_restarts += 1;
+        {
+            let mut book = self.book();
+            book.guest_restarts += 1;
+            book.keys.clear();
+        }
         for s in servers {
             self.status(s);
         }
@@ -207,37 +251,56 @@ impl Monitor {
         }
     }
 
-    /// Counts a call that ended and keeps its record among the recent calls
-    /// (taken by value: the ring holds the record itself, not a copy).
-    pub fn call(&self, record: AuditRecord) {
-        let seconds = record.duration_ms as f64 / 1000.0;
+    /// Counts a call that ended (or was refused).
+    pub fn count(&self, count: WitCallCount) {
+        let seconds = count.duration_ms as f64 / 1000.0;
         let bucket = LATENCY_BUCKETS
             .iter()
             .position(|bound| seconds <= *bound)
             .unwrap_or(LATENCY_BUCKETS.len());
-        let tool = own_tool_name(&record.server, &record.tool);
         let mut book = self.book();
         let book = &mut *book;
-        // Looked up by &str first: no allocation on the usual path.
-        let tools = match book.calls.get_mut(record.server.as_str()) {
-            Some(tools) => tools,
-            None => book.calls.entry(record.server.clone()).or_default(),
-        };
-        let entry = match tools.get_mut(tool) {
-            Some(entry) => entry,
-            None => tools.entry(tool.to_owned()).or_default(),
-        };
-        match entry
-            .outcomes
-            .iter_mut()
-            .find(|(o, _)| *o == record.outcome)
-        {
-            Some((_, n)) => *n += 1,
-            None => entry.outcomes.push((record.outcome.clone(), 1)),
+        let key = count.key as usize;
+        if let Some(names) = count.names {
+            let place = *book
+                .by_name
+                .entry((names.server, names.tool))
+                .or_insert_with_key(|(server, tool)| {
+                    book.tools.push(ToolBook {
+                        server: server.clone(),
+                        tool: tool.clone(),
+                        outcomes: [0; OUTCOMES.len()],
+                        buckets: [0; LATENCY_BUCKETS.len() + 1],
+                        sum_seconds: 0.0,
+                        count: 0,
+                    });
+                    book.tools.len() - 1
+                });
+            // Keys are dense from 0, named in order: a new key is the next one.
+            if key == book.keys.len() {
+                book.keys.push(place);
+            } else if let Some(slot) = book.keys.get_mut(key) {
+                *slot = place;
+            }
         }
+        let Some(entry) = book
+            .keys
+            .get(key)
+            .and_then(|&place| book.tools.get_mut(place))
+        else {
+            // A key never named: not counted rather than counted as someone else.
+            return;
+        };
+        entry.outcomes[outcome_index(count.outcome)] += 1;
         entry.buckets[bucket] += 1;
         entry.sum_seconds += seconds;
         entry.count += 1;
+    }
+
+    /// Keeps a call's audit record among the recent calls (taken by value: the
+    /// ring holds the record itself, not a copy).
+    pub fn recent(&self, record: AuditRecord) {
+        let mut book = self.book();
         if book.recent.len() == RECENT_CALLS {
             book.recent.pop_front();
         }
@@ -273,20 +336,21 @@ impl Monitor {
             .collect();
         let mut calls = Vec::new();
         let mut latency = Vec::new();
-        let mut names: Vec<(&String, &String, &ToolBook)> = book
-            .calls
-            .iter()
-            .flat_map(|(server, tools)| tools.iter().map(move |(tool, b)| (server, tool, b)))
-            .collect();
-        names.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        for (server, tool, b) in names {
-            let mut outcomes = b.outcomes.clone();
+        let mut tools: Vec<&ToolBook> = book.tools.iter().collect();
+        tools.sort_by(|a, b| (&a.server, &a.tool).cmp(&(&b.server, &b.tool)));
+        for b in tools {
+            let mut outcomes: Vec<(&str, u64)> = OUTCOMES
+                .iter()
+                .zip(b.outcomes)
+                .filter(|(_, n)| *n > 0)
+                .map(|(o, n)| (*o, n))
+                .collect();
             outcomes.sort();
             for (outcome, count) in outcomes {
                 calls.push(CallCount {
-                    server: server.clone(),
-                    tool: tool.clone(),
-                    outcome,
+                    server: b.server.clone(),
+                    tool: b.tool.clone(),
+                    outcome: outcome.to_owned(),
                     count,
                 });
             }
@@ -302,8 +366,8 @@ impl Monitor {
                 })
                 .collect();
             latency.push(Latency {
-                server: server.clone(),
-                tool: tool.clone(),
+                server: b.server.clone(),
+                tool: b.tool.clone(),
                 count: b.count,
                 sum_seconds: b.sum_seconds,
                 buckets,
@@ -316,16 +380,6 @@ impl Monitor {
             guest_restarts: book.guest_restarts,
         }
     }
-}
-
-/// `echo` of `mcp__fx__echo` for server `fx`; the whole name when it is not that
-/// server's (a call to a tool no server has).
-fn own_tool_name<'a>(server: &str, tool: &'a str) -> &'a str {
-    tool.strip_prefix("mcp__")
-        .and_then(|rest| rest.strip_prefix(server))
-        .and_then(|rest| rest.strip_prefix("__"))
-        .filter(|_| !server.is_empty())
-        .unwrap_or(tool)
 }
 
 /// The `Content-Type` of [`MetricsSnapshot::prometheus_text`] (text format 0.0.4).
@@ -476,6 +530,7 @@ impl Collector for Exposition {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bindings::registry::CountedTool;
 
     fn status(name: &str, state: ServerState, error: Option<&str>) -> ServerStatus {
         ServerStatus {
@@ -490,18 +545,31 @@ mod tests {
         }
     }
 
-    fn record(server: &str, tool: &str, outcome: &str, ms: u64) -> AuditRecord {
+    /// A count of `key`, naming it as (server, tool) when `names` is given.
+    fn count(key: u32, names: Option<(&str, &str)>, outcome: CallOutcome, ms: u64) -> WitCallCount {
+        WitCallCount {
+            key,
+            names: names.map(|(server, tool)| CountedTool {
+                server: server.into(),
+                tool: tool.into(),
+            }),
+            outcome,
+            duration_ms: ms,
+        }
+    }
+
+    fn record(outcome: &str) -> AuditRecord {
         AuditRecord {
             time: "2026-01-01T00:00:00.000Z".into(),
             call: Some(1),
-            server: server.into(),
-            tool: tool.into(),
+            server: "fx".into(),
+            tool: "mcp__fx__echo".into(),
             profile: None,
             decision: Some("allow".into()),
             rule: None,
             approval: None,
             outcome: outcome.into(),
-            duration_ms: ms,
+            duration_ms: 0,
             arguments: None,
         }
     }
@@ -533,10 +601,15 @@ mod tests {
     #[test]
     fn calls_are_counted_by_outcome_and_timed_in_buckets() {
         let m = Monitor::new(&[]);
-        m.call(record("fx", "mcp__fx__echo", "ok", 0));
-        m.call(record("fx", "mcp__fx__echo", "ok", 30));
-        m.call(record("fx", "mcp__fx__echo", "timeout", 2000));
-        m.call(record("", "mcp__nope__x", "unknown-tool", 0));
+        m.count(count(0, Some(("fx", "echo")), CallOutcome::Ok, 0));
+        m.count(count(0, None, CallOutcome::Ok, 30));
+        m.count(count(0, None, CallOutcome::Timeout, 2000));
+        m.count(count(
+            1,
+            Some(("", "mcp__nope__x")),
+            CallOutcome::UnknownTool,
+            0,
+        ));
         let snap = m.snapshot(&[]);
         let echo: Vec<_> = snap.calls.iter().filter(|c| c.tool == "echo").collect();
         assert_eq!(echo.len(), 2);
@@ -551,13 +624,65 @@ mod tests {
             (at(0.001), at(0.05), at(2.5), at(f64::INFINITY)),
             (1, 2, 3, 3)
         );
-        assert_eq!(m.recent_calls().len(), 4);
+        // Counts keep no records; audit records fill the ring.
+        assert!(m.recent_calls().is_empty());
+        m.recent(record("ok"));
+        assert_eq!(m.recent_calls().len(), 1);
+    }
+
+    #[test]
+    fn a_new_guest_names_its_keys_anew_and_the_counts_stay() {
+        let m = Monitor::new(&[]);
+        m.count(count(0, Some(("fx", "echo")), CallOutcome::Ok, 1));
+        m.count(count(1, Some(("fx", "fail")), CallOutcome::ToolError, 1));
+        m.guest_restarted(&[]);
+        // A key the new guest has not named yet is not counted as the old one's.
+        m.count(count(1, None, CallOutcome::Ok, 1));
+        m.count(count(0, Some(("fx", "fail")), CallOutcome::ToolError, 1));
+        m.count(count(1, Some(("fx", "echo")), CallOutcome::Ok, 1));
+        m.count(count(0, None, CallOutcome::Cancelled, 1));
+        // A key past the next one is not a key the guest gave out.
+        m.count(count(7, Some(("fx", "odd")), CallOutcome::Ok, 1));
+        m.count(count(7, None, CallOutcome::Ok, 1));
+        let snap = m.snapshot(&[]);
+        let calls: Vec<_> = snap
+            .calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.outcome.as_str(), c.count))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("echo", "ok", 2),
+                ("fail", "cancelled", 1),
+                ("fail", "tool-error", 2),
+            ]
+        );
+        assert_eq!(snap.guest_restarts, 1);
+    }
+
+    #[test]
+    fn every_outcome_has_its_audit_word() {
+        use CallOutcome::*;
+        let all = [
+            Ok,
+            ToolError,
+            UnknownTool,
+            InvalidArguments,
+            ServerUnavailable,
+            Timeout,
+            Cancelled,
+            Protocol,
+            Denied,
+        ];
+        let words: Vec<&str> = all.iter().map(|o| OUTCOMES[outcome_index(*o)]).collect();
+        assert_eq!(words, OUTCOMES);
     }
 
     #[test]
     fn the_text_format_names_and_escapes_as_prometheus_does() {
         let m = Monitor::new(&[status("a\"b", ServerState::Connected, None)]);
-        m.call(record("a\"b", "mcp__a\"b__t", "ok", 3));
+        m.count(count(0, Some(("a\"b", "t")), CallOutcome::Ok, 3));
         let text = m
             .snapshot(&[status("a\"b", ServerState::Connected, None)])
             .prometheus_text();

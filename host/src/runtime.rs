@@ -329,10 +329,11 @@ impl Options {
 
     /// Counts calls (by server, tool and outcome, with their durations), server
     /// restarts, uptime and guest restarts, for [`Runtime::metrics`], the `/metrics`
-    /// and dashboard of [`Runtime::serve_http`] (README, "Metrics"). Default off:
-    /// the counts come from the audit records of calls, which the guest then makes
-    /// for every call (as with [`Options::audit_events`], they are sent as
-    /// [`Event::Audit`] too). Measured cost: README, "Metrics".
+    /// and dashboard of [`Runtime::serve_http`] (README, "Metrics"). Default off.
+    /// The guest then reports every call as a few integers (the WIT's
+    /// `call-counted`); with [`Options::audit_events`] on as well, the runtime
+    /// also keeps the latest calls' audit records ([`Runtime::recent_calls`]).
+    /// Measured cost: README, "Metrics".
     pub fn metrics(mut self, enabled: bool) -> Self {
         self.metrics = enabled;
         self
@@ -586,12 +587,9 @@ impl Runtime {
         .with_roots(options.roots.clone())
         .with_oauth(oauth.clone())
         .with_approvals(options.approvals)
+        .with_call_counts(options.metrics)
         .with_results(Arc::new(Results::new(results_dir, max_file, max_total)))
-        .with_embedder(EmbedderSettings {
-            // The metrics count the calls' audit records.
-            audit_events: options.embedder.audit_events || options.metrics,
-            ..options.embedder.clone()
-        });
+        .with_embedder(options.embedder.clone());
         let started = factory.start().await?;
         let monitor = options
             .metrics
@@ -821,8 +819,9 @@ impl Runtime {
         Some(monitor.snapshot(&self.servers()))
     }
 
-    /// The latest calls' audit records (up to 200), oldest first; empty when
-    /// [`Options::metrics`] is off.
+    /// The latest calls' audit records (up to 200), oldest first; empty unless
+    /// both [`Options::metrics`] and audit records ([`Options::audit_events`], or
+    /// an audit file) are on.
     pub fn recent_calls(&self) -> Vec<AuditRecord> {
         self.inner
             .monitor

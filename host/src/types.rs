@@ -575,9 +575,11 @@ impl From<wit::CallError> for CallError {
     }
 }
 
-impl From<wit::Event> for Event {
-    fn from(e: wit::Event) -> Self {
-        match e {
+impl Event {
+    /// The embedder's form of a guest event; none for a call count, which is
+    /// the metrics' and not an event (the driver hands it to the monitor).
+    pub(crate) fn from_wit(e: wit::Event) -> Option<Self> {
+        Some(match e {
             wit::Event::Status(s) => Event::Status(s.into()),
             wit::Event::ToolsChanged(server) => Event::ToolsChanged(server),
             wit::Event::Warning(w) => Event::Warning(w),
@@ -625,7 +627,8 @@ impl From<wit::Event> for Event {
                     .arguments
                     .map(|a| serde_json::from_str(&a).unwrap_or(Value::String(a))),
             }),
-        }
+            wit::Event::CallCounted(_) => return None,
+        })
     }
 }
 

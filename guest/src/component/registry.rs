@@ -15,6 +15,7 @@
 use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::config::ConfigIssue;
 use crate::elicitation::{InputAnswer, InputRequest};
+use crate::manager::call_counts::CallOutcome;
 use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
@@ -178,7 +179,30 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
         }),
         Event::ResourcesChanged(s) => wit::Event::ResourcesChanged(s),
         Event::PromptsChanged(s) => wit::Event::PromptsChanged(s),
+        Event::CallCounted(c) => wit::Event::CallCounted(wit::CallCount {
+            key: c.key,
+            names: c.names.map(|n| wit::CountedTool {
+                server: n.server,
+                tool: n.tool,
+            }),
+            outcome: to_wit_outcome(c.outcome),
+            duration_ms: c.duration_ms,
+        }),
     })
+}
+
+fn to_wit_outcome(o: CallOutcome) -> wit::CallOutcome {
+    match o {
+        CallOutcome::Ok => wit::CallOutcome::Ok,
+        CallOutcome::ToolError => wit::CallOutcome::ToolError,
+        CallOutcome::UnknownTool => wit::CallOutcome::UnknownTool,
+        CallOutcome::InvalidArguments => wit::CallOutcome::InvalidArguments,
+        CallOutcome::ServerUnavailable => wit::CallOutcome::ServerUnavailable,
+        CallOutcome::Timeout => wit::CallOutcome::Timeout,
+        CallOutcome::Cancelled => wit::CallOutcome::Cancelled,
+        CallOutcome::Protocol => wit::CallOutcome::Protocol,
+        CallOutcome::Denied => wit::CallOutcome::Denied,
+    }
 }
 
 fn to_wit_signal(s: Signal) -> types::DownstreamSignal {
@@ -241,6 +265,10 @@ impl wit::Guest for super::Component {
 
     fn enable_approvals() {
         with(Manager::enable_approvals);
+    }
+
+    fn enable_call_counts() {
+        with(Manager::enable_call_counts);
     }
 
     fn set_options(options: wit::EmbedderOptions) {

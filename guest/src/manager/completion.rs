@@ -1,6 +1,7 @@
 //! What happens when a call ends, before its completion leaves `wait`: its result
 //! is limited ([`crate::output`]: oversized results and media go to host files)
-//! and, when audit events are on, its [`AuditRecord`] is queued.
+//! and, when audit events are on, its [`AuditRecord`] is queued; when call counts
+//! are on, its [`super::call_counts::CallCount`].
 //!
 //! Each call started is noted in `Manager::flight` with what its end needs: its
 //! server (by name: a configuration loaded meanwhile renumbers the slots) and
@@ -9,6 +10,7 @@
 //! refused at once never gets a handle; its record is queued by
 //! [`Manager::start_call_as`] from an [`Attempt`].
 
+use super::call_counts::{CallOutcome, own_name};
 use super::*;
 use crate::audit::AuditRecord;
 
@@ -30,27 +32,14 @@ pub(super) struct Flight {
 #[derive(Default)]
 pub(super) struct Attempt {
     pub server: Option<String>,
+    /// The tool, once the registry found it.
+    pub tool: Option<Rc<Tool>>,
     pub decision: Option<Decision>,
     pub approval: Option<&'static str>,
 }
 
-/// The audit name of an outcome.
-fn outcome(outcome: &Result<CallResult, CallError>) -> &'static str {
-    match outcome {
-        Ok(r) if r.is_error => "tool-error",
-        Ok(_) => "ok",
-        Err(CallError::UnknownTool(_)) => "unknown-tool",
-        Err(CallError::InvalidArguments(_)) => "invalid-arguments",
-        Err(CallError::ServerUnavailable(_)) => "server-unavailable",
-        Err(CallError::Timeout(_)) => "timeout",
-        Err(CallError::Cancelled) => "cancelled",
-        Err(CallError::Protocol(_)) => "protocol",
-        Err(CallError::Denied(_)) => "denied",
-    }
-}
-
 impl<P: Platform> Manager<P> {
-    /// Limits a completed call's result and queues its audit record.
+    /// Limits a completed call's result and queues its audit record and count.
     pub(super) fn finish(&mut self, mut c: Completion) -> Completion {
         let Some(flight) = self.flight.remove(&c.call) else {
             return c;
@@ -67,8 +56,14 @@ impl<P: Platform> Manager<P> {
             self.events.extend(warnings.into_iter().map(Event::Warning));
             c.outcome = Ok(result);
         }
+        let outcome = CallOutcome::of(&c.outcome);
+        let duration_ms = if self.audit_events || self.call_counts.is_some() {
+            self.platform.now_ms().saturating_sub(flight.started_ms)
+        } else {
+            0
+        };
+        self.count_call(&flight.server, &flight.tool.def.name, outcome, duration_ms);
         if self.audit_events {
-            let now = self.platform.now_ms();
             let rule = flight.decision.rule().to_string();
             self.events.push(Event::Audit(AuditRecord {
                 call: Some(c.call),
@@ -78,15 +73,15 @@ impl<P: Platform> Manager<P> {
                 decision: Some(flight.decision.mode().as_str().to_string()),
                 rule: Some(rule),
                 approval: flight.approval.map(String::from),
-                outcome: outcome(&c.outcome).to_string(),
-                duration_ms: now.saturating_sub(flight.started_ms),
+                outcome: outcome.as_str().to_string(),
+                duration_ms,
                 arguments: flight.arguments,
             }));
         }
         c
     }
 
-    /// Queues the audit record of a call refused at once (`error`).
+    /// Queues the audit record and the count of a call refused at once (`error`).
     pub(super) fn audit_refusal(
         &mut self,
         tool: &str,
@@ -95,6 +90,15 @@ impl<P: Platform> Manager<P> {
         attempt: Attempt,
         error: &CallError,
     ) {
+        let outcome = CallOutcome::of_error(error);
+        if self.call_counts.is_some() {
+            let server = attempt.server.as_deref().unwrap_or_default();
+            let own = match &attempt.tool {
+                Some(found) => found.def.name.as_str(),
+                None => own_name(server, tool),
+            };
+            self.count_call(server, own, outcome, 0);
+        }
         if !self.audit_events {
             return;
         }
@@ -113,7 +117,7 @@ impl<P: Platform> Manager<P> {
             decision,
             rule,
             approval: attempt.approval.map(String::from),
-            outcome: outcome(&Err(error.clone())).to_string(),
+            outcome: outcome.as_str().to_string(),
             duration_ms: 0,
             // As the caller gave them: they may not have been valid JSON.
             arguments: self.audit_arguments.then(|| arguments.to_string()),

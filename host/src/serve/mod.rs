@@ -172,8 +172,9 @@ impl Runtime {
     /// see [`HttpOptions::dashboard`]) on `listener`, without serving MCP, under
     /// the same safety rules, until the runtime stops or accepting fails. What
     /// `mcpbox dashboard` runs. Open the runtime with
-    /// [`Options::metrics`](crate::Options::metrics) for uptime, restarts, calls
-    /// and `/metrics`.
+    /// [`Options::metrics`](crate::Options::metrics) for uptime, restarts, call
+    /// counts and `/metrics`, and
+    /// [`Options::audit_events`](crate::Options::audit_events) for the recent calls.
     pub async fn serve_dashboard(
         &self,
         http: HttpOptions,

@@ -148,14 +148,16 @@ async fn an_audit_file_that_cannot_be_written_fails_the_open() {
     assert!(e.to_string().contains("/proc/mcpbox-cannot"), "{e}");
 }
 
-/// Metrics keep each call's record among the recent calls whether or not anyone
-/// listens to the events: with no subscriber the driver hands the record over
-/// without a copy, with one the subscriber gets the same record as an event.
+/// Metrics with audit events keep each call's record among the recent calls
+/// whether or not anyone listens to the events: with no subscriber the driver
+/// hands the record over without a copy, with one the subscriber gets the same
+/// record as an event.
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_keep_the_recent_calls_with_and_without_subscribers() {
     let config = json!({ "mcpServers": { "fx": fixture_entry(&[]) } });
     let runtime = Options::from_config_text("test.mcp.json", config.to_string())
         .metrics(true)
+        .audit_events(true)
         .open()
         .await
         .expect("the runtime opens");

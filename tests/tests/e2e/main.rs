@@ -12,6 +12,7 @@ mod era;
 mod faults;
 mod fixture;
 mod http;
+mod metrics;
 mod output;
 mod peers;
 mod permissions;

@@ -1,7 +1,11 @@
-//! What the manager does at a call's end: output limits and audit records.
+//! What the manager does at a call's end: output limits, audit records and call
+//! counts.
 
 use super::*;
 use crate::audit::AuditRecord;
+use crate::manager::call_counts::{
+    CallCount, CallOutcome, CountedTool, OTHER_UNKNOWN, UNKNOWN_NAMES,
+};
 
 fn audited(m: &mut Manager<FakePlatform>) -> Vec<AuditRecord> {
     m.events()
@@ -235,4 +239,118 @@ fn a_call_in_flight_when_the_configuration_changes_is_recorded_under_its_own_ser
     assert!(done[0].outcome.is_err());
     let r = &audited(&mut m)[0];
     assert_eq!((r.server.as_str(), r.call), ("fs", Some(call)));
+}
+
+fn counted(events: Vec<Event>) -> Vec<CallCount> {
+    events
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::CallCounted(c) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn call_counts_name_each_key_once_and_make_no_audit_records() {
+    let mut m = manager_with(RULES);
+    m.enable_call_counts();
+    connect(&mut m);
+    m.events();
+    let args = r#"{"text":"a"}"#;
+    let mut counts = Vec::new();
+    for _ in 0..2 {
+        m.start_call("mcp__fs__read_file", args, CallOptions::default())
+            .unwrap();
+        let mut done = Vec::new();
+        while done.is_empty() {
+            done = m.wait(60_000);
+        }
+        let events = m.events();
+        assert!(!events.iter().any(|e| matches!(e, Event::Audit(_))));
+        counts.extend(counted(events));
+    }
+    let named = CountedTool {
+        server: "fs".into(),
+        tool: "read_file".into(),
+    };
+    assert_eq!(
+        counts,
+        [
+            CallCount {
+                key: 0,
+                names: Some(named),
+                outcome: CallOutcome::Ok,
+                duration_ms: 30
+            },
+            CallCount {
+                key: 0,
+                names: None,
+                outcome: CallOutcome::Ok,
+                duration_ms: 30
+            },
+        ]
+    );
+
+    // Refused at once: the rule's tool by its own name, an unknown one by the
+    // name called.
+    assert!(
+        m.start_call("mcp__fs__delete", args, CallOptions::default())
+            .is_err()
+    );
+    assert!(
+        m.start_call("mcp__fs__nope", args, CallOptions::default())
+            .is_err()
+    );
+    let refused = counted(m.events());
+    let names: Vec<_> = refused
+        .iter()
+        .map(|c| {
+            let n = c.names.as_ref().unwrap();
+            (
+                c.key,
+                n.server.as_str(),
+                n.tool.as_str(),
+                c.outcome,
+                c.duration_ms,
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            (1, "fs", "delete", CallOutcome::Denied, 0),
+            (2, "", "mcp__fs__nope", CallOutcome::UnknownTool, 0),
+        ]
+    );
+}
+
+#[test]
+fn made_up_tool_names_share_one_key_past_a_hundred() {
+    let mut m = manager_with(RULES);
+    m.enable_call_counts();
+    connect(&mut m);
+    m.events();
+    for i in 0..UNKNOWN_NAMES + 5 {
+        let name = format!("mcp__made_up__{i}");
+        assert!(m.start_call(&name, "{}", CallOptions::default()).is_err());
+    }
+    let counts = counted(m.events());
+    assert_eq!(counts.len(), UNKNOWN_NAMES + 5);
+    let keys: alloc::collections::BTreeSet<u32> = counts.iter().map(|c| c.key).collect();
+    assert_eq!(keys.len(), UNKNOWN_NAMES + 1);
+    let others: Vec<_> = counts[UNKNOWN_NAMES..].iter().map(|c| c.key).collect();
+    assert_eq!(others, [UNKNOWN_NAMES as u32; 5]);
+    assert_eq!(
+        counts[UNKNOWN_NAMES]
+            .names
+            .as_ref()
+            .map(|n| n.tool.as_str()),
+        Some(OTHER_UNKNOWN)
+    );
+    assert!(
+        counts[UNKNOWN_NAMES + 1..]
+            .iter()
+            .all(|c| c.names.is_none())
+    );
 }
