@@ -26,7 +26,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
@@ -34,7 +34,16 @@ use serde::{Deserialize, Serialize};
 /// Where OAuth tokens are kept. Cheap to clone; clones share the backend.
 #[derive(Clone)]
 pub struct TokenStore {
-    backend: Arc<Backend>,
+    backend: Arc<Choice>,
+}
+
+/// A backend, or the default one, chosen at its first use: the keychain's probe
+/// (a D-Bus round trip on Linux, with its client's threads and memory, about
+/// 1.8 MiB of peak RSS in `mcpbox-bench`'s W4) is then paid only by a runtime
+/// that has an OAuth server to look up, not by every `Options`.
+enum Choice {
+    Chosen(Backend),
+    Default(OnceLock<Backend>),
 }
 
 enum Backend {
@@ -103,28 +112,39 @@ impl std::fmt::Debug for Record {
 impl TokenStore {
     /// A file readable only by the user, created on first write.
     pub fn file(path: impl Into<PathBuf>) -> TokenStore {
-        TokenStore {
-            backend: Arc::new(Backend::File {
-                path: path.into(),
-                lock: Mutex::new(()),
-                no_keychain: None,
-            }),
-        }
+        TokenStore::chosen(Backend::File {
+            path: path.into(),
+            lock: Mutex::new(()),
+            no_keychain: None,
+        })
     }
 
     /// The OS keychain, when one answers here; why not otherwise.
     #[cfg(feature = "keychain")]
     pub fn keychain() -> Result<TokenStore, String> {
         keychain::available()?;
-        Ok(TokenStore {
-            backend: Arc::new(Backend::Keychain(Mutex::new(()))),
-        })
+        Ok(TokenStore::chosen(Backend::Keychain(Mutex::new(()))))
     }
 
     /// Memory only: tokens last as long as the store.
     pub fn memory() -> TokenStore {
+        TokenStore::chosen(Backend::Memory(Mutex::default()))
+    }
+
+    fn chosen(backend: Backend) -> TokenStore {
         TokenStore {
-            backend: Arc::new(Backend::Memory(Mutex::default())),
+            backend: Arc::new(Choice::Chosen(backend)),
+        }
+    }
+
+    /// The backend, the default one chosen now if this is its first use.
+    fn backend(&self) -> &Backend {
+        match &*self.backend {
+            Choice::Chosen(backend) => backend,
+            Choice::Default(cell) => cell.get_or_init(|| {
+                let (want_file, file) = TokenStore::default_places();
+                TokenStore::choose_backend(want_file, file)
+            }),
         }
     }
 
@@ -132,15 +152,23 @@ impl TokenStore {
     /// keychain when one answers (feature `keychain`) and
     /// `$MCPBOX_TOKEN_STORE` is not `file`; else `credentials.json` in
     /// `$XDG_CONFIG_HOME/mcpbox` or `~/.config/mcpbox`; memory when no
-    /// directory is known.
+    /// directory is known. Chosen at the first use (the environment as it is
+    /// then), so that a runtime with no OAuth server never probes the keychain.
     pub fn default_location() -> TokenStore {
+        TokenStore {
+            backend: Arc::new(Choice::Default(OnceLock::new())),
+        }
+    }
+
+    /// Whether the file is asked for, and where the file would be.
+    fn default_places() -> (bool, Option<PathBuf>) {
         let var = |name| {
             std::env::var_os(name)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
         if let Some(path) = var("MCPBOX_CREDENTIALS") {
-            return TokenStore::file(path);
+            return (true, Some(path));
         }
         let file = var("XDG_CONFIG_HOME")
             .map(|d| d.join("mcpbox").join("credentials.json"))
@@ -148,38 +176,41 @@ impl TokenStore {
                 var("HOME").map(|d| d.join(".config").join("mcpbox").join("credentials.json"))
             });
         let want_file = std::env::var("MCPBOX_TOKEN_STORE").is_ok_and(|v| v == "file");
-        TokenStore::choose(want_file, file)
+        (want_file, file)
     }
 
     /// The keychain unless `want_file`, else (or without one) the file.
+    #[cfg(test)]
     fn choose(want_file: bool, file: Option<PathBuf>) -> TokenStore {
+        TokenStore::chosen(TokenStore::choose_backend(want_file, file))
+    }
+
+    fn choose_backend(want_file: bool, file: Option<PathBuf>) -> Backend {
         #[cfg(feature = "keychain")]
         let no_keychain = if want_file {
             None
         } else {
-            match TokenStore::keychain() {
-                Ok(store) => return store,
+            match keychain::available() {
+                Ok(()) => return Backend::Keychain(Mutex::new(())),
                 Err(why) => Some(why),
             }
         };
         #[cfg(not(feature = "keychain"))]
         let no_keychain = (!want_file).then(|| "built without the `keychain` feature".to_owned());
         match file {
-            Some(path) => TokenStore {
-                backend: Arc::new(Backend::File {
-                    path,
-                    lock: Mutex::new(()),
-                    no_keychain,
-                }),
+            Some(path) => Backend::File {
+                path,
+                lock: Mutex::new(()),
+                no_keychain,
             },
-            None => TokenStore::memory(),
+            None => Backend::Memory(Mutex::default()),
         }
     }
 
     /// Where tokens go, for people: `the OS keychain`, `file /path (mode
     /// 0600)` with why not the keychain, or `memory`.
     pub fn describe(&self) -> String {
-        match &*self.backend {
+        match self.backend() {
             Backend::File {
                 path,
                 no_keychain: None,
@@ -205,7 +236,7 @@ impl TokenStore {
 
     pub(crate) fn get(&self, url: &str) -> Result<Option<Record>, StoreError> {
         #[cfg(feature = "keychain")]
-        if let Backend::Keychain(_) = &*self.backend {
+        if let Backend::Keychain(_) = self.backend() {
             return match keychain::get(url).map_err(|m| self.error(m))? {
                 Some(text) => serde_json::from_str(&text).map(Some).map_err(|e| {
                     self.error(format!(
@@ -221,7 +252,7 @@ impl TokenStore {
 
     pub(crate) fn put(&self, url: &str, record: Record) -> Result<(), StoreError> {
         #[cfg(feature = "keychain")]
-        if let Backend::Keychain(_) = &*self.backend {
+        if let Backend::Keychain(_) = self.backend() {
             let text = serde_json::to_string(&record).map_err(|e| self.error(e.to_string()))?;
             return keychain::set(url, &text).map_err(|m| self.error(m));
         }
@@ -234,7 +265,7 @@ impl TokenStore {
     /// Replaces the credentials of an existing record (a refresh).
     fn update(&self, url: &str, credentials: StoredCredentials) -> Result<(), StoreError> {
         #[cfg(feature = "keychain")]
-        if let Backend::Keychain(lock) = &*self.backend {
+        if let Backend::Keychain(lock) = self.backend() {
             let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(mut record) = self.get(url)? {
                 record.credentials = credentials;
@@ -295,7 +326,7 @@ impl TokenStore {
     /// Forgets a server's tokens; whether there were any.
     pub fn remove(&self, url: &str) -> Result<bool, StoreError> {
         #[cfg(feature = "keychain")]
-        if let Backend::Keychain(_) = &*self.backend {
+        if let Backend::Keychain(_) = self.backend() {
             return keychain::delete(url).map_err(|m| self.error(m));
         }
         self.with(true, |servers| {
@@ -317,7 +348,7 @@ impl TokenStore {
         writes: bool,
         f: impl FnOnce(&mut BTreeMap<String, Record>) -> Result<(T, bool), StoreError>,
     ) -> Result<T, StoreError> {
-        match &*self.backend {
+        match self.backend() {
             Backend::Memory(map) => {
                 let mut map = map.lock().unwrap_or_else(|p| p.into_inner());
                 f(&mut map).map(|(t, _)| t)
@@ -520,6 +551,21 @@ mod keychain {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default store probes nothing until it is used: a runtime with no
+    /// OAuth server never asks the keychain.
+    #[test]
+    fn the_default_store_is_chosen_at_its_first_use() {
+        let store = TokenStore::default_location();
+        let chosen = |s: &TokenStore| match &*s.backend {
+            Choice::Default(cell) => cell.get().is_some(),
+            Choice::Chosen(_) => panic!("the default store was chosen at once"),
+        };
+        assert!(!chosen(&store));
+        let clone = store.clone();
+        assert!(!store.describe().is_empty());
+        assert!(chosen(&clone), "clones share the choice");
+    }
 
     /// Where a keychain answers, records round-trip through it; where none does
     /// (here: no Secret Service), the file is chosen and says why.
