@@ -39,7 +39,7 @@ pub struct TokenStore {
 
 /// A backend, or the default one, chosen at its first use: the keychain's probe
 /// (a D-Bus round trip on Linux, with its client's threads and memory, about
-/// 1.8 MiB of peak RSS in `mcpbox-bench`'s W4) is then paid only by a runtime
+/// 1.4 MiB of peak RSS in `mcpbox-bench`'s W4) is then paid only by a runtime
 /// that has an OAuth server to look up, not by every `Options`.
 enum Choice {
     Chosen(Backend),
