@@ -201,6 +201,15 @@ pub enum Event {
     CallCounted(call_counts::CallCount),
 }
 
+/// A tool of a server's list that the permission rules keep out of the registry.
+#[derive(Debug, Clone)]
+struct DeniedTool {
+    /// The rule that denies it.
+    rule: Rc<Rule>,
+    /// Its own name on its server.
+    own: String,
+}
+
 /// A subscribed resource that changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceUpdate {
@@ -227,7 +236,7 @@ struct Slot<C> {
     held: Vec<Held>,
     /// Tools of its last list that the permission rules deny, by registry name:
     /// not in the registry, refused by name when called.
-    denied: BTreeMap<String, Rc<Rule>>,
+    denied: BTreeMap<String, DeniedTool>,
     /// Failures in a row: lost connections and failed connects since a call last
     /// got an answer (or since `reconnect` / `load_config`).
     failures: u32,
@@ -874,10 +883,11 @@ impl<P: Platform> Manager<P> {
                     .slots
                     .iter()
                     .find_map(|s| Some((s.config.name.clone(), s.denied.get(tool)?.clone())));
-                if let Some((server, rule)) = refused {
+                if let Some((server, refused)) = refused {
                     attempt.server = Some(server);
-                    attempt.decision = Some(Decision::Deny(rule.clone()));
-                    return Err(denied(tool, &rule));
+                    attempt.denied_tool = Some(refused.own);
+                    attempt.decision = Some(Decision::Deny(refused.rule.clone()));
+                    return Err(denied(tool, &refused.rule));
                 }
                 // The registry says which server owns a name it does not offer: the
                 // same rule that decides collisions, whatever state the servers are in.
@@ -1026,8 +1036,8 @@ impl<P: Platform> Manager<P> {
     /// it is starting: then a name it could claim waits for its new list (see
     /// [`crate::registry`]).
     fn missing_tool(&self, tool: &str) -> CallError {
-        if let Some(rule) = self.slots.iter().find_map(|s| s.denied.get(tool)) {
-            return denied(tool, rule);
+        if let Some(refused) = self.slots.iter().find_map(|s| s.denied.get(tool)) {
+            return denied(tool, &refused.rule);
         }
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
@@ -1505,8 +1515,13 @@ impl<P: Platform> Manager<P> {
         for def in defs {
             match self.permissions.decide(server, &def.name, None) {
                 Decision::Deny(rule) => {
-                    slot.denied
-                        .insert(naming::tool_name(segment, &def.name), rule);
+                    slot.denied.insert(
+                        naming::tool_name(segment, &def.name),
+                        DeniedTool {
+                            rule,
+                            own: def.name,
+                        },
+                    );
                 }
                 _ => offered.push(def),
             }
@@ -1542,7 +1557,9 @@ impl<P: Platform> Manager<P> {
     /// The rule that keeps the tool of registry name `tool` out of the registry,
     /// when one does (a `deny` rule, or `enabledTools` / `disabledTools`).
     pub fn denied_by(&self, tool: &str) -> Option<Rc<crate::permissions::Rule>> {
-        self.slots.iter().find_map(|s| s.denied.get(tool).cloned())
+        self.slots
+            .iter()
+            .find_map(|s| Some(s.denied.get(tool)?.rule.clone()))
     }
 
     /// What the permission rules say about the tool of registry name `tool` for

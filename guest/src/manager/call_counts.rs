@@ -167,17 +167,6 @@ impl CallCounts {
     }
 }
 
-/// A registry name's part after `mcp__{server}__`: the tool's own name when the
-/// registry named it the default way, for a refused tool the registry does not
-/// hold (its own name is not at hand); the whole name otherwise.
-pub(super) fn own_name<'a>(server: &str, name: &'a str) -> &'a str {
-    name.strip_prefix("mcp__")
-        .and_then(|rest| rest.strip_prefix(server))
-        .and_then(|rest| rest.strip_prefix("__"))
-        .filter(|_| !server.is_empty())
-        .unwrap_or(name)
-}
-
 impl<P: Platform> Manager<P> {
     /// Queues an [`Event::CallCounted`] for every call that ends, or is refused
     /// before it starts, from now on (see the module docs).

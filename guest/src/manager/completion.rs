@@ -10,7 +10,7 @@
 //! refused at once never gets a handle; its record is queued by
 //! [`Manager::start_call_as`] from an [`Attempt`].
 
-use super::call_counts::{CallOutcome, own_name};
+use super::call_counts::CallOutcome;
 use super::*;
 use crate::audit::AuditRecord;
 
@@ -34,6 +34,8 @@ pub(super) struct Attempt {
     pub server: Option<String>,
     /// The tool, once the registry found it.
     pub tool: Option<Rc<Tool>>,
+    /// The own name of a tool the permission rules keep out of the registry.
+    pub denied_tool: Option<String>,
     pub decision: Option<Decision>,
     pub approval: Option<&'static str>,
 }
@@ -93,9 +95,11 @@ impl<P: Platform> Manager<P> {
         let outcome = CallOutcome::of_error(error);
         if self.call_counts.is_some() {
             let server = attempt.server.as_deref().unwrap_or_default();
-            let own = match &attempt.tool {
-                Some(found) => found.def.name.as_str(),
-                None => own_name(server, tool),
+            // A tool no server has counts under the name called.
+            let own = match (&attempt.tool, &attempt.denied_tool) {
+                (Some(found), _) => found.def.name.as_str(),
+                (None, Some(own)) => own.as_str(),
+                (None, None) => tool,
             };
             self.count_call(server, own, outcome, 0);
         }

@@ -354,3 +354,29 @@ fn made_up_tool_names_share_one_key_past_a_hundred() {
             .all(|c| c.names.is_none())
     );
 }
+
+/// A denied tool counts under its own name, whatever its registry name: here a
+/// `toolPrefix` makes it `mcp__files__delete`.
+#[test]
+fn a_denied_tool_counts_under_its_own_name() {
+    let mut m = manager_with(
+        r#"{"mcpServers": {"fs": {"command": "fs", "toolPrefix": "files"}},
+            "permissions": {"deny": ["mcp__fs__delete"]}}"#,
+    );
+    m.enable_call_counts();
+    connect(&mut m);
+    m.events();
+    let refused = m.start_call("mcp__files__delete", "{}", CallOptions::default());
+    assert!(matches!(refused, Err(CallError::Denied(_))), "{refused:?}");
+    let names: Vec<_> = counted(m.events())
+        .into_iter()
+        .map(|c| c.names.unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [CountedTool {
+            server: "fs".into(),
+            tool: "delete".into()
+        }]
+    );
+}
