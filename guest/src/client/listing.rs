@@ -114,6 +114,11 @@ impl Client {
         if listing.tools.len().saturating_add(page.tools.len()) > self.limits.max_tools {
             return self.fail(past_limit(&self.server, Past::Tools, &self.limits));
         }
+        // Sized for the page at once (the count is within `maxTools`, checked
+        // above). Grown by doubling, a 10,000-tool page held the old and the new
+        // buffer together: the guest's memory, which never shrinks, peaked at
+        // 7.4 MiB in W4 instead of 6.6.
+        listing.tools.reserve(page.tools.len());
         for raw in page.tools {
             if raw.get().len() > self.limits.max_tool_bytes {
                 let past = Past::ToolBytes {
