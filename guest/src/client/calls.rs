@@ -182,7 +182,7 @@ impl Client {
         self.events
             .push(ClientEvent::Completed(Completion { call, outcome }));
         // Requests tied to no known call end with the last call in flight.
-        if self.pending_calls() == 0 {
+        if !self.calls_in_flight() {
             self.withdraw_inputs(None, connected);
         }
     }

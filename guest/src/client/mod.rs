@@ -368,6 +368,17 @@ impl Client {
             + self.rounds.len()
     }
 
+    /// Whether any call is in flight: [`Client::pending_calls`] without the
+    /// count, so asking after every call that ends does not walk the other
+    /// calls (with a thousand in flight, that was 2 % of the HTTP gateway's time).
+    pub fn calls_in_flight(&self) -> bool {
+        !self.rounds.is_empty()
+            || self
+                .pending
+                .values()
+                .any(|p| matches!(p, Pending::Call(_) | Pending::Request(_)))
+    }
+
     /// Takes the messages to send, oldest first.
     pub fn take_outbox(&mut self) -> Vec<Outgoing> {
         core::mem::take(&mut self.outbox)

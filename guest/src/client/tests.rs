@@ -273,6 +273,7 @@ fn responses_match_ids_exactly() {
     );
     assert_eq!(c.stats().unknown_responses, 1);
     assert_eq!(c.pending_calls(), 1);
+    assert!(c.calls_in_flight());
     assert!(
         matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("matches no request"))
     );
@@ -289,6 +290,7 @@ fn responses_match_ids_exactly() {
         0,
     );
     assert_eq!(c.pending_calls(), 0);
+    assert!(!c.calls_in_flight());
     assert!(matches!(
         &c.take_events()[..],
         [ClientEvent::Completed(Completion {
@@ -582,6 +584,7 @@ fn abort_completes_every_call() {
         matches!(&events[0], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
     );
     assert_eq!(c.pending_calls(), 0);
+    assert!(!c.calls_in_flight());
 }
 
 fn discover_result(list_changed: bool) -> Value {
@@ -1149,6 +1152,7 @@ fn input_required_is_retried_with_the_answers_and_the_exact_state() {
         .collect();
     assert_eq!(keys.len(), 2);
     assert_eq!(c.pending_calls(), 1);
+    assert!(c.calls_in_flight());
     c.answer_input(keys[0], &InputAnswer::Decline).unwrap();
     assert!(sent(&mut c).is_empty(), "waits for every answer");
     c.answer_input(keys[1], &InputAnswer::Accept("{}".into()))
