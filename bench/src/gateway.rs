@@ -363,6 +363,14 @@ impl Client {
     }
 }
 
+/// `MCPBOX_BENCH_GUEST=path.wasm` runs the gateway on another build of the guest,
+/// as it does the workers (a guest with its name section, for profiles).
+fn with_bench_guest(command: &mut Command) {
+    if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
+        command.arg("--guest").arg(guest);
+    }
+}
+
 /// Starts `mcpbox serve --http 127.0.0.1:0` (the program `mcpbox`); the guard and URL.
 fn start_http_gateway(
     p: &Programs,
@@ -378,6 +386,7 @@ fn start_http_gateway(
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(extra)
         .env("MCPBOX_CACHE_DIR", &p.cache_dir);
+    with_bench_guest(&mut command);
     start(command, |l| {
         Some(l.split("listening on ").nth(1)?.trim().to_owned())
     })
@@ -427,6 +436,7 @@ async fn connect(
                 .args(extra)
                 .env("MCPBOX_CACHE_DIR", &p.cache_dir)
                 .stderr(Stdio::null());
+            with_bench_guest(command.as_std_mut());
             let transport = TokioChildProcess::new(command)?;
             let middle = transport.id();
             let client = ().serve_with_lifecycle(transport, lifecycle).await?;
