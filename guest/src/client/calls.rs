@@ -167,6 +167,7 @@ impl Client {
             meta.param_headers = param_headers(annotated, call.arguments.get());
         }
         self.outbox.push(Outgoing { text, meta });
+        self.due_by(call.deadline_ms);
         self.pending.insert(id, Pending::Call(call));
     }
 
@@ -183,6 +184,8 @@ impl Client {
             .push(ClientEvent::Completed(Completion { call, outcome }));
         // Requests tied to no known call end with the last call in flight.
         if !self.calls_in_flight() {
+            // Nothing in `pending` has a deadline now.
+            self.due_from = u64::MAX;
             self.withdraw_inputs(None, connected);
         }
     }
@@ -191,6 +194,7 @@ impl Client {
     /// or a shutdown. Nothing is sent: the connection is gone.
     pub fn abort_calls(&mut self, error: impl Fn(&str) -> CallError) {
         let pending = core::mem::take(&mut self.pending);
+        self.due_from = u64::MAX;
         let rounds = core::mem::take(&mut self.rounds);
         let mut calls = Vec::new();
         for p in pending.into_values() {

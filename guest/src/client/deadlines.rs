@@ -12,14 +12,14 @@ use crate::transport::format_ms;
 
 impl Client {
     /// The earliest deadline: of a call, of the era probe, or of a stale tool list.
+    /// Never later than it; after a call ends or progress moves its deadline it
+    /// can be earlier, until the next [`Client::tick`] (a wake-up with nothing due).
     pub fn next_deadline(&self) -> Option<u64> {
-        self.pending
-            .values()
-            .filter_map(|p| match p {
-                Pending::Call(c) => Some(c.deadline_ms),
-                Pending::Request(r) => Some(r.deadline_ms),
-                _ => None,
-            })
+        // The calls' bound may be earlier than their nearest deadline (a call
+        // that ended since): waking then costs one `tick`, which makes it exact.
+        (self.due_from < u64::MAX)
+            .then_some(self.due_from)
+            .into_iter()
             .chain(self.rounds.values().map(|r| r.call.deadline_ms))
             .chain(self.inputs.values().filter_map(|w| w.deadline_ms))
             .chain(self.listen_deadlines())
@@ -33,15 +33,22 @@ impl Client {
         self.now_ms = now_ms;
         self.expire_probe(now_ms);
         self.relist_if_stale(now_ms);
-        self.expire_requests(now_ms);
+        // Calls and requests are looked at only once one may be due.
+        let due = now_ms >= self.due_from;
+        if due {
+            self.expire_requests(now_ms);
+        }
         self.expire_listen_waits(now_ms);
         self.expire_inputs(now_ms);
-        let expired: Vec<Id> = self
-            .pending
-            .iter()
-            .filter(|(_, p)| matches!(p, Pending::Call(c) if c.deadline_ms <= now_ms))
-            .map(|(id, _)| id.clone())
-            .collect();
+        let expired: Vec<Id> = if due {
+            self.pending
+                .iter()
+                .filter(|(_, p)| matches!(p, Pending::Call(c) if c.deadline_ms <= now_ms))
+                .map(|(id, _)| id.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
         for id in expired {
             let Some(Pending::Call(c)) = self.pending.remove(&id) else {
                 continue;
@@ -59,6 +66,9 @@ impl Client {
                 }
             );
             self.finish(c.call, Err(CallError::Timeout(why)), true);
+        }
+        if due {
+            self.due_from = self.pending_due();
         }
         let expired: Vec<u64> = self
             .rounds
@@ -78,6 +88,24 @@ impl Client {
             );
             self.finish(call, Err(CallError::Timeout(why)), true);
         }
+    }
+
+    /// Notes the deadline of a call or request queued in `pending`.
+    pub(super) fn due_by(&mut self, deadline_ms: u64) {
+        self.due_from = self.due_from.min(deadline_ms);
+    }
+
+    /// The nearest deadline of the calls and requests in `pending`, exactly.
+    fn pending_due(&self) -> u64 {
+        self.pending
+            .values()
+            .filter_map(|p| match p {
+                Pending::Call(c) => Some(c.deadline_ms),
+                Pending::Request(r) => Some(r.deadline_ms),
+                _ => None,
+            })
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// `notifications/progress` for a call in flight pushes its deadline back by

@@ -127,6 +127,11 @@ pub struct Client {
     phase: Phase,
     next_id: i64,
     pending: BTreeMap<Id, Pending>,
+    /// No call or request in `pending` is due before this time (`u64::MAX`:
+    /// none is waiting). A lower bound, lowered as they are queued and made
+    /// exact again when [`Client::tick`] looks at them: with a thousand calls in
+    /// flight, `tick` and `next_deadline` walked them all on every turn.
+    due_from: u64,
     protocol_version: Option<String>,
     server_info: ServerInfo,
     listing: Option<Listing>,
@@ -302,6 +307,7 @@ impl Client {
             phase: Phase::Initializing,
             next_id: 1,
             pending: BTreeMap::new(),
+            due_from: u64::MAX,
             protocol_version: None,
             server_info: ServerInfo::default(),
             listing: None,
@@ -438,6 +444,11 @@ impl Client {
             ..meta
         };
         self.outbox.push(Outgoing { text, meta });
+        match &pending {
+            Pending::Call(c) => self.due_by(c.deadline_ms),
+            Pending::Request(r) => self.due_by(r.deadline_ms),
+            _ => {}
+        }
         self.pending.insert(id.clone(), pending);
         id
     }

@@ -304,16 +304,16 @@ impl Client {
     /// deadline passed fail; the listen stays (a late acknowledgement finds
     /// nothing to complete).
     pub(super) fn expire_listen_waits(&mut self, now_ms: u64) {
-        let mut expired = Vec::new();
-        for p in self.pending.values_mut() {
-            if let Pending::Listen(listen) = p {
-                let (late, rest): (Vec<_>, Vec<_>) = core::mem::take(&mut listen.waiting)
-                    .into_iter()
-                    .partition(|r| r.deadline_ms <= now_ms);
-                listen.waiting = rest;
-                expired.extend(late);
-            }
+        let Some(listen) = self.open_listen_mut() else {
+            return;
+        };
+        if !listen.waiting.iter().any(|r| r.deadline_ms <= now_ms) {
+            return;
         }
+        let (expired, rest): (Vec<_>, Vec<_>) = core::mem::take(&mut listen.waiting)
+            .into_iter()
+            .partition(|r| r.deadline_ms <= now_ms);
+        listen.waiting = rest;
         for r in expired {
             let why = format!(
                 "{} timed out after {}: the server did not acknowledge subscriptions/listen",
@@ -326,34 +326,46 @@ impl Client {
 
     /// The deadlines of requests waiting for an acknowledgement.
     pub(super) fn listen_deadlines(&self) -> impl Iterator<Item = u64> + '_ {
-        self.pending.values().flat_map(|p| match p {
-            Pending::Listen(l) => l.waiting.iter().map(|r| r.deadline_ms).collect(),
-            _ => Vec::new(),
-        })
+        self.open_listen()
+            .into_iter()
+            .flat_map(|l| l.waiting.iter().map(|r| r.deadline_ms))
+    }
+
+    /// The open `subscriptions/listen`. There is at most one, under `listen_id`
+    /// (`listen` replaces the one before): found by its id, not by walking every
+    /// request in flight on every turn.
+    fn open_listen(&self) -> Option<&Listen> {
+        match self.pending.get(self.listen_id.as_ref()?) {
+            Some(Pending::Listen(listen)) => Some(listen),
+            _ => None,
+        }
+    }
+
+    fn open_listen_mut(&mut self) -> Option<&mut Listen> {
+        match self.pending.get_mut(self.listen_id.as_ref()?) {
+            Some(Pending::Listen(listen)) => Some(listen),
+            _ => None,
+        }
     }
 
     /// Cancels a subscribe waiting for an acknowledgement; false if none is `call`.
     pub(super) fn cancel_listen_wait(&mut self, call: u64) -> bool {
-        for p in self.pending.values_mut() {
-            if let Pending::Listen(listen) = p
-                && let Some(at) = listen.waiting.iter().position(|r| r.call == call)
-            {
-                listen.waiting.remove(at);
-                self.events.push(ClientEvent::Completed(super::Completion {
-                    call,
-                    outcome: Err(CallError::Cancelled),
-                }));
-                return true;
-            }
+        if let Some(listen) = self.open_listen_mut()
+            && let Some(at) = listen.waiting.iter().position(|r| r.call == call)
+        {
+            listen.waiting.remove(at);
+            self.events.push(ClientEvent::Completed(super::Completion {
+                call,
+                outcome: Err(CallError::Cancelled),
+            }));
+            return true;
         }
         false
     }
 
     /// Whether a listen reports tool-list changes.
     pub(super) fn listening(&self) -> bool {
-        self.pending
-            .values()
-            .any(|p| matches!(p, Pending::Listen(l) if l.tools))
+        self.open_listen().is_some_and(|l| l.tools)
     }
 }
 

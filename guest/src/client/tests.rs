@@ -400,6 +400,47 @@ fn error_answers_and_malformed_results_are_protocol_errors() {
     );
 }
 
+/// Calls in flight are looked at by `tick` only once one may be due (the bound
+/// in `due_from`): a later call with a shorter timeout lowers it, and a call that
+/// ends leaves it early until a tick finds nothing due.
+#[test]
+fn every_call_times_out_on_time_among_many() {
+    let mut c = ready(&["slow"]);
+    c.start_call(1, "mcp__demo__slow", "slow", "{}", 10_000, 0);
+    c.start_call(2, "mcp__demo__slow", "slow", "{}", 1_000, 100);
+    c.start_call(3, "mcp__demo__slow", "slow", "{}", 5_000, 200);
+    let ids: Vec<Value> = sent(&mut c).into_iter().map(|(m, _)| m["id"].clone()).collect();
+    assert_eq!(c.next_deadline(), Some(1_100));
+    c.tick(1_099);
+    assert!(c.take_events().is_empty());
+    c.tick(1_100);
+    let events = c.take_events();
+    assert!(
+        matches!(&events[..], [ClientEvent::Completed(Completion { call: 2, outcome: Err(CallError::Timeout(_)) })]),
+        "{events:?}"
+    );
+    assert_eq!(c.next_deadline(), Some(5_200));
+    // Call 3 is answered: the bound stays at its deadline until a tick.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": ids[2], "result": {"content": []}}),
+        3_000,
+    );
+    assert_eq!(c.take_events().len(), 1);
+    assert_eq!(c.next_deadline(), Some(5_200));
+    c.tick(5_200);
+    assert!(c.take_events().is_empty(), "nothing was due at 5.2 s");
+    assert_eq!(c.next_deadline(), Some(10_000));
+    c.tick(10_000);
+    let events = c.take_events();
+    assert!(
+        matches!(&events[..], [ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(_)) })]),
+        "{events:?}"
+    );
+    assert!(!c.calls_in_flight());
+    assert_eq!(c.next_deadline(), None);
+}
+
 #[test]
 fn timeouts_cancel_and_progress_extends() {
     let mut c = ready(&["slow"]);
@@ -412,7 +453,6 @@ fn timeouts_cancel_and_progress_extends() {
         json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": id, "progress": 1}}),
         900,
     );
-    assert_eq!(c.next_deadline(), Some(1900));
     // And is reported, for the gateway to pass on.
     assert_eq!(
         c.take_events(),
@@ -423,6 +463,13 @@ fn timeouts_cancel_and_progress_extends() {
             message: None
         })]
     );
+    // The next deadline stays the old one, a bound, until a tick then finds
+    // nothing due and makes it exact.
+    assert_eq!(c.next_deadline(), Some(1100));
+    c.tick(1100);
+    assert!(c.take_events().is_empty());
+    assert!(sent(&mut c).is_empty());
+    assert_eq!(c.next_deadline(), Some(1900));
     // A token of the wrong type does not.
     feed(
         &mut c,
