@@ -409,14 +409,23 @@ fn every_call_times_out_on_time_among_many() {
     c.start_call(1, "mcp__demo__slow", "slow", "{}", 10_000, 0);
     c.start_call(2, "mcp__demo__slow", "slow", "{}", 1_000, 100);
     c.start_call(3, "mcp__demo__slow", "slow", "{}", 5_000, 200);
-    let ids: Vec<Value> = sent(&mut c).into_iter().map(|(m, _)| m["id"].clone()).collect();
+    let ids: Vec<Value> = sent(&mut c)
+        .into_iter()
+        .map(|(m, _)| m["id"].clone())
+        .collect();
     assert_eq!(c.next_deadline(), Some(1_100));
     c.tick(1_099);
     assert!(c.take_events().is_empty());
     c.tick(1_100);
     let events = c.take_events();
     assert!(
-        matches!(&events[..], [ClientEvent::Completed(Completion { call: 2, outcome: Err(CallError::Timeout(_)) })]),
+        matches!(
+            &events[..],
+            [ClientEvent::Completed(Completion {
+                call: 2,
+                outcome: Err(CallError::Timeout(_))
+            })]
+        ),
         "{events:?}"
     );
     assert_eq!(c.next_deadline(), Some(5_200));
@@ -434,7 +443,13 @@ fn every_call_times_out_on_time_among_many() {
     c.tick(10_000);
     let events = c.take_events();
     assert!(
-        matches!(&events[..], [ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(_)) })]),
+        matches!(
+            &events[..],
+            [ClientEvent::Completed(Completion {
+                call: 1,
+                outcome: Err(CallError::Timeout(_))
+            })]
+        ),
         "{events:?}"
     );
     assert!(!c.calls_in_flight());
