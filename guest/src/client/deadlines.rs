@@ -99,11 +99,7 @@ impl Client {
     fn pending_due(&self) -> u64 {
         self.pending
             .values()
-            .filter_map(|p| match p {
-                Pending::Call(c) => Some(c.deadline_ms),
-                Pending::Request(r) => Some(r.deadline_ms),
-                _ => None,
-            })
+            .filter_map(Pending::deadline_ms)
             .min()
             .unwrap_or(u64::MAX)
     }
