@@ -363,9 +363,10 @@ impl Client {
     }
 }
 
-/// `MCPBOX_BENCH_GUEST=path.wasm` runs the gateway on another build of the guest,
-/// as it does the workers (a guest with its name section, for profiles).
-fn with_bench_guest(command: &mut Command) {
+/// `MCPBOX_BENCH_GUEST=path.wasm` runs an `mcpbox` process (the gateway, W1c's
+/// CLI) on another build of the guest, as it does the workers (a guest with its
+/// name section, for profiles).
+pub(crate) fn with_bench_guest(command: &mut Command) {
     if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
         command.arg("--guest").arg(guest);
     }

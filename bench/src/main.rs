@@ -771,9 +771,7 @@ fn cold_process(setup: &Setup, side: Side) -> Result<f64, String> {
                 .arg("--trust")
                 .env("MCPBOX_CACHE_DIR", &setup.cache_dir);
             // Same guest as the workers use (see `MCPBOX_BENCH_GUEST` in worker.rs).
-            if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
-                command.arg("--guest").arg(guest);
-            }
+            gateway::with_bench_guest(&mut command);
             command
         }
         Side::Rmcp => {
