@@ -13,7 +13,7 @@
 //! | `notifications/initialized` | accepted |
 //! | `ping` | `{}` |
 //! | `tools/list` | every tool, in pages of `--page-size` with an opaque `nextCursor`; a bad cursor is -32602 |
-//! | `tools/call` | runs on its own thread, so a slow call never delays another; `sleep` is answered by one timer thread instead (no thread start per call: 200 concurrent sleeps are all under way within a millisecond) |
+//! | `tools/call` | runs on a thread of its own (an idle one reused, or a new one when every one is busy), so a slow call never delays another; `sleep` is answered by one timer thread instead (no thread start per call: 200 concurrent sleeps are all under way within a millisecond) |
 //! | `notifications/cancelled` | records `requestId` (see the `cancellations` tool) and stops a running `sleep`, `progress`, `elicit` or `sample` call, which then sends no response |
 //! | a response | kept when it answers an `elicit` call's `elicitation/create` or a `sample` call's `sampling/createMessage` |
 //! | `logging/setLevel` | `{}` |
@@ -85,7 +85,7 @@
 //! asks, so a model can correct itself); an unknown tool is JSON-RPC error -32602.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, BufRead, Write};
 use std::process;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -524,6 +524,88 @@ struct Server {
     answers: Mutex<Map<String, Value>>,
     /// Woken whenever `answers` grows.
     answered: Condvar,
+    /// The threads that run `tools/call`.
+    call_threads: Arc<CallThreads>,
+}
+
+/// The threads that run `tools/call`, reused from call to call.
+///
+/// Starting a thread for every call cost the fixture more CPU than the call
+/// itself (`clone`, a fresh stack, its `munmap` at exit: the fixture was the
+/// busiest process of the gateway's 1,000-in-flight benchmark, whose 2 cores the
+/// client and the gateway share). A call still never waits for another: it goes
+/// to an idle thread when there is one, and to a new thread otherwise, so an
+/// `elicit` call blocked on its answer holds up nothing.
+struct CallThreads {
+    pool: Mutex<CallPool>,
+    /// Woken when a call is queued for an idle thread.
+    queued: Condvar,
+}
+
+impl std::fmt::Debug for CallThreads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pool = lock(&self.pool);
+        f.debug_struct("CallThreads")
+            .field("idle", &pool.idle)
+            .field("queued", &pool.calls.len())
+            .finish()
+    }
+}
+
+struct CallPool {
+    /// Threads waiting for a call; never fewer than `calls.len()`.
+    idle: usize,
+    calls: VecDeque<Box<dyn FnOnce() + Send>>,
+}
+
+impl CallThreads {
+    fn new() -> Arc<CallThreads> {
+        Arc::new(CallThreads {
+            pool: Mutex::new(CallPool {
+                idle: 0,
+                calls: VecDeque::new(),
+            }),
+            queued: Condvar::new(),
+        })
+    }
+
+    /// Runs `call` on an idle thread, or on a new one when none is idle.
+    fn run(self: &Arc<Self>, call: impl FnOnce() + Send + 'static) {
+        let mut pool = lock(&self.pool);
+        if pool.idle > pool.calls.len() {
+            // Each queued call has an idle thread of its own to take it.
+            pool.calls.push_back(Box::new(call));
+            drop(pool);
+            self.queued.notify_one();
+            return;
+        }
+        drop(pool);
+        let threads = Arc::clone(self);
+        thread::spawn(move || {
+            call();
+            threads.serve();
+        });
+    }
+
+    /// An idle thread's loop: takes queued calls for as long as the process runs.
+    fn serve(&self) {
+        let mut pool = lock(&self.pool);
+        pool.idle += 1;
+        loop {
+            if let Some(call) = pool.calls.pop_front() {
+                pool.idle -= 1;
+                drop(pool);
+                call();
+                pool = lock(&self.pool);
+                pool.idle += 1;
+            } else {
+                pool = self
+                    .queued
+                    .wait(pool)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -763,7 +845,8 @@ impl Server {
             ("tools/call", Some(id)) => {
                 if !self.start_sleep(&id, &params) {
                     let server = Arc::clone(self);
-                    thread::spawn(move || server.call_tool(&id, &params));
+                    self.call_threads
+                        .run(move || server.call_tool(&id, &params));
                 }
             }
             (method, Some(id)) => {
@@ -1206,6 +1289,7 @@ fn main() {
         sleeps_signal: Condvar::new(),
         answers: Mutex::new(Map::new()),
         answered: Condvar::new(),
+        call_threads: CallThreads::new(),
     });
     let timer = Arc::clone(&server);
     thread::spawn(move || timer.run_sleeps());
