@@ -1119,6 +1119,41 @@ fn report_servers(runtime: &Runtime, who: &'static str) {
     });
 }
 
+/// Connections a listener holds before they are accepted (the kernel caps it at
+/// `net.core.somaxconn`, 4,096 by default). tokio's `TcpListener::bind` asks for
+/// 1,024: a thousand clients connecting at once, as the gateway's benchmark
+/// does, overflowed it while the one serving thread was busy with a turn, and
+/// every connection refused that way waited a full second for its SYN to be
+/// sent again.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Listens on the first address `addr` resolves to that can be bound.
+async fn bind(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
+    let mut last = None;
+    for addr in tokio::net::lookup_host(addr).await? {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
+        } else {
+            tokio::net::TcpSocket::new_v6()
+        }?;
+        // As std's `TcpListener::bind` does: a restart need not wait out TIME_WAIT.
+        socket.set_reuseaddr(true)?;
+        match socket
+            .bind(addr)
+            .and_then(|()| socket.listen(LISTEN_BACKLOG))
+        {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the address resolves to nothing",
+        )
+    }))
+}
+
 /// Binds `addr` for `serve --http` or `dashboard`, with the HTTP safety options:
 /// a bearer token from MCPBOX_TOKEN, or one made up off loopback.
 /// Says `{who}: listening on http://ADDR{path}`, then where the dashboard is.
@@ -1128,7 +1163,7 @@ async fn listen(
     allow_origin: &[String],
     path: &str,
 ) -> Result<(tokio::net::TcpListener, HttpOptions), Failure> {
-    let listener = tokio::net::TcpListener::bind(addr)
+    let listener = bind(addr)
         .await
         .with_context(|| format!("could not listen on {addr}"))?;
     let local = listener.local_addr()?;
