@@ -178,6 +178,48 @@ fn a_sleeping_call_does_not_delay_others_and_can_be_cancelled() {
     assert_eq!(first_text(&reply["result"]), format!("[{sleeper}]"));
 }
 
+/// Calls run on reused threads (an idle one, or a new one when none is idle): a
+/// call blocked on its `elicitation/create` holds up no other call, including one
+/// that arrives when the only idle thread has just been taken by another blocked
+/// call.
+#[test]
+fn calls_blocked_on_an_elicitation_do_not_delay_others() {
+    let mut fixture = initialized(&[]);
+    let elicit = |fixture: &mut StdioPeer| {
+        let id = fixture.send_request(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {"message": "wait"}}),
+        );
+        let asked = fixture.next_message();
+        assert_eq!(asked["method"], "elicitation/create", "{asked}");
+        assert_eq!(asked["id"], format!("elicit-{id}"), "{asked}");
+        id
+    };
+    let answer = |fixture: &mut StdioPeer, id: u64| {
+        fixture.send(&json!({"jsonrpc": "2.0", "id": format!("elicit-{id}"),
+            "result": {"action": "decline"}}));
+        let (reply, before) = fixture.response(id);
+        assert!(before.is_empty(), "unexpected messages: {before:?}");
+        assert_eq!(first_text(&reply["result"]), r#"{"action":"decline"}"#);
+    };
+    let blocked: Vec<u64> = (0..3).map(|_| elicit(&mut fixture)).collect();
+    assert_eq!(
+        first_text(&fixture.call_tool("echo", json!({"text": "first"}))),
+        "first"
+    );
+    // The echo's thread and the answered call's are idle now; two more blocked
+    // calls take both, and the next echo needs a thread of its own.
+    answer(&mut fixture, blocked[1]);
+    let later = [elicit(&mut fixture), elicit(&mut fixture)];
+    assert_eq!(
+        first_text(&fixture.call_tool("echo", json!({"text": "second"}))),
+        "second"
+    );
+    for id in [blocked[0], blocked[2], later[0], later[1]] {
+        answer(&mut fixture, id);
+    }
+}
+
 #[test]
 fn sleep_answers_after_its_delay() {
     let mut fixture = initialized(&[]);
