@@ -470,13 +470,15 @@ impl<P: HttpPort> RemoteConnection<P> {
     }
 
     /// Moves every exchange along, fires due timers and sends what the queue
-    /// lets go, until nothing more happens without waiting.
+    /// lets go, until nothing more happens without waiting. Exchanges go first:
+    /// what already arrived counts before a timer that fell due meanwhile (after
+    /// a late turn, a probe's answer must not be taken for its timeout).
     fn pump(&mut self) {
         for _ in 0..64 {
             if self.over {
                 return;
             }
-            let mut progressed = self.fire_timers();
+            let mut progressed = false;
             let ids: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
             for id in ids {
                 while self.exchanges.contains_key(&id) {
@@ -499,6 +501,7 @@ impl<P: HttpPort> RemoteConnection<P> {
                     progressed = true;
                 }
             }
+            progressed |= self.fire_timers();
             progressed |= self.send_queued();
             if !progressed {
                 return;

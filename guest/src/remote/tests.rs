@@ -7,7 +7,7 @@ use std::rc::Rc;
 use serde_json::{Value, json};
 
 use super::fake::{Got, Harness, Reply, body};
-use super::port::{ErrorKind, Method, Progress, Request};
+use super::port::{ErrorKind, HttpError, Method, Progress, Request};
 use super::target::{Grant, Target};
 use super::{Kind, MAX_REDIRECTS, PROBE_TIMEOUT_MS};
 use crate::transport::{Failure, SendMeta, TransportError};
@@ -414,12 +414,23 @@ fn a_server_never_reached_closes_the_connection_with_the_configured_url() {
 
 /// A server that answered once and then broke a stream: the HEAD probe decides.
 fn broken_after_connect(probe: Option<ErrorKind>) -> (Harness, Vec<Got>) {
+    let mut h = broken_after_connect_with(probe, 0);
+    let got = h.run(PROBE_TIMEOUT_MS + 100);
+    (h, got)
+}
+
+/// [`broken_after_connect`], with the probe refused `delay_ms` after it is
+/// sent, and the call not yet sent.
+fn broken_after_connect_with(probe: Option<ErrorKind>, delay_ms: u64) -> Harness {
     let calls = Rc::new(RefCell::new(0));
     let server = Box::new(move |r: &Request, out: &mut Reply<'_>| match r.method {
         // Refused as `kind`, or never answered: the probe times out.
         Method::Head => {
             if let Some(kind) = probe {
-                out.fail(kind, "connection refused");
+                out.at(
+                    delay_ms,
+                    Progress::Failed(HttpError::new(kind, "connection refused")),
+                );
             }
         }
         Method::Get => {
@@ -444,8 +455,7 @@ fn broken_after_connect(probe: Option<ErrorKind>) -> (Harness, Vec<Got>) {
     h.send(&init(), None);
     h.run(10);
     h.send(&call(2, "x"), Some("2025-11-25"));
-    let got = h.run(PROBE_TIMEOUT_MS + 100);
-    (h, got)
+    h
 }
 
 #[test]
@@ -456,6 +466,22 @@ fn a_broken_stream_and_a_refused_probe_mean_the_server_went_away() {
         "{got:?}"
     );
     assert!(h.requests().iter().any(|r| r.method == Method::Head));
+}
+
+/// The probe was refused in time, but the connection's next turn came only
+/// after the probe's timeout (a busy machine): the refusal still counts.
+#[test]
+fn a_probe_refused_before_a_late_turn_still_proves_the_server_went_away() {
+    let mut h = broken_after_connect_with(Some(ErrorKind::Connect), 10);
+    let got = h.run(15);
+    assert!(errors(&got).is_empty(), "{got:?}");
+    assert!(h.requests().iter().any(|r| r.method == Method::Head));
+    h.net.borrow_mut().clock = PROBE_TIMEOUT_MS + 1_000;
+    let got = h.run(PROBE_TIMEOUT_MS + 1_000);
+    assert!(
+        matches!(errors(&got)[..], [TransportError::Closed(w)] if w.starts_with("went away:")),
+        "{got:?}"
+    );
 }
 
 #[test]
