@@ -1303,10 +1303,10 @@ impl<P: Platform> Manager<P> {
                     break;
                 }
                 // One dropped message; the connection goes on.
-                Err(TransportError::TooLarge(o)) => client.handle_oversized(&o),
+                Err(TransportError::TooLarge(o)) => client.handle_oversized(&o, now),
                 // One request failed at the transport; the connection goes on.
                 Err(TransportError::RequestFailed { id, failure }) => {
-                    client.handle_failure(&id, failure);
+                    client.handle_failure(&id, failure, now);
                 }
                 Err(e) => {
                     lost = Some(e);

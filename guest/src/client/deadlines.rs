@@ -1,6 +1,7 @@
 //! Deadlines on the client's clock: call timeouts (with `notifications/progress`
-//! pushing a call's deadline back), the era probe's timeout and a tool list that
-//! went stale (`ttlMs`). The manager asks for the nearest one and calls `tick`.
+//! pushing a call's deadline back), the era probe's timeout, a tool list that
+//! went stale (`ttlMs`) and a `subscriptions/listen` to open again after its
+//! stream broke. The manager asks for the nearest one and calls `tick`.
 
 use crate::prelude::*;
 
@@ -11,7 +12,8 @@ use crate::jsonrpc::Id;
 use crate::transport::format_ms;
 
 impl Client {
-    /// The earliest deadline: of a call, of the era probe, or of a stale tool list.
+    /// The earliest deadline: of a call, of the era probe, of a stale tool list,
+    /// or of a `subscriptions/listen` to open again.
     /// Never later than it; after a call ends or progress moves its deadline it
     /// can be earlier, until the next [`Client::tick`] (a wake-up with nothing due).
     pub fn next_deadline(&self) -> Option<u64> {
@@ -25,14 +27,17 @@ impl Client {
             .chain(self.listen_deadlines())
             .chain(self.probe_deadline)
             .chain(self.relist_at)
+            .chain(self.relisten_at)
             .min()
     }
 
-    /// Fires every deadline that has passed: calls, the era probe, a stale tool list.
+    /// Fires every deadline that has passed: calls, the era probe, a stale tool
+    /// list, a `subscriptions/listen` to open again.
     pub fn tick(&mut self, now_ms: u64) {
         self.now_ms = now_ms;
         self.expire_probe(now_ms);
         self.relist_if_stale(now_ms);
+        self.relisten_if_due(now_ms);
         // Calls and requests are looked at only once one may be due.
         let due = now_ms >= self.due_from;
         if due {

@@ -155,6 +155,10 @@ pub struct Client {
     list_changed: bool,
     /// When the tool list goes stale (`ttlMs`), if no subscription keeps it fresh.
     relist_at: Option<u64>,
+    /// When a `subscriptions/listen` that failed in transit is opened again.
+    relisten_at: Option<u64>,
+    /// Listens in a row that failed in transit since the last acknowledged one.
+    listen_failures: u32,
     /// Whether the embedder answers input requests (elicitation).
     input_requests: bool,
     /// Whether the embedder answers sampling requests.
@@ -334,6 +338,8 @@ impl Client {
             probe_deadline: None,
             list_changed: false,
             relist_at: None,
+            relisten_at: None,
+            listen_failures: 0,
             input_requests: false,
             sampling: false,
             inputs: BTreeMap::new(),
@@ -608,7 +614,8 @@ impl Client {
     /// The transport could not get request `id` (JSON text) answered: an HTTP
     /// error status, a stream that ended for good before the answer. The request
     /// fails as it would on a JSON-RPC error, with the transport's account.
-    pub fn handle_failure(&mut self, id: &str, failure: Failure) {
+    pub fn handle_failure(&mut self, id: &str, failure: Failure, now_ms: u64) {
+        self.now_ms = now_ms;
         self.on_answer(Id::from_json(id), Err(failure));
     }
 
@@ -640,7 +647,8 @@ impl Client {
     /// An oversized message was dropped (by the host, or by the guest's HTTP
     /// reader). If its edges show which request it answered, that request fails
     /// now rather than at its timeout.
-    pub fn handle_oversized(&mut self, o: &Oversized) {
+    pub fn handle_oversized(&mut self, o: &Oversized, now_ms: u64) {
+        self.now_ms = now_ms;
         let too_large = format!("message too large ({} bytes > cap {})", o.size, o.cap);
         let id = o.id().as_deref().map(Id::from_json);
         match id.as_ref().and_then(|id| self.pending.remove(id)) {

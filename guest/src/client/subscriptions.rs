@@ -14,6 +14,14 @@
 //!   URI out. Notifications tagged with another subscription's id (the old
 //!   stream, until it closes) are dropped, so nothing is reported twice.
 //!
+//! A listen whose exchange fails in transit (its HTTP stream broke and could
+//! not be resumed, or it ended with a message over the cap) is opened again
+//! after [`RELISTEN_FIRST_MS`], doubling with each failure in a row up to
+//! [`RELISTEN_MAX_MS`]: a stream that drops does not end the notifications for
+//! the rest of the session, and over HTTP the new listen is what finds out that
+//! a server which left no trace has gone away. A listen the server refuses (a
+//! JSON-RPC error) is not asked for again.
+//!
 //! Either way the set of subscribed URIs outlives the session: the manager
 //! hands it to the next client of the server ([`Client::set_initial_subscriptions`]),
 //! which subscribes again once it is ready (2025: one `resources/subscribe`
@@ -32,10 +40,16 @@ use serde_json::value::RawValue;
 
 use super::requests::PendingRequest;
 use super::wire::{ListenFilter, ListenParams};
-use super::{CallError, CallResult, Client, ClientEvent, Era, Pending, Request};
+use super::{CallError, CallResult, Client, ClientEvent, Era, Pending, Phase, Request};
 use crate::jsonrpc::Id;
 use crate::methods;
 use crate::transport::{Failure, format_ms};
+
+/// The delay before a listen that failed in transit is opened again, the first
+/// time in a row.
+pub(super) const RELISTEN_FIRST_MS: u64 = 1_000;
+/// The longest delay before a listen that failed in transit is opened again.
+pub(super) const RELISTEN_MAX_MS: u64 = 60_000;
 
 /// The `_meta` key that tags a listen stream's notifications with its id.
 const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -133,6 +147,7 @@ impl Client {
     fn listen(&mut self, waiting: Vec<PendingRequest>) {
         let filter = self.filter();
         let old = self.listen_id.take();
+        self.relisten_at = None;
         if filter.is_empty() {
             for r in waiting {
                 self.finish(r.call, Ok(empty()), true);
@@ -205,6 +220,7 @@ impl Client {
             return;
         };
         let waiting = core::mem::take(&mut listen.waiting);
+        self.listen_failures = 0;
         let honoured: BTreeSet<&str> = params
             .pointer("/notifications/resourceSubscriptions")
             .and_then(Value::as_array)
@@ -239,7 +255,8 @@ impl Client {
         listen: Listen,
         outcome: Result<Box<RawValue>, Failure>,
     ) {
-        if self.listen_id.as_ref() == Some(id) {
+        let current = self.listen_id.as_ref() == Some(id);
+        if current {
             self.listen_id = None;
         }
         let why = match &outcome {
@@ -254,6 +271,9 @@ impl Client {
             let e = CallError::Protocol(format!("{}: {why}", r.label(&self.server)));
             self.finish(r.call, Err(e), true);
         }
+        if let (Err(Failure::Exchange(e)), true) = (&outcome, current) {
+            return self.relisten_later(e);
+        }
         if let Err(e) = outcome
             && !had_waiting
         {
@@ -261,6 +281,33 @@ impl Client {
                 "server `{}` refused subscriptions/listen ({e}); its tool list is refreshed only when it goes stale, and its resource and prompt changes are not reported",
                 self.server
             ));
+        }
+    }
+
+    /// The current listen failed in transit (`why`): it is opened again later.
+    fn relisten_later(&mut self, why: &str) {
+        let delay = RELISTEN_FIRST_MS
+            .saturating_mul(1 << self.listen_failures.min(16))
+            .min(RELISTEN_MAX_MS);
+        if self.listen_failures == 0 {
+            self.warn(format!(
+                "server `{}` lost its subscriptions/listen stream ({why}); listening again in {}",
+                self.server,
+                format_ms(delay)
+            ));
+        }
+        self.listen_failures = self.listen_failures.saturating_add(1);
+        self.relisten_at = Some(self.now_ms.saturating_add(delay));
+    }
+
+    /// Opens the listen again once its delay has passed (see [`Client::relisten_later`]).
+    pub(super) fn relisten_if_due(&mut self, now_ms: u64) {
+        if self.relisten_at.is_none_or(|t| t > now_ms) {
+            return;
+        }
+        self.relisten_at = None;
+        if self.phase == Phase::Ready && self.listen_id.is_none() {
+            self.listen(Vec::new());
         }
     }
 

@@ -608,12 +608,15 @@ fn oversized_answers_fail_their_request() {
     let mut c = ready(&["big"]);
     c.start_call(4, "mcp__demo__big", "big", "{}", 60_000, 0);
     let id = sent(&mut c)[0].0["id"].clone();
-    c.handle_oversized(&Oversized {
-        size: 2000,
-        cap: 1000,
-        head: format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{", id).into_bytes(),
-        tail: Vec::new(),
-    });
+    c.handle_oversized(
+        &Oversized {
+            size: 2000,
+            cap: 1000,
+            head: format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{", id).into_bytes(),
+            tail: Vec::new(),
+        },
+        0,
+    );
     assert_eq!(
         c.take_events(),
         vec![ClientEvent::Completed(Completion {
@@ -623,12 +626,15 @@ fn oversized_answers_fail_their_request() {
             ))
         })]
     );
-    c.handle_oversized(&Oversized {
-        size: 5,
-        cap: 4,
-        head: b"junk".to_vec(),
-        tail: Vec::new(),
-    });
+    c.handle_oversized(
+        &Oversized {
+            size: 5,
+            cap: 4,
+            head: b"junk".to_vec(),
+            tail: Vec::new(),
+        },
+        0,
+    );
     assert!(
         matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("message too large (5 bytes > cap 4)"))
     );
@@ -2149,6 +2155,75 @@ fn stateless_subscriptions_ride_on_subscriptions_listen() {
     let events = c.take_events();
     assert_eq!(events.len(), 2, "{events:?}");
     assert!(c.subscriptions().is_empty());
+}
+
+/// A listen whose stream breaks in transit is opened again after a delay that
+/// doubles while it keeps failing and starts over once a listen is
+/// acknowledged; a listen the server refuses is not asked for again.
+#[test]
+fn a_listen_that_fails_in_transit_is_opened_again_and_a_refused_one_is_not() {
+    let (mut c, first) = stateless_subscribable(Client::new("modern"));
+    let id = first["id"].to_string();
+    c.handle_failure(&id, Failure::Exchange("the stream broke".into()), 100);
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Warning(w)] if w == "server `modern` lost its subscriptions/listen stream (the stream broke); listening again in 1s"
+    ));
+    assert_eq!(c.next_deadline(), Some(1_100));
+    c.tick(1_099);
+    assert!(sent(&mut c).is_empty(), "not before its time");
+    c.tick(1_100);
+    let out = sent(&mut c);
+    assert_eq!(out.len(), 1, "{out:?}");
+    let second = out[0].0.clone();
+    assert_eq!(second["method"], "subscriptions/listen");
+    assert_eq!(
+        second["params"]["notifications"],
+        first["params"]["notifications"]
+    );
+
+    // Failing again: twice the delay, and no second warning.
+    c.handle_failure(
+        &second["id"].to_string(),
+        Failure::Exchange("again".into()),
+        1_200,
+    );
+    assert!(c.take_events().is_empty());
+    assert_eq!(c.next_deadline(), Some(3_200));
+    c.tick(3_200);
+    let third = sent(&mut c)[0].0.clone();
+    assert_eq!(third["method"], "subscriptions/listen");
+
+    // Acknowledged: the next failure starts from the first delay again.
+    feed(
+        &mut c,
+        listen_ack(&third["id"], json!({"toolsListChanged": true})),
+        3_300,
+    );
+    c.take_events();
+    c.handle_failure(
+        &third["id"].to_string(),
+        Failure::Exchange("once more".into()),
+        5_000,
+    );
+    assert_eq!(c.take_events().len(), 1, "a new streak warns again");
+    assert_eq!(c.next_deadline(), Some(6_000));
+    c.tick(6_000);
+    let fourth = sent(&mut c)[0].0.clone();
+
+    // Refused: a warning, and no listen again.
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": fourth["id"], "error": {"code": -32601, "message": "no"}}),
+        6_100,
+    );
+    assert!(matches!(
+        &c.take_events()[..],
+        [ClientEvent::Warning(w)] if w.contains("refused subscriptions/listen")
+    ));
+    assert_eq!(c.next_deadline(), None);
+    c.tick(100_000);
+    assert!(sent(&mut c).is_empty());
 }
 
 #[test]
