@@ -345,8 +345,17 @@ async fn goes_away_and_comes_back(
     let failed = next_event(
         &mut events,
         |e| matches!(e, Event::Status(s) if s.name == "s" && s.state == ServerState::Failed),
-    )
-    .await;
+    );
+    // On a timeout, what the connection noted says how far it got.
+    let failed = tokio::time::timeout(PATIENCE - std::time::Duration::from_secs(5), failed)
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "server `s` was not failed in time: {:?} {:?}",
+                status(&runtime.servers(), "s"),
+                runtime.diagnostics("s")
+            )
+        });
     let Event::Status(failed) = failed else {
         unreachable!()
     };
