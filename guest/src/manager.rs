@@ -1331,8 +1331,14 @@ impl<P: Platform> Manager<P> {
                 .as_ref()
                 .map(Connection::diagnostics)
                 .unwrap_or_default();
+            let awaited = slot
+                .client
+                .as_ref()
+                .and_then(Client::awaited)
+                .map(|m| format!(" (it had not answered {m})"))
+                .unwrap_or_default();
             let message = format!(
-                "server `{}` did not finish connecting within {}{}",
+                "server `{}` did not finish connecting within {}{awaited}{}",
                 slot.config.name,
                 format_ms(slot.config.startup_timeout_ms),
                 diagnostics.stderr_suffix()

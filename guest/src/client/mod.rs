@@ -362,6 +362,17 @@ impl Client {
         self.phase
     }
 
+    /// The handshake request the session waits for an answer to, while it
+    /// connects (for the message of a connection that takes too long).
+    pub fn awaited(&self) -> Option<&'static str> {
+        match self.phase {
+            Phase::Discovering => Some(methods::SERVER_DISCOVER),
+            Phase::Initializing => Some(methods::INITIALIZE),
+            Phase::Listing => Some(methods::TOOLS_LIST),
+            Phase::Ready | Phase::Failed => None,
+        }
+    }
+
     /// The era in use.
     pub fn era(&self) -> Era {
         self.era

@@ -534,7 +534,7 @@ fn connect_timeout_fails_and_drops_the_connection() {
     assert_eq!(mute.state, ServerState::Failed);
     assert_eq!(
         mute.error.as_deref(),
-        Some("server `mute` did not finish connecting within 5s")
+        Some("server `mute` did not finish connecting within 5s (it had not answered initialize)")
     );
     assert_eq!(m.platform().now(), 5000);
     assert!(m.platform().sim("mute").borrow().dropped);
@@ -554,7 +554,9 @@ fn the_connect_deadline_covers_the_listing() {
     assert_eq!(s.state, ServerState::Failed);
     assert_eq!(
         s.error.as_deref(),
-        Some("server `slowlist` did not finish connecting within 30s")
+        Some(
+            "server `slowlist` did not finish connecting within 30s (it had not answered tools/list)"
+        )
     );
     assert_eq!(m.platform().now(), 30_000);
 }
@@ -1320,7 +1322,7 @@ fn failed_connects_count_and_fail_the_held_call() {
             Completion {
                 call,
                 outcome: Err(CallError::ServerUnavailable(
-                    "mcp__fx__echo is unavailable: server `fx` did not finish connecting within 2s"
+                    "mcp__fx__echo is unavailable: server `fx` did not finish connecting within 2s (it had not answered initialize)"
                         .into()
                 ))
             }
