@@ -268,9 +268,24 @@ fn eras() -> [(&'static str, ClientLifecycleMode); 2] {
     ]
 }
 
+/// What the component logs when an instance never got server-everything's answer
+/// to `tools/list`. Under `wash dev` (wash 2.10.4) about one run of this test in
+/// ten showed it here (9 of 95, half of them failing a round that needed `ev`);
+/// the same component under `wasmtime serve` and `jco serve` has not. While it
+/// waited, neither socket to server-everything held unread or unsent bytes, and a
+/// component made to look every second found no answer either: the answer is
+/// lost between wash's HTTP client and the component. README, "Running mcpbox on
+/// a component platform", says so.
+const LOST_ANSWER: &str = "server `ev` failed: server `ev` did not finish connecting within 30s (it had not answered tools/list)";
+
 /// The SDK clients and rmcp's, both eras, through the stock component on
 /// `runtime`, to the TypeScript SDK v2 peer and server-everything over HTTP.
-async fn clients_through(runtime: fn(&std::path::Path, &[(&str, &str)]) -> StockServer) {
+/// `lost_answers`: the runtime is known to lose an upstream answer now and then
+/// (see [`LOST_ANSWER`]).
+async fn clients_through(
+    runtime: fn(&std::path::Path, &[(&str, &str)]) -> StockServer,
+    lost_answers: bool,
+) {
     // reqwest needs a process-wide TLS provider even for plain http://.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let ts = ts_http();
@@ -291,46 +306,28 @@ async fn clients_through(runtime: fn(&std::path::Path, &[(&str, &str)]) -> Stock
         ("ev__echo", json!({"message": "through a stock runtime"})),
     ];
     for client in SdkClient::ALL {
-        let target = Target::Http(serve.url.clone());
-        let report =
-            std::panic::catch_unwind(|| run_client(client_command(client, &target, &calls, false)))
-                .unwrap_or_else(|panic| {
-                    eprintln!("the runtime's output:\n{}", serve.output().join("\n"));
-                    std::panic::resume_unwind(panic)
-                });
-        let tools: Vec<&str> = report["tools"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{client:?}: no tools in {report}"))
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        for name in ["ts__greet", "ts__add", "ev__echo", "ev__get-sum"] {
-            assert!(
-                tools.contains(&name),
-                "{client:?}: {name} missing from {tools:?}"
-            );
-        }
-        assert!(
-            !tools.iter().any(|t| t.starts_with("local__")),
-            "{client:?}: {tools:?}"
-        );
-        let results = &report["calls"];
-        assert_eq!(text(&results[0]), "5", "{client:?}: {report}");
-        assert_eq!(
-            results[0]["structuredContent"],
-            json!({"sum": 5}),
-            "{client:?}"
-        );
-        assert_eq!(
-            text(&results[1]),
-            "Echo: through a stock runtime",
-            "{client:?}: {report}"
-        );
-        let version = report["protocolVersion"].as_str().unwrap_or_default();
-        if client.stateless() {
-            assert_eq!(version, "2026-07-28", "{client:?}: {report}");
-        } else {
-            assert!(version.starts_with("2025-"), "{client:?}: {report}");
+        let seen = serve.output().len();
+        let check = || std::panic::catch_unwind(|| client_round(client, &serve.url, &calls));
+        let outcome = match check() {
+            // See `LOST_ANSWER`: once, and only for that failure, the round is
+            // run again; any other failure, or the same one twice, fails.
+            Err(_)
+                if lost_answers
+                    && serve.output()[seen..]
+                        .iter()
+                        .any(|l| l.contains(LOST_ANSWER)) =>
+            {
+                eprintln!(
+                    "{client:?}: an instance lost server-everything's answer to tools/list \
+                     (a known wash dev fault); running the round once more"
+                );
+                check()
+            }
+            outcome => outcome,
+        };
+        if let Err(panic) = outcome {
+            eprintln!("the runtime's output:\n{}", serve.output().join("\n"));
+            std::panic::resume_unwind(panic)
         }
     }
     for (era, lifecycle) in eras() {
@@ -344,9 +341,50 @@ async fn clients_through(runtime: fn(&std::path::Path, &[(&str, &str)]) -> Stock
     );
 }
 
+/// One SDK client lists the tools through the stock component at `url` and
+/// makes `calls`; panics on anything unexpected.
+fn client_round(client: SdkClient, url: &str, calls: &[(&str, Value)]) {
+    let target = Target::Http(url.to_owned());
+    let report = run_client(client_command(client, &target, calls, false));
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{client:?}: no tools in {report}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for name in ["ts__greet", "ts__add", "ev__echo", "ev__get-sum"] {
+        assert!(
+            tools.contains(&name),
+            "{client:?}: {name} missing from {tools:?}"
+        );
+    }
+    assert!(
+        !tools.iter().any(|t| t.starts_with("local__")),
+        "{client:?}: {tools:?}"
+    );
+    let results = &report["calls"];
+    assert_eq!(text(&results[0]), "5", "{client:?}: {report}");
+    assert_eq!(
+        results[0]["structuredContent"],
+        json!({"sum": 5}),
+        "{client:?}"
+    );
+    assert_eq!(
+        text(&results[1]),
+        "Echo: through a stock runtime",
+        "{client:?}: {report}"
+    );
+    let version = report["protocolVersion"].as_str().unwrap_or_default();
+    if client.stateless() {
+        assert_eq!(version, "2026-07-28", "{client:?}: {report}");
+    } else {
+        assert!(version.starts_with("2025-"), "{client:?}: {report}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sdk_clients_and_rmcp_call_remote_servers_through_wasmtime_serve() {
-    clients_through(StockServer::wasmtime).await;
+    clients_through(StockServer::wasmtime, false).await;
 }
 
 /// wasmCloud's `wash dev` (wash 2, its own wasmtime-based host): the
@@ -362,14 +400,14 @@ async fn sdk_clients_and_rmcp_call_remote_servers_through_wash_dev() {
         );
         return;
     }
-    clients_through(StockServer::wash).await;
+    clients_through(StockServer::wash, true).await;
 }
 
 /// The second runtime: Node.js with jco's own `preview2-shim` (not the JS host's
 /// imports), through `jco serve`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sdk_clients_and_rmcp_call_remote_servers_through_jco_serve() {
-    clients_through(StockServer::jco).await;
+    clients_through(StockServer::jco, false).await;
 }
 
 /// The `stock-config` build takes its variables from `wasi:config/store` first:
