@@ -270,7 +270,8 @@ fn eras() -> [(&'static str, ClientLifecycleMode); 2] {
 
 /// What the component logs when an instance never got server-everything's answer
 /// to `tools/list`. Under `wash dev` (wash 2.10.4) about one run of this test in
-/// ten showed it here (9 of 95, half of them failing a round that needed `ev`);
+/// ten showed it here (12 of about 115 runs stalled 30 s, 5 of them failing a
+/// round that needed `ev`);
 /// the same component under `wasmtime serve` and `jco serve` has not. While it
 /// waited, neither socket to server-everything held unread or unsent bytes, and a
 /// component made to look every second found no answer either: the answer is
