@@ -21,6 +21,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
 import { McpBox } from '../src/index.js';
+import { measure } from './measure.js';
 
 const { values } = parseArgs({
   options: {
@@ -44,37 +45,16 @@ if (fx.state !== 'connected') {
   throw new Error(`the fixture server did not connect: ${fx.error}`);
 }
 
-for (let i = 0; i < warmup; i++) {
-  await box.callTool('mcp__fx__echo', { text: `warm ${i}` });
-}
-const samples = [];
-const cpu = process.cpuUsage();
-const started = process.hrtime.bigint();
-for (let i = 0; i < calls; i++) {
-  const t0 = process.hrtime.bigint();
-  const result = await box.callTool('mcp__fx__echo', { text: `call ${i}` });
-  samples.push(Number(process.hrtime.bigint() - t0) / 1e3);
-  if (result.text !== `call ${i}`) {
-    throw new Error(`unexpected result ${JSON.stringify(result)}`);
-  }
-}
-const total = Number(process.hrtime.bigint() - started) / 1e3;
-const used = process.cpuUsage(cpu);
+await measure({
+  host: 'js',
+  fixture,
+  calls,
+  warmup,
+  echo: async (text) => {
+    const result = await box.callTool('mcp__fx__echo', { text });
+    if (result.text !== text) {
+      throw new Error(`unexpected result ${JSON.stringify(result)}`);
+    }
+  },
+});
 await box.shutdown();
-
-samples.sort((a, b) => a - b);
-const at = (q) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))];
-const round = (us) => Math.round(us * 10) / 10;
-console.log(
-  JSON.stringify({
-    host: 'js',
-    node: process.version,
-    fixture,
-    calls,
-    median_us: round(at(0.5)),
-    p90_us: round(at(0.9)),
-    p99_us: round(at(0.99)),
-    mean_us: round(total / calls),
-    cpu_us: round((used.user + used.system) / calls),
-  }),
-);

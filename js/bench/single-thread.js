@@ -21,6 +21,7 @@ import { parseArgs } from 'node:util';
 import { resolveStdio } from '../src/endpoint.js';
 import { Memo } from '../src/state.js';
 import { StdioServer } from '../src/stdio.js';
+import { measure } from './measure.js';
 
 const { values } = parseArgs({
   options: {
@@ -238,34 +239,11 @@ for (let waited = 0; registry.servers()[0].state !== 'connected'; waited += 10) 
   }
   await new Promise((resolve) => setTimeout(resolve, 10));
 }
-const calls = Number(values.calls);
-for (let i = 0; i < Number(values.warmup); i++) {
-  await echo(`warm ${i}`);
-}
-const samples = [];
-const cpu = process.cpuUsage();
-const started = process.hrtime.bigint();
-for (let i = 0; i < calls; i++) {
-  const t0 = process.hrtime.bigint();
-  await echo(`call ${i}`);
-  samples.push(Number(process.hrtime.bigint() - t0) / 1e3);
-}
-const total = Number(process.hrtime.bigint() - started) / 1e3;
-const used = process.cpuUsage(cpu);
-samples.sort((a, b) => a - b);
-const at = (q) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))];
-const round = (us) => Math.round(us * 10) / 10;
-console.log(
-  JSON.stringify({
-    host: 'js, guest on the main thread (a measurement of the design)',
-    node: process.version,
-    fixture,
-    calls,
-    median_us: round(at(0.5)),
-    p90_us: round(at(0.9)),
-    p99_us: round(at(0.99)),
-    mean_us: round(total / calls),
-    cpu_us: round((used.user + used.system) / calls),
-  }),
-);
+await measure({
+  host: 'js, guest on the main thread (a measurement of the design)',
+  fixture,
+  calls: Number(values.calls),
+  warmup: Number(values.warmup),
+  echo,
+});
 process.exit(0);
