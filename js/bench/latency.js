@@ -2,7 +2,8 @@
 // workspace's fixture server, each timed from `callTool` to its result.
 //
 // Usage (from js/): npm run bench, or after a build with --with-test-binaries:
-//   node bench/latency.js [--calls N] [--warmup N] [--fixture PATH]
+//   node bench/latency.js [--calls N] [--warmup N] [--fixture PATH] [--thread main|worker]
+// --thread is `McpBox.open`'s option: where the guest runs (default main).
 // --fixture runs another build of the fixture server: compare with the wasmtime host's
 // W2 in `cargo run --release -p mcpbox-bench` against the same, release, build
 // (target/release/fixture-server); the default is the tests' debug build, which answers
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     calls: { type: 'string', default: '500' },
     warmup: { type: 'string', default: '5000' },
     fixture: { type: 'string' },
+    thread: { type: 'string', default: 'main' },
   },
 });
 const calls = Number(values.calls);
@@ -39,6 +41,7 @@ const fixture = values.fixture ?? JSON.parse(readFileSync(binaries, 'utf8')).fix
 const box = await McpBox.open({
   configText: JSON.stringify({ mcpServers: { fx: { command: fixture } } }),
   origin: 'bench',
+  thread: values.thread,
 });
 const [fx] = await box.ready();
 if (fx.state !== 'connected') {
@@ -46,7 +49,7 @@ if (fx.state !== 'connected') {
 }
 
 await measure({
-  host: 'js',
+  host: `js (thread: ${values.thread})`,
   fixture,
   calls,
   warmup,

@@ -90,6 +90,35 @@ function jcoPackageDir() {
   return dir;
 }
 
+/**
+ * Edits of jco's glue, each `[what, replacement, why]`; `what` must occur exactly once,
+ * so a jco release that changes it fails the build instead of running unpatched.
+ */
+const GLUE_PATCHES = [
+  [
+    'if (!globalThis?.process?.env?.JCO_DEBUG) { return; }',
+    'if (!JCO_DEBUG) { return; }',
+    // The glue logs (with `console.debug`) only when JCO_DEBUG is set, but it asks
+    // `process.env` about three times per call between the guest and an import, and
+    // each read asks the C library (`getenv`). The switch is read once, when the glue
+    // loads: the driver runs on the embedder's thread, whose `process.env` must stay live.
+    'JCO_DEBUG read once, when the glue loads',
+  ],
+];
+
+function patchGlue(file) {
+  let glue = readFileSync(file, 'utf8');
+  for (const [what, replacement, why] of GLUE_PATCHES) {
+    const count = glue.split(what).length - 1;
+    if (count !== 1) {
+      fail(`jco's glue has ${count} copies of \`${what}\`, not one: the patch "${why}" needs updating (scripts/build.js)`);
+    }
+    glue = glue.replace(what, replacement);
+  }
+  glue = `const JCO_DEBUG = Boolean(globalThis?.process?.env?.JCO_DEBUG);\n${glue}`;
+  writeFileSync(file, glue);
+}
+
 /** Transpiles `wasm` into gen/ unless gen/ already holds this wasm transpiled by this jco. */
 function transpile(wasm) {
   const jcoDir = jcoPackageDir();
@@ -98,6 +127,7 @@ function transpile(wasm) {
     wasm,
     sha256: createHash('sha256').update(readFileSync(wasm)).digest('hex'),
     jco: jco.version,
+    patches: GLUE_PATCHES.map(([, , why]) => why),
   };
   const stampFile = join(genDir, 'build.json');
   const wanted = `${JSON.stringify(stamp, null, 2)}\n`;
@@ -123,6 +153,7 @@ function transpile(wasm) {
     '--no-wasi-shim',
     '--quiet',
   ]);
+  patchGlue(join(staging, 'mcpbox_guest.js'));
   writeFileSync(join(staging, 'build.json'), wanted);
   rmSync(genDir, { recursive: true, force: true });
   renameSync(staging, genDir);

@@ -1,13 +1,14 @@
-// The channel between the main thread (the host: processes, pipes, callers) and the
-// driver worker (the one thread that runs the guest).
+// The messages between the host side (the main thread: processes, pipes, callers) and
+// the driver (the guest), and the doorbell a worker driver sleeps on.
 //
-// The guest blocks inside `wasi:io/poll.poll`, so it cannot run on the main thread
-// without freezing it, and while it blocks its own thread cannot receive events. So
-// the guest runs on a worker that never returns to its event loop: it reads messages
-// synchronously with `receiveMessageOnPort` and sleeps in `Atomics.wait` on a shared
-// doorbell, which the main thread rings after every message it posts. Messages in the
-// other direction are ordinary `postMessage`s that the main thread's event loop
-// handles. One `MessagePort` pair carries everything, so messages stay in order.
+// A driver on the main thread (driver_main.js) gets these messages as calls, and
+// answers its requests at once. A driver on a worker (driver_worker.js) blocks inside
+// `wasi:io/poll.poll`, and while it blocks its thread cannot receive events, so it never
+// returns to its event loop: it reads messages synchronously with
+// `receiveMessageOnPort` and sleeps in `Atomics.wait` on a shared doorbell, which the
+// main thread rings after every message it posts. Messages in the other direction are
+// ordinary `postMessage`s that the main thread's event loop handles. One `MessagePort`
+// pair carries everything, so messages stay in order.
 //
 // Main thread → driver (`port.postMessage` + `Doorbell.ring`):
 //
@@ -16,7 +17,7 @@
 // | `job`   | `job`                     | a caller's job: call, cancel, reconnect, shutdown |
 // | `in`    | `conn`, `items`, `paused` | what a server sent (messages, oversized, closed); |
 // |         |                           | `paused`: its reading stopped until `taken`       |
-// | `reply` | `req`, `value` or `fault` | the answer to one of the driver's requests        |
+// | `reply` | `req`, `value` or `fault` | a worker's answer to one of its requests          |
 // | `http-…`| see http_imports.js       | the answers to the guest's HTTP requests          |
 //
 // Driver → main thread (`port.postMessage`):

@@ -1,18 +1,26 @@
-// The driver worker: the one thread that runs the guest component.
+// The driver: the guest component, its imports and the loop that runs it, on
+// whichever thread the embedder chose (`McpBox.open`'s `thread` option).
 //
-// A WASI 0.2 component runs one export at a time and blocks inside
-// `wasi:io/poll.poll`, so, as in the wasmtime host's driver task, one owner runs it:
-// callers queue jobs and ring the doorbell; the driver takes the jobs, then calls the
+// A WASI 0.2 component runs one export at a time, so, as in the wasmtime host's driver
+// task, one owner runs it: callers queue jobs; the driver takes them, then calls the
 // guest's `wait`, which polls every connection, the nearest deadline and the wake
-// signal at once. This thread never returns to its event loop after start-up: it reads
-// the main thread's messages with `receiveMessageOnPort` and sleeps in `Atomics.wait`
-// (see channel.js), which is why `poll` can block here without losing an event.
+// signal at once. Two hubs carry messages between the driver and the host's side
+// (processes, pipes, sockets, callers: index.js, transport.js, wasi_http.js):
 //
-// The imports the guest needs are implemented here, thinly: `wasi:io/poll` and
-// `wasi:clocks/monotonic-clock` over that doorbell and `process.hrtime`,
+// - on the caller's thread (driver_main.js, the default), a turn of the guest runs from
+//   the event loop whenever something arrives for it, and `poll` never blocks: when
+//   nothing is ready it reports the wake signal, the contract's own way for a host to
+//   get its turn back, and the next turn is scheduled for the nearest deadline. A call
+//   crosses no thread;
+// - on a worker thread (driver_worker.js), `poll` blocks on a doorbell the host side
+//   rings after every message (channel.js), so the caller's event loop never runs guest
+//   code.
+//
+// The imports the guest needs are implemented here, thinly: `wasi:io/poll` over the
+// hub's `poll`, `wasi:clocks/monotonic-clock` over `process.hrtime`,
 // `mcpbox:runtime/control.wake-signal` over the job queue, and
 // `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
-// framing) happens on the main thread (transport.js, stdio.js). The remote imports
+// framing) the host side does (transport.js, stdio.js). The remote imports
 // (`remote.grant`, `wasi:http`) are proxies too, in http_imports.js.
 // `mcpbox:runtime/blobs` writes over the result directory (blobs.js), and the audit
 // trail's file (audit.js) is written here too, as the guest's `audit` events come out.
@@ -26,18 +34,16 @@
 
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
 import { Results } from './blobs.js';
-import { Doorbell } from './channel.js';
 import { httpImports } from './http_imports.js';
 import { formatBytes, watchRealloc } from './limits.js';
 import { Memo } from './state.js';
 
 /**
- * The longest the guest blocks in `wait` with nothing to do. Jobs ring the wake signal,
- * so this only bounds how long the driver sleeps between idle iterations.
+ * The longest the guest waits in one `wait` with nothing to do. Jobs ring the wake
+ * signal, so this only bounds how long the driver sleeps between idle turns.
  */
 const IDLE_WAIT_MS = 60_000n;
 /**
@@ -49,7 +55,7 @@ const RECEIVE_BATCH = 256;
 const symbolDispose = Symbol.dispose || Symbol.for('dispose');
 
 /** A first-in first-out queue with O(1) `shift`. */
-class Queue {
+export class Queue {
   #items = [];
   #head = 0;
 
@@ -86,8 +92,12 @@ class Queue {
   }
 }
 
-/** Everything that arrives from the main thread, sorted as it is drained. */
-class Hub {
+/**
+ * What arrives from the host side, sorted as it comes: callers' jobs, each server's
+ * items, the answers to HTTP exchanges. Each thread's hub extends it with how messages
+ * travel (`drain`, `post`, `request`) and how the guest waits (`poll`).
+ */
+export class Hub {
   /** Callers' jobs, in order. */
   jobs = new Queue();
   /** @type {Map<number, Queue>} items from each server, by connection id */
@@ -96,50 +106,34 @@ class Hub {
   #dropped = new Set();
   /** Connections whose server the host stopped reading until the guest takes its items. */
   paused = new Set();
-  /** @type {Map<number, object>} answers to `request`, by request id */
-  #replies = new Map();
-  #nextRequest = 1;
+  /** Takes the `http-…` messages (set by the driver: http_imports.js's `receive`). */
+  http = null;
 
-  /**
-   * @param {import('node:worker_threads').MessagePort} port
-   * @param {Doorbell} bell
-   */
-  constructor(port, bell) {
-    this.port = port;
-    this.bell = bell;
-  }
-
-  /** Takes every message the main thread has posted so far. Never blocks. */
-  drain() {
-    for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
-      const msg = m.message;
-      switch (msg.t) {
-        case 'job':
-          this.jobs.push(msg.job);
-          break;
-        case 'in':
-          if (!this.#dropped.has(msg.conn)) {
-            const inbox = this.inbox(msg.conn);
-            for (const item of msg.items) {
-              inbox.push(item);
-            }
-            if (msg.paused) {
-              this.paused.add(msg.conn);
-            }
+  /** Sorts one message from the host side; false when it is not one of these. */
+  accept(msg) {
+    switch (msg.t) {
+      case 'job':
+        this.jobs.push(msg.job);
+        return true;
+      case 'in':
+        if (!this.#dropped.has(msg.conn)) {
+          const inbox = this.inbox(msg.conn);
+          for (const item of msg.items) {
+            inbox.push(item);
           }
-          break;
-        case 'reply':
-          this.#replies.set(msg.req, msg);
-          break;
-        case 'http-head':
-        case 'http-fail':
-        case 'http-data':
-        case 'http-end':
-          http.receive(msg);
-          break;
-        default:
-          throw new Error(`mcpbox driver: unexpected message ${JSON.stringify(msg.t)}`);
-      }
+          if (msg.paused) {
+            this.paused.add(msg.conn);
+          }
+        }
+        return true;
+      case 'http-head':
+      case 'http-fail':
+      case 'http-data':
+      case 'http-end':
+        this.http(msg);
+        return true;
+      default:
+        return false;
     }
   }
 
@@ -159,170 +153,7 @@ class Hub {
     this.#dropped.add(conn);
     this.paused.delete(conn);
   }
-
-  /** Posts a message that needs no answer. */
-  post(msg) {
-    this.port.postMessage(msg);
-  }
-
-  /**
-   * Posts a request and blocks until the main thread answers it, sorting whatever else
-   * arrives meanwhile. A `fault` answer is a host bug: it is thrown, which traps the guest.
-   */
-  request(msg) {
-    const req = this.#nextRequest++;
-    this.port.postMessage({ ...msg, req });
-    for (;;) {
-      const seen = this.bell.seen();
-      this.drain();
-      const reply = this.#replies.get(req);
-      if (reply !== undefined) {
-        this.#replies.delete(req);
-        if (reply.fault !== undefined) {
-          throw new Error(`mcpbox host: ${reply.fault}`);
-        }
-        return reply.value;
-      }
-      this.bell.sleep(seen, Infinity);
-    }
-  }
 }
-
-const {
-  port,
-  bell: bellBuffer,
-  modules,
-  glueUrl,
-  cacheDir,
-  inputRequests,
-  sampling,
-  approvals,
-  memoryLimit,
-  results: resultsOptions,
-  embedder,
-  maxMessageBytes,
-} = workerData;
-/** The configuration a fresh instance loads: the one last applied (a reload changes it). */
-let { origin, configText } = workerData;
-/** The embedder's roots as last set (`null`: the configuration's), for a guest that replaces a trapped one. */
-let roots = workerData.roots ?? null;
-const hub = new Hub(port, new Doorbell(bellBuffer));
-
-/**
- * The connections the current guest instance holds open, by id. When the instance
- * traps nobody drops them, so the driver closes them (stopping their servers) before
- * a fresh instance opens its own.
- */
-const live = new Set();
-
-/**
- * Closes every connection the trapped instance left open, which stops its servers, and
- * ends its HTTP exchanges and grants.
- */
-function closeLive() {
-  for (const id of live) {
-    hub.drop(id);
-    hub.post({ t: 'close', conn: id });
-  }
-  live.clear();
-  http.closeAll();
-}
-
-// --- wasi:io/poll ---------------------------------------------------------------
-
-/** `wasi:io/poll.pollable`: level-triggered readiness of one source. */
-export class Pollable {
-  /** Whether the source is ready now. */
-  ready() {
-    return false;
-  }
-
-  /** Blocks until ready. */
-  block() {
-    poll([this]);
-  }
-}
-
-/** Ready once the monotonic clock reaches `instant` (nanoseconds). */
-class ClockPollable extends Pollable {
-  constructor(instant) {
-    super();
-    this.instant = instant;
-  }
-
-  ready() {
-    return process.hrtime.bigint() >= this.instant;
-  }
-}
-
-/** Ready while a connection has something for `receive` (messages or an error). */
-class ConnectionPollable extends Pollable {
-  constructor(connection) {
-    super();
-    this.inbox = connection.inbox;
-  }
-
-  ready() {
-    hub.drain();
-    return this.inbox.length > 0;
-  }
-}
-
-/** `control.wake-signal`: ready while callers have queued jobs the driver has not taken. */
-class WakePollable extends Pollable {
-  ready() {
-    hub.drain();
-    return hub.jobs.length > 0;
-  }
-}
-
-/**
- * `wasi:io/poll.poll`: blocks until at least one pollable is ready and returns the
- * indices of every ready one. Sleeps on the doorbell, bounded by the nearest clock
- * pollable, and re-checks after every ring.
- *
- * @param {Pollable[]} list
- * @returns {Uint32Array}
- */
-function poll(list) {
-  if (list.length === 0) {
-    throw new Error('wasi:io/poll.poll called with no pollables');
-  }
-  for (;;) {
-    const seen = hub.bell.seen();
-    hub.drain();
-    const ready = [];
-    let deadline = null;
-    for (let i = 0; i < list.length; i++) {
-      const p = list[i];
-      if (p.ready()) {
-        ready.push(i);
-      } else if (p instanceof ClockPollable && (deadline === null || p.instant < deadline)) {
-        deadline = p.instant;
-      }
-    }
-    if (ready.length > 0) {
-      return Uint32Array.from(ready);
-    }
-    const timeoutMs = deadline === null ? Infinity : Number(deadline - process.hrtime.bigint()) / 1e6;
-    hub.bell.sleep(seen, Math.max(0, timeoutMs));
-  }
-}
-
-/** The remote imports (`remote.grant`, `wasi:http`), proxies of the main thread's. */
-const http = httpImports(hub, Pollable);
-
-// --- wasi:clocks/monotonic-clock ----------------------------------------------------
-
-const monotonicClock = {
-  /** Nanoseconds on the host's monotonic clock (the same clock in every thread). */
-  now: () => process.hrtime.bigint(),
-  resolution: () => 1n,
-  subscribeInstant: (when) => new ClockPollable(when),
-  subscribeDuration: (duration) => new ClockPollable(process.hrtime.bigint() + duration),
-};
-
-// --- mcpbox:runtime/transport -----------------------------------------------------------
 
 /**
  * The error case of an import's `result`, as jco's glue expects it: thrown, with the
@@ -334,135 +165,6 @@ class ResultError {
   }
 }
 
-/**
- * `transport.connection`: the guest's handle on one server. The server itself lives on
- * the main thread; this side keeps what it has received until the guest takes it.
- */
-class Connection {
-  /** @private use `Connection.open` */
-  constructor(id) {
-    this.id = id;
-    this.inbox = hub.inbox(id);
-    /** Set once `closed` was returned: `send` fails with it from then on. */
-    this.closed = null;
-    /** Items taken by the guest, reported to the host when it paused reading. */
-    this.taken = 0;
-  }
-
-  static open(server, endpoint) {
-    const result = hub.request({ t: 'open', server, endpoint });
-    if (result.tag !== 'ok') {
-      throw new ResultError(result.val);
-    }
-    live.add(result.val);
-    return new Connection(result.val);
-  }
-
-  send(message) {
-    if (this.closed !== null) {
-      throw new ResultError({ tag: 'closed', val: this.closed });
-    }
-    hub.post({ t: 'send', conn: this.id, message });
-  }
-
-  /**
-   * Takes what arrived, in order: messages first; an error (`too-large` once per
-   * oversized message, `closed` for good) only when no message precedes it.
-   */
-  receive() {
-    hub.drain();
-    const result = this.#take();
-    if (hub.paused.has(this.id) && this.inbox.length === 0) {
-      hub.paused.delete(this.id);
-      hub.post({ t: 'taken', conn: this.id, count: this.taken });
-    }
-    if (result instanceof ResultError) {
-      throw result;
-    }
-    return result;
-  }
-
-  /** The messages to return, or the error to throw. */
-  #take() {
-    const messages = [];
-    while (messages.length < RECEIVE_BATCH) {
-      const item = this.inbox.shift();
-      if (item === undefined) {
-        break;
-      }
-      this.taken += 1;
-      if (item.message !== undefined) {
-        messages.push(item.message);
-      } else if (messages.length > 0) {
-        // Deliver what came before the error first; the error comes next time.
-        this.inbox.unshift(item);
-        this.taken -= 1;
-        break;
-      } else if (item.tooLarge !== undefined) {
-        return new ResultError({ tag: 'too-large', val: item.tooLarge });
-      } else {
-        this.closed = item.closed;
-        this.inbox.unshift(item);
-        this.taken -= 1;
-        return new ResultError({ tag: 'closed', val: item.closed });
-      }
-    }
-    return messages;
-  }
-
-  subscribe() {
-    return new ConnectionPollable(this);
-  }
-
-  diagnostics() {
-    return hub.request({ t: 'diag', conn: this.id });
-  }
-
-  [symbolDispose]() {
-    live.delete(this.id);
-    hub.drop(this.id);
-    hub.post({ t: 'close', conn: this.id });
-  }
-}
-
-// --- the driver loop ------------------------------------------------------------
-
-/** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
-const memo = new Memo(cacheDir);
-
-/** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
-const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
-
-/** The audit trail's file, once the first instance has named it (kept across restarts). */
-let auditLog = null;
-
-/**
- * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
- * looks interfaces up without their `@version`, although its .d.ts names them with it.)
- */
-const imports = {
-  'mcpbox:runtime/transport': { Connection, maxMessageBytes: () => BigInt(maxMessageBytes) },
-  'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
-  // `state`: what the guest remembers about servers (their MCP era), across runs and
-  // shared with the wasmtime host (state.js).
-  'mcpbox:runtime/state': {
-    get: (key) => memo.get(key),
-    set: (key, value) => memo.set(key, value),
-  },
-  'mcpbox:runtime/blobs': {
-    write: (server, name, _mimeType, data) => {
-      const written = results.write(server, name, data);
-      if (written.err !== undefined) {
-        throw new ResultError(written.err);
-      }
-      return written.ok;
-    },
-  },
-  'wasi:io/poll': { Pollable, poll },
-  'wasi:clocks/monotonic-clock': monotonicClock,
-  ...http.imports,
-};
-
 /** Whether `path` is a file. */
 function isFile(path) {
   try {
@@ -470,83 +172,6 @@ function isFile(path) {
   } catch {
     return false;
   }
-}
-
-/**
- * With `claudeSettings`, adds the permission rules of `.claude/settings.json` and
- * `.claude/settings.local.json` next to the configuration file (in the current directory
- * for configuration text) to the loaded configuration, as the wasmtime host does
- * (instance.rs). Returns their issues; throws the configuration error's message when a
- * file cannot be read.
- */
-function loadClaudeSettings(registry) {
-  if (!embedder.claudeSettings) {
-    return [];
-  }
-  const dir = isFile(origin) ? dirname(origin) : '';
-  const files = ['settings.json', 'settings.local.json'].map((n) => join(dir, '.claude', n)).filter(isFile);
-  if (files.length === 0) {
-    return [
-      {
-        message: `no Claude Code settings were read: there is no .claude/settings.json (or settings.local.json) next to ${origin}`,
-      },
-    ];
-  }
-  const issues = [];
-  for (const file of files) {
-    let text;
-    try {
-      text = readFileSync(file, 'utf8');
-    } catch (error) {
-      throw { config: `${file}: the Claude Code settings cannot be read: ${error.message}` };
-    }
-    issues.push(...registry.loadClaudeSettings(file, text));
-  }
-  return issues;
-}
-
-/**
- * Opens the audit file the embedder or else the configuration names, unless one is open
- * already; throws the configuration error's message when it cannot be opened.
- */
-function openAuditLog(registry) {
-  if (auditLog !== null) {
-    return;
-  }
-  let path = embedder.auditFile;
-  try {
-    if (path === null) {
-      const written = registry.auditFile();
-      path = written === undefined ? null : resolveAuditPath(origin, written);
-    }
-    auditLog = path === null ? null : AuditLog.open(path);
-  } catch (error) {
-    throw { config: `${origin}: ${error.message}` };
-  }
-}
-
-/**
- * Stamps each `audit` event with the wall-clock time and appends it to the audit file;
- * a write that fails adds a warning event. Returns the events to publish.
- */
-function stampAudits(events) {
-  if (!events.some((e) => e.tag === 'audit')) {
-    return events;
-  }
-  const out = [];
-  for (const e of events) {
-    if (e.tag !== 'audit') {
-      out.push(e);
-      continue;
-    }
-    const record = auditRecord(e.val, new Date().toISOString());
-    out.push({ tag: 'audit', val: record });
-    const failed = auditLog?.write(record) ?? null;
-    if (failed !== null) {
-      out.push({ tag: 'warning', val: failed });
-    }
-  }
-  return out;
 }
 
 /** A guest that traps this many times within `TRAP_WINDOW_NS` is not restarted again (as driver.rs). */
@@ -567,16 +192,17 @@ function runtimeError(message) {
 }
 
 /**
- * The guest trapped: thrown out of `Session.serve` with what it was doing, so the
+ * The guest trapped: thrown out of `Session.turn` with what it was doing, so the
  * driver can answer the job in hand and replace the instance.
  */
-class Trap {
+export class Trap {
   /**
    * @param {unknown} error what escaped the export call
    * @param {object | null} job the job being handled, unless already answered
    * @param {number} memoryBytes the guest's linear memory when it trapped
+   * @param {number} memoryLimit its limit
    */
-  constructor(error, job, memoryBytes) {
+  constructor(error, job, memoryBytes, memoryLimit) {
     let text = error instanceof Error ? error.message : String(error);
     // A trap in `cabi_realloc` says itself when the limit caused it (limits.js); a
     // guest allocation elsewhere cannot be told apart from a panic, so give the numbers.
@@ -590,113 +216,441 @@ class Trap {
   }
 }
 
-/** One guest instance, configured and started, and the calls it runs. */
-class Session {
-  /** @private use `Session.start` */
-  constructor(registry, memoryBytes) {
-    this.registry = registry;
-    this.memoryBytes = memoryBytes;
-    /** Calls started in the guest: guest handle → caller's id, and back. */
-    this.callers = new Map();
-    this.handles = new Map();
+/** Tools read from the guest per `tools` call (the WIT's `tools` is paged). */
+const TOOLS_PAGE = 256;
+
+/** Every tool in the registry, read a page at a time so the guest copies little at once. */
+function allTools(registry) {
+  const tools = [];
+  for (;;) {
+    const page = registry.tools(tools.length, TOOLS_PAGE);
+    tools.push(...page);
+    if (page.length < TOOLS_PAGE) {
+      return tools;
+    }
+  }
+}
+
+/**
+ * A driver: the guest's imports over `hub`, and `run`, which runs guest instances until
+ * the runtime stops and then posts `stopped`.
+ *
+ * @param {Hub & {drain(): void, post(msg: object): void, request(msg: object): any, poll(list: object[]): Uint32Array}} hub
+ * @param {object} options what `McpBox.open` passes (see index.js): `modules`, `glueUrl`,
+ *   `origin`, `configText`, `cacheDir`, `inputRequests`, `sampling`, `approvals`,
+ *   `memoryLimit`, `results`, `embedder`, `roots`, `maxMessageBytes`
+ * @returns {{run(serve: (session: object) => Promise<string>): Promise<void>}} `serve`
+ *   runs turns of one session (`session.turn()`) until one returns why it stopped
+ *   (resolves with it) or traps (rejects with the `Trap`)
+ */
+export function createDriver(hub, options) {
+  const { modules, glueUrl, cacheDir, inputRequests, sampling, approvals, memoryLimit, embedder, maxMessageBytes } =
+    options;
+  const resultsOptions = options.results;
+  /** The configuration a fresh instance loads: the one last applied (a reload changes it). */
+  let { origin, configText } = options;
+  /** The embedder's roots as last set (`null`: the configuration's), for a guest that replaces a trapped one. */
+  let roots = options.roots ?? null;
+
+  /**
+   * The connections the current guest instance holds open, by id. When the instance
+   * traps nobody drops them, so the driver closes them (stopping their servers) before
+   * a fresh instance opens its own.
+   */
+  const live = new Set();
+
+  /**
+   * Closes every connection the trapped instance left open, which stops its servers, and
+   * ends its HTTP exchanges and grants.
+   */
+  function closeLive() {
+    for (const id of live) {
+      hub.drop(id);
+      hub.post({ t: 'close', conn: id });
+    }
+    live.clear();
+    http.closeAll();
+  }
+
+  // --- wasi:io/poll -------------------------------------------------------------
+
+  /** `wasi:io/poll.pollable`: level-triggered readiness of one source. */
+  class Pollable {
+    /** Whether the source is ready now. */
+    ready() {
+      return false;
+    }
+
+    /** Blocks until ready (a hub on the caller's thread refuses to). */
+    block() {
+      hub.poll([this]);
+    }
+  }
+
+  /** Ready once the monotonic clock reaches `instant` (nanoseconds). */
+  class ClockPollable extends Pollable {
+    constructor(instant) {
+      super();
+      this.instant = instant;
+    }
+
+    ready() {
+      return process.hrtime.bigint() >= this.instant;
+    }
+  }
+
+  /** Ready while a connection has something for `receive` (messages or an error). */
+  class ConnectionPollable extends Pollable {
+    constructor(connection) {
+      super();
+      this.inbox = connection.inbox;
+    }
+
+    ready() {
+      hub.drain();
+      return this.inbox.length > 0;
+    }
+  }
+
+  /** `control.wake-signal`: ready while callers have queued jobs the driver has not taken. */
+  class WakePollable extends Pollable {
+    wake = true;
+
+    ready() {
+      hub.drain();
+      return hub.jobs.length > 0;
+    }
+  }
+
+  /** The remote imports (`remote.grant`, `wasi:http`), proxies of the host side's. */
+  const http = httpImports(hub, Pollable);
+  hub.http = http.receive;
+
+  // --- wasi:clocks/monotonic-clock ------------------------------------------------
+
+  const monotonicClock = {
+    /** Nanoseconds on the host's monotonic clock (the same clock in every thread). */
+    now: () => process.hrtime.bigint(),
+    resolution: () => 1n,
+    subscribeInstant: (when) => new ClockPollable(when),
+    subscribeDuration: (duration) => new ClockPollable(process.hrtime.bigint() + duration),
+  };
+
+  // --- mcpbox:runtime/transport -------------------------------------------------------
+
+  /**
+   * `transport.connection`: the guest's handle on one server. The server itself lives on
+   * the host side; this side keeps what it has received until the guest takes it.
+   */
+  class Connection {
+    /** @private use `Connection.open` */
+    constructor(id) {
+      this.id = id;
+      this.inbox = hub.inbox(id);
+      /** Set once `closed` was returned: `send` fails with it from then on. */
+      this.closed = null;
+      /** Items taken by the guest, reported to the host when it paused reading. */
+      this.taken = 0;
+    }
+
+    static open(server, endpoint) {
+      const result = hub.request({ t: 'open', server, endpoint });
+      if (result.tag !== 'ok') {
+        throw new ResultError(result.val);
+      }
+      live.add(result.val);
+      return new Connection(result.val);
+    }
+
+    send(message) {
+      if (this.closed !== null) {
+        throw new ResultError({ tag: 'closed', val: this.closed });
+      }
+      hub.post({ t: 'send', conn: this.id, message });
+    }
+
+    /**
+     * Takes what arrived, in order: messages first; an error (`too-large` once per
+     * oversized message, `closed` for good) only when no message precedes it.
+     */
+    receive() {
+      hub.drain();
+      const result = this.#take();
+      if (hub.paused.has(this.id) && this.inbox.length === 0) {
+        hub.paused.delete(this.id);
+        hub.post({ t: 'taken', conn: this.id, count: this.taken });
+      }
+      if (result instanceof ResultError) {
+        throw result;
+      }
+      return result;
+    }
+
+    /** The messages to return, or the error to throw. */
+    #take() {
+      const messages = [];
+      while (messages.length < RECEIVE_BATCH) {
+        const item = this.inbox.shift();
+        if (item === undefined) {
+          break;
+        }
+        this.taken += 1;
+        if (item.message !== undefined) {
+          messages.push(item.message);
+        } else if (messages.length > 0) {
+          // Deliver what came before the error first; the error comes next time.
+          this.inbox.unshift(item);
+          this.taken -= 1;
+          break;
+        } else if (item.tooLarge !== undefined) {
+          return new ResultError({ tag: 'too-large', val: item.tooLarge });
+        } else {
+          this.closed = item.closed;
+          this.inbox.unshift(item);
+          this.taken -= 1;
+          return new ResultError({ tag: 'closed', val: item.closed });
+        }
+      }
+      return messages;
+    }
+
+    subscribe() {
+      return new ConnectionPollable(this);
+    }
+
+    diagnostics() {
+      return hub.request({ t: 'diag', conn: this.id });
+    }
+
+    [symbolDispose]() {
+      live.delete(this.id);
+      hub.drop(this.id);
+      hub.post({ t: 'close', conn: this.id });
+    }
+  }
+
+  // --- the imports ------------------------------------------------------------------
+
+  /** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
+  const memo = new Memo(cacheDir);
+
+  /** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
+  const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
+
+  /** The audit trail's file, once the first instance has named it (kept across restarts). */
+  let auditLog = null;
+
+  /**
+   * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
+   * looks interfaces up without their `@version`, although its .d.ts names them with it.)
+   */
+  const imports = {
+    'mcpbox:runtime/transport': { Connection, maxMessageBytes: () => BigInt(maxMessageBytes) },
+    'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
+    // `state`: what the guest remembers about servers (their MCP era), across runs and
+    // shared with the wasmtime host (state.js).
+    'mcpbox:runtime/state': {
+      get: (key) => memo.get(key),
+      set: (key, value) => memo.set(key, value),
+    },
+    'mcpbox:runtime/blobs': {
+      write: (server, name, _mimeType, data) => {
+        const written = results.write(server, name, data);
+        if (written.err !== undefined) {
+          throw new ResultError(written.err);
+        }
+        return written.ok;
+      },
+    },
+    'wasi:io/poll': { Pollable, poll: (list) => hub.poll(list) },
+    'wasi:clocks/monotonic-clock': monotonicClock,
+    ...http.imports,
+  };
+
+  /**
+   * With `claudeSettings`, adds the permission rules of `.claude/settings.json` and
+   * `.claude/settings.local.json` next to the configuration file (in the current directory
+   * for configuration text) to the loaded configuration, as the wasmtime host does
+   * (instance.rs). Returns their issues; throws the configuration error's message when a
+   * file cannot be read.
+   */
+  function loadClaudeSettings(registry) {
+    if (!embedder.claudeSettings) {
+      return [];
+    }
+    const dir = isFile(origin) ? dirname(origin) : '';
+    const files = ['settings.json', 'settings.local.json'].map((n) => join(dir, '.claude', n)).filter(isFile);
+    if (files.length === 0) {
+      return [
+        {
+          message: `no Claude Code settings were read: there is no .claude/settings.json (or settings.local.json) next to ${origin}`,
+        },
+      ];
+    }
+    const issues = [];
+    for (const file of files) {
+      let text;
+      try {
+        text = readFileSync(file, 'utf8');
+      } catch (error) {
+        throw { config: `${file}: the Claude Code settings cannot be read: ${error.message}` };
+      }
+      issues.push(...registry.loadClaudeSettings(file, text));
+    }
+    return issues;
   }
 
   /**
-   * Instantiates the guest, loads the configuration, applies the options and starts
-   * the servers. Returns the session and `loadConfig`'s issues, or throws the
-   * configuration's error payload as `{ config }`.
+   * Opens the audit file the embedder or else the configuration names, unless one is open
+   * already; throws the configuration error's message when it cannot be opened.
    */
-  static async start(instantiate) {
-    const watch = watchRealloc(memoryLimit);
-    const guest = await instantiate((name) => modules[name], imports, watch.instantiateCore);
-    const registry = guest.registry;
-    let issues;
+  function openAuditLog(registry) {
+    if (auditLog !== null) {
+      return;
+    }
+    let path = embedder.auditFile;
     try {
-      issues = registry.loadConfig(origin, configText);
+      if (path === null) {
+        const written = registry.auditFile();
+        path = written === undefined ? null : resolveAuditPath(origin, written);
+      }
+      auditLog = path === null ? null : AuditLog.open(path);
     } catch (error) {
-      throw { config: payloadOf(error) };
+      throw { config: `${origin}: ${error.message}` };
     }
-    issues = [...issues, ...loadClaudeSettings(registry)];
-    if (approvals) {
-      registry.enableApprovals();
+  }
+
+  /**
+   * Stamps each `audit` event with the wall-clock time and appends it to the audit file;
+   * a write that fails adds a warning event. Returns the events to publish.
+   */
+  function stampAudits(events) {
+    if (!events.some((e) => e.tag === 'audit')) {
+      return events;
     }
-    if (inputRequests) {
-      registry.enableInputRequests();
+    const out = [];
+    for (const e of events) {
+      if (e.tag !== 'audit') {
+        out.push(e);
+        continue;
+      }
+      const record = auditRecord(e.val, new Date().toISOString());
+      out.push({ tag: 'audit', val: record });
+      const failed = auditLog?.write(record) ?? null;
+      if (failed !== null) {
+        out.push({ tag: 'warning', val: failed });
+      }
     }
-    if (sampling) {
-      registry.enableSampling();
+    return out;
+  }
+
+  /** One guest instance, configured and started, and the calls it runs. */
+  class Session {
+    /** @private use `Session.start` */
+    constructor(registry, memoryBytes) {
+      this.registry = registry;
+      this.memoryBytes = memoryBytes;
+      /** Calls started in the guest: guest handle → caller's id, and back. */
+      this.callers = new Map();
+      this.handles = new Map();
     }
-    openAuditLog(registry);
-    if (roots !== null) {
+
+    /**
+     * Instantiates the guest, loads the configuration, applies the options and starts
+     * the servers. Returns the session and `loadConfig`'s issues, or throws the
+     * configuration's error payload as `{ config }`.
+     */
+    static async start(instantiate) {
+      const watch = watchRealloc(memoryLimit);
+      const guest = await instantiate((name) => modules[name], imports, watch.instantiateCore);
+      const registry = guest.registry;
+      let issues;
       try {
-        registry.setRoots(roots);
+        issues = registry.loadConfig(origin, configText);
       } catch (error) {
         throw { config: payloadOf(error) };
       }
+      issues = [...issues, ...loadClaudeSettings(registry)];
+      if (approvals) {
+        registry.enableApprovals();
+      }
+      if (inputRequests) {
+        registry.enableInputRequests();
+      }
+      if (sampling) {
+        registry.enableSampling();
+      }
+      openAuditLog(registry);
+      if (roots !== null) {
+        try {
+          registry.setRoots(roots);
+        } catch (error) {
+          throw { config: payloadOf(error) };
+        }
+      }
+      registry.setOptions({
+        maxResultBytes: embedder.maxResultBytes === null ? undefined : BigInt(embedder.maxResultBytes),
+        inlineMedia: embedder.inlineMedia ?? undefined,
+        audit: embedder.auditEvents || auditLog !== null,
+        auditArguments: embedder.auditArguments ?? undefined,
+      });
+      registry.start();
+      return { session: new Session(registry, watch.memoryBytes), issues };
     }
-    registry.setOptions({
-      maxResultBytes: embedder.maxResultBytes === null ? undefined : BigInt(embedder.maxResultBytes),
-      inlineMedia: embedder.inlineMedia ?? undefined,
-      audit: embedder.auditEvents || auditLog !== null,
-      auditArguments: embedder.auditArguments ?? undefined,
-    });
-    registry.start();
-    return { session: new Session(registry, watch.memoryBytes), issues };
-  }
 
-  /** Publishes a turn's completions and events (taken from the guest when not given). */
-  publish(completions, { snapshots = false, events = this.registry.events(), refused = [] } = {}) {
-    events = stampAudits(events);
-    const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
-    const done = [...refused];
-    for (const c of completions) {
-      const id = this.callers.get(c.call);
-      if (id !== undefined) {
-        this.callers.delete(c.call);
-        this.handles.delete(id);
-        done.push({ id, outcome: c.outcome });
+    /** Publishes a turn's completions and events (taken from the guest when not given). */
+    publish(completions, { snapshots = false, events = this.registry.events(), refused = [] } = {}) {
+      events = stampAudits(events);
+      const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
+      const done = [...refused];
+      for (const c of completions) {
+        const id = this.callers.get(c.call);
+        if (id !== undefined) {
+          this.callers.delete(c.call);
+          this.handles.delete(id);
+          done.push({ id, outcome: c.outcome });
+        }
+      }
+      if (events.length === 0 && done.length === 0 && !changed) {
+        return;
+      }
+      // Snapshots travel with the events and completions that caused them, so a caller
+      // whose call failed because its server died also sees that server failed.
+      const update = { t: 'update', events, done };
+      if (changed) {
+        update.tools = allTools(this.registry);
+        update.servers = this.registry.servers();
+      }
+      hub.post(update);
+    }
+
+    /**
+     * One turn: takes the callers' jobs, then lets the guest `wait` for what its servers
+     * sent, and publishes what came of it. Returns why the runtime stopped, once a job
+     * shut it down; throws a `Trap` when the guest trapped.
+     */
+    turn() {
+      let job = null;
+      try {
+        return this.#turn((j) => {
+          job = j;
+        });
+      } catch (error) {
+        throw new Trap(error, job, this.memoryBytes(), memoryLimit);
       }
     }
-    if (events.length === 0 && done.length === 0 && !changed) {
-      return;
-    }
-    // Snapshots travel with the events and completions that caused them, so a caller
-    // whose call failed because its server died also sees that server failed.
-    const update = { t: 'update', events, done };
-    if (changed) {
-      update.tools = allTools(this.registry);
-      update.servers = this.registry.servers();
-    }
-    hub.post(update);
-  }
 
-  /**
-   * Serves callers' jobs until shut down (returns) or until the guest traps (throws a
-   * `Trap`).
-   */
-  serve() {
-    let job = null;
-    try {
-      return this.#serve((j) => {
-        job = j;
-      });
-    } catch (error) {
-      throw new Trap(error, job, this.memoryBytes());
-    }
-  }
-
-  #serve(handling) {
-    const registry = this.registry;
-    for (;;) {
+    #turn(handling) {
+      const registry = this.registry;
       hub.drain();
       const refused = [];
       for (let job = hub.jobs.shift(); job !== undefined; job = hub.jobs.shift()) {
         handling(job);
         switch (job.kind) {
           case 'call': {
-            const options = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
+            const callOptions = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
             try {
-              const handle = registry.startCall(job.tool, job.arguments, options);
+              const handle = registry.startCall(job.tool, job.arguments, callOptions);
               this.callers.set(handle, job.id);
               this.handles.set(job.id, handle);
             } catch (error) {
@@ -705,12 +659,12 @@ class Session {
             break;
           }
           case 'request': {
-            const options = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
+            const callOptions = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
             try {
               if (typeof registry.startRequest !== 'function') {
                 throw new Error('this guest component has no `start-request` (it was built from an older WIT)');
               }
-              const handle = registry.startRequest(job.server ?? undefined, job.request, options);
+              const handle = registry.startRequest(job.server ?? undefined, job.request, callOptions);
               this.callers.set(handle, job.id);
               this.handles.set(job.id, handle);
             } catch (error) {
@@ -808,133 +762,118 @@ class Session {
       }
       const turn = registry.wait(IDLE_WAIT_MS);
       this.publish(turn.completions, { events: turn.events });
+      return undefined;
+    }
+
+    /**
+     * The outcomes that fail every call in flight, and the call in hand, with `message`:
+     * the guest that held them is gone.
+     */
+    failures(job, message) {
+      const done = [...this.handles.keys()].map((id) => ({ id, outcome: runtimeError(message) }));
+      this.callers.clear();
+      this.handles.clear();
+      if (job?.kind === 'call' && !done.some((d) => d.id === job.id)) {
+        done.push({ id: job.id, outcome: runtimeError(message) });
+      }
+      return done;
+    }
+  }
+
+  /** Answers a reconnect, input answer or reload that was in hand when the guest trapped. */
+  function refuseJob(job, message) {
+    if (job?.kind === 'reconnect') {
+      hub.post({ t: 'reconnected', id: job.id, error: message });
+    } else if (job?.kind === 'roots') {
+      hub.post({ t: 'roots-set', id: job.id, error: message });
+    } else if (job?.kind === 'answer') {
+      hub.post({ t: 'answered', id: job.id, error: message });
+    } else if (job?.kind === 'reload') {
+      hub.post({ t: 'reloaded', id: job.id, report: null, error: message });
     }
   }
 
   /**
-   * The outcomes that fail every call in flight, and the call in hand, with `message`:
-   * the guest that held them is gone.
+   * Runs guest instances until shut down. A guest that traps is replaced by a fresh
+   * instance (its servers restart), as in driver.rs; only a guest that keeps trapping
+   * stops the runtime. Returns why the runtime stopped.
    */
-  failures(job, message) {
-    const done = [...this.handles.keys()].map((id) => ({ id, outcome: runtimeError(message) }));
-    this.callers.clear();
-    this.handles.clear();
-    if (job?.kind === 'call' && !done.some((d) => d.id === job.id)) {
-      done.push({ id: job.id, outcome: runtimeError(message) });
-    }
-    return done;
-  }
-}
-
-/** Answers a reconnect, input answer or reload that was in hand when the guest trapped. */
-function refuseJob(job, message) {
-  if (job?.kind === 'reconnect') {
-    hub.post({ t: 'reconnected', id: job.id, error: message });
-  } else if (job?.kind === 'roots') {
-    hub.post({ t: 'roots-set', id: job.id, error: message });
-  } else if (job?.kind === 'answer') {
-    hub.post({ t: 'answered', id: job.id, error: message });
-  } else if (job?.kind === 'reload') {
-    hub.post({ t: 'reloaded', id: job.id, report: null, error: message });
-  }
-}
-
-/**
- * Runs guest instances until shut down. A guest that traps is replaced by a fresh
- * instance (its servers restart), as in driver.rs; only a guest that keeps trapping
- * stops the runtime. Returns why the runtime stopped.
- */
-async function run() {
-  // jco's glue reads `process.env.JCO_DEBUG` (its debug log's switch) several times in
-  // every call between the guest and its imports, and Node's `process.env` asks the C
-  // library on each read (about half a microsecond). This thread needs no live
-  // environment (`${VAR}` references are resolved on the main thread), so a plain copy,
-  // taken once, answers it.
-  process.env = { ...process.env };
-  const { instantiate } = await import(glueUrl);
-  let started;
-  try {
-    started = await Session.start(instantiate);
-  } catch (error) {
-    if (error?.config !== undefined) {
-      hub.post({ t: 'loaded', error: error.config });
-      return 'the configuration could not be loaded';
-    }
-    throw error;
-  }
-  let session = started.session;
-  hub.post({ t: 'loaded', issues: started.issues, servers: session.registry.servers(), tools: allTools(session.registry) });
-
-  /** When the guest trapped lately (monotonic nanoseconds). */
-  let traps = [];
-  for (;;) {
-    let trap;
+  async function runSessions(serve) {
+    const { instantiate } = await import(glueUrl);
+    let started;
     try {
-      return session.serve();
+      started = await Session.start(instantiate);
     } catch (error) {
-      if (!(error instanceof Trap)) {
-        throw error;
+      if (error?.config !== undefined) {
+        hub.post({ t: 'loaded', error: error.config });
+        return 'the configuration could not be loaded';
       }
-      trap = error;
+      throw error;
     }
-    // The dead instance's servers stop first: the new one starts its own.
-    closeLive();
-    const now = process.hrtime.bigint();
-    traps = traps.filter((t) => now - t < TRAP_WINDOW_NS);
-    traps.push(now);
-    if (traps.length >= MAX_TRAPS) {
-      // The calls in flight fail with this reason when the main thread hears of it.
-      // (driver.rs tells them "restarted" even then.)
-      return `the guest failed ${MAX_TRAPS} times within a minute; last: ${trap.text}`;
-    }
-    const why = `the guest failed and was restarted: ${trap.text}`;
-    const failed = session;
-    try {
-      ({ session } = await Session.start(instantiate));
-    } catch (error) {
-      const cause = error?.config ?? (error instanceof Error ? error.message : String(error));
+    let session = started.session;
+    hub.post({ t: 'loaded', issues: started.issues, servers: session.registry.servers(), tools: allTools(session.registry) });
+
+    /** When the guest trapped lately (monotonic nanoseconds). */
+    let traps = [];
+    for (;;) {
+      let trap;
+      try {
+        return await serve(session);
+      } catch (error) {
+        if (!(error instanceof Trap)) {
+          throw error;
+        }
+        trap = error;
+      }
+      // The dead instance's servers stop first: the new one starts its own.
       closeLive();
-      return `the guest failed (${trap.text}) and could not be restarted: ${cause}`;
+      const now = process.hrtime.bigint();
+      traps = traps.filter((t) => now - t < TRAP_WINDOW_NS);
+      traps.push(now);
+      if (traps.length >= MAX_TRAPS) {
+        // The calls in flight fail with this reason when the host side hears of it.
+        // (driver.rs tells them "restarted" even then.)
+        return `the guest failed ${MAX_TRAPS} times within a minute; last: ${trap.text}`;
+      }
+      const why = `the guest failed and was restarted: ${trap.text}`;
+      const failed = session;
+      try {
+        ({ session } = await Session.start(instantiate));
+      } catch (error) {
+        const cause = error?.config ?? (error instanceof Error ? error.message : String(error));
+        closeLive();
+        return `the guest failed (${trap.text}) and could not be restarted: ${cause}`;
+      }
+      // The calls in flight fail with the new instance's snapshots and the warning (as
+      // driver.rs publishes them: snapshots first), so a caller that then waits for
+      // readiness waits for the new instance's servers.
+      hub.post({
+        t: 'update',
+        events: [{ tag: 'warning', val: why }],
+        done: failed.failures(trap.job, why),
+        servers: session.registry.servers(),
+        tools: allTools(session.registry),
+      });
+      refuseJob(trap.job, why);
     }
-    // The calls in flight fail with the new instance's snapshots and the warning (as
-    // driver.rs publishes them: snapshots first), so a caller that then waits for
-    // readiness waits for the new instance's servers.
-    hub.post({
-      t: 'update',
-      events: [{ tag: 'warning', val: why }],
-      done: failed.failures(trap.job, why),
-      servers: session.registry.servers(),
-      tools: allTools(session.registry),
-    });
-    refuseJob(trap.job, why);
   }
-}
 
-/** Tools read from the guest per `tools` call (the WIT's `tools` is paged). */
-const TOOLS_PAGE = 256;
-
-/** Every tool in the registry, read a page at a time so the guest copies little at once. */
-function allTools(registry) {
-  const tools = [];
-  for (;;) {
-    const page = registry.tools(tools.length, TOOLS_PAGE);
-    tools.push(...page);
-    if (page.length < TOOLS_PAGE) {
-      return tools;
-    }
-  }
+  return {
+    /** Runs the runtime until it stops, then closes what is left and posts `stopped`. */
+    async run(serve) {
+      let reason;
+      try {
+        reason = await runSessions(serve);
+      } catch (error) {
+        reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
+      }
+      closeLive();
+      try {
+        auditLog?.close();
+      } catch {
+        // Every line was written when it came; closing can only lose nothing.
+      }
+      hub.post({ t: 'stopped', reason });
+    },
+  };
 }
-
-let reason;
-try {
-  reason = await run();
-} catch (error) {
-  reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
-}
-closeLive();
-try {
-  auditLog?.close();
-} catch {
-  // Every line was written when it came; closing can only lose nothing.
-}
-hub.post({ t: 'stopped', reason });

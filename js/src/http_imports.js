@@ -1,21 +1,21 @@
-// The guest's remote-server imports, on the driver worker: `mcpbox:runtime/remote`
+// The guest's remote-server imports, on the driver's side: `mcpbox:runtime/remote`
 // (grants), `wasi:http/outgoing-handler`, the `wasi:http/types` functions the guest
 // calls, and the `wasi:io/streams` and `wasi:io/error` ones they need.
 //
 // They are proxies, as `transport.connection` is in driver.js: grants are kept and
-// requests sent on the main thread (remote.js, wasi_http.js), which owns the
-// environment (`${VAR}` values never reach this thread) and the sockets. A request is
-// posted when the guest hands it to `handle` (so the main thread maps it to its grant
+// requests sent on the host side (remote.js, wasi_http.js), which owns the
+// environment (`${VAR}` values never reach the guest) and the sockets. A request is
+// posted when the guest hands it to `handle` (so the host side maps it to its grant
 // while the grant is surely open), its body when the guest finishes it; the answer
 // comes back as messages that the driver's hub passes to `receive`, and the guest reads
 // it without blocking (its head from the `future-incoming-response`, its body from an
-// `input-stream`) while `wasi:io/poll` waits on the doorbell.
+// `input-stream`) between polls.
 //
 // A request body is kept here until it is finished: the wasmtime host also collects it
 // before sending, so both send it with a `Content-Length`. `check-write` always grants
 // `WRITE_BUDGET` bytes, so the guest writes a body in one go.
 //
-// | main thread → driver | fields                       | meaning                          |
+// | host side → driver   | fields                       | meaning                          |
 // |----------------------|------------------------------|----------------------------------|
 // | `http-head`          | `ex`, `status`, `headers`    | the answer's head                |
 // | `http-fail`          | `ex`, `code`                 | no answer: a `wasi:http` error   |
@@ -23,7 +23,7 @@
 // |                      |                              | stopped until `http-taken`       |
 // | `http-end`           | `ex`, `error`                | the body ended (`error`: broke)  |
 //
-// | driver → main thread | fields                                         | meaning               |
+// | driver → host side   | fields                                         | meaning               |
 // |----------------------|------------------------------------------------|-----------------------|
 // | `grant`              | `req`, `server`, `endpoint`                    | open a grant (`reply`)|
 // | `same-origin`        | `req`, `authority`, `url`                      | `grant.same-origin`   |
@@ -81,7 +81,7 @@ function fail(val) {
  * The remote imports for one driver.
  *
  * @param {object} hub the driver's channel: `post(msg)`, `request(msg)`, `drain()`
- * @param {typeof import('./driver.js').Pollable} Pollable the `wasi:io/poll` base class
+ * @param {Function} Pollable the driver's `wasi:io/poll` base class
  */
 export function httpImports(hub, Pollable) {
   /** @type {Map<number, Answer>} answers of the exchanges the guest holds, by id */
@@ -126,7 +126,7 @@ export function httpImports(hub, Pollable) {
     }
   }
 
-  /** Takes the main thread's message about an exchange (the hub calls it). */
+  /** Takes the host side's message about an exchange (the hub calls it). */
   function receive(msg) {
     const answer = answers.get(msg.ex);
     if (answer === undefined) {
@@ -359,6 +359,9 @@ export function httpImports(hub, Pollable) {
   function handle(request, options) {
     const ex = nextExchange++;
     const body = request.outgoing;
+    // Kept before the request goes out: a host on this thread may answer it at once.
+    const answer = new Answer(ex);
+    answers.set(ex, answer);
     hub.post({
       t: 'http',
       ex,
@@ -375,8 +378,6 @@ export function httpImports(hub, Pollable) {
         hub.post({ t: 'http-body', ex, body: body.abandoned ? null : concat(body.parts) });
       }
     }
-    const answer = new Answer(ex);
-    answers.set(ex, answer);
     return new FutureIncomingResponse(answer);
   }
 

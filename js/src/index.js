@@ -14,8 +14,11 @@
 // # Layout
 //
 // - index.js (this file): the API. It runs on the caller's thread and never blocks.
-// - driver.js: the worker thread that runs the guest and implements its imports.
-// - channel.js: how the two threads talk (a MessagePort and a shared doorbell).
+// - driver.js: the guest, its imports and the loop that runs it, on either thread:
+//   driver_main.js runs it in turns from this thread's event loop (the default),
+//   driver_worker.js on a worker thread of its own (`thread: 'worker'`).
+// - channel.js: how a worker driver and this thread talk (a MessagePort and a shared
+//   doorbell).
 // - transport.js, stdio.js: server processes, on this thread's event loop.
 // - remote.js, wasi_http.js: grants and the HTTP requests the guest sends under them,
 //   on this thread too; http_imports.js: their proxies on the driver's side.
@@ -34,6 +37,7 @@ import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_thread
 
 import { DEFAULT_MAX_RESULT_FILES_BYTES, defaultResultsDir } from './blobs.js';
 import { Doorbell } from './channel.js';
+import { startDriver } from './driver_main.js';
 import { DEFAULT_MEMORY_LIMIT, capMemory } from './limits.js';
 import { Grants } from './remote.js';
 import { defaultCacheDir } from './state.js';
@@ -453,6 +457,12 @@ export class McpBox extends EventEmitter {
    *   refuses a token with `401` it is called once more with `refresh: true` and the
    *   server's `WWW-Authenticate`, and a different token is sent in a retry. The token
    *   never enters the guest. This host runs no OAuth flow of its own
+   * @param {'main' | 'worker'} [options.thread] where the guest runs. `'main'` (the
+   *   default): on this thread, in turns from the event loop, so a call crosses no
+   *   thread; guest code then shares this event loop. `'worker'`: on a worker thread of
+   *   its own, so this event loop never runs guest code, at the cost of four thread
+   *   crossings per call (docs/PERFORMANCE.md). Either way a guest that loops without
+   *   returning is not interrupted: on the main thread it would freeze this event loop
    * @returns {Promise<McpBox>} rejects with a `ConfigError` when the configuration as a
    *   whole is unusable
    */
@@ -516,7 +526,12 @@ export class McpBox extends EventEmitter {
       throw new TypeError('tokenProvider must be a function ({server, url, refresh, wwwAuthenticate}) => token');
     }
     const roots = options.roots === undefined ? null : rootsOf(options.roots);
+    const thread = options.thread ?? 'main';
+    if (thread !== 'main' && thread !== 'worker') {
+      throw new TypeError(`thread must be 'main' or 'worker', not ${JSON.stringify(thread)}`);
+    }
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
+      thread,
       tokenProvider,
       roots,
       sampling: options.sampling === true,
@@ -537,11 +552,10 @@ export class McpBox extends EventEmitter {
     return box;
   }
 
-  #bell = new Doorbell();
   /** Names the configuration in messages. */
   #origin;
-  #port;
-  #worker;
+  /** @type {(msg: object) => void} delivers a message to the driver */
+  #toDriver;
   #table;
   #grants;
   #http;
@@ -576,41 +590,15 @@ export class McpBox extends EventEmitter {
   #watchTimer = null;
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { inputRequests, sampling, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
+  constructor(policy, modules, origin, configText, cacheDir, { thread, inputRequests, sampling, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
     super();
     this.#origin = origin;
-    const { port1, port2 } = new MessageChannel();
-    this.#port = port1;
-    this.#table = new ConnectionTable(
-      policy,
-      (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }),
-      (message) => this.emit('event', { type: 'warning', message }),
-    );
+    // Warnings found while the driver asks something of the host reach listeners after
+    // the turn, never inside the guest.
+    const warn = (message) => queueMicrotask(() => this.emit('event', { type: 'warning', message }));
+    this.#table = new ConnectionTable(policy, (conn, items, paused) => this.#post({ t: 'in', conn, items, paused }), warn);
     this.#grants = new Grants(policy);
-    this.#http = new HttpExchanges(this.#grants, (msg) => this.#post(msg), {
-      tokenProvider,
-      warn: (message) => this.emit('event', { type: 'warning', message }),
-    });
-    this.#worker = new Worker(new URL('./driver.js', import.meta.url), {
-      workerData: {
-        port: port2,
-        bell: this.#bell.buffer,
-        modules,
-        glueUrl: new URL(GLUE, GEN_DIR).href,
-        origin,
-        configText,
-        cacheDir,
-        inputRequests,
-        sampling,
-        approvals,
-        memoryLimit,
-        results,
-        embedder,
-        roots,
-        maxMessageBytes: policy.maxMessageBytes,
-      },
-      transferList: [port2],
-    });
+    this.#http = new HttpExchanges(this.#grants, (msg) => this.#post(msg), { tokenProvider, warn });
     let loaded;
     this.#loaded = new Promise((resolve, reject) => {
       loaded = { resolve, reject };
@@ -619,17 +607,62 @@ export class McpBox extends EventEmitter {
     this.#finished = new Promise((resolve) => {
       finished = resolve;
     });
-    this.#port.on('message', (msg) => this.#receive(msg, loaded));
-    this.#worker.once('error', (error) => this.#stop(`the driver failed: ${error.message}`, loaded));
-    this.#worker.once('exit', async () => {
+    /** Once the driver has stopped: every server and exchange ends. */
+    const finish = async () => {
+      await Promise.all([this.#table.closeAll(), this.#http.closeAll()]);
+      finished();
+    };
+    const options = {
+      modules,
+      glueUrl: new URL(GLUE, GEN_DIR).href,
+      origin,
+      configText,
+      cacheDir,
+      inputRequests,
+      sampling,
+      approvals,
+      memoryLimit,
+      results,
+      embedder,
+      roots,
+      maxMessageBytes: policy.maxMessageBytes,
+    };
+    if (thread === 'main') {
+      const receive = (msg) => {
+        this.#receive(msg, loaded);
+        if (msg.t === 'stopped') {
+          finish();
+        }
+      };
+      this.#toDriver = startDriver(options, receive, (msg) => this.#answer(msg));
+      return;
+    }
+    const bell = new Doorbell();
+    const { port1: port, port2 } = new MessageChannel();
+    const worker = new Worker(new URL('./driver_worker.js', import.meta.url), {
+      workerData: { port: port2, bell: bell.buffer, ...options },
+      transferList: [port2],
+    });
+    this.#toDriver = (msg) => {
+      port.postMessage(msg);
+      bell.ring();
+    };
+    port.on('message', (msg) => {
+      if (msg.req !== undefined) {
+        this.#reply(port, bell, msg);
+      } else {
+        this.#receive(msg, loaded);
+      }
+    });
+    worker.once('error', (error) => this.#stop(`the driver failed: ${error.message}`, loaded));
+    worker.once('exit', () => {
       // What the driver posted before it ended may not have been handled yet.
-      for (let m = receiveMessageOnPort(this.#port); m !== undefined; m = receiveMessageOnPort(this.#port)) {
+      for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
         this.#receive(m.message, loaded);
       }
       this.#stop('the driver exited', loaded);
-      this.#port.close();
-      await Promise.all([this.#table.closeAll(), this.#http.closeAll()]);
-      finished();
+      port.close();
+      finish();
     });
   }
 
@@ -1115,27 +1148,39 @@ export class McpBox extends EventEmitter {
   }
 
   #post(msg) {
-    this.#port.postMessage(msg);
-    this.#bell.ring();
+    this.#toDriver(msg);
   }
 
-  #reply(req, work) {
-    Promise.resolve()
-      .then(work)
-      .then(
-        (value) => this.#post({ t: 'reply', req, value }),
-        (error) => this.#post({ t: 'reply', req, fault: String(error?.stack ?? error) }),
-      );
+  /** The host side's answer to one of the driver's requests (`req`). */
+  #answer(msg) {
+    switch (msg.t) {
+      case 'open':
+        return this.#table.open(msg.server, msg.endpoint);
+      case 'diag':
+        return this.#table.diagnostics(msg.conn);
+      case 'grant':
+        return this.#grants.open(msg.server, msg.endpoint);
+      case 'same-origin':
+        return this.#grants.sameOrigin(msg.authority, msg.url);
+      default:
+        throw new Error(`mcpbox: unexpected request from the driver: ${JSON.stringify(msg.t)}`);
+    }
+  }
+
+  /** Answers a worker's request; a failure is posted as a `fault`, which traps the guest. */
+  #reply(port, bell, msg) {
+    let reply;
+    try {
+      reply = { t: 'reply', req: msg.req, value: this.#answer(msg) };
+    } catch (error) {
+      reply = { t: 'reply', req: msg.req, fault: String(error?.stack ?? error) };
+    }
+    port.postMessage(reply);
+    bell.ring();
   }
 
   #receive(msg, loaded) {
     switch (msg.t) {
-      case 'open':
-        this.#reply(msg.req, () => this.#table.open(msg.server, msg.endpoint));
-        break;
-      case 'diag':
-        this.#reply(msg.req, () => this.#table.diagnostics(msg.conn));
-        break;
       case 'send':
         this.#table.send(msg.conn, msg.message);
         break;
@@ -1144,12 +1189,6 @@ export class McpBox extends EventEmitter {
         break;
       case 'taken':
         this.#table.taken(msg.conn, msg.count);
-        break;
-      case 'grant':
-        this.#reply(msg.req, () => this.#grants.open(msg.server, msg.endpoint));
-        break;
-      case 'same-origin':
-        this.#reply(msg.req, () => this.#grants.sameOrigin(msg.authority, msg.url));
         break;
       case 'grant-drop':
         this.#grants.drop(msg.authority);

@@ -9,7 +9,9 @@
 // guest sees the same connection whichever host runs it.
 
 import { spawn } from 'node:child_process';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
 import { getSystemErrorMap } from 'node:util';
 
 import { LineSplitter, classify } from './framing.js';
@@ -67,6 +69,41 @@ export function describeSystemError(error) {
   return error.message;
 }
 
+/**
+ * Why the exec of `spec` failed, as the errno `execvp` meets (the one Node reports a tick
+ * later): the working directory, then each candidate file (the command itself when it
+ * names a path, else the command in each `PATH` directory of the child's environment).
+ * Like `execvp`, a candidate that exists but cannot be run (EACCES) wins over the ones
+ * that do not exist. Checked against Node's own errors in test/stdio.test.js.
+ */
+export function spawnFailure(spec) {
+  const cwd = spec.cwd ?? process.cwd();
+  try {
+    if (!statSync(cwd).isDirectory()) {
+      return { errno: -osConstants.errno.ENOTDIR };
+    }
+  } catch (error) {
+    return error;
+  }
+  const command = spec.command;
+  const dirs = command.includes('/') ? [''] : (spec.env.PATH ?? process.env.PATH ?? '/usr/bin:/bin').split(':');
+  let found = null;
+  for (const dir of dirs) {
+    const file = resolvePath(cwd, dir, command);
+    try {
+      accessSync(file, fsConstants.X_OK);
+      if (statSync(file).isDirectory()) {
+        found ??= { errno: -osConstants.errno.EACCES };
+      }
+    } catch (error) {
+      if (error.code !== 'ENOENT' && error.code !== 'ENOTDIR') {
+        found ??= error;
+      }
+    }
+  }
+  return found ?? { errno: -osConstants.errno.ENOENT };
+}
+
 /** How a process ended, as Rust's host words it: "exit code 3", "signal 9". */
 function describeExit(code, signal) {
   if (code !== null) {
@@ -86,12 +123,13 @@ function describeExit(code, signal) {
  */
 export class StdioServer {
   /**
-   * Starts the server; resolves once the process runs.
+   * Starts the server. Synchronous, so that a driver on the caller's thread can answer
+   * the guest's `open` inside the import call.
    *
    * @param {{command: string, args: string[], env: Record<string, string>, cwd?: string}} spec
    * @param {{maxMessageBytes: number, onItems: (items: object[], paused: boolean) => void}} options
-   * @returns {Promise<StdioServer>} rejects with `{ tag: 'unreachable', val }` when the
-   *   process cannot be started
+   * @returns {StdioServer} throws `{ tag: 'unreachable', val }` when the process cannot
+   *   be started
    */
   static start(spec, { maxMessageBytes, onItems }) {
     installExitHook();
@@ -110,16 +148,15 @@ export class StdioServer {
         windowsHide: true,
       });
     } catch (error) {
-      return Promise.reject(unreachable(describeSystemError(error)));
+      throw unreachable(describeSystemError(error));
     }
-    return new Promise((resolve, reject) => {
-      const failed = (error) => reject(unreachable(describeSystemError(error)));
-      child.once('error', failed);
-      child.once('spawn', () => {
-        child.off('error', failed);
-        resolve(new StdioServer(child, maxMessageBytes, onItems));
-      });
-    });
+    if (child.pid === undefined) {
+      // libuv learns whether the exec failed before `spawn` returns, but Node hands
+      // over its errno only on the next tick (as an 'error' event).
+      child.once('error', () => {});
+      throw unreachable(describeSystemError(spawnFailure(spec)));
+    }
+    return new StdioServer(child, maxMessageBytes, onItems);
   }
 
   /** @private use `StdioServer.start` */

@@ -2,7 +2,7 @@
 // child processes speaking one JSON-RPC message per line (stdio.js). Remote servers do
 // not come here: the guest reaches them through `wasi:http` (remote.js, wasi_http.js).
 //
-// The driver worker asks for connections to be opened, written to and closed; this
+// The driver asks for connections to be opened, written to and closed; this
 // table owns the processes, applies the policy and resolves `${VAR}` references from
 // the environment, and forwards what each server sends to the driver. Error variants
 // and their texts are those of host/src/transport/mod.rs.
@@ -43,12 +43,13 @@ export class ConnectionTable {
   }
 
   /**
-   * Starts the server `server` (a `stdio-endpoint`).
+   * Starts the server `server` (a `stdio-endpoint`), synchronously (the driver may ask
+   * from inside the guest's import call).
    *
-   * @returns {Promise<{tag: 'ok', val: number} | {tag: 'err', val: object}>} the WIT
+   * @returns {{tag: 'ok', val: number} | {tag: 'err', val: object}} the WIT
    *   `result<connection, transport-error>`, with the connection as its id
    */
-  async open(server, endpoint) {
+  open(server, endpoint) {
     if (!this.policy.allowProcesses) {
       return err(
         'denied',
@@ -80,14 +81,14 @@ export class ConnectionTable {
     }
     const id = this.nextId++;
     try {
-      const running = await StdioServer.start(spec, {
+      const running = StdioServer.start(spec, {
         maxMessageBytes: this.policy.maxMessageBytes,
         onItems: (items, paused) => this.forward(id, items, paused),
       });
       this.servers.set(id, running);
       this.latest.set(server, running);
       if (this.#closedAll) {
-        // The runtime stopped while this server was starting: nobody will use it.
+        // The runtime stopped before the driver asked: nobody will use this server.
         this.close(id);
       }
     } catch (error) {

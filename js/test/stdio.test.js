@@ -4,9 +4,13 @@
 // host/src/transport/stdio.rs.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { INBOUND_QUEUE, StdioServer } from '../src/stdio.js';
+import { INBOUND_QUEUE, StdioServer, describeSystemError } from '../src/stdio.js';
 import { within } from './support.js';
 
 const shell = (script) => ({ command: '/bin/sh', args: ['-c', script], env: { PATH: process.env.PATH } });
@@ -105,14 +109,67 @@ test('stderr keeps the last 20 lines, long lines as a marker', async () => {
   assert.equal(tail.at(-1), '[a stderr line of 3000 bytes, not kept]');
 });
 
-test('a command that cannot start is unreachable, in the words of the wasmtime host', async () => {
+test('a command that cannot start is unreachable, in the words of the wasmtime host', () => {
   const start = (spec) => StdioServer.start({ args: [], env: {}, ...spec }, { maxMessageBytes: 1024, onItems() {} });
-  await assert.rejects(start({ command: '/nonexistent/server' }), {
+  assert.throws(() => start({ command: '/nonexistent/server' }), {
     tag: 'unreachable',
     val: 'could not start `/nonexistent/server`: No such file or directory (os error 2)',
   });
-  await assert.rejects(start({ command: '/bin/sh', cwd: '/nonexistent/dir' }), {
+  assert.throws(() => start({ command: '/bin/sh', cwd: '/nonexistent/dir' }), {
     tag: 'unreachable',
     val: 'could not start `/bin/sh` in /nonexistent/dir: No such file or directory (os error 2)',
   });
+  assert.throws(() => start({ command: '/etc/passwd' }), {
+    tag: 'unreachable',
+    val: 'could not start `/etc/passwd`: Permission denied (os error 13)',
+  });
+});
+
+test("the errno `start` reports at once is the one Node's spawn reports a tick later", async (t) => {
+  // `start` must answer before Node hands over the errno, so spawnFailure works it out;
+  // here each case's answer is checked against the error Node's own spawn emits.
+  const dir = mkdtempSync(join(tmpdir(), 'mcpbox-spawn-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'not-executable'), '#!/bin/sh\n');
+  mkdirSync(join(dir, 'bin', 'a-directory'), { recursive: true });
+  writeFileSync(join(dir, 'bin', 'not-executable'), '#!/bin/sh\n');
+  const cases = [
+    { command: '/nonexistent/server' },
+    { command: 'no-such-command-anywhere', env: { PATH: process.env.PATH } },
+    { command: 'no-such-command', env: {} },
+    { command: '/bin/sh', cwd: '/nonexistent/dir' },
+    { command: '/bin/sh', cwd: join(dir, 'not-executable') },
+    { command: join(dir, 'not-executable') },
+    { command: './not-executable', cwd: dir },
+    { command: join(dir, 'bin') },
+    { command: 'a-directory', env: { PATH: join(dir, 'bin') } },
+    { command: 'not-executable', env: { PATH: `/nonexistent:${join(dir, 'bin')}:/usr/bin` } },
+    { command: 'sh', env: { PATH: `${join(dir, 'bin')}:/nonexistent` }, cwd: dir },
+  ];
+  for (const c of cases) {
+    const spec = { args: [], env: {}, ...c };
+    const node = await new Promise((resolve) => {
+      let child;
+      try {
+        child = spawn(spec.command, spec.args, { env: spec.env, cwd: spec.cwd, stdio: 'ignore' });
+      } catch (error) {
+        resolve(error);
+        return;
+      }
+      child.once('error', resolve);
+      child.once('spawn', () => {
+        child.kill();
+        resolve(null);
+      });
+    });
+    const label = JSON.stringify(c);
+    const start = () => StdioServer.start(spec, { maxMessageBytes: 1024, onItems() {} });
+    if (node === null) {
+      assert.doesNotThrow(() => start().close(), label);
+    } else {
+      const place = spec.cwd === undefined ? '' : ` in ${spec.cwd}`;
+      const val = `could not start \`${spec.command}\`${place}: ${describeSystemError(node)}`;
+      assert.throws(start, { tag: 'unreachable', val }, label);
+    }
+  }
 });
