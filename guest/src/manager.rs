@@ -280,6 +280,8 @@ struct Held {
     timeout_ms: u64,
     /// The call fails if its server is not connected by then.
     deadline_ms: u64,
+    /// [`CallOptions::log_level`].
+    log_level: Option<&'static str>,
 }
 
 /// Whether a failed server may be restarted now.
@@ -945,6 +947,7 @@ impl<P: Platform> Manager<P> {
                     arguments,
                     timeout_ms,
                     deadline_ms: now.saturating_add(timeout_ms),
+                    log_level: options.log_level,
                     rule,
                     profile: profile.map(String::from),
                 })?;
@@ -963,6 +966,7 @@ impl<P: Platform> Manager<P> {
             timeout_ms,
             now,
             now.saturating_add(timeout_ms),
+            options.log_level,
         );
         if sent.is_err() {
             self.flight.remove(&call);
@@ -986,6 +990,7 @@ impl<P: Platform> Manager<P> {
         timeout_ms: u64,
         now: u64,
         deadline_ms: u64,
+        log_level: Option<&'static str>,
     ) -> Result<(), CallError> {
         let slot = &mut self.slots[i];
         let restart = slot.state == ServerState::Failed
@@ -1001,6 +1006,7 @@ impl<P: Platform> Manager<P> {
                 arguments,
                 timeout_ms,
                 deadline_ms,
+                log_level,
             );
             self.calls.insert(call, i);
             self.flush(i);
@@ -1025,6 +1031,7 @@ impl<P: Platform> Manager<P> {
             arguments,
             timeout_ms,
             deadline_ms,
+            log_level,
         });
         self.calls.insert(call, i);
         Ok(())
@@ -1264,6 +1271,7 @@ impl<P: Platform> Manager<P> {
                     arguments,
                     h.timeout_ms,
                     h.deadline_ms,
+                    h.log_level,
                 );
             }
         }

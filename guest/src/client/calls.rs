@@ -19,6 +19,11 @@ use crate::transport::Failure;
 pub struct CallOptions {
     /// Overrides the server's tool timeout, in milliseconds.
     pub timeout_ms: Option<u64>,
+    /// The lowest level of `notifications/message` wanted during this call from a
+    /// 2026-07-28 server, sent in the request's `_meta` instead of the server's
+    /// `logLevel` (the gateway passes its downstream client's on). A server of the
+    /// `initialize` era has one level per session, set by `logging/setLevel`.
+    pub log_level: Option<&'static str>,
 }
 
 /// A tool result, as the server returned it.
@@ -88,6 +93,8 @@ pub(super) struct PendingCall {
     pub(super) arguments: Box<RawValue>,
     pub(super) timeout_ms: u64,
     pub(super) deadline_ms: u64,
+    /// [`CallOptions::log_level`].
+    pub(super) log_level: Option<&'static str>,
     /// `input_required` answers so far.
     pub(super) rounds: u32,
 }
@@ -114,14 +121,15 @@ impl Client {
             return;
         };
         let deadline_ms = now_ms.saturating_add(timeout_ms);
-        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms);
+        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms, None);
     }
 
     /// Like [`Client::start_call`], with the arguments as the registry read them
     /// (`registry::check_arguments`: not read again here) and a first deadline
     /// set by the caller: a call that waited for its server to restart keeps the
     /// deadline it started with. Progress still pushes the deadline back by the
-    /// full `timeout_ms`.
+    /// full `timeout_ms`. `log_level` is [`CallOptions::log_level`].
+    #[allow(clippy::too_many_arguments)]
     pub fn start_call_until(
         &mut self,
         call: u64,
@@ -130,6 +138,7 @@ impl Client {
         arguments: Box<RawValue>,
         timeout_ms: u64,
         deadline_ms: u64,
+        log_level: Option<&'static str>,
     ) {
         let pending = PendingCall {
             call,
@@ -138,6 +147,7 @@ impl Client {
             arguments,
             timeout_ms,
             deadline_ms,
+            log_level,
             rounds: 0,
         };
         self.send_call(pending, None, None);
@@ -158,7 +168,7 @@ impl Client {
             arguments: &call.arguments,
             input_responses,
             request_state,
-            meta: self.request_meta(Some(&id)),
+            meta: self.request_meta_logging(Some(&id), call.log_level),
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));

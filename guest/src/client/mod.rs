@@ -423,13 +423,26 @@ impl Client {
 
     /// `_meta` for a request: the progress token, plus the stateless era's fields.
     fn request_meta<'a>(&self, progress_token: Option<&'a Id>) -> RequestMeta<'a> {
+        self.request_meta_logging(progress_token, None)
+    }
+
+    /// [`Client::request_meta`], asking a stateless server for `log_level` (when
+    /// given) instead of the level `logging/setLevel` set for every request.
+    fn request_meta_logging<'a>(
+        &self,
+        progress_token: Option<&'a Id>,
+        log_level: Option<&str>,
+    ) -> RequestMeta<'a> {
         let stateless = self.era == Era::Stateless;
+        let log_level = log_level
+            .map(String::from)
+            .or_else(|| self.log_level.clone());
         RequestMeta {
             progress_token,
             protocol_version: stateless.then_some(STATELESS_VERSION),
             client_capabilities: stateless.then(|| self.capabilities()),
             client_info: stateless.then(client_info),
-            log_level: self.log_level.clone().filter(|_| stateless),
+            log_level: log_level.filter(|_| stateless),
         }
     }
 

@@ -320,6 +320,7 @@ impl wit::Guest for super::Component {
     ) -> Result<u64, wit::CallError> {
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
+            log_level: None,
         };
         with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
     }
@@ -350,6 +351,7 @@ impl wit::Guest for super::Component {
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
+            log_level: None,
         };
         with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
     }

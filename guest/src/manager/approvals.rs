@@ -39,6 +39,8 @@ pub(super) struct Pending {
     pub arguments: Box<RawValue>,
     pub timeout_ms: u64,
     pub deadline_ms: u64,
+    /// [`crate::client::CallOptions::log_level`].
+    pub log_level: Option<&'static str>,
     pub rule: Rc<Rule>,
     pub profile: Option<String>,
 }
@@ -176,6 +178,7 @@ impl<P: Platform> Manager<P> {
                     pending.timeout_ms,
                     now,
                     pending.deadline_ms,
+                    pending.log_level,
                 );
                 if let Err(e) = sent {
                     self.complete(pending.call, Err(e));

@@ -326,6 +326,7 @@ fn call_options_and_config_set_the_timeout() {
         "{}",
         CallOptions {
             timeout_ms: Some(500),
+            ..CallOptions::default()
         },
     )
     .unwrap();
@@ -1396,6 +1397,7 @@ fn calls_during_a_restart_wait_for_it_and_may_time_out_or_be_cancelled() {
             r#"{"text": "short"}"#,
             CallOptions {
                 timeout_ms: Some(500),
+                ..CallOptions::default()
             },
         )
         .unwrap();

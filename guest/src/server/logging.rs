@@ -17,7 +17,7 @@ use crate::client::Progress;
 use crate::jsonrpc;
 use crate::manager::LogEntry;
 
-use super::{Gateway, Signal, Target};
+use super::{Gateway, Origin, Signal, Target};
 
 /// MCP log levels, lowest first (RFC 5424 severities).
 const LEVELS: [&str; 8] = [
@@ -37,6 +37,17 @@ pub fn rank(level: &str) -> Option<u8> {
 }
 
 impl Gateway {
+    /// The lowest log level the client of `origin` wants during a call, by the
+    /// rules `route_log` applies: a 2026-07-28 request's `_meta` `logLevel` (none
+    /// when absent), a 2025 session's `logging/setLevel` (everything when never set).
+    pub(super) fn wanted_log_level(&self, origin: &Origin) -> Option<&'static str> {
+        let rank = match &origin.stateless {
+            Some(meta) => meta.log_level?,
+            None => self.sessions.get(&origin.session?)?.log_level,
+        };
+        LEVELS.get(usize::from(rank)).copied()
+    }
+
     /// Passes an upstream server's log line to the clients that want it.
     pub(super) fn route_log(&mut self, log: &LogEntry) {
         let level = rank(&log.level).unwrap_or(1);

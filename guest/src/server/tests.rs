@@ -749,6 +749,60 @@ fn cancellation_progress_and_logs_pass_through() {
 }
 
 #[test]
+fn a_2026_upstream_is_asked_for_the_logs_its_downstream_client_wants() {
+    // A 2026-07-28 server logs during a call only at the `_meta` `logLevel` the call
+    // asks for, so the gateway asks for what the calling client wants to see.
+    let mut p = FakePlatform::new();
+    p.serve("new", || McpServer {
+        stateless: true,
+        ..McpServer::with_tools(&["echo"])
+    });
+    let mut rig = Rig::new(p, &["new"]);
+    rig.settle();
+    let sent_levels = |rig: &Rig| -> Vec<Value> {
+        let sim = rig.m.platform().sim("new");
+        let sent = sim.borrow().sent("tools/call");
+        sent.iter()
+            .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/logLevel"].clone())
+            .collect()
+    };
+    let echo = |rig: &mut Rig, session: Option<u64>, id: i64, meta: Option<Value>| {
+        let mut message = call(id, "new__echo", json!({"text": "x"}));
+        if let Some(meta) = meta {
+            message["params"]["_meta"] = meta;
+        }
+        let (x, _) = rig.send(session, message);
+        let (messages, _) = rig.answer_of(x, Vec::new());
+        assert_eq!(messages.last().unwrap()["id"], json!(id), "{messages:?}");
+    };
+
+    // A 2025 session that never set a level gets everything, so asks for all of it;
+    // after `logging/setLevel`, for that level.
+    let s = rig.initialize(json!({}));
+    echo(&mut rig, Some(s), 1, None);
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "logging/setLevel", "params": {"level": "warning"}}),
+    );
+    rig.turn();
+    echo(&mut rig, Some(s), 3, None);
+    // A 2026-07-28 request asks for its own level, or for none.
+    let mut meta = stateless_meta(json!({}));
+    echo(&mut rig, None, 4, Some(meta.clone()));
+    meta["io.modelcontextprotocol/logLevel"] = json!("error");
+    echo(&mut rig, None, 5, Some(meta));
+    assert_eq!(
+        sent_levels(&rig),
+        vec![
+            json!("debug"),
+            json!("warning"),
+            Value::Null,
+            json!("error")
+        ]
+    );
+}
+
+#[test]
 fn a_client_that_goes_away_cancels_its_calls() {
     let mut p = FakePlatform::new();
     p.serve("slow", || {

@@ -264,11 +264,17 @@ impl Gateway {
     ) {
         let tool = &exposed.entry.tool.name;
         let profile = origin.profile.as_deref();
+        // A 2026-07-28 server logs during a call only at the level the call asks for:
+        // ask for what this client wants to see (see logging.rs).
+        let options = CallOptions {
+            log_level: self.wanted_log_level(&origin),
+            ..CallOptions::default()
+        };
         // An `ask` tool reaches here once this client approved the call.
         let started = if exposed.ask.is_some() {
-            m.start_call_approved(tool, arguments, CallOptions::default(), profile, "client")
+            m.start_call_approved(tool, arguments, options, profile, "client")
         } else {
-            m.start_call_as(tool, arguments, CallOptions::default(), profile)
+            m.start_call_as(tool, arguments, options, profile)
         };
         match started {
             Ok(call) => {

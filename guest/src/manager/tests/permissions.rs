@@ -355,6 +355,7 @@ fn an_unanswered_approval_times_out_and_a_cancelled_one_is_withdrawn() {
             "{}",
             CallOptions {
                 timeout_ms: Some(500),
+                ..CallOptions::default()
             },
         )
         .unwrap();
