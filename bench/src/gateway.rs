@@ -5,6 +5,7 @@
 //! |---|---|
 //! | `direct` | rmcp → fixture (stdio) |
 //! | `gw-stdio` | rmcp → `mcpbox serve` (stdio) → fixture |
+//! | `relay` | rmcp → `mcpbox-bench relay` (copies bytes, understands nothing: the floor of any stdio gateway) → fixture |
 //! | `gw-http` | rmcp → `mcpbox serve --http 127.0.0.1:0` (Streamable HTTP, 2025 session) → fixture |
 //! | `gw-http-lean` | the bench's lean HTTP client ([`crate::lean_http`]) → the same gateway → fixture (G1, G2) |
 //! | `gw-http-lean@base` | the same, through another build of `mcpbox` (`MCPBOX_BENCH_BASE=path`; G1, G2) |
@@ -137,6 +138,8 @@ impl Workload {
 enum Route {
     Direct,
     GwStdio,
+    /// Through `mcpbox-bench relay`: the floor of a stdio gateway.
+    Relay,
     GwHttp,
     /// The lean client through the gateway over HTTP.
     GwHttpLean,
@@ -146,9 +149,10 @@ enum Route {
 }
 
 impl Route {
-    const ALL: [Route; 6] = [
+    const ALL: [Route; 7] = [
         Route::Direct,
         Route::GwStdio,
+        Route::Relay,
         Route::GwHttp,
         Route::GwHttpLean,
         Route::GwHttpLeanBase,
@@ -159,6 +163,7 @@ impl Route {
         match self {
             Route::Direct => "direct",
             Route::GwStdio => "gw-stdio",
+            Route::Relay => "relay",
             Route::GwHttp => "gw-http",
             Route::GwHttpLean => "gw-http-lean",
             Route::GwHttpLeanBase => "gw-http-lean@base",
@@ -444,6 +449,22 @@ async fn connect(
             Ok(Connected {
                 client: Client::Rmcp(client),
                 prefix: "fx__",
+                middle,
+                _server: None,
+            })
+        }
+        Route::Relay => {
+            let mut command = tokio::process::Command::new(std::env::current_exe()?);
+            command
+                .arg("relay")
+                .arg(&p.fixture)
+                .args(p.fixture_args(big));
+            let transport = TokioChildProcess::new(command)?;
+            let middle = transport.id();
+            let client = ().serve_with_lifecycle(transport, lifecycle).await?;
+            Ok(Connected {
+                client: Client::Rmcp(client),
+                prefix: "",
                 middle,
                 _server: None,
             })
@@ -1060,9 +1081,9 @@ pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Ve
     );
     println!();
     println!(
-        "| workload | direct | gw-stdio | gw-http (rmcp) | gw-http-lean | gw-http-lean@base | mcp-proxy | ratios | target | met? |"
+        "| workload | direct | gw-stdio | relay | gw-http (rmcp) | gw-http-lean | gw-http-lean@base | mcp-proxy | ratios | target | met? |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
     // The perf rows only when `MCPBOX_BENCH_PERF` gave them values.
     let measured = |row: &&Row| {

@@ -59,6 +59,7 @@ mod allocations;
 mod gateway;
 mod http;
 mod lean_http;
+mod relay;
 mod worker;
 
 #[global_allocator]
@@ -395,6 +396,10 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("worker") {
         args.next();
         return worker_main(args);
+    }
+    if args.peek().map(String::as_str) == Some("relay") {
+        args.next();
+        return relay::main(args);
     }
     if args.peek().map(String::as_str) == Some("gateway-worker") {
         args.next();
