@@ -409,6 +409,24 @@ struct Connected {
     _server: Option<Guard>,
 }
 
+/// rmcp's client (a 2025-11-25 session) over the stdio of `command`, which is the
+/// fixture itself or, with `middle`, a process between the client and the fixture.
+async fn over_stdio(
+    command: tokio::process::Command,
+    prefix: &'static str,
+    middle: bool,
+) -> Result<Connected, BoxError> {
+    let transport = TokioChildProcess::new(command)?;
+    let middle = if middle { transport.id() } else { None };
+    let client = ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await?;
+    Ok(Connected {
+        client: Client::Rmcp(client),
+        prefix,
+        middle,
+        _server: None,
+    })
+}
+
 async fn connect(
     p: &Programs,
     route: Route,
@@ -421,15 +439,7 @@ async fn connect(
         Route::Direct => {
             let mut command = tokio::process::Command::new(&p.fixture);
             command.args(p.fixture_args(big));
-            let client =
-                ().serve_with_lifecycle(TokioChildProcess::new(command)?, lifecycle)
-                    .await?;
-            Ok(Connected {
-                client: Client::Rmcp(client),
-                prefix: "",
-                middle: None,
-                _server: None,
-            })
+            over_stdio(command, "", false).await
         }
         Route::GwStdio => {
             let mut command = tokio::process::Command::new(&p.mcpbox);
@@ -443,15 +453,7 @@ async fn connect(
                 .env("MCPBOX_CACHE_DIR", &p.cache_dir)
                 .stderr(Stdio::null());
             with_bench_guest(command.as_std_mut());
-            let transport = TokioChildProcess::new(command)?;
-            let middle = transport.id();
-            let client = ().serve_with_lifecycle(transport, lifecycle).await?;
-            Ok(Connected {
-                client: Client::Rmcp(client),
-                prefix: "fx__",
-                middle,
-                _server: None,
-            })
+            over_stdio(command, "fx__", true).await
         }
         Route::Relay => {
             let mut command = tokio::process::Command::new(std::env::current_exe()?);
@@ -459,15 +461,7 @@ async fn connect(
                 .arg("relay")
                 .arg(&p.fixture)
                 .args(p.fixture_args(big));
-            let transport = TokioChildProcess::new(command)?;
-            let middle = transport.id();
-            let client = ().serve_with_lifecycle(transport, lifecycle).await?;
-            Ok(Connected {
-                client: Client::Rmcp(client),
-                prefix: "",
-                middle,
-                _server: None,
-            })
+            over_stdio(command, "", true).await
         }
         Route::GwHttp => {
             let (guard, url) = start_http_gateway(p, &p.mcpbox, big, extra)?;
