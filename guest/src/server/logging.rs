@@ -37,15 +37,19 @@ pub fn rank(level: &str) -> Option<u8> {
 }
 
 impl Gateway {
-    /// The lowest log level the client of `origin` wants during a call, by the
-    /// rules `route_log` applies: a 2026-07-28 request's `_meta` `logLevel` (none
-    /// when absent), a 2025 session's `logging/setLevel` (everything when never set).
+    /// The rank of the lowest log level the client of `origin` wants during a
+    /// call: a 2026-07-28 request's `_meta` `logLevel` (none when absent), a 2025
+    /// session's `logging/setLevel` (everything when never set).
+    fn wanted_rank(&self, origin: &Origin) -> Option<u8> {
+        match &origin.stateless {
+            Some(meta) => meta.log_level,
+            None => Some(self.sessions.get(&origin.session?)?.log_level),
+        }
+    }
+
+    /// [`Gateway::wanted_rank`] as the level's name, to ask an upstream server for.
     pub(super) fn wanted_log_level(&self, origin: &Origin) -> Option<&'static str> {
-        let rank = match &origin.stateless {
-            Some(meta) => meta.log_level?,
-            None => self.sessions.get(&origin.session?)?.log_level,
-        };
-        LEVELS.get(usize::from(rank)).copied()
+        LEVELS.get(usize::from(self.wanted_rank(origin)?)).copied()
     }
 
     /// Passes an upstream server's log line to the clients that want it.
@@ -65,14 +69,9 @@ impl Gateway {
             if *call.server != *log.server {
                 continue;
             }
-            let wants = match &call.origin.stateless {
-                Some(meta) => meta.log_level.is_some_and(|min| level >= min),
-                None => call
-                    .origin
-                    .session
-                    .and_then(|s| self.sessions.get(&s))
-                    .is_some_and(|s| level >= s.log_level),
-            };
+            let wants = self
+                .wanted_rank(&call.origin)
+                .is_some_and(|min| level >= min);
             if wants && call.origin.exchange.is_some() {
                 out.push(Signal::Message {
                     target: Target::Exchange(call.origin.exchange.unwrap_or_default()),
