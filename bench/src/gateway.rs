@@ -6,6 +6,7 @@
 //! | `direct` | rmcp → fixture (stdio) |
 //! | `gw-stdio` | rmcp → `mcpbox serve` (stdio) → fixture |
 //! | `relay` | rmcp → `mcpbox-bench relay` (copies bytes, understands nothing: the floor of any stdio gateway) → fixture |
+//! | `rmcp-proxy` | rmcp → `mcpbox-bench rmcp-proxy` (a stdio gateway built on rmcp: native, no sandbox, no policy; G1, G5) → fixture |
 //! | `gw-http` | rmcp → `mcpbox serve --http 127.0.0.1:0` (Streamable HTTP, 2025 session) → fixture |
 //! | `gw-http-lean` | the bench's lean HTTP client ([`crate::lean_http`]) → the same gateway → fixture (G1, G2) |
 //! | `gw-http-lean@base` | the same, through another build of `mcpbox` (`MCPBOX_BENCH_BASE=path`; G1, G2) |
@@ -23,6 +24,12 @@
 //! | G1, G2 | the same, the client (this process: rmcp, or the lean client) | its CPU µs per call |
 //! | G3 | `tools/list` of 10,000 upstream tools | ms, peak RSS of the process in the middle |
 //! | G4 | `search_tools` over 10,000 tools (`serve --tool-search`, stdio) | ms for the first search (builds the index), µs per search after |
+//! | G5 | 2,000 sequential `ping`s (stdio routes) | µs per round trip, and the CPU of the middle per round trip |
+//!
+//! G5 says what one turn of the process in the middle costs: the gateway
+//! answers `ping` itself (one wake-up, no upstream call), where the relay
+//! passes it to the fixture and back. A G1 call is two such turns of the gateway
+//! plus the MCP work of the call.
 //!
 //! As in the rest of the bench, every sample is a process of its own
 //! (`mcpbox-bench gateway-worker ROUTE WORKLOAD …`) that starts the route's
@@ -60,7 +67,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::model::CallToolRequestParams;
+use rmcp::model::{CallToolRequestParams, PingRequest, ServerResult};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
@@ -97,14 +104,17 @@ pub enum Workload {
     Concurrent,
     BigList,
     Search,
+    /// Sequential `ping`s: the cost of one turn of the process in the middle.
+    Ping,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [
+    pub const ALL: [Workload; 5] = [
         Workload::Sequential,
         Workload::Concurrent,
         Workload::BigList,
         Workload::Search,
+        Workload::Ping,
     ];
 
     pub fn id(self) -> &'static str {
@@ -113,6 +123,7 @@ impl Workload {
             Workload::Concurrent => "G2",
             Workload::BigList => "G3",
             Workload::Search => "G4",
+            Workload::Ping => "G5",
         }
     }
 
@@ -126,6 +137,12 @@ impl Workload {
     fn routes(self) -> &'static [Route] {
         match self {
             Workload::Search => &[Route::GwStdio],
+            Workload::Ping => &[
+                Route::Direct,
+                Route::GwStdio,
+                Route::Relay,
+                Route::RmcpProxy,
+            ],
             // The lean client calls tools only.
             Workload::BigList => &[Route::Direct, Route::GwStdio, Route::GwHttp, Route::Proxy],
             _ => &Route::ALL,
@@ -140,6 +157,8 @@ enum Route {
     GwStdio,
     /// Through `mcpbox-bench relay`: the floor of a stdio gateway.
     Relay,
+    /// Through `mcpbox-bench rmcp-proxy`: a gateway built on rmcp.
+    RmcpProxy,
     GwHttp,
     /// The lean client through the gateway over HTTP.
     GwHttpLean,
@@ -149,10 +168,11 @@ enum Route {
 }
 
 impl Route {
-    const ALL: [Route; 7] = [
+    const ALL: [Route; 8] = [
         Route::Direct,
         Route::GwStdio,
         Route::Relay,
+        Route::RmcpProxy,
         Route::GwHttp,
         Route::GwHttpLean,
         Route::GwHttpLeanBase,
@@ -164,6 +184,7 @@ impl Route {
             Route::Direct => "direct",
             Route::GwStdio => "gw-stdio",
             Route::Relay => "relay",
+            Route::RmcpProxy => "rmcp-proxy",
             Route::GwHttp => "gw-http",
             Route::GwHttpLean => "gw-http-lean",
             Route::GwHttpLeanBase => "gw-http-lean@base",
@@ -352,6 +373,18 @@ impl Client {
         }
     }
 
+    /// One `ping`, answered (rmcp's client).
+    async fn ping(&self) -> Result<(), BoxError> {
+        let ping = PingRequest {
+            method: Default::default(),
+            extensions: Default::default(),
+        };
+        match self.rmcp()?.send_request(ping.into()).await? {
+            ServerResult::EmptyResult(_) => Ok(()),
+            other => Err(format!("ping answered with {other:?}").into()),
+        }
+    }
+
     /// One `echo` call whose answer is checked.
     async fn echo(&self, name: &str, i: usize) -> Result<(), BoxError> {
         match self {
@@ -455,10 +488,14 @@ async fn connect(
             with_bench_guest(command.as_std_mut());
             over_stdio(command, "fx__", true).await
         }
-        Route::Relay => {
+        Route::Relay | Route::RmcpProxy => {
             let mut command = tokio::process::Command::new(std::env::current_exe()?);
             command
-                .arg("relay")
+                .arg(if route == Route::Relay {
+                    "relay"
+                } else {
+                    "rmcp-proxy"
+                })
                 .arg(&p.fixture)
                 .args(p.fixture_args(big));
             over_stdio(command, "", true).await
@@ -667,11 +704,26 @@ impl PerfStat {
     }
 }
 
-/// G1: µs per sequential call, and the CPU the middle spends on each.
-async fn sequential(c: &Connected) -> Result<Metrics, BoxError> {
+/// What G1 and G5 send, one at a time.
+#[derive(Clone, Copy)]
+enum Exchange {
+    Echo,
+    Ping,
+}
+
+/// G1 (echo) and G5 (ping): µs per sequential exchange, and the CPU the middle
+/// spends on each.
+async fn sequential(c: &Connected, exchange: Exchange) -> Result<Metrics, BoxError> {
     let name = format!("{}echo", c.prefix);
+    let name = name.as_str();
+    let one = |i| async move {
+        match exchange {
+            Exchange::Echo => c.client.echo(name, i).await,
+            Exchange::Ping => c.client.ping().await,
+        }
+    };
     for i in 0..WARM_UP_CALLS {
-        c.client.echo(&name, i).await?;
+        one(i).await?;
     }
     let perf = PerfStat::attach(c.middle).await?;
     let calls = SEQUENTIAL_CALLS * rounds();
@@ -679,7 +731,7 @@ async fn sequential(c: &Connected) -> Result<Metrics, BoxError> {
     let client_before = process_cpu();
     let started = Instant::now();
     for i in 0..calls {
-        c.client.echo(&name, i).await?;
+        one(i).await?;
     }
     let us = started.elapsed().as_secs_f64() * 1e6 / calls as f64;
     let client_us = (process_cpu() - client_before).as_secs_f64() * 1e6 / calls as f64;
@@ -818,7 +870,8 @@ async fn sample(p: &Programs, route: Route, workload: Workload) -> Result<Metric
     };
     let c = connect(p, route, big, extra).await?;
     match workload {
-        Workload::Sequential => sequential(&c).await,
+        Workload::Sequential => sequential(&c, Exchange::Echo).await,
+        Workload::Ping => sequential(&c, Exchange::Ping).await,
         Workload::Concurrent => concurrent(c).await,
         Workload::BigList => big_list(&c).await,
         Workload::Search => search_big(&c, p).await,
@@ -1065,6 +1118,27 @@ const ROWS: &[Row] = &[
         unit: "µs",
         target: Target::None,
     },
+    Row {
+        workload: Workload::Ping,
+        label: "G5 sequential ping",
+        metric: "us_per_call",
+        unit: "µs/ping",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Ping,
+        label: "G5 CPU of the middle",
+        metric: "middle_cpu_us",
+        unit: "µs/ping",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Ping,
+        label: "G5 middle: task clock (perf)",
+        metric: "perf_task_clock_us",
+        unit: "µs/ping",
+        target: Target::None,
+    },
 ];
 
 /// Prints the gateway table; returns the labels of missed targets.
@@ -1074,10 +1148,19 @@ pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Ve
         "gateway (issue 13): {reps} repetitions, interleaved; median (min–max) per route; rmcp's client except on gw-http-lean*"
     );
     println!();
+    // One column per route, in `Route::ALL`'s order, as the cells below.
+    let heads: Vec<&str> = Route::ALL
+        .iter()
+        .map(|r| match r {
+            Route::GwHttp => "gw-http (rmcp)",
+            r => r.name(),
+        })
+        .collect();
     println!(
-        "| workload | direct | gw-stdio | relay | gw-http (rmcp) | gw-http-lean | gw-http-lean@base | mcp-proxy | ratios | target | met? |"
+        "| workload | {} | ratios | target | met? |",
+        heads.join(" | ")
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|{}---|---|---|", "---|".repeat(heads.len()));
     let mut missed = Vec::new();
     // The perf rows only when `MCPBOX_BENCH_PERF` gave them values.
     let measured = |row: &&Row| {

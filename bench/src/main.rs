@@ -40,6 +40,7 @@
 //! | G2  | 1,000 echo calls in flight at once | calls/s |
 //! | G3  | tools/list of 10,000 upstream tools | ms, peak RSS of the gateway or proxy |
 //! | G4  | search_tools over 10,000 tools | ms (first), µs/search |
+//! | G5  | 2,000 sequential pings (what one turn of the gateway costs) | µs/ping, CPU of the middle |
 //!
 //! `--gateway` runs only the G workloads (`--only G1,G2` picks some).
 //!
@@ -60,6 +61,7 @@ mod gateway;
 mod http;
 mod lean_http;
 mod relay;
+mod rmcp_proxy;
 mod worker;
 
 #[global_allocator]
@@ -383,7 +385,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--policy" => parsed.policy = true,
             "--metrics" => parsed.metrics = true,
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4,G5] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -400,6 +402,10 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("relay") {
         args.next();
         return relay::main(args);
+    }
+    if args.peek().map(String::as_str) == Some("rmcp-proxy") {
+        args.next();
+        return rmcp_proxy::main(args);
     }
     if args.peek().map(String::as_str) == Some("gateway-worker") {
         args.next();
