@@ -39,6 +39,24 @@ pub enum Id {
 impl Id {
     /// Reads an id from its JSON text.
     pub fn from_json(text: &str) -> Id {
+        // The usual id, an integer, without building a JSON value: JSON's
+        // grammar for one (`-?(0|[1-9][0-9]*)`), as `i64` reads it.
+        // (`-0` is left to serde_json, which reads it as a float.)
+        let (negative, digits) = match text.strip_prefix('-') {
+            Some(digits) => (true, digits),
+            None => (false, text),
+        };
+        let leading = match digits.as_bytes() {
+            [b'1'..=b'9', ..] => true,
+            [b'0'] => !negative,
+            _ => false,
+        };
+        if leading
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && let Ok(n) = text.parse::<i64>()
+        {
+            return Id::Number(n);
+        }
         match serde_json::from_str::<Value>(text) {
             Ok(Value::String(s)) => Id::String(s),
             Ok(Value::Number(n)) if n.is_i64() => Id::Number(n.as_i64().unwrap_or_default()),
@@ -159,22 +177,33 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&RawValue>::deserialize(d).map(Some)
 }
 
-/// A message's members, borrowed from its text: nothing is copied until the
-/// message is classified.
+/// A message's members, borrowed from its text: nothing is copied or built
+/// until the message is classified.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(default)]
-    jsonrpc: Option<Value>,
+    #[serde(default, borrow)]
+    jsonrpc: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(default)]
-    method: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     params: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     error: Option<&'a RawValue>,
+}
+
+/// A JSON string member's value; `None` for any other JSON value. The common
+/// case, a string without escapes, is read without a second parse.
+fn string_member(raw: &RawValue) -> Option<String> {
+    let text = raw.get();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(inner.to_owned());
+    }
+    serde_json::from_str(text).ok()
 }
 
 /// Classifies one message text. A JSON array (a batch, allowed by MCP 2025-03-26)
@@ -186,15 +215,18 @@ pub fn parse(text: &str) -> Vec<Message> {
             Ok(items) if items.is_empty() => vec![Message::Invalid("empty batch".into())],
             Ok(items) => items
                 .iter()
-                .map(|item| {
-                    let text = item.get();
-                    shape(text).into_message(|range| owned(text[range].to_string()))
-                })
+                .map(|item| shape(item.get()).into_message(copied))
                 .collect(),
             Err(e) => vec![Message::Invalid(format!("not valid JSON: {e}"))],
         };
     }
-    vec![shape(text).into_message(|range| owned(text[range].to_string()))]
+    vec![shape(text).into_message(copied)]
+}
+
+/// A payload as an owned raw value: a copy of the text the parser has read and
+/// checked already, so it is not read again.
+fn copied(raw: &RawValue) -> Result<Box<RawValue>, String> {
+    Ok(raw.to_owned())
 }
 
 /// What [`parse_owned`] made of a text.
@@ -206,18 +238,26 @@ pub struct Parsed {
     pub text: Option<String>,
 }
 
-/// [`parse`], taking the text: the `params` or `result` of a single message is
-/// made of the text's own buffer rather than a copy. A tool list near the 64 MiB
-/// message cap is then held once, not twice, while it is read: what the guest
-/// needs at most for one message is about its size, not double.
+/// Up to this size a message's payload is copied out of its text (see
+/// [`parse_owned`]); copying is cheaper than reading the payload again, and
+/// holding it twice costs at most this much.
+const COPY_AT_MOST: usize = 1024 * 1024;
+
+/// [`parse`], taking the text. The `params` or `result` of a single message
+/// larger than [`COPY_AT_MOST`] is made of the text's own buffer rather than a
+/// copy: a tool list near the 64 MiB message cap is then held once, not twice,
+/// while it is read, at the price of reading the payload a second time (serde
+/// has no way to trust text it did not just read). What the guest needs at most
+/// for one message is then about its size, not double.
 pub fn parse_owned(text: String) -> Parsed {
-    if text.trim_start().starts_with('[') {
+    if text.len() <= COPY_AT_MOST || text.trim_start().starts_with('[') {
         return Parsed {
             messages: parse(&text),
             text: Some(text),
         };
     }
-    let shape = shape(&text);
+    // Where the payload lies, so that the borrow of `text` ends here.
+    let shape = shape(&text).map(|raw| place(&text, raw));
     if let Shape::Invalid(why) = shape {
         return Parsed {
             messages: vec![Message::Invalid(why)],
@@ -242,50 +282,63 @@ fn owned(text: String) -> Result<Box<RawValue>, String> {
     RawValue::from_string(text).map_err(|e| format!("not valid JSON: {e}"))
 }
 
-/// A message classified, its payload (`params` or `result`) still a place in the
-/// text it came from.
-enum Shape {
+/// A message classified, its payload (`params` or `result`) still `P`: borrowed
+/// from the text it came from, or its place in that text.
+enum Shape<P> {
     Request {
         id: Id,
         method: String,
-        params: Option<Range<usize>>,
+        params: Option<P>,
     },
     Notification {
         method: String,
-        params: Option<Range<usize>>,
+        params: Option<P>,
     },
     Response {
         id: Id,
-        outcome: Result<Range<usize>, RpcError>,
+        outcome: Result<P, RpcError>,
     },
     Invalid(String),
 }
 
-impl Shape {
-    /// The message, its payload made by `payload` from its place in the text.
-    fn into_message(
-        self,
-        payload: impl FnOnce(Range<usize>) -> Result<Box<RawValue>, String>,
-    ) -> Message {
-        let made = |range: Option<Range<usize>>| range.map(payload).transpose();
+impl<P> Shape<P> {
+    /// The same message with its payload made into `Q` by `f`.
+    fn map<Q>(self, f: impl FnOnce(P) -> Q) -> Shape<Q> {
         match self {
-            Shape::Request { id, method, params } => match made(params) {
+            Shape::Request { id, method, params } => Shape::Request {
+                id,
+                method,
+                params: params.map(f),
+            },
+            Shape::Notification { method, params } => Shape::Notification {
+                method,
+                params: params.map(f),
+            },
+            Shape::Response { id, outcome } => Shape::Response {
+                id,
+                outcome: outcome.map(f),
+            },
+            Shape::Invalid(why) => Shape::Invalid(why),
+        }
+    }
+
+    /// The message, its payload made by `payload`.
+    fn into_message(self, payload: impl FnOnce(P) -> Result<Box<RawValue>, String>) -> Message {
+        match self.map(payload) {
+            Shape::Request { id, method, params } => match params.transpose() {
                 Ok(params) => Message::Request(Request { id, method, params }),
                 Err(e) => Message::Invalid(e),
             },
-            Shape::Notification { method, params } => match made(params) {
+            Shape::Notification { method, params } => match params.transpose() {
                 Ok(params) => Message::Notification(Notification { method, params }),
                 Err(e) => Message::Invalid(e),
             },
             Shape::Response { id, outcome } => match outcome {
-                Ok(range) => match made(Some(range)) {
-                    Ok(Some(result)) => Message::Response(Response {
-                        id,
-                        outcome: Ok(result),
-                    }),
-                    Ok(None) => Message::Invalid("a response without its result".into()),
-                    Err(e) => Message::Invalid(e),
-                },
+                Ok(Ok(result)) => Message::Response(Response {
+                    id,
+                    outcome: Ok(result),
+                }),
+                Ok(Err(e)) => Message::Invalid(e),
                 Err(error) => Message::Response(Response {
                     id,
                     outcome: Err(error),
@@ -302,13 +355,13 @@ fn place(text: &str, part: &RawValue) -> Range<usize> {
     start..start + part.get().len()
 }
 
-fn shape(text: &str) -> Shape {
+fn shape(text: &str) -> Shape<&RawValue> {
     let env: Envelope<'_> = match serde_json::from_str(text) {
         Ok(env) => env,
         Err(e) if e.is_data() => return Shape::Invalid(format!("not a JSON-RPC object: {e}")),
         Err(e) => return Shape::Invalid(format!("not valid JSON: {e}")),
     };
-    if env.jsonrpc != Some(Value::String("2.0".into())) {
+    if env.jsonrpc.and_then(string_member).as_deref() != Some("2.0") {
         return Shape::Invalid("missing \"jsonrpc\": \"2.0\"".into());
     }
     if let Some(params) = env.params
@@ -319,25 +372,34 @@ fn shape(text: &str) -> Shape {
     {
         return Shape::Invalid("params must be an object or an array".into());
     }
-    let params = env.params.map(|p| place(text, p));
+    // (`"method": null` reads as `None`, as an absent method does.)
     match env.method {
-        Some(Value::String(method)) => match env.id {
-            None => Shape::Notification { method, params },
-            Some(raw) => match Id::from_json(raw.get()) {
-                Id::Other(other) => {
-                    Shape::Invalid(format!("request id {other} is not a string or an integer"))
-                }
-                id => Shape::Request { id, method, params },
+        Some(raw) => match string_member(raw) {
+            Some(method) => match env.id {
+                None => Shape::Notification {
+                    method,
+                    params: env.params,
+                },
+                Some(raw) => match Id::from_json(raw.get()) {
+                    Id::Other(other) => {
+                        Shape::Invalid(format!("request id {other} is not a string or an integer"))
+                    }
+                    id => Shape::Request {
+                        id,
+                        method,
+                        params: env.params,
+                    },
+                },
             },
+            None => Shape::Invalid("method must be a string".into()),
         },
-        Some(_) => Shape::Invalid("method must be a string".into()),
         None => {
             let Some(raw_id) = env.id else {
                 return Shape::Invalid("neither a method nor an id".into());
             };
             let id = Id::from_json(raw_id.get());
             let outcome = match (env.result, env.error) {
-                (Some(result), None) => Ok(place(text, result)),
+                (Some(result), None) => Ok(result),
                 (None, Some(error)) => Err(read_error(error)),
                 (Some(_), Some(_)) => Err(RpcError::new(
                     INTERNAL_ERROR,
@@ -470,6 +532,52 @@ mod tests {
         assert_eq!(Id::from_json("5.5"), Id::Other("5.5".into()));
         assert_ne!(Id::from_json("5.0"), Id::Number(5));
         assert_eq!(Id::String("a\"b".into()).to_json(), r#""a\"b""#);
+        // The integer fast path reads ids as a JSON value would.
+        let by_value = |text: &str| match serde_json::from_str::<Value>(text) {
+            Ok(Value::String(s)) => Id::String(s),
+            Ok(Value::Number(n)) if n.is_i64() => Id::Number(n.as_i64().unwrap_or_default()),
+            Ok(v) => Id::Other(v.to_string()),
+            Err(_) => Id::Other(text.trim().to_string()),
+        };
+        for text in [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "007",
+            "-01",
+            "+5",
+            "1e3",
+            "5.0",
+            "-",
+            "",
+            " 5",
+            "12a",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "null",
+            "\"x\"",
+        ] {
+            assert_eq!(Id::from_json(text), by_value(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn escaped_members_read_as_their_strings() {
+        match one(r#"{"jsonrpc":"2\u002e0","id":1,"method":"pi\u006eg"}"#) {
+            Message::Request(r) => assert_eq!(r.method, "ping"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            one(r#"{"jsonrpc":2.0,"id":1,"method":"ping"}"#),
+            Message::Invalid(_)
+        ));
+        // A null method is no method: this is a response (without a result).
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":1,"method":null}"#),
+            Message::Response(_)
+        ));
     }
 
     #[test]
@@ -608,7 +716,12 @@ mod tests {
             "not json".to_string(),
             r#"{"jsonrpc":"1.0","id":1,"result":1}"#.to_string(),
         ];
-        for text in texts {
+        // Past `COPY_AT_MOST` the payload is made of the text's own buffer.
+        let big = "x".repeat(COPY_AT_MOST);
+        let bigs = texts
+            .clone()
+            .map(|t| t.replacen("\"jsonrpc\"", &format!("\"pad\":\"{big}\",\"jsonrpc\""), 1));
+        for text in texts.into_iter().chain(bigs) {
             let parsed = parse_owned(text.clone());
             assert_eq!(
                 format!("{:?}", parsed.messages),
@@ -631,5 +744,15 @@ mod tests {
             panic!()
         };
         assert_eq!(r.outcome.as_ref().unwrap().get(), r#"{"a" : 1e2}"#);
+        let text = format!(r#"{{"jsonrpc":"2.0","id":1,"result": ["{big}"]}}"#);
+        let parsed = parse_owned(text);
+        assert!(
+            parsed.text.is_none(),
+            "the big payload took the text's buffer"
+        );
+        let Message::Response(r) = &parsed.messages[0] else {
+            panic!()
+        };
+        assert_eq!(r.outcome.as_ref().unwrap().get(), format!(r#"["{big}"]"#));
     }
 }

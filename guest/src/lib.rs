@@ -72,6 +72,7 @@ mod wasm_runtime;
 
 /// The `alloc` names std's prelude provides, for the `no_std` component build.
 mod prelude {
+    pub(crate) use alloc::borrow::ToOwned;
     pub(crate) use alloc::boxed::Box;
     pub(crate) use alloc::string::{String, ToString};
     pub(crate) use alloc::vec::Vec;
