@@ -1,5 +1,5 @@
 //! The gateway's workloads (`mcpbox serve`, issue 13): rmcp's client calling the
-//! fixture server four ways, side by side in one run.
+//! fixture server several ways, side by side in one run.
 //!
 //! | route | path |
 //! |---|---|
