@@ -177,33 +177,24 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<&'de RawValue>, D::
     <&RawValue>::deserialize(d).map(Some)
 }
 
-/// A message's members, borrowed from its text: nothing is copied or built
-/// until the message is classified.
+/// A message's members, borrowed from its text: nothing is copied until the
+/// message is classified. (`jsonrpc` and `method` are read as values: a
+/// message that nests past serde_json's recursion limit there, as a batch of
+/// batches 100,000 deep does, is then refused as not valid JSON.)
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(default, borrow)]
-    jsonrpc: Option<&'a RawValue>,
+    #[serde(default)]
+    jsonrpc: Option<Value>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    method: Option<&'a RawValue>,
+    #[serde(default)]
+    method: Option<Value>,
     #[serde(default, borrow, deserialize_with = "present")]
     params: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
     error: Option<&'a RawValue>,
-}
-
-/// A JSON string member's value; `None` for any other JSON value. The common
-/// case, a string without escapes, is read without a second parse.
-fn string_member(raw: &RawValue) -> Option<String> {
-    let text = raw.get();
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
-    if !inner.contains('\\') {
-        return Some(inner.to_owned());
-    }
-    serde_json::from_str(text).ok()
 }
 
 /// Classifies one message text. A JSON array (a batch, allowed by MCP 2025-03-26)
@@ -361,7 +352,7 @@ fn shape(text: &str) -> Shape<&RawValue> {
         Err(e) if e.is_data() => return Shape::Invalid(format!("not a JSON-RPC object: {e}")),
         Err(e) => return Shape::Invalid(format!("not valid JSON: {e}")),
     };
-    if env.jsonrpc.and_then(string_member).as_deref() != Some("2.0") {
+    if env.jsonrpc != Some(Value::String("2.0".into())) {
         return Shape::Invalid("missing \"jsonrpc\": \"2.0\"".into());
     }
     if let Some(params) = env.params
@@ -372,27 +363,24 @@ fn shape(text: &str) -> Shape<&RawValue> {
     {
         return Shape::Invalid("params must be an object or an array".into());
     }
-    // (`"method": null` reads as `None`, as an absent method does.)
     match env.method {
-        Some(raw) => match string_member(raw) {
-            Some(method) => match env.id {
-                None => Shape::Notification {
+        Some(Value::String(method)) => match env.id {
+            None => Shape::Notification {
+                method,
+                params: env.params,
+            },
+            Some(raw) => match Id::from_json(raw.get()) {
+                Id::Other(other) => {
+                    Shape::Invalid(format!("request id {other} is not a string or an integer"))
+                }
+                id => Shape::Request {
+                    id,
                     method,
                     params: env.params,
                 },
-                Some(raw) => match Id::from_json(raw.get()) {
-                    Id::Other(other) => {
-                        Shape::Invalid(format!("request id {other} is not a string or an integer"))
-                    }
-                    id => Shape::Request {
-                        id,
-                        method,
-                        params: env.params,
-                    },
-                },
             },
-            None => Shape::Invalid("method must be a string".into()),
         },
+        Some(_) => Shape::Invalid("method must be a string".into()),
         None => {
             let Some(raw_id) = env.id else {
                 return Shape::Invalid("neither a method nor an id".into());
@@ -560,6 +548,19 @@ mod tests {
             "\"x\"",
         ] {
             assert_eq!(Id::from_json(text), by_value(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_batch_nested_past_the_recursion_limit_is_not_valid_json() {
+        // What the gateway answers with a parse error (-32700), and the guest's
+        // stack survives.
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        for message in parse(&deep) {
+            assert!(
+                matches!(&message, Message::Invalid(why) if why.starts_with("not valid JSON")),
+                "{message:?}"
+            );
         }
     }
 
