@@ -6,7 +6,7 @@
 //! | `direct` | rmcp → fixture (stdio) |
 //! | `gw-stdio` | rmcp → `mcpbox serve` (stdio) → fixture |
 //! | `relay` | rmcp → `mcpbox-bench relay` (copies bytes, understands nothing: the floor of any stdio gateway) → fixture |
-//! | `rmcp-proxy` | rmcp → `mcpbox-bench rmcp-proxy` (a stdio gateway built on rmcp: native, no sandbox, no policy; G1, G5) → fixture |
+//! | `rmcp-proxy` | rmcp → `mcpbox-bench rmcp-proxy` (a stdio gateway built on rmcp: native, no sandbox, no policy; G1, G2, G5) → fixture |
 //! | `gw-http` | rmcp → `mcpbox serve --http 127.0.0.1:0` (Streamable HTTP, 2025 session) → fixture |
 //! | `gw-http-lean` | the bench's lean HTTP client ([`crate::lean_http`]) → the same gateway → fixture (G1, G2) |
 //! | `gw-http-lean@base` | the same, through another build of `mcpbox` (`MCPBOX_BENCH_BASE=path`; G1, G2) |
@@ -27,8 +27,8 @@
 //! | G5 | 2,000 sequential `ping`s (stdio routes) | µs per round trip, and the CPU of the middle per round trip |
 //!
 //! G5 says what one turn of the process in the middle costs: the gateway
-//! answers `ping` itself (one wake-up, no upstream call), where the relay
-//! passes it to the fixture and back. A G1 call is two such turns of the gateway
+//! answers `ping` itself (one wake-up, no upstream call), as rmcp's server in
+//! `rmcp-proxy` does, where the relay passes it to the fixture and back. A G1 call is two such turns of the gateway
 //! plus the MCP work of the call.
 //!
 //! As in the rest of the bench, every sample is a process of its own
@@ -489,13 +489,10 @@ async fn connect(
             over_stdio(command, "fx__", true).await
         }
         Route::Relay | Route::RmcpProxy => {
+            // Both are this program's own subcommands, named as their routes.
             let mut command = tokio::process::Command::new(std::env::current_exe()?);
             command
-                .arg(if route == Route::Relay {
-                    "relay"
-                } else {
-                    "rmcp-proxy"
-                })
+                .arg(route.name())
                 .arg(&p.fixture)
                 .args(p.fixture_args(big));
             over_stdio(command, "", true).await
