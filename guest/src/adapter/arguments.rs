@@ -134,14 +134,6 @@ impl<'d, 'a> Nulls<'d, 'a> {
         node
     }
 
-    /// Whether `null` is a value of the node.
-    fn allows_null(&self, node: &'d Node<'a>) -> bool {
-        let node = self.resolve(node);
-        node.nullable
-            || matches!(node.body, Body::Any | Body::Cut(_))
-            || matches!(&node.body, Body::Typed(t) if t.ty == Ty::Null)
-    }
-
     /// The branch of `node` that describes `value`: the node itself, or the first
     /// `anyOf` branch of the value's type (for an object, one that lists every
     /// property the value has, if any does).
@@ -191,7 +183,7 @@ impl<'d, 'a> Nulls<'d, 'a> {
                             let null_default = child.default.is_some_and(|d| d.v.is_null());
                             let remove = optional
                                 && map.get(*name).is_some_and(Value::is_null)
-                                && (!self.allows_null(child) || null_default);
+                                && (!child.allows_null(self.defs, self.root) || null_default);
                             if remove {
                                 map.remove(*name);
                             }

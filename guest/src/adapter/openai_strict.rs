@@ -99,6 +99,8 @@ pub(super) fn convert(input: &Json, output: Option<&Json>, notes: &mut Vec<Note>
     let mut writer = Writer {
         notes,
         names: &names,
+        defs: &defs,
+        root: &root,
     };
     let mut parameters = writer.root(&root)?;
     if defs.iter().any(|d| d.node.is_some()) {
@@ -139,12 +141,14 @@ fn def_names(defs: &[walk::Def<'_>]) -> Vec<String> {
         .collect()
 }
 
-struct Writer<'n, 'd> {
+struct Writer<'n, 'd, 'a> {
     notes: &'n mut Vec<Note>,
     names: &'d [String],
+    defs: &'d [walk::Def<'a>],
+    root: &'d Node<'a>,
 }
 
-impl Writer<'_, '_> {
+impl Writer<'_, '_, '_> {
     fn note(&mut self, kind: NoteKind, pointer: String, lost: String) {
         self.notes.push(Note {
             kind,
@@ -234,7 +238,7 @@ impl Writer<'_, '_> {
                     Body::Never => {
                         "no value was allowed (`false`); strict mode needs a type".to_string()
                     }
-                    _ => "any value was allowed; strict mode needs a type, so only strings, numbers and booleans are offered".to_string(),
+                    _ => "any value was allowed; strict mode needs a type, so only strings, numbers, booleans and null are offered".to_string(),
                 };
                 let kind = if matches!(n.body, Body::Never) {
                     NoteKind::Widened
@@ -250,7 +254,8 @@ impl Writer<'_, '_> {
                         Json::Object(b)
                     })
                     .collect();
-                if nullable {
+                // Any value includes `null`.
+                if nullable || !matches!(n.body, Body::Never) {
                     list.push(null_branch());
                 }
                 let mut out = Obj::new();
@@ -342,10 +347,8 @@ impl Writer<'_, '_> {
             Ty::Array => {
                 let items = match &t.items {
                     Some(items) => self.node(items, false),
-                    None => {
-                        let open = Node::any_at(walk::child(n.ptr(), "items"));
-                        self.node(&open, false)
-                    }
+                    // No `items` (or a tuple's, dropped): noted where the array is.
+                    None => self.node(&Node::any_at(n.ptr().to_string()), false),
                 };
                 out.insert("items", items);
                 for (slot, key) in [(t.min_items, "minItems"), (t.max_items, "maxItems")] {
@@ -387,7 +390,7 @@ impl Writer<'_, '_> {
             // Optional and nullable: `null` and "not given" differ, unless `null` is
             // the default (pydantic's `Optional[X] = None`), when they mean the same.
             let null_default = child.default.is_some_and(|d| d.v.is_null());
-            if optional && child.nullable && !null_default {
+            if optional && child.allows_null(self.defs, self.root) && !null_default {
                 self.note(
                     NoteKind::Ambiguous,
                     child.ptr().to_string(),

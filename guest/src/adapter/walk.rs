@@ -108,6 +108,8 @@ pub(crate) struct Doc<'a> {
     id: Option<&'a str>,
     /// Draft 7 or earlier declared: `$ref` replaces its siblings.
     pub legacy_ref: bool,
+    /// The draft declared in `$schema`, if any.
+    draft: Option<u32>,
 }
 
 /// A resolved `$ref`.
@@ -134,7 +136,26 @@ impl<'a> Doc<'a> {
                 .map(|s| s.trim_end_matches('#'))
                 .filter(|s| !s.is_empty()),
             legacy_ref: draft.is_some_and(|d| d <= 7),
+            draft,
         }
+    }
+
+    /// Whether `key` is a keyword of a later draft than the one declared (`const`
+    /// in draft 4): not a keyword here, so it says nothing, as the validator reads it.
+    pub fn foreign(&self, key: &str) -> bool {
+        let since = match key {
+            "const" | "contains" | "propertyNames" => 6,
+            "if" | "then" | "else" => 7,
+            "dependentRequired"
+            | "dependentSchemas"
+            | "minContains"
+            | "maxContains"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => 2019,
+            "prefixItems" => 2020,
+            _ => return false,
+        };
+        self.draft.is_some_and(|d| d < since)
     }
 
     /// The pointer of a position in the document, in the tool definition.
@@ -517,6 +538,30 @@ impl<'a> Node<'a> {
     /// Where the node is.
     pub fn ptr(&self) -> &str {
         &self.srcs[0]
+    }
+
+    /// Whether `null` is one of the node's values (through kept references).
+    pub fn allows_null(&self, defs: &[Def<'a>], root: &Node<'a>) -> bool {
+        let mut node = self;
+        // A chain of references is short; a cycle of bare references allows nothing.
+        for _ in 0..16 {
+            match &node.body {
+                Body::Ref(i) => {
+                    if node.nullable {
+                        return true;
+                    }
+                    node = match &defs[*i].node {
+                        Some(n) => n,
+                        None if defs[*i].key.is_empty() => root,
+                        None => return false,
+                    };
+                }
+                Body::Any | Body::Cut(_) => return true,
+                Body::Typed(t) => return node.nullable || t.ty == Ty::Null,
+                _ => return node.nullable,
+            }
+        }
+        false
     }
 
     /// The node's single type, if it has one.
@@ -965,6 +1010,19 @@ impl<'a, 'n> Builder<'a, 'n> {
             branch_parts.extend(outer.iter().cloned());
             nodes.push(self.build(branch_parts));
         }
+        let mut out = core::mem::replace(node, Node::new(Vec::new(), Body::Any));
+        out.extra = self.extras(parts, true);
+        let one_of = (key == "oneOf").then_some(list_ptr);
+        self.union(nodes, &mut out, one_of);
+        *node = out;
+        true
+    }
+
+    /// Makes `out` allow what any of `nodes` allows: `null` branches become
+    /// `nullable`, an unconstrained branch makes it unconstrained, one branch is
+    /// the node itself. `one_of`: where the `oneOf` these came from is, to note
+    /// when its branches can overlap.
+    fn union(&mut self, nodes: Vec<Node<'a>>, out: &mut Node<'a>, one_of: Option<String>) {
         let mut nullable = false;
         let mut kept = Vec::with_capacity(nodes.len());
         let mut any = false;
@@ -982,21 +1040,21 @@ impl<'a, 'n> Builder<'a, 'n> {
             n.nullable = false;
             kept.push(n);
         }
-        if key == "oneOf" && kept.len() > 1 && !disjoint(&kept) {
+        if let Some(at) = one_of
+            && kept.len() > 1
+            && !self.disjoint_through_refs(&kept)
+        {
             self.note(
                 NoteKind::Widened,
-                list_ptr,
+                at,
                 "`oneOf` read as `anyOf`: a value matching more than one branch is no longer refused"
                     .into(),
             );
         }
-        let mut out = core::mem::replace(node, Node::new(Vec::new(), Body::Any));
         out.nullable = nullable;
-        out.extra = self.extras(parts, true);
         if any {
             out.body = Body::Any;
-            *node = out;
-            return true;
+            return;
         }
         match kept.len() {
             0 if nullable => {
@@ -1033,8 +1091,32 @@ impl<'a, 'n> Builder<'a, 'n> {
             }
             _ => out.body = Body::AnyOf(kept),
         }
-        *node = out;
-        true
+    }
+
+    /// [`disjoint`], seeing through kept references: each is read inline, for
+    /// the look only (its notes are not kept).
+    fn disjoint_through_refs(&mut self, nodes: &[Node<'a>]) -> bool {
+        if !nodes.iter().any(|n| matches!(n.body, Body::Ref(_))) {
+            return disjoint(nodes);
+        }
+        let saved = core::mem::take(self.notes);
+        let keep = core::mem::replace(&mut self.keep_refs, false);
+        let failure = self.failure.take();
+        let mut seen = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            match n.body {
+                Body::Ref(i) => {
+                    let key = self.defs[i].key.clone();
+                    let value = self.doc.root.pointer(&key).unwrap_or(&Json::Bool(true));
+                    seen.push(self.value(value, self.doc.at(&key)));
+                }
+                _ => seen.push(n.clone()),
+            }
+        }
+        self.keep_refs = keep;
+        self.failure = failure;
+        *self.notes = saved;
+        disjoint(&seen)
     }
 
     /// The node of the parts' types: one type, a branch per type, `null` alone,
@@ -1068,7 +1150,9 @@ impl<'a, 'n> Builder<'a, 'n> {
                 set &= bits;
             }
             for key in ["enum", "const"] {
-                let Some(v) = part.map.get(key) else { continue };
+                let Some(v) = part.map.get(key).filter(|_| !self.doc.foreign(key)) else {
+                    continue;
+                };
                 let values: Vec<&'a Json> = match (key, v) {
                     ("const", v) => vec![v],
                     (_, Json::Array(list)) => list.iter().collect(),
@@ -1099,7 +1183,7 @@ impl<'a, 'n> Builder<'a, 'n> {
                 if part.skip & skip::ASSERTIONS != 0 {
                     continue;
                 }
-                for key in part.map.keys() {
+                for key in part.map.keys().filter(|k| !self.doc.foreign(k)) {
                     classes |= keyword_types(key);
                 }
             }
@@ -1180,7 +1264,8 @@ impl<'a, 'n> Builder<'a, 'n> {
                     continue;
                 }
                 let items_schema = k == "items" && !v.is_array();
-                if is_meta(k) || modelled(k) || modelled_typed(k) || items_schema {
+                let said = is_meta(k) || modelled(k) || modelled_typed(k) || items_schema;
+                if said || self.doc.foreign(k) {
                     continue;
                 }
                 out.push(Kw {
@@ -1219,6 +1304,11 @@ impl<'a, 'n> Builder<'a, 'n> {
         let mut items: Vec<Part<'a>> = Vec::new();
         let mut items_any = false;
         let mut items_never = false;
+        // A tuple (`prefixItems`, or draft 7's `items` array): its schemas, where
+        // it is, and what follows it (`items` after `prefixItems`, draft 7's
+        // `additionalItems`).
+        let mut tuple: Option<(&'a [Json], String)> = None;
+        let mut rest: Option<(&'a Json, String)> = None;
         let mut additional: Vec<Part<'a>> = Vec::new();
         for (i, part) in parts.iter().enumerate() {
             if part.skip & skip::ASSERTIONS != 0 {
@@ -1227,6 +1317,9 @@ impl<'a, 'n> Builder<'a, 'n> {
             let src = i as u16;
             for (key, v) in part.map {
                 let key = key.as_str();
+                if self.doc.foreign(key) {
+                    continue;
+                }
                 match (ty, key) {
                     (_, "format") => {
                         if let Some(f) = v.as_str() {
@@ -1273,9 +1366,24 @@ impl<'a, 'n> Builder<'a, 'n> {
                             ptr: child(&part.ptr, key),
                             skip: 0,
                         }),
-                        // A draft-7 tuple: kept as an extra keyword.
+                        Json::Array(list) if tuple.is_none() => {
+                            tuple = Some((list, child(&part.ptr, key)));
+                            rest = part
+                                .map
+                                .get("additionalItems")
+                                .map(|r| (r, child(&part.ptr, "additionalItems")));
+                        }
                         _ => {}
                     },
+                    (Ty::Array, "prefixItems") if tuple.is_none() => {
+                        if let Json::Array(list) = v {
+                            tuple = Some((list, child(&part.ptr, key)));
+                            rest = Some(match part.map.get("items") {
+                                Some(r) => (r, child(&part.ptr, "items")),
+                                None => (&Json::Bool(true), child(&part.ptr, key)),
+                            });
+                        }
+                    }
                     (Ty::Array, "minItems") => tighten(&mut t.min_items, v, src, true),
                     (Ty::Array, "maxItems") => tighten(&mut t.max_items, v, src, false),
                     (Ty::Object, "properties") => {
@@ -1342,7 +1450,29 @@ impl<'a, 'n> Builder<'a, 'n> {
                 }
             }
         }
-        if ty == Ty::Array {
+        if ty == Ty::Array
+            && let Some((list, at)) = tuple
+        {
+            // Positions are not kept: each item may be any of the tuple's types (or
+            // what may follow it). The tuple keyword itself is noted as dropped.
+            let mut nodes = Vec::with_capacity(list.len() + 1);
+            for (i, schema) in list.iter().enumerate() {
+                nodes.push(self.value(schema, child(&at, &i.to_string())));
+            }
+            // What may follow the tuple, unless `maxItems` leaves no room for it.
+            let room = t
+                .max_items
+                .and_then(|m| m.v.as_f64())
+                .is_none_or(|m| m > list.len() as f64);
+            match rest {
+                _ if !room => {}
+                Some((r, ptr)) => nodes.push(self.value(r, ptr)),
+                None => nodes.push(Node::any_at(at.clone())),
+            }
+            let mut union = Node::new(vec![at], Body::Any);
+            self.union(nodes, &mut union, None);
+            t.items = Some(Box::new(union));
+        } else if ty == Ty::Array {
             t.items = if items_never {
                 Some(Box::new(Node::new(
                     vec![child(node.ptr(), "items")],
