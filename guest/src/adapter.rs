@@ -47,6 +47,10 @@
 //! | `names.rs` | names fitted to each provider's rules, reversibly; collisions resolved deterministically |
 //! | `mcp.rs`, `openai.rs`, `openai_strict.rs`, `anthropic.rs`, `gemini.rs` | one dialect each |
 //! | `arguments.rs` | arguments mapped back (and forward, for tests and examples) |
+//! | `json.rs` | JSON that keeps the order of keys (the guest's `serde_json` sorts them), so parameters reach the model in the server's order |
+//!
+//! Tests: one per rule in `tests.rs`; the real corpus, the providers' SDKs
+//! (`tests/peers/provider_check.py`) and property tests in `guest/tests/adapter/`.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
