@@ -27,6 +27,7 @@
 //! | [`config`] | `.mcp.json` text → server entries, with precise issues |
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
+//! | [`adapter`] | tools in each model provider's dialect (OpenAI, Anthropic, Gemini), with what the conversion lost, and arguments mapped back |
 //! | [`registry`] | the tool table built from every connected server's list |
 //! | [`audit`] | the audit trail: one record per call (decision, rule, approval, outcome, duration) |
 //! | [`output`] | output limits: oversized results and media written to host files, a head and a link passed on |
@@ -45,6 +46,7 @@
 
 extern crate alloc;
 
+pub mod adapter;
 pub mod audit;
 pub mod client;
 pub mod config;

@@ -98,7 +98,15 @@ pub fn tool_name(segment: &str, tool: &str) -> String {
     input.extend_from_slice(segment.as_bytes());
     input.push(0);
     input.extend_from_slice(tool.as_bytes());
-    let hash = fnv1a64(&input);
+    shorten(&full, &input)
+}
+
+/// An ASCII name longer than [`MAX_LEN`] cut to fit, with a short hash of `input`
+/// (what the name was made from, before sanitising) in place of its end: the
+/// same input always gives the same name, and two that share a start still
+/// differ. Also used by the provider adapters (`adapter/names.rs`).
+pub fn shorten(full: &str, input: &[u8]) -> String {
+    let hash = fnv1a64(input);
     let folded = ((hash >> 32) ^ (hash & 0xffff_ffff)) as u32;
     // Sanitised names are ASCII, so cutting at a byte index is a character boundary.
     format!("{}_{folded:08x}", &full[..MAX_LEN - SUFFIX_LEN])

@@ -524,7 +524,7 @@ impl Generator {
     }
 
     /// A value the schema probably accepts, or one just beside it.
-    fn instance(
+    pub fn instance(
         &self,
         u: &mut Unstructured,
         schema: &Value,
