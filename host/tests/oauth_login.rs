@@ -10,6 +10,9 @@
 //! endpoint answering 500 with HTML, a redirect with a wrong `state`, an
 //! authorization nobody completes.
 //!
+//! Then other local users: a token file anyone may write is not used, a
+//! planted lock link is not followed.
+//!
 //! Then trust: `login` of an untrusted configuration contacts nobody;
 //! `logout` needs no trust.
 //!
@@ -83,13 +86,18 @@ struct Setup {
 
 impl Setup {
     fn new(metadata: &str) -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        let config = serde_json::json!({"mcpServers": {"demo": {
+        Setup::with_server(serde_json::json!({
             "type": "http",
             // Login talks to the authorization server only.
             "url": "http://127.0.0.1:9/mcp",
             "oauth": {"clientId": "mcpbox-test", "authServerMetadataUrl": metadata}
-        }}});
+        }))
+    }
+
+    /// A configuration whose server `demo` is `entry`.
+    fn with_server(entry: serde_json::Value) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let config = serde_json::json!({"mcpServers": {"demo": entry}});
         std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
         Setup { dir }
     }
@@ -381,6 +389,88 @@ fn a_redirect_with_a_wrong_state_fails_the_login() {
     follow(forged.as_str());
     let (ok, out, err) = finish(child, stderr);
     assert_failed(&setup, ok, &out, &err, &["`state` does not match"]);
+}
+
+/// Another local user's token file (one anyone may write, here) is not
+/// used: its token goes nowhere, and `servers` says why. A planted lock link
+/// makes `logout` fail without creating anything at its target.
+#[test]
+fn a_token_file_another_user_could_have_written_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut head, mut length) = (String::new(), 0);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            kept.lock().unwrap().push(head);
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::with_server(serde_json::json!({"type": "http", "url": url}));
+    let credentials = setup.credentials();
+    std::fs::create_dir_all(credentials.parent().unwrap()).unwrap();
+    std::fs::set_permissions(
+        credentials.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let planted = serde_json::json!({"servers": {url.clone(): {
+        "server": "demo",
+        "credentials": {"client_id": "", "token_response":
+            {"access_token": "tok-ATTACKER-6d1e", "token_type": "Bearer"}},
+        "redirect_uri": "",
+        "metadata": {"authorization_endpoint": "", "token_endpoint": ""},
+    }}});
+    std::fs::write(&credentials, planted.to_string()).unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o666)).unwrap();
+
+    let out = setup.mcpbox(&["servers"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("needs login: demo")
+            && stdout.contains("may be written by anyone (mode 0666)"),
+        "{stdout}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the server was not contacted");
+    for head in &seen {
+        assert!(
+            !head.contains("tok-ATTACKER"),
+            "the planted token was sent:\n{head}"
+        );
+    }
+
+    // A lock file planted as a link to a file of the victim's choosing.
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let victim = setup.dir.path().join("victim");
+    std::os::unix::fs::symlink(&victim, credentials.with_extension("json.lock")).unwrap();
+    let out = setup.mcpbox(&["logout", "demo"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("credentials.json.lock is a symbolic link"),
+        "{err}"
+    );
+    assert!(!victim.exists(), "the lock link was followed");
 }
 
 #[test]
