@@ -300,7 +300,10 @@ pub(crate) async fn authorize(
 
     show(session.get_authorization_url());
 
-    let callback_url = match tokio::time::timeout(timeout, callback.wait(target.name)).await {
+    let state = query_param(session.get_authorization_url(), "state")
+        .ok_or_else(|| target.error("the authorization URL carries no `state`"))?;
+    let waited = tokio::time::timeout(timeout, callback.wait(target.name, &state)).await;
+    let callback_url = match waited {
         Ok(Ok(url)) => url,
         Ok(Err(e)) => return Err(target.error(format!("the OAuth redirect listener failed: {e}"))),
         Err(_) => {
@@ -316,7 +319,8 @@ pub(crate) async fn authorize(
     }
     let callback = AuthorizationCallback::from_redirect_url(&callback_url)
         .map_err(|e| target.error(format!("the OAuth redirect is unusable: {}", describe(&e))))?;
-    // rmcp would refuse it too ("state not found"); this says what it means.
+    // The listener answers only the redirect with this `state`; rmcp would
+    // refuse another too ("state not found").
     if query_param(session.get_authorization_url(), "state").as_deref()
         != Some(callback.csrf_token.as_str())
     {
