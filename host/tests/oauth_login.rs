@@ -7,8 +7,10 @@
 //!
 //! Then bad input, each a clear error naming the server and no token written:
 //! metadata that is not metadata, metadata naming another issuer, a token
-//! endpoint answering 500 with HTML, an authorization nobody completes. A
-//! forged redirect gets 400 and the login goes on.
+//! endpoint answering 500 with HTML, an authorization nobody completes, a
+//! metadata document that never ends, a metadata URL at an address OAuth
+//! requests may not reach, a server that cannot be reached (its URL shown as
+//! configured). A forged redirect gets 400 and the login goes on.
 //!
 //! Then other local users: a token file anyone may write is not used, a
 //! planted lock link is not followed.
@@ -410,6 +412,129 @@ fn a_forged_redirect_gets_400_and_the_login_goes_on() {
     let (ok, out, err) = finish(child, stderr);
     assert!(ok, "login failed:\n{out}\n{err}");
     assert!(out.contains("logged in to demo"), "{out}");
+}
+
+/// A loopback listener that answers its first request with `head` and then
+/// `{"issuer":"aaaa…` until 64 MiB are sent or the client hangs up; the
+/// thread returns how much it sent.
+fn endless_answer(head: &'static str) -> (u16, std::thread::JoinHandle<usize>) {
+    const AT_MOST: usize = 64 << 20;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let thread = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                break;
+            }
+        }
+        let mut sent = 0;
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(b"{\"issuer\":\"");
+        let chunk = vec![b'a'; 64 << 10];
+        while sent < AT_MOST && stream.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+        }
+        sent
+    });
+    (port, thread)
+}
+
+/// A metadata document that never ends: mcpbox reads 1 MiB of it and fails
+/// the login saying so, instead of reading it all.
+#[test]
+fn a_metadata_document_larger_than_1_mib_fails_the_login_unread() {
+    let (port, sent) = endless_answer(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
+    );
+    let setup = Setup::new(&format!(
+        "http://127.0.0.1:{port}/.well-known/oauth-authorization-server"
+    ));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["answered more than 1048576 bytes"],
+    );
+    let sent = sent.join().unwrap();
+    assert!(
+        sent < 64 << 20,
+        "the whole document was read ({sent} bytes)"
+    );
+}
+
+/// `oauth.authServerMetadataUrl` gets the address checks of discovery:
+/// `0.0.0.0` (which reaches this machine) is no address an OAuth request
+/// may go to, and nothing connects.
+#[test]
+fn a_metadata_url_at_a_blocked_address_is_not_fetched() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let setup = Setup::new(&format!(
+        "http://0.0.0.0:{port}/.well-known/oauth-authorization-server"
+    ));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["may not reach", "`oauth.authServerMetadataUrl`"],
+    );
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "the metadata URL was fetched"
+    );
+}
+
+/// A failed login names the server's URL as configured: the `${VAR}` values
+/// in its path, query or password never reach the terminal, whether the
+/// connection was refused or TLS failed.
+#[test]
+fn login_errors_show_the_url_as_configured() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    // Not TLS: it answers the handshake with plain text and hangs up.
+    let plain = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tls_port = plain.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in plain.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let urls = [
+        format!("http://127.0.0.1:{closed}/mcp/${{MCPBOX_T_PATH}}?key=${{MCPBOX_T_KEY}}"),
+        format!("http://user:${{MCPBOX_T_PASS}}@127.0.0.1:{closed}/mcp"),
+        format!("https://127.0.0.1:{tls_port}/${{MCPBOX_T_PATH}}/mcp?key=${{MCPBOX_T_KEY}}"),
+    ];
+    for url in urls {
+        let setup = Setup::with_server(serde_json::json!({"type": "http", "url": url}));
+        let out = setup
+            .mcpbox(&["login", "demo", "--no-browser", "--timeout", "30"])
+            .env("MCPBOX_T_PATH", "path-SECRET-1")
+            .env("MCPBOX_T_KEY", "key-SECRET-2")
+            .env("MCPBOX_T_PASS", "pass-SECRET-3")
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_failed(&setup, false, &out, &err, &["OAuth discovery failed"]);
+        for text in [&out, &err] {
+            assert!(!text.contains("SECRET"), "a resolved value shows:\n{text}");
+        }
+        assert!(err.contains("${MCPBOX_T_"), "{err}");
+    }
 }
 
 /// Another local user's token file (one anyone may write, here) is not

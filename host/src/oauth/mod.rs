@@ -43,6 +43,9 @@
 //! - `dpop`: DPoP-bound tokens (RFC 9449, SEP-1932): the key, the proofs, the
 //!   nonces.
 //! - `callback`: the loopback listener for the redirect.
+//! - `net`: the HTTP client of every OAuth request (addresses checked as
+//!   discovery checks them, answers read up to 1 MiB) and the one rule for
+//!   where a credential may be sent.
 
 mod assertion;
 mod callback;
@@ -50,6 +53,7 @@ mod config;
 mod dpop;
 mod enterprise;
 mod flow;
+mod net;
 pub mod store;
 mod workload_identity;
 
@@ -120,12 +124,13 @@ pub async fn login(
     show: &(dyn Fn(&str) + Send + Sync),
     timeout: Duration,
 ) -> Result<Login, OAuthError> {
-    let (entry, url) = entry(text, server)?;
+    let (entry, url, resolved) = entry(text, server)?;
     let target = flow::Target {
         name: server,
         configured: &entry.url,
         url: &url,
         oauth: &entry.oauth,
+        resolved: &resolved,
     };
     let authorized = flow::authorize(&target, store, None, &[], show, timeout).await?;
     let scopes = authorized.manager.get_current_scopes().await;
@@ -137,7 +142,7 @@ pub async fn login(
 
 /// Forgets the tokens of `server` of the configuration `text`; whether there were any.
 pub fn logout(text: &str, server: &str, store: &TokenStore) -> Result<bool, OAuthError> {
-    let (entry, _) = entry(text, server)?;
+    let (entry, _, _) = entry(text, server)?;
     store.remove(&entry.url).map_err(|e| OAuthError {
         server: server.to_owned(),
         message: e.to_string(),
@@ -152,7 +157,7 @@ pub fn has_tokens(text: &str, server: &str, store: &TokenStore) -> bool {
 }
 
 /// The entry of `server` and its URL with `${VAR}` resolved.
-fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url), OAuthError> {
+fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url, flow::Resolved), OAuthError> {
     let error = |message: String| OAuthError {
         server: server.to_owned(),
         message,
@@ -169,7 +174,8 @@ fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url), OAuthError> {
             .map_err(error)?;
     let url = Url::parse(&spec.url)
         .map_err(|e| error(format!("`url` {:?} is not a URL: {e}", entry.url)))?;
-    Ok((entry, url))
+    let resolved = flow::Resolved::new(&entry.url, &spec.values);
+    Ok((entry, url, resolved))
 }
 
 /// A runtime's OAuth state, shared by every guest instance it makes.
@@ -295,6 +301,7 @@ impl OAuth {
                     name: granted.server.clone(),
                     configured: granted.configured.clone(),
                     url: granted.url.clone(),
+                    resolved: flow::Resolved::new(&granted.configured, &granted.values),
                     oauth,
                     manager: tokio::sync::Mutex::new(Loaded::NotYet),
                     flow: tokio::sync::Mutex::new(()),
@@ -314,6 +321,8 @@ struct ServerAuth {
     name: String,
     configured: String,
     url: Url,
+    /// The `${VAR}` values of the URL, which messages never show.
+    resolved: flow::Resolved,
     oauth: OAuthConfig,
     manager: tokio::sync::Mutex<Loaded>,
     /// One authorization at a time.
@@ -365,6 +374,7 @@ impl ServerAuth {
             configured: &self.configured,
             url: &self.url,
             oauth: &self.oauth,
+            resolved: &self.resolved,
         }
     }
 }
