@@ -13,6 +13,9 @@
 //! records that the server needs a login and passes the answer on. The guest
 //! sees the answer it would see without OAuth: a success, or the `401`/`403`.
 //! A server whose entry configures an `Authorization` header is left alone.
+//! A token is bound to the URL it was issued for: the state of a server is
+//! found from the grant of each request by its name and URL ([`OAuth`]), so
+//! a reload that gives a name another URL never sends it the old URL's token.
 //! A token the authorization server bound to mcpbox's key (DPoP, `dpop`) goes
 //! as `Authorization: DPoP …` with a proof on every request instead.
 //!
@@ -179,13 +182,23 @@ fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url, flow::Resolved),
 }
 
 /// A runtime's OAuth state, shared by every guest instance it makes.
+///
+/// Tokens are bound to the URL they were issued for: the state of a server
+/// is kept by its name *and* its URL (as configured, which keys the store,
+/// and as resolved, where its requests go), and looked up for every request
+/// from the grant the request goes under. A reload that points a name at
+/// another URL therefore gets a new state, with that URL's tokens or none:
+/// the old URL's token never goes to the new one.
 pub(crate) struct OAuth {
     store: TokenStore,
     on_demand: bool,
     timeout: Duration,
     events: broadcast::Sender<Event>,
-    entries: BTreeMap<String, RemoteEntry>,
-    servers: Mutex<HashMap<String, Arc<ServerAuth>>>,
+    /// The remote entries of every configuration applied, by name and URL as
+    /// configured: a reload adds its own, and servers still running from an
+    /// earlier one (an entry the reload could not apply) keep theirs.
+    entries: Mutex<BTreeMap<(String, String), OAuthConfig>>,
+    servers: Mutex<HashMap<ServerKey, Arc<ServerAuth>>>,
     /// The servers that need an authorization the host cannot get by itself:
     /// the message for people and the fact for the guest.
     required: Mutex<BTreeMap<String, (String, Refusal)>>,
@@ -217,11 +230,20 @@ impl OAuth {
             on_demand,
             timeout,
             events,
-            entries: config::remote_entries(text),
+            entries: Mutex::new(by_name_and_url(text)),
             servers: Mutex::default(),
             required: Mutex::default(),
             pending: Mutex::default(),
         }
+    }
+
+    /// Takes in the remote entries of configuration text about to be applied
+    /// (a reload), so that the servers it starts get their `oauth` fields.
+    pub fn learn(&self, text: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(by_name_and_url(text));
     }
 
     /// Authorization URLs waiting for the user, by server.
@@ -282,22 +304,30 @@ impl OAuth {
     }
 
     /// What a request under `granted` needs: None when the server's entry sets
-    /// its own `Authorization` header.
+    /// its own `Authorization` header. The state is the one of the grant's
+    /// server name, URL and `oauth` fields, made afresh when any differs from
+    /// what an earlier request of that name used.
     pub fn for_grant(self: &Arc<Self>, granted: &Granted) -> Option<Authorizing> {
         if granted.headers.contains_key(AUTHORIZATION) {
             return None;
         }
+        let oauth = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(granted.server.clone(), granted.configured.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let key = ServerKey {
+            name: granted.server.clone(),
+            configured: granted.configured.clone(),
+            url: granted.url.to_string(),
+        };
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        let server = servers
-            .entry(granted.server.clone())
-            .or_insert_with(|| {
-                let oauth = self
-                    .entries
-                    .get(&granted.server)
-                    .filter(|e| e.url == granted.configured)
-                    .map(|e| e.oauth.clone())
-                    .unwrap_or_default();
-                Arc::new(ServerAuth {
+        let server = match servers.get(&key) {
+            Some(server) if server.oauth == oauth => server.clone(),
+            _ => {
+                let server = Arc::new(ServerAuth {
                     name: granted.server.clone(),
                     configured: granted.configured.clone(),
                     url: granted.url.clone(),
@@ -306,14 +336,38 @@ impl OAuth {
                     manager: tokio::sync::Mutex::new(Loaded::NotYet),
                     flow: tokio::sync::Mutex::new(()),
                     in_a_row: AtomicU32::new(0),
-                })
-            })
-            .clone();
+                });
+                // A name that moved to another URL: why the old one needed a
+                // login is no reason for the new one.
+                if servers.keys().any(|k| k.name == key.name && *k != key) {
+                    self.satisfied(&key.name);
+                }
+                servers.insert(key, server.clone());
+                server
+            }
+        };
         Some(Authorizing {
             ctx: self.clone(),
             server,
         })
     }
+}
+
+/// Remote entries by name and URL as configured.
+fn by_name_and_url(text: &str) -> BTreeMap<(String, String), OAuthConfig> {
+    config::remote_entries(text)
+        .into_iter()
+        .map(|(name, entry)| ((name, entry.url), entry.oauth))
+        .collect()
+}
+
+/// What one server's OAuth state is bound to: its name, its URL as
+/// configured (the store's key) and as resolved (where requests go).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ServerKey {
+    name: String,
+    configured: String,
+    url: String,
 }
 
 /// One server's OAuth state.
@@ -730,6 +784,25 @@ pub(crate) mod scripted {
         (port, thread)
     }
 
+    /// Answers every request with `answer`, for as long as the test runs;
+    /// returns the port and the request heads seen so far.
+    pub(crate) fn recorder(answer: String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let mut write = stream.try_clone().unwrap();
+                let (head, _) = read_request(&mut BufReader::new(stream));
+                kept.lock().unwrap().push(head);
+                let _ = write.write_all(answer.as_bytes());
+            }
+        });
+        (port, seen)
+    }
+
     /// Answers with `answers` in order; returns the port and the request heads.
     pub(crate) fn answers(answers: Vec<String>) -> (u16, std::thread::JoinHandle<Vec<String>>) {
         let mut answers = answers.into_iter();
@@ -1106,5 +1179,57 @@ mod tests {
         assert!(auth.access_token().await.is_none());
         assert!(oauth.required().is_empty(), "{:?}", oauth.required());
         assert!(matches!(*auth.server.manager.lock().await, Loaded::Nothing));
+    }
+
+    /// Waits up to 60 s for `seen` to hold a request.
+    async fn first_request(seen: &std::sync::Mutex<Vec<String>>) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(head) = seen.lock().unwrap().first() {
+                return head.clone();
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no request came");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A runtime logged in to `api` at origin A, its configuration reloaded
+    /// (the runtime's reload API, as the watcher, `serve` and the dashboard
+    /// use it) with `api` at origin B: B gets no token, A's or any.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_reload_that_moves_a_server_to_another_origin_takes_no_token_there() {
+        const REFUSE: &str = "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\n\
+                              content-length: 0\r\nconnection: close\r\n\r\n";
+        let (a, seen_a) = super::scripted::recorder(REFUSE.to_owned());
+        let (b, seen_b) = super::scripted::recorder(REFUSE.to_owned());
+        let config = |port: u16| {
+            serde_json::json!({"mcpServers": {"api": {
+                "type": "http", "url": format!("http://127.0.0.1:{port}/mcp")
+            }}})
+            .to_string()
+        };
+        let store = TokenStore::memory();
+        store
+            .set_access_token(&format!("http://127.0.0.1:{a}/mcp"), TOKEN, None)
+            .unwrap();
+        let runtime = crate::Options::from_config_text("test", config(a))
+            .token_store(store)
+            .cache_dir(None)
+            .config_dir(None)
+            .open()
+            .await
+            .unwrap();
+        let at_a = first_request(&seen_a).await;
+        assert!(at_a.contains(&format!("Bearer {TOKEN}")), "{at_a}");
+        runtime.reload_text("test", config(b)).await.unwrap();
+        let at_b = first_request(&seen_b).await;
+        runtime.shutdown().await;
+        for head in seen_b.lock().unwrap().iter() {
+            assert!(
+                !head.to_ascii_lowercase().contains("authorization"),
+                "{head}"
+            );
+        }
+        assert!(!at_b.contains(TOKEN), "{at_b}");
     }
 }
