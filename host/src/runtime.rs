@@ -753,6 +753,9 @@ impl Runtime {
         file_events: u32,
     ) -> Result<ReloadReport, Error> {
         let _one_at_a_time = self.inner.reloading.lock().await;
+        // Before the guest starts the new servers: their requests find their
+        // `oauth` fields, and tokens bound to the URL each is configured with.
+        self.inner.oauth.learn(&text);
         let (reply, answer) = oneshot::channel();
         let stopped =
             |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));

@@ -1,6 +1,7 @@
 //! Files mcpbox keeps for the user between runs: compiled components and
 //! `state.json` in the cache directory, the cache key and the trusted
-//! configurations in the configuration directory.
+//! configurations in the configuration directory, the OAuth token file
+//! (`oauth/store.rs`) and its lock.
 //!
 //! Some of them are trusted as code: a compiled component is native code that
 //! wasmtime loads without checking it (`Component::deserialize` is `unsafe` for
@@ -188,6 +189,48 @@ impl UserDir {
             return Err(e.into());
         }
         Ok(tmp)
+    }
+
+    /// Like [`write`](UserDir::write), with the new contents on the disk
+    /// before the rename (for a file that is not a cache: the OAuth tokens).
+    pub fn write_synced(&self, name: &str, bytes: &[u8]) -> Result<(), Refused> {
+        let tmp = self.write_temporary(name, bytes)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let synced = rustix::fs::openat(&self.fd, &tmp, flags, Mode::empty())
+            .and_then(|fd| rustix::fs::fsync(&fd));
+        let renamed = synced.and_then(|()| rustix::fs::renameat(&self.fd, &tmp, &self.fd, name));
+        renamed.map_err(|e| {
+            let _ = rustix::fs::unlinkat(&self.fd, &tmp, AtFlags::empty());
+            Refused::from(e)
+        })
+    }
+
+    /// Opens the file `name` for locking, creating it empty (0600) when it is
+    /// missing; refused, as [`read`](UserDir::read) refuses, when it is a
+    /// symbolic link, not a regular file, another user's or writable by
+    /// others. Nothing is created or opened through a link.
+    pub fn lock_file(&self, name: &str) -> Result<std::fs::File, Refused> {
+        let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let path = self.path.join(name);
+        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::LOOP) => {
+                return Err(Refused::Unsafe(format!(
+                    "{} is a symbolic link",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let stat = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(Refused::Unsafe(format!(
+                "{} is not a regular file",
+                path.display()
+            )));
+        }
+        check_owner_and_mode(&stat, "file", &path)?;
+        Ok(std::fs::File::from(fd))
     }
 }
 

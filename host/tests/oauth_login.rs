@@ -7,8 +7,13 @@
 //!
 //! Then bad input, each a clear error naming the server and no token written:
 //! metadata that is not metadata, metadata naming another issuer, a token
-//! endpoint answering 500 with HTML, a redirect with a wrong `state`, an
-//! authorization nobody completes.
+//! endpoint answering 500 with HTML, an authorization nobody completes, a
+//! metadata document that never ends, a metadata URL at an address OAuth
+//! requests may not reach, a server that cannot be reached (its URL shown as
+//! configured). A forged redirect gets 400 and the login goes on.
+//!
+//! Then other local users: a token file anyone may write is not used, a
+//! planted lock link is not followed.
 //!
 //! Then trust: `login` of an untrusted configuration contacts nobody;
 //! `logout` needs no trust.
@@ -83,13 +88,18 @@ struct Setup {
 
 impl Setup {
     fn new(metadata: &str) -> Setup {
-        let dir = tempfile::tempdir().unwrap();
-        let config = serde_json::json!({"mcpServers": {"demo": {
+        Setup::with_server(serde_json::json!({
             "type": "http",
             // Login talks to the authorization server only.
             "url": "http://127.0.0.1:9/mcp",
             "oauth": {"clientId": "mcpbox-test", "authServerMetadataUrl": metadata}
-        }}});
+        }))
+    }
+
+    /// A configuration whose server `demo` is `entry`.
+    fn with_server(entry: serde_json::Value) -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        let config = serde_json::json!({"mcpServers": {"demo": entry}});
         std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
         Setup { dir }
     }
@@ -361,14 +371,28 @@ fn a_token_endpoint_answering_html_500_fails_the_login() {
     );
 }
 
+/// The status of a GET for `url`, as any local program could send it.
+fn status_of(url: &str) -> u16 {
+    provider();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async { reqwest::get(url).await.unwrap().status().as_u16() })
+}
+
+/// Another local program can reach the redirect listener: a request for the
+/// callback with another `state` (or none, or an `error` with a wrong one)
+/// gets 400 and ends nothing; the browser's redirect then completes the login.
 #[test]
-fn a_redirect_with_a_wrong_state_fails_the_login() {
+fn a_forged_redirect_gets_400_and_the_login_goes_on() {
     let server = AuthServer::start("ok");
     let setup = Setup::new(&metadata_url(&server));
     let (child, url, stderr) = setup.login("60");
     let location = authorize(&url);
+    let callback = location.split('?').next().unwrap().to_owned();
     let forged = reqwest::Url::parse_with_params(
-        location.split('?').next().unwrap(),
+        &callback,
         reqwest::Url::parse(&location)
             .unwrap()
             .query_pairs()
@@ -378,9 +402,221 @@ fn a_redirect_with_a_wrong_state_fails_the_login() {
             }),
     )
     .unwrap();
-    follow(forged.as_str());
+    assert_eq!(status_of(forged.as_str()), 400);
+    assert_eq!(status_of(&format!("{callback}?code=stolen")), 400);
+    assert_eq!(
+        status_of(&format!("{callback}?error=access_denied&state=forged")),
+        400
+    );
+    follow(&location);
     let (ok, out, err) = finish(child, stderr);
-    assert_failed(&setup, ok, &out, &err, &["`state` does not match"]);
+    assert!(ok, "login failed:\n{out}\n{err}");
+    assert!(out.contains("logged in to demo"), "{out}");
+}
+
+/// A loopback listener that answers its first request with `head` and then
+/// `{"issuer":"aaaa…` until 64 MiB are sent or the client hangs up; the
+/// thread returns how much it sent.
+fn endless_answer(head: &'static str) -> (u16, std::thread::JoinHandle<usize>) {
+    const AT_MOST: usize = 64 << 20;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let thread = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                break;
+            }
+        }
+        let mut sent = 0;
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(b"{\"issuer\":\"");
+        let chunk = vec![b'a'; 64 << 10];
+        while sent < AT_MOST && stream.write_all(&chunk).is_ok() {
+            sent += chunk.len();
+        }
+        sent
+    });
+    (port, thread)
+}
+
+/// A metadata document that never ends: mcpbox reads 1 MiB of it and fails
+/// the login saying so, instead of reading it all.
+#[test]
+fn a_metadata_document_larger_than_1_mib_fails_the_login_unread() {
+    let (port, sent) = endless_answer(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
+    );
+    let setup = Setup::new(&format!(
+        "http://127.0.0.1:{port}/.well-known/oauth-authorization-server"
+    ));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["answered more than 1048576 bytes"],
+    );
+    let sent = sent.join().unwrap();
+    assert!(
+        sent < 64 << 20,
+        "the whole document was read ({sent} bytes)"
+    );
+}
+
+/// `oauth.authServerMetadataUrl` gets the address checks of discovery:
+/// `0.0.0.0` (which reaches this machine) is no address an OAuth request
+/// may go to, and nothing connects.
+#[test]
+fn a_metadata_url_at_a_blocked_address_is_not_fetched() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let setup = Setup::new(&format!(
+        "http://0.0.0.0:{port}/.well-known/oauth-authorization-server"
+    ));
+    let (ok, out, err) = login_fails_before_the_url(&setup);
+    assert_failed(
+        &setup,
+        ok,
+        &out,
+        &err,
+        &["may not reach", "`oauth.authServerMetadataUrl`"],
+    );
+    assert_eq!(
+        listener.accept().map(|_| ()).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock,
+        "the metadata URL was fetched"
+    );
+}
+
+/// A failed login names the server's URL as configured: the `${VAR}` values
+/// in its path, query or password never reach the terminal, whether the
+/// connection was refused or TLS failed.
+#[test]
+fn login_errors_show_the_url_as_configured() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    // Not TLS: it answers the handshake with plain text and hangs up.
+    let plain = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tls_port = plain.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in plain.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    let urls = [
+        format!("http://127.0.0.1:{closed}/mcp/${{MCPBOX_T_PATH}}?key=${{MCPBOX_T_KEY}}"),
+        format!("http://user:${{MCPBOX_T_PASS}}@127.0.0.1:{closed}/mcp"),
+        format!("https://127.0.0.1:{tls_port}/${{MCPBOX_T_PATH}}/mcp?key=${{MCPBOX_T_KEY}}"),
+    ];
+    for url in urls {
+        let setup = Setup::with_server(serde_json::json!({"type": "http", "url": url}));
+        let out = setup
+            .mcpbox(&["login", "demo", "--no-browser", "--timeout", "30"])
+            .env("MCPBOX_T_PATH", "path-SECRET-1")
+            .env("MCPBOX_T_KEY", "key-SECRET-2")
+            .env("MCPBOX_T_PASS", "pass-SECRET-3")
+            .output()
+            .unwrap();
+        let (out, err) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_failed(&setup, false, &out, &err, &["OAuth discovery failed"]);
+        for text in [&out, &err] {
+            assert!(!text.contains("SECRET"), "a resolved value shows:\n{text}");
+        }
+        assert!(err.contains("${MCPBOX_T_"), "{err}");
+    }
+}
+
+/// Another local user's token file (one anyone may write, here) is not
+/// used: its token goes nowhere, and `servers` says why. A planted lock link
+/// makes `logout` fail without creating anything at its target.
+#[test]
+fn a_token_file_another_user_could_have_written_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut head, mut length) = (String::new(), 0);
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            kept.lock().unwrap().push(head);
+            let _ = stream.write_all(
+                b"HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+            );
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let setup = Setup::with_server(serde_json::json!({"type": "http", "url": url}));
+    let credentials = setup.credentials();
+    std::fs::create_dir_all(credentials.parent().unwrap()).unwrap();
+    std::fs::set_permissions(
+        credentials.parent().unwrap(),
+        std::fs::Permissions::from_mode(0o700),
+    )
+    .unwrap();
+    let planted = serde_json::json!({"servers": {url.clone(): {
+        "server": "demo",
+        "credentials": {"client_id": "", "token_response":
+            {"access_token": "tok-ATTACKER-6d1e", "token_type": "Bearer"}},
+        "redirect_uri": "",
+        "metadata": {"authorization_endpoint": "", "token_endpoint": ""},
+    }}});
+    std::fs::write(&credentials, planted.to_string()).unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o666)).unwrap();
+
+    let out = setup.mcpbox(&["servers"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("needs login: demo")
+            && stdout.contains("may be written by anyone (mode 0666)"),
+        "{stdout}"
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the server was not contacted");
+    for head in &seen {
+        assert!(
+            !head.contains("tok-ATTACKER"),
+            "the planted token was sent:\n{head}"
+        );
+    }
+
+    // A lock file planted as a link to a file of the victim's choosing.
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let victim = setup.dir.path().join("victim");
+    std::os::unix::fs::symlink(&victim, credentials.with_extension("json.lock")).unwrap();
+    let out = setup.mcpbox(&["logout", "demo"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("credentials.json.lock is a symbolic link"),
+        "{err}"
+    );
+    assert!(!victim.exists(), "the lock link was followed");
 }
 
 #[test]

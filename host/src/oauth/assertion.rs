@@ -19,7 +19,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use oauth2::basic::BasicClient;
 use oauth2::{AuthType, ClientId, RequestTokenError, Scope, TokenResponse, TokenUrl};
-use reqwest::Url;
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse, StoredCredentials};
 
 use super::OAuthError;
@@ -222,19 +221,13 @@ pub(crate) async fn exchange(
             methods.join(", ")
         )));
     }
-    let token_url = Url::parse(&metadata.token_endpoint).map_err(|e| {
-        target.error(format!(
-            "the authorization server's token endpoint {:?} is not a URL: {e}",
-            metadata.token_endpoint
-        ))
-    })?;
-    let loopback = |u: &Url| matches!(u.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
-    if token_url.scheme() != "https" && !(loopback(&token_url) && loopback(target.url)) {
-        return Err(target.error(format!(
-            "the authorization server's token endpoint {token_url} is not https; mcpbox sends \
-             a client assertion only over https (or to loopback for a loopback server)"
-        )));
-    }
+    let token_url = super::net::credential_endpoint(
+        target,
+        "the authorization server's token endpoint",
+        &metadata.token_endpoint,
+        metadata.issuer.as_deref(),
+        "a client assertion",
+    )?;
     // RFC 7523 §3: the audience identifies the authorization server; its
     // issuer identifier, or the token endpoint where the metadata names none
     // (the 2025-03-26 fallback endpoints).
@@ -259,24 +252,11 @@ pub(crate) async fn exchange(
     for scope in &target.oauth.scopes {
         request = request.add_scope(Scope::new(scope.clone()));
     }
-    super::flow::ensure_crypto_provider();
-    let client_http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| target.error(format!("could not create an HTTP client: {e}")))?;
+    let http = super::net::Client::for_resource(target.url).map_err(|e| target.error(e))?;
+    // No redirects: the assertion goes to the checked endpoint alone.
     let send = |request: oauth2::HttpRequest| {
-        let client_http = client_http.clone();
-        async move {
-            let request = reqwest::Request::try_from(request)?;
-            let response = client_http.execute(request).await?;
-            let mut answer = http::Response::builder().status(response.status());
-            for (name, value) in response.headers() {
-                answer = answer.header(name, value);
-            }
-            let body = response.bytes().await?.to_vec();
-            Ok::<_, reqwest::Error>(answer.body(body).unwrap_or_default())
-        }
+        let http = http.clone();
+        async move { http.fetch(request, false).await }
     };
     let token = request.request_async(&send).await.map_err(|e| {
         let why = match &e {
@@ -284,7 +264,9 @@ pub(crate) async fn exchange(
                 Some(d) => format!("{} ({d})", r.error()),
                 None => r.error().to_string(),
             },
-            RequestTokenError::Request(e) => format!("the request failed: {e}"),
+            RequestTokenError::Request(e) => {
+                format!("the request failed: {}", super::flow::chain(e))
+            }
             RequestTokenError::Parse(e, _) => format!("its answer is not a token response: {e}"),
             RequestTokenError::Other(e) => e.clone(),
         };
@@ -311,11 +293,12 @@ pub(crate) async fn exchange(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use reqwest::Url;
 
     /// A P-256 key pair (PKCS#8 and SPKI), made for these tests only.
-    const P256: &str = "-----BEGIN PRIVATE KEY-----
+    pub(crate) const P256: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg3Yzpg4zYirDWmuKT
 zJtKJUtA/Zuq5xnRr+JEyC+WrnmhRANCAAT0Xiwjc4j1AW1yVnK/+m2KRajTsET6
 EOx4fuQxFoo5TkI0bZqIUfoxX+M+5Z64Fk6XZaANPnY4S/L14GbhqSeS
@@ -350,6 +333,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
             configured: "http://127.0.0.1:1/mcp",
             url: &url,
             oauth: &oauth,
+            resolved: &crate::oauth::flow::NOTHING_RESOLVED,
         };
         // The server offers RS256 first: the EC key cannot, ES256 it can.
         let offered = ["RS256".to_owned(), "ES256".to_owned()];
@@ -418,6 +402,112 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
         );
     }
 
+    /// A hostile token endpoint streams an endless answer: mcpbox reads 1 MiB
+    /// of it, no more, and fails the grant saying so.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_token_answer_larger_than_1_mib_fails_the_grant_unread() {
+        use std::io::Write as _;
+        const SENT_AT_MOST: usize = 64 << 20;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let sender = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut write = stream.try_clone().unwrap();
+            crate::oauth::scripted::read_request(&mut std::io::BufReader::new(stream));
+            let mut sent = 0;
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                        connection: close\r\n\r\n{\"access_token\":\"";
+            let _ = write.write_all(head.as_bytes());
+            let chunk = vec![b'a'; 64 << 10];
+            while sent < SENT_AT_MOST && write.write_all(&chunk).is_ok() {
+                sent += chunk.len();
+            }
+            sent
+        });
+        let oauth = OAuthConfig {
+            private_key: Some(P256.to_owned()),
+            ..OAuthConfig::default()
+        };
+        let url = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let target = Target {
+            name: "m",
+            configured: "http://127.0.0.1:1/mcp",
+            url: &url,
+            oauth: &oauth,
+            resolved: &crate::oauth::flow::NOTHING_RESOLVED,
+        };
+        let metadata: AuthorizationMetadata = serde_json::from_value(serde_json::json!({
+            "issuer": format!("http://127.0.0.1:{port}"),
+            "authorization_endpoint": format!("http://127.0.0.1:{port}/authorize"),
+            "token_endpoint": format!("http://127.0.0.1:{port}/token"),
+        }))
+        .unwrap();
+        let e = exchange(&target, "c", &metadata)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("answered more than 1048576 bytes"), "{e}");
+        let sent = sender.join().unwrap();
+        assert!(
+            sent < SENT_AT_MOST,
+            "the whole answer was read ({sent} bytes)"
+        );
+    }
+
+    /// The assertion goes only to an https endpoint (plain http between
+    /// loopback addresses) on the issuer's origin.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_client_assertion_goes_only_over_https_to_the_issuers_origin() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let endpoint = format!("http://127.0.0.1:{port}/token");
+        let oauth = OAuthConfig {
+            private_key: Some(P256.to_owned()),
+            ..OAuthConfig::default()
+        };
+        let metadata = |issuer: &str| -> AuthorizationMetadata {
+            serde_json::from_value(serde_json::json!({
+                "issuer": issuer,
+                "authorization_endpoint": format!("{issuer}/authorize"),
+                "token_endpoint": endpoint,
+            }))
+            .unwrap()
+        };
+        let remote = Url::parse("https://mcp.example.test/mcp").unwrap();
+        let local = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let own = format!("http://127.0.0.1:{port}");
+        for (url, issuer, why) in [
+            (&remote, own.as_str(), "is not https"),
+            (
+                &local,
+                "http://127.0.0.1:1",
+                "is not on the origin of its issuer",
+            ),
+        ] {
+            let target = Target {
+                name: "m",
+                configured: "u",
+                url,
+                oauth: &oauth,
+                resolved: &crate::oauth::flow::NOTHING_RESOLVED,
+            };
+            let e = exchange(&target, "c", &metadata(issuer))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(why) && e.contains("did not send it a client assertion"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock,
+            "the assertion was sent to {endpoint}"
+        );
+    }
+
     #[test]
     fn a_missing_key_file_names_the_field_and_the_path() {
         let oauth = OAuthConfig {
@@ -430,6 +520,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
             configured: "http://127.0.0.1:1/mcp",
             url: &url,
             oauth: &oauth,
+            resolved: &crate::oauth::flow::NOTHING_RESOLVED,
         };
         let e = sign(&target, "c", "a", &[]).unwrap_err().to_string();
         assert!(

@@ -25,7 +25,7 @@
 //! stay in the host: the guest sends its request and reads the answer.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -40,6 +40,8 @@ use rmcp::transport::auth::{
     OAuthHttpRequest,
 };
 use sha2::{Digest as _, Sha256};
+
+use super::net;
 
 /// The request header that carries a proof.
 pub(crate) const DPOP: &str = "dpop";
@@ -56,9 +58,6 @@ const TYP: &str = "dpop+jwt";
 
 /// The error code of a nonce request, at either server (§8, §9).
 const USE_DPOP_NONCE: &str = "use_dpop_nonce";
-
-/// The largest token endpoint answer read (rmcp's own limit).
-const MAX_ANSWER: usize = 1 << 20;
 
 /// Whether the authorization server `metadata` describes takes DPoP proofs
 /// that mcpbox can make.
@@ -237,12 +236,12 @@ fn authorization_asks_for_nonce(status: u16, headers: &HeaderMap, body: &[u8]) -
 /// are DPoP-bound: every `POST` to the token endpoint (the code exchange, each
 /// refresh) carries a proof and is sent once more with the authorization
 /// server's nonce when it asks for one. Everything else (discovery,
-/// registration) goes through rmcp's default client as it came.
+/// registration) goes as it came. All of it goes through the host's OAuth
+/// client ([`net::Client`]), as every other manager's requests do.
 pub(crate) struct TokenEndpointClient {
     key: Arc<DpopKey>,
     token_endpoint: Mutex<Option<Url>>,
-    other: Box<dyn OAuthHttpClient>,
-    http: reqwest::Client,
+    http: net::Client,
 }
 
 impl std::fmt::Debug for TokenEndpointClient {
@@ -256,22 +255,12 @@ impl std::fmt::Debug for TokenEndpointClient {
 impl TokenEndpointClient {
     /// A client that proves possession of `key` at the token endpoint of the
     /// authorization server, once [`TokenEndpointClient::set_token_endpoint`]
-    /// has named it.
-    pub(crate) fn new(key: Arc<DpopKey>) -> Result<TokenEndpointClient, String> {
-        super::flow::ensure_crypto_provider();
-        let other = rmcp::transport::auth::default_oauth_http_client()
-            .map_err(|e| format!("could not create an HTTP client: {e}"))?;
-        // rmcp asks for no redirects on token requests; the same here.
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|e| format!("could not create an HTTP client: {e}"))?;
+    /// has named it, for the MCP server at `resource`.
+    pub(crate) fn new(key: Arc<DpopKey>, resource: &Url) -> Result<TokenEndpointClient, String> {
         Ok(TokenEndpointClient {
             key,
             token_endpoint: Mutex::new(None),
-            other: Box::new(other),
-            http,
+            http: net::Client::for_resource(resource)?,
         })
     }
 
@@ -309,30 +298,15 @@ impl TokenEndpointClient {
         request: &oauth2::HttpRequest,
     ) -> Result<oauth2::HttpResponse, OAuthHttpClientError> {
         let proof = self.key.proof(Server::Authorization, "POST", url, None)?;
-        let mut response = self
-            .http
-            .post(url.clone())
-            .headers(request.headers().clone())
-            .header(DPOP, proof)
-            .body(request.body().clone())
-            .send()
-            .await?;
-        let mut answer = http::Response::builder().status(response.status());
-        for (name, value) in response.headers() {
-            answer = answer.header(name, value);
-        }
-        self.key
-            .note_nonce(Server::Authorization, response.headers());
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await? {
-            if body.len() + chunk.len() > MAX_ANSWER {
-                return Err(
-                    format!("the token endpoint answered more than {MAX_ANSWER} bytes").into(),
-                );
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(answer.body(body)?)
+        let mut with_proof = http::Request::post(url.as_str()).body(request.body().clone())?;
+        *with_proof.headers_mut() = request.headers().clone();
+        with_proof
+            .headers_mut()
+            .insert(DPOP, http::HeaderValue::from_str(&proof)?);
+        // rmcp asks for no redirects on token requests; the same here.
+        let answer = self.http.fetch(with_proof, false).await?;
+        self.key.note_nonce(Server::Authorization, answer.headers());
+        Ok(answer)
     }
 }
 
@@ -358,7 +332,7 @@ impl OAuthHttpClient for TokenEndpointClient {
         Box::pin(async move {
             match self.is_token_request(&request.request) {
                 Some(url) => self.token_request(&url, &request.request).await,
-                None => self.other.execute(request).await,
+                None => self.http.execute(request).await,
             }
         })
     }
@@ -515,8 +489,9 @@ pub(crate) mod tests {
             .to_vec(),
         );
         let key = Arc::new(DpopKey::generate().unwrap());
-        let client = TokenEndpointClient::new(key).unwrap();
         let token = format!("http://127.0.0.1:{port}/token");
+        let resource = Url::parse(&format!("http://127.0.0.1:{port}/mcp")).unwrap();
+        let client = TokenEndpointClient::new(key, &resource).unwrap();
         client.set_token_endpoint(&token);
         let request = |url: &str| {
             http::Request::builder()
@@ -532,7 +507,7 @@ pub(crate) mod tests {
             .expect("the token endpoint");
         let answer = client.token_request(&url, &token_request).await.unwrap();
         assert_eq!(answer.status(), 200);
-        // Registration is no token request: rmcp's own client sends it as it came.
+        // Registration is no token request: it goes as it came.
         let other = format!("http://127.0.0.1:{port}/register");
         assert!(client.is_token_request(&request(&other)).is_none());
         let seen = server.join().unwrap();

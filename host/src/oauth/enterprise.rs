@@ -113,14 +113,28 @@ pub(crate) async fn exchange(
                 .filter_map(|v| v.as_str().map(str::to_owned))
                 .collect()
         });
+    // The ID token goes to the identity provider, the ID-JAG (and the client
+    // secret) to the MCP server's authorization server: both checked.
+    super::net::credential_endpoint(
+        target,
+        "`oauth.idpTokenEndpoint`",
+        &idp_token_endpoint,
+        Some(&idp_issuer),
+        "the ID token",
+    )?;
+    super::net::credential_endpoint(
+        target,
+        "the authorization server's token endpoint",
+        &metadata.token_endpoint,
+        Some(&issuer),
+        "the identity assertion (ID-JAG)",
+    )?;
     let idp = EmaAuthorizationServer::new(idp_issuer, idp_token_endpoint, idp_client.clone())
         .with_client_authentication(authentication(idp_secret, None));
     let resource_as =
         EmaAuthorizationServer::new(issuer, metadata.token_endpoint.clone(), client_id)
             .with_client_authentication(authentication(secret, methods.as_deref()));
-    super::flow::ensure_crypto_provider();
-    let http = rmcp::transport::auth::default_oauth_http_client()
-        .map_err(|e| target.error(format!("could not create an HTTP client: {e}")))?;
+    let http = super::net::Client::for_resource(target.url).map_err(|e| target.error(e))?;
     let resource = target.url.to_string();
     let token = EmaExchangeRequest::new_with_id_token(idp, resource_as, &resource, &id_token)
         .with_scopes(oauth.scopes.iter().cloned())

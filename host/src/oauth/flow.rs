@@ -37,6 +37,7 @@ use super::OAuthError;
 use super::callback::Callback;
 use super::config::OAuthConfig;
 use super::dpop::{self, DpopKey, TokenEndpointClient};
+use super::net;
 use super::store::{Record, TokenStore};
 
 /// What to authorize with: a remote server entry.
@@ -49,14 +50,99 @@ pub(crate) struct Target<'a> {
     pub url: &'a Url,
     /// The entry's `oauth` fields.
     pub oauth: &'a OAuthConfig,
+    /// The `${VAR}` values in `url`, which no message may show.
+    pub resolved: &'a Resolved,
 }
 
 impl Target<'_> {
+    /// An error of this server's authorization: every OAuth message is made
+    /// here, with the URL as configured (each `${VAR}` value in it, however
+    /// an HTTP library or rmcp wrote it, is replaced by its reference).
     pub(crate) fn error(&self, message: impl Into<String>) -> OAuthError {
         OAuthError {
             server: self.name.to_owned(),
-            message: message.into(),
+            message: self.resolved.scrub(&message.into()),
         }
+    }
+}
+
+/// The `${VAR}` values of a server's URL with the references they replaced:
+/// what OAuth messages show instead (the URL as configured, as every other
+/// message of the host does).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Resolved {
+    /// Each way a value may be written (as is, percent-encoded for a path,
+    /// a query, a user name or password, form-encoded, lowercased as a host),
+    /// longest first, with its reference.
+    forms: Vec<(String, String)>,
+}
+
+/// No `${VAR}` values.
+#[cfg(test)]
+pub(crate) static NOTHING_RESOLVED: Resolved = Resolved { forms: Vec::new() };
+
+impl Resolved {
+    /// The values `values` of the references in the configured URL
+    /// `configured`, in order (as `endpoint::resolve_http` resolved them).
+    pub(crate) fn new(configured: &str, values: &[String]) -> Resolved {
+        let mut references = Vec::new();
+        let mut rest = configured;
+        while let Some(start) = rest.find("${") {
+            let Some(end) = rest[start..].find('}') else {
+                break;
+            };
+            references.push(&rest[start..start + end + 1]);
+            rest = &rest[start + end + 1..];
+        }
+        let mut forms = Vec::new();
+        for (value, reference) in values.iter().zip(references) {
+            if value.is_empty() {
+                continue;
+            }
+            let mut written = vec![value.clone(), value.to_ascii_lowercase()];
+            written.push(url::form_urlencoded::byte_serialize(value.as_bytes()).collect());
+            if let Ok(mut u) = Url::parse("http://h/") {
+                u.set_path(value);
+                written.push(u.path().trim_start_matches('/').to_owned());
+                u.set_query(Some(value));
+                written.extend(u.query().map(str::to_owned));
+                if u.set_password(Some(value)).is_ok() {
+                    written.extend(u.password().map(str::to_owned));
+                }
+                if u.set_username(value).is_ok() {
+                    written.push(u.username().to_owned());
+                }
+            }
+            for form in written {
+                if !form.is_empty() && !forms.iter().any(|(f, _)| *f == form) {
+                    forms.push((form, reference.to_owned()));
+                }
+            }
+        }
+        forms.sort_by_key(|(form, _)| std::cmp::Reverse(form.len()));
+        Resolved { forms }
+    }
+
+    /// `text` with every value replaced by its reference, in one pass (a
+    /// reference put in is never scrubbed again).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        if self.forms.is_empty() {
+            return text.to_owned();
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        'next: while let Some(c) = rest.chars().next() {
+            for (form, reference) in &self.forms {
+                if let Some(after) = rest.strip_prefix(form.as_str()) {
+                    out.push_str(reference);
+                    rest = after;
+                    continue 'next;
+                }
+            }
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+        out
     }
 }
 
@@ -88,10 +174,11 @@ impl Authorized {
     }
 }
 
-/// rmcp's manager for `url`.
-async fn manager(target: &Target<'_>) -> Result<AuthorizationManager, OAuthError> {
-    ensure_crypto_provider();
-    AuthorizationManager::new(target.url.as_str())
+/// rmcp's manager for `url`, on the host's OAuth client ([`net::Client`]:
+/// every address checked, every answer bounded).
+pub(crate) async fn manager(target: &Target<'_>) -> Result<AuthorizationManager, OAuthError> {
+    let client = net::Client::for_resource(target.url).map_err(|e| target.error(e))?;
+    AuthorizationManager::new_with_oauth_http_client(target.url.as_str(), Arc::new(client))
         .await
         .map_err(|e| {
             target.error(format!(
@@ -102,17 +189,15 @@ async fn manager(target: &Target<'_>) -> Result<AuthorizationManager, OAuthError
 }
 
 /// rmcp's manager for `url` whose token requests prove possession of `key`
-/// (DPoP), and its HTTP client, which must be told the token endpoint.
-///
-/// rmcp's own client checks the addresses that discovered hosts resolve to;
-/// a custom client (the only way to add a header to rmcp's token requests)
-/// cannot have that check, so [`authorize`] discovers through the checked
-/// client first and uses this one only for a server that takes DPoP.
-async fn dpop_manager(
+/// (DPoP), and its HTTP client, which must be told the token endpoint. Its
+/// requests, discovery included, go through the same [`net::Client`] as
+/// every other manager's.
+pub(crate) async fn dpop_manager(
     target: &Target<'_>,
     key: &Arc<DpopKey>,
 ) -> Result<(AuthorizationManager, Arc<TokenEndpointClient>), OAuthError> {
-    let client = Arc::new(TokenEndpointClient::new(key.clone()).map_err(|e| target.error(e))?);
+    let client =
+        Arc::new(TokenEndpointClient::new(key.clone(), target.url).map_err(|e| target.error(e))?);
     let manager =
         AuthorizationManager::new_with_oauth_http_client(target.url.as_str(), client.clone())
             .await
@@ -140,6 +225,22 @@ pub(crate) async fn from_record(
         })?)),
         None => None,
     };
+    if !record.metadata.token_endpoint.is_empty() {
+        // A refresh sends the refresh token there.
+        net::credential_endpoint(
+            target,
+            "the stored token endpoint",
+            &record.metadata.token_endpoint,
+            record.metadata.issuer.as_deref(),
+            "the refresh token",
+        )
+        .map_err(|e| {
+            target.error(format!(
+                "{}; the stored tokens cannot be refreshed: run `mcpbox login {}`",
+                e.message, target.name
+            ))
+        })?;
+    }
     let mut manager = match &dpop {
         Some(key) => {
             let (manager, client) = dpop_manager(target, key).await?;
@@ -213,14 +314,15 @@ pub(crate) async fn authorize(
     let redirect_uri = callback.redirect_uri.clone();
 
     let mut manager = manager(target).await?;
-    let mut metadata = discover(target, &manager, challenge).await?;
+    let code = "the authorization code and PKCE verifier";
+    let mut metadata = discover(target, &manager, challenge, code).await?;
     // DPoP: a key for this server, and a manager whose token requests carry
     // proofs. rmcp keeps what discovery found (the resource, the scopes) in the
     // manager that ran it, so the new one runs it again.
     let dpop = if dpop::offered(&metadata) {
         let key = Arc::new(DpopKey::generate().map_err(|e| target.error(e))?);
         let (bound, client) = dpop_manager(target, &key).await?;
-        metadata = discover(target, &bound, challenge).await?;
+        metadata = discover(target, &bound, challenge, code).await?;
         client.set_token_endpoint(&metadata.token_endpoint);
         manager = bound;
         Some(key)
@@ -300,7 +402,10 @@ pub(crate) async fn authorize(
 
     show(session.get_authorization_url());
 
-    let callback_url = match tokio::time::timeout(timeout, callback.wait(target.name)).await {
+    let state = query_param(session.get_authorization_url(), "state")
+        .ok_or_else(|| target.error("the authorization URL carries no `state`"))?;
+    let waited = tokio::time::timeout(timeout, callback.wait(target.name, &state)).await;
+    let callback_url = match waited {
         Ok(Ok(url)) => url,
         Ok(Err(e)) => return Err(target.error(format!("the OAuth redirect listener failed: {e}"))),
         Err(_) => {
@@ -316,7 +421,8 @@ pub(crate) async fn authorize(
     }
     let callback = AuthorizationCallback::from_redirect_url(&callback_url)
         .map_err(|e| target.error(format!("the OAuth redirect is unusable: {}", describe(&e))))?;
-    // rmcp would refuse it too ("state not found"); this says what it means.
+    // The listener answers only the redirect with this `state`; rmcp would
+    // refuse another too ("state not found").
     if query_param(session.get_authorization_url(), "state").as_deref()
         != Some(callback.csrf_token.as_str())
     {
@@ -366,20 +472,33 @@ pub(crate) async fn authorize(
 }
 
 /// The authorization server's metadata: the document at
-/// `oauth.authServerMetadataUrl`, or what discovery from the challenge finds.
+/// `oauth.authServerMetadataUrl`, or what discovery from the challenge finds;
+/// refused unless `what` (the credential the grant will send) may go to its
+/// token endpoint ([`net::credential_endpoint`]).
 async fn discover(
     target: &Target<'_>,
     manager: &AuthorizationManager,
     challenge: Option<&str>,
+    what: &str,
 ) -> Result<AuthorizationMetadata, OAuthError> {
-    match &target.oauth.auth_server_metadata_url {
-        Some(url) => configured_metadata(target, url).await,
-        None => Ok(manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
-            .metadata),
-    }
+    let metadata = match &target.oauth.auth_server_metadata_url {
+        Some(url) => configured_metadata(target, url).await?,
+        None => {
+            manager
+                .resolve_metadata_from_challenge(challenge)
+                .await
+                .map_err(|e| target.error(format!("OAuth discovery failed: {}", describe(&e))))?
+                .metadata
+        }
+    };
+    net::credential_endpoint(
+        target,
+        "the authorization server's token endpoint",
+        &metadata.token_endpoint,
+        metadata.issuer.as_deref(),
+        what,
+    )?;
+    Ok(metadata)
 }
 
 /// The document at `oauth.authServerMetadataUrl`: RFC 8414 or OpenID metadata
@@ -390,29 +509,22 @@ async fn configured_metadata(
     url: &str,
 ) -> Result<AuthorizationMetadata, OAuthError> {
     let field = "`oauth.authServerMetadataUrl`";
-    ensure_crypto_provider();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| target.error(format!("could not create an HTTP client: {e}")))?;
+    let client = net::Client::for_resource(target.url).map_err(|e| target.error(e))?;
+    let request = http::Request::get(url)
+        .header(http::header::ACCEPT, "application/json")
+        .body(Vec::new())
+        .map_err(|e| target.error(format!("{field} {url:?} is not a URL: {e}")))?;
     let response = client
-        .get(url)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .send()
+        .fetch(request, false)
         .await
-        .map_err(|e| target.error(format!("{field} {url} could not be fetched: {e}")))?;
+        .map_err(|e| target.error(format!("{field} {url} could not be fetched: {}", chain(&e))))?;
     if !response.status().is_success() {
         return Err(target.error(format!(
             "{field} {url} answered HTTP {}; check the URL",
             response.status()
         )));
     }
-    let body = response
-        .bytes()
-        .await
-        .map_err(|e| target.error(format!("{field} {url} could not be read: {e}")))?;
-    let metadata: AuthorizationMetadata = serde_json::from_slice(&body).map_err(|e| {
+    let metadata: AuthorizationMetadata = serde_json::from_slice(response.body()).map_err(|e| {
         target.error(format!(
             "{field} {url} is not authorization server metadata ({e}); check the URL"
         ))
@@ -501,7 +613,16 @@ pub(crate) async fn client_credentials(
         ));
     }
     let mut manager = manager(target).await?;
-    let metadata = discover(target, &manager, challenge).await?;
+    let what = if workload {
+        "the workload's identity token"
+    } else if enterprise {
+        "the identity assertion (ID-JAG)"
+    } else if jwt {
+        "a client assertion"
+    } else {
+        "the client secret"
+    };
+    let metadata = discover(target, &manager, challenge, what).await?;
     let memory = InMemoryCredentialStore::new();
     if jwt || enterprise || workload {
         let credentials = if workload {
@@ -565,8 +686,13 @@ fn refusal(callback_url: &str) -> Option<String> {
 
 /// An rmcp error for people: its text, with the cause of an HTTP failure.
 fn describe(e: &AuthError) -> String {
+    chain(e)
+}
+
+/// An error with its causes (an HTTP library's own text omits why a request failed).
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
+    let mut source = e.source();
     while let Some(cause) = source {
         let more = cause.to_string();
         if !text.contains(&more) {
@@ -590,4 +716,169 @@ pub(super) fn received_now(
         .unwrap_or_default()
         .as_secs();
     StoredCredentials::new(client_id.to_owned(), Some(response), scopes, Some(now))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `${VAR}` value shows in no message, however it was written into it:
+    /// as is, percent-encoded in a path, a query or a password, form-encoded.
+    #[test]
+    fn messages_show_the_url_as_configured() {
+        let configured = "https://u:${PASS}@${HOST}/a/${SEG}?key=${KEY}";
+        let values = ["p@ss word", "Mcp.Example", "a b/c", "k&y=1"].map(str::to_owned);
+        let resolved = Resolved::new(configured, &values);
+        let text = "failed for https://u:p%40ss%20word@mcp.example/a/a%20b/c?key=k&y=1 \
+                    (resource=https%3A%2F%2Fmcp.example%2Fa%2Fa+b%2Fc)";
+        let scrubbed = resolved.scrub(text);
+        for value in ["p%40ss", "word", "mcp.example", "a%20b", "a+b", "k&y"] {
+            assert!(!scrubbed.contains(value), "{value} in {scrubbed}");
+        }
+        assert!(
+            scrubbed.contains("https://u:${PASS}@${HOST}/a/${SEG}?key=${KEY}"),
+            "{scrubbed}"
+        );
+    }
+
+    /// A loopback listener that must see no connection.
+    fn untouched() -> (std::net::TcpListener, u16) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        (listener, port)
+    }
+
+    fn assert_untouched(listener: &std::net::TcpListener, what: &str) {
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock,
+            "{what}"
+        );
+    }
+
+    /// Every grant's credential goes through the same check: metadata whose
+    /// token endpoint is on another origin than its issuer gets no client
+    /// secret, no assertion, no identity token.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn no_grant_sends_its_credential_to_a_token_endpoint_off_the_issuers_origin() {
+        let (elsewhere, port) = untouched();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let issuer = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let document = serde_json::json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/authorize"),
+            "token_endpoint": format!("http://127.0.0.1:{port}/token"),
+        })
+        .to_string();
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{document}",
+            document.len()
+        );
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let mut write = stream.try_clone().unwrap();
+                crate::oauth::scripted::read_request(&mut std::io::BufReader::new(stream));
+                let _ = std::io::Write::write_all(&mut write, answer.as_bytes());
+            }
+        });
+        let metadata_url = format!("{issuer}/.well-known/oauth-authorization-server");
+        let url = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let machine = OAuthConfig {
+            grant_type: Some("client_credentials".into()),
+            client_id: Some("svc".into()),
+            auth_server_metadata_url: Some(metadata_url),
+            ..OAuthConfig::default()
+        };
+        let grants = [
+            (
+                OAuthConfig {
+                    client_secret: Some("secret-SECRET".into()),
+                    ..machine.clone()
+                },
+                "the client secret",
+            ),
+            (
+                OAuthConfig {
+                    private_key: Some(crate::oauth::assertion::tests::P256.into()),
+                    ..machine.clone()
+                },
+                "a client assertion",
+            ),
+            (
+                OAuthConfig {
+                    identity_token: Some("eyJh.eyJz.SECRET".into()),
+                    ..machine.clone()
+                },
+                "the workload's identity token",
+            ),
+        ];
+        for (oauth, what) in grants {
+            let target = Target {
+                name: "m",
+                configured: "http://127.0.0.1:1/mcp",
+                url: &url,
+                oauth: &oauth,
+                resolved: &NOTHING_RESOLVED,
+            };
+            let e = match client_credentials(&target, None).await {
+                Ok(_) => panic!("{what} was sent"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                e.contains("is not on the origin of its issuer")
+                    && e.contains(&format!("did not send it {what}"))
+                    && !e.contains("SECRET"),
+                "{e}"
+            );
+        }
+        assert_untouched(&elsewhere, "a credential went to another origin");
+    }
+
+    /// DPoP's discovery runs on the same client as every other: a metadata
+    /// URL whose host name resolves to loopback is not fetched for a server
+    /// that is not on loopback. (The name is this machine's own, where it
+    /// resolves to loopback alone: no other name does without a DNS server.)
+    #[tokio::test(flavor = "multi_thread")]
+    async fn dpop_discovery_checks_the_addresses_a_name_resolves_to() {
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let loopback = match tokio::net::lookup_host((host.as_str(), 0)).await {
+            Ok(addrs) => {
+                let addrs: Vec<_> = addrs.collect();
+                !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+            }
+            Err(_) => false,
+        };
+        if host.is_empty() || host.eq_ignore_ascii_case("localhost") || !loopback {
+            eprintln!("skipped: the host name {host:?} does not resolve to loopback alone");
+            return;
+        }
+        let (listener, port) = untouched();
+        let url = Url::parse("http://mcp.invalid/mcp").unwrap();
+        let oauth = OAuthConfig::default();
+        let target = Target {
+            name: "d",
+            configured: "http://mcp.invalid/mcp",
+            url: &url,
+            oauth: &oauth,
+            resolved: &NOTHING_RESOLVED,
+        };
+        let key = Arc::new(DpopKey::generate().unwrap());
+        let (manager, _) = dpop_manager(&target, &key).await.unwrap();
+        let challenge = format!(
+            "Bearer resource_metadata=\"http://{host}:{port}/.well-known/oauth-protected-resource\""
+        );
+        assert!(
+            manager
+                .resolve_metadata_from_challenge(Some(&challenge))
+                .await
+                .is_err()
+        );
+        assert_untouched(&listener, "DPoP's discovery reached a loopback address");
+    }
 }

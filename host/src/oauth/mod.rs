@@ -13,6 +13,9 @@
 //! records that the server needs a login and passes the answer on. The guest
 //! sees the answer it would see without OAuth: a success, or the `401`/`403`.
 //! A server whose entry configures an `Authorization` header is left alone.
+//! A token is bound to the URL it was issued for: the state of a server is
+//! found from the grant of each request by its name and URL ([`OAuth`]), so
+//! a reload that gives a name another URL never sends it the old URL's token.
 //! A token the authorization server bound to mcpbox's key (DPoP, `dpop`) goes
 //! as `Authorization: DPoP …` with a proof on every request instead.
 //!
@@ -43,6 +46,9 @@
 //! - `dpop`: DPoP-bound tokens (RFC 9449, SEP-1932): the key, the proofs, the
 //!   nonces.
 //! - `callback`: the loopback listener for the redirect.
+//! - `net`: the HTTP client of every OAuth request (addresses checked as
+//!   discovery checks them, answers read up to 1 MiB) and the one rule for
+//!   where a credential may be sent.
 
 mod assertion;
 mod callback;
@@ -50,6 +56,7 @@ mod config;
 mod dpop;
 mod enterprise;
 mod flow;
+mod net;
 pub mod store;
 mod workload_identity;
 
@@ -120,12 +127,13 @@ pub async fn login(
     show: &(dyn Fn(&str) + Send + Sync),
     timeout: Duration,
 ) -> Result<Login, OAuthError> {
-    let (entry, url) = entry(text, server)?;
+    let (entry, url, resolved) = entry(text, server)?;
     let target = flow::Target {
         name: server,
         configured: &entry.url,
         url: &url,
         oauth: &entry.oauth,
+        resolved: &resolved,
     };
     let authorized = flow::authorize(&target, store, None, &[], show, timeout).await?;
     let scopes = authorized.manager.get_current_scopes().await;
@@ -137,7 +145,7 @@ pub async fn login(
 
 /// Forgets the tokens of `server` of the configuration `text`; whether there were any.
 pub fn logout(text: &str, server: &str, store: &TokenStore) -> Result<bool, OAuthError> {
-    let (entry, _) = entry(text, server)?;
+    let (entry, _, _) = entry(text, server)?;
     store.remove(&entry.url).map_err(|e| OAuthError {
         server: server.to_owned(),
         message: e.to_string(),
@@ -152,7 +160,7 @@ pub fn has_tokens(text: &str, server: &str, store: &TokenStore) -> bool {
 }
 
 /// The entry of `server` and its URL with `${VAR}` resolved.
-fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url), OAuthError> {
+fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url, flow::Resolved), OAuthError> {
     let error = |message: String| OAuthError {
         server: server.to_owned(),
         message,
@@ -169,17 +177,28 @@ fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url), OAuthError> {
             .map_err(error)?;
     let url = Url::parse(&spec.url)
         .map_err(|e| error(format!("`url` {:?} is not a URL: {e}", entry.url)))?;
-    Ok((entry, url))
+    let resolved = flow::Resolved::new(&entry.url, &spec.values);
+    Ok((entry, url, resolved))
 }
 
 /// A runtime's OAuth state, shared by every guest instance it makes.
+///
+/// Tokens are bound to the URL they were issued for: the state of a server
+/// is kept by its name *and* its URL (as configured, which keys the store,
+/// and as resolved, where its requests go), and looked up for every request
+/// from the grant the request goes under. A reload that points a name at
+/// another URL therefore gets a new state, with that URL's tokens or none:
+/// the old URL's token never goes to the new one.
 pub(crate) struct OAuth {
     store: TokenStore,
     on_demand: bool,
     timeout: Duration,
     events: broadcast::Sender<Event>,
-    entries: BTreeMap<String, RemoteEntry>,
-    servers: Mutex<HashMap<String, Arc<ServerAuth>>>,
+    /// The remote entries of every configuration applied, by name and URL as
+    /// configured: a reload adds its own, and servers still running from an
+    /// earlier one (an entry the reload could not apply) keep theirs.
+    entries: Mutex<BTreeMap<(String, String), OAuthConfig>>,
+    servers: Mutex<HashMap<ServerKey, Arc<ServerAuth>>>,
     /// The servers that need an authorization the host cannot get by itself:
     /// the message for people and the fact for the guest.
     required: Mutex<BTreeMap<String, (String, Refusal)>>,
@@ -211,11 +230,20 @@ impl OAuth {
             on_demand,
             timeout,
             events,
-            entries: config::remote_entries(text),
+            entries: Mutex::new(by_name_and_url(text)),
             servers: Mutex::default(),
             required: Mutex::default(),
             pending: Mutex::default(),
         }
+    }
+
+    /// Takes in the remote entries of configuration text about to be applied
+    /// (a reload), so that the servers it starts get their `oauth` fields.
+    pub fn learn(&self, text: &str) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(by_name_and_url(text));
     }
 
     /// Authorization URLs waiting for the user, by server.
@@ -276,32 +304,48 @@ impl OAuth {
     }
 
     /// What a request under `granted` needs: None when the server's entry sets
-    /// its own `Authorization` header.
+    /// its own `Authorization` header. The state is the one of the grant's
+    /// server name, URL and `oauth` fields, made afresh when any differs from
+    /// what an earlier request of that name used.
     pub fn for_grant(self: &Arc<Self>, granted: &Granted) -> Option<Authorizing> {
         if granted.headers.contains_key(AUTHORIZATION) {
             return None;
         }
+        let oauth = self
+            .entries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(granted.server.clone(), granted.configured.clone()))
+            .cloned()
+            .unwrap_or_default();
+        let key = ServerKey {
+            name: granted.server.clone(),
+            configured: granted.configured.clone(),
+            url: granted.url.to_string(),
+        };
         let mut servers = self.servers.lock().unwrap_or_else(|p| p.into_inner());
-        let server = servers
-            .entry(granted.server.clone())
-            .or_insert_with(|| {
-                let oauth = self
-                    .entries
-                    .get(&granted.server)
-                    .filter(|e| e.url == granted.configured)
-                    .map(|e| e.oauth.clone())
-                    .unwrap_or_default();
-                Arc::new(ServerAuth {
+        let server = match servers.get(&key) {
+            Some(server) if server.oauth == oauth => server.clone(),
+            _ => {
+                let server = Arc::new(ServerAuth {
                     name: granted.server.clone(),
                     configured: granted.configured.clone(),
                     url: granted.url.clone(),
+                    resolved: flow::Resolved::new(&granted.configured, &granted.values),
                     oauth,
                     manager: tokio::sync::Mutex::new(Loaded::NotYet),
                     flow: tokio::sync::Mutex::new(()),
                     in_a_row: AtomicU32::new(0),
-                })
-            })
-            .clone();
+                });
+                // A name that moved to another URL: why the old one needed a
+                // login is no reason for the new one.
+                if servers.keys().any(|k| k.name == key.name && *k != key) {
+                    self.satisfied(&key.name);
+                }
+                servers.insert(key, server.clone());
+                server
+            }
+        };
         Some(Authorizing {
             ctx: self.clone(),
             server,
@@ -309,11 +353,30 @@ impl OAuth {
     }
 }
 
+/// Remote entries by name and URL as configured.
+fn by_name_and_url(text: &str) -> BTreeMap<(String, String), OAuthConfig> {
+    config::remote_entries(text)
+        .into_iter()
+        .map(|(name, entry)| ((name, entry.url), entry.oauth))
+        .collect()
+}
+
+/// What one server's OAuth state is bound to: its name, its URL as
+/// configured (the store's key) and as resolved (where requests go).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ServerKey {
+    name: String,
+    configured: String,
+    url: String,
+}
+
 /// One server's OAuth state.
 struct ServerAuth {
     name: String,
     configured: String,
     url: Url,
+    /// The `${VAR}` values of the URL, which messages never show.
+    resolved: flow::Resolved,
     oauth: OAuthConfig,
     manager: tokio::sync::Mutex<Loaded>,
     /// One authorization at a time.
@@ -365,6 +428,7 @@ impl ServerAuth {
             configured: &self.configured,
             url: &self.url,
             oauth: &self.oauth,
+            resolved: &self.resolved,
         }
     }
 }
@@ -718,6 +782,25 @@ pub(crate) mod scripted {
             seen
         });
         (port, thread)
+    }
+
+    /// Answers every request with `answer`, for as long as the test runs;
+    /// returns the port and the request heads seen so far.
+    pub(crate) fn recorder(answer: String) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let mut write = stream.try_clone().unwrap();
+                let (head, _) = read_request(&mut BufReader::new(stream));
+                kept.lock().unwrap().push(head);
+                let _ = write.write_all(answer.as_bytes());
+            }
+        });
+        (port, seen)
     }
 
     /// Answers with `answers` in order; returns the port and the request heads.
@@ -1096,5 +1179,57 @@ mod tests {
         assert!(auth.access_token().await.is_none());
         assert!(oauth.required().is_empty(), "{:?}", oauth.required());
         assert!(matches!(*auth.server.manager.lock().await, Loaded::Nothing));
+    }
+
+    /// Waits up to 60 s for `seen` to hold a request.
+    async fn first_request(seen: &std::sync::Mutex<Vec<String>>) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(head) = seen.lock().unwrap().first() {
+                return head.clone();
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no request came");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A runtime logged in to `api` at origin A, its configuration reloaded
+    /// (the runtime's reload API, as the watcher, `serve` and the dashboard
+    /// use it) with `api` at origin B: B gets no token, A's or any.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_reload_that_moves_a_server_to_another_origin_takes_no_token_there() {
+        const REFUSE: &str = "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer\r\n\
+                              content-length: 0\r\nconnection: close\r\n\r\n";
+        let (a, seen_a) = super::scripted::recorder(REFUSE.to_owned());
+        let (b, seen_b) = super::scripted::recorder(REFUSE.to_owned());
+        let config = |port: u16| {
+            serde_json::json!({"mcpServers": {"api": {
+                "type": "http", "url": format!("http://127.0.0.1:{port}/mcp")
+            }}})
+            .to_string()
+        };
+        let store = TokenStore::memory();
+        store
+            .set_access_token(&format!("http://127.0.0.1:{a}/mcp"), TOKEN, None)
+            .unwrap();
+        let runtime = crate::Options::from_config_text("test", config(a))
+            .token_store(store)
+            .cache_dir(None)
+            .config_dir(None)
+            .open()
+            .await
+            .unwrap();
+        let at_a = first_request(&seen_a).await;
+        assert!(at_a.contains(&format!("Bearer {TOKEN}")), "{at_a}");
+        runtime.reload_text("test", config(b)).await.unwrap();
+        let at_b = first_request(&seen_b).await;
+        runtime.shutdown().await;
+        for head in seen_b.lock().unwrap().iter() {
+            assert!(
+                !head.to_ascii_lowercase().contains("authorization"),
+                "{head}"
+            );
+        }
+        assert!(!at_b.contains(TOKEN), "{at_b}");
     }
 }

@@ -8,9 +8,15 @@
 //!   used when the keychain answers a probe;
 //! - a JSON file readable only by the user (`0600` in a `0700` directory),
 //!   rewritten atomically (a temporary file in the same directory, renamed over
-//!   the old one, by the `tempfile` crate), so a crash never leaves half a file:
-//!   where there is no keychain (a server, a container: no Secret Service runs
-//!   where mcpbox is built and tested), or when asked for;
+//!   the old one), so a crash never leaves half a file: where there is no
+//!   keychain (a server, a container: no Secret Service runs where mcpbox is
+//!   built and tested), or when asked for. The file, its lock file and their
+//!   directory get the checks of every file mcpbox keeps for the user
+//!   (`user_files`): they must belong to the user and be writable by no one
+//!   else, the file and the lock must not be symbolic links, and the file must
+//!   be readable by no one else; otherwise the store is refused with a message
+//!   saying why (another user's file could log you in to their account, a
+//!   planted lock link could make mcpbox create or lock a file elsewhere);
 //! - memory, for embedders that keep tokens elsewhere and tests.
 //!
 //! [`TokenStore::default_location`] chooses, and [`TokenStore::describe`] says
@@ -24,12 +30,13 @@
 //! a record ever crosses into the guest.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::transport::auth::{AuthError, AuthorizationMetadata, CredentialStore, StoredCredentials};
 use serde::{Deserialize, Serialize};
+
+use crate::user_files::{Refused, UserDir};
 
 /// Where OAuth tokens are kept. Cheap to clone; clones share the backend.
 #[derive(Clone)]
@@ -208,19 +215,24 @@ impl TokenStore {
     }
 
     /// Where tokens go, for people: `the OS keychain`, `file /path (mode
-    /// 0600)` with why not the keychain, or `memory`.
+    /// 0600)` (the file's mode as it is, or the one it will be written with)
+    /// with why not the keychain, or `memory`.
     pub fn describe(&self) -> String {
         match self.backend() {
             Backend::File {
                 path,
                 no_keychain: None,
                 ..
-            } => format!("file {} (mode 0600)", path.display()),
+            } => format!("file {} ({})", path.display(), file_mode(path)),
             Backend::File {
                 path,
                 no_keychain: Some(why),
                 ..
-            } => format!("file {} (mode 0600; no OS keychain: {why})", path.display()),
+            } => format!(
+                "file {} ({}; no OS keychain: {why})",
+                path.display(),
+                file_mode(path)
+            ),
             Backend::Memory(_) => "memory (not kept after this process)".to_owned(),
             #[cfg(feature = "keychain")]
             Backend::Keychain(_) => "the OS keychain (service `mcpbox`)".to_owned(),
@@ -357,18 +369,38 @@ impl TokenStore {
             Backend::Keychain(_) => Err(self.error("cannot list its entries".to_owned())),
             Backend::File { path, lock, .. } => {
                 let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
+                let (dir, name) = split(path);
+                // A reader of a store nobody wrote yet creates nothing.
+                if !writes && std::fs::symlink_metadata(dir).is_err() {
+                    return f(&mut BTreeMap::new()).map(|(t, _)| t);
+                }
+                let dir = UserDir::open(dir).map_err(|e| self.refused(e))?;
                 let _across = if writes {
-                    Some(lock_file(path).map_err(|message| self.error(message))?)
+                    Some(lock_file(&dir, &name).map_err(|e| self.refused(e))?)
                 } else {
                     None
                 };
-                let mut file = read(path).map_err(|message| self.error(message))?;
+                let mut file = read(&dir, &name).map_err(|e| self.refused(e))?;
                 let (t, write_back) = f(&mut file.servers)?;
                 if write_back {
-                    write(path, &file).map_err(|message| self.error(message))?;
+                    write(&dir, &name, &file).map_err(|e| self.refused(e))?;
                 }
                 Ok(t)
             }
+        }
+    }
+
+    /// A refused or failed file operation, with what to do when the file or
+    /// its directory is not safe to use.
+    fn refused(&self, e: Refused) -> StoreError {
+        match e {
+            Refused::Unsafe(why) => self.error(format!(
+                "{why}; OAuth tokens are kept only in a file and directory of your own that no \
+                 one else can write (the file and its lock not symbolic links, the file readable \
+                 by you alone): fix that, or point MCPBOX_CREDENTIALS at a file in a private \
+                 directory"
+            )),
+            Refused::Io(e) => self.error(e.to_string()),
         }
     }
 
@@ -389,70 +421,56 @@ impl TokenStore {
     }
 }
 
-/// Takes the exclusive lock beside the token file at `path`, creating its
-/// directory and the lock file (empty, 0600) when needed; released when the
-/// returned file is dropped.
-fn lock_file(path: &Path) -> Result<std::fs::File, String> {
+/// The largest token file read: a record is a few kilobytes.
+const MAX_FILE: u64 = 16 << 20;
+
+/// The directory of the token file at `path`, and the file's name.
+fn split(path: &Path) -> (&Path, String) {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    create_private_dir(dir).map_err(|e| format!("its directory could not be created: {e}"))?;
-    let mut name = path.file_name().unwrap_or_default().to_owned();
-    name.push(".lock");
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).truncate(false).write(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let lock = options
-        .open(dir.join(&name))
-        .map_err(|e| format!("its lock file could not be opened: {e}"))?;
-    lock.lock()
-        .map_err(|e| format!("its lock file could not be locked: {e}"))?;
-    Ok(lock)
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    (dir, name.into_owned())
 }
 
-fn read(path: &Path) -> Result<File, String> {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
-            format!("is not a token file ({e}); move it aside and run `mcpbox login` again")
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File::default()),
-        Err(e) => Err(format!("could not be read: {e}")),
+/// The token file's mode as it is, for people.
+fn file_mode(path: &Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => "a symbolic link, not used".to_owned(),
+        Ok(m) => format!("mode {:04o}", m.permissions().mode() & 0o7777),
+        Err(_) => "mode 0600 once written".to_owned(),
     }
 }
 
-fn write(path: &Path, file: &File) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    create_private_dir(dir).map_err(|e| format!("its directory could not be created: {e}"))?;
-    let text = serde_json::to_vec_pretty(file).map_err(|e| e.to_string())?;
-    // `NamedTempFile` is created with mode 0600 on Unix, in the same directory,
-    // so the rename below is atomic and the tokens are never readable by others.
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("could not create a temporary file: {e}"))?;
-    tmp.write_all(&text)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| format!("could not be written: {e}"))?;
-    tmp.persist(path)
-        .map_err(|e| format!("could not be replaced: {}", e.error))?;
-    Ok(())
+/// Takes the exclusive lock beside the token file `name` in `dir`
+/// (`NAME.lock`, created 0600, never through a symbolic link); released when
+/// the returned file is dropped.
+fn lock_file(dir: &UserDir, name: &str) -> Result<std::fs::File, Refused> {
+    let lock = dir.lock_file(&format!("{name}.lock"))?;
+    lock.lock().map_err(|e| {
+        Refused::Io(std::io::Error::other(format!(
+            "its lock file could not be locked: {e}"
+        )))
+    })?;
+    Ok(lock)
 }
 
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
+fn read(dir: &UserDir, name: &str) -> Result<File, Refused> {
+    match dir.read_secret(name, MAX_FILE)? {
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Refused::Io(std::io::Error::other(format!(
+                "is not a token file ({e}); move it aside and run `mcpbox login` again"
+            )))
+        }),
+        None => Ok(File::default()),
+    }
 }
 
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
+fn write(dir: &UserDir, name: &str, file: &File) -> Result<(), Refused> {
+    let text = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
+    dir.write_synced(name, &text)
 }
 
 /// One server's credentials, as rmcp's [`CredentialStore`]: what a refresh reads
@@ -589,7 +607,7 @@ mod tests {
         let store = TokenStore::choose(true, Some(path.clone()));
         assert_eq!(
             store.describe(),
-            format!("file {} (mode 0600)", path.display())
+            format!("file {} (mode 0600 once written)", path.display())
         );
         assert!(
             TokenStore::choose(true, None)
@@ -677,11 +695,98 @@ mod tests {
         assert_eq!(TokenStore::file(&path).urls().unwrap().len(), 200);
     }
 
+    /// The store reports the file's mode as it is.
+    #[cfg(unix)]
+    #[test]
+    fn the_store_says_the_files_real_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        let store = TokenStore::file(&path);
+        store.put("https://a.example/mcp", record("tok-a")).unwrap();
+        assert!(store.describe().ends_with("(mode 0600)"), "{store:?}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(store.describe().ends_with("(mode 0400)"), "{store:?}");
+        assert!(store.get("https://a.example/mcp").unwrap().is_some());
+    }
+
+    /// What another local user could have written or planted is not used:
+    /// a token file others may write or read, one of another user, a token
+    /// file or lock that is a symbolic link, a directory others may write.
+    /// Nothing is read from them, nothing created through them, and the
+    /// error says why.
+    #[cfg(unix)]
+    #[test]
+    fn a_token_file_others_could_have_written_or_planted_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("credentials.json");
+        let url = "https://a.example/mcp";
+        TokenStore::file(&path)
+            .put(url, record("tok-attacker"))
+            .unwrap();
+        let refused = |store: &TokenStore, words: &[&str]| {
+            let e = store.get(url).unwrap_err().to_string();
+            assert!(words.iter().all(|w| e.contains(w)), "{e}");
+            assert!(
+                e.contains("MCPBOX_CREDENTIALS") && !e.contains("tok-"),
+                "{e}"
+            );
+        };
+        let store = TokenStore::file(&path);
+        mode(&path, 0o666);
+        refused(&store, &["may be written by anyone (mode 0666)"]);
+        assert!(store.describe().ends_with("(mode 0666)"), "{store:?}");
+        mode(&path, 0o644);
+        refused(&store, &["may be read by others (mode 0644)"]);
+        mode(&path, 0o600);
+        if rustix::process::geteuid().is_root() {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+            refused(&store, &["belongs to user 65534"]);
+            std::os::unix::fs::chown(&path, Some(0), Some(0)).unwrap();
+        }
+        assert!(store.get(url).unwrap().is_some());
+
+        // A planted lock link: no write goes through, nothing is created at its target.
+        let lock = dir.path().join("credentials.json.lock");
+        let _ = std::fs::remove_file(&lock);
+        let victim = dir.path().join("victim");
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        let e = store.remove(url).unwrap_err().to_string();
+        assert!(
+            e.contains("credentials.json.lock is a symbolic link"),
+            "{e}"
+        );
+        assert!(!victim.exists());
+        assert!(store.get(url).unwrap().is_some(), "nothing was removed");
+        std::fs::remove_file(&lock).unwrap();
+
+        // The token file itself a link.
+        let elsewhere = dir.path().join("elsewhere.json");
+        std::fs::rename(&path, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &path).unwrap();
+        refused(&store, &["credentials.json is a symbolic link"]);
+        std::fs::remove_file(&path).unwrap();
+        std::fs::rename(&elsewhere, &path).unwrap();
+
+        // A directory anyone may write (a shared one).
+        mode(dir.path(), 0o777);
+        refused(&store, &["may be written by anyone (mode 0777)"]);
+        mode(dir.path(), 0o700);
+        assert!(store.get(url).unwrap().is_some());
+    }
+
     #[test]
     fn a_file_that_is_not_a_token_file_is_an_error_that_says_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("credentials.json");
         std::fs::write(&path, "<html>").unwrap();
+        #[cfg(unix)]
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
         let e = TokenStore::file(&path).get("x").unwrap_err().to_string();
         assert!(
             e.contains("is not a token file") && e.contains("mcpbox login"),

@@ -20,11 +20,8 @@
 //! token response or error response. Like every credential, the JWT stays in
 //! the host and never shows in a message.
 
-use std::time::Duration;
-
 use oauth2::TokenResponse as _;
 use oauth2::basic::BasicErrorResponse;
-use reqwest::Url;
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse, StoredCredentials};
 
 use super::OAuthError;
@@ -33,9 +30,6 @@ use super::flow::{Target, received_now};
 
 /// RFC 7523 §2.1: the value of `grant_type`.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
-
-/// The largest token endpoint answer read.
-const MAX_ANSWER: usize = 1 << 20;
 
 /// Whether `oauth` configures workload identity federation.
 pub(crate) fn configured(oauth: &OAuthConfig) -> bool {
@@ -111,12 +105,13 @@ pub(crate) async fn exchange(
     metadata: &AuthorizationMetadata,
 ) -> Result<StoredCredentials, OAuthError> {
     let (assertion, field) = identity_token(target)?;
-    let token_url = Url::parse(&metadata.token_endpoint).map_err(|e| {
-        target.error(format!(
-            "the authorization server's token endpoint {:?} is not a URL: {e}",
-            metadata.token_endpoint
-        ))
-    })?;
+    let token_url = super::net::credential_endpoint(
+        target,
+        "the authorization server's token endpoint",
+        &metadata.token_endpoint,
+        metadata.issuer.as_deref(),
+        "the workload's identity token",
+    )?;
     let form = {
         let mut form = url::form_urlencoded::Serializer::new(String::new());
         form.append_pair("grant_type", JWT_BEARER)
@@ -132,42 +127,29 @@ pub(crate) async fn exchange(
         }
         form.finish()
     };
-    super::flow::ensure_crypto_provider();
-    let http = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
-        .build()
-        .map_err(|e| target.error(format!("could not create an HTTP client: {e}")))?;
+    let http = super::net::Client::for_resource(target.url).map_err(|e| target.error(e))?;
     let failed = |why: String| {
         target.error(format!(
             "the JWT bearer grant (workload identity federation) at {token_url} failed: {why}"
         ))
     };
-    let mut response = http
-        .post(token_url.clone())
-        .header(reqwest::header::ACCEPT, "application/json")
+    let request = http::Request::post(token_url.as_str())
+        .header(http::header::ACCEPT, "application/json")
         .header(
-            reqwest::header::CONTENT_TYPE,
+            http::header::CONTENT_TYPE,
             "application/x-www-form-urlencoded",
         )
-        .body(form)
-        .send()
+        .body(form.into_bytes())
+        .map_err(|e| failed(e.to_string()))?;
+    // No redirects: the identity token goes to the checked endpoint alone.
+    let response = http
+        .fetch(request, false)
         .await
-        .map_err(|e| failed(format!("the request failed: {e}")))?;
+        .map_err(|e| failed(format!("the request failed: {}", super::flow::chain(&e))))?;
     let status = response.status();
-    let mut body = Vec::new();
-    while let Some(chunk) = response
-        .chunk()
-        .await
-        .map_err(|e| failed(format!("its answer could not be read: {e}")))?
-    {
-        if body.len() + chunk.len() > MAX_ANSWER {
-            return Err(failed(format!("it answered more than {MAX_ANSWER} bytes")));
-        }
-        body.extend_from_slice(&chunk);
-    }
+    let body = response.body();
     if !status.is_success() {
-        let refusal = serde_json::from_slice::<BasicErrorResponse>(&body).map_err(|_| {
+        let refusal = serde_json::from_slice::<BasicErrorResponse>(body).map_err(|_| {
             failed(format!(
                 "it answered HTTP {status} without an OAuth error; check that it offers the \
                  grant (`grant_types_supported`)"
@@ -196,7 +178,7 @@ pub(crate) async fn exchange(
         };
         return Err(failed(format!("HTTP {status}, {why}; {fix}")));
     }
-    let token: OAuthTokenResponse = serde_json::from_slice(&body)
+    let token: OAuthTokenResponse = serde_json::from_slice(body)
         .map_err(|e| failed(format!("its answer is not a token response ({e})")))?;
     let mut scopes: Vec<String> = token
         .scopes()
@@ -211,6 +193,7 @@ pub(crate) async fn exchange(
 
 #[cfg(test)]
 mod tests {
+    use reqwest::Url;
 
     use super::*;
 
@@ -223,6 +206,7 @@ mod tests {
             configured: "http://127.0.0.1:1/mcp",
             url,
             oauth,
+            resolved: &crate::oauth::flow::NOTHING_RESOLVED,
         }
     }
 
@@ -236,13 +220,68 @@ mod tests {
         (format!("http://127.0.0.1:{port}/token"), body)
     }
 
+    /// Metadata whose issuer is the token endpoint's origin.
     fn metadata(token_endpoint: &str) -> AuthorizationMetadata {
+        let issuer = Url::parse(token_endpoint)
+            .unwrap()
+            .origin()
+            .ascii_serialization();
+        metadata_of(&issuer, token_endpoint)
+    }
+
+    fn metadata_of(issuer: &str, token_endpoint: &str) -> AuthorizationMetadata {
         serde_json::from_value(serde_json::json!({
-            "issuer": "https://as.example",
-            "authorization_endpoint": "https://as.example/authorize",
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/authorize"),
             "token_endpoint": token_endpoint,
         }))
         .unwrap()
+    }
+
+    /// The workload's identity token is a credential like any other: it goes
+    /// over https only (plain http only between loopback addresses), to the
+    /// origin of the authorization server's issuer. A token endpoint the
+    /// metadata names elsewhere gets nothing, and the error says why.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_identity_token_goes_only_over_https_to_the_issuers_origin() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let endpoint = format!("http://127.0.0.1:{port}/token");
+        let oauth = OAuthConfig {
+            identity_token: Some(JWT.to_owned()),
+            ..OAuthConfig::default()
+        };
+        let remote = Url::parse("https://mcp.example.test/mcp").unwrap();
+        let local = Url::parse("http://127.0.0.1:1/mcp").unwrap();
+        let cases = [
+            // Plain http, for a server that is not on loopback.
+            (&remote, metadata(&endpoint), "is not https"),
+            // Another origin than the issuer's.
+            (
+                &local,
+                metadata_of("http://127.0.0.1:1", &endpoint),
+                "is not on the origin of its issuer http://127.0.0.1:1",
+            ),
+        ];
+        for (url, metadata, why) in cases {
+            let e = exchange(&target(&oauth, url), "", &metadata)
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(&endpoint)
+                    && e.contains(why)
+                    && e.contains("did not send it the workload's identity token")
+                    && !e.contains("SECRET"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            listener.accept().map(|_| ()).unwrap_err().kind(),
+            std::io::ErrorKind::WouldBlock,
+            "the identity token was sent to {endpoint}"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread")]
@@ -303,7 +342,7 @@ mod tests {
             e.starts_with("server `w`: the JWT bearer grant")
                 && e.contains("invalid_grant (JWT has expired.)")
                 && e.contains("`oauth.identityToken`")
-                && e.contains("https://as.example")
+                && e.contains(&endpoint.replace("/token", ""))
                 && !e.contains("SECRET"),
             "{e}"
         );
