@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Instant;
 
-use mcpbox_tests::gateway::http;
+use mcpbox_tests::gateway::{TOKEN, http};
 use mcpbox_tests::http::{START_DEADLINE, ts_http};
 use mcpbox_tests::stock::{StockServer, stock_component};
 use serde_json::json;
@@ -125,6 +125,7 @@ fn mcpbox_serve(config: &std::path::Path) -> Result<(Child, String), String> {
         .arg("--config")
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -180,9 +181,13 @@ fn run(args: &Args) -> Result<(), String> {
     discover.body =
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}"#);
     discover.expect = (200, "supportedVersions");
+    let mut gateway_row = Row::call("mcpbox serve --http", gateway_url, "ts__add");
+    gateway_row
+        .headers
+        .push(("authorization", format!("Bearer {TOKEN}")));
     let rows = [
         Row::call("upstream direct", ts.url.clone(), "add"),
-        Row::call("mcpbox serve --http", gateway_url, "ts__add"),
+        gateway_row,
         Row {
             name: "stock: 404",
             url: format!("{base}/nothing"),

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use mcpbox_tests::gateway::{RawRequest, http, serve_http};
+use mcpbox_tests::gateway::{AUTHORIZATION, RawRequest, http, serve_http};
 use mcpbox_tests::http::start_with;
 use serde_json::json;
 
@@ -61,16 +61,18 @@ fn a_token_is_required_when_one_is_set() {
         Some(line.split("listening on ").nth(1)?.trim().to_owned())
     });
     let body = stateless_call(1, "fx__echo", json!({"text": "x"}));
-    let r = http(&gateway.url, "POST", &POST, &body);
+    // POST without the tests' own token.
+    let json = &POST[..2];
+    let r = http(&gateway.url, "POST", json, &body);
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
-    let wrong: Vec<(&str, &str)> = POST
+    let wrong: Vec<(&str, &str)> = json
         .iter()
         .copied()
         .chain([("Authorization", "Bearer nope")])
         .collect();
     assert_eq!(http(&gateway.url, "POST", &wrong, &body).status, 401);
-    let right: Vec<(&str, &str)> = POST
+    let right: Vec<(&str, &str)> = json
         .iter()
         .copied()
         .chain([("Authorization", "Bearer s3cret-token")])
@@ -92,7 +94,7 @@ fn limits_sessions_and_methods() {
         http(
             &gateway.url,
             "POST",
-            &[("Content-Type", "text/plain")],
+            &[("Content-Type", "text/plain"), AUTHORIZATION],
             "{}"
         )
         .status,
@@ -107,11 +109,20 @@ fn limits_sessions_and_methods() {
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
     assert_eq!(http(&gateway.url, "POST", &unknown, &ping).status, 404);
     assert_eq!(
-        http(&gateway.url, "GET", &[("Accept", "text/event-stream")], "").status,
+        http(
+            &gateway.url,
+            "GET",
+            &[("Accept", "text/event-stream"), AUTHORIZATION],
+            ""
+        )
+        .status,
         405
     );
-    assert_eq!(http(&gateway.url, "DELETE", &[], "").status, 400);
-    assert_eq!(http(&gateway.url, "PUT", &[], "").status, 405);
+    assert_eq!(
+        http(&gateway.url, "DELETE", &[AUTHORIZATION], "").status,
+        400
+    );
+    assert_eq!(http(&gateway.url, "PUT", &[AUTHORIZATION], "").status, 405);
     let other = gateway.url.replace("/mcp", "/other");
     assert_eq!(http(&other, "POST", &POST, &ping).status, 404);
     // A 2025 request without a session: the guest's 400, as JSON-RPC.
@@ -157,6 +168,7 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
     drop(request);
     // The call went on; the rest of its stream is fetched with the last id seen.
     let resume: Vec<(&str, &str)> = vec![
+        AUTHORIZATION,
         ("Accept", "text/event-stream"),
         ("Mcp-Session-Id", session.as_str()),
         ("Last-Event-ID", id.as_str()),
