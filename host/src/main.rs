@@ -189,7 +189,8 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
         /// Serve under the named profile of the configuration's "profiles" (a set
-        /// of permission rules); over HTTP, for /mcp (the path /mcp/NAME picks another).
+        /// of permission rules); over HTTP, every client (a path naming another
+        /// profile is refused; without --profile, /mcp/NAME picks one).
         #[arg(long, value_name = "NAME")]
         profile: Option<String>,
         /// Tool names: `prefixed` ({server}__{tool}) or `conditional` (a tool's own

@@ -265,7 +265,8 @@ pub(super) struct Shared {
     pub(super) options: HttpOptions,
     /// Whether `/mcp` is served (`serve_http`) or only the dashboard (`serve_dashboard`).
     mcp: bool,
-    /// The profile of `/mcp` (`ServeOptions::profile`); `/mcp/{profile}` names another.
+    /// The profile of `/mcp` (`ServeOptions::profile`); when set, the only one
+    /// `/mcp/{profile}` may name.
     default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
     loopback: bool,
@@ -409,7 +410,25 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
     let profile = match path.strip_prefix("/mcp") {
         Some("" | "/") => shared.default_profile.clone(),
         Some(rest) => match rest.strip_prefix('/') {
-            Some(name) if !name.is_empty() && !name.contains('/') => Some(percent_decode(name)),
+            Some(name) if !name.is_empty() && !name.contains('/') => {
+                let name = percent_decode(name);
+                // A profile given at start-up binds every client: a path cannot
+                // widen what `--profile` narrowed.
+                if let Some(bound) = &shared.default_profile
+                    && *bound != name
+                {
+                    return plain(
+                        StatusCode::FORBIDDEN,
+                        &format!(
+                            "forbidden: this gateway serves the profile `{}` only (it was \
+                             started with --profile {0}); use /mcp or /mcp/{0}, or start one \
+                             without --profile to choose profiles by path",
+                            bound
+                        ),
+                    );
+                }
+                Some(name)
+            }
             _ => {
                 return plain(
                     StatusCode::NOT_FOUND,

@@ -59,9 +59,11 @@ pub struct ServeOptions {
     pub tool_search: bool,
     /// Items per page of `tools/list` and of the resource, template and prompt lists.
     pub page_size: usize,
-    /// The profile (a named set of permission rules in the configuration) the
-    /// stdio client is served under, and over HTTP the clients of `/mcp`
-    /// (`/mcp/NAME` chooses another).
+    /// The profile (a named set of permission rules in the configuration) every
+    /// client is served under: the stdio client, and over HTTP the clients of
+    /// `/mcp` and `/mcp/NAME` alike (a path naming another profile is `403`).
+    /// Without it, `/mcp` has the top-level rules only and `/mcp/NAME` chooses
+    /// a profile.
     pub profile: Option<String>,
 }
 
@@ -159,8 +161,8 @@ impl Runtime {
         stdio::run(self, feed, options.profile, input, output).await
     }
 
-    /// Serves the registry over Streamable HTTP at `/mcp` (under
-    /// [`ServeOptions::profile`]) and `/mcp/{profile}` on `listener`, until the
+    /// Serves the registry over Streamable HTTP at `/mcp` and `/mcp/{profile}` (only
+    /// [`ServeOptions::profile`]'s, when it is set) on `listener`, until the
     /// runtime stops or accepting fails. See [`HttpOptions`] for the safety rules:
     /// it refuses to start without [`HttpOptions::token`] unless
     /// [`HttpOptions::insecure_no_token`] is set on a loopback listener.

@@ -1,6 +1,6 @@
 //! The HTTP side's transport rules: DNS rebinding (`Host`, `Origin`), the bearer
 //! token, size limits, sessions (unknown ids, `GET` without one, `DELETE`),
-//! resumption with `Last-Event-ID`, profiles by path.
+//! resumption with `Last-Event-ID`, profiles by path and `--profile` binding them.
 
 use std::process::Command;
 
@@ -189,10 +189,12 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
 }
 
 #[test]
-fn profiles_are_chosen_by_path_or_serve_profile() {
+fn profiles_are_chosen_by_path_or_bound_by_serve_profile() {
     let config = config(
         false,
-        json!({"profiles": {"echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"}}}),
+        json!({"profiles": {
+            "echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"},
+            "wide": {"default": "allow"}}}),
     );
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": crate::meta()}}).to_string();
@@ -219,16 +221,33 @@ fn profiles_are_chosen_by_path_or_serve_profile() {
     );
     let r = http(&format!("{}/nope", gateway.url), "POST", &POST, &list);
     assert_eq!(r.status, 404);
-    // `--profile` is the profile of plain /mcp.
+    // `--profile` is the profile of plain /mcp, and of every client: a path
+    // naming another profile cannot widen it.
     let narrowed = serve_http(crate::cli(), &config.path, &["--profile", "echo-only"]);
-    let listed = http(&narrowed.url, "POST", &POST, &list).messages();
-    let names: Vec<&str> = listed[0]["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert_eq!(names, ["fx__echo"]);
+    for url in [narrowed.url.clone(), format!("{}/echo-only", narrowed.url)] {
+        let listed = http(&url, "POST", &POST, &list).messages();
+        let names: Vec<&str> = listed[0]["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["fx__echo"], "{url}");
+    }
+    let wide = format!("{}/wide", narrowed.url);
+    let r = http(
+        &wide,
+        "POST",
+        &POST,
+        &stateless_call(3, "fx__add", json!({"a": 1, "b": 2})),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(
+        r.body.contains("serves the profile `echo-only` only"),
+        "{}",
+        r.body
+    );
+    assert_eq!(http(&wide, "POST", &POST, &list).status, 403);
 }
 
 #[test]
