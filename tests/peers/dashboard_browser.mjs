@@ -10,6 +10,8 @@
 //
 // TOKEN is the gateway's bearer token: the page gets it in its URL's #token=
 // fragment, as `mcpbox serve --http` prints it, and the calls made here send it.
+// The page is served under a strict Content-Security-Policy; a violation it
+// reports (an inline script or style the policy does not allow) fails the run.
 //
 // The page must show `slow` starting (○), then connected (●) once the gate opens;
 // a call to fx__echo appear with its outcome and duration; a crash of `fx` turn its
@@ -67,6 +69,9 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy/i.test(m.text())) errors.push(m.text());
+  });
   mkdirSync(shots, { recursive: true });
   const shot = async (name) => {
     const path = join(shots, name + ".png");

@@ -160,6 +160,23 @@ fn the_status_api_shows_servers_tools_calls_and_events() {
             .starts_with("text/html")
     );
     assert!(page.body.contains("/api/events"));
+    // No other site may frame the page, and it runs its own script and style
+    // only (the browser test checks the page works under that policy).
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let policy = page
+        .header("content-security-policy")
+        .expect("a Content-Security-Policy");
+    for directive in [
+        "default-src 'none'",
+        "script-src 'sha256-",
+        "style-src 'sha256-",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(policy.contains(directive), "{directive} missing: {policy}");
+    }
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
     assert_eq!(
         http(&format!("{base}/api/servers"), "POST", &POST, "{}").status,
         405
