@@ -86,6 +86,8 @@ impl Row {
                 ("mcp-protocol-version", "2026-07-28".into()),
                 ("mcp-method", "tools/call".into()),
                 ("mcp-name", tool.into()),
+                // The gateway's and the stock component's token (the upstream ignores it).
+                ("authorization", format!("Bearer {TOKEN}")),
             ],
             body: format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{"a":2,"b":3}},{META}}}}}"#
@@ -177,17 +179,13 @@ fn run(args: &Args) -> Result<(), String> {
 
     let mut discover = Row::call("stock: server/discover", stock.url.clone(), "ts__add");
     discover.headers[3].1 = "server/discover".into();
-    discover.headers.truncate(4);
+    discover.headers.retain(|(name, _)| *name != "mcp-name");
     discover.body =
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}"#);
     discover.expect = (200, "supportedVersions");
-    let mut gateway_row = Row::call("mcpbox serve --http", gateway_url, "ts__add");
-    gateway_row
-        .headers
-        .push(("authorization", format!("Bearer {TOKEN}")));
     let rows = [
         Row::call("upstream direct", ts.url.clone(), "add"),
-        gateway_row,
+        Row::call("mcpbox serve --http", gateway_url, "ts__add"),
         Row {
             name: "stock: 404",
             url: format!("{base}/nothing"),
