@@ -36,10 +36,11 @@ use mcpbox::{
                   configuration, a call the permission rules deny or nobody approved); \
                   3 server unavailable or timeout, or the runtime stopped; \
                   130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
-                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http: the \
-                  bearer token); MCPBOX_CACHE_DIR (compiled \
+                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http, \
+                  dashboard: the bearer token, instead of the one kept in http-token); \
+                  MCPBOX_CACHE_DIR (compiled \
                   components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
-                  key, trusted configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
+                  key, trusted configurations, http-token; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
 )]
 struct Cli {
     /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
@@ -182,13 +183,14 @@ enum Command {
     /// (logs go to stderr), or over Streamable HTTP with --http.
     Serve {
         /// Serve Streamable HTTP at http://ADDR/mcp (and /mcp/PROFILE) instead of
-        /// stdio, e.g. 127.0.0.1:8080 (port 0 picks a free port). Any address other
-        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
-        /// printed on stderr.
+        /// stdio, e.g. 127.0.0.1:8080 (port 0 picks a free port). Every request
+        /// needs `Authorization: Bearer TOKEN`: MCPBOX_TOKEN, else the token kept
+        /// in http-token (0600) in the configuration directory, made on first use.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
         /// Serve under the named profile of the configuration's "profiles" (a set
-        /// of permission rules); over HTTP, for /mcp (the path /mcp/NAME picks another).
+        /// of permission rules); over HTTP, every client (a path naming another
+        /// profile is refused; without --profile, /mcp/NAME picks one).
         #[arg(long, value_name = "NAME")]
         profile: Option<String>,
         /// Tool names: `prefixed` ({server}__{tool}) or `conditional` (a tool's own
@@ -205,6 +207,11 @@ enum Command {
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// With --http on a loopback address: require no token, so that every
+        /// user of this machine, and every program any of them runs, can call
+        /// every tool and read the dashboard.
+        #[arg(long, requires = "http")]
+        insecure_no_token: bool,
         /// Threads that serve HTTP (with --http). One spends the least CPU per
         /// call (the guest runs on one thread anyway); more let hyper's work
         /// use more cores of a machine that has them to spare.
@@ -216,14 +223,19 @@ enum Command {
     /// Prometheus metrics at /metrics, without serving MCP (`serve --http`
     /// serves the same dashboard beside /mcp).
     Dashboard {
-        /// Listen on this address (port 0 picks a free port). Any address other
-        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
-        /// printed on stderr.
+        /// Listen on this address (port 0 picks a free port). Every request but
+        /// the page's needs `Authorization: Bearer TOKEN` (the printed URL's
+        /// #token= gives it to the page): MCPBOX_TOKEN, else the token kept in
+        /// http-token (0600) in the configuration directory.
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
         http: String,
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// On a loopback address: require no token, so that every user of this
+        /// machine can read the dashboard (servers' stderr, recent calls).
+        #[arg(long)]
+        insecure_no_token: bool,
     },
 }
 
@@ -580,6 +592,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 max_name_length,
                 tool_search,
                 allow_origin,
+                insecure_no_token,
                 threads: _,
             } => {
                 let naming = match naming.as_str() {
@@ -602,11 +615,29 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     profile: profile.clone(),
                     ..ServeOptions::default()
                 };
-                serve(&runtime, options, http.as_deref(), allow_origin).await
+                serve(
+                    &runtime,
+                    options,
+                    http.as_deref(),
+                    allow_origin,
+                    *insecure_no_token,
+                )
+                .await
             }
-            Command::Dashboard { http, allow_origin } => {
+            Command::Dashboard {
+                http,
+                allow_origin,
+                insecure_no_token,
+            } => {
                 report_servers(&runtime, "mcpbox dashboard");
-                let (listener, http) = listen("mcpbox dashboard", http, allow_origin, "/").await?;
+                let (listener, http) = listen(
+                    "mcpbox dashboard",
+                    http,
+                    allow_origin,
+                    "/",
+                    *insecure_no_token,
+                )
+                .await?;
                 runtime
                     .serve_dashboard(http, listener)
                     .await
@@ -1154,31 +1185,99 @@ async fn bind(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
     }))
 }
 
-/// Binds `addr` for `serve --http` or `dashboard`, with the HTTP safety options:
-/// a bearer token from MCPBOX_TOKEN, or one made up off loopback.
-/// Says `{who}: listening on http://ADDR{path}`, then where the dashboard is.
+/// Binds `addr` for `serve --http` or `dashboard`, with the HTTP safety options.
+///
+/// The bearer token, required on every address (any user of the machine can
+/// reach loopback): MCPBOX_TOKEN, else the one kept in `http-token` (0600) in
+/// the configuration directory (made on first use, so clients configured once
+/// keep working), else, where that directory cannot be used, one made up for
+/// this run and printed. `--insecure-no-token` serves without one, on loopback
+/// only. Says where the token is, `{who}: listening on http://ADDR{path}`, then
+/// the dashboard's URL with the token in its fragment, ready to open.
 async fn listen(
     who: &str,
     addr: &str,
     allow_origin: &[String],
     path: &str,
+    insecure_no_token: bool,
 ) -> Result<(tokio::net::TcpListener, HttpOptions), Failure> {
     let listener = bind(addr)
         .await
         .with_context(|| format!("could not listen on {addr}"))?;
     let local = listener.local_addr()?;
-    let mut token = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty());
-    if token.is_none() && !local.ip().is_loopback() {
-        let made = mcpbox::random_token().context("making up a bearer token")?;
-        eprintln!("{who}: bearer token (set MCPBOX_TOKEN to choose one): {made}");
-        token = Some(made);
-    }
+    let token = if insecure_no_token {
+        if !local.ip().is_loopback() {
+            return Err(fail(
+                2,
+                anyhow::anyhow!(
+                    "--insecure-no-token is for loopback addresses only: {local} is reachable \
+                     from other machines, so it needs the token"
+                ),
+            ));
+        }
+        let what = if path == "/mcp" {
+            "call every tool and read the dashboard"
+        } else {
+            "read the dashboard (servers' stderr, the recent calls)"
+        };
+        eprintln!(
+            "warning: {who}: no bearer token (--insecure-no-token): every user of this machine, \
+             and every program any of them runs, can {what} at http://{local}{path}"
+        );
+        None
+    } else if let Some(token) = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty()) {
+        if !mcpbox::is_valid_token(&token) {
+            return Err(fail(
+                2,
+                anyhow::anyhow!(
+                    "MCPBOX_TOKEN must be one word of letters, digits, `-`, `_`, `.`, `~`, `+` \
+                     or `/` (a bearer token sent as it is)"
+                ),
+            ));
+        }
+        eprintln!("{who}: every request needs `Authorization: Bearer $MCPBOX_TOKEN`");
+        Some(token)
+    } else {
+        match mcpbox::default_config_dir()
+            .ok_or_else(|| "no HOME or MCPBOX_CONFIG_DIR to keep it in".to_owned())
+            .and_then(|dir| mcpbox::stored_token(&dir).map_err(|e| e.to_string()))
+        {
+            Ok(stored) => {
+                let file = stored.path.display().to_string();
+                eprintln!(
+                    "{who}: every request needs `Authorization: Bearer TOKEN`, TOKEN being the \
+                     contents of {} ({}; for a client: --header \"Authorization: Bearer $(cat {})\")",
+                    one(&file),
+                    if stored.created {
+                        "made now, 0600, kept for the next runs"
+                    } else {
+                        "0600"
+                    },
+                    one(&file)
+                );
+                Some(stored.token)
+            }
+            Err(why) => {
+                let made = mcpbox::random_token().context("making up a bearer token")?;
+                eprintln!(
+                    "warning: {who}: the bearer token could not be kept for the next runs: {}",
+                    one(&why)
+                );
+                eprintln!("{who}: every request needs `Authorization: Bearer {made}` (this run's)");
+                Some(made)
+            }
+        }
+    };
     eprintln!("{who}: listening on http://{local}{path}");
     // The page reads the token from the URL's fragment, which the browser never sends.
-    let fragment = if token.is_some() { "#token=TOKEN" } else { "" };
+    let fragment = token
+        .as_deref()
+        .map(|t| format!("#token={t}"))
+        .unwrap_or_default();
     eprintln!("{who}: dashboard at http://{local}/{fragment}, Prometheus metrics at /metrics");
     let http = HttpOptions {
         token,
+        insecure_no_token,
         allowed_origins: allow_origin.to_vec(),
         ..HttpOptions::default()
     };
@@ -1190,6 +1289,7 @@ async fn serve(
     options: ServeOptions,
     http: Option<&str>,
     allow_origin: &[String],
+    insecure_no_token: bool,
 ) -> Result<u8, Failure> {
     report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
@@ -1200,7 +1300,14 @@ async fn serve(
             .map_err(|e| fail(2, e))?;
         return Ok(0);
     };
-    let (listener, http) = listen("mcpbox serve", addr, allow_origin, "/mcp").await?;
+    let (listener, http) = listen(
+        "mcpbox serve",
+        addr,
+        allow_origin,
+        "/mcp",
+        insecure_no_token,
+    )
+    .await?;
     // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)
