@@ -2,7 +2,7 @@
 //!
 //! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
 //! 2 usage or configuration error, or a call the permission rules refuse; 3 server unavailable or timeout, or the
-//! runtime stopped; 130 / 143 SIGINT / SIGTERM.
+//! runtime stopped; 130 / 143 / 129 / 131 SIGINT / SIGTERM / SIGHUP / SIGQUIT.
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
@@ -35,7 +35,8 @@ use mcpbox::{
                   error (also unknown tool, invalid or oversized arguments, an untrusted \
                   configuration, a call the permission rules deny or nobody approved); \
                   3 server unavailable or timeout, or the runtime stopped; \
-                  130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
+                  130 / 143 / 129 / 131 interrupted by SIGINT / SIGTERM / SIGHUP / SIGQUIT, after \
+                  every server was stopped.\n\n\
                   Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http: the \
                   bearer token); MCPBOX_CACHE_DIR (compiled \
                   components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
@@ -420,29 +421,70 @@ fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
-/// shutdown, so that no server outlives it. Exit code 128 + the signal: 130, 143.
+/// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed, an ssh session
+/// dropped) and SIGQUIT (Ctrl-\), which end the CLI through the runtime's
+/// shutdown, so that no server outlives it: their default action would end
+/// mcpbox at once and leave what its servers started running. Exit code 128 +
+/// the signal: 130, 143, 129, 131. A signal that was ignored when mcpbox started
+/// (`nohup` ignores SIGHUP) stays ignored.
 struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
+    hangup: Option<tokio::signal::unix::Signal>,
+    quit: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
     fn install() -> Result<Signals, Failure> {
         use tokio::signal::unix::{SignalKind, signal};
+        let ignored = ignored_signals();
+        let unless_ignored = |kind: SignalKind, name: &str| {
+            if ignored & (1 << (kind.as_raw_value() - 1)) != 0 {
+                return Ok(None);
+            }
+            signal(kind)
+                .map(Some)
+                .with_context(|| format!("handling {name}"))
+        };
         Ok(Signals {
             interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
             terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
+            hangup: unless_ignored(SignalKind::hangup(), "SIGHUP")?,
+            quit: unless_ignored(SignalKind::quit(), "SIGQUIT")?,
         })
     }
 
     /// The exit code of the next signal.
     async fn next(&mut self) -> u8 {
+        async fn maybe(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
         tokio::select! {
             _ = self.interrupt.recv() => 130,
             _ = self.terminate.recv() => 143,
+            () = maybe(&mut self.hangup) => 129,
+            () = maybe(&mut self.quit) => 131,
         }
     }
+}
+
+/// The signals this process ignores (bit `n - 1` for signal `n`), as the kernel
+/// reports them in `/proc/self/status`; none where that cannot be read.
+fn ignored_signals() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .unwrap_or(0)
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
@@ -1201,7 +1243,7 @@ async fn serve(
         return Ok(0);
     };
     let (listener, http) = listen("mcpbox serve", addr, allow_origin, "/mcp").await?;
-    // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)
         .await

@@ -1176,6 +1176,12 @@ fn stops_running(pid: u64) -> bool {
 /// its pids (so mcpbox is running), sends `signal` to mcpbox and returns its
 /// exit code and the three pids.
 fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) {
+    signalled_with(tag, args, signal, false)
+}
+
+/// [`signalled`]; with `nohup`, mcpbox starts under `nohup` (SIGHUP ignored), must
+/// still run a moment after `signal`, and is then sent SIGTERM.
+fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Option<i32>, Vec<u64>) {
     let dir = std::env::temp_dir().join(format!("mcpbox-cli-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("pids.json");
@@ -1188,7 +1194,16 @@ fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) 
             "--pid-file", pid_file_arg,
         ]) }),
     );
-    let mut child = mcpbox_command()
+    let mut command = if nohup {
+        let mut command = Command::new("nohup");
+        command
+            .arg(env!("CARGO_BIN_EXE_mcpbox"))
+            .env("MCPBOX_TRUST_ALL", "1");
+        command
+    } else {
+        mcpbox_command()
+    };
+    let mut child = command
         .arg("--config")
         .arg(&cfg)
         .args(args)
@@ -1215,6 +1230,26 @@ fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) 
         .status()
         .unwrap();
     assert!(status.success());
+    if nohup {
+        // The kernel still has SIGHUP as ignored (no handler took it over), so the
+        // one just sent did nothing.
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let ignored = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+            .unwrap();
+        assert_eq!(ignored & 1, 1, "SIGHUP is no longer ignored: {status}");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "mcpbox under nohup ended on SIGHUP"
+        );
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
     let code = child.wait().unwrap().code();
     let pids = ["pid", "child", "escapee"]
         .iter()
@@ -1252,6 +1287,62 @@ fn signals_to_the_cli_stop_every_server_process() {
         assert!(
             stops_running(pid),
             "process {pid} survived SIGINT to mcpbox"
+        );
+    }
+}
+
+/// SIGHUP (the terminal closed, an ssh session dropped) and SIGQUIT end every
+/// long-running command as SIGTERM does: the server, its child and the
+/// grandchild that left with setsid and an empty environment are all stopped
+/// (exit codes 129 and 131). Under `nohup`, which ignores SIGHUP, mcpbox keeps
+/// ignoring it.
+#[test]
+fn hangup_and_quit_to_the_cli_stop_every_server_process() {
+    for (tag, args, signal, code) in [
+        (
+            "sighup-serve",
+            &["serve", "--http", "127.0.0.1:0"][..],
+            "-HUP",
+            129,
+        ),
+        (
+            "sighup-call",
+            &["call", "mcp__m__sleep", r#"{"seconds": 600}"#][..],
+            "-HUP",
+            129,
+        ),
+        (
+            "sigquit-watch",
+            &["--json", "servers", "--watch"][..],
+            "-QUIT",
+            131,
+        ),
+    ] {
+        let (exit, pids) = signalled(tag, args, signal);
+        assert_eq!(exit, Some(code), "{tag}");
+        for pid in pids {
+            assert!(
+                stops_running(pid),
+                "{tag}: process {pid} survived {signal} to mcpbox"
+            );
+        }
+    }
+    // Started with SIGHUP ignored (what `nohup` does): it stays running.
+    let (exit, pids) = signalled_with(
+        "sighup-nohup",
+        &["--json", "servers", "--watch"],
+        "-HUP",
+        true,
+    );
+    assert_eq!(
+        exit,
+        Some(143),
+        "ended by the SIGTERM after the ignored SIGHUP"
+    );
+    for pid in pids {
+        assert!(
+            stops_running(pid),
+            "process {pid} survived SIGTERM to mcpbox"
         );
     }
 }
