@@ -691,12 +691,16 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     let needs_login = runtime.authorization_required();
     if json {
         // Each server as `ServerStatus` has it, plus `needsLogin` (the reason
-        // and the command) for one that waits for `mcpbox login`.
+        // and the command) for one that waits for `mcpbox login`, and `sandbox`
+        // (its grants, every automatic one included) for a sandboxed one.
         let mut listing = serde_json::to_value(&*servers)?;
         for entry in listing.as_array_mut().into_iter().flatten() {
             let Some(name) = entry["name"].as_str().map(str::to_owned) else {
                 continue;
             };
+            if let Some(sandbox) = sandbox_of(runtime, &name) {
+                entry["sandbox"] = serde_json::json!(sandbox);
+            }
             if let Some(reason) = needs_login.get(&name) {
                 entry["needsLogin"] = serde_json::json!({
                     "reason": reason,
@@ -708,7 +712,7 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         serde_json::to_writer_pretty(&mut out, &listing)?;
         writeln!(out)?;
     } else {
-        print_servers(&servers, false)?;
+        print_servers(&servers, false, &|name| sandbox_of(runtime, name))?;
         for (server, reason) in needs_login {
             println!("needs login: {}: {}", one(&server), block(&reason, "  "));
         }
@@ -800,7 +804,17 @@ fn still_running(runtime: &Runtime) -> Result<(), Failure> {
     }
 }
 
-fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
+/// The sandbox a server runs in, described (its grants and every automatic one).
+fn sandbox_of(runtime: &Runtime, server: &str) -> Option<String> {
+    runtime.diagnostics(server).and_then(|d| d.sandbox)
+}
+
+/// The servers, one line each (and the sandbox of a sandboxed one below), or as JSON.
+fn print_servers(
+    servers: &[ServerStatus],
+    json: bool,
+    sandbox: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Failure> {
     // One write for the whole listing, not one per line.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
@@ -816,6 +830,9 @@ fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
         .unwrap_or(0);
     for s in servers {
         writeln!(out, "{}", status_line(s, width))?;
+        if let Some(sandbox) = sandbox(&s.name) {
+            writeln!(out, "    sandbox: {}", block(&sandbox, "    "))?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -855,7 +872,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
-    print_servers(&runtime.servers(), json)?;
+    print_servers(&runtime.servers(), json, &|name| sandbox_of(runtime, name))?;
     // Stopped before the subscription: its event was missed.
     still_running(runtime)?;
     // Until a signal ends the CLI (see `run`).

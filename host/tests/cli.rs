@@ -1501,6 +1501,112 @@ fn a_configuration_serde_json_cannot_hold_is_not_trusted_by_mistake() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A trusted configuration runs the programs beside it, wherever mcpbox is
+/// started: `python3 run.py` with no `cwd`, started from a freshly cloned
+/// repository with a `run.py` of its own, runs the trusted file's `run.py`
+/// (the configuration's directory is the working directory), and the trust
+/// listing says where each server runs.
+#[test]
+fn a_trusted_configuration_runs_the_program_beside_it_wherever_mcpbox_starts() {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-cwd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (user, clone) = (dir.join("user"), dir.join("clone"));
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::create_dir_all(&clone).unwrap();
+    let (user, clone) = (user.canonicalize().unwrap(), clone.canonicalize().unwrap());
+    std::fs::copy(repo().join("examples/demo-server.py"), user.join("run.py")).unwrap();
+    let cfg = user.join("servers.json");
+    std::fs::write(
+        &cfg,
+        json!({ "mcpServers": { "demo": { "command": "python3", "args": ["run.py"] } } })
+            .to_string(),
+    )
+    .unwrap();
+    // The repository's own run.py: leaves a mark and serves nothing.
+    let mark = dir.join("the-repository-ran");
+    std::fs::write(
+        clone.join("run.py"),
+        format!("open({:?}, 'w').write('ran')\n", mark.display().to_string()),
+    )
+    .unwrap();
+    let config_dir = dir.join("config");
+    let out = untrusting(&config_dir)
+        .current_dir(&clone)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "demo: runs `python3 run.py` in {}",
+            user.display()
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let out = untrusting(&config_dir)
+        .current_dir(&clone)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["call", "mcp__demo__echo", r#"{"text":"hi"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!mark.exists(), "the working directory's run.py ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a sandboxed server may reach is shown before it starts (`trust`) and
+/// while it runs (`servers`, `--json` too): its grants and every automatic one.
+#[test]
+fn a_sandbox_and_its_automatic_grants_are_shown_before_and_after_start() {
+    let script = repo().join("examples/demo-server.py");
+    let script_text = script.display().to_string();
+    let cfg = config(
+        "sandbox-shown",
+        json!({ "demo": {
+            "command": "python3", "args": [script_text],
+            "sandbox": { "read": [script_text] },
+        }}),
+    );
+    let config_dir = cfg.with_file_name("config");
+    let out = untrusting(&config_dir)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("trust")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains(&format!(
+            "sandboxed (read {script_text}; write nothing; network: false; also read: the \
+             system's programs and libraries"
+        )),
+        "{text}"
+    );
+    let out = mcpbox(&cfg, &["servers"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains("    sandbox: Landlock ABI ")
+            && text.contains(&format!(
+                "read {script_text}; write nothing; also read: the system's"
+            )),
+        "{text}"
+    );
+    let out = mcpbox(&cfg, &["--json", "servers"]);
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        listing[0]["sandbox"]
+            .as_str()
+            .is_some_and(|s| s.contains("also read: the system's programs")),
+        "{listing}"
+    );
+}
+
 /// The bundled demo runs without a question only while both its configuration
 /// and the server it runs are exactly what this build ships.
 #[test]
