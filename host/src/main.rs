@@ -2,7 +2,7 @@
 //!
 //! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
 //! 2 usage or configuration error, or a call the permission rules refuse; 3 server unavailable or timeout, or the
-//! runtime stopped; 130 / 143 SIGINT / SIGTERM.
+//! runtime stopped; 130 / 143 / 129 / 131 SIGINT / SIGTERM / SIGHUP / SIGQUIT.
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
@@ -35,7 +35,8 @@ use mcpbox::{
                   error (also unknown tool, invalid or oversized arguments, an untrusted \
                   configuration, a call the permission rules deny or nobody approved); \
                   3 server unavailable or timeout, or the runtime stopped; \
-                  130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
+                  130 / 143 / 129 / 131 interrupted by SIGINT / SIGTERM / SIGHUP / SIGQUIT, after \
+                  every server was stopped.\n\n\
                   Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http, \
                   dashboard: the bearer token, instead of the one kept in http-token); \
                   MCPBOX_CACHE_DIR (compiled \
@@ -432,29 +433,70 @@ fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
-/// shutdown, so that no server outlives it. Exit code 128 + the signal: 130, 143.
+/// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed, an ssh session
+/// dropped) and SIGQUIT (Ctrl-\), which end the CLI through the runtime's
+/// shutdown, so that no server outlives it: their default action would end
+/// mcpbox at once and leave what its servers started running. Exit code 128 +
+/// the signal: 130, 143, 129, 131. A signal that was ignored when mcpbox started
+/// (`nohup` ignores SIGHUP) stays ignored.
 struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
+    hangup: Option<tokio::signal::unix::Signal>,
+    quit: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
     fn install() -> Result<Signals, Failure> {
         use tokio::signal::unix::{SignalKind, signal};
+        let ignored = ignored_signals();
+        let unless_ignored = |kind: SignalKind, name: &str| {
+            if ignored & (1 << (kind.as_raw_value() - 1)) != 0 {
+                return Ok(None);
+            }
+            signal(kind)
+                .map(Some)
+                .with_context(|| format!("handling {name}"))
+        };
         Ok(Signals {
             interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
             terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
+            hangup: unless_ignored(SignalKind::hangup(), "SIGHUP")?,
+            quit: unless_ignored(SignalKind::quit(), "SIGQUIT")?,
         })
     }
 
     /// The exit code of the next signal.
     async fn next(&mut self) -> u8 {
+        async fn maybe(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
         tokio::select! {
             _ = self.interrupt.recv() => 130,
             _ = self.terminate.recv() => 143,
+            () = maybe(&mut self.hangup) => 129,
+            () = maybe(&mut self.quit) => 131,
         }
     }
+}
+
+/// The signals this process ignores (bit `n - 1` for signal `n`), as the kernel
+/// reports them in `/proc/self/status`; none where that cannot be read.
+fn ignored_signals() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .unwrap_or(0)
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
@@ -680,12 +722,16 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     let needs_login = runtime.authorization_required();
     if json {
         // Each server as `ServerStatus` has it, plus `needsLogin` (the reason
-        // and the command) for one that waits for `mcpbox login`.
+        // and the command) for one that waits for `mcpbox login`, and `sandbox`
+        // (its grants, every automatic one included) for a sandboxed one.
         let mut listing = serde_json::to_value(&*servers)?;
         for entry in listing.as_array_mut().into_iter().flatten() {
             let Some(name) = entry["name"].as_str().map(str::to_owned) else {
                 continue;
             };
+            if let Some(sandbox) = sandbox_of(runtime, &name) {
+                entry["sandbox"] = serde_json::json!(sandbox);
+            }
             if let Some(reason) = needs_login.get(&name) {
                 entry["needsLogin"] = serde_json::json!({
                     "reason": reason,
@@ -697,7 +743,7 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         serde_json::to_writer_pretty(&mut out, &listing)?;
         writeln!(out)?;
     } else {
-        print_servers(&servers, false)?;
+        print_servers(&servers, false, &|name| sandbox_of(runtime, name))?;
         for (server, reason) in needs_login {
             println!("needs login: {}: {}", one(&server), block(&reason, "  "));
         }
@@ -789,7 +835,17 @@ fn still_running(runtime: &Runtime) -> Result<(), Failure> {
     }
 }
 
-fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
+/// The sandbox a server runs in, described (its grants and every automatic one).
+fn sandbox_of(runtime: &Runtime, server: &str) -> Option<String> {
+    runtime.diagnostics(server).and_then(|d| d.sandbox)
+}
+
+/// The servers, one line each (and the sandbox of a sandboxed one below), or as JSON.
+fn print_servers(
+    servers: &[ServerStatus],
+    json: bool,
+    sandbox: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Failure> {
     // One write for the whole listing, not one per line.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
@@ -805,6 +861,9 @@ fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
         .unwrap_or(0);
     for s in servers {
         writeln!(out, "{}", status_line(s, width))?;
+        if let Some(sandbox) = sandbox(&s.name) {
+            writeln!(out, "    sandbox: {}", block(&sandbox, "    "))?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -844,7 +903,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
-    print_servers(&runtime.servers(), json)?;
+    print_servers(&runtime.servers(), json, &|name| sandbox_of(runtime, name))?;
     // Stopped before the subscription: its event was missed.
     still_running(runtime)?;
     // Until a signal ends the CLI (see `run`).
@@ -1308,7 +1367,7 @@ async fn serve(
         insecure_no_token,
     )
     .await?;
-    // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)
         .await
