@@ -1,4 +1,4 @@
-//! The gateway's workloads (`mcpbox serve`, issue 13): rmcp's client calling the
+//! The gateway's workloads (`mcpbox serve`): rmcp's client calling the
 //! fixture server several ways, side by side in one run.
 //!
 //! | route | path |
@@ -971,7 +971,7 @@ struct Row {
     target: Target,
 }
 
-/// A target of issue 13.
+/// A target of the gateway's workloads.
 #[derive(Clone, Copy)]
 enum Target {
     None,
