@@ -1,14 +1,16 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
-//! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
-//! 2 usage or configuration error, or a call the permission rules refuse; 3 server unavailable or timeout, or the
-//! runtime stopped; 130 / 143 SIGINT / SIGTERM.
+//! Exit codes: [`cli_exit::Exit`], which `--help` and docs/cli.md list. The
+//! reference docs/cli.md is generated from the definitions below (`cli_reference`).
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
 //! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
+mod cli_exit;
 mod cli_import;
+#[cfg(test)]
+mod cli_reference;
 mod cli_requests;
 
 use std::io::{IsTerminal, Read, Write};
@@ -17,7 +19,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use cli_exit::Exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use mcpbox::terminal::{Lines, escape};
 use mcpbox::trust::ConfigFile;
@@ -30,16 +33,7 @@ use mcpbox::{
 #[command(
     name = "mcpbox",
     version,
-    about = "Use the tools of MCP servers through a sandboxed WebAssembly component",
-    after_help = "Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or configuration \
-                  error (also unknown tool, invalid or oversized arguments, an untrusted \
-                  configuration, a call the permission rules deny or nobody approved); \
-                  3 server unavailable or timeout, or the runtime stopped; \
-                  130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
-                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http: the \
-                  bearer token); MCPBOX_CACHE_DIR (compiled \
-                  components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
-                  key, trusted configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
+    about = "Use the tools of MCP servers through a sandboxed WebAssembly component"
 )]
 struct Cli {
     /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
@@ -227,22 +221,34 @@ enum Command {
     },
 }
 
+/// The environment the CLI reads, for the end of `--help`.
+const ENVIRONMENT: &str = "Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve \
+     --http: the bearer token); MCPBOX_CACHE_DIR (compiled components, state.json; default \
+     $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache key, trusted \
+     configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox).";
+
+/// The command line as clap reads it and `--help` shows it: [`Cli`], ending
+/// with the exit codes and the environment.
+fn cli_command() -> clap::Command {
+    Cli::command().after_help(format!("{}\n\n{ENVIRONMENT}", Exit::help()))
+}
+
 /// A failure with the exit code it maps to.
 struct Failure {
-    code: u8,
+    code: Exit,
     error: anyhow::Error,
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(error: E) -> Self {
         Failure {
-            code: 2,
+            code: Exit::Usage,
             error: error.into(),
         }
     }
 }
 
-fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
+fn fail(code: Exit, error: impl Into<anyhow::Error>) -> Failure {
     Failure {
         code,
         error: error.into(),
@@ -250,7 +256,10 @@ fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&cli_command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     // One thread does for most commands: the CLI waits on the runtime, which
     // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
     // its ~4). `serve` too, on stdio and by default over HTTP: the requests,
@@ -282,7 +291,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: could not start the async runtime: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     let outcome = runtime.block_on(run(cli));
@@ -290,10 +299,10 @@ fn main() -> ExitCode {
     // signal interrupted. Dropping the tasks stops any server still running.
     runtime.shutdown_background();
     match outcome {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(Failure { code, error }) => {
             eprintln!("error: {}", block(&format!("{error:#}"), "  "));
-            ExitCode::from(code)
+            code.into()
         }
     }
 }
@@ -361,7 +370,7 @@ fn ensure_trusted(config: &ConfigFile) -> Result<(), Failure> {
         }
     }
     Err(fail(
-        2,
+        Exit::Usage,
         anyhow::anyhow!(
             "{} is not trusted yet: mcpbox starts the servers of a configuration file only \
              once you have trusted it as it is. It would start:{runs}\n\
@@ -401,14 +410,14 @@ fn still_trusted(config: ConfigFile) -> impl Fn(&str) -> Result<(), String> + Se
 }
 
 /// `mcpbox trust`: shows what the configuration runs and remembers it.
-fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
+fn trust_command(config: &ConfigFile) -> Result<Exit, Failure> {
     let shown = config.canonical.as_deref().unwrap_or(&config.path);
     if config.servers().is_empty() {
         eprintln!(
             "{} names no server: nothing to trust",
             one(&shown.display().to_string())
         );
-        return Ok(0);
+        return Ok(Exit::Success);
     }
     mcpbox::trust::trust(config, mcpbox::default_config_dir().as_deref())?;
     println!(
@@ -417,7 +426,7 @@ fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
         config.sha256_hex(),
         what_it_runs(config)
     );
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
@@ -437,15 +446,15 @@ impl Signals {
     }
 
     /// The exit code of the next signal.
-    async fn next(&mut self) -> u8 {
+    async fn next(&mut self) -> Exit {
         tokio::select! {
-            _ = self.interrupt.recv() => 130,
-            _ = self.terminate.recv() => 143,
+            _ = self.interrupt.recv() => Exit::Interrupted,
+            _ = self.terminate.recv() => Exit::Terminated,
         }
     }
 }
 
-async fn run(cli: Cli) -> Result<u8, Failure> {
+async fn run(cli: Cli) -> Result<Exit, Failure> {
     let trusted_all = cli.trust || trust_all_from_env();
     if let Command::Import {
         write,
@@ -587,7 +596,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     "conditional" => Naming::Conditional,
                     other => {
                         return Err(fail(
-                            2,
+                            Exit::Usage,
                             anyhow::anyhow!(
                                 "--naming must be `prefixed` or `conditional`, not `{}`",
                                 one(other)
@@ -610,14 +619,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 runtime
                     .serve_dashboard(http, listener)
                     .await
-                    .map_err(|e| fail(2, e))?;
-                Ok(0)
+                    .map_err(|e| fail(Exit::Usage, e))?;
+                Ok(Exit::Success)
             }
             // Handled before the runtime opens.
             Command::Trust
             | Command::Login { .. }
             | Command::Logout { .. }
-            | Command::Import { .. } => Ok(0),
+            | Command::Import { .. } => Ok(Exit::Success),
         }
     };
     let outcome = tokio::select! {
@@ -641,7 +650,7 @@ async fn settle(runtime: &Runtime) -> std::sync::Arc<Vec<ServerStatus>> {
     servers
 }
 
-async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
+async fn servers(runtime: &Runtime, json: bool) -> Result<Exit, Failure> {
     let servers = settle(runtime).await;
     if servers.is_empty() && !json {
         eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
@@ -672,7 +681,7 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         }
     }
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `mcpbox login SERVER`. Only for a trusted configuration (the caller checks):
@@ -685,7 +694,7 @@ async fn login(
     server: &str,
     timeout: u64,
     no_browser: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let store = mcpbox::TokenStore::default_location();
     eprintln!("tokens will be stored in: {}", one(&store.describe()));
     let show = move |url: &str| {
@@ -708,7 +717,7 @@ async fn login(
         Duration::from_secs(timeout),
     )
     .await
-    .map_err(|e| fail(3, e))?;
+    .map_err(|e| fail(Exit::Unavailable, e))?;
     if cli.json {
         println!(
             "{}",
@@ -727,12 +736,12 @@ async fn login(
             one(&login.stored_in)
         );
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `mcpbox logout SERVER`: removes the server's tokens from this machine. Needs
 /// no trust: it contacts nobody and only forgets a credential of the user's.
-fn logout(config: &ConfigFile, server: &str) -> Result<u8, Failure> {
+fn logout(config: &ConfigFile, server: &str) -> Result<Exit, Failure> {
     let store = mcpbox::TokenStore::default_location();
     let had = mcpbox::oauth::logout(&config.text, server, &store)?;
     let server = one(server);
@@ -743,7 +752,7 @@ fn logout(config: &ConfigFile, server: &str) -> Result<u8, Failure> {
     } else {
         println!("{server} had no tokens in {place}");
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// A runtime that stopped by itself (its guest failed three times within a
@@ -751,7 +760,7 @@ fn logout(config: &ConfigFile, server: &str) -> Result<u8, Failure> {
 fn still_running(runtime: &Runtime) -> Result<(), Failure> {
     match runtime.stopped() {
         Some(reason) => Err(fail(
-            3,
+            Exit::Unavailable,
             anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
         )),
         None => Ok(()),
@@ -809,7 +818,7 @@ fn status_line(s: &ServerStatus, width: usize) -> String {
 
 /// Prints the servers, then every event until Ctrl-C, or until the runtime
 /// stops by itself (then exit code 3).
-async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
+async fn watch(runtime: &Runtime, json: bool) -> Result<Exit, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
@@ -824,7 +833,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 eprintln!("({n} events were dropped: the display fell behind)");
                 continue;
             }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(0),
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(Exit::Success),
         };
         let mut out = std::io::stdout().lock();
         if json {
@@ -917,7 +926,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         drop(out);
         if let Event::Stopped(reason) = event {
             return Err(fail(
-                3,
+                Exit::Unavailable,
                 anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
             ));
         }
@@ -962,14 +971,14 @@ fn reload_lines(report: &mcpbox::ReloadReport) -> String {
     text
 }
 
-async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8, Failure> {
+async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<Exit, Failure> {
     let servers = settle(runtime).await;
     if let Some(name) = server
         && !servers.iter().any(|s| s.name == name)
     {
         let known: Vec<String> = servers.iter().map(|s| one(&s.name).into_owned()).collect();
         return Err(fail(
-            2,
+            Exit::Usage,
             anyhow::anyhow!(
                 "no server named `{}` (configured: {})",
                 one(name),
@@ -1012,7 +1021,7 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
         );
     }
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 async fn call(
@@ -1022,7 +1031,7 @@ async fn call(
     timeout: Option<f64>,
     yes: bool,
     json: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     // A prompt needs stdin for the answer: not when it is a pipe, nor when it
     // carried the arguments.
     let who = if yes {
@@ -1040,7 +1049,7 @@ async fn call(
     let timeout = timeout
         .map(parse_timeout)
         .transpose()
-        .map_err(|e| fail(2, e))?;
+        .map_err(|e| fail(Exit::Usage, e))?;
 
     // Wait for this tool's server only, not for every slow server; when the tool
     // never appears, the registry's own error says why (its server failed, …).
@@ -1058,7 +1067,7 @@ async fn call(
         Ok(result) => result,
         Err(CallError::Denied(e)) if who == Approver::Nobody && e.contains("was not approved") => {
             return Err(fail(
-                2,
+                Exit::Usage,
                 anyhow::anyhow!(
                     "{e}; nobody could be asked: stdin is not a terminal{}; pass --yes to approve it",
                     if std::io::stdin().is_terminal() {
@@ -1073,8 +1082,8 @@ async fn call(
             let code = match e {
                 CallError::UnknownTool(_)
                 | CallError::InvalidArguments(_)
-                | CallError::Denied(_) => 2,
-                _ => 3,
+                | CallError::Denied(_) => Exit::Usage,
+                _ => Exit::Unavailable,
             };
             return Err(fail(code, e));
         }
@@ -1088,7 +1097,11 @@ async fn call(
     } else {
         writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
     }
-    Ok(if result.is_error { 1 } else { 0 })
+    Ok(if result.is_error {
+        Exit::ToolError
+    } else {
+        Exit::Success
+    })
 }
 
 /// `mcpbox serve`: MCP on stdin/stdout, or Streamable HTTP. Everything but the
@@ -1190,23 +1203,23 @@ async fn serve(
     options: ServeOptions,
     http: Option<&str>,
     allow_origin: &[String],
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
         let (input, output) = stdio_streams();
         runtime
             .serve_stdio(options, input, output)
             .await
-            .map_err(|e| fail(2, e))?;
-        return Ok(0);
+            .map_err(|e| fail(Exit::Usage, e))?;
+        return Ok(Exit::Success);
     };
     let (listener, http) = listen("mcpbox serve", addr, allow_origin, "/mcp").await?;
     // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)
         .await
-        .map_err(|e| fail(2, e))?;
-    Ok(0)
+        .map_err(|e| fail(Exit::Usage, e))?;
+    Ok(Exit::Success)
 }
 
 /// stdin and stdout for `serve` on stdio, read and written by the runtime's own
@@ -1288,10 +1301,10 @@ async fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure
         .context("reading the arguments from stdin")?;
     runtime
         .check_arguments_size(tool, size)
-        .map_err(|e| fail(2, e))?;
+        .map_err(|e| fail(Exit::Usage, e))?;
     String::from_utf8(bytes).map_err(|e| {
         fail(
-            2,
+            Exit::Usage,
             anyhow::anyhow!("the arguments on stdin are not UTF-8: {e}"),
         )
     })
