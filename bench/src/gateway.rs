@@ -1,4 +1,4 @@
-//! The gateway's workloads (`mcpbox serve`, issue 13): rmcp's client calling the
+//! The gateway's workloads (`mcpbox serve`): rmcp's client calling the
 //! fixture server several ways, side by side in one run.
 //!
 //! | route | path |
@@ -61,6 +61,7 @@
 //! to compare a change to the gateway side by side in one run.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -77,7 +78,7 @@ use tokio::task::JoinSet;
 
 use crate::lean_http::LeanClient;
 use crate::worker::process_cpu;
-use crate::{Samples, cell, number};
+use crate::{Samples, cell, markdown_text, number};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -979,7 +980,7 @@ struct Row {
     target: Target,
 }
 
-/// A target of issue 13.
+/// A target of the gateway's workloads.
 #[derive(Clone, Copy)]
 enum Target {
     None,
@@ -1146,13 +1147,19 @@ const ROWS: &[Row] = &[
     },
 ];
 
-/// Prints the gateway table; returns the labels of missed targets.
-pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Vec<&'static str> {
-    println!();
-    println!(
-        "gateway (issue 13): {reps} repetitions, interleaved; median (min–max) per route; rmcp's client except on gw-http-lean*"
+/// Writes the gateway table (Markdown) to `out`; returns the labels of missed targets.
+pub fn table(
+    reps: usize,
+    workloads: &[Workload],
+    results: &Results,
+    out: &mut String,
+) -> Vec<&'static str> {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "gateway: {reps} repetitions, interleaved; median (min–max) per route; rmcp's client except on gw-http-lean*"
     );
-    println!();
+    let _ = writeln!(out);
     // One column per route, in `Route::ALL`'s order, as the cells below.
     let heads: Vec<&str> = Route::ALL
         .iter()
@@ -1161,11 +1168,12 @@ pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Ve
             r => r.name(),
         })
         .collect();
-    println!(
+    let _ = writeln!(
+        out,
         "| workload | {} | ratios | target | met? |",
         heads.join(" | ")
     );
-    println!("|---|{}---|---|---|", "---|".repeat(heads.len()));
+    let _ = writeln!(out, "|---|{}---|---|---|", "---|".repeat(heads.len()));
     let mut missed = Vec::new();
     // The perf rows only when `MCPBOX_BENCH_PERF` gave them values.
     let measured = |row: &&Row| {
@@ -1271,15 +1279,27 @@ pub fn print_table(reps: usize, workloads: &[Workload], results: &Results) -> Ve
                 "NO"
             }
         };
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {} | {ratios} | {target} | {met} |",
             row.label,
             cells.join(" | ")
         );
     }
+    // A list after the table, apart from it (a line right after a table would be
+    // read as one more row).
+    let mut first = true;
     for ((workload, route), samples) in results {
         for failure in samples.failures.iter().take(1) {
-            println!("{} {route} failed: {failure}", workload.id());
+            if std::mem::take(&mut first) {
+                let _ = writeln!(out);
+            }
+            let _ = writeln!(
+                out,
+                "- {} {route} failed: {}",
+                workload.id(),
+                markdown_text(failure)
+            );
         }
     }
     missed

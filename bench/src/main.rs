@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p mcpbox-bench -- [--quick] [--reps N] [--only W2,W3,G1] [--gateway]
+//!     [--markdown PATH]
 //! ```
 //!
 //! Both sides run the same workloads against the same fixture MCP server
@@ -11,7 +12,14 @@
 //! before the next begins, so a burst of load from elsewhere hits both sides
 //! alike. The table shows medians with their min–max spread, the mcpbox/rmcp
 //! ratio of the medians and whether the target is met. docs/PERFORMANCE.md
-//! explains the workloads, the targets and the results.
+//! explains the workloads, the targets and where the time goes.
+//!
+//! `--markdown PATH` also writes the run's tables to PATH as a Markdown page of
+//! its own ([`markdown_page`]): the command line, the machine (CPU model, cores,
+//! load average at start and end), the tables as printed, and which targets were
+//! missed. It carries no date: the history of runs is git's. docs/benchmarks.md
+//! is that page, written by `mcpbox-bench --markdown docs/benchmarks.md` on a
+//! quiet machine.
 //!
 //! | id  | workload | metric |
 //! |-----|----------|--------|
@@ -28,7 +36,7 @@
 //! plain mcpbox: W1 with the fixture in a sandbox (its set-up cost at spawn), the
 //! other workloads with 1,000 permission rules (their cost per call).
 //! `--metrics` adds a side, `mcpbox+metrics`: mcpbox with `Options::metrics` on
-//! (every call counted from its audit record), and a table comparing it with plain
+//! (every call counted, as the guest reports it), and a table comparing it with plain
 //! mcpbox, the cost of metrics.
 //! The gateway's workloads (`mcpbox serve`) come after, in a table of their own:
 //! rmcp's client calling the fixture directly, through the gateway over stdio and
@@ -68,6 +76,7 @@ mod worker;
 static ALLOCATOR: allocations::Counting = allocations::Counting;
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
@@ -340,6 +349,8 @@ struct Args {
     policy: bool,
     /// Also run mcpbox with metrics on (`Side::Metrics`).
     metrics: bool,
+    /// Also write the tables as a Markdown page here.
+    markdown: Option<PathBuf>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -351,6 +362,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         raw: true,
         policy: false,
         metrics: false,
+        markdown: None,
     };
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -384,8 +396,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-raw" => parsed.raw = false,
             "--policy" => parsed.policy = true,
             "--metrics" => parsed.metrics = true,
+            "--markdown" => {
+                let path = args
+                    .next()
+                    .ok_or("--markdown needs a path, such as docs/benchmarks.md")?;
+                parsed.markdown = Some(PathBuf::from(path));
+            }
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4,G5] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4,G5] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build] [--markdown PATH]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -420,14 +438,17 @@ fn main() -> ExitCode {
             }
         };
     }
-    let args = match parse_args(args) {
+    let args: Vec<String> = args.collect();
+    // As typed, for the Markdown page's record of how it was made.
+    let command = command_line(&args);
+    let args = match parse_args(args.into_iter()) {
         Ok(args) => args,
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
         }
     };
-    match harness(&args) {
+    match harness(&args, &command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("error: {message}");
@@ -505,9 +526,12 @@ impl Drop for Setup {
     }
 }
 
-fn harness(args: &Args) -> Result<(), String> {
+fn harness(args: &Args, command: &str) -> Result<(), String> {
     let setup = setup(args.build)?;
-    print_machine(&setup, args);
+    let about = about_the_run(&setup, args);
+    for line in &about {
+        println!("{line}");
+    }
     warm_cache(&setup)?;
     let programs = if args.gateway.is_empty() {
         None
@@ -573,30 +597,36 @@ fn harness(args: &Args) -> Result<(), String> {
         }
         eprintln!();
     }
+    let mut tables = String::new();
     let mut missed = Vec::new();
     if !args.only.is_empty() {
-        missed.extend(print_table(args, &samples));
+        missed.extend(table(args, &samples, &mut tables));
     }
     if !args.gateway.is_empty() {
-        missed.extend(gateway::print_table(
+        missed.extend(gateway::table(
             args.reps,
             &args.gateway,
             &gateway_results,
+            &mut tables,
         ));
     }
-    println!();
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "load average at end: {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    if missed.is_empty() {
-        println!("every target met");
+    let load_at_end = format!("load average at end: {}", load_average());
+    let verdict = if missed.is_empty() {
+        "every target met".to_owned()
     } else {
-        println!("targets missed: {}", missed.join(", "));
+        format!("targets missed: {}", missed.join(", "))
+    };
+    print!("{tables}");
+    println!();
+    println!("{load_at_end}");
+    println!("{verdict}");
+    if let Some(path) = &args.markdown {
+        let mut about = about;
+        about.push(load_at_end);
+        let page = markdown_page(command, &about, &tables, &verdict);
+        std::fs::write(path, page)
+            .map_err(|e| format!("cannot write the Markdown page {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -669,7 +699,8 @@ fn setup(build: bool) -> Result<Setup, String> {
     })
 }
 
-fn print_machine(setup: &Setup, args: &Args) {
+/// The first lines of a run: the machine, its load, and W6's list size.
+fn about_the_run(setup: &Setup, args: &Args) -> Vec<String> {
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let cpuinfo = read("/proc/cpuinfo");
     let model = cpuinfo
@@ -679,29 +710,86 @@ fn print_machine(setup: &Setup, args: &Args) {
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let kernel = read("/proc/sys/kernel/osrelease");
-    let load = read("/proc/loadavg");
-    println!("machine: {model}, {cores} cores, Linux {}", kernel.trim());
-    println!(
-        "load average at start: {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+    let mut lines = vec![
+        format!("machine: {model}, {cores} cores, Linux {}", kernel.trim()),
+        format!("load average at start: {}", load_average()),
+    ];
+    if args.only.contains(&Workload::HugeList) {
+        lines.push(
+            match list_tools(
+                &setup.fixture,
+                &worker::fixture_args(Workload::HugeList, setup.builtin),
+            ) {
+                Ok((bytes, _)) => format!(
+                    "W6 tools/list line: {:.1} MB ({} tools)",
+                    bytes as f64 / 1e6,
+                    worker::HUGE_LIST_EXTRA_TOOLS + setup.builtin
+                ),
+                Err(e) => format!("W6 tools/list line: could not be measured ({e})"),
+            },
+        );
+    }
+    lines
+}
+
+/// The 1, 5 and 15 minute load averages, as `/proc/loadavg` gives them.
+fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    if load.is_empty() {
+        "unknown".into()
+    } else {
+        load.join(" ")
+    }
+}
+
+/// The command as typed, to show in the Markdown page: `mcpbox-bench` and its
+/// arguments, each quoted for a POSIX shell when it needs to be.
+fn command_line(args: &[String]) -> String {
+    let mut line = "mcpbox-bench".to_owned();
+    for arg in args {
+        line.push(' ');
+        let plain = !arg.is_empty()
+            && arg
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_./,=:@+".contains(&b));
+        if plain {
+            line.push_str(arg);
+        } else {
+            line.push_str(&format!("'{}'", arg.replace('\'', r"'\''")));
+        }
+    }
+    line
+}
+
+/// The Markdown page `--markdown PATH` writes: what made it, on which machine,
+/// the tables as printed, and the verdict. No date: git keeps the history.
+fn markdown_page(command: &str, about: &[String], tables: &str, verdict: &str) -> String {
+    let mut page = String::new();
+    let _ = writeln!(page, "# Benchmark results");
+    let _ = writeln!(page);
+    let _ = writeln!(
+        page,
+        "Generated by `mcpbox-bench --markdown`; do not edit it by hand. Run the command \
+         below again, on a quiet machine, to replace it. How the figures are taken, the \
+         workloads, the targets and where the time goes: [PERFORMANCE.md](PERFORMANCE.md)."
     );
-    if !args.only.contains(&Workload::HugeList) {
-        return;
+    let _ = writeln!(page);
+    let _ = writeln!(page, "- command: `{command}`");
+    for line in about {
+        let _ = writeln!(page, "- {}", markdown_text(line));
     }
-    match list_tools(
-        &setup.fixture,
-        &worker::fixture_args(Workload::HugeList, setup.builtin),
-    ) {
-        Ok((bytes, _)) => println!(
-            "W6 tools/list line: {:.1} MB ({} tools)",
-            bytes as f64 / 1e6,
-            worker::HUGE_LIST_EXTRA_TOOLS + setup.builtin
-        ),
-        Err(e) => println!("W6 tools/list line: could not be measured ({e})"),
-    }
+    // The tables begin with a blank line.
+    page.push_str(tables);
+    let _ = writeln!(page);
+    let _ = writeln!(page, "{}", markdown_text(verdict));
+    page
+}
+
+/// `text` made safe inside a Markdown table cell or list item: one line, no `|`
+/// that would end the cell.
+fn markdown_text(text: &str) -> String {
+    text.replace(['\n', '\r'], " ").replace('|', r"\|")
 }
 
 /// Asks the fixture for its tool list directly: the line's size and the tool count.
@@ -865,7 +953,7 @@ fn cell(samples: Option<&Samples>, metric: &str, unit: &str) -> (String, Option<
             text
         }
         None => match samples.failures.first() {
-            Some(first) => format!("{failed}/{failed} failed: {first}"),
+            Some(first) => format!("{failed}/{failed} failed: {}", markdown_text(first)),
             None => "–".into(),
         },
     };
@@ -880,16 +968,24 @@ fn reported(samples: &BTreeMap<(Workload, Side), Samples>, row: &Row) -> bool {
     })
 }
 
-/// Prints the W table; returns the labels of missed targets.
-fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) -> Vec<&'static str> {
-    println!();
-    println!(
+/// Writes the W table (Markdown) to `out`; returns the labels of missed targets.
+fn table(
+    args: &Args,
+    samples: &BTreeMap<(Workload, Side), Samples>,
+    out: &mut String,
+) -> Vec<&'static str> {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
         "{} repetitions, interleaved; median (min–max) per side; ratio = mcpbox/rmcp of the medians",
         args.reps
     );
-    println!();
-    println!("| workload | mcpbox | rmcp | ratio | target | met? | raw client |");
-    println!("|---|---|---|---|---|---|---|");
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "| workload | mcpbox | rmcp | ratio | target | met? | raw client |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
     let mut missed = Vec::new();
     for row in ROWS
         .iter()
@@ -925,40 +1021,43 @@ fn print_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) -> Ve
             row.metric,
             row.unit,
         );
-        println!(
+        let _ = writeln!(
+            out,
             "| {} | {mine_text} | {theirs_text} | {ratio} | {target} | {met} | {raw} |",
             row.label
         );
     }
     if args.policy {
-        print_policy_table(args, samples);
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "policy: W1 with the fixture in a sandbox, the others with {} permission rules; \
+             ratio = mcpbox+policy/mcpbox of the medians",
+            worker::POLICY_RULES
+        );
+        side_table(args, samples, Side::Policy, out);
     }
     if args.metrics {
-        println!();
-        println!(
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
             "metrics: mcpbox with Options::metrics on; ratio = mcpbox+metrics/mcpbox of the medians"
         );
-        print_side_table(args, samples, Side::Metrics);
+        side_table(args, samples, Side::Metrics, out);
     }
     missed
 }
 
-/// `--policy`: plain mcpbox against mcpbox with 1,000 rules and a sandbox.
-fn print_policy_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>) {
-    println!();
-    println!(
-        "policy: W1 with the fixture in a sandbox, the others with {} permission rules; \
-         ratio = mcpbox+policy/mcpbox of the medians",
-        worker::POLICY_RULES
-    );
-    print_side_table(args, samples, Side::Policy);
-}
-
 /// Plain mcpbox against `side` (a variant of mcpbox), workload by workload.
-fn print_side_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>, side: Side) {
-    println!();
-    println!("| workload | mcpbox | {} | ratio |", side.name());
-    println!("|---|---|---|---|");
+fn side_table(
+    args: &Args,
+    samples: &BTreeMap<(Workload, Side), Samples>,
+    side: Side,
+    out: &mut String,
+) {
+    let _ = writeln!(out);
+    let _ = writeln!(out, "| workload | mcpbox | {} | ratio |", side.name());
+    let _ = writeln!(out, "|---|---|---|---|");
     for row in ROWS.iter().filter(|r| {
         args.only.contains(&r.workload)
             && r.workload != Workload::ColdProcess
@@ -969,12 +1068,12 @@ fn print_side_table(args: &Args, samples: &BTreeMap<(Workload, Side), Samples>, 
             row.metric,
             row.unit,
         );
-        let (policy, policy_median) =
+        let (variant, variant_median) =
             cell(samples.get(&(row.workload, side)), row.metric, row.unit);
-        let ratio = policy_median
+        let ratio = variant_median
             .zip(plain_median)
             .map_or("–".into(), |(a, b)| format!("{:.3}", a / b));
-        println!("| {} | {plain} | {policy} | {ratio} |", row.label);
+        let _ = writeln!(out, "| {} | {plain} | {variant} | {ratio} |", row.label);
     }
 }
 
@@ -1015,6 +1114,102 @@ mod tests {
             .sum();
         assert_eq!(rules, worker::POLICY_RULES);
         assert!(w2["mcpServers"]["fixture"].get("sandbox").is_none());
+    }
+
+    /// The page `--markdown` writes: the command, the machine, the tables as
+    /// printed (medians, spreads, ratios, targets), a failure's text kept inside
+    /// its cell, and the verdict.
+    #[test]
+    fn a_run_is_written_as_markdown() {
+        let args = [
+            "--reps",
+            "3",
+            "--only",
+            "W2,W6",
+            "--markdown",
+            "docs/benchmarks.md",
+        ];
+        let command = command_line(&args.map(String::from));
+        assert_eq!(
+            command,
+            "mcpbox-bench --reps 3 --only W2,W6 --markdown docs/benchmarks.md"
+        );
+        let args = parse_args(args.map(String::from).into_iter()).unwrap();
+        assert_eq!(args.markdown, Some(PathBuf::from("docs/benchmarks.md")));
+        let measured = |metric: &str, values: &[f64]| Samples {
+            metrics: BTreeMap::from([(metric.to_owned(), values.to_vec())]),
+            failures: Vec::new(),
+        };
+        let samples = BTreeMap::from([
+            (
+                (Workload::Sequential, Side::Mcpbox),
+                measured("us_per_call", &[80.0, 90.5, 85.25]),
+            ),
+            (
+                (Workload::Sequential, Side::Rmcp),
+                measured("us_per_call", &[70.0, 75.0, 72.0]),
+            ),
+            (
+                (Workload::Sequential, Side::Raw),
+                measured("us_per_call", &[58.0, 60.0, 59.0]),
+            ),
+            (
+                (Workload::HugeList, Side::Mcpbox),
+                measured("ms", &[800.0, 820.0, 810.0]),
+            ),
+            (
+                (Workload::HugeList, Side::Rmcp),
+                Samples {
+                    metrics: BTreeMap::new(),
+                    failures: vec!["hung: no list | within 10 s".to_owned(); 3],
+                },
+            ),
+        ]);
+        let mut tables = String::new();
+        let missed = table(&args, &samples, &mut tables);
+        assert_eq!(missed, ["W2 sequential echo"]);
+        let expected = "
+3 repetitions, interleaved; median (min–max) per side; ratio = mcpbox/rmcp of the medians
+
+| workload | mcpbox | rmcp | ratio | target | met? | raw client |
+|---|---|---|---|---|---|---|
+| W2 sequential echo | 85.25 µs/call (80.00–90.50) | 72.00 µs/call (70.00–75.00) | 1.18 | ≤ 1 | NO | 59.00 µs/call (58.00–60.00) |
+| W6 17.6 MB tools/list | 810.0 ms (800.0–820.0) | 3/3 failed: hung: no list \\| within 10 s | – | mcpbox completes | yes | – |
+| W6 peak RSS | – | 3/3 failed: hung: no list \\| within 10 s | – | – | – | – |
+";
+        assert_eq!(tables, expected);
+
+        let about = [
+            "machine: Some CPU, 2 cores, Linux 6.1".to_owned(),
+            "load average at start: 0.10 0.20 0.30".to_owned(),
+        ];
+        let page = markdown_page(
+            &command,
+            &about,
+            &tables,
+            "targets missed: W2 sequential echo",
+        );
+        let head = "# Benchmark results
+
+Generated by `mcpbox-bench --markdown`; do not edit it by hand. Run the command below again, on a quiet machine, to replace it. How the figures are taken, the workloads, the targets and where the time goes: [PERFORMANCE.md](PERFORMANCE.md).
+
+- command: `mcpbox-bench --reps 3 --only W2,W6 --markdown docs/benchmarks.md`
+- machine: Some CPU, 2 cores, Linux 6.1
+- load average at start: 0.10 0.20 0.30
+";
+        assert_eq!(
+            page,
+            format!("{head}{expected}\ntargets missed: W2 sequential echo\n")
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_quoted_for_a_shell() {
+        let args = ["--only", "W2", "--markdown", "my results.md", "it's"].map(String::from);
+        assert_eq!(
+            command_line(&args),
+            r"mcpbox-bench --only W2 --markdown 'my results.md' 'it'\''s'"
+        );
     }
 
     #[test]

@@ -1332,10 +1332,10 @@ mod tests {
         format!(r#"{{"mcpServers": {{{}}}}}"#, entries.join(", "))
     }
 
-    /// Issue 10, finding 12: loading was quadratic in the number of entries
-    /// (100,000 took longer than the guest's 10 s deadline). Loading is linear
-    /// now (measured, not asserted: see the printed time), and a configuration
-    /// beyond the caps is refused with a message that says so.
+    /// Loading is linear in the number of entries (a quadratic duplicate check
+    /// once took 100,000 past the guest's 10 s deadline; measured, not asserted:
+    /// see the printed time), and a configuration beyond the caps is refused with
+    /// a message that says so.
     #[test]
     fn a_configuration_of_100k_entries_loads_in_one_pass_and_beyond_the_caps_is_refused() {
         // One name defined twice, once early and once at the end: the last wins.
@@ -1371,11 +1371,11 @@ mod tests {
         );
     }
 
-    /// Issue 10, finding 13: a value serde_json cannot build (deeper than 128
-    /// levels, a number beyond f64) was read as `null`, so `args` nested 200 deep
-    /// loaded a server with no arguments at all, and `1e999` ms kept the default
-    /// timeout, without a word. Every such field is reported now, and nothing deep
-    /// is built: 10,000 levels in an unknown field are skipped without recursion.
+    /// A value serde_json cannot build (deeper than 128 levels, a number beyond
+    /// f64) is reported, never read as `null`: otherwise `args` nested 200 deep
+    /// would load a server with no arguments at all, and `1e999` ms would keep the
+    /// default timeout, without a word. Nothing deep is built: 10,000 levels in an
+    /// unknown field are skipped without recursion.
     #[test]
     fn values_too_deep_or_too_large_are_reported_never_dropped() {
         let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));

@@ -707,10 +707,10 @@ mod tests {
         );
     }
 
-    /// Issue 10, finding 13, for arguments: they reach the server as the caller
-    /// wrote them. Leaving out a null re-encoded the whole object, so `1e2` became
-    /// `100.0`, an integer beyond 64 bits lost its digits and keys were sorted;
-    /// arguments serde_json cannot build were called "not valid JSON".
+    /// Arguments reach the server as the caller wrote them: leaving out a null
+    /// must not re-encode the whole object (`1e2` becoming `100.0`, an integer
+    /// beyond 64 bits losing its digits, keys sorted), and arguments serde_json
+    /// cannot build are refused saying why, not called "not valid JSON".
     #[test]
     fn arguments_reach_the_server_as_written_or_are_refused_saying_why() {
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"},

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use mcpbox::import::{self, Discovery, Places, SourceOutcome, WriteOutcome};
 use mcpbox::{Options, Policy, ServerState};
 
+use crate::cli_exit::Exit;
+
 /// What `mcpbox import` was asked to do.
 pub struct Request {
     /// `--write [PATH]`: where to write, when asked.
@@ -30,7 +32,7 @@ fn shown(text: &str) -> String {
 }
 
 /// Runs the command; returns the exit code.
-pub async fn run(request: Request) -> anyhow::Result<u8> {
+pub async fn run(request: Request) -> anyhow::Result<Exit> {
     let project = match &request.project {
         Some(p) => p.clone(),
         None => std::env::current_dir()?,
@@ -144,7 +146,11 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
     let unhealthy = health
         .as_deref()
         .is_some_and(|h| h.iter().any(|s| s.state == ServerState::Failed));
-    Ok(if unhealthy { 3 } else { 0 })
+    Ok(if unhealthy {
+        Exit::Unavailable
+    } else {
+        Exit::Success
+    })
 }
 
 fn place(path: &Path, places: &Places) -> String {

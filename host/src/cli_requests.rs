@@ -10,14 +10,17 @@ use mcpbox::terminal::{Lines, escape};
 use mcpbox::{CallError, Event, Runtime, ServerState};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::cli_exit::Exit;
 use crate::{Failure, fail, one, settle, still_running};
 
 /// The exit code of a request that failed: 2 for the caller's mistake, 3 for
 /// the server's or the runtime's.
 fn failed(e: CallError) -> Failure {
     let code = match e {
-        CallError::InvalidArguments(_) | CallError::UnknownTool(_) | CallError::Denied(_) => 2,
-        _ => 3,
+        CallError::InvalidArguments(_) | CallError::UnknownTool(_) | CallError::Denied(_) => {
+            Exit::Usage
+        }
+        _ => Exit::Unavailable,
     };
     fail(code, e)
 }
@@ -51,7 +54,7 @@ pub(crate) async fn resources(
     server: Option<&str>,
     templates: bool,
     json: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     settle(runtime).await;
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if templates {
@@ -108,7 +111,7 @@ pub(crate) async fn resources(
     std::io::stdout().flush()?;
     warn_failed(runtime);
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `mcpbox read URI [--server NAME] [--follow]`: text items are printed, blobs
@@ -121,7 +124,7 @@ pub(crate) async fn read(
     server: Option<&str>,
     follow: bool,
     json: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     settle(runtime).await;
     // Subscribed before the first read, so no update falls between.
     let mut events = runtime.events();
@@ -134,7 +137,7 @@ pub(crate) async fn read(
     print_read(runtime, uri, server, json).await?;
     if !follow {
         still_running(runtime)?;
-        return Ok(0);
+        return Ok(Exit::Success);
     }
     loop {
         match events.recv().await {
@@ -154,7 +157,7 @@ pub(crate) async fn read(
         }
     }
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// One read of `uri`, printed.
@@ -194,7 +197,7 @@ pub(crate) async fn prompts(
     runtime: &Runtime,
     server: Option<&str>,
     json: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     settle(runtime).await;
     let list = runtime.list_prompts(server).await.map_err(failed)?;
     if json {
@@ -236,7 +239,7 @@ pub(crate) async fn prompts(
     }
     warn_failed(runtime);
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `mcpbox prompt NAME [KEY=VALUE…]`: NAME is the registry name
@@ -246,12 +249,12 @@ pub(crate) async fn prompt(
     name: &str,
     arguments: &[String],
     json: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let mut values = BTreeMap::new();
     for a in arguments {
         let Some((key, value)) = a.split_once('=') else {
             return Err(fail(
-                2,
+                Exit::Usage,
                 anyhow::anyhow!("prompt arguments are KEY=VALUE, not `{}`", one(a)),
             ));
         };
@@ -268,7 +271,7 @@ pub(crate) async fn prompt(
                     .map(|p| one(&p.registry_name).into_owned())
                     .collect();
                 return Err(fail(
-                    2,
+                    Exit::Usage,
                     anyhow::anyhow!(
                         "no prompt named `{}` (prompts: {}); name one as `mcpbox prompts` shows it, or as SERVER/PROMPT",
                         one(name),
@@ -286,7 +289,7 @@ pub(crate) async fn prompt(
                 .find(|a| a.required && !values.contains_key(&a.name))
             {
                 return Err(fail(
-                    2,
+                    Exit::Usage,
                     anyhow::anyhow!(
                         "prompt `{}` needs the argument `{}` (write {}=VALUE)",
                         one(name),
@@ -326,5 +329,5 @@ pub(crate) async fn prompt(
         }
     }
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }

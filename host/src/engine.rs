@@ -488,7 +488,7 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// Issue 10, finding 1: a compiled component changed after mcpbox wrote it
+    /// A compiled component changed after mcpbox wrote it
     /// (here one byte in its middle, where the machine code is) is not loaded.
     #[test]
     fn a_patched_cwasm_is_detected_and_replaced() {
@@ -554,7 +554,7 @@ mod tests {
         std::fs::remove_dir_all(&root).unwrap();
     }
 
-    /// Issue 10, finding 1: a cache file or directory that others may write is
+    /// A cache file or directory that others may write is
     /// not used; the guest is compiled in memory and the run goes on.
     #[test]
     fn a_cache_others_can_write_is_not_used() {

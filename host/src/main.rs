@@ -1,14 +1,16 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
-//! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
-//! 2 usage or configuration error, or a call the permission rules refuse; 3 server unavailable or timeout, or the
-//! runtime stopped; 130 / 143 / 129 / 131 SIGINT / SIGTERM / SIGHUP / SIGQUIT.
+//! Exit codes: [`cli_exit::Exit`], which `--help` and docs/cli.md list. The
+//! reference docs/cli.md is generated from the definitions below (`cli_reference`).
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
 //! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
+mod cli_exit;
 mod cli_import;
+#[cfg(test)]
+mod cli_reference;
 mod cli_requests;
 
 use std::io::{IsTerminal, Read, Write};
@@ -17,7 +19,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use cli_exit::Exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use mcpbox::terminal::{Lines, escape};
 use mcpbox::trust::ConfigFile;
@@ -30,18 +33,7 @@ use mcpbox::{
 #[command(
     name = "mcpbox",
     version,
-    about = "Use the tools of MCP servers through a sandboxed WebAssembly component",
-    after_help = "Exit codes: 0 ok; 1 the tool returned an error result; 2 usage or configuration \
-                  error (also unknown tool, invalid or oversized arguments, an untrusted \
-                  configuration, a call the permission rules deny or nobody approved); \
-                  3 server unavailable or timeout, or the runtime stopped; \
-                  130 / 143 / 129 / 131 interrupted by SIGINT / SIGTERM / SIGHUP / SIGQUIT, after \
-                  every server was stopped.\n\n\
-                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http, \
-                  dashboard: the bearer token, instead of the one kept in http-token); \
-                  MCPBOX_CACHE_DIR (compiled \
-                  components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
-                  key, trusted configurations, http-token; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
+    about = "Use the tools of MCP servers through a sandboxed WebAssembly component"
 )]
 struct Cli {
     /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
@@ -240,22 +232,35 @@ enum Command {
     },
 }
 
+/// The environment the CLI reads, for the end of `--help`.
+const ENVIRONMENT: &str = "Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve \
+     --http, dashboard: the bearer token, instead of the one kept in http-token); \
+     MCPBOX_CACHE_DIR (compiled components, state.json; default $XDG_CACHE_HOME/mcpbox or \
+     ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache key, trusted configurations, http-token; \
+     default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox).";
+
+/// The command line as clap reads it and `--help` shows it: [`Cli`], ending
+/// with the exit codes and the environment.
+fn cli_command() -> clap::Command {
+    Cli::command().after_help(format!("{}\n\n{ENVIRONMENT}", Exit::help()))
+}
+
 /// A failure with the exit code it maps to.
 struct Failure {
-    code: u8,
+    code: Exit,
     error: anyhow::Error,
 }
 
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(error: E) -> Self {
         Failure {
-            code: 2,
+            code: Exit::Usage,
             error: error.into(),
         }
     }
 }
 
-fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
+fn fail(code: Exit, error: impl Into<anyhow::Error>) -> Failure {
     Failure {
         code,
         error: error.into(),
@@ -263,7 +268,10 @@ fn fail(code: u8, error: impl Into<anyhow::Error>) -> Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::from_arg_matches(&cli_command().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     // One thread does for most commands: the CLI waits on the runtime, which
     // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
     // its ~4). `serve` too, on stdio and by default over HTTP: the requests,
@@ -295,7 +303,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: could not start the async runtime: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     let outcome = runtime.block_on(run(cli));
@@ -303,10 +311,10 @@ fn main() -> ExitCode {
     // signal interrupted. Dropping the tasks stops any server still running.
     runtime.shutdown_background();
     match outcome {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => code.into(),
         Err(Failure { code, error }) => {
             eprintln!("error: {}", block(&format!("{error:#}"), "  "));
-            ExitCode::from(code)
+            code.into()
         }
     }
 }
@@ -374,7 +382,7 @@ fn ensure_trusted(config: &ConfigFile) -> Result<(), Failure> {
         }
     }
     Err(fail(
-        2,
+        Exit::Usage,
         anyhow::anyhow!(
             "{} is not trusted yet: mcpbox starts the servers of a configuration file only \
              once you have trusted it as it is. It would start:{runs}\n\
@@ -414,14 +422,14 @@ fn still_trusted(config: ConfigFile) -> impl Fn(&str) -> Result<(), String> + Se
 }
 
 /// `mcpbox trust`: shows what the configuration runs and remembers it.
-fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
+fn trust_command(config: &ConfigFile) -> Result<Exit, Failure> {
     let shown = config.canonical.as_deref().unwrap_or(&config.path);
     if config.servers().is_empty() {
         eprintln!(
             "{} names no server: nothing to trust",
             one(&shown.display().to_string())
         );
-        return Ok(0);
+        return Ok(Exit::Success);
     }
     mcpbox::trust::trust(config, mcpbox::default_config_dir().as_deref())?;
     println!(
@@ -430,7 +438,7 @@ fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
         config.sha256_hex(),
         what_it_runs(config)
     );
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed, an ssh session
@@ -467,7 +475,7 @@ impl Signals {
     }
 
     /// The exit code of the next signal.
-    async fn next(&mut self) -> u8 {
+    async fn next(&mut self) -> Exit {
         async fn maybe(signal: &mut Option<tokio::signal::unix::Signal>) {
             match signal {
                 Some(signal) => {
@@ -477,10 +485,10 @@ impl Signals {
             }
         }
         tokio::select! {
-            _ = self.interrupt.recv() => 130,
-            _ = self.terminate.recv() => 143,
-            () = maybe(&mut self.hangup) => 129,
-            () = maybe(&mut self.quit) => 131,
+            _ = self.interrupt.recv() => Exit::Interrupted,
+            _ = self.terminate.recv() => Exit::Terminated,
+            () = maybe(&mut self.hangup) => Exit::HungUp,
+            () = maybe(&mut self.quit) => Exit::Quit,
         }
     }
 }
@@ -499,7 +507,7 @@ fn ignored_signals() -> u64 {
         .unwrap_or(0)
 }
 
-async fn run(cli: Cli) -> Result<u8, Failure> {
+async fn run(cli: Cli) -> Result<Exit, Failure> {
     let trusted_all = cli.trust || trust_all_from_env();
     if let Command::Import {
         write,
@@ -642,7 +650,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     "conditional" => Naming::Conditional,
                     other => {
                         return Err(fail(
-                            2,
+                            Exit::Usage,
                             anyhow::anyhow!(
                                 "--naming must be `prefixed` or `conditional`, not `{}`",
                                 one(other)
@@ -683,14 +691,14 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 runtime
                     .serve_dashboard(http, listener)
                     .await
-                    .map_err(|e| fail(2, e))?;
-                Ok(0)
+                    .map_err(|e| fail(Exit::Usage, e))?;
+                Ok(Exit::Success)
             }
             // Handled before the runtime opens.
             Command::Trust
             | Command::Login { .. }
             | Command::Logout { .. }
-            | Command::Import { .. } => Ok(0),
+            | Command::Import { .. } => Ok(Exit::Success),
         }
     };
     let outcome = tokio::select! {
@@ -714,7 +722,7 @@ async fn settle(runtime: &Runtime) -> std::sync::Arc<Vec<ServerStatus>> {
     servers
 }
 
-async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
+async fn servers(runtime: &Runtime, json: bool) -> Result<Exit, Failure> {
     let servers = settle(runtime).await;
     if servers.is_empty() && !json {
         eprintln!("no servers configured (looked for `mcpServers` in the configuration)");
@@ -749,7 +757,7 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         }
     }
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `mcpbox login SERVER`. Only for a trusted configuration (the caller checks):
@@ -762,7 +770,7 @@ async fn login(
     server: &str,
     timeout: u64,
     no_browser: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let store = mcpbox::TokenStore::default_location();
     eprintln!("tokens will be stored in: {}", one(&store.describe()));
     let show = move |url: &str| {
@@ -785,7 +793,7 @@ async fn login(
         Duration::from_secs(timeout),
     )
     .await
-    .map_err(|e| fail(3, e))?;
+    .map_err(|e| fail(Exit::Unavailable, e))?;
     if cli.json {
         println!(
             "{}",
@@ -804,12 +812,12 @@ async fn login(
             one(&login.stored_in)
         );
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// `mcpbox logout SERVER`: removes the server's tokens from this machine. Needs
 /// no trust: it contacts nobody and only forgets a credential of the user's.
-fn logout(config: &ConfigFile, server: &str) -> Result<u8, Failure> {
+fn logout(config: &ConfigFile, server: &str) -> Result<Exit, Failure> {
     let store = mcpbox::TokenStore::default_location();
     let had = mcpbox::oauth::logout(&config.text, server, &store)?;
     let server = one(server);
@@ -820,7 +828,7 @@ fn logout(config: &ConfigFile, server: &str) -> Result<u8, Failure> {
     } else {
         println!("{server} had no tokens in {place}");
     }
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 /// A runtime that stopped by itself (its guest failed three times within a
@@ -828,7 +836,7 @@ fn logout(config: &ConfigFile, server: &str) -> Result<u8, Failure> {
 fn still_running(runtime: &Runtime) -> Result<(), Failure> {
     match runtime.stopped() {
         Some(reason) => Err(fail(
-            3,
+            Exit::Unavailable,
             anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
         )),
         None => Ok(()),
@@ -899,7 +907,7 @@ fn status_line(s: &ServerStatus, width: usize) -> String {
 
 /// Prints the servers, then every event until Ctrl-C, or until the runtime
 /// stops by itself (then exit code 3).
-async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
+async fn watch(runtime: &Runtime, json: bool) -> Result<Exit, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
@@ -914,7 +922,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
                 eprintln!("({n} events were dropped: the display fell behind)");
                 continue;
             }
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(0),
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(Exit::Success),
         };
         let mut out = std::io::stdout().lock();
         if json {
@@ -1007,7 +1015,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         drop(out);
         if let Event::Stopped(reason) = event {
             return Err(fail(
-                3,
+                Exit::Unavailable,
                 anyhow::anyhow!("the mcpbox runtime stopped: {reason}"),
             ));
         }
@@ -1052,14 +1060,14 @@ fn reload_lines(report: &mcpbox::ReloadReport) -> String {
     text
 }
 
-async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8, Failure> {
+async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<Exit, Failure> {
     let servers = settle(runtime).await;
     if let Some(name) = server
         && !servers.iter().any(|s| s.name == name)
     {
         let known: Vec<String> = servers.iter().map(|s| one(&s.name).into_owned()).collect();
         return Err(fail(
-            2,
+            Exit::Usage,
             anyhow::anyhow!(
                 "no server named `{}` (configured: {})",
                 one(name),
@@ -1102,7 +1110,7 @@ async fn tools(runtime: &Runtime, server: Option<&str>, json: bool) -> Result<u8
         );
     }
     still_running(runtime)?;
-    Ok(0)
+    Ok(Exit::Success)
 }
 
 async fn call(
@@ -1112,7 +1120,7 @@ async fn call(
     timeout: Option<f64>,
     yes: bool,
     json: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     // A prompt needs stdin for the answer: not when it is a pipe, nor when it
     // carried the arguments.
     let who = if yes {
@@ -1130,7 +1138,7 @@ async fn call(
     let timeout = timeout
         .map(parse_timeout)
         .transpose()
-        .map_err(|e| fail(2, e))?;
+        .map_err(|e| fail(Exit::Usage, e))?;
 
     // Wait for this tool's server only, not for every slow server; when the tool
     // never appears, the registry's own error says why (its server failed, …).
@@ -1148,7 +1156,7 @@ async fn call(
         Ok(result) => result,
         Err(CallError::Denied(e)) if who == Approver::Nobody && e.contains("was not approved") => {
             return Err(fail(
-                2,
+                Exit::Usage,
                 anyhow::anyhow!(
                     "{e}; nobody could be asked: stdin is not a terminal{}; pass --yes to approve it",
                     if std::io::stdin().is_terminal() {
@@ -1163,8 +1171,8 @@ async fn call(
             let code = match e {
                 CallError::UnknownTool(_)
                 | CallError::InvalidArguments(_)
-                | CallError::Denied(_) => 2,
-                _ => 3,
+                | CallError::Denied(_) => Exit::Usage,
+                _ => Exit::Unavailable,
             };
             return Err(fail(code, e));
         }
@@ -1178,7 +1186,11 @@ async fn call(
     } else {
         writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
     }
-    Ok(if result.is_error { 1 } else { 0 })
+    Ok(if result.is_error {
+        Exit::ToolError
+    } else {
+        Exit::Success
+    })
 }
 
 /// `mcpbox serve`: MCP on stdin/stdout, or Streamable HTTP. Everything but the
@@ -1267,7 +1279,7 @@ async fn listen(
     let token = if insecure_no_token {
         if !local.ip().is_loopback() {
             return Err(fail(
-                2,
+                Exit::Usage,
                 anyhow::anyhow!(
                     "--insecure-no-token is for loopback addresses only: {local} is reachable \
                      from other machines, so it needs the token"
@@ -1287,7 +1299,7 @@ async fn listen(
     } else if let Some(token) = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty()) {
         if !mcpbox::is_valid_token(&token) {
             return Err(fail(
-                2,
+                Exit::Usage,
                 anyhow::anyhow!(
                     "MCPBOX_TOKEN must be one word of letters, digits, `-`, `_`, `.`, `~`, `+` \
                      or `/` (a bearer token sent as it is)"
@@ -1349,15 +1361,15 @@ async fn serve(
     http: Option<&str>,
     allow_origin: &[String],
     insecure_no_token: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
         let (input, output) = stdio_streams();
         runtime
             .serve_stdio(options, input, output)
             .await
-            .map_err(|e| fail(2, e))?;
-        return Ok(0);
+            .map_err(|e| fail(Exit::Usage, e))?;
+        return Ok(Exit::Success);
     };
     let (listener, http) = listen(
         "mcpbox serve",
@@ -1371,8 +1383,8 @@ async fn serve(
     runtime
         .serve_http(options, http, listener)
         .await
-        .map_err(|e| fail(2, e))?;
-    Ok(0)
+        .map_err(|e| fail(Exit::Usage, e))?;
+    Ok(Exit::Success)
 }
 
 /// stdin and stdout for `serve` on stdio, read and written by the runtime's own
@@ -1454,10 +1466,10 @@ async fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure
         .context("reading the arguments from stdin")?;
     runtime
         .check_arguments_size(tool, size)
-        .map_err(|e| fail(2, e))?;
+        .map_err(|e| fail(Exit::Usage, e))?;
     String::from_utf8(bytes).map_err(|e| {
         fail(
-            2,
+            Exit::Usage,
             anyhow::anyhow!("the arguments on stdin are not UTF-8: {e}"),
         )
     })

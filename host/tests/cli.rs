@@ -204,9 +204,9 @@ fn configuration_errors_name_the_file() {
     assert_eq!(stdout(&out), "");
 }
 
-/// Issue 10, finding 12: 100,000 entries took the guest past its deadline (a
-/// trap and a backtrace), and a 300 MB file was copied into the guest until it ran
-/// out of memory ("unreachable"). Both are refused now, with the cap in the message.
+/// A configuration past the caps (100,000 entries; a 300 MB file) is refused with
+/// the cap in the message, rather than taking the guest past its deadline (a trap
+/// and a backtrace) or copying the file into the guest until it runs out of memory.
 #[test]
 fn an_oversized_configuration_is_refused_with_its_limit() {
     let dir = std::env::temp_dir().join(format!("mcpbox-cli-huge-{}", std::process::id()));
@@ -762,7 +762,7 @@ fn claude_code_settings_next_to_the_configuration_apply_when_asked() {
     );
 }
 
-/// Security finding 6: a `${VAR}` in a URL is resolved by the host for the
+/// A `${VAR}` in a URL is resolved by the host for the
 /// request, and every output shows the URL as configured, never the value: the
 /// status (`servers`, `--json servers`, the `--watch` stream of events), the
 /// tool list, a call's result and a call's error on stderr, for a server that
@@ -863,7 +863,7 @@ fn a_secret_in_the_url_never_shows() {
     }
 }
 
-/// Issue 10, finding 11: a `--timeout` too large for a `Duration` (or not a
+/// A `--timeout` too large for a `Duration` (or not a
 /// positive finite number) is a usage error, exit 2, never a panic.
 #[test]
 fn timeout_out_of_range_is_a_usage_error() {
@@ -904,7 +904,7 @@ fn assert_terminal_safe(what: &str, text: &str) {
     assert!(raw.is_empty(), "{what} has raw {raw:?}: {text:?}");
 }
 
-/// Issue 10, finding 9: what servers say reaches the terminal with its control
+/// What servers say reaches the terminal with its control
 /// characters escaped (`\x1b`, `\u{202e}`), in every human-readable output; JSON
 /// output keeps the exact text.
 #[test]
@@ -930,7 +930,7 @@ fn terminal_escapes_from_servers_are_shown_escaped() {
         "the stderr tail: {text}"
     );
     assert!(text.contains(r"na\x1b[2Jme"), "the server's name: {text}");
-    // Finding 14: a server that never connected shows no protocol version.
+    // A server that never connected shows no protocol version.
     let dead = text.lines().find(|l| l.starts_with("✗ dead")).unwrap();
     assert!(!dead.contains("20"), "{dead}");
 
@@ -1055,7 +1055,7 @@ fn mcpbox_with_stdin(config: &Path, args: &[&str], input: String) -> Output {
     out
 }
 
-/// Issue 10, finding 10: arguments too large for the guest are refused before
+/// Arguments too large for the guest are refused before
 /// they enter it (exit 2, with the size, the limit and how to raise it), rather
 /// than trapping the guest and restarting every server.
 #[test]
@@ -1095,7 +1095,7 @@ fn oversized_arguments_are_refused_before_the_guest() {
     assert_eq!(out.stdout.len(), 20 * 1024 * 1024 + 1);
 }
 
-/// Issue 10, finding 1, as a user meets it: a cached compiled component that
+/// The component cache's integrity, as a user meets it: a cached compiled component that
 /// others may write, or that changed since mcpbox wrote it, is not loaded; the
 /// command still works and says why on stderr.
 #[test]
@@ -1262,7 +1262,7 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
     (code, pids)
 }
 
-/// Issue 10, findings 7 and 8: SIGTERM or Ctrl-C (SIGINT) to the CLI stops every
+/// SIGTERM or Ctrl-C (SIGINT) to the CLI stops every
 /// server first: one that ignores SIGTERM and its stdin closing (killed after
 /// the grace period), its child in its process group, and a grandchild that
 /// left the group with setsid and an empty environment (found because the CLI
@@ -1360,7 +1360,7 @@ fn untrusting(config_dir: &Path) -> Command {
     command
 }
 
-/// Issue 10, finding 15: a configuration file mcpbox has not run before starts
+/// A configuration file mcpbox has not run before starts
 /// nothing (no process, no connection, no `${VAR}` resolved) until the user
 /// trusts it; exit 2 with what it would run and how to trust it. `mcpbox trust`
 /// remembers it; a change asks again; `--trust` and `MCPBOX_TRUST_ALL=1` skip
@@ -1639,7 +1639,7 @@ fn the_bundled_demo_is_trusted_only_as_shipped() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Issue 10, finding 4 (what the host shows): a guest that fails three times
+/// What the host shows when the guest keeps failing: a guest that fails three times
 /// within a minute stops the runtime. `servers` then shows every server failed
 /// with the reason and exits 3, `servers --watch` prints it and exits 3, and a
 /// call fails with the reason (exit 3). Here a server's 8 MiB log line is more

@@ -12,7 +12,7 @@
 // the guest and its imports (about 15 per tool call) in the component-model-async task
 // machinery (a task, a subtask, promises, debug-log calls), which this guest, all
 // synchronous, never uses: with 1.35.0 a warm call took 30 % more CPU and 15 % more
-// time (docs/PERFORMANCE.md, "Run of 2 December 2026, 15:00 UTC"). Move the pin when a
+// time (docs/PERFORMANCE.md, "The JS host"). Move the pin when a
 // release makes that machinery free for synchronous imports; `npm test` and the stock
 // test's `jco serve` (tests/tests/stock.rs) run on whatever is pinned here.
 //

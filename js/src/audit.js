@@ -6,7 +6,9 @@
 // arguments only when asked); the host adds the time and appends the line. The file is
 // opened for appending, created if missing, when the runtime opens, so a path that
 // cannot be written fails `McpBox.open` rather than the trail silently missing.
-// Synchronous file access: this runs on the driver worker, which blocks anyway.
+// Synchronous file access: the driver writes each line as the guest's turn returns its
+// `audit` events, before the callers hear of the calls, on the driver's thread (the
+// caller's by default, a worker with `thread: 'worker'`).
 
 import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';

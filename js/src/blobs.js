@@ -8,8 +8,9 @@
 // `denied` and the guest passes on what it can). Each file is named after the guest's
 // suggestion, made safe, with a number in front so that names never collide; one file
 // is at most the policy's message cap, all of a runtime's files together at most
-// `maxResultFilesBytes`. Synchronous file access: this runs on the driver worker, inside
-// the guest's export call.
+// `maxResultFilesBytes`. Synchronous file access: this runs inside the guest's import
+// call, which must return its answer before the guest goes on (on the caller's thread by
+// default, on the driver's worker with `thread: 'worker'`).
 
 import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -339,12 +339,12 @@ function event(e) {
 }
 
 /**
- * A running mcpbox: the guest component on its own worker thread, its servers and its
- * tool registry. Every method is safe to call at any time; `servers()` and `tools()`
- * are snapshots that never wait. Emits `'event'` with `{ type: 'status', status }`,
- * `{ type: 'tools-changed', server }`, `{ type: 'warning', message }`,
- * `{ type: 'log', server, level, message }` and, with `inputRequests: true` (or, for
- * approvals of `ask` permission rules, `approvals: true`),
+ * A running mcpbox: the guest component (on this thread by default, or on a worker thread
+ * of its own with `thread: 'worker'`), its servers and its tool registry. Every method is
+ * safe to call at any time; `servers()` and `tools()` are snapshots that never wait.
+ * Emits `'event'` with `{ type: 'status', status }`, `{ type: 'tools-changed', server }`,
+ * `{ type: 'warning', message }`, `{ type: 'log', server, level, message }` and, with
+ * `inputRequests: true` (or, for approvals of `ask` permission rules, `approvals: true`),
  * `{ type: 'input-requested', id, server, tool, message, requestedSchema, approval }` (MCP
  * elicitation: `elicitation/create`, and `input_required` results in 2026-07-28; answer
  * with `answerInput`) and `{ type: 'input-withdrawn', id }`; with `sampling: true`,

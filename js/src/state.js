@@ -7,7 +7,9 @@
 // text keys and values in byte order, pretty-printed, written through a temporary file
 // and a rename. It is a cache in every sense: a missing, unreadable or concurrently
 // rewritten file only costs the guest a probe, so errors are ignored, and the store is
-// bounded. Synchronous file access: this runs on the driver worker, which blocks anyway.
+// bounded. Synchronous file access: this runs inside the guest's import call, which must
+// return its answer before the guest goes on (on the caller's thread by default, on the
+// driver's worker with `thread: 'worker'`).
 
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -264,7 +264,7 @@ test('invalid config text is an error naming the origin', async () => {
 });
 
 test('an oversized configuration is refused with its limit', async (t) => {
-  // Issue 10, finding 12: a configuration past 16 MiB is not read past the cap, and
+  // A configuration past 16 MiB is not read past the cap, and
   // text that size never enters the guest.
   const dir = await mkdtemp(join(tmpdir(), 'mcpbox-js-big-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
@@ -286,7 +286,7 @@ test('an oversized configuration is refused with its limit', async (t) => {
 });
 
 test('structured content passes through however deep, or fails loudly', async (t) => {
-  // Issue 10, finding 13: 10,000 levels deep reach the caller whole; a number no
+  // 10,000 levels deep reach the caller whole; a number no
   // JavaScript number holds (1e999) fails the call, saying why, instead of turning into
   // Infinity (and `null` once stringified).
   const box = await open(t, { fx: fixtureEntry() });
@@ -308,8 +308,8 @@ test('structured content passes through however deep, or fails loudly', async (t
 });
 
 test('a server past its tool-list limits fails alone', async (t) => {
-  // Issue 10, finding 4: a million tools in one 56 MB answer exhausted the guest's memory
-  // and every server went down with it.
+  // A million tools in one 56 MB answer must not exhaust the guest's memory and take
+  // every server down with it.
   const box = await open(t, { flood: fixtureEntry(['--flood-tools', '1000000']), good: fixtureEntry() });
   const restarts = [];
   box.on('event', (e) => {

@@ -320,7 +320,7 @@ async function started(t, kind, ...args) {
   return server;
 }
 
-// Security finding 3: a redirect to another origin is not followed, so neither the
+// A redirect to another origin is not followed, so neither the
 // configured headers (credentials) nor the request reach it, and the call fails naming
 // both origins and the fix. No `Referer` goes anywhere.
 test('a redirect to another origin is refused and nothing reaches it', async (t) => {
@@ -355,7 +355,7 @@ test('a same-origin redirect is followed with the configured headers', async (t)
   assert.ok(calls.every((c) => c.headers['x-api-key'] === 'secret-key'));
 });
 
-// Security finding 2: a legacy SSE server whose `endpoint` event names another origin
+// A legacy SSE server whose `endpoint` event names another origin
 // fails with a clear error, and nothing (no message, no header) is sent there.
 test('a legacy endpoint on another origin fails the server and nothing reaches it', async (t) => {
   const elsewhere = await started(t, Recorder);
@@ -372,7 +372,7 @@ test('a legacy endpoint on another origin fails the server and nothing reaches i
   assert.equal(server.seen[0].headers.authorization, 'Bearer secret-token');
 });
 
-// Security finding 6: a `${VAR}` in the URL is resolved by the host for the request, but
+// A `${VAR}` in the URL is resolved by the host for the request, but
 // every message names the URL as configured.
 test('a variable in the URL reaches the server but no message', async (t) => {
   const home = process.env.HOME;

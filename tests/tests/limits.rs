@@ -80,7 +80,7 @@ async fn resource_bounds() {
     crash_with_calls_in_flight().await;
 }
 
-/// Issue 10, finding 14: a 400 MB `state.json` in the cache directory is not
+/// A 400 MB `state.json` in the cache directory is not
 /// read: opening a runtime over it costs no more memory than over a small one,
 /// a warning says why, and the servers work.
 async fn huge_state_file() {

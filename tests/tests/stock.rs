@@ -1,4 +1,4 @@
-//! mcpbox on runtimes nobody here wrote (issue 17): the stock `wasi:http`
+//! mcpbox on runtimes nobody here wrote: the stock `wasi:http`
 //! component under the stock `wasmtime serve` CLI, under wasmCloud's `wash dev`
 //! and under `jco serve` (Node.js with jco's stock `preview2-shim`), in front of
 //! remote MCP servers (the TypeScript SDK v2 peer and server-everything over HTTP).

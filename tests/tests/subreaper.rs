@@ -25,7 +25,7 @@ async fn pids_of(runtime: &mcpbox::Runtime) -> Value {
 /// no other runtime of the process relies on the subreaper.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// Issue 10, finding 8: with the subreaper on, a server's grandchild that left
+/// With the subreaper on, a server's grandchild that left
 /// the process group with `setsid` and an empty environment (so no marker leads
 /// to it) is reparented to this process, and the runtime's shutdown kills and
 /// reaps it: no process and no zombie is left.

@@ -1400,9 +1400,9 @@ fn a_ttl_hint_refreshes_the_list_when_nothing_subscribes() {
     );
 }
 
-/// Issue 10, finding 13, for `content`: a block deeper than 128 levels or
-/// holding `1e999` made the whole result "malformed" (the content list was read
-/// into `serde_json::Value`s to find the text blocks). The text blocks are found
+/// A content block deeper than 128 levels or holding `1e999` does not make the
+/// result "malformed" (as it did when the content list was read into
+/// `serde_json::Value`s to find the text blocks): the text blocks are found
 /// without building the others, and the content passes through as sent.
 #[test]
 fn content_of_any_depth_passes_through_with_its_text_found() {
@@ -1437,8 +1437,8 @@ fn content_of_any_depth_passes_through_with_its_text_found() {
     );
 }
 
-/// Issue 10, finding 13, for logs: `data` that a `serde_json::Value` cannot hold
-/// made the whole notification read as nothing: an empty `info` line.
+/// Log `data` that a `serde_json::Value` cannot hold (too deep, a number beyond
+/// f64) is kept as written, not read as nothing (an empty `info` line).
 #[test]
 fn log_data_of_any_depth_is_kept_as_written() {
     let mut c = ready(&["echo"]);

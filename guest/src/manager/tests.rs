@@ -562,7 +562,7 @@ fn the_connect_deadline_covers_the_listing() {
     assert_eq!(m.platform().now(), 30_000);
 }
 
-/// Issue 10, finding 14: a server shows a protocol version only once one was
+/// A server shows a protocol version only once one was
 /// negotiated, not the one being probed (`server/discover`), and not after it
 /// failed before connecting.
 #[test]
@@ -658,7 +658,7 @@ fn one_failing_server_does_not_affect_the_others() {
         )
     );
     assert!(m.platform().sim("ancient").borrow().dropped);
-    // Issue 10, finding 14: no protocol version was negotiated with these.
+    // No protocol version was negotiated with these.
     assert_eq!(ancient.protocol_version, None);
     let crash = status(&statuses, "crash");
     assert_eq!(crash.state, ServerState::Failed);
@@ -1974,7 +1974,7 @@ mod permissions;
 // What happens at a call's end: output limits, audit records.
 mod completion;
 // ---------------------------------------------------------------------------
-// Issue 10, finding 5: a colliding name reaches the server `tools` lists for it.
+// A colliding name reaches the server `tools` lists for it.
 
 /// `x` lists `y__echo` and `x__y` lists `echo`: both are `mcp__x__y__echo`.
 const CONTESTED: &str = "mcp__x__y__echo";
@@ -2080,7 +2080,7 @@ fn a_lost_server_keeps_its_contested_name_and_the_call_restarts_it() {
 }
 
 // ---------------------------------------------------------------------------
-// Issue 10, finding 12: a large configuration starts in linear time.
+// A large configuration starts in linear time.
 
 #[test]
 fn starting_thousands_of_servers_rebuilds_the_registry_once_per_round() {
@@ -2119,7 +2119,7 @@ fn starting_thousands_of_servers_rebuilds_the_registry_once_per_round() {
 }
 
 // ---------------------------------------------------------------------------
-// Issue 10, finding 4: what one server's tool list may cost.
+// What one server's tool list may cost.
 
 /// A server listing `n` tools `t0` … in pages of `page_size`.
 fn listing(n: usize, page_size: usize) -> McpServer {

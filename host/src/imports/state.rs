@@ -204,7 +204,7 @@ mod tests {
         assert_eq!(memo.get("k").as_deref(), Some("v"));
     }
 
-    /// Issue 10, finding 14: a huge `state.json` is not read (a warning says
+    /// A huge `state.json` is not read (a warning says
     /// so), and the next save replaces it with a small one; what is written
     /// never exceeds what is read back.
     #[test]

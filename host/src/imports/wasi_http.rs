@@ -325,11 +325,12 @@ mod tests {
         );
     }
 
-    /// Security finding 6, the host's side: everything the host hands the guest
-    /// for a remote server (a grant's stand-in URL, its answers, the errors of
-    /// opening one, the hook's error codes) is free of resolved values, wherever
-    /// the reference was: query, path, host, userinfo, a header. The guest's
-    /// own messages are checked end to end
+    /// Resolved `${VAR}` values never reach the guest, the host's side:
+    /// everything the host hands the guest for a remote server (a grant's
+    /// stand-in URL, its answers, the errors of opening one, the hook's error
+    /// codes) is free of resolved values, wherever the reference was: query,
+    /// path, host, userinfo, a header. The guest's own messages are checked end
+    /// to end
     /// (`security::a_secret_in_the_url_reaches_its_server_and_no_output`).
     #[tokio::test(flavor = "multi_thread")]
     async fn nothing_handed_to_the_guest_holds_a_resolved_value() {

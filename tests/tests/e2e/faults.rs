@@ -304,7 +304,7 @@ async fn fixture_pids(runtime: &mcpbox::Runtime, server: &str) -> Vec<u64> {
     all
 }
 
-/// Issue 10, finding 8: a grandchild that left the server's process group with
+/// A grandchild that left the server's process group with
 /// `setsid` (a daemon) is stopped with the server, whether the runtime is shut
 /// down, dropped, or the server stops on its own; found by the
 /// `MCPBOX_SERVER_ID` marker it inherited (no subreaper in this process).

@@ -165,7 +165,7 @@ async fn collisions_are_reported_and_the_later_tool_skipped() {
     );
 }
 
-/// Issue 10, finding 5: server `x` with tool `y__ping` and server `x__y` with
+/// Server `x` with tool `y__ping` and server `x__y` with
 /// tool `ping` both make `mcp__x__y__ping`. Whichever server starts slowly, a call
 /// made as soon as the name is callable (as `mcpbox call` does) reaches the
 /// server `tools` lists for it, and that is the one first in the file.
@@ -219,11 +219,11 @@ async fn a_contested_name_reaches_the_listed_server_whichever_starts_first() {
     }
 }
 
-/// Issue 10, finding 13: a `structuredContent` deeper than serde_json's 128
-/// levels, or holding a number no f64 holds, became `null` on a successful
-/// result (and such a `content` made the result "malformed"). Both reach the
-/// caller exactly as the server wrote them, 10,000 levels deep included, and
-/// nothing deep crashes the guest.
+/// A `structuredContent` deeper than serde_json's 128 levels, or holding a number
+/// no f64 holds, must not become `null` on a successful result (nor such a
+/// `content` make the result "malformed"): both reach the caller exactly as the
+/// server wrote them, 10,000 levels deep included, and nothing deep crashes the
+/// guest.
 #[tokio::test(flavor = "multi_thread")]
 async fn structured_content_passes_through_exactly_however_deep_or_large() {
     let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
@@ -531,7 +531,7 @@ async fn trappable() -> mcpbox::Runtime {
 /// The size of a `huge` answer that traps a [`trappable`] guest.
 const TRAPPING_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Issue 10, finding 10: arguments over the limit (1/16 of the guest's memory
+/// Arguments over the limit (1/16 of the guest's memory
 /// limit) fail the call with `InvalidArguments` naming the size and the limit,
 /// before they enter the guest: no trap, no restart.
 #[tokio::test(flavor = "multi_thread")]
@@ -644,7 +644,7 @@ async fn three_traps_within_a_minute_stop_the_runtime() {
         matches!(&err, CallError::Runtime(m) if m.contains("3 times within a minute")),
         "{err:?}"
     );
-    // Issue 10, finding 4: the stop is visible without a call: the reason, the
+    // The stop is visible without a call: the reason, the
     // servers failed with it (none runs without the guest), no tools, the event.
     let reason = runtime.stopped().expect("stopped");
     assert!(

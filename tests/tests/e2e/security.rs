@@ -1,4 +1,4 @@
-//! Security findings 2, 3 and 6 of issue 10, reproduced end to end: hostile
+//! Credentials of remote servers, attacked end to end: hostile
 //! HTTP servers (`tests/src/http.rs`) try to send the configured credentials to
 //! another origin, and a `${VAR}` in a URL must reach its server and nothing
 //! else. "Another origin" is a [`Recorder`]: it answers every request as a
@@ -27,7 +27,7 @@ fn nothing_reached(elsewhere: &Recorder) {
     assert!(elsewhere.seen().is_empty(), "{:#?}", elsewhere.seen());
 }
 
-/// Finding 2: a legacy SSE server whose `endpoint` event names another origin
+/// A legacy SSE server whose `endpoint` event names another origin
 /// (another port, another host name for the same address, a scheme-relative
 /// reference) fails with an error naming that origin, the configured URL and
 /// the fix, and nothing is sent there: no message, no configured header.
@@ -87,7 +87,7 @@ async fn a_legacy_endpoint_on_another_origin_fails_the_server_and_nothing_reache
     nothing_reached(&elsewhere);
 }
 
-/// Finding 2, on the stand-in design: a legacy server whose `endpoint` names
+/// On the stand-in design: a legacy server whose `endpoint` names
 /// another server's stand-in authority (`g0.mcpbox.internal`, the first server
 /// opened) must not reach that server under its grant. Were `hostile` the one
 /// given `g0`, the endpoint would be its own and it would not fail as asserted.
@@ -117,7 +117,7 @@ async fn a_legacy_endpoint_naming_another_servers_stand_in_reaches_nothing() {
     runtime.shutdown().await;
 }
 
-/// Finding 3: a Streamable HTTP server answering `307` or `308` to another
+/// A Streamable HTTP server answering `307` or `308` to another
 /// origin (another port, another host name, a scheme-relative reference): the
 /// call fails naming the configured URL, the other origin and the fix, and
 /// nothing reaches the other host (no `X-API-Key`, no `Authorization`, no
@@ -172,7 +172,7 @@ async fn a_redirect_to_another_origin_is_refused_and_nothing_reaches_it() {
     nothing_reached(&elsewhere);
 }
 
-/// Finding 3, the other half: `307` and `308` on the configured origin (a
+/// Same-origin redirects: `307` and `308` on the configured origin (a
 /// relative and an absolute `Location`) are followed: the same request again,
 /// with the configured headers and without a `Referer` (which would carry the
 /// configured URL's query).
@@ -214,7 +214,7 @@ async fn same_origin_307_and_308_are_followed_with_the_headers_and_no_referer() 
     runtime.shutdown().await;
 }
 
-/// Finding 3, on the stand-in design: a redirect to another server's stand-in
+/// On the stand-in design: a redirect to another server's stand-in
 /// authority is another origin. (Were `hostile` the one given `g0`, the
 /// redirect would be same-origin and the call would succeed.)
 #[tokio::test(flavor = "multi_thread")]
@@ -250,7 +250,7 @@ async fn a_redirect_to_another_servers_stand_in_is_refused() {
 const SECRET_VAR: &str = "MCPBOX_TEST_API_KEY";
 const SECRET: &str = "s3cret-7d41b9e2";
 
-/// Finding 6: `"url": "http://…/mcp?api_key=${MCPBOX_TEST_API_KEY}"` reaches its
+/// A secret in the URL: `"url": "http://…/mcp?api_key=${MCPBOX_TEST_API_KEY}"` reaches its
 /// server resolved (query and header), and the value appears in no output of
 /// the runtime: statuses and their errors, events, call errors, tools, config
 /// issues, diagnostics, `state.json`, the `Debug` of the runtime. Every

@@ -1,6 +1,6 @@
 //! What one server's tool list may cost: a server past its `limits` fails alone,
 //! saying which limit and how to raise it, and the others keep working in the
-//! same guest (issue 10, finding 4).
+//! same guest.
 
 use mcpbox::ServerState;
 use serde_json::json;
