@@ -1,5 +1,8 @@
 //! `mcpbox import`: what the other clients configured, printed, optionally
-//! written into a `.mcp.json` and optionally health-checked.
+//! written into a `.mcp.json` and optionally health-checked. With `--installed`,
+//! also what is installed but configured nowhere ([`installed`]).
+
+mod installed;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -21,6 +24,9 @@ pub struct Request {
     /// `--trust` or `MCPBOX_TRUST_ALL`: `--check` may start servers found only
     /// in the project's files too.
     pub trusted: bool,
+    /// `--installed [NAME,...]`: also list the servers installed but configured
+    /// nowhere; the named ones are taken for `--check` and `--write`.
+    pub installed: Option<Vec<String>>,
 }
 
 /// A one-line field (names and paths come from files other programs wrote),
@@ -36,14 +42,23 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
         None => std::env::current_dir()?,
     };
     let places = Places::from_env(&project)?;
-    let discovery = tokio::task::spawn_blocking({
+    let probing = request.installed.is_some();
+    let (discovery, looked) = tokio::task::spawn_blocking({
         let places = places.clone();
-        move || import::discover(&places)
+        move || {
+            let mut discovery = import::discover(&places);
+            let looked = probing.then(|| installed::probe(&places, &mut discovery));
+            (discovery, looked)
+        }
     })
     .await?;
+    // What `--write` and `--check` take: what the clients configure, and the
+    // installed servers named with `--installed`.
+    let named = request.installed.as_deref().unwrap_or_default();
+    let taken = installed::taken(&discovery.servers, named)?;
 
     let written = match &request.write {
-        Some(path) => Some(import::write(&discovery.servers, path, places.max_bytes)?),
+        Some(path) => Some(import::write(&taken, path, places.max_bytes)?),
         None => None,
     };
 
@@ -51,11 +66,19 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
     // program there): as for a configuration file, `--check` starts what only
     // they name once the user said to trust them. Servers also found in the
     // user's own files are the user's already.
-    let (checked, unchecked): (Vec<_>, Vec<_>) = discovery.servers.iter().cloned().partition(|s| {
-        request.trusted || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
+    // An installed server taken is one the user named.
+    let (checked, unchecked): (Vec<_>, Vec<_>) = taken.iter().cloned().partition(|s| {
+        request.trusted
+            || s.found_in.is_empty()
+            || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
     });
     let unchecked: Vec<String> = if request.check {
         unchecked.into_iter().map(|s| s.name).collect()
+    } else {
+        Vec::new()
+    };
+    let not_named = if request.check {
+        installed::not_taken(&discovery.servers, named)
     } else {
         Vec::new()
     };
@@ -88,8 +111,12 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
             }).collect::<Vec<_>>(),
             "written": written,
             "health": health.as_deref(),
-            "unchecked": unchecked,
+            "unchecked": unchecked.iter().chain(&not_named).collect::<Vec<_>>(),
         });
+        let mut value = value;
+        if let Some(looked) = &looked {
+            value["installedSources"] = serde_json::to_value(looked)?;
+        }
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
@@ -97,9 +124,11 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
             &mut out,
             &places,
             &discovery,
+            looked.as_deref(),
             written.as_ref(),
             request.write.is_some(),
         )?;
+        installed::print_how_to_take(&mut out, &discovery.servers, named, written.is_some())?;
         if let Some(health) = &health {
             writeln!(out, "\nHealth:")?;
             let width = health
@@ -139,6 +168,7 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
                 shown(&unchecked.join(", "))
             )?;
         }
+        installed::print_not_named(&mut out, &not_named)?;
     }
     out.flush()?;
     let unhealthy = health
@@ -158,6 +188,7 @@ fn print_human(
     out: &mut impl Write,
     places: &Places,
     discovery: &Discovery,
+    looked: Option<&[import::installed::Looked]>,
     written: Option<&import::WriteReport>,
     asked_to_write: bool,
 ) -> std::io::Result<()> {
@@ -192,6 +223,9 @@ fn print_human(
     if !missing.is_empty() {
         writeln!(out, "  not found: {}", missing.join(", "))?;
     }
+    if let Some(looked) = looked {
+        installed::print_looked(out, places, looked)?;
+    }
 
     if discovery.servers.is_empty() {
         writeln!(out, "\nNo MCP servers found.")?;
@@ -225,7 +259,10 @@ fn print_human(
                 )
             })
             .collect();
-        writeln!(out, "      found in: {}", found.join("; "))?;
+        if !found.is_empty() {
+            writeln!(out, "      found in: {}", found.join("; "))?;
+        }
+        installed::print_server(out, places, s)?;
         for secret in &s.secrets {
             writeln!(
                 out,

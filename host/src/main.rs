@@ -177,6 +177,11 @@ enum Command {
         /// The project whose files are read (default: the current directory).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Also list the servers installed but configured nowhere (on PATH, by
+        /// uv tool, pipx, npm -g), judged by names and package metadata: nothing
+        /// is run. --check and --write take only the ones named here.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, value_delimiter = ',')]
+        installed: Option<Vec<String>>,
     },
     /// Serve every configured server's tools as one MCP server: on stdin/stdout
     /// (logs go to stderr), or over Streamable HTTP with --http.
@@ -451,6 +456,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
         write,
         check,
         project,
+        installed,
     } = &cli.command
     {
         let request = cli_import::Request {
@@ -467,6 +473,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
             },
             guest: cli.guest.clone(),
             trusted: trusted_all,
+            installed: installed.clone(),
         };
         return Ok(cli_import::run(request).await?);
     }
