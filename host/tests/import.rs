@@ -767,7 +767,7 @@ fn programs_on_path_are_listed_by_name_and_never_run() {
     assert_eq!(analysis["foundIn"], json!([]));
     let it = &analysis["installed"][0];
     assert_eq!(it["certainty"], "name", "{it}");
-    assert_eq!(it["why"], json!(["its name follows `*-mcp`"]));
+    assert_eq!(it["why"], json!(["named `*-mcp`"]));
     assert_eq!(sightings(it), ["path"]);
     assert!(it["package"].is_null());
     assert_eq!(
@@ -809,10 +809,7 @@ fn programs_on_path_are_listed_by_name_and_never_run() {
     assert_eq!(out.status.code(), Some(0), "{shown}");
     assert!(shown.contains("\\x1b[31mred"), "{shown}");
     assert!(!shown.contains('\u{1b}'), "{shown}");
-    assert!(
-        shown.contains("MCP by its name only: its name follows `mcp-*`"),
-        "{shown}"
-    );
+    assert!(shown.contains("why (name only): named `mcp-*`"), "{shown}");
     assert!(
         shown.contains(
             "installed, configured nowhere: nothing starts it unless named (--installed notes)"
@@ -1156,9 +1153,9 @@ fn servers_installed_by_uv_pipx_and_npm_are_found_from_their_metadata() {
     assert_eq!(it["certainty"], "metadata");
     let why = it["why"].to_string();
     for reason in [
-        "its package depends on the MCP SDK `mcp`",
-        "its package's summary calls it an MCP server",
-        "its name follows `mcp-server-*`",
+        "depends on the MCP SDK `mcp`",
+        "summary says MCP server",
+        "named `mcp-server-*`",
     ] {
         assert!(why.contains(reason), "{reason} not in {why}");
     }
@@ -1191,9 +1188,9 @@ fn servers_installed_by_uv_pipx_and_npm_are_found_from_their_metadata() {
     );
     assert_eq!(it["certainty"], "metadata");
     assert!(
-        it["why"].to_string().contains(
-            "its package has the MCP registry name `io.github.modelcontextprotocol/server-memory`"
-        ),
+        it["why"]
+            .to_string()
+            .contains("MCP registry name `io.github.modelcontextprotocol/server-memory`"),
         "{it}"
     );
 

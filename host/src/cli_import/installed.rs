@@ -8,7 +8,7 @@
 
 use std::io::Write;
 
-use mcpbox::import::installed::{self, Certainty, Finder, InstalledPlaces, Looked};
+use mcpbox::import::installed::{self, Finder, InstalledPlaces, Looked};
 use mcpbox::import::{Discovery, Places, Server, SourceOutcome};
 
 use super::{place, shown};
@@ -86,7 +86,7 @@ pub(super) fn print_looked(
         |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     writeln!(
         out,
-        "  PATH: {} read, {} named like an MCP server",
+        "  PATH: {} read, {} named like MCP servers",
         plural(read, "directory", "directories"),
         plural(programs, "program", "programs")
     )?;
@@ -164,11 +164,12 @@ pub(super) fn print_server(
             place(std::path::Path::new(&it.program), places),
             sightings.join("; ")
         )?;
-        let sure = match it.certainty {
-            Certainty::Metadata => "MCP by its package metadata",
-            Certainty::Name => "MCP by its name only",
-        };
-        writeln!(out, "      {sure}: {}", shown(&it.why.join("; ")))?;
+        writeln!(
+            out,
+            "      why ({}): {}",
+            it.certainty.label(),
+            shown(&it.why.join("; "))
+        )?;
     }
     Ok(())
 }

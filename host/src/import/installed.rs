@@ -521,11 +521,11 @@ impl Evidence {
             let k = k.trim();
             let norm = k.to_ascii_lowercase().replace(['_', ' '], "-");
             match norm.as_str() {
-                "mcp-server" | "mcp-servers" | "model-context-protocol-server" => self
-                    .server
-                    .push(format!("its package has the keyword `{k}`")),
+                "mcp-server" | "mcp-servers" | "model-context-protocol-server" => {
+                    self.server.push(format!("keyword `{k}`"))
+                }
                 "mcp" | "model-context-protocol" | "modelcontextprotocol" => {
-                    self.uses.push(format!("its package has the keyword `{k}`"))
+                    self.uses.push(format!("keyword `{k}`"))
                 }
                 _ => {}
             }
@@ -540,22 +540,19 @@ impl Evidence {
             || lower.contains("model context protocol server")
             || lower.contains("model context protocol (mcp) server")
         {
-            self.server
-                .push(format!("its package's {what} calls it an MCP server"));
+            self.server.push(format!("{what} says MCP server"));
         }
     }
 
     /// Reads the MCP registry's name for the package.
     fn registry_name(&mut self, name: &str) {
-        self.server
-            .push(format!("its package has the MCP registry name `{name}`"));
+        self.server.push(format!("MCP registry name `{name}`"));
     }
 
     /// Reads a dependency.
     fn dependency(&mut self, name: &str, sdks: &[&str]) {
         if sdks.contains(&name) {
-            self.uses
-                .push(format!("its package depends on the MCP SDK `{name}`"));
+            self.uses.push(format!("depends on the MCP SDK `{name}`"));
         }
     }
 }
@@ -600,7 +597,7 @@ fn judge_package(
         it.why.extend(evidence.server.iter().cloned());
         it.why.extend(evidence.uses.iter().cloned());
         if let Some(convention) = name_convention(&name) {
-            it.why.push(format!("its name follows `{convention}`"));
+            it.why.push(format!("named `{convention}`"));
         }
         if !evidence.server.is_empty() || !evidence.uses.is_empty() {
             it.certainty = Certainty::Metadata;
@@ -876,7 +873,7 @@ mod tests {
         e.keywords(["llm", "MCP", "time"]);
         e.description("summary", "A tool for timezones");
         assert!(e.server.is_empty());
-        assert_eq!(e.uses, ["its package has the keyword `MCP`"]);
+        assert_eq!(e.uses, ["keyword `MCP`"]);
         let mut e = Evidence::default();
         e.keywords(["mcp server"]);
         e.description("description", "MCP server for memory");

@@ -78,7 +78,7 @@ pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &m
                 continue;
             };
             let mut it = Installed::new(program, stem, Finder::Path, dir.clone());
-            it.why.push(format!("its name follows `{convention}`"));
+            it.why.push(format!("named `{convention}`"));
             let key = if cfg!(windows) {
                 stem.to_ascii_lowercase()
             } else {

@@ -167,16 +167,13 @@ mod tests {
         assert_eq!(
             dist.evidence.server,
             [
-                "its package's summary calls it an MCP server",
-                "its package has the MCP registry name `io.github.modelcontextprotocol/server-time`"
+                "summary says MCP server",
+                "MCP registry name `io.github.modelcontextprotocol/server-time`"
             ]
         );
         assert_eq!(
             dist.evidence.uses,
-            [
-                "its package has the keyword `mcp`",
-                "its package depends on the MCP SDK `mcp`"
-            ]
+            ["keyword `mcp`", "depends on the MCP SDK `mcp`"]
         );
 
         let plain = parse_metadata(
