@@ -890,6 +890,10 @@ struct Installs {
     on_path: OnPath,
 }
 
+/// Runs an install step; false (said on stderr) when it failed because its
+/// registry cannot be reached.
+type Step = dyn Fn(&mut Command, &str, &mut Command) -> bool + Sync;
+
 /// The installs, or `None` (said on stderr) when a package registry cannot be
 /// reached.
 fn installs() -> Option<&'static Installs> {
@@ -943,7 +947,7 @@ impl Installs {
 
         // A failed step whose registry answers is a failure of the test; one
         // whose registry does not is a skip.
-        let step = |command: &mut Command, registry: &str, reachable: &mut Command| {
+        let step = |command: &mut Command, registry: &str, reachable: &mut Command| -> bool {
             let Err(failure) = setup(command) else {
                 return true;
             };
@@ -958,6 +962,18 @@ impl Installs {
                 }
             }
         };
+        // The two ecosystems install side by side.
+        let (python_ok, npm_ok) = std::thread::scope(|scope| {
+            let npm = scope.spawn(|| installs.npm_installs(&cache, &step));
+            let python_ok = installs.python_installs(&cache, &constraints, &step);
+            (python_ok, npm.join().unwrap())
+        });
+        (python_ok && npm_ok).then_some(installs)
+    }
+
+    /// `uv` and `pipx` into a virtual environment of the test's own, then
+    /// mcp-server-time and cowsay with them.
+    fn python_installs(&self, cache: &Path, constraints: &str, step: &Step) -> bool {
         let pypi = || {
             let mut c = Command::new(python());
             c.args([
@@ -973,18 +989,21 @@ impl Installs {
             ]);
             c
         };
-        let venv = installs.root.join("venv");
-        setup(Command::new(python()).args(["-m", "venv"]).arg(&venv)).unwrap();
+        let venv = self.root.join("venv");
+        // Without a pip of its own (seeding one costs seconds): this machine's
+        // pip installs into it.
+        setup(
+            Command::new(python())
+                .args(["-m", "venv", "--without-pip"])
+                .arg(&venv),
+        )
+        .unwrap();
         let venv_python = venv.join("bin/python3");
         let ok = step(
-            Command::new(&venv_python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
+            Command::new(python())
+                .args(["-m", "pip", "--python"])
+                .arg(&venv_python)
+                .args(["install", "--quiet", "--disable-pip-version-check"])
                 .arg("-c")
                 .arg(here().join("installed/constraints.txt"))
                 .args(["uv", "pipx"])
@@ -993,17 +1012,17 @@ impl Installs {
             &mut pypi(),
         );
         if !ok {
-            return None;
+            return false;
         }
         let python_tool = |program: &str| {
             let mut c = Command::new(venv.join("bin").join(program));
-            c.env("HOME", &installs.home)
+            c.env("HOME", &self.home)
                 .env("UV_CACHE_DIR", cache.join("uv"))
                 .env("UV_PYTHON_DOWNLOADS", "never")
                 .env("UV_PYTHON", &venv_python)
                 .env("UV_CONSTRAINT", &constraints)
-                .env("PIPX_HOME", &installs.pipx_home)
-                .env("PIPX_BIN_DIR", &installs.pipx_bin)
+                .env("PIPX_HOME", &self.pipx_home)
+                .env("PIPX_BIN_DIR", &self.pipx_bin)
                 .env("PIPX_DEFAULT_BACKEND", "uv")
                 .env_remove("XDG_DATA_HOME")
                 .env_remove("XDG_BIN_HOME")
@@ -1016,20 +1035,21 @@ impl Installs {
             ("uv", ["tool", "install", "cowsay"]),
         ] {
             if !step(python_tool(program).args(args), "PyPI", &mut pypi()) {
-                return None;
+                return false;
             }
         }
-        if !step(
+        step(
             python_tool("pipx").args(["install", "mcp-server-time"]),
             "PyPI",
             &mut pypi(),
-        ) {
-            return None;
-        }
+        )
+    }
 
+    /// `npm install -g` of server-memory and two packages of the test's own.
+    fn npm_installs(&self, cache: &Path, step: &Step) -> bool {
         // Two packages of the test's own: one named like a server with nothing
         // about MCP in it, one that is neither.
-        let sources = installs.root.join("npm-src");
+        let sources = self.root.join("npm-src");
         for (name, bin) in [
             ("mcp-lookalike", "mcp-lookalike"),
             ("notes-helper", "notes"),
@@ -1048,25 +1068,24 @@ impl Installs {
                 "#!/usr/bin/env node\nprocess.exit(1)\n",
             );
         }
-        let ok = step(
+        step(
             Command::new("npm")
                 .args(["install", "--global", "--no-audit", "--no-fund", "--prefix"])
-                .arg(&installs.npm_prefix)
+                .arg(&self.npm_prefix)
                 .arg("--cache")
                 .arg(cache.join("npm"))
                 .arg(format!(
                     "@modelcontextprotocol/server-memory@{}",
-                    installs.memory_version
+                    self.memory_version
                 ))
                 .arg(sources.join("mcp-lookalike"))
                 .arg(sources.join("notes-helper"))
-                .env("HOME", &installs.home)
+                .env("HOME", &self.home)
                 .env_remove("npm_config_prefix")
                 .env_remove("NPM_CONFIG_PREFIX"),
             "npm",
             Command::new("npm").args(["ping"]),
-        );
-        ok.then_some(installs)
+        )
     }
 
     /// A fresh home for one test, whose `.local` is the installs' (uv's default
