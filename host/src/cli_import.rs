@@ -12,9 +12,10 @@ use mcpbox::{Options, Policy, ServerState};
 
 /// What `mcpbox import` was asked to do.
 pub struct Request {
-    /// `--write [PATH]`: where to write, when asked.
+    /// `--write [PATH]`: where to write, when asked (what is taken: see
+    /// [`installed::taken`]).
     pub write: Option<PathBuf>,
-    /// `--check`: connect to every server found.
+    /// `--check`: connect to every server taken (see [`installed::taken`]).
     pub check: bool,
     /// `--project DIR`: the project whose files are read (default: here).
     pub project: Option<PathBuf>,
@@ -65,8 +66,8 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
     // A project's files come with the project (a cloned repository can name any
     // program there): as for a configuration file, `--check` starts what only
     // they name once the user said to trust them. Servers also found in the
-    // user's own files are the user's already.
-    // An installed server taken is one the user named.
+    // user's own files are the user's already. An installed server taken is
+    // one the user named.
     let (checked, unchecked): (Vec<_>, Vec<_>) = taken.iter().cloned().partition(|s| {
         request.trusted
             || s.found_in.is_empty()
@@ -102,7 +103,7 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
 
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if request.json {
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "sources": discovery.sources,
             "servers": discovery.servers.iter().map(|s| {
                 let mut v = serde_json::to_value(s).unwrap_or_default();
@@ -113,7 +114,6 @@ pub async fn run(request: Request) -> anyhow::Result<u8> {
             "health": health.as_deref(),
             "unchecked": unchecked.iter().chain(&not_named).collect::<Vec<_>>(),
         });
-        let mut value = value;
         if let Some(looked) = &looked {
             value["installedSources"] = serde_json::to_value(looked)?;
         }

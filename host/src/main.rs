@@ -167,11 +167,11 @@ enum Command {
     /// VS Code, Windsurf and Codex, and print them (nothing is written unless asked).
     Import {
         /// Add the servers found to this .mcp.json (default: the --config file),
-        /// never replacing an entry that is there.
+        /// never replacing an entry that is there (installed ones: only if named).
         #[arg(long, value_name = "PATH", num_args = 0..=1)]
         write: Option<Option<PathBuf>>,
         /// Connect to every server found and report its health (exit code 3 when
-        /// one fails).
+        /// one fails; installed ones: only if named).
         #[arg(long)]
         check: bool,
         /// The project whose files are read (default: the current directory).

@@ -1020,7 +1020,7 @@ impl Installs {
                 .env("UV_CACHE_DIR", cache.join("uv"))
                 .env("UV_PYTHON_DOWNLOADS", "never")
                 .env("UV_PYTHON", &venv_python)
-                .env("UV_CONSTRAINT", &constraints)
+                .env("UV_CONSTRAINT", constraints)
                 .env("PIPX_HOME", &self.pipx_home)
                 .env("PIPX_BIN_DIR", &self.pipx_bin)
                 .env("PIPX_DEFAULT_BACKEND", "uv")

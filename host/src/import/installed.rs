@@ -418,6 +418,7 @@ pub fn probe(places: &InstalledPlaces) -> Probe {
             None => merged.push(it),
         }
     }
+    path::add_bare_names(places, &mut merged);
     Probe {
         looked,
         found: merged,

@@ -8,15 +8,13 @@
 //! run, so a cloned repository could put anything there.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Finder, Installed, InstalledPlaces, Looked, list_dir, name_convention, stdio, utf8};
 use crate::import::SourceOutcome;
 
 pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &mut Vec<Installed>) {
     let mut seen: HashSet<&PathBuf> = HashSet::new();
-    // The names PATH finds first: a bare `command` in a configuration runs them.
-    let mut first: HashSet<String> = HashSet::new();
     for dir in &places.path {
         if !seen.insert(dir) {
             continue;
@@ -79,17 +77,6 @@ pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &m
             };
             let mut it = Installed::new(program, stem, Finder::Path, dir.clone());
             it.why.push(format!("named `{convention}`"));
-            let key = if cfg!(windows) {
-                stem.to_ascii_lowercase()
-            } else {
-                stem.to_string()
-            };
-            if first.insert(key) {
-                it.identities.push(stdio(stem, &[]));
-                if name != stem {
-                    it.identities.push(stdio(&name, &[]));
-                }
-            }
             found.push(it);
             count += 1;
         }
@@ -102,6 +89,35 @@ pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &m
                 skipped,
             },
         });
+    }
+}
+
+/// Adds to each program found the identity of its bare name, when that is
+/// what PATH finds first under it: a configuration's `"command": "NAME"` runs it.
+pub(super) fn add_bare_names(places: &InstalledPlaces, found: &mut [Installed]) {
+    for it in found {
+        let program = Path::new(&it.program);
+        let Some(file) = program.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let first = places
+            .path
+            .iter()
+            .filter(|d| d.is_absolute())
+            .map(|d| d.join(file))
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && is_executable(&m)));
+        let Some(first) = first else {
+            continue;
+        };
+        if first != program && std::fs::canonicalize(&first).ok() != it.canonical {
+            continue;
+        }
+        for name in [it.command_name.as_str(), file] {
+            let bare = stdio(name, &[]);
+            if !it.identities.contains(&bare) {
+                it.identities.push(bare);
+            }
+        }
     }
 }
 
