@@ -1,5 +1,8 @@
 //! `mcpbox import`: what the other clients configured, printed, optionally
-//! written into a `.mcp.json` and optionally health-checked.
+//! written into a `.mcp.json` and optionally health-checked. With `--installed`,
+//! also what is installed but configured nowhere ([`installed`]).
+
+mod installed;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,9 +14,10 @@ use crate::cli_exit::Exit;
 
 /// What `mcpbox import` was asked to do.
 pub struct Request {
-    /// `--write [PATH]`: where to write, when asked.
+    /// `--write [PATH]`: where to write, when asked (what is taken: see
+    /// [`installed::taken`]).
     pub write: Option<PathBuf>,
-    /// `--check`: connect to every server found.
+    /// `--check`: connect to every server taken (see [`installed::taken`]).
     pub check: bool,
     /// `--project DIR`: the project whose files are read (default: here).
     pub project: Option<PathBuf>,
@@ -23,6 +27,9 @@ pub struct Request {
     /// `--trust` or `MCPBOX_TRUST_ALL`: `--check` may start servers found only
     /// in the project's files too.
     pub trusted: bool,
+    /// `--installed [NAME,...]`: also list the servers installed but configured
+    /// nowhere; the named ones are taken for `--check` and `--write`.
+    pub installed: Option<Vec<String>>,
 }
 
 /// A one-line field (names and paths come from files other programs wrote),
@@ -38,26 +45,43 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
         None => std::env::current_dir()?,
     };
     let places = Places::from_env(&project)?;
-    let discovery = tokio::task::spawn_blocking({
+    let probing = request.installed.is_some();
+    let (discovery, looked) = tokio::task::spawn_blocking({
         let places = places.clone();
-        move || import::discover(&places)
+        move || {
+            let mut discovery = import::discover(&places);
+            let looked = probing.then(|| installed::probe(&places, &mut discovery));
+            (discovery, looked)
+        }
     })
     .await?;
+    // What `--write` and `--check` take: what the clients configure, and the
+    // installed servers named with `--installed`.
+    let named = request.installed.as_deref().unwrap_or_default();
+    let taken = installed::taken(&discovery.servers, named)?;
 
     let written = match &request.write {
-        Some(path) => Some(import::write(&discovery.servers, path, places.max_bytes)?),
+        Some(path) => Some(import::write(&taken, path, places.max_bytes)?),
         None => None,
     };
 
     // A project's files come with the project (a cloned repository can name any
     // program there): as for a configuration file, `--check` starts what only
     // they name once the user said to trust them. Servers also found in the
-    // user's own files are the user's already.
-    let (checked, unchecked): (Vec<_>, Vec<_>) = discovery.servers.iter().cloned().partition(|s| {
-        request.trusted || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
+    // user's own files are the user's already. An installed server taken is
+    // one the user named.
+    let (checked, unchecked): (Vec<_>, Vec<_>) = taken.iter().cloned().partition(|s| {
+        request.trusted
+            || s.found_in.is_empty()
+            || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
     });
     let unchecked: Vec<String> = if request.check {
         unchecked.into_iter().map(|s| s.name).collect()
+    } else {
+        Vec::new()
+    };
+    let not_named = if request.check {
+        installed::not_taken(&discovery.servers, named)
     } else {
         Vec::new()
     };
@@ -81,7 +105,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
 
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if request.json {
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "sources": discovery.sources,
             "servers": discovery.servers.iter().map(|s| {
                 let mut v = serde_json::to_value(s).unwrap_or_default();
@@ -90,8 +114,11 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
             }).collect::<Vec<_>>(),
             "written": written,
             "health": health.as_deref(),
-            "unchecked": unchecked,
+            "unchecked": unchecked.iter().chain(&not_named).collect::<Vec<_>>(),
         });
+        if let Some(looked) = &looked {
+            value["installedSources"] = serde_json::to_value(looked)?;
+        }
         serde_json::to_writer_pretty(&mut out, &value)?;
         writeln!(out)?;
     } else {
@@ -99,9 +126,11 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
             &mut out,
             &places,
             &discovery,
+            looked.as_deref(),
             written.as_ref(),
             request.write.is_some(),
         )?;
+        installed::print_how_to_take(&mut out, &discovery.servers, named, written.is_some())?;
         if let Some(health) = &health {
             writeln!(out, "\nHealth:")?;
             let width = health
@@ -141,6 +170,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
                 shown(&unchecked.join(", "))
             )?;
         }
+        installed::print_not_named(&mut out, &not_named)?;
     }
     out.flush()?;
     let unhealthy = health
@@ -164,6 +194,7 @@ fn print_human(
     out: &mut impl Write,
     places: &Places,
     discovery: &Discovery,
+    looked: Option<&[import::installed::Looked]>,
     written: Option<&import::WriteReport>,
     asked_to_write: bool,
 ) -> std::io::Result<()> {
@@ -198,6 +229,9 @@ fn print_human(
     if !missing.is_empty() {
         writeln!(out, "  not found: {}", missing.join(", "))?;
     }
+    if let Some(looked) = looked {
+        installed::print_looked(out, places, looked)?;
+    }
 
     if discovery.servers.is_empty() {
         writeln!(out, "\nNo MCP servers found.")?;
@@ -231,7 +265,10 @@ fn print_human(
                 )
             })
             .collect();
-        writeln!(out, "      found in: {}", found.join("; "))?;
+        if !found.is_empty() {
+            writeln!(out, "      found in: {}", found.join("; "))?;
+        }
+        installed::print_server(out, places, s)?;
         for secret in &s.secrets {
             writeln!(
                 out,

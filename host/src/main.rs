@@ -161,16 +161,21 @@ enum Command {
     /// VS Code, Windsurf and Codex, and print them (nothing is written unless asked).
     Import {
         /// Add the servers found to this .mcp.json (default: the --config file),
-        /// never replacing an entry that is there.
+        /// never replacing an entry that is there (installed ones: only if named).
         #[arg(long, value_name = "PATH", num_args = 0..=1)]
         write: Option<Option<PathBuf>>,
         /// Connect to every server found and report its health (exit code 3 when
-        /// one fails).
+        /// one fails; installed ones: only if named).
         #[arg(long)]
         check: bool,
         /// The project whose files are read (default: the current directory).
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
+        /// Also list the servers installed but configured nowhere (on PATH, by
+        /// uv tool, pipx, npm -g), judged by names and package metadata: nothing
+        /// is run. --check and --write take only the ones named here.
+        #[arg(long, value_name = "NAME", num_args = 0..=1, value_delimiter = ',')]
+        installed: Option<Vec<String>>,
     },
     /// Serve every configured server's tools as one MCP server: on stdin/stdout
     /// (logs go to stderr), or over Streamable HTTP with --http.
@@ -513,6 +518,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         write,
         check,
         project,
+        installed,
     } = &cli.command
     {
         let request = cli_import::Request {
@@ -529,6 +535,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             },
             guest: cli.guest.clone(),
             trusted: trusted_all,
+            installed: installed.clone(),
         };
         return Ok(cli_import::run(request).await?);
     }

@@ -32,6 +32,12 @@
 //!
 //! Every source is read with a size cap; a file that cannot be read, does not
 //! parse, or has a shape this version does not know is reported and skipped.
+//!
+//! Servers installed on the machine but configured nowhere (on PATH, by
+//! `uv tool`, `pipx`, `npm -g`) are found by [`installed::probe`], from names
+//! and package metadata alone (nothing is run), and [`installed::merge`] adds
+//! them: to the configured server that runs the same program
+//! ([`Server::installed`]), or as servers of their own.
 
 pub mod claude_code;
 pub mod claude_desktop;
@@ -39,6 +45,7 @@ pub mod codex;
 pub mod cursor;
 mod entry;
 pub mod identity;
+pub mod installed;
 pub mod secrets;
 mod source;
 pub mod vscode;
@@ -277,12 +284,16 @@ pub struct Server {
     pub enabled_tools: Option<Vec<String>>,
     /// The server's own tool names to hide (denylist), when a client set it.
     pub disabled_tools: Option<Vec<String>>,
-    /// Every place it was found, in the order the places are read.
+    /// Every place it was found, in the order the places are read; empty for
+    /// a server found only installed ([`installed`]).
     pub found_in: Vec<Location>,
     /// The credentials that were inline and are now `${VAR}` references.
     pub secrets: Vec<Secret>,
     /// What was changed or left out on the way, and why.
     pub notes: Vec<String>,
+    /// Where it is installed, when [`installed::merge`] found it so.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub installed: Vec<installed::Installed>,
 }
 
 impl Server {
@@ -421,6 +432,7 @@ fn merge(candidates: Vec<Candidate>) -> Vec<Server> {
             found_in: vec![c.location],
             secrets: c.secrets,
             notes,
+            installed: Vec::new(),
         });
     }
     secrets::separate_variables(&mut servers);
