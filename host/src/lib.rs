@@ -94,7 +94,9 @@ pub use runtime::{
     Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
     ResourceTemplate, Runtime,
 };
-pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
+pub use serve::{
+    HttpOptions, Naming, ServeError, ServeOptions, raise_open_files_limit, random_token,
+};
 pub use store::Policy;
 pub use types::{
     ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,

@@ -15,6 +15,7 @@
 //!
 //! One runtime serves one set of [`ServeOptions`]: the guest has one gateway.
 
+mod connections;
 mod dashboard;
 mod http;
 mod stdio;
@@ -27,6 +28,7 @@ use crate::Runtime;
 use crate::bindings::gateway;
 use crate::driver::{Downstream, Job};
 
+pub use connections::raise_open_files_limit;
 pub use http::HttpOptions;
 
 /// How registry tools are named for downstream clients.
