@@ -2,7 +2,8 @@
 //! and Python SDK clients and rmcp's, over stdio and Streamable HTTP, in both eras,
 //! in front of upstream servers of both eras (the fixture, the TypeScript SDK v2
 //! peer, the Python SDK peer); names, profiles and tool search; the HTTP safety
-//! rules; faults; clients that misbehave on purpose.
+//! rules; faults; clients that misbehave on purpose, and one client's attacks on
+//! the others (`isolation`).
 //!
 //! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
 //! `mcpbox_tests::gateway`).
@@ -12,6 +13,7 @@ mod dashboard;
 mod exposure;
 mod faults;
 mod hostile;
+mod isolation;
 mod resources;
 mod safety;
 mod sampling;
