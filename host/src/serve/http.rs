@@ -995,15 +995,69 @@ async fn post(
         );
     }
     let session_id = session_header(req.headers());
-    let handle = match &session_id {
-        Some(id) => match shared.state().sessions.get(id) {
-            Some(s) => Some(s.handle),
-            None => return plain(StatusCode::NOT_FOUND, "session not found: initialize again"),
-        },
-        None => None,
-    };
-    let headers = mcp_headers(req.headers());
     let limit = shared.options.max_body_bytes;
+    // What the body will weigh: its declared length, else the most it may.
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .map_or(limit, |n| n.min(limit));
+    let headers = mcp_headers(req.headers());
+    // The budget is taken before the body is read, so a request past it costs
+    // nothing more; it is given back if the body never arrives whole.
+    let reservation = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
+    let (sink, rx) = shared.stream();
+    let taken = {
+        let mut state = shared.state();
+        let session = session_id.as_deref().and_then(|id| state.sessions.get(id));
+        if session_id.is_some() && session.is_none() {
+            return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
+        }
+        match shared.budget.refuse(&state, session, declared) {
+            Some(why) => Err(why),
+            None => {
+                let handle = session.map(|s| s.handle);
+                if let Some(id) = &session_id {
+                    state.touch(id);
+                }
+                state.add_exchange(
+                    reservation,
+                    ExchangeEntry {
+                        sink: Some(sink),
+                        attached: 0,
+                        session: session_id,
+                        seq: 0,
+                        bytes: declared,
+                    },
+                );
+                Ok(handle)
+            }
+        }
+    };
+    let handle = match taken {
+        Ok(handle) => handle,
+        Err(why) => {
+            // Read to its end (and dropped as it comes), so that the client,
+            // still sending, is not cut off before it reads the answer.
+            let timeout = shared.options.read_timeout;
+            let mut body = Limited::new(req.into_body(), limit);
+            let _ = tokio::time::timeout(timeout, async {
+                while let Some(Ok(_)) = body.frame().await {}
+            })
+            .await;
+            let mut r = plain(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!("too many requests in flight: {why}"),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+    };
+    let reserved = Reserved {
+        shared: &shared,
+        exchange: reservation,
+    };
     let timeout = shared.options.read_timeout;
     let collected = tokio::time::timeout(timeout, Limited::new(req.into_body(), limit).collect());
     let Ok(collected) = collected.await else {
@@ -1042,58 +1096,50 @@ async fn post(
             "the request body is empty: send a JSON-RPC message",
         );
     }
-    let exchange = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
-    let (sink, rx) = shared.stream();
-    {
+    // Handed to the guest under the exchange's lasting id, given now, under the
+    // lock: ids then follow the order in which the guest gets them, which is how
+    // the host knows, when the guest is replaced, which exchanges it had.
+    let exchange = {
         let mut state = shared.state();
-        let session = session_id.as_deref().and_then(|id| state.sessions.get(id));
-        // Ended while the body was read.
-        if session_id.is_some() && session.is_none() {
-            return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
-        }
-        if let Some(why) = shared.budget.refuse(&state, session, text.len()) {
-            let mut r = plain(
-                StatusCode::TOO_MANY_REQUESTS,
-                &format!("too many requests in flight: {why}"),
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            return r;
-        }
-        if let Some(id) = &session_id {
-            state.touch(id);
-        }
-        state.add_exchange(
+        let Some(mut entry) = state.remove_exchange(reserved.exchange) else {
+            std::mem::forget(reserved);
+            return if session_gone(&state, handle) {
+                plain(StatusCode::NOT_FOUND, "session not found: initialize again")
+            } else {
+                plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the gateway was restarted before it answered; try again",
+                )
+            };
+        };
+        std::mem::forget(reserved);
+        // The body as it came, in place of what it declared.
+        entry.bytes = text.len();
+        let exchange = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
+        state.add_exchange(exchange, entry);
+        let job = Job::Downstream(gateway::Inbound {
+            session: handle,
             exchange,
-            ExchangeEntry {
-                sink: Some(sink),
-                attached: 0,
-                session: session_id,
-                seq: 0,
-                bytes: text.len(),
-            },
-        );
-    }
+            kind: gateway::TransportKind::Http,
+            profile,
+            headers,
+            text,
+        });
+        if let Err(why) = shared.runtime.submit(job) {
+            state.remove_exchange(exchange);
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the mcpbox runtime stopped: {why}"),
+            );
+        }
+        exchange
+    };
     let guard = Guard {
         shared: shared.clone(),
         stream: Stream::Exchange(exchange),
         attached: 0,
         armed: true,
     };
-    let job = Job::Downstream(gateway::Inbound {
-        session: handle,
-        exchange,
-        kind: gateway::TransportKind::Http,
-        profile,
-        headers,
-        text,
-    });
-    if let Err(why) = shared.runtime.submit(job) {
-        return plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("the mcpbox runtime stopped: {why}"),
-        );
-    }
     respond(rx, guard).await
 }
 
@@ -1148,6 +1194,24 @@ async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
         response.headers_mut().insert("mcp-session-id", value);
     }
     response
+}
+
+/// Whether the session of `handle` ended (none: the request named none).
+fn session_gone(state: &State, handle: Option<u64>) -> bool {
+    handle.is_some_and(|h| !state.handles.contains_key(&h))
+}
+
+/// An exchange's place in the budget while its body is read: given back when
+/// the body never arrives whole (the handler returns early, or is dropped).
+struct Reserved<'a> {
+    shared: &'a Shared,
+    exchange: u64,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.shared.state().remove_exchange(self.exchange);
+    }
 }
 
 /// A message's text as the bytes of a response body (`Bytes::from_owner`).

@@ -25,9 +25,14 @@ use mcpbox_tests::gateway::ConfigFile;
 use mcpbox_tests::{fastmcp_server_command, ts_server_command};
 use serde_json::{Value, json};
 
-/// The gateway program.
+/// The gateway program: this build's, or the one `MCPBOX_TEST_CLI` names (to see
+/// a test fail against an earlier build).
 pub fn cli() -> &'static str {
-    env!("CARGO_BIN_EXE_mcpbox-cli")
+    static CLI: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CLI.get_or_init(|| {
+        std::env::var("MCPBOX_TEST_CLI")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpbox-cli").to_owned())
+    })
 }
 
 /// The fixture server program.
