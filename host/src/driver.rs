@@ -271,10 +271,8 @@ impl Driver {
                     // The new instance serves too, and reopens the old one's
                     // sessions before it is handed anything else: a trap one
                     // client caused ends nobody's session (what was in flight is lost).
-                    if self.serving.is_some() {
-                        if let Err(why) = self.reopen_sessions(&trap).await {
-                            break format!("the guest failed ({trap}) and {why}");
-                        }
+                    if let Err(why) = self.reopen_sessions(&trap).await {
+                        break format!("the guest failed ({trap}) and {why}");
                     }
                 }
                 Err(e) => {

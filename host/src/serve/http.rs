@@ -1429,11 +1429,16 @@ impl SseBody {
                     }
                     event.push_str("event: message\n");
                     // JSON needs no line breaks between tokens; one `data:` line.
+                    // (Most text has none: copied whole, not char by char.)
                     event.push_str("data: ");
-                    event.extend(
-                        text.chars()
-                            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-                    );
+                    if text.contains(['\n', '\r']) {
+                        event.extend(
+                            text.chars()
+                                .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+                        );
+                    } else {
+                        event.push_str(&text);
+                    }
                     event.push_str("\n\n");
                     self.buffered.push_back(Bytes::from(event));
                 }
