@@ -9,7 +9,7 @@
 //! - JSON dense in values under the size cap, refused before the guest reads it,
 //!   at the gateway and at `mcpbox call`;
 //! - a trap one client causes (an answer larger than the guest's memory), after
-//!   which the other client's session carries on;
+//!   which the other client's session carries on (and on stdio, the client's own);
 //! - sessions past the cap and replay buffers past their budget;
 //! - idle connections past the descriptor limit.
 
@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use mcpbox_tests::gateway::{HttpResponse, http, serve_http};
 use mcpbox_tests::http::{ServerProcess, start_with};
+use mcpbox_tests::stdio::StdioPeer;
 use serde_json::{Value, json};
 
 use crate::{POST, config, fixture, stateless_call, text};
@@ -295,6 +296,28 @@ fn a_trap_one_client_causes_ends_no_other_clients_session() {
     // The victim's session carries on in the new guest, with the same id.
     victim.still_answered("another client's trap");
     victim.still_answered("another client's trap, twice");
+}
+
+#[test]
+fn a_stdio_clients_session_carries_on_after_a_trap() {
+    let config = config(false, json!({}));
+    let mut argv = vec![crate::cli().to_owned(), "--memory-limit".into(), "8".into()];
+    argv.extend(crate::stdio_gateway(&config.path, &[]).into_iter().skip(1));
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.initialize("2025-11-25");
+    let result = peer.call_tool("fx__echo", json!({"text": "before"}));
+    assert_eq!(text(&result), "before");
+    // Its own request traps the guest; that answer is lost with it.
+    peer.send_request(
+        "tools/call",
+        json!({"name": "fx__huge", "arguments": {"bytes": 16 * 1024 * 1024}}),
+    );
+    assert!(peer.stderr_until("the guest failed"));
+    // The session is the same one: no initialize again.
+    let result = peer.call_tool("fx__echo", json!({"text": "after"}));
+    assert_eq!(text(&result), "after");
+    peer.close_stdin();
+    assert!(peer.wait_exit().success());
 }
 
 #[test]
