@@ -23,6 +23,7 @@
 //! |---|---|
 //! | [`transport`] | the guest's view of a host connection, and the clock/poll platform |
 //! | [`jsonrpc`] | JSON-RPC 2.0 messages: classification, ids, building, the wire error |
+//! | [`budget`] | what the guest may build from a text it is handed: values counted, memory checked, before parsing |
 //! | [`methods`] | MCP method names, one constant each |
 //! | [`config`] | `.mcp.json` text → server entries, with precise issues |
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
@@ -48,6 +49,7 @@ extern crate alloc;
 
 pub mod adapter;
 pub mod audit;
+pub mod budget;
 pub mod client;
 pub mod config;
 pub mod elicitation;

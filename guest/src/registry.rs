@@ -364,6 +364,9 @@ fn by_name<'a>(entries: &'a [Entry], name: &str) -> Option<&'a Entry> {
 /// only "a JSON object" is checked). Empty text means `{}`. The error text is for
 /// the caller, as is. The registry uses it for its tools, the manager for the
 /// tools a lost server had, so a call that would restart it is checked first.
+/// Arguments of more JSON values than [`crate::budget::MAX_VALUES`], or whose
+/// reading needs more memory than the guest has free, are refused before they are
+/// read (see [`crate::budget`]): that call fails, nothing else.
 ///
 /// What goes to the server is the caller's text, exactly: it is never re-encoded
 /// (which would turn `1e2` into `100.0` and cut an integer beyond 64 bits). JSON
@@ -388,6 +391,11 @@ pub fn check_arguments(
     } else {
         arguments
     };
+    // Counted before they are read: what reading them builds must fit the guest's
+    // memory now, or this call alone fails (see `budget`). Held at once: the text,
+    // its raw copy and the request written on, and one `Value` tree.
+    crate::budget::admit(crate::budget::Needs::of(text), 3, 1)
+        .map_err(|refused| refused.describe(&format!("the arguments of {name}")))?;
     // Read once as the raw value the client sends, once more as a `Value` to
     // check: a call's arguments are read twice, not four times (a `Members` list
     // and a second raw value were made on every call before).

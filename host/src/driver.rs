@@ -8,7 +8,7 @@
 //! Server status and the tool list are republished as snapshots whenever the
 //! guest reports a change, so reading them never has to enter the guest.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,8 +99,26 @@ pub(crate) enum Job {
 pub(crate) enum Downstream {
     /// The gateway's signals, in order.
     Signals(Vec<wit::DownstreamSignal>),
-    /// The guest was replaced: every session and exchange it knew is gone.
-    Reset(String),
+    /// The guest was replaced: the exchanges up to `through` (those the old
+    /// instance was handed) are gone unanswered; the sessions carry on, reopened
+    /// in the new instance before it was handed anything else.
+    Restarted { why: String, through: u64 },
+    /// The runtime stopped: every session and exchange is gone.
+    Stopped(String),
+}
+
+/// The sessions the gateway opened, by handle: how their client is connected
+/// and the profile their `initialize` came under. Kept across a restart of the
+/// guest, which reopens them (see `Driver::reopen_sessions`).
+type Sessions = BTreeMap<u64, (gateway::TransportKind, Option<String>)>;
+
+/// What the driver keeps while the gateway serves.
+struct Serving {
+    options: gateway::ServeOptions,
+    sink: DownstreamSink,
+    sessions: Sessions,
+    /// The highest exchange handed to the current instance.
+    through: u64,
 }
 
 /// Where the driver sends the gateway's signals.
@@ -144,8 +162,8 @@ pub(crate) struct Driver {
     last_abandon_scan: Instant,
     /// The audit trail's file, when one is named.
     audit: Option<Arc<AuditLog>>,
-    /// The gateway's options and where its signals go, once serving.
-    serving: Option<(gateway::ServeOptions, DownstreamSink)>,
+    /// The gateway's options, where its signals go and its sessions, once serving.
+    serving: Option<Serving>,
     /// This runtime's use of the subreaper, if it has the option.
     subreaper: Option<Subreaper>,
     /// Counts what is published, with `Options::metrics`.
@@ -250,21 +268,11 @@ impl Driver {
                     let _ = self.published.events.send(Event::Warning(format!(
                         "the guest failed and was restarted: {trap}"
                     )));
-                    // The new instance serves too; the old one's sessions are gone.
-                    if let Some((options, sink)) = &self.serving {
-                        let _ = sink.send(Downstream::Reset(format!(
-                            "the guest failed and was restarted: {trap}"
-                        )));
-                        let served = self
-                            .guest
-                            .mcpbox_runtime_gateway()
-                            .call_serve(&mut self.store, options)
-                            .await;
-                        if !matches!(served, Ok(Ok(()))) {
-                            break format!(
-                                "the guest failed ({trap}) and the new instance could not serve"
-                            );
-                        }
+                    // The new instance serves too, and reopens the old one's
+                    // sessions before it is handed anything else: a trap one
+                    // client caused ends nobody's session (what was in flight is lost).
+                    if let Err(why) = self.reopen_sessions(&trap).await {
+                        break format!("the guest failed ({trap}) and {why}");
                     }
                 }
                 Err(e) => {
@@ -273,8 +281,8 @@ impl Driver {
             }
         };
         self.fail_pending(&reason);
-        if let Some((_, sink)) = self.serving.take() {
-            let _ = sink.send(Downstream::Reset(format!(
+        if let Some(serving) = self.serving.take() {
+            let _ = serving.sink.send(Downstream::Stopped(format!(
                 "the mcpbox runtime stopped: {reason}"
             )));
         }
@@ -333,6 +341,43 @@ impl Driver {
         for reply in shutdowns {
             let _ = reply.send(());
         }
+    }
+
+    /// After a trap: tells the serving transport which exchanges are lost, serves
+    /// again on the new instance and reopens every session in it (an inbound with
+    /// the session's handle and no text; its answer, the end of exchange 0, is
+    /// nobody's). Err says why the new instance cannot serve.
+    async fn reopen_sessions(&mut self, trap: &str) -> Result<(), String> {
+        let Some(serving) = self.serving.as_mut() else {
+            return Ok(());
+        };
+        let _ = serving.sink.send(Downstream::Restarted {
+            why: format!("the guest failed and was restarted: {trap}"),
+            through: serving.through,
+        });
+        let gateway = self.guest.mcpbox_runtime_gateway();
+        let served = gateway.call_serve(&mut self.store, &serving.options).await;
+        if !matches!(served, Ok(Ok(()))) {
+            return Err("the new instance could not serve".into());
+        }
+        for (&handle, (kind, profile)) in &serving.sessions {
+            let inbound = gateway::Inbound {
+                session: Some(handle),
+                exchange: 0,
+                kind: *kind,
+                profile: profile.clone(),
+                headers: Vec::new(),
+                text: String::new(),
+            };
+            if gateway
+                .call_receive(&mut self.store, &inbound)
+                .await
+                .is_err()
+            {
+                return Err("the new instance failed reopening the sessions".into());
+            }
+        }
+        Ok(())
     }
 
     /// Fails every call in flight, and the job whose guest call trapped.
@@ -404,8 +449,8 @@ impl Driver {
         if signals.is_empty() {
             return;
         }
-        if let Some((_, sink)) = &self.serving {
-            let _ = sink.send(Downstream::Signals(signals));
+        if let Some(serving) = &self.serving {
+            let _ = serving.sink.send(Downstream::Signals(signals));
         }
     }
 
@@ -622,7 +667,12 @@ impl Driver {
                 match gateway.call_serve(&mut self.store, &options).await {
                     Ok(result) => {
                         if result.is_ok() {
-                            self.serving = Some((options, sink));
+                            self.serving = Some(Serving {
+                                options,
+                                sink,
+                                sessions: Sessions::new(),
+                                through: 0,
+                            });
                         }
                         let _ = reply.send(result);
                         Ok(None)
@@ -634,8 +684,21 @@ impl Driver {
                 }
             }
             Job::Downstream(inbound) => {
+                if let Some(serving) = self.serving.as_mut() {
+                    serving.through = serving.through.max(inbound.exchange);
+                }
                 let gateway = self.guest.mcpbox_runtime_gateway();
                 let signals = gateway.call_receive(&mut self.store, &inbound).await?;
+                // A session opens on the exchange of its `initialize`, at once.
+                if let Some(serving) = self.serving.as_mut() {
+                    for signal in &signals {
+                        if let wit::DownstreamSignal::SessionOpened(o) = signal {
+                            serving
+                                .sessions
+                                .insert(o.session, (inbound.kind, inbound.profile.clone()));
+                        }
+                    }
+                }
                 self.forward(signals);
                 Ok(None)
             }
@@ -648,6 +711,9 @@ impl Driver {
                 Ok(None)
             }
             Job::SessionClosed(session) => {
+                if let Some(serving) = self.serving.as_mut() {
+                    serving.sessions.remove(&session);
+                }
                 let gateway = self.guest.mcpbox_runtime_gateway();
                 let signals = gateway
                     .call_session_closed(&mut self.store, session)

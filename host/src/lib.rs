@@ -96,7 +96,7 @@ pub use runtime::{
 };
 pub use serve::{
     HttpOptions, Naming, ServeError, ServeOptions, StoredToken, TOKEN_FILE, TokenFileError,
-    is_valid_token, random_token, stored_token,
+    is_valid_token, raise_open_files_limit, random_token, stored_token,
 };
 pub use store::Policy;
 pub use types::{

@@ -216,6 +216,8 @@ enum Command {
         #[arg(long, value_name = "N", default_value_t = 1,
               value_parser = clap::value_parser!(u16).range(1..))]
         threads: u16,
+        #[command(flatten)]
+        limits: GatewayLimits,
     },
     /// Show the servers, their tools and recent calls in a browser, with
     /// Prometheus metrics at /metrics, without serving MCP (`serve --http`
@@ -250,6 +252,36 @@ fn cli_command() -> clap::Command {
     Cli::command().after_help(format!("{}\n\n{ENVIRONMENT}", Exit::help()))
 }
 
+/// The gateway's caps over HTTP that an operator may want to set (the rest are
+/// `HttpOptions`' defaults).
+#[derive(clap::Args, Debug)]
+struct GatewayLimits {
+    /// With --http: the most sessions kept at once; a new one past it ends the one
+    /// used longest ago.
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_sessions,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_sessions: usize,
+    /// With --http: seconds after which a session nobody uses (no request, no open
+    /// stream) ends.
+    #[arg(long, value_name = "SECS",
+          default_value_t = HttpOptions::default().session_idle_timeout.as_secs(),
+          value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle_timeout: u64,
+    /// With --http: the most connections open at once (at most 3/4 of the file
+    /// descriptor limit); at it, a new connection closes the oldest idle one.
+    #[arg(long, value_name = "N", default_value_t = HttpOptions::default().max_connections,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_connections: usize,
+}
+
+impl GatewayLimits {
+    fn apply(&self, http: &mut HttpOptions) {
+        http.max_sessions = self.max_sessions;
+        http.session_idle_timeout = Duration::from_secs(self.session_idle_timeout);
+        http.max_connections = self.max_connections;
+    }
+}
+
 /// A failure with the exit code it maps to.
 struct Failure {
     code: Exit,
@@ -277,6 +309,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    // A gateway holds a descriptor per connection, a runtime three per server:
+    // the soft limit (often 1,024) goes up to the hard one. Best effort.
+    let _ = mcpbox::raise_open_files_limit();
     // One thread does for most commands: the CLI waits on the runtime, which
     // waits on its servers (worker threads cost a cold `mcpbox tools` ~0.6 ms of
     // its ~4). `serve` too, on stdio and by default over HTTP: the requests,
@@ -651,6 +686,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 allow_origin,
                 insecure_no_token,
                 threads: _,
+                limits,
             } => {
                 let naming = match naming.as_str() {
                     "prefixed" => Naming::Prefixed,
@@ -678,6 +714,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                     http.as_deref(),
                     allow_origin,
                     *insecure_no_token,
+                    limits,
                 )
                 .await
             }
@@ -1368,6 +1405,7 @@ async fn serve(
     http: Option<&str>,
     allow_origin: &[String],
     insecure_no_token: bool,
+    limits: &GatewayLimits,
 ) -> Result<Exit, Failure> {
     report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
@@ -1378,7 +1416,7 @@ async fn serve(
             .map_err(|e| fail(Exit::Usage, e))?;
         return Ok(Exit::Success);
     };
-    let (listener, http) = listen(
+    let (listener, mut http) = listen(
         "mcpbox serve",
         addr,
         allow_origin,
@@ -1386,6 +1424,7 @@ async fn serve(
         insecure_no_token,
     )
     .await?;
+    limits.apply(&mut http);
     // SIGINT, SIGTERM, SIGHUP and SIGQUIT end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)

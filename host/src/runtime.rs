@@ -1000,6 +1000,11 @@ impl Runtime {
         }
     }
 
+    /// The guest's memory limit ([`Options::memory_limit`]), in bytes.
+    pub(crate) fn guest_memory_limit(&self) -> usize {
+        self.inner.memory_limit
+    }
+
     /// The largest arguments (JSON text, in bytes) a call accepts: 1/16 of the
     /// guest's memory limit ([`Options::memory_limit`]), 16 MiB by default.
     pub fn max_arguments_bytes(&self) -> usize {

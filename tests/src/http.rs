@@ -55,6 +55,11 @@ impl ServerProcess {
     pub fn stderr(&self) -> Vec<String> {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for ServerProcess {

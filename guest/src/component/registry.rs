@@ -358,6 +358,9 @@ impl wit::Guest for super::Component {
 
     fn wait(timeout_ms: u64) -> wit::Turn {
         let (completions, events, downstream) = with_both(|m, g| {
+            // Work the gateway can do now (a batch's rest, held requests) does not
+            // wait for anything else.
+            let timeout_ms = if g.busy(m) { 0 } else { timeout_ms };
             let (completions, events) = (m.wait(timeout_ms), m.events());
             // The gateway takes its own calls' completions and events.
             let (completions, events) = g.absorb(m, completions, events);

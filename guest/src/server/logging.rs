@@ -4,8 +4,10 @@
 //! to the streams of that server's calls in flight whose clients want that level
 //! (a 2025 session's `logging/setLevel`, everything when never set; a 2026-07-28
 //! request's `_meta` `logLevel`, nothing when absent), and to every other 2025
-//! session's standalone stream. Progress names the call: it goes on that call's
-//! stream under the progress token the downstream client gave.
+//! session's standalone stream, as far as one turn's [`super::FANOUT_BYTES`] of
+//! copies go (a copy per call or session of a large line would outgrow the
+//! guest; the rest are dropped, as a log line may be). Progress names the call: it goes on
+//! that call's stream under the progress token the downstream client gave.
 
 use crate::methods;
 use crate::prelude::*;
@@ -14,10 +16,10 @@ use alloc::collections::BTreeSet;
 use serde_json::{Value, json};
 
 use crate::client::Progress;
-use crate::jsonrpc;
 use crate::manager::LogEntry;
+use crate::{budget, jsonrpc};
 
-use super::{Gateway, Origin, Signal, Target};
+use super::{FANOUT_BYTES, Gateway, Origin, Signal, Target};
 
 /// MCP log levels, lowest first (RFC 5424 severities).
 const LEVELS: [&str; 8] = [
@@ -55,14 +57,29 @@ impl Gateway {
     /// Passes an upstream server's log line to the clients that want it.
     pub(super) fn route_log(&mut self, log: &LogEntry) {
         let level = rank(&log.level).unwrap_or(1);
-        let data = serde_json::from_str::<Value>(&log.message)
-            .ok()
+        // Structured data is passed as such when the guest can afford to read it
+        // (see `budget`), else as the text it came as.
+        let readable = budget::admit(budget::Needs::of(&log.message), 1, 1).is_ok();
+        let data = readable
+            .then(|| serde_json::from_str::<Value>(&log.message).ok())
+            .flatten()
             .filter(|v| v.is_object() || v.is_array())
             .unwrap_or_else(|| Value::String(log.message.clone()));
         let note = jsonrpc::notification(
             methods::LOG_MESSAGE,
             Some(&json!({"level": log.level, "logger": log.server, "data": data})),
         );
+        // The copies are held to what is left of this turn's fan-out budget: the
+        // calls of a server, or the sessions, times a large line would outgrow the
+        // guest. A log line may be dropped; an answer never is.
+        let mut room = FANOUT_BYTES.saturating_sub(self.out_bytes());
+        let take = |room: &mut usize| {
+            let fits = note.len() <= *room;
+            if fits {
+                *room -= note.len();
+            }
+            fits
+        };
         let mut told = BTreeSet::new();
         let mut out = Vec::new();
         for call in self.calls.values() {
@@ -72,7 +89,7 @@ impl Gateway {
             let wants = self
                 .wanted_rank(&call.origin)
                 .is_some_and(|min| level >= min);
-            if wants && call.origin.exchange.is_some() {
+            if wants && call.origin.exchange.is_some() && take(&mut room) {
                 out.push(Signal::Message {
                     target: Target::Exchange(call.origin.exchange.unwrap_or_default()),
                     text: note.clone(),
@@ -81,7 +98,11 @@ impl Gateway {
             }
         }
         for (id, session) in &self.sessions {
-            if session.initialized && level >= session.log_level && !told.contains(id) {
+            if session.initialized
+                && level >= session.log_level
+                && !told.contains(id)
+                && take(&mut room)
+            {
                 out.push(Signal::Message {
                     target: Target::Session(*id),
                     text: note.clone(),

@@ -34,6 +34,23 @@
 //! close that POST's SSE stream. An exchange of notifications and responses only
 //! ends at once with status 202. A `subscriptions/listen` request is never
 //! answered: its exchange stays open until the client goes away.
+//!
+//! # What one client may cost the others
+//!
+//! The guest's memory is shared by every client and server; a client's request
+//! must never trap it. So a message's JSON values are counted, and the memory
+//! reading it takes checked, before it is read ([`crate::budget`]: `413` or `503`
+//! with a JSON-RPC error for that exchange alone); a JSON-RPC batch is read only
+//! on a session that negotiated 2025-03-26 (the one revision with batches) and up
+//! to [`MAX_BATCH`] messages; a batch's messages, and the requests held while
+//! servers start, are handled only until the answers of the turn pass
+//! [`FLUSH_BYTES`], the rest in the turns that follow ([`Gateway::busy`] tells the
+//! host not to block meanwhile), so answers leave the guest as they are made; and
+//! a log line fans out to sessions within [`FANOUT_BYTES`] a turn. The host holds
+//! the requests in flight to a budget per session and in all (see
+//! `host/src/serve/http.rs`). Should the guest trap all the same, the host keeps
+//! the sessions and the next instance reopens them from their handles (see
+//! `handle`): what was in flight is lost, no session is.
 
 pub mod exposure;
 pub mod lifecycle;
@@ -41,6 +58,7 @@ pub mod logging;
 pub mod search;
 
 mod elicitation;
+mod handle;
 mod resources;
 mod subscriptions;
 mod tools;
@@ -48,9 +66,9 @@ mod tools;
 #[cfg(test)]
 mod tests;
 
-use crate::methods;
 use crate::prelude::*;
-use alloc::collections::BTreeMap;
+use crate::{budget, methods};
+use alloc::collections::{BTreeMap, VecDeque};
 use alloc::rc::Rc;
 
 use serde_json::{Value, json};
@@ -76,6 +94,23 @@ pub const DEFAULT_MAX_NAME_LEN: usize = 64 - "mcp__mcpbox__".len();
 
 /// Tools per `tools/list` page.
 pub const DEFAULT_PAGE_SIZE: usize = 500;
+
+/// The most messages a JSON-RPC batch may hold.
+pub const MAX_BATCH: usize = 64;
+
+/// The one revision with JSON-RPC batches.
+const BATCH_VERSION: &str = "2025-03-26";
+
+/// Bytes of answers one turn hands the host before the rest of a batch, and
+/// held requests released at once, wait for the next turn: the answers to a
+/// batch leave the guest as they are made, not all built first.
+pub const FLUSH_BYTES: usize = 1024 * 1024;
+
+/// Bytes of log lines one turn fans out to the standalone streams of sessions
+/// with no call of that server: past them, such copies are dropped (the calls'
+/// own streams still get theirs). A line for every session costs a copy per
+/// session; without a bound, sessions times a large line outgrows the guest.
+pub const FANOUT_BYTES: usize = 4 * 1024 * 1024;
 
 /// How a downstream client is connected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,6 +281,13 @@ struct DownCall {
     queued: Vec<InputRequest>,
 }
 
+/// The messages of an exchange not handled yet (see [`FLUSH_BYTES`]).
+#[derive(Debug)]
+struct Backlog {
+    ctx: Context,
+    rest: VecDeque<Message>,
+}
+
 /// An exchange with requests not yet answered.
 #[derive(Debug, Clone)]
 struct Exchange {
@@ -310,6 +352,8 @@ pub struct Gateway {
     subscribed: BTreeMap<String, alloc::collections::BTreeSet<subscriptions::Holder>>,
     /// Manager requests that subscribe or unsubscribe upstream.
     upstream: BTreeMap<u64, subscriptions::Upstream>,
+    /// Messages of exchanges not handled yet, oldest first.
+    backlog: VecDeque<Backlog>,
 }
 
 /// The text of a JSON value, for building messages around raw JSON.
@@ -376,6 +420,10 @@ impl Gateway {
             (None, TransportKind::Stdio) => self.stdio_session,
             (session, _) => session,
         };
+        // A session the host kept across a restart of the guest: reopened.
+        if text.trim().is_empty() {
+            return self.reopen(session, exchange, kind, profile);
+        }
         self.exchanges.entry(exchange).or_insert(Exchange {
             session,
             kind,
@@ -384,17 +432,6 @@ impl Gateway {
             status: None,
             listen: None,
         });
-        // Count the requests first, so one answered at once does not end the
-        // exchange before the rest of a batch is read.
-        let messages = jsonrpc::parse(&text);
-        drop(text);
-        let requests = messages
-            .iter()
-            .filter(|m| matches!(m, Message::Request(_) | Message::Invalid(_)))
-            .count();
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
-            x.open += requests;
-        }
         let ctx = Context {
             exchange,
             session,
@@ -402,34 +439,197 @@ impl Gateway {
             profile,
             headers,
         };
-        for message in messages {
-            match message {
-                Message::Request(r) => self.on_request(m, &ctx, r),
-                Message::Notification(n) => self.on_notification(m, &ctx, n),
-                Message::Response(r) => self.on_response(m, r),
-                Message::Invalid(why) => {
-                    let code = if why.starts_with("not valid JSON") {
-                        PARSE_ERROR
-                    } else {
-                        INVALID_REQUEST
-                    };
-                    let origin = Origin {
-                        exchange: Some(exchange),
-                        session,
-                        id: Id::Other("null".into()),
-                        stateless: None,
-                        profile: None,
-                    };
-                    self.answer(&origin, Err(Refusal::new(code, why).status(400)));
-                }
+        // Counted before it is read: what reading it builds must fit now, or this
+        // exchange alone is refused. Held at once: the text and the raw payloads,
+        // a request's parameters as a `Value` and the arguments that tools/call
+        // takes from them (checked as one more tree).
+        if let Err(refused) = budget::admit(budget::Needs::of(&text), 3, 2) {
+            let status = match refused {
+                budget::Refused::TooManyValues(_) => 413,
+                budget::Refused::NoMemory(_) => 503,
+            };
+            let refusal = Refusal::new(INVALID_REQUEST, refused.describe("this message"));
+            return self.refuse_whole(&ctx, refusal.status(status));
+        }
+        let messages = jsonrpc::parse(&text);
+        // A batch that is not JSON at all is a parse error, as any such text.
+        let batch = text.trim_start().starts_with('[')
+            && !matches!(messages.as_slice(), [Message::Invalid(why)] if why.starts_with("not valid JSON"));
+        drop(text);
+        if batch && let Err(refusal) = self.check_batch(session, messages.len()) {
+            return self.refuse_whole(&ctx, refusal);
+        }
+        // Count the requests first, so one answered at once does not end the
+        // exchange before the rest of a batch is read.
+        let requests = messages
+            .iter()
+            .filter(|m| matches!(m, Message::Request(_) | Message::Invalid(_)))
+            .count();
+        if let Some(x) = self.exchanges.get_mut(&exchange) {
+            x.open += requests;
+        }
+        self.run(m, ctx, messages.into());
+    }
+
+    /// Handles the messages of an exchange in order, until the answers made in
+    /// this turn pass [`FLUSH_BYTES`]: the rest wait in the backlog for the next
+    /// turn ([`Gateway::pump`]), so a batch's answers leave the guest as they are
+    /// made instead of all being built first.
+    fn run<P: Platform>(&mut self, m: &mut Manager<P>, ctx: Context, mut rest: VecDeque<Message>) {
+        while let Some(message) = rest.pop_front() {
+            self.handle(m, &ctx, message);
+            if !rest.is_empty() && self.out_bytes() >= FLUSH_BYTES {
+                self.backlog.push_back(Backlog { ctx, rest });
+                return;
             }
         }
-        self.maybe_end(exchange);
+        self.maybe_end(ctx.exchange);
+    }
+
+    fn handle<P: Platform>(&mut self, m: &mut Manager<P>, ctx: &Context, message: Message) {
+        match message {
+            Message::Request(r) => self.on_request(m, ctx, r),
+            Message::Notification(n) => self.on_notification(m, ctx, n),
+            Message::Response(r) => self.on_response(m, r),
+            Message::Invalid(why) => {
+                let code = if why.starts_with("not valid JSON") {
+                    PARSE_ERROR
+                } else {
+                    INVALID_REQUEST
+                };
+                let origin = Origin {
+                    exchange: Some(ctx.exchange),
+                    session: ctx.session,
+                    id: Id::Other("null".into()),
+                    stateless: None,
+                    profile: None,
+                };
+                self.answer(&origin, Err(Refusal::new(code, why).status(400)));
+            }
+        }
+    }
+
+    /// Refuses a whole exchange's text with one error (id `null`).
+    fn refuse_whole(&mut self, ctx: &Context, refusal: Refusal) {
+        if let Some(x) = self.exchanges.get_mut(&ctx.exchange) {
+            x.open += 1;
+        }
+        let origin = Origin {
+            exchange: Some(ctx.exchange),
+            session: ctx.session,
+            id: Id::Other("null".into()),
+            stateless: None,
+            profile: None,
+        };
+        self.answer(&origin, Err(refusal));
+    }
+
+    /// A batch of `len` messages is read only on a session that negotiated
+    /// 2025-03-26, the one revision with JSON-RPC batches (2025-06-18 removed them;
+    /// 2026-07-28 has none), and only up to [`MAX_BATCH`] messages.
+    fn check_batch(&self, session: Option<u64>, len: usize) -> Result<(), Refusal> {
+        let version = session
+            .and_then(|s| self.sessions.get(&s))
+            .map(|s| s.protocol_version);
+        if version != Some(BATCH_VERSION) {
+            let why = match version {
+                Some(v) => format!("this session speaks MCP {v}, which has none"),
+                None => "only a session that negotiated 2025-03-26 may send one".into(),
+            };
+            return Err(Refusal::new(
+                INVALID_REQUEST,
+                format!("Invalid Request: JSON-RPC batches are refused: {why}; send one message per request"),
+            )
+            .status(400));
+        }
+        if len > MAX_BATCH {
+            return Err(Refusal::new(
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: a batch holds at most {MAX_BATCH} messages; this one holds {len}"
+                ),
+            )
+            .status(413));
+        }
+        Ok(())
+    }
+
+    /// Bytes of message text waiting for the host in this turn.
+    fn out_bytes(&self) -> usize {
+        self.out
+            .iter()
+            .map(|s| match s {
+                Signal::Message { text, .. } => text.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
+    /// Whether the gateway has work for the next turn without waiting for
+    /// anything: a batch's messages not handled yet, or held requests that can be
+    /// answered now. The host's loop then does not block.
+    pub fn busy<P: Platform>(&self, m: &Manager<P>) -> bool {
+        !self.backlog.is_empty() || (self.holding() && !m.starting())
+    }
+
+    fn holding(&self) -> bool {
+        !self.held.is_empty() || !self.held_calls.is_empty() || !self.held_requests.is_empty()
+    }
+
+    /// Goes on with the backlog, within this turn's [`FLUSH_BYTES`].
+    fn pump<P: Platform>(&mut self, m: &mut Manager<P>) {
+        while self.out_bytes() < FLUSH_BYTES {
+            let Some(Backlog { ctx, rest }) = self.backlog.pop_front() else {
+                return;
+            };
+            self.run(m, ctx, rest);
+        }
+    }
+
+    /// Reopens a session the host kept across a restart of the guest (it hands
+    /// in no text with the session's handle): the handle says what the session
+    /// negotiated ([`handle`]); the profile is the one the host hands in. Its log
+    /// level starts over (everything), and it hears of the tool list anew. The
+    /// exchange ends at once, answered with nothing.
+    fn reopen(
+        &mut self,
+        session: Option<u64>,
+        exchange: u64,
+        kind: TransportKind,
+        profile: Option<String>,
+    ) {
+        if let Some(handle) = session
+            && !self.sessions.contains_key(&handle)
+            && let Some(facts) = handle::decode(handle)
+        {
+            self.sessions.insert(
+                handle,
+                Session {
+                    profile,
+                    protocol_version: facts.version,
+                    elicitation: facts.elicitation,
+                    sampling: facts.sampling,
+                    initialized: true,
+                    log_level: 0,
+                    // Nothing it saw: told the list changed at the next change.
+                    notified: 0,
+                },
+            );
+            self.next_session = self.next_session.max(handle::sequence(handle) + 1);
+            if kind == TransportKind::Stdio {
+                self.stdio_session = Some(handle);
+            }
+        }
+        self.out.push(Signal::End {
+            exchange,
+            status: 202,
+        });
     }
 
     /// The client went away from an exchange (its HTTP connection closed, or
-    /// stdin ended). Its calls are cancelled, except in a 2025 HTTP session, whose
-    /// client may resume the stream (`Last-Event-ID`): those run on.
+    /// stdin ended). Its calls are cancelled and the exchange ends
+    /// ([`Signal::End`]), except in a 2025 HTTP session, whose client may resume
+    /// the stream (`Last-Event-ID`): those run on.
     pub fn exchange_closed<P: Platform>(&mut self, m: &mut Manager<P>, exchange: u64) {
         let Some(x) = self.exchanges.get(&exchange) else {
             return;
@@ -439,9 +639,19 @@ impl Gateway {
         }
         let listened = x.listen.is_some();
         self.exchanges.remove(&exchange);
+        // Over: the host forgets it too.
+        self.out.push(Signal::End {
+            exchange,
+            status: 200,
+        });
         if listened {
             self.release_all(m, subscriptions::Holder::Listen(exchange));
         }
+        self.backlog.retain(|b| b.ctx.exchange != exchange);
+        let here = |o: &Origin| o.exchange == Some(exchange);
+        self.held.retain(|(o, _)| !here(o));
+        self.held_calls.retain(|(o, _)| !here(o));
+        self.held_requests.retain(|(o, _, _)| !here(o));
         let gone: Vec<u64> = self
             .calls
             .iter()
@@ -499,6 +709,11 @@ impl Gateway {
             m.cancel(call);
         }
         self.forget_asks(|o| o.session == Some(session));
+        self.backlog.retain(|b| b.ctx.session != Some(session));
+        let here = |o: &Origin| o.session == Some(session);
+        self.held.retain(|(o, _)| !here(o));
+        self.held_calls.retain(|(o, _)| !here(o));
+        self.held_requests.retain(|(o, _, _)| !here(o));
         let exchanges: Vec<u64> = self
             .exchanges
             .iter()
@@ -595,12 +810,10 @@ impl Gateway {
         if self.serving {
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
-            let held = !self.held.is_empty()
-                || !self.held_calls.is_empty()
-                || !self.held_requests.is_empty();
-            if held && !m.starting() {
+            if self.holding() && !m.starting() {
                 self.release_held(m);
             }
+            self.pump(m);
             if m.tools_generation() != self.seen_generation {
                 self.tools_changed(m);
             }
@@ -688,7 +901,12 @@ impl Gateway {
         let sampling = lifecycle::Sampling::declared(
             params.get("capabilities").and_then(|c| c.get("sampling")),
         );
-        let id = self.next_session;
+        let facts = handle::Facts {
+            version,
+            elicitation,
+            sampling,
+        };
+        let id = handle::encode(self.next_session, &facts);
         self.next_session += 1;
         self.sessions.insert(
             id,
@@ -977,7 +1195,7 @@ impl Gateway {
 }
 
 /// The facts of the exchange a message came on.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Context {
     exchange: u64,
     session: Option<u64>,

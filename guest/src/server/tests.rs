@@ -72,7 +72,7 @@ impl Rig {
 
     /// One turn of the host's loop: the manager's wait, then the gateway.
     fn turn(&mut self) -> Vec<Signal> {
-        let done = self.m.wait(600_000);
+        let done = self.m.wait(if self.g.busy(&self.m) { 0 } else { 600_000 });
         let events = self.m.events();
         let (theirs, _) = self.g.absorb(&mut self.m, done, events);
         assert!(theirs.is_empty(), "completions for the host: {theirs:?}");
@@ -165,10 +165,15 @@ impl Rig {
 
     /// Opens a 2025 session and sends `initialized`.
     fn initialize(&mut self, capabilities: Value) -> u64 {
+        self.initialize_as("2025-06-18", capabilities)
+    }
+
+    /// Opens a session of protocol version `version` and sends `initialized`.
+    fn initialize_as(&mut self, version: &str, capabilities: Value) -> u64 {
         let (x, out) = self.send(
             None,
             json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-06-18", "capabilities": capabilities,
+                "protocolVersion": version, "capabilities": capabilities,
                 "clientInfo": {"name": "test", "version": "1"}}}),
         );
         let session = out
@@ -180,7 +185,7 @@ impl Rig {
             .expect("a session");
         let (messages, status) = self.answer_of(x, out);
         assert_eq!(status, 200);
-        assert_eq!(messages[0]["result"]["protocolVersion"], "2025-06-18");
+        assert_eq!(messages[0]["result"]["protocolVersion"], version);
         assert_eq!(messages[0]["result"]["serverInfo"]["name"], "mcpbox");
         let (_, out) = self.send(
             Some(session),
@@ -954,7 +959,8 @@ fn batches_and_garbage_are_answered_in_one_exchange() {
     p.serve("fs", || McpServer::with_tools(&["read"]));
     let mut rig = Rig::new(p, &["fs"]);
     rig.settle();
-    let s = rig.initialize(json!({}));
+    // 2025-03-26 is the one revision with batches.
+    let s = rig.initialize_as("2025-03-26", json!({}));
     let (x, out) = rig.send(
         Some(s),
         json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -1439,4 +1445,266 @@ fn a_closed_exchange_cancels_its_resource_request_upstream() {
     assert_eq!(cancelled[0]["params"]["reason"], "cancelled by the caller");
     rig.turn();
     assert!(rig.g.requests.is_empty());
+}
+
+/// Sends raw text on a fresh exchange.
+fn send_text(rig: &mut Rig, session: Option<u64>, text: String) -> (u64, Vec<Signal>) {
+    let exchange = rig.next_exchange;
+    rig.next_exchange += 1;
+    rig.g.receive(
+        &mut rig.m,
+        Inbound {
+            session,
+            exchange,
+            kind: TransportKind::Http,
+            profile: None,
+            headers: Vec::new(),
+            text,
+        },
+    );
+    let out = rig.g.take_signals();
+    rig.seen.extend(out.clone());
+    (exchange, out)
+}
+
+fn pings(n: usize) -> Value {
+    Value::Array(
+        (0..n)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "ping"}))
+            .collect(),
+    )
+}
+
+#[test]
+fn batches_are_refused_where_the_revision_has_none_and_capped_where_it_has() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let refused = |rig: &mut Rig, session: Option<u64>, batch: Value| {
+        let (messages, status) = rig.request_all(session, batch);
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert_eq!(messages[0]["error"]["code"], -32600, "{messages:?}");
+        assert_eq!(messages[0]["id"], Value::Null);
+        (
+            messages[0]["error"]["message"].as_str().unwrap().to_owned(),
+            status,
+        )
+    };
+    // 2025-06-18 removed batching, 2025-11-25 has none: the batch is refused whole.
+    for version in ["2025-06-18", "2025-11-25"] {
+        let s = rig.initialize_as(version, json!({}));
+        let (message, status) = refused(&mut rig, Some(s), pings(2));
+        assert_eq!(status, 400);
+        assert!(message.contains(version), "{message}");
+    }
+    // Without a session (2026-07-28 has none) too.
+    let stateless = Value::Array(vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": stateless_meta(json!({}))}}),
+    ]);
+    let (message, status) = refused(&mut rig, None, stateless);
+    assert_eq!(status, 400);
+    assert!(message.contains("2025-03-26"), "{message}");
+    // 2025-03-26 has batches: up to the cap.
+    let s = rig.initialize_as("2025-03-26", json!({}));
+    let (messages, status) = rig.request_all(Some(s), pings(MAX_BATCH));
+    assert_eq!((messages.len(), status), (MAX_BATCH, 200));
+    let (message, status) = refused(&mut rig, Some(s), pings(MAX_BATCH + 1));
+    assert_eq!(status, 413);
+    assert!(
+        message.contains(&format!("at most {MAX_BATCH}")),
+        "{message}"
+    );
+    // Text that only looks like a batch is what it is: not JSON.
+    let s = rig.initialize(json!({}));
+    let (x, out) = send_text(
+        &mut rig,
+        Some(s),
+        format!("{}{}", "[".repeat(1000), "]".repeat(999)),
+    );
+    let (messages, status) = rig.answer_of(x, out);
+    assert_eq!(
+        (messages[0]["error"]["code"].as_i64(), status),
+        (Some(-32700), 400)
+    );
+}
+
+#[test]
+fn a_batch_is_answered_as_it_is_handled_not_built_whole_first() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || {
+        let server = McpServer::with_tools(&[]);
+        // 40 tools of 10 KB each: a page of about 400 KB.
+        *server.tools.borrow_mut() = (0..40)
+            .map(|i| {
+                json!({"name": format!("t{i}"), "description": "d".repeat(10_000),
+                            "inputSchema": {"type": "object"}})
+            })
+            .collect();
+        server
+    });
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let s = rig.initialize_as("2025-03-26", json!({}));
+    let batch = Value::Array(
+        (0..MAX_BATCH)
+            .map(|i| json!({"jsonrpc": "2.0", "id": i, "method": "tools/list"}))
+            .collect(),
+    );
+    let (x, mut out) = rig.send(Some(s), batch);
+    let mut answers = 0;
+    let mut turns = 0;
+    loop {
+        let bytes: usize = out
+            .iter()
+            .map(|s| match s {
+                Signal::Message { text, .. } => text.len(),
+                _ => 0,
+            })
+            .sum();
+        // No turn holds much more than its share (one answer past the mark).
+        assert!(bytes < FLUSH_BYTES + 500_000, "{bytes} bytes in one turn");
+        answers += out
+            .iter()
+            .filter(|s| matches!(s, Signal::Message { target: Target::Exchange(e), .. } if *e == x))
+            .count();
+        if out
+            .iter()
+            .any(|s| matches!(s, Signal::End { exchange, .. } if *exchange == x))
+        {
+            break;
+        }
+        turns += 1;
+        assert!(turns < 100, "the batch never ended");
+        out = rig.turn();
+    }
+    assert_eq!(answers, MAX_BATCH);
+    assert!(turns >= 10, "answered in {turns} turns");
+    assert!(!rig.g.busy(&rig.m));
+}
+
+#[test]
+fn a_message_of_too_many_values_is_refused_before_it_is_read() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    // Arguments of zeros: 2 bytes a value, far under any byte cap.
+    let text = format!(
+        r#"{{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{{"name":"fs__read","arguments":{{"text":[{}0]}}}}}}"#,
+        "0,".repeat(crate::budget::MAX_VALUES)
+    );
+    let (x, out) = send_text(&mut rig, Some(s), text);
+    let (messages, status) = rig.answer_of(x, out);
+    assert_eq!(status, 413);
+    assert_eq!(messages[0]["error"]["code"], -32600);
+    let message = messages[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("JSON values"), "{message}");
+    // The session goes on.
+    let (r, _) = rig.request(Some(s), call(6, "fs__read", json!({"text": "after"})));
+    assert_eq!(texts(&r["result"]), "after");
+}
+
+#[test]
+fn a_session_is_reopened_in_a_new_gateway_from_its_handle() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let s = rig.initialize_as(
+        "2025-03-26",
+        json!({"elicitation": {}, "sampling": {"tools": {}}}),
+    );
+    let before = rig.g.sessions.get(&s).cloned().unwrap();
+    // A new instance: a fresh gateway over a fresh manager.
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut fresh = Rig::new(p, &["fs"]);
+    fresh.next_exchange = rig.next_exchange;
+    fresh.settle();
+    // A handle it never gave, with a text: not found, as before.
+    let (r, status) = fresh.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!((status, r["error"]["code"].as_i64()), (404, Some(-32600)));
+    // The host reopens it (no text), then its requests are served.
+    let (x, out) = send_text(&mut fresh, Some(s), String::new());
+    assert_eq!(
+        out,
+        vec![Signal::End {
+            exchange: x,
+            status: 202
+        }]
+    );
+    let after = fresh.g.sessions.get(&s).cloned().unwrap();
+    assert_eq!(after.protocol_version, "2025-03-26");
+    assert!(after.elicitation && after.sampling.declared && after.sampling.tools);
+    assert!(after.initialized);
+    assert_eq!(
+        (before.protocol_version, before.elicitation, before.sampling),
+        (after.protocol_version, after.elicitation, after.sampling)
+    );
+    let (r, status) = fresh.request(Some(s), call(2, "fs__read", json!({"text": "kept"})));
+    assert_eq!((status, texts(&r["result"])), (200, "kept".into()));
+    // Batches still follow the revision it negotiated.
+    let (messages, _) = fresh.request_all(Some(s), pings(2));
+    assert_eq!(messages.len(), 2);
+    // A session opened later gets a handle of its own.
+    let t = fresh.initialize(json!({}));
+    assert_ne!(handle::sequence(t), handle::sequence(s));
+}
+
+#[test]
+fn a_stateless_exchange_the_client_left_ends() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || {
+        // Never answers: the call stays in flight.
+        McpServer::with_tools(&["slow"]).on_call(|_, _, _| {})
+    });
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let mut request = call(1, "fs__slow", json!({"text": "x"}));
+    request["params"]["_meta"] = stateless_meta(json!({}));
+    let (x, _) = rig.send(None, request);
+    rig.g.exchange_closed(&mut rig.m, x);
+    let out = rig.g.take_signals();
+    assert!(
+        out.iter()
+            .any(|s| matches!(s, Signal::End { exchange, .. } if *exchange == x)),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_log_line_fans_out_within_the_turns_budget() {
+    let line = "l".repeat(200_000);
+    let mut p = FakePlatform::new();
+    let logged = line.clone();
+    p.serve("fs", move || {
+        let logged = logged.clone();
+        McpServer::with_tools(&["log"]).on_call(move |_, id, out| {
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "method": "notifications/message",
+                       "params": {"level": "info", "data": logged}}),
+            );
+            out.reply(
+                0,
+                id,
+                json!({"content": [{"type": "text", "text": "logged"}]}),
+            );
+        })
+    });
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let sessions: Vec<u64> = (0..60).map(|_| rig.initialize(json!({}))).collect();
+    rig.seen.clear();
+    let (r, _) = rig.request(Some(sessions[0]), call(1, "fs__log", json!({})));
+    assert_eq!(texts(&r["result"]), "logged");
+    let copies: usize = sessions.iter().map(|s| rig.standalone(*s).len()).sum();
+    // Sixty copies of 200 KB would be 12 MB in one turn; the budget holds it to 4 MiB.
+    assert!(copies > 0, "nobody heard the line");
+    assert!(copies * line.len() <= FANOUT_BYTES, "{copies} copies");
 }

@@ -27,7 +27,7 @@ use crate::transport::Platform;
 use super::exposure::Exposed;
 use super::lifecycle::Refusal;
 use super::search::{self, Index};
-use super::{DownCall, Gateway, Origin, call_error, json_text, tool_error};
+use super::{DownCall, FLUSH_BYTES, Gateway, Origin, call_error, json_text, tool_error};
 
 /// How long a 2026-07-28 client may keep a tool list without asking again, when
 /// it does not listen for changes.
@@ -109,16 +109,23 @@ impl Gateway {
         self.answer(&origin, page);
     }
 
-    /// Answers the `tools/list` requests held while servers started.
+    /// Answers the requests held while servers started, oldest first, until the
+    /// answers of this turn pass [`FLUSH_BYTES`]; the rest wait for the next turn
+    /// (the gateway is [`busy`](Gateway::busy) meanwhile), so a thousand held
+    /// lists are not all built at once.
     pub(super) fn release_held<P: Platform>(&mut self, m: &mut Manager<P>) {
-        for (origin, cursor) in core::mem::take(&mut self.held) {
+        let full = |g: &Gateway| g.out_bytes() >= FLUSH_BYTES;
+        while !full(self) && !self.held.is_empty() {
+            let (origin, cursor) = self.held.remove(0);
             let page = self.tools_page(m, &origin, cursor.as_deref());
             self.answer(&origin, page);
         }
-        for (origin, params) in core::mem::take(&mut self.held_calls) {
+        while !full(self) && !self.held_calls.is_empty() {
+            let (origin, params) = self.held_calls.remove(0);
             self.call_tool(m, origin, params);
         }
-        for (origin, method, params) in core::mem::take(&mut self.held_requests) {
+        while !full(self) && !self.held_requests.is_empty() {
+            let (origin, method, params) = self.held_requests.remove(0);
             if method == methods::SUBSCRIPTIONS_LISTEN {
                 self.listen(m, origin, &params);
             } else {

@@ -267,7 +267,7 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
                 }
             }
         }
-        let completions = m.wait(WAIT_MS);
+        let completions = m.wait(if g.busy(m) { 0 } else { WAIT_MS });
         let events = m.events();
         let (_, events) = g.absorb(m, completions, events);
         log_events(events, out);

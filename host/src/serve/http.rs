@@ -18,26 +18,35 @@
 //!   handle; a request naming an unknown id is `404`. `GET` with the id opens the
 //!   session's standalone SSE stream (one at a time: a second is `409`); `DELETE`
 //!   ends the session (the guest cancels its calls). `GET` without a session is
-//!   `405`: the 2026-07-28 stateless form has no standalone stream.
+//!   `405`: the 2026-07-28 stateless form has no standalone stream. At most
+//!   [`HttpOptions::max_sessions`] are kept (a new one ends the one used longest
+//!   ago), and one idle for [`HttpOptions::session_idle_timeout`] ends. When the
+//!   guest traps and is replaced, the sessions carry on: the driver reopens them
+//!   in the new instance (the exchanges the old one had are lost).
 //! - **Resumption**: events on a session's streams carry ids `{stream}-{n}`
 //!   (stream 0 is the standalone one, others are exchanges), and the session keeps
-//!   its last [`REPLAY_EVENTS`] events; `GET` with `Last-Event-ID` replays what
-//!   followed that event on its stream, then goes on live if the stream is still
-//!   open. A 2025 session's calls keep running when their POST connection drops,
-//!   so the answer can be fetched this way.
+//!   its last [`REPLAY_EVENTS`] events, within [`HttpOptions::replay_bytes`] and,
+//!   for every session together, [`HttpOptions::replay_total_bytes`]; `GET` with
+//!   `Last-Event-ID` replays what followed that event on its stream, then goes on
+//!   live if the stream is still open. A 2025 session's calls keep running when
+//!   their POST connection drops, so the answer can be fetched this way.
 //! - **Safety**: see [`HttpOptions`]. A client that does not read its stream gets
 //!   it closed when the bytes waiting for it pass
-//!   [`HttpOptions::stream_buffer_bytes`]; the dispatcher never waits for a
-//!   client, so one slow client never holds up the others or the guest.
+//!   [`HttpOptions::stream_buffer_bytes`] (or every stream's together pass
+//!   [`HttpOptions::stream_buffer_total_bytes`]); the dispatcher never waits for a
+//!   client, so one slow client never holds up the others or the guest. The
+//!   requests in flight are held to a budget of the guest's memory per session
+//!   and in all (`429` past it), and the connections to a cap that closes the
+//!   oldest idle one first (`connections`).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Either, Full, Limited};
@@ -54,14 +63,31 @@ use crate::Runtime;
 use crate::bindings::{gateway, wit};
 use crate::driver::{Downstream, Job};
 
+use super::connections::{Admitted, Busy, Connections};
 use super::{ServeError, dashboard, random_hex};
 
 /// Events a session keeps for resumption.
 pub const REPLAY_EVENTS: usize = 1024;
-/// Bytes of events a session keeps for resumption, at most.
-const REPLAY_BYTES: usize = 16 * 1024 * 1024;
+
+/// Exchanges one session may have in flight (sent, not yet answered whole).
+pub const SESSION_EXCHANGES: usize = 1024;
+/// Exchanges all clients together may have in flight.
+pub const TOTAL_EXCHANGES: usize = 8192;
+/// A request body up to this size is *small*: it may also use the reserve of
+/// the in-flight budget (see [`HttpOptions`]), so large requests cannot crowd
+/// out small ones.
+const SMALL_BODY: usize = 16 * 1024;
 
 /// The HTTP safety rules of [`Runtime::serve_http`].
+///
+/// Besides these, every client's requests are held to a budget of the guest's
+/// memory, derived from its limit ([`Options::memory_limit`](crate::Options::memory_limit)):
+/// the bodies of the requests one session has in flight (sent and not yet
+/// answered whole) may total 1/16 of it, and [`SESSION_EXCHANGES`] requests; every
+/// client's together 1/4 of it and [`TOTAL_EXCHANGES`] requests, and a further
+/// 1/16 that only requests of at most 16 KiB may use, so that large requests
+/// never crowd out small ones. A request past the budget is `429` with
+/// `Retry-After`, and nothing of it reaches the guest.
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// A bearer token every request must carry (`Authorization: Bearer …`).
@@ -107,6 +133,28 @@ pub struct HttpOptions {
     /// taken for one that stopped reading; one message larger than this alone
     /// still goes through.
     pub stream_buffer_bytes: usize,
+    /// Bytes of messages every stream together may hold (host memory): past it,
+    /// a stream that is behind already is closed as if its own buffer were full.
+    pub stream_buffer_total_bytes: usize,
+    /// The most sessions kept at once. A session opened past it ends the one
+    /// used longest ago (sessions with an open stream or a request in flight
+    /// last); a request naming an ended session is `404`, and its client
+    /// initializes again.
+    pub max_sessions: usize,
+    /// A session with no request, no request in flight and no open stream for
+    /// this long is ended.
+    pub session_idle_timeout: Duration,
+    /// Bytes of events one session keeps for resumption (`Last-Event-ID`), at most
+    /// (and at most [`REPLAY_EVENTS`] events).
+    pub replay_bytes: usize,
+    /// Bytes of events all sessions together keep for resumption: past it, the
+    /// session keeping the most gives up its oldest.
+    pub replay_total_bytes: usize,
+    /// The most connections open at once (at most 3/4 of the process's file
+    /// descriptor limit, whatever this says). A connection accepted at the cap
+    /// closes the oldest idle one (no request in progress, no open stream); when
+    /// none is idle, it is closed itself.
+    pub max_connections: usize,
 }
 
 impl Default for HttpOptions {
@@ -120,6 +168,12 @@ impl Default for HttpOptions {
             max_header_bytes: 64 * 1024,
             read_timeout: Duration::from_secs(30),
             stream_buffer_bytes: 8 * 1024 * 1024,
+            stream_buffer_total_bytes: 256 * 1024 * 1024,
+            max_sessions: 10_000,
+            session_idle_timeout: Duration::from_secs(3600),
+            replay_bytes: 4 * 1024 * 1024,
+            replay_total_bytes: 64 * 1024 * 1024,
+            max_connections: 4096,
         }
     }
 }
@@ -158,6 +212,8 @@ pub(super) struct Sink {
     tx: mpsc::UnboundedSender<Items>,
     waiting: Arc<AtomicUsize>,
     limit: usize,
+    /// What every stream of the gateway holds, and the most it may.
+    total: Option<(Arc<AtomicUsize>, usize)>,
 }
 
 /// Why [`Sink::try_send`] did not send.
@@ -186,9 +242,22 @@ impl Sink {
         if waiting > 0 && waiting + bytes > self.limit {
             return Err(Refused::Full);
         }
+        // Every stream together: a stream that is behind already gives way.
+        if let Some((total, limit)) = &self.total
+            && waiting > 0
+            && total.load(Ordering::Acquire) + bytes > *limit
+        {
+            return Err(Refused::Full);
+        }
         self.waiting.fetch_add(bytes, Ordering::AcqRel);
+        if let Some((total, _)) = &self.total {
+            total.fetch_add(bytes, Ordering::AcqRel);
+        }
         self.tx.send(items).map_err(|_| {
             self.waiting.fetch_sub(bytes, Ordering::AcqRel);
+            if let Some((total, _)) = &self.total {
+                total.fetch_sub(bytes, Ordering::AcqRel);
+            }
             Refused::Closed
         })
     }
@@ -199,13 +268,33 @@ impl Sink {
 pub(super) struct Source {
     rx: mpsc::UnboundedReceiver<Items>,
     waiting: Arc<AtomicUsize>,
+    total: Option<Arc<AtomicUsize>>,
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        // What the client never read no longer counts against every stream's
+        // total. Closed first, so nothing is sent after the last is taken.
+        self.rx.close();
+        while let Ok(items) = self.rx.try_recv() {
+            self.taken(&items);
+        }
+    }
 }
 
 impl Source {
+    fn taken(&self, items: &Items) {
+        let bytes = weight(items);
+        self.waiting.fetch_sub(bytes, Ordering::AcqRel);
+        if let Some(total) = &self.total {
+            total.fetch_sub(bytes, Ordering::AcqRel);
+        }
+    }
+
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Items>> {
         let polled = self.rx.poll_recv(cx);
         if let Poll::Ready(Some(items)) = &polled {
-            self.waiting.fetch_sub(weight(items), Ordering::AcqRel);
+            self.taken(items);
         }
         polled
     }
@@ -217,15 +306,27 @@ impl Source {
 
 /// A stream that holds at most `limit` bytes for its client (see [`Sink`]).
 pub(super) fn stream(limit: usize) -> (Sink, Source) {
+    counted_stream(limit, None)
+}
+
+/// [`stream`], also counted in `total`, which every stream of the gateway
+/// shares, with the most it may hold.
+fn counted_stream(limit: usize, total: Option<(Arc<AtomicUsize>, usize)>) -> (Sink, Source) {
     let (tx, rx) = mpsc::unbounded_channel();
     let waiting = Arc::new(AtomicUsize::new(0));
+    let counted = total.as_ref().map(|(t, _)| t.clone());
     (
         Sink {
             tx,
             waiting: waiting.clone(),
             limit,
+            total,
         },
-        Source { rx, waiting },
+        Source {
+            rx,
+            waiting,
+            total: counted,
+        },
     )
 }
 
@@ -240,6 +341,36 @@ struct SessionEntry {
     replay_bytes: usize,
     /// Exchanges of the session that ended recently, for resumption.
     ended: VecDeque<u64>,
+    /// When it was last used, as `State::clock` counts (its key in `State::used`).
+    used: u64,
+    /// When it was last used, for the idle timeout.
+    last_used: Instant,
+    /// Its exchanges in flight, and the bytes of their bodies.
+    in_flight: usize,
+    in_flight_bytes: usize,
+}
+
+impl SessionEntry {
+    fn new(handle: u64, used: u64) -> SessionEntry {
+        SessionEntry {
+            handle,
+            standalone: None,
+            standalone_attached: 0,
+            standalone_seq: 0,
+            replay: VecDeque::new(),
+            replay_bytes: 0,
+            ended: VecDeque::new(),
+            used,
+            last_used: Instant::now(),
+            in_flight: 0,
+            in_flight_bytes: 0,
+        }
+    }
+
+    /// Whether its client is there: a stream open, or a request in flight.
+    fn attended(&self) -> bool {
+        self.in_flight > 0 || self.standalone.as_ref().is_some_and(|s| !s.is_closed())
+    }
 }
 
 struct ExchangeEntry {
@@ -251,6 +382,8 @@ struct ExchangeEntry {
     /// The session it belongs to, by id.
     session: Option<String>,
     seq: u64,
+    /// The bytes of its request body, counted in flight until it ends.
+    bytes: usize,
 }
 
 #[derive(Default)]
@@ -258,6 +391,175 @@ struct State {
     sessions: HashMap<String, SessionEntry>,
     handles: HashMap<u64, String>,
     exchanges: HashMap<u64, ExchangeEntry>,
+    /// Ticks for `SessionEntry::used`.
+    clock: u64,
+    /// The sessions by when they were last used, oldest first.
+    used: BTreeSet<(u64, String)>,
+    /// The sessions by the bytes of events they keep for resumption, and the total.
+    replay_sizes: BTreeSet<(usize, u64)>,
+    replay_total: usize,
+    /// Exchanges in flight, and the bytes of their bodies.
+    in_flight: usize,
+    in_flight_bytes: usize,
+}
+
+/// A session ended by the host: what to tell the guest.
+struct Evicted {
+    handle: u64,
+}
+
+impl State {
+    /// Notes that session `id` was used now.
+    fn touch(&mut self, id: &str) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        self.clock += 1;
+        self.used.remove(&(s.used, id.to_owned()));
+        s.used = self.clock;
+        s.last_used = Instant::now();
+        self.used.insert((s.used, id.to_owned()));
+    }
+
+    /// Adds a session the guest opened.
+    fn open_session(&mut self, id: String, handle: u64) {
+        self.clock += 1;
+        self.used.insert((self.clock, id.clone()));
+        self.replay_sizes.insert((0, handle));
+        self.handles.insert(handle, id.clone());
+        self.sessions
+            .insert(id, SessionEntry::new(handle, self.clock));
+    }
+
+    /// Forgets session `id`, its exchanges and what it kept; its handle.
+    fn remove_session(&mut self, id: &str) -> Option<u64> {
+        let session = self.sessions.remove(id)?;
+        self.used.remove(&(session.used, id.to_owned()));
+        self.handles.remove(&session.handle);
+        self.replay_sizes
+            .remove(&(session.replay_bytes, session.handle));
+        self.replay_total -= session.replay_bytes;
+        let gone: Vec<u64> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| x.session.as_deref() == Some(id))
+            .map(|(x, _)| *x)
+            .collect();
+        for x in gone {
+            self.remove_exchange(x);
+        }
+        Some(session.handle)
+    }
+
+    /// Adds an exchange in flight.
+    fn add_exchange(&mut self, x: u64, entry: ExchangeEntry) {
+        self.in_flight += 1;
+        self.in_flight_bytes += entry.bytes;
+        if let Some(s) = entry
+            .session
+            .as_ref()
+            .and_then(|id| self.sessions.get_mut(id))
+        {
+            s.in_flight += 1;
+            s.in_flight_bytes += entry.bytes;
+        }
+        self.exchanges.insert(x, entry);
+    }
+
+    /// Forgets an exchange: it is no longer in flight.
+    fn remove_exchange(&mut self, x: u64) -> Option<ExchangeEntry> {
+        let entry = self.exchanges.remove(&x)?;
+        self.in_flight -= 1;
+        self.in_flight_bytes -= entry.bytes;
+        if let Some(s) = entry
+            .session
+            .as_ref()
+            .and_then(|id| self.sessions.get_mut(id))
+        {
+            s.in_flight -= 1;
+            s.in_flight_bytes -= entry.bytes;
+        }
+        Some(entry)
+    }
+
+    /// Ends sessions until at most `max` are left: those used longest ago first,
+    /// sessions whose client is there (a stream open, a request in flight) last.
+    fn evict_beyond(&mut self, max: usize) -> Vec<Evicted> {
+        let mut evicted = Vec::new();
+        while self.sessions.len() > max {
+            let unattended = self
+                .used
+                .iter()
+                .find(|(_, id)| self.sessions.get(id).is_some_and(|s| !s.attended()))
+                .or_else(|| self.used.first())
+                .map(|(_, id)| id.clone());
+            let Some(id) = unattended else { break };
+            evicted.extend(self.remove_session(&id).map(|handle| Evicted { handle }));
+        }
+        evicted
+    }
+
+    /// Ends the sessions nobody used for `timeout` and whose client is not there.
+    fn expire(&mut self, timeout: Duration) -> Vec<Evicted> {
+        let now = Instant::now();
+        let idle: Vec<String> = self
+            .used
+            .iter()
+            .map(|(_, id)| id)
+            .filter(|id| {
+                self.sessions
+                    .get(*id)
+                    .is_some_and(|s| !s.attended() && now.duration_since(s.last_used) >= timeout)
+            })
+            .cloned()
+            .collect();
+        idle.iter()
+            .filter_map(|id| self.remove_session(id))
+            .map(|handle| Evicted { handle })
+            .collect()
+    }
+
+    /// Keeps an event of session `id`'s stream for resumption, within the bounds:
+    /// the session's own, then every session's together (the session keeping the
+    /// most gives up its oldest).
+    fn remember(&mut self, id: &str, event: (u64, u64, &Arc<str>), options: &HttpOptions) {
+        let Some(s) = self.sessions.get_mut(id) else {
+            return;
+        };
+        let (stream, n, text) = event;
+        self.replay_sizes.remove(&(s.replay_bytes, s.handle));
+        s.replay.push_back((stream, n, text.clone()));
+        s.replay_bytes += text.len();
+        self.replay_total += text.len();
+        while s.replay.len() > REPLAY_EVENTS || s.replay_bytes > options.replay_bytes {
+            let Some((_, _, old)) = s.replay.pop_front() else {
+                break;
+            };
+            s.replay_bytes -= old.len();
+            self.replay_total -= old.len();
+        }
+        self.replay_sizes.insert((s.replay_bytes, s.handle));
+        while self.replay_total > options.replay_total_bytes {
+            let Some(&(bytes, handle)) = self.replay_sizes.last() else {
+                break;
+            };
+            let Some(s) = self
+                .handles
+                .get(&handle)
+                .and_then(|id| self.sessions.get_mut(id))
+            else {
+                self.replay_sizes.remove(&(bytes, handle));
+                continue;
+            };
+            let Some((_, _, old)) = s.replay.pop_front() else {
+                break;
+            };
+            self.replay_sizes.remove(&(s.replay_bytes, handle));
+            s.replay_bytes -= old.len();
+            self.replay_total -= old.len();
+            self.replay_sizes.insert((s.replay_bytes, handle));
+        }
+    }
 }
 
 pub(super) struct Shared {
@@ -272,11 +574,97 @@ pub(super) struct Shared {
     loopback: bool,
     state: Mutex<State>,
     next_exchange: AtomicU64,
+    /// The in-flight budget (see [`HttpOptions`]).
+    budget: Budget,
+    /// Bytes every stream holds for its client, together.
+    buffered: Arc<AtomicUsize>,
 }
 
 impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A stream for a client of `/mcp`, within the per-stream and total bounds.
+    fn stream(&self) -> (Sink, Source) {
+        counted_stream(
+            self.options.stream_buffer_bytes,
+            Some((
+                self.buffered.clone(),
+                self.options.stream_buffer_total_bytes,
+            )),
+        )
+    }
+
+    /// Tells the guest of sessions the host ended.
+    fn evicted(&self, evicted: Vec<Evicted>) {
+        for e in evicted {
+            let _ = self.runtime.submit(Job::SessionClosed(e.handle));
+        }
+    }
+}
+
+/// What the requests in flight may hold of the guest's memory (see [`HttpOptions`]).
+#[derive(Debug, Clone, Copy)]
+struct Budget {
+    session_bytes: usize,
+    total_bytes: usize,
+    /// What only small requests may use beyond `total_bytes`.
+    reserve_bytes: usize,
+}
+
+impl Budget {
+    fn of(memory_limit: usize) -> Budget {
+        Budget {
+            session_bytes: memory_limit / 16,
+            total_bytes: memory_limit / 4,
+            reserve_bytes: memory_limit / 16,
+        }
+    }
+
+    /// Why a request of `bytes` does not fit now, if it does not.
+    fn refuse(
+        &self,
+        state: &State,
+        session: Option<&SessionEntry>,
+        bytes: usize,
+    ) -> Option<String> {
+        if let Some(s) = session {
+            if s.in_flight >= SESSION_EXCHANGES {
+                return Some(format!(
+                    "this session has {} requests in flight, the most it may; \
+                     wait for some to be answered",
+                    s.in_flight
+                ));
+            }
+            if s.in_flight_bytes > 0 && s.in_flight_bytes + bytes > self.session_bytes {
+                return Some(format!(
+                    "this session's requests in flight hold {} bytes, and this one {bytes} \
+                     more than the {} a session may (1/16 of the guest's memory limit); \
+                     wait for some to be answered",
+                    s.in_flight_bytes, self.session_bytes
+                ));
+            }
+        }
+        if state.in_flight >= TOTAL_EXCHANGES {
+            return Some(format!(
+                "the gateway has {} requests in flight, the most it takes; try again shortly",
+                state.in_flight
+            ));
+        }
+        let room = if bytes <= SMALL_BODY {
+            self.total_bytes + self.reserve_bytes
+        } else {
+            self.total_bytes
+        };
+        if state.in_flight_bytes + bytes > room {
+            return Some(format!(
+                "the requests in flight hold {} bytes of the {} the gateway takes at once \
+                 (a quarter of the guest's memory limit); try again shortly",
+                state.in_flight_bytes, self.total_bytes
+            ));
+        }
+        None
     }
 }
 
@@ -316,6 +704,8 @@ pub(super) async fn run(
         }
         None => {}
     }
+    let budget = Budget::of(runtime.guest_memory_limit());
+    let connections = Arc::new(Connections::new(options.max_connections));
     let shared = Arc::new(Shared {
         runtime,
         options,
@@ -324,6 +714,8 @@ pub(super) async fn run(
         loopback,
         state: Mutex::new(State::default()),
         next_exchange: AtomicU64::new(1),
+        budget,
+        buffered: Arc::new(AtomicUsize::new(0)),
     });
     let mut dispatcher = match feed {
         Some(feed) => tokio::spawn(dispatch(shared.clone(), feed)),
@@ -334,6 +726,7 @@ pub(super) async fn run(
             })
         }
     };
+    let mut refused_since_warning = 0u64;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -344,14 +737,37 @@ pub(super) async fn run(
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(e) => {
-                // Out of file descriptors, say: the clients already connected go on.
-                eprintln!("mcpbox serve: accepting a connection failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                // Out of file descriptors, say: the oldest idle connection makes
+                // room; the clients already connected go on.
+                if connections.make_room() {
+                    // Its task closes it.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                } else {
+                    eprintln!("mcpbox serve: accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                continue;
+            }
+        };
+        let (id, close) = match connections.admit() {
+            Admitted::Serve { id, close } => (id, close),
+            Admitted::Refuse => {
+                // At the cap, and every connection busy: this one waits for none.
+                if refused_since_warning.is_power_of_two() {
+                    eprintln!(
+                        "mcpbox serve: {} connections are open, the most it keeps, none idle: \
+                         closed a new one ({refused_since_warning} so far)",
+                        connections.cap()
+                    );
+                }
+                refused_since_warning += 1;
+                drop(stream);
                 continue;
             }
         };
         let _ = stream.set_nodelay(true);
         let shared = shared.clone();
+        let connections = connections.clone();
         tokio::spawn(async move {
             let mut builder = http1::Builder::new();
             builder
@@ -364,14 +780,55 @@ pub(super) async fn run(
                 // The header timeout takes effect only with a timer.
                 .timer(TokioTimer::new())
                 .header_read_timeout(shared.options.read_timeout);
+            let tracked = connections.clone();
             let service = service_fn(move |req| {
                 let shared = shared.clone();
-                async move { Ok::<_, Infallible>(handle(shared, req).await) }
+                // Busy until the response's body is sent (or dropped).
+                let busy = tracked.begin(id);
+                async move {
+                    let response = handle(shared, req).await;
+                    Ok::<_, Infallible>(response.map(|body| Tracked { body, _busy: busy }))
+                }
             });
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            let connection = builder.serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                _ = close.notified() => {
+                    // Idle, and the oldest at the cap: a request that arrived
+                    // meanwhile is answered first.
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            connections.closed(id);
         });
+    }
+}
+
+/// A response body that keeps its connection busy until it is sent or dropped.
+pub(super) struct Tracked {
+    body: ResponseBody,
+    _busy: Busy,
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = <ResponseBody as Body>::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -593,15 +1050,69 @@ async fn post(
         );
     }
     let session_id = session_header(req.headers());
-    let handle = match &session_id {
-        Some(id) => match shared.state().sessions.get(id) {
-            Some(s) => Some(s.handle),
-            None => return plain(StatusCode::NOT_FOUND, "session not found: initialize again"),
-        },
-        None => None,
-    };
-    let headers = mcp_headers(req.headers());
     let limit = shared.options.max_body_bytes;
+    // What the body will weigh: its declared length, else the most it may.
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .map_or(limit, |n| n.min(limit));
+    let headers = mcp_headers(req.headers());
+    // The budget is taken before the body is read, so a request past it costs
+    // nothing more; it is given back if the body never arrives whole.
+    let reservation = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
+    let (sink, rx) = shared.stream();
+    let taken = {
+        let mut state = shared.state();
+        let session = session_id.as_deref().and_then(|id| state.sessions.get(id));
+        if session_id.is_some() && session.is_none() {
+            return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
+        }
+        match shared.budget.refuse(&state, session, declared) {
+            Some(why) => Err(why),
+            None => {
+                let handle = session.map(|s| s.handle);
+                if let Some(id) = &session_id {
+                    state.touch(id);
+                }
+                state.add_exchange(
+                    reservation,
+                    ExchangeEntry {
+                        sink: Some(sink),
+                        attached: 0,
+                        session: session_id,
+                        seq: 0,
+                        bytes: declared,
+                    },
+                );
+                Ok(handle)
+            }
+        }
+    };
+    let handle = match taken {
+        Ok(handle) => handle,
+        Err(why) => {
+            // Read to its end (and dropped as it comes), so that the client,
+            // still sending, is not cut off before it reads the answer.
+            let timeout = shared.options.read_timeout;
+            let mut body = Limited::new(req.into_body(), limit);
+            let _ = tokio::time::timeout(timeout, async {
+                while let Some(Ok(_)) = body.frame().await {}
+            })
+            .await;
+            let mut r = plain(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!("too many requests in flight: {why}"),
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            return r;
+        }
+    };
+    let reserved = Reserved {
+        shared: &shared,
+        exchange: reservation,
+    };
     let timeout = shared.options.read_timeout;
     let collected = tokio::time::timeout(timeout, Limited::new(req.into_body(), limit).collect());
     let Ok(collected) = collected.await else {
@@ -632,37 +1143,58 @@ async fn post(
         Ok(text) => text,
         Err(_) => return plain(StatusCode::BAD_REQUEST, "the request body is not UTF-8"),
     };
-    let exchange = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
-    let (sink, rx) = stream(shared.options.stream_buffer_bytes);
-    shared.state().exchanges.insert(
-        exchange,
-        ExchangeEntry {
-            sink: Some(sink),
-            attached: 0,
-            session: session_id,
-            seq: 0,
-        },
-    );
+    // An empty text is the host's own word to the guest (a session reopened
+    // after a restart); a client's is refused here.
+    if text.trim().is_empty() {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "the request body is empty: send a JSON-RPC message",
+        );
+    }
+    // Handed to the guest under the exchange's lasting id, given now, under the
+    // lock: ids then follow the order in which the guest gets them, which is how
+    // the host knows, when the guest is replaced, which exchanges it had.
+    let exchange = {
+        let mut state = shared.state();
+        let Some(mut entry) = state.remove_exchange(reserved.exchange) else {
+            std::mem::forget(reserved);
+            return if session_gone(&state, handle) {
+                plain(StatusCode::NOT_FOUND, "session not found: initialize again")
+            } else {
+                plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the gateway was restarted before it answered; try again",
+                )
+            };
+        };
+        std::mem::forget(reserved);
+        // The body as it came, in place of what it declared.
+        entry.bytes = text.len();
+        let exchange = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
+        state.add_exchange(exchange, entry);
+        let job = Job::Downstream(gateway::Inbound {
+            session: handle,
+            exchange,
+            kind: gateway::TransportKind::Http,
+            profile,
+            headers,
+            text,
+        });
+        if let Err(why) = shared.runtime.submit(job) {
+            state.remove_exchange(exchange);
+            return plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!("the mcpbox runtime stopped: {why}"),
+            );
+        }
+        exchange
+    };
     let guard = Guard {
         shared: shared.clone(),
         stream: Stream::Exchange(exchange),
         attached: 0,
         armed: true,
     };
-    let job = Job::Downstream(gateway::Inbound {
-        session: handle,
-        exchange,
-        kind: gateway::TransportKind::Http,
-        profile,
-        headers,
-        text,
-    });
-    if let Err(why) = shared.runtime.submit(job) {
-        return plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("the mcpbox runtime stopped: {why}"),
-        );
-    }
     respond(rx, guard).await
 }
 
@@ -719,6 +1251,24 @@ async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
     response
 }
 
+/// Whether the session of `handle` ended (none: the request named none).
+fn session_gone(state: &State, handle: Option<u64>) -> bool {
+    handle.is_some_and(|h| !state.handles.contains_key(&h))
+}
+
+/// An exchange's place in the budget while its body is read: given back when
+/// the body never arrives whole (the handler returns early, or is dropped).
+struct Reserved<'a> {
+    shared: &'a Shared,
+    exchange: u64,
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.shared.state().remove_exchange(self.exchange);
+    }
+}
+
 /// A message's text as the bytes of a response body (`Bytes::from_owner`).
 struct JsonText(Arc<str>);
 
@@ -766,9 +1316,10 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split_once('-'))
         .and_then(|(s, n)| Some((s.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
-    let (sink, rx) = stream(shared.options.stream_buffer_bytes);
+    let (sink, rx) = shared.stream();
     let mut state = shared.state();
     let state = &mut *state;
+    state.touch(&id);
     let Some(session) = state.sessions.get_mut(&id) else {
         return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
     };
@@ -836,16 +1387,8 @@ fn delete(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBod
             "DELETE needs the Mcp-Session-Id of the session to end",
         );
     };
-    let handle = {
-        let mut state = shared.state();
-        let Some(session) = state.sessions.remove(&id) else {
-            return plain(StatusCode::NOT_FOUND, "session not found");
-        };
-        state.handles.remove(&session.handle);
-        state
-            .exchanges
-            .retain(|_, x| x.session.as_deref() != Some(id.as_str()));
-        session.handle
+    let Some(handle) = shared.state().remove_session(&id) else {
+        return plain(StatusCode::NOT_FOUND, "session not found");
     };
     match shared.runtime.submit(Job::SessionClosed(handle)) {
         Ok(()) => Response::new(Either::Left(Full::new(Bytes::new()))),
@@ -895,10 +1438,13 @@ impl Drop for Guard {
                 }
             }
             Stream::Standalone(id) => {
-                if let Some(s) = self.shared.state().sessions.get_mut(id)
+                let mut state = self.shared.state();
+                if let Some(s) = state.sessions.get_mut(id)
                     && s.standalone_attached == self.attached
                 {
                     s.standalone = None;
+                    // Idle from now on, unless used.
+                    state.touch(id);
                 }
             }
             Stream::Replayed | Stream::Dashboard => {}
@@ -938,11 +1484,16 @@ impl SseBody {
                     }
                     event.push_str("event: message\n");
                     // JSON needs no line breaks between tokens; one `data:` line.
+                    // (Most text has none: copied whole, not char by char.)
                     event.push_str("data: ");
-                    event.extend(
-                        text.chars()
-                            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
-                    );
+                    if text.contains(['\n', '\r']) {
+                        event.extend(
+                            text.chars()
+                                .map(|c| if c == '\n' || c == '\r' { ' ' } else { c }),
+                        );
+                    } else {
+                        event.push_str(&text);
+                    }
                     event.push_str("\n\n");
                     self.buffered.push_back(Bytes::from(event));
                 }
@@ -990,18 +1541,53 @@ enum Dest {
 }
 
 /// Moves the gateway's signals to the streams they name, never waiting for a
-/// client: a stream whose buffer is full is closed instead.
+/// client: a stream whose buffer is full is closed instead. Between signals,
+/// ends the sessions idle past [`HttpOptions::session_idle_timeout`].
 async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstream>) {
-    while let Some(downstream) = feed.recv().await {
+    let timeout = shared.options.session_idle_timeout;
+    let every = (timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(60));
+    let mut sweep = tokio::time::interval(every);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let downstream = tokio::select! {
+            downstream = feed.recv() => match downstream {
+                Some(downstream) => downstream,
+                None => return,
+            },
+            _ = sweep.tick() => {
+                let evicted = shared.state().expire(timeout);
+                shared.evicted(evicted);
+                continue;
+            }
+        };
         let signals = match downstream {
             Downstream::Signals(signals) => signals,
-            Downstream::Reset(why) => {
+            Downstream::Restarted { why, through } => {
+                eprintln!(
+                    "mcpbox serve: {why}; the sessions carry on, the requests in flight were lost"
+                );
+                // Their streams end unanswered (a JSON answer not begun is 503);
+                // a resumption of one is 404. Later ones go to the new instance.
+                let mut state = shared.state();
+                let lost: Vec<u64> = state
+                    .exchanges
+                    .keys()
+                    .filter(|x| **x <= through)
+                    .copied()
+                    .collect();
+                for x in lost {
+                    state.remove_exchange(x);
+                }
+                continue;
+            }
+            Downstream::Stopped(why) => {
                 eprintln!("mcpbox serve: {why}; every session ends");
                 *shared.state() = State::default();
                 continue;
             }
         };
         let mut cut_off = Vec::new();
+        let mut evicted = Vec::new();
         {
             let mut state = shared.state();
             let state = &mut *state;
@@ -1017,23 +1603,17 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                 match signal {
                     wit::DownstreamSignal::SessionOpened(o) => {
                         let Ok(id) = random_hex(16) else { continue };
-                        state.sessions.insert(
-                            id.clone(),
-                            SessionEntry {
-                                handle: o.session,
-                                standalone: None,
-                                standalone_attached: 0,
-                                standalone_seq: 0,
-                                replay: VecDeque::new(),
-                                replay_bytes: 0,
-                                ended: VecDeque::new(),
-                            },
-                        );
-                        state.handles.insert(o.session, id.clone());
+                        state.open_session(id.clone(), o.session);
                         if let Some(x) = state.exchanges.get_mut(&o.exchange) {
                             x.session = Some(id.clone());
                         }
+                        if let Some(s) = state.sessions.get_mut(&id) {
+                            s.in_flight += 1;
+                            s.in_flight_bytes +=
+                                state.exchanges.get(&o.exchange).map_or(0, |x| x.bytes);
+                        }
                         add(Dest::Exchange(o.exchange), Item::SessionId(id));
+                        evicted.extend(state.evict_beyond(shared.options.max_sessions));
                     }
                     wit::DownstreamSignal::Message(m) => {
                         let text: Arc<str> = Arc::from(m.text);
@@ -1051,13 +1631,12 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                                         signals.peek(),
                                         Some(wit::DownstreamSignal::End(e)) if e.exchange == x
                                     );
-                                let id = match &entry.session {
+                                let id = match entry.session.clone() {
                                     Some(sid) if !whole => {
                                         entry.seq += 1;
-                                        if let Some(s) = state.sessions.get_mut(sid) {
-                                            remember(s, x, entry.seq, &text);
-                                        }
-                                        Some(format!("{x}-{}", entry.seq))
+                                        let n = entry.seq;
+                                        state.remember(&sid, (x, n, &text), &shared.options);
+                                        Some(format!("{x}-{n}"))
                                     }
                                     _ => None,
                                 };
@@ -1072,8 +1651,9 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                                 };
                                 s.standalone_seq += 1;
                                 let n = s.standalone_seq;
-                                remember(s, 0, n, &text);
-                                if s.standalone.is_some() {
+                                let attached = s.standalone.is_some();
+                                state.remember(&sid, (0, n, &text), &shared.options);
+                                if attached {
                                     add(
                                         Dest::Standalone(sid),
                                         Item::Message {
@@ -1128,7 +1708,7 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                 }
             }
             for x in ended {
-                if let Some(entry) = state.exchanges.remove(&x)
+                if let Some(entry) = state.remove_exchange(x)
                     && let Some(s) = entry.session.and_then(|sid| state.sessions.get_mut(&sid))
                 {
                     if s.ended.len() == REPLAY_EVENTS {
@@ -1138,21 +1718,10 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                 }
             }
         }
+        shared.evicted(evicted);
         for x in cut_off {
             let _ = shared.runtime.submit(Job::ExchangeClosed(x));
         }
-    }
-}
-
-/// Keeps an event of a session's stream for resumption, within the bounds.
-fn remember(s: &mut SessionEntry, stream: u64, n: u64, text: &Arc<str>) {
-    s.replay.push_back((stream, n, text.clone()));
-    s.replay_bytes += text.len();
-    while s.replay.len() > REPLAY_EVENTS || s.replay_bytes > REPLAY_BYTES {
-        let Some((_, _, old)) = s.replay.pop_front() else {
-            break;
-        };
-        s.replay_bytes -= old.len();
     }
 }
 
@@ -1179,6 +1748,114 @@ mod tests {
             id: None,
             text: Arc::from("x".repeat(n)),
         }]
+    }
+
+    fn exchange(session: Option<&str>, bytes: usize) -> ExchangeEntry {
+        ExchangeEntry {
+            sink: None,
+            attached: 0,
+            session: session.map(String::from),
+            seq: 0,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn sessions_past_the_cap_go_least_recently_used_first_and_attended_last() {
+        let mut state = State::default();
+        for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {
+            state.open_session((*id).into(), i as u64 + 1);
+        }
+        // `a` has a request in flight; `b` was used after `c`.
+        state.add_exchange(1, exchange(Some("a"), 10));
+        state.touch("b");
+        let evicted = state.evict_beyond(2);
+        let handles: Vec<u64> = evicted.iter().map(|e| e.handle).collect();
+        assert_eq!(handles, [3, 4]);
+        assert!(state.sessions.contains_key("a") && state.sessions.contains_key("b"));
+        // The attended one last, whenever it was used.
+        state.touch("b");
+        let evicted = state.evict_beyond(1);
+        assert_eq!(evicted.iter().map(|e| e.handle).collect::<Vec<_>>(), [2]);
+        // With none unattended left, the oldest goes, and its exchanges with it.
+        state.open_session("e".into(), 5);
+        state.add_exchange(2, exchange(Some("e"), 20));
+        let evicted = state.evict_beyond(1);
+        assert_eq!(evicted.iter().map(|e| e.handle).collect::<Vec<_>>(), [1]);
+        assert_eq!((state.in_flight, state.in_flight_bytes), (1, 20));
+        state.remove_exchange(2);
+        assert!(state.exchanges.is_empty());
+        // Idle past the timeout, and nothing in flight: expired.
+        assert!(state.expire(Duration::from_secs(3600)).is_empty());
+        assert_eq!(state.expire(Duration::ZERO).len(), 1);
+        assert!(state.sessions.is_empty() && state.used.is_empty());
+    }
+
+    #[test]
+    fn replay_of_every_session_is_held_to_one_budget_the_largest_giving_way() {
+        let options = HttpOptions {
+            replay_bytes: 1000,
+            replay_total_bytes: 2500,
+            ..HttpOptions::default()
+        };
+        let mut state = State::default();
+        state.open_session("big".into(), 1);
+        state.open_session("small".into(), 2);
+        let text = |n: usize| -> Arc<str> { Arc::from("x".repeat(n)) };
+        state.remember("small", (0, 1, &text(300)), &options);
+        for n in 0..10 {
+            state.remember("big", (0, n, &text(300)), &options);
+        }
+        // Its own cap first: 3 of 300 bytes.
+        assert_eq!(state.sessions["big"].replay_bytes, 900);
+        for id in ["c", "d"] {
+            state.open_session(id.into(), state.sessions.len() as u64 + 1);
+            for n in 0..3 {
+                state.remember(id, (0, n, &text(300)), &options);
+            }
+        }
+        // 300 + 900 + 900 + 900 would be over 2,500: the largest gave way.
+        assert!(state.replay_total <= 2500, "{}", state.replay_total);
+        assert_eq!(state.sessions["small"].replay_bytes, 300);
+        let total: usize = state.sessions.values().map(|s| s.replay_bytes).sum();
+        assert_eq!(total, state.replay_total);
+        assert_eq!(state.remove_session("big"), Some(1));
+        let total: usize = state.sessions.values().map(|s| s.replay_bytes).sum();
+        assert_eq!(total, state.replay_total);
+    }
+
+    #[test]
+    fn requests_in_flight_are_held_to_the_budget_small_ones_to_a_reserve_too() {
+        let budget = Budget::of(256 << 20);
+        let mut state = State::default();
+        state.open_session("s".into(), 1);
+        let big = 4 << 20;
+        // A session: 16 MiB of bodies.
+        for x in 0..4 {
+            assert!(
+                budget
+                    .refuse(&state, state.sessions.get("s"), big)
+                    .is_none()
+            );
+            state.add_exchange(x, exchange(Some("s"), big));
+        }
+        let why = budget.refuse(&state, state.sessions.get("s"), big).unwrap();
+        assert!(why.contains("1/16"), "{why}");
+        // Everyone: 64 MiB of large bodies ...
+        for x in 10..22 {
+            assert!(budget.refuse(&state, None, big).is_none());
+            state.add_exchange(x, exchange(None, big));
+        }
+        let why = budget.refuse(&state, None, big).unwrap();
+        assert!(why.contains("a quarter"), "{why}");
+        // ... while small ones still fit, in the reserve.
+        assert!(budget.refuse(&state, None, 1000).is_none());
+        assert!(budget.refuse(&state, None, SMALL_BODY + 1).is_some());
+        for x in 0..22 {
+            state.remove_exchange(x);
+        }
+        assert_eq!((state.in_flight, state.in_flight_bytes), (0, 0));
+        assert_eq!(state.sessions["s"].in_flight_bytes, 0);
     }
 
     #[test]

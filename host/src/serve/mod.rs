@@ -17,6 +17,7 @@
 //!
 //! One runtime serves one set of [`ServeOptions`]: the guest has one gateway.
 
+mod connections;
 mod dashboard;
 mod http;
 mod stdio;
@@ -30,6 +31,7 @@ use crate::Runtime;
 use crate::bindings::gateway;
 use crate::driver::{Downstream, Job};
 
+pub use connections::raise_open_files_limit;
 pub use http::HttpOptions;
 pub use token::{StoredToken, TOKEN_FILE, TokenFileError, is_valid_token, stored_token};
 

@@ -2,9 +2,9 @@
 //!
 //! Every line is an exchange of its own; everything the gateway sends, whatever
 //! stream it names, goes out as one line. The session the client opens with
-//! `initialize` is handed back in with every later line. When the input ends, the
-//! exchanges still open and the session are closed, which cancels the client's
-//! calls upstream.
+//! `initialize` is handed back in with every later line, also after a restart of
+//! the guest (which reopens it). When the input ends, the exchanges still open
+//! and the session are closed, which cancels the client's calls upstream.
 
 use std::collections::BTreeSet;
 
@@ -91,8 +91,16 @@ where
                                 }
                             }
                         }
-                        Downstream::Reset(why) => {
-                            eprintln!("mcpbox serve: {why}; the client must initialize again");
+                        Downstream::Restarted { why, through } => {
+                            // The session carries on; what was in flight is lost.
+                            eprintln!(
+                                "mcpbox serve: {why}; the session carries on, requests in \
+                                 flight were lost"
+                            );
+                            open.retain(|x| *x > through);
+                        }
+                        Downstream::Stopped(why) => {
+                            eprintln!("mcpbox serve: {why}");
                             session = None;
                             open.clear();
                         }

@@ -58,7 +58,7 @@
 //! |---|---|---|
 //! | `echo` | `text: string` (required) | text content `text` |
 //! | `add` | `a: number, b: number` (required) | text of the sum, `structuredContent {"sum": …}` (integers stay integers) |
-//! | `sleep` | `ms: integer` (required) | waits, then `slept MS`; cancellable |
+//! | `sleep` | `ms: integer` (required), `pad: string` (ignored) | waits, then `slept MS`; cancellable |
 //! | `fail` | `message: string` | `isError: true` with text `message` (default `failed`) |
 //! | `crash` | `code: integer` | writes a stderr line and exits with `code` (default 1) at once |
 //! | `cancellations` | none | text: JSON array of the request ids seen in `notifications/cancelled` |
@@ -347,7 +347,8 @@ fn builtin_tools() -> Vec<Tool> {
             "sleep",
             Kind::Sleep,
             "Waits `ms` milliseconds, then answers. Stops without answering when cancelled.",
-            json!({"ms": {"type": "integer", "minimum": 0}}),
+            json!({"ms": {"type": "integer", "minimum": 0},
+                   "pad": text("Ignored: makes the request as large as a test needs.")}),
             &["ms"],
         ),
         Tool::new(

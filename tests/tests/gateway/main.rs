@@ -2,7 +2,8 @@
 //! and Python SDK clients and rmcp's, over stdio and Streamable HTTP, in both eras,
 //! in front of upstream servers of both eras (the fixture, the TypeScript SDK v2
 //! peer, the Python SDK peer); names, profiles and tool search; the HTTP safety
-//! rules; other local users; faults; clients that misbehave on purpose.
+//! rules; other local users; faults; clients that misbehave on purpose, and one
+//! client's attacks on the others (`isolation`).
 //!
 //! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
 //! `mcpbox_tests::gateway`).
@@ -12,6 +13,7 @@ mod dashboard;
 mod exposure;
 mod faults;
 mod hostile;
+mod isolation;
 mod local_users;
 mod resources;
 mod safety;
@@ -24,9 +26,14 @@ use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, TOKEN};
 use mcpbox_tests::{fastmcp_server_command, ts_server_command};
 use serde_json::{Value, json};
 
-/// The gateway program.
+/// The gateway program: this build's, or the one `MCPBOX_TEST_CLI` names (to see
+/// a test fail against an earlier build).
 pub fn cli() -> &'static str {
-    env!("CARGO_BIN_EXE_mcpbox-cli")
+    static CLI: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CLI.get_or_init(|| {
+        std::env::var("MCPBOX_TEST_CLI")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpbox-cli").to_owned())
+    })
 }
 
 /// The fixture server program.
