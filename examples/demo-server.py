@@ -3,7 +3,7 @@
 
 The root .mcp.json configures it as server `demo`, so from the repository root:
 
-    cargo run --release -p mcpbox -- call mcp__demo__echo '{"text":"hi"}'
+    cargo run --release -p mcpbox-cli -- call mcp__demo__echo '{"text":"hi"}'
 
 Tools: echo {text} -> text, add {a, b} -> the sum, reverse {text} -> text reversed,
 divide {a, b} -> the quotient (dividing by zero is a tool error: a result with isError).

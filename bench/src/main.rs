@@ -648,7 +648,7 @@ fn setup(build: bool) -> Result<Setup, String> {
         command.args([
             "build",
             "-p",
-            "mcpbox",
+            "mcpbox-cli",
             "--bin",
             "mcpbox",
             "-p",
@@ -677,7 +677,7 @@ fn setup(build: bool) -> Result<Setup, String> {
             Ok(path)
         } else {
             Err(format!(
-                "{} is missing; build it with `cargo build --release -p mcpbox --bin mcpbox \
+                "{} is missing; build it with `cargo build --release -p mcpbox-cli --bin mcpbox \
                  -p mcpbox-tests --bin fixture-server -p mcpbox-bench --bin rmcp-tools` \
                  or run this through `cargo run`",
                 path.display()

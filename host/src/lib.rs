@@ -5,7 +5,18 @@
 //! authority. This crate is the *host*: it runs the guest with wasmtime and
 //! owns everything that touches the world — server processes, HTTP under
 //! grants, the capability policy, the component cache — and offers the
-//! embedding API and the `mcpbox` command-line tool.
+//! embedding API. The `mcpbox` command line is a crate of its own, `mcpbox-cli`
+//! (`cli/`), built on this one.
+//!
+//! # Features
+//!
+//! None is on by default: the default build is what an embedder needs.
+//!
+//! - `keychain`: OAuth tokens in the OS keychain where one answers (the
+//!   [`TokenStore`] keeps them in a 0600 file otherwise).
+//! - `watch`: [`Options::watch_config`], the configuration file followed as it
+//!   changes ([`Runtime::reload`] works without it).
+//! - `import`: [`import`], the servers other MCP clients configured.
 //!
 //! ```no_run
 //! use mcpbox::{CallOptions, Options};

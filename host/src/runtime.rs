@@ -171,7 +171,7 @@ impl Options {
     /// [`watch_debounce`](Options::watch_debounce), so a burst of saves is applied
     /// once, as its last state. No effect for configuration text.
     ///
-    /// Needs the `watch` feature (on with the default `cli` feature).
+    /// Needs the `watch` feature (the CLI turns it on).
     #[cfg(feature = "watch")]
     #[doc(alias = "hot reload")]
     pub fn watch_config(mut self, enabled: bool) -> Self {

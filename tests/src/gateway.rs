@@ -1,8 +1,7 @@
 //! `mcpbox serve` for the gateway tests, and the real MCP clients that talk to it.
 //!
-//! The gateway runs as the CLI itself: this crate builds `host/src/main.rs` as its
-//! program `mcpbox-cli` (see `Cargo.toml`), which a test finds with
-//! `env!("CARGO_BIN_EXE_mcpbox-cli")`. The clients are the official SDKs' own:
+//! The gateway runs as the CLI itself: the `mcpbox` program of the mcpbox-cli
+//! crate (`cli/`), which a test finds with [`crate::mcpbox_program`]. The clients are the official SDKs' own:
 //! `tests/peers/ts_client.mjs` on the TypeScript SDK v1 (`@modelcontextprotocol/sdk`)
 //! or v2 (`@modelcontextprotocol/client`), and `tests/peers/py_client.py` on the
 //! Python SDK (`mcp`), each pinned in `tests/peers/`.

@@ -20,7 +20,7 @@
 //! [`http`] starts the npm and PyPI peers in their HTTP modes on free loopback ports,
 //! and runs [`http::ScriptedServer`], a Streamable HTTP server with switchable faults.
 //!
-//! [`gateway`] starts `mcpbox serve` (the CLI, built here as `mcpbox-cli`) and runs
+//! [`gateway`] starts `mcpbox serve` (the CLI, [`mcpbox_program`]) and runs
 //! the official SDKs' clients against it (`tests/peers/ts_client.mjs`,
 //! `tests/peers/py_client.py`).
 //!
@@ -45,8 +45,42 @@ pub mod stdio;
 pub mod stock;
 
 use std::io::Read;
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// The `mcpbox` program (the `mcpbox-cli` crate's binary) of this build: in the
+/// target directory that holds the running test (`target/debug/mcpbox` for
+/// `target/debug/deps/TEST-HASH`), where `cargo build --workspace --bins` puts it.
+/// A test of another crate cannot name it with `CARGO_BIN_EXE_*`, and cargo
+/// builds it with the tests only when the `mcpbox-cli` package is selected
+/// (`cargo test --workspace` does; `scripts/test` builds every program first).
+///
+/// # Panics
+///
+/// When it is not there, saying how to build it.
+pub fn mcpbox_program() -> &'static str {
+    static PROGRAM: OnceLock<String> = OnceLock::new();
+    PROGRAM.get_or_init(|| {
+        let exe = std::env::current_exe().expect("the test knows its own path");
+        // target/debug/deps/TEST-HASH → target/debug; a program run from
+        // target/debug itself (a benchmark) looks beside itself.
+        let mut dir: PathBuf = exe.parent().expect("the test has a directory").to_owned();
+        if dir.ends_with("deps") {
+            dir.pop();
+        }
+        let program = dir.join(format!("mcpbox{}", std::env::consts::EXE_SUFFIX));
+        assert!(
+            program.is_file(),
+            "{} is missing: the tests run the `mcpbox` program of the mcpbox-cli crate; \
+             build it first with `cargo build --workspace --bins` (scripts/test does), \
+             or run the tests with `cargo test --workspace`",
+            program.display()
+        );
+        program.to_string_lossy().into_owned()
+    })
+}
 
 /// Runs `command` (stdin closed, stdout and stderr captured) for at most
 /// `deadline`, then kills it. Returns its exit status, if it exited in time,

@@ -88,7 +88,7 @@ fn server_scenarios_through_the_gateway() {
     // The runner sends no header of the test's choosing, so no token: on loopback,
     // for this test's own gateway.
     let gateway = serve_http(
-        env!("CARGO_BIN_EXE_mcpbox-cli"),
+        mcpbox_tests::mcpbox_program(),
         &config.path,
         &["--naming", "conditional", "--insecure-no-token"],
     );

@@ -1,8 +1,8 @@
 //! A victim client's latency while another client attacks `mcpbox serve --http`.
 //!
 //! ```text
-//! cargo build -p mcpbox-tests --bin fixture-server --bin mcpbox-cli
-//! cargo run -p mcpbox-bench --bin gateway-isolation -- --mcpbox target/debug/mcpbox-cli [--calls N]
+//! cargo build -p mcpbox-tests --bin fixture-server -p mcpbox-cli --bin mcpbox
+//! cargo run -p mcpbox-bench --bin gateway-isolation -- --mcpbox target/debug/mcpbox [--calls N]
 //! ```
 //!
 //! Each phase starts a fresh gateway (`--mcpbox`, any build: run it once with

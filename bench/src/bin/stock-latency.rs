@@ -118,7 +118,7 @@ fn mcpbox_serve(config: &std::path::Path) -> Result<(Child, String), String> {
     let cli = me.with_file_name("mcpbox");
     if !cli.exists() {
         return Err(format!(
-            "{} is missing: run `cargo build --release -p mcpbox` first",
+            "{} is missing: run `cargo build --release -p mcpbox-cli` first",
             cli.display()
         ));
     }

@@ -5,8 +5,8 @@
 //! rules; other local users; faults; clients that misbehave on purpose, and one
 //! client's attacks on the others (`isolation`).
 //!
-//! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
-//! `mcpbox_tests::gateway`).
+//! One test binary. The gateway is the CLI itself (the `mcpbox` program of the
+//! mcpbox-cli crate, `mcpbox_tests::mcpbox_program`).
 
 mod clients;
 mod dashboard;
@@ -32,7 +32,7 @@ pub fn cli() -> &'static str {
     static CLI: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     CLI.get_or_init(|| {
         std::env::var("MCPBOX_TEST_CLI")
-            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_mcpbox-cli").to_owned())
+            .unwrap_or_else(|_| mcpbox_tests::mcpbox_program().to_owned())
     })
 }
 

@@ -881,9 +881,9 @@ fn timeout_out_of_range_is_a_usage_error() {
     }
 }
 
-/// `host/tests/misbehaving_server.py` with `flags`.
+/// `cli/tests/misbehaving_server.py` with `flags`.
 fn misbehaving_entry(flags: &[&str]) -> Value {
-    let mut args = vec![json!(repo().join("host/tests/misbehaving_server.py"))];
+    let mut args = vec![json!(repo().join("cli/tests/misbehaving_server.py"))];
     args.extend(flags.iter().map(|f| json!(f)));
     json!({ "command": "python3", "args": args })
 }

@@ -10,7 +10,7 @@ use mcpbox::terminal::{Lines, escape};
 use mcpbox::{CallError, Event, Runtime, ServerState};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::cli_exit::Exit;
+use crate::exit::Exit;
 use crate::{Failure, fail, one, settle, still_running};
 
 /// The exit code of a request that failed: 2 for the caller's mistake, 3 for

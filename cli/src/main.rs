@@ -1,17 +1,16 @@
 //! `mcpbox`: list and call the tools of the MCP servers in a `.mcp.json`.
 //!
-//! Exit codes: [`cli_exit::Exit`], which `--help` and docs/cli.md list. The
-//! reference docs/cli.md is generated from the definitions below (`cli_reference`).
+//! Exit codes: [`exit::Exit`], which `--help` and docs/cli.md list. The
+//! reference docs/cli.md is generated from the definitions below (`reference`).
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
 //! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
-mod cli_exit;
-mod cli_import;
+mod commands;
+mod exit;
 #[cfg(test)]
-mod cli_reference;
-mod cli_requests;
+mod reference;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -20,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
-use cli_exit::Exit;
+use exit::Exit;
 use indicatif::{ProgressBar, ProgressStyle};
 use mcpbox::terminal::{Lines, escape};
 use mcpbox::trust::ConfigFile;
@@ -556,7 +555,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         installed,
     } = &cli.command
     {
-        let request = cli_import::Request {
+        let request = commands::import::Request {
             write: write
                 .clone()
                 .map(|path| path.unwrap_or_else(|| cli.config.clone())),
@@ -572,7 +571,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             trusted: trusted_all,
             installed: installed.clone(),
         };
-        return Ok(cli_import::run(request).await?);
+        return Ok(commands::import::run(request).await?);
     }
     // Read once: what runs is what was checked.
     let config = ConfigFile::read(&cli.config)?;
@@ -658,18 +657,21 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             Command::Servers { watch: true } => watch(&runtime, cli.json).await,
             Command::Tools { server } => tools(&runtime, server.as_deref(), cli.json).await,
             Command::Resources { server, templates } => {
-                cli_requests::resources(&runtime, server.as_deref(), *templates, cli.json).await
+                commands::resources::resources(&runtime, server.as_deref(), *templates, cli.json)
+                    .await
             }
             Command::Read {
                 uri,
                 server,
                 follow,
-            } => cli_requests::read(&runtime, uri, server.as_deref(), *follow, cli.json).await,
+            } => {
+                commands::resources::read(&runtime, uri, server.as_deref(), *follow, cli.json).await
+            }
             Command::Prompts { server } => {
-                cli_requests::prompts(&runtime, server.as_deref(), cli.json).await
+                commands::resources::prompts(&runtime, server.as_deref(), cli.json).await
             }
             Command::Prompt { name, arguments } => {
-                cli_requests::prompt(&runtime, name, arguments, cli.json).await
+                commands::resources::prompt(&runtime, name, arguments, cli.json).await
             }
             Command::Call {
                 tool,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use mcpbox::import::{self, Discovery, Places, SourceOutcome, WriteOutcome};
 use mcpbox::{Options, Policy, ServerState};
 
-use crate::cli_exit::Exit;
+use crate::exit::Exit;
 
 /// What `mcpbox import` was asked to do.
 pub struct Request {

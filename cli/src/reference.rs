@@ -8,16 +8,16 @@
 //! (as clap-markdown would): the reference is then the help a user sees, with no
 //! second renderer that could tell it differently, and no dependency. The exit codes come from [`Exit`], the one
 //! definition the CLI exits with. Regenerate with
-//! `MCPBOX_BLESS=1 cargo test -p mcpbox --bin mcpbox cli_reference`.
+//! `MCPBOX_BLESS=1 cargo test -p mcpbox-cli --bin mcpbox cli_reference`.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::cli_command;
-use crate::cli_exit::Exit;
+use crate::exit::Exit;
 
 /// The command that rewrites docs/cli.md.
-const BLESS: &str = "MCPBOX_BLESS=1 cargo test -p mcpbox --bin mcpbox cli_reference";
+const BLESS: &str = "MCPBOX_BLESS=1 cargo test -p mcpbox-cli --bin mcpbox cli_reference";
 
 /// docs/cli.md as the definitions give it.
 fn reference() -> String {
@@ -28,7 +28,7 @@ fn reference() -> String {
     let _ = writeln!(page);
     let _ = writeln!(
         page,
-        "<!-- Generated from the CLI's clap definitions (host/src/main.rs) by `{BLESS}`; \
+        "<!-- Generated from the CLI's clap definitions (cli/src/main.rs) by `{BLESS}`; \
          do not edit. -->"
     );
     let _ = writeln!(page);
