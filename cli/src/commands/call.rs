@@ -1,0 +1,201 @@
+//! `mcpbox call`: one tool call, its arguments from the command line or stdin,
+//! and the approvals an `ask` permission rule needs (a prompt on a terminal,
+//! `--yes`, or a refusal that says how to give them).
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::Duration;
+
+use anyhow::Context;
+use mcpbox::terminal::{Lines, escape};
+use mcpbox::{CallError, CallOptions, InputAnswer, Runtime};
+
+use crate::exit::Exit;
+use crate::{Failure, Spinner, block, fail, one};
+
+pub(crate) async fn call(
+    runtime: &Runtime,
+    tool: &str,
+    arguments: &str,
+    timeout: Option<f64>,
+    yes: bool,
+    json: bool,
+) -> Result<Exit, Failure> {
+    // A prompt needs stdin for the answer: not when it is a pipe, nor when it
+    // carried the arguments.
+    let who = if yes {
+        Approver::Yes
+    } else if arguments != "-" && std::io::stdin().is_terminal() {
+        Approver::Terminal
+    } else {
+        Approver::Nobody
+    };
+    let arguments = if arguments == "-" {
+        read_arguments(runtime, tool).await?
+    } else {
+        arguments.to_owned()
+    };
+    let timeout = timeout
+        .map(parse_timeout)
+        .transpose()
+        .map_err(|e| fail(Exit::Usage, e))?;
+
+    // Wait for this tool's server only, not for every slow server; when the tool
+    // never appears, the registry's own error says why (its server failed, …).
+    let spinner = Spinner::start(runtime);
+    runtime.wait_for_tool(tool).await;
+    spinner.finish();
+
+    // Subscribed before the call starts, so its approval request is not missed.
+    let approvals = tokio::spawn(answer_approvals(runtime.clone(), runtime.events(), who));
+    let result = runtime
+        .call_tool_json(tool, arguments, CallOptions { timeout })
+        .await;
+    approvals.abort();
+    let result = match result {
+        Ok(result) => result,
+        Err(CallError::Denied(e)) if who == Approver::Nobody && e.contains("was not approved") => {
+            return Err(fail(
+                Exit::Usage,
+                anyhow::anyhow!(
+                    "{e}; nobody could be asked: stdin is not a terminal{}; pass --yes to approve it",
+                    if std::io::stdin().is_terminal() {
+                        " (it carried the arguments)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        Err(e) => {
+            let code = match e {
+                CallError::UnknownTool(_)
+                | CallError::InvalidArguments(_)
+                | CallError::Denied(_) => Exit::Usage,
+                _ => Exit::Unavailable,
+            };
+            return Err(fail(code, e));
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &result)?;
+        writeln!(out)?;
+    } else if result.is_error {
+        eprintln!("{}", escape(&result.text, Lines::Keep));
+    } else {
+        writeln!(out, "{}", escape(&result.text, Lines::Keep))?;
+    }
+    Ok(if result.is_error {
+        Exit::ToolError
+    } else {
+        Exit::Success
+    })
+}
+
+/// Reads a call's arguments from stdin, keeping no more than a call may have:
+/// beyond that the rest is only counted, for the error.
+/// On a blocking thread, so that a signal is handled while stdin waits.
+async fn read_arguments(runtime: &Runtime, tool: &str) -> Result<String, Failure> {
+    let limit = runtime.max_arguments_bytes();
+    let read = tokio::task::spawn_blocking(move || -> std::io::Result<(Vec<u8>, usize)> {
+        let mut stdin = std::io::stdin().lock();
+        let mut bytes = Vec::new();
+        (&mut stdin)
+            .take(limit as u64 + 1)
+            .read_to_end(&mut bytes)?;
+        let mut size = bytes.len();
+        if size > limit {
+            let rest = std::io::copy(&mut stdin, &mut std::io::sink())?;
+            size = size.saturating_add(usize::try_from(rest).unwrap_or(usize::MAX));
+        }
+        Ok((bytes, size))
+    });
+    let (bytes, size) = read
+        .await
+        .context("reading the arguments from stdin")?
+        .context("reading the arguments from stdin")?;
+    runtime
+        .check_arguments_size(tool, size)
+        .map_err(|e| fail(Exit::Usage, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        fail(
+            Exit::Usage,
+            anyhow::anyhow!("the arguments on stdin are not UTF-8: {e}"),
+        )
+    })
+}
+
+/// Who answers approvals for `ask` permission rules in `call`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approver {
+    /// `--yes`: every approval is given.
+    Yes,
+    /// The user, at a prompt on stderr, answering on stdin.
+    Terminal,
+    /// Nobody: approvals are refused, and the error says how to give them.
+    Nobody,
+}
+
+/// Answers every approval request until aborted.
+async fn answer_approvals(
+    runtime: Runtime,
+    mut events: tokio::sync::broadcast::Receiver<mcpbox::Event>,
+    who: Approver,
+) {
+    loop {
+        let request = match events.recv().await {
+            Ok(mcpbox::Event::InputRequested(request)) => request,
+            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(approval) = &request.approval else {
+            continue;
+        };
+        let answer = match who {
+            Approver::Yes => InputAnswer::approve_once(),
+            Approver::Nobody => InputAnswer::Decline,
+            Approver::Terminal => {
+                let question = format!(
+                    "{}\n  arguments: {}\nApprove? [y/N] ",
+                    block(&request.message, "  "),
+                    one(&approval.arguments.to_string())
+                );
+                prompt(question).await
+            }
+        };
+        let _ = runtime.answer_input(request.id, answer).await;
+    }
+}
+
+/// Asks on stderr and reads one line from stdin, on a thread of its own: a
+/// blocking read left behind when the call ends elsewhere (its timeout) must not
+/// hold the runtime's shutdown.
+async fn prompt(question: String) -> InputAnswer {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        eprint!("{question}");
+        let mut line = String::new();
+        let answer = match std::io::stdin().read_line(&mut line) {
+            Ok(_) if matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes") => {
+                InputAnswer::approve_once()
+            }
+            _ => InputAnswer::Decline,
+        };
+        let _ = tx.send(answer);
+    });
+    rx.await.unwrap_or(InputAnswer::Decline)
+}
+
+/// `--timeout SECS` as a [`Duration`]: a positive, finite number of seconds that
+/// a `Duration` can hold (`1e300` cannot; `Duration::from_secs_f64` would panic).
+fn parse_timeout(secs: f64) -> anyhow::Result<Duration> {
+    if !(secs.is_finite() && secs > 0.0) {
+        anyhow::bail!("--timeout must be a positive number of seconds, not {secs}");
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| {
+        anyhow::anyhow!(
+            "--timeout {secs} is too large: at most {} seconds",
+            Duration::MAX.as_secs()
+        )
+    })
+}
