@@ -667,19 +667,19 @@ fn broken_sources_are_reported_and_skipped() {
 #[test]
 fn a_source_over_the_size_cap_is_skipped() {
     let world = World::configured("cap");
-    let mut places = mcpbox::import::Places::from_env(&world.project).unwrap();
+    let mut places = mcpbox::client_configs::Places::from_env(&world.project).unwrap();
     places.home = world.home.clone();
     places.config_dir = world.home.join(".config");
     places.codex_home = None;
     places.max_bytes = 600;
-    let found = mcpbox::import::discover(&places);
+    let found = mcpbox::client_configs::discover(&places);
     let claude = found
         .sources
         .iter()
         .find(|s| s.path.ends_with(".claude.json"))
         .unwrap();
     match &claude.outcome {
-        mcpbox::import::SourceOutcome::Skipped { reason } => {
+        mcpbox::client_configs::SourceOutcome::Skipped { reason } => {
             assert!(reason.contains("larger than 600 bytes"), "{reason}")
         }
         other => panic!("{other:?}"),
@@ -1520,7 +1520,7 @@ fn installed_metadata_over_the_size_cap_is_skipped() {
         eprintln!("skipped: the package registries cannot be reached (see above)");
         return;
     };
-    let mut places = mcpbox::import::installed::InstalledPlaces::from_env(&installs.home);
+    let mut places = mcpbox::client_configs::installed::InstalledPlaces::from_env(&installs.home);
     places.path = Vec::new();
     places.pipx = Vec::new();
     places.npm_prefix = Some(installs.npm_prefix.clone());
@@ -1528,14 +1528,14 @@ fn installed_metadata_over_the_size_cap_is_skipped() {
     // Larger than each receipt, package.json and cowsay's METADATA, smaller than
     // mcp-server-time's METADATA (the pins of tests/import/installed fix the sizes).
     places.max_bytes = 8000;
-    let probe = mcpbox::import::installed::probe(&places);
+    let probe = mcpbox::client_configs::installed::probe(&places);
     let uv = probe
         .looked
         .iter()
         .find(|l| l.path == places.uv_tool_dir)
         .unwrap();
     match &uv.outcome {
-        mcpbox::import::SourceOutcome::Read { servers, skipped } => {
+        mcpbox::client_configs::SourceOutcome::Read { servers, skipped } => {
             assert_eq!(*servers, 1, "{skipped:?}");
             assert_eq!(skipped.len(), 1, "{skipped:?}");
             assert!(
@@ -1555,6 +1555,9 @@ fn installed_metadata_over_the_size_cap_is_skipped() {
         .iter()
         .find(|i| i.command_name == "mcp-server-time")
         .unwrap();
-    assert_eq!(time.certainty, mcpbox::import::installed::Certainty::Name);
+    assert_eq!(
+        time.certainty,
+        mcpbox::client_configs::installed::Certainty::Name
+    );
     assert_eq!(time.package.as_ref().unwrap().version, None);
 }

@@ -13,12 +13,12 @@
 
 use core::cell::RefCell;
 
+use crate::gateway::exposure::Naming;
+use crate::gateway::{Gateway, Inbound, ServeOptions, TransportKind};
 use crate::manager::Manager;
 use crate::prelude::*;
 use crate::remote::target::Target;
 use crate::remote::{Kind, RemoteConnection};
-use crate::server::exposure::Naming;
-use crate::server::{Gateway, Inbound, ServeOptions, TransportKind};
 use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
     clock_reusable,

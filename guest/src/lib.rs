@@ -38,7 +38,7 @@
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |
 //! | [`manager`] | every configured server at once: start-up, status, events, `wait`; a new configuration applied as a diff (`manager/reload.rs`) |
-//! | [`server`] | the gateway: the registry served to downstream MCP clients, both eras |
+//! | [`gateway`] | the gateway (`mcpbox serve`): the registry served to downstream MCP clients, both eras |
 //! | [`stock`] | the gateway as a stock `wasi:http` proxy component (feature `stock`): one HTTP request per instance, standard WASI imports only; it also exports the registry, for composition |
 
 #![deny(missing_docs)]
@@ -53,6 +53,7 @@ pub mod budget;
 pub mod client;
 pub mod config;
 pub mod elicitation;
+pub mod gateway;
 pub mod jsonrpc;
 pub mod manager;
 pub mod methods;
@@ -65,7 +66,6 @@ pub mod roots;
 pub mod sampling;
 pub mod sandbox;
 pub mod schema;
-pub mod server;
 pub mod transport;
 
 #[cfg(all(target_arch = "wasm32", not(feature = "stock")))]

@@ -16,7 +16,8 @@
 //!   [`TokenStore`] keeps them in a 0600 file otherwise).
 //! - `watch`: [`Options::watch_config`], the configuration file followed as it
 //!   changes ([`Runtime::reload`] works without it).
-//! - `import`: [`import`], the servers other MCP clients configured.
+//! - `client-configs`: [`client_configs`], the MCP server configurations of
+//!   other clients (the servers they configured, read and written).
 //!
 //! ```no_run
 //! use mcpbox::{CallOptions, Options};
@@ -51,7 +52,7 @@
 //!   size cap.
 //! - `store`: the store's data (`HostState`), the capability
 //!   [`Policy`] and the wake signal.
-//! - `serve`: the gateway's transports — [`Runtime::serve_stdio`] and
+//! - `gateway`: the gateway's transports — [`Runtime::serve_stdio`] and
 //!   [`Runtime::serve_http`] (Streamable HTTP); the MCP logic is the guest's.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.
@@ -68,24 +69,26 @@
 //!   [`Runtime::reload`] (see [`Options::watch_config`]).
 //! - `metrics`: the counts of [`Options::metrics`] ([`Runtime::metrics`],
 //!   `/metrics` in the Prometheus text format, the dashboard's uptime and calls).
-//! - `serve/dashboard.rs`: the status page, REST API and live events served
+//! - `gateway/dashboard.rs`: the status page, REST API and live events served
 //!   beside `/mcp` by [`Runtime::serve_http`] and [`Runtime::serve_dashboard`].
-//! - [`import`] (feature `import`): the servers other MCP clients configured.
+//! - [`client_configs`] (feature `client-configs`): other MCP clients'
+//!   configurations — the servers they configured, and what is installed but
+//!   configured nowhere.
 
 #![deny(missing_docs)]
 
 mod audit;
 mod bindings;
+#[cfg(feature = "client-configs")]
+pub mod client_configs;
 mod driver;
 mod engine;
-#[cfg(feature = "import")]
-pub mod import;
+mod gateway;
 mod imports;
 mod instance;
 mod metrics;
 pub mod oauth;
 mod runtime;
-mod serve;
 mod store;
 pub mod terminal;
 mod transport;
@@ -96,6 +99,10 @@ mod user_files;
 mod watch;
 
 pub use engine::{default_cache_dir, default_config_dir};
+pub use gateway::{
+    HttpOptions, Naming, ServeError, ServeOptions, StoredToken, TOKEN_FILE, TokenFileError,
+    is_valid_token, raise_open_files_limit, random_token, stored_token,
+};
 pub use metrics::{
     CallCount, LATENCY_BUCKETS, Latency, MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics,
 };
@@ -104,10 +111,6 @@ pub use runtime::{
     CallOptions, CompletionValues, DEFAULT_WATCH_DEBOUNCE, GetPrompt, MAX_CONFIG_BYTES, Options,
     Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
     ResourceTemplate, Runtime,
-};
-pub use serve::{
-    HttpOptions, Naming, ServeError, ServeOptions, StoredToken, TOKEN_FILE, TokenFileError,
-    is_valid_token, raise_open_files_limit, random_token, stored_token,
 };
 pub use store::Policy;
 pub use types::{

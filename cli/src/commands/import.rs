@@ -7,7 +7,7 @@ mod installed;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use mcpbox::import::{self, Discovery, Places, SourceOutcome, WriteOutcome};
+use mcpbox::client_configs::{self, Discovery, Places, SourceOutcome, WriteOutcome};
 use mcpbox::{Options, Policy, ServerState};
 
 use crate::exit::Exit;
@@ -49,7 +49,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
     let (discovery, looked) = tokio::task::spawn_blocking({
         let places = places.clone();
         move || {
-            let mut discovery = import::discover(&places);
+            let mut discovery = client_configs::discover(&places);
             let looked = probing.then(|| installed::probe(&places, &mut discovery));
             (discovery, looked)
         }
@@ -61,7 +61,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
     let taken = installed::taken(&discovery.servers, named)?;
 
     let written = match &request.write {
-        Some(path) => Some(import::write(&taken, path, places.max_bytes)?),
+        Some(path) => Some(client_configs::write(&taken, path, places.max_bytes)?),
         None => None,
     };
 
@@ -73,7 +73,9 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
     let (checked, unchecked): (Vec<_>, Vec<_>) = taken.iter().cloned().partition(|s| {
         request.trusted
             || s.found_in.is_empty()
-            || s.found_in.iter().any(|l| l.scope != import::Scope::Project)
+            || s.found_in
+                .iter()
+                .any(|l| l.scope != client_configs::Scope::Project)
     });
     let unchecked: Vec<String> = if request.check {
         unchecked.into_iter().map(|s| s.name).collect()
@@ -186,7 +188,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
 fn place(path: &Path, places: &Places) -> String {
     match path.strip_prefix(&places.project) {
         Ok(rest) => shown(&rest.display().to_string()),
-        Err(_) => shown(&import::tilde(path, &places.home)),
+        Err(_) => shown(&client_configs::tilde(path, &places.home)),
     }
 }
 
@@ -194,8 +196,8 @@ fn print_human(
     out: &mut impl Write,
     places: &Places,
     discovery: &Discovery,
-    looked: Option<&[import::installed::Looked]>,
-    written: Option<&import::WriteReport>,
+    looked: Option<&[client_configs::installed::Looked]>,
+    written: Option<&client_configs::WriteReport>,
     asked_to_write: bool,
 ) -> std::io::Result<()> {
     writeln!(out, "Sources:")?;

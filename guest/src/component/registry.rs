@@ -15,11 +15,11 @@
 use crate::client::{CallError, CallOptions, CallResult, Completion};
 use crate::config::ConfigIssue;
 use crate::elicitation::{InputAnswer, InputRequest};
+use crate::gateway::{Gateway, Signal, Target as DownstreamTarget};
 use crate::manager::call_counts::CallOutcome;
 use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
-use crate::server::{Gateway, Signal, Target as DownstreamTarget};
 
 use super::{types, wit, with, with_both};
 

@@ -1,5 +1,6 @@
-//! The MCP server side: the registry served to downstream MCP clients
-//! (`mcpbox serve`), as a state machine with no I/O of its own.
+//! The gateway (the MCP server side, `mcpbox serve`): the registry served to
+//! downstream MCP clients, as a state machine with no I/O of its own. Its host
+//! half is `host/src/gateway/`; "server" elsewhere means an upstream MCP server.
 //!
 //! The host frames the transport (stdio lines, HTTP requests and SSE streams) and
 //! hands each downstream message in with the facts only it knows
@@ -48,7 +49,7 @@
 //! host not to block meanwhile), so answers leave the guest as they are made; and
 //! a log line fans out to sessions within [`FANOUT_BYTES`] a turn. The host holds
 //! the requests in flight to a budget per session and in all (see
-//! `host/src/serve/http.rs`). Should the guest trap all the same, the host keeps
+//! `host/src/gateway/http.rs`). Should the guest trap all the same, the host keeps
 //! the sessions and the next instance reopens them from their handles (see
 //! `handle`): what was in flight is lost, no session is.
 

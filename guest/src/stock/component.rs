@@ -28,8 +28,8 @@ use super::exchange::{self, HttpRequest, Responder};
 use super::known::KnownServers;
 use super::references::interpolate;
 use crate::client::KnownServer;
+use crate::gateway::Gateway;
 use crate::manager::Manager;
-use crate::server::Gateway;
 use core::cell::RefCell;
 
 #[path = "../component/wasi_http.rs"]

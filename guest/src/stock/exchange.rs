@@ -15,9 +15,9 @@
 
 use crate::prelude::*;
 
+use crate::gateway::exposure::Naming;
+use crate::gateway::{Gateway, Inbound, ServeOptions, Signal, Target, TransportKind};
 use crate::manager::{Event, Manager, ServerState};
-use crate::server::exposure::Naming;
-use crate::server::{Gateway, Inbound, ServeOptions, Signal, Target, TransportKind};
 use crate::transport::{Pair, Platform};
 
 use super::Settings;

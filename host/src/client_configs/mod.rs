@@ -1,5 +1,6 @@
-//! Finding the MCP servers other clients already configured, so that nobody has
-//! to copy JSON between five formats by hand (`mcpbox import`).
+//! Other MCP clients' configuration files: finding the servers they already
+//! configured, so that nobody has to copy JSON between five formats by hand
+//! (`mcpbox import`). Named apart from `imports/` (the guest's WIT imports).
 //!
 //! Every client keeps its servers in its own file, in its own dialect of the same
 //! idea. [`discover`] reads each place below (when it exists), turns every entry

@@ -1,5 +1,5 @@
 //! `mcpbox import --installed [NAME,...]`: the servers installed but configured
-//! nowhere ([`mcpbox::import::installed`]), listed beside the configured ones.
+//! nowhere ([`mcpbox::client_configs::installed`]), listed beside the configured ones.
 //!
 //! Probing runs nothing. What it finds is a guess (a program named like a server
 //! may be anything), so an installed server is started by `--check` and written
@@ -8,8 +8,8 @@
 
 use std::io::Write;
 
-use mcpbox::import::installed::{self, Finder, InstalledPlaces, Looked};
-use mcpbox::import::{Discovery, Places, Server, SourceOutcome};
+use mcpbox::client_configs::installed::{self, Finder, InstalledPlaces, Looked};
+use mcpbox::client_configs::{Discovery, Places, Server, SourceOutcome};
 
 use super::{place, shown};
 

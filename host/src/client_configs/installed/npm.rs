@@ -18,7 +18,7 @@ use super::{
     Evidence, Finder, Installed, InstalledPlaces, Looked, Package, Registry, judge_package,
     list_dir, read_file, stdio, utf8,
 };
-use crate::import::{SourceOutcome, tilde};
+use crate::client_configs::{SourceOutcome, tilde};
 
 /// The MCP SDKs and frameworks on npm: a package that depends on one uses MCP.
 const SDKS: &[&str] = &[

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::{Finder, Installed, InstalledPlaces, Looked, list_dir, name_convention, stdio, utf8};
-use crate::import::SourceOutcome;
+use crate::client_configs::SourceOutcome;
 
 pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &mut Vec<Installed>) {
     let mut seen: HashSet<&PathBuf> = HashSet::new();

@@ -15,7 +15,7 @@ use super::{
     Finder, Installed, InstalledPlaces, Looked, Package, PipxHome, Registry, judge_package,
     list_dir, python, read_file, utf8,
 };
-use crate::import::SourceOutcome;
+use crate::client_configs::SourceOutcome;
 
 pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &mut Vec<Installed>) {
     for home in &places.pipx {

@@ -22,7 +22,7 @@ use super::{
     Finder, Installed, InstalledPlaces, Looked, Package, Registry, judge_package, list_dir, python,
     read_file, utf8,
 };
-use crate::import::SourceOutcome;
+use crate::client_configs::SourceOutcome;
 
 pub(super) fn read(places: &InstalledPlaces, looked: &mut Vec<Looked>, found: &mut Vec<Installed>) {
     let dir = &places.uv_tool_dir;
