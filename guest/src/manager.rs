@@ -389,7 +389,7 @@ pub struct Manager<P: Platform> {
     /// The embedder's overrides, kept across configuration loads.
     options: EmbedderOptions,
     /// Requests beyond tools in flight (see `requests`).
-    requests: requests::Requests,
+    requests: request::Requests,
     /// The configuration's top-level `roots`.
     config_roots: Option<Vec<Root>>,
     /// The embedder's roots ([`Manager::set_roots`]), kept across loads.
@@ -1807,7 +1807,10 @@ pub use reload::ReloadReport;
 mod approvals;
 pub mod call_counts;
 mod completion;
-mod requests;
+mod logging;
+mod prompts;
+mod request;
+mod resources;
 
 #[cfg(test)]
 mod tests;

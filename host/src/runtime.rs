@@ -10,7 +10,11 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::Error;
 
-mod requests;
+mod completions;
+mod logging;
+mod prompts;
+mod request;
+mod resources;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::{Limits, Place, Results};
@@ -24,10 +28,9 @@ use crate::types::{
     AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, Root,
     ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
-pub use requests::{
-    CompletionValues, GetPrompt, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents,
-    ResourceRead, ResourceTemplate,
-};
+pub use completions::CompletionValues;
+pub use prompts::{GetPrompt, Prompt, PromptArgument, PromptMessage};
+pub use resources::{Resource, ResourceContents, ResourceRead, ResourceTemplate};
 
 /// Where the guest component comes from.
 #[derive(Debug, Clone)]

@@ -1,5 +1,5 @@
 //! The tool list: `tools/list` with pagination (every `nextCursor` is followed,
-//! a repeated cursor or [`MAX_PAGES`] stops it), change detection
+//! a repeated cursor or [`MAX_PAGES`] stops it: [`super::pagination`]), change detection
 //! (`notifications/tools/list_changed` starts a re-list, coalesced to at most one
 //! more after the running one), `subscriptions/listen` (2026-07-28) for list
 //! changes, and the `ttlMs` hint that schedules a re-list when nothing subscribes.
@@ -15,11 +15,11 @@
 //! list is no longer what it serves).
 
 use crate::prelude::*;
-use alloc::collections::BTreeSet;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::pagination::{Cursors, MAX_PAGES};
 use super::param_headers::check_param_headers;
 use super::wire::{ListParams, ListToolsResult, RawTool, text_of};
 use super::{Client, ClientEvent, Pending, Phase, ResultKind, result_kind};
@@ -32,15 +32,11 @@ use crate::transport::{Failure, format_bytes};
 /// The shortest re-list interval a `ttlMs` hint can ask for.
 pub(super) const MIN_TTL_MS: u64 = 1_000;
 
-/// A listing that never ends (a server inventing cursors) stops here.
-pub(super) const MAX_PAGES: usize = 1000;
-
 #[derive(Debug)]
 pub(super) struct Listing {
     pub(super) initial: bool,
     pub(super) tools: Vec<ToolDef>,
-    pub(super) seen_cursors: BTreeSet<String>,
-    pub(super) pages: usize,
+    pub(super) cursors: Cursors,
     /// The bytes of the pages so far.
     pub(super) bytes: usize,
     /// The smallest `ttlMs` of the pages so far.
@@ -59,8 +55,7 @@ impl Client {
         self.listing = Some(Listing {
             initial,
             tools: Vec::new(),
-            seen_cursors: BTreeSet::new(),
-            pages: 1,
+            cursors: Cursors::default(),
             bytes: 0,
             ttl_ms: None,
         });
@@ -140,20 +135,20 @@ impl Client {
             _ => None,
         };
         if let Some(cursor) = cursor {
-            if !listing.seen_cursors.insert(cursor.clone()) {
+            if listing.cursors.repeated(&cursor) {
                 self.warn(format!(
                     "server `{}` sent tools/list cursor {cursor:?} twice; stopping the listing there with {} tools",
                     self.server,
                     listing.tools.len()
                 ));
-            } else if listing.pages >= MAX_PAGES {
+            } else if listing.cursors.at_limit() {
                 self.warn(format!(
                     "server `{}` is still paginating tools/list after {MAX_PAGES} pages; stopping there with {} tools",
                     self.server,
                     listing.tools.len()
                 ));
             } else {
-                listing.pages += 1;
+                listing.cursors.followed();
                 listing.ttl_ms = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
                 self.listing = Some(listing);
                 self.list_page(Some(&cursor));

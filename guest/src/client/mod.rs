@@ -56,12 +56,14 @@
 //! | [`handshake`] | `initialize` / `notifications/initialized` (legacy era) |
 //! | [`discover`] | `server/discover` and era detection (2026-07-28) |
 //! | [`known`] | a 2026-07-28 session resumed from what an earlier one learned (capabilities, tools) |
-//! | [`listing`] | `tools/list`: pagination, `list_changed`, `subscriptions/listen`, `ttlMs` |
+//! | [`listing`] | `tools/list`: `list_changed`, `subscriptions/listen`, `ttlMs`, the tool list's limits |
+//! | [`pagination`] | following `nextCursor` from page to page (tools and the lists beyond them) |
 //! | [`calls`] | `tools/call`: starting, reading results, completing |
-//! | [`requests`] | requests beyond tools: one request, its pages, its deadline |
+//! | [`request`] | one request that is not a tool call: its params, its pages, its deadline, the capability it needs |
 //! | [`resources`] | `resources/read` results (text and blob contents) |
-//! | [`prompts`] | `prompts/get` results |
+//! | [`prompts`] | `prompts/get`: its arguments and its results |
 //! | [`completions`] | `completion/complete` results |
+//! | [`logging`] | `logging/setLevel` and the log levels (a 2026-07-28 server gets the level in `_meta`) |
 //! | [`cancellation`] | `notifications/cancelled`, abandoned requests |
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
@@ -94,9 +96,11 @@ mod elicitation;
 mod handshake;
 mod known;
 mod listing;
+mod logging;
+mod pagination;
 mod param_headers;
 mod prompts;
-mod requests;
+mod request;
 mod resources;
 mod roots;
 mod sampling;
@@ -110,13 +114,14 @@ pub use calls::{CallError, CallOptions, CallResult, Completion};
 pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
-pub use requests::{LOG_LEVELS, Offers, Request};
+pub use logging::LOG_LEVELS;
+pub use request::{Offers, Request};
 
 use calls::PendingCall;
 use elicitation::{InputRound, InputWait};
 use handshake::client_info;
 use listing::Listing;
-use requests::PendingRequest;
+use request::PendingRequest;
 use wire::RequestMeta;
 
 /// One server's MCP session.

@@ -1,6 +1,7 @@
-//! Prompts: what a `prompts/get` result holds (`description`, `messages` each
-//! with a `role` and one content block), and the flat text view of it. Listing is
-//! [`super::requests`]'s; the arguments are checked there (strings only).
+//! Prompts: the arguments of a `prompts/get` (strings only), what its result
+//! holds (`description`, `messages` each with a `role` and one content block),
+//! and the flat text view of it. The request itself, and listing, are
+//! [`super::request`]'s.
 
 use crate::prelude::*;
 
@@ -8,6 +9,24 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::CallResult;
+use crate::jsonrpc;
+
+/// Prompt arguments: a JSON object whose values are strings (MCP gives prompt
+/// arguments as text only).
+pub(super) fn prompt_arguments(prompt: &str, text: &str) -> Result<Value, String> {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        return Err(format!(
+            "arguments for prompt `{prompt}` must be a JSON object of strings, not {}",
+            jsonrpc::truncate(text, 80)
+        ));
+    };
+    if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
+        return Err(format!(
+            "argument `{key}` of prompt `{prompt}` is {value}; prompt arguments are strings (write \"{key}\": \"…\")"
+        ));
+    }
+    Ok(Value::Object(map))
+}
 
 /// A `prompts/get` result: `content` is its `messages` list, `text` the text
 /// blocks of the messages joined with "\n", `structured_content` the whole result.

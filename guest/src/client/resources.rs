@@ -1,6 +1,6 @@
 //! Resources: what a `resources/read` result holds (`contents`, each item a
 //! `text` or a base64 `blob` with its `uri` and `mimeType`), and the flat text
-//! view of it. Listing is [`super::requests`]'s; large blobs are written to host
+//! view of it. Listing is [`super::request`]'s; large blobs are written to host
 //! files by [`crate::output::limit_contents`] on their way out of the manager.
 
 use crate::prelude::*;

@@ -38,7 +38,7 @@ use alloc::collections::BTreeSet;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::requests::PendingRequest;
+use super::request::PendingRequest;
 use super::wire::{ListenFilter, ListenParams};
 use super::{CallError, CallResult, Client, ClientEvent, Era, Pending, Phase, Request};
 use crate::jsonrpc::Id;

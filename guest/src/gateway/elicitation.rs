@@ -1,8 +1,7 @@
-//! Putting questions to the downstream client: an upstream server's input
-//! requests during a call (elicitation, form mode, and sampling: a
-//! `sampling/createMessage` goes to a client that declared `sampling`, and
-//! `sampling.tools` when it carries tools, and its result comes back as it is),
-//! and approvals for calls an `ask` rule holds.
+//! Elicitation forwarded (the gateway's side): putting questions to the
+//! downstream client — an upstream server's input requests during a call
+//! (elicitation, form mode; and sampling, whose own rules are
+//! [`super::sampling`]'s), and approvals for calls an `ask` rule holds.
 //!
 //! - A **2025 client** that declared the `elicitation` capability gets an
 //!   `elicitation/create` request on the stream of the call it is about; its
@@ -33,6 +32,7 @@ use crate::transport::Platform;
 
 use super::exposure::Exposed;
 use super::lifecycle::Refusal;
+use super::sampling;
 use super::{Gateway, Origin, Signal, Target, json_text, tool_error};
 
 /// Rounds kept waiting for a retry; the oldest goes when more wait.
@@ -198,7 +198,7 @@ impl Gateway {
                 let mut asks = serde_json::Map::new();
                 for r in &requests {
                     let kind = if r.sampling.is_some() {
-                        "sampling"
+                        sampling::ROUND_KEY
                     } else {
                         "input"
                     };
@@ -434,7 +434,7 @@ impl Gateway {
                     // A question left unanswered is a dismissed one.
                     let answer = match responses.get(key) {
                         None => InputAnswer::Cancel,
-                        Some(result) if key.starts_with("sampling-") => {
+                        Some(result) if key.starts_with(&format!("{}-", sampling::ROUND_KEY)) => {
                             InputAnswer::Accept(result.to_string())
                         }
                         Some(result) => answer_of(result),
@@ -484,11 +484,7 @@ impl Gateway {
                 sampling: true,
                 ..
             } => {
-                // The client's result goes upstream as it is; its error is a refusal.
-                let answer = match &r.outcome {
-                    Ok(raw) => InputAnswer::Accept(raw.get().to_string()),
-                    Err(_) => InputAnswer::Decline,
-                };
+                let answer = sampling::answer_of_response(&r.outcome);
                 if m.answer_input(input, &answer).is_err() {
                     let _ = m.answer_input(input, &InputAnswer::Decline);
                 }
@@ -524,14 +520,11 @@ impl Gateway {
 }
 
 /// The request (method and params) that puts an upstream input request to a
-/// client: `sampling/createMessage` with the server's params, or
+/// client: `sampling/createMessage` ([`sampling::create_message`]), or
 /// `elicitation/create`.
 fn input_request(r: &InputRequest) -> Value {
     match &r.sampling {
-        Some(params) => {
-            let params: Value = serde_json::from_str(params).unwrap_or_else(|_| json!({}));
-            json!({"method": methods::SAMPLING_CREATE_MESSAGE, "params": params})
-        }
+        Some(params) => sampling::create_message(params),
         None => elicitation_request(&r.message, &r.requested_schema),
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::client::SUPPORTED_VERSIONS;
 
-use super::lifecycle::Sampling;
+use super::sampling::Sampling;
 
 /// Low bits of a handle that hold the facts.
 const FACT_BITS: u32 = 8;

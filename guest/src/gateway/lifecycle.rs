@@ -17,6 +17,7 @@ use crate::prelude::*;
 
 use serde_json::{Map, Value, json};
 
+use super::sampling::Sampling;
 use crate::client::{OFFERED_VERSION, STATELESS_VERSION, SUPPORTED_VERSIONS};
 use crate::jsonrpc::{INVALID_PARAMS, RpcError};
 use crate::transport::Pair;
@@ -187,37 +188,6 @@ pub fn check_stateless(
             .and_then(Value::as_str)
             .and_then(super::logging::rank),
     })
-}
-
-/// What a client's `sampling` capability offers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Sampling {
-    /// It declared `sampling`.
-    pub declared: bool,
-    /// It declared `sampling.tools`: requests may carry `tools` and `toolChoice`.
-    pub tools: bool,
-}
-
-impl Sampling {
-    /// Reads a `sampling` capability.
-    pub fn declared(capability: Option<&Value>) -> Sampling {
-        match capability {
-            Some(Value::Object(c)) => Sampling {
-                declared: true,
-                tools: c.get("tools").is_some_and(Value::is_object),
-            },
-            _ => Sampling::default(),
-        }
-    }
-
-    /// Whether a request with these params may be put to the client: one with
-    /// `tools` or `toolChoice` only if it declared `sampling.tools`.
-    pub fn covers(&self, params: &str) -> bool {
-        let with_tools = serde_json::from_str::<Value>(params)
-            .ok()
-            .is_some_and(|p| p.get("tools").is_some() || p.get("toolChoice").is_some());
-        self.declared && (self.tools || !with_tools)
-    }
 }
 
 /// Whether an `elicitation` capability covers form mode: `{}` (the form before

@@ -19,10 +19,12 @@
 //! | module | MCP concept |
 //! |---|---|
 //! | [`lifecycle`] | `initialize` and sessions (2025-11-25 and older); `server/discover`, per-request `_meta` and headers (2026-07-28) |
+//! | `handle` | a 2025 session's handle: what it negotiated, kept by the host across a restart of the guest |
 //! | `tools` | `tools/list` with pagination, `tools/call` bridged to the registry |
 //! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
-//! | `elicitation` | upstream input requests (elicitation, sampling) and `ask` approvals put to the client: `elicitation/create` / `sampling/createMessage`, or `input_required` |
+//! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create`, or `input_required` |
+//! | [`sampling`] | an upstream `sampling/createMessage` forwarded to a client that declared `sampling`, its result passed back |
 //! | `subscriptions` | list changes (tools, resources, prompts) and resource subscriptions: `notifications/*/list_changed`, `resources/subscribe` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
 //! | `resources` | resources, prompts and completions of every server, aggregated and passed through |
@@ -56,6 +58,7 @@
 pub mod exposure;
 pub mod lifecycle;
 pub mod logging;
+pub mod sampling;
 pub mod search;
 
 mod elicitation;
@@ -215,7 +218,7 @@ struct Session {
     /// The client declared form-mode elicitation.
     elicitation: bool,
     /// What the client declared of sampling.
-    sampling: lifecycle::Sampling,
+    sampling: sampling::Sampling,
     /// `notifications/initialized` arrived.
     initialized: bool,
     /// The lowest log level it wants (rank; 0 until `logging/setLevel`).
@@ -899,7 +902,7 @@ impl Gateway {
                 .get("capabilities")
                 .and_then(|c| c.get("elicitation")),
         );
-        let sampling = lifecycle::Sampling::declared(
+        let sampling = sampling::Sampling::declared(
             params.get("capabilities").and_then(|c| c.get("sampling")),
         );
         let facts = handle::Facts {

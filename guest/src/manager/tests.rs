@@ -2244,4 +2244,4 @@ fn a_list_change_past_a_limit_fails_the_server_too() {
 }
 
 // Requests beyond tools: resources, prompts, completions, log levels.
-mod requests;
+mod request;

@@ -1,5 +1,8 @@
-//! Requests beyond tools, across servers: resources, prompts, completions and
-//! logging (see [`crate::client::Request`]).
+//! One request that is not a tool call, across servers: sent to the server it
+//! names or fanned out to every server that offers it, and answered once
+//! (see [`crate::client::Request`]). What is particular to resources, prompts
+//! and log levels is in [`super::resources`], [`super::prompts`] and
+//! [`super::logging`]; completions need nothing more than their server.
 //!
 //! # Names across servers
 //!
@@ -29,6 +32,8 @@
 //! A read's result passes [`crate::output::limit_contents`]: contents past
 //! the output limit go to host files, as large tool results do.
 
+use super::prompts::merge_prompt;
+use super::resources::{merge_subscription, template_problem};
 use super::*;
 use crate::client::Request;
 
@@ -43,11 +48,11 @@ pub(super) struct Requests {
     parts: BTreeMap<u64, u64>,
     /// The configuration's `logLevel`, sent on connect: nobody waits for the
     /// answer; a refusal is a warning naming the server.
-    quiet: BTreeMap<u64, String>,
+    pub(super) quiet: BTreeMap<u64, String>,
 }
 
 /// A server's answer to one part of a fan-out, once it is in.
-type Answer = Option<Result<CallResult, CallError>>;
+pub(super) type Answer = Option<Result<CallResult, CallError>>;
 
 /// One request sent to several servers.
 struct Fanout {
@@ -199,34 +204,6 @@ impl<P: Platform> Manager<P> {
         self.sync_statuses();
     }
 
-    /// Sends the configuration's `logLevel` to slot `i`, which just connected,
-    /// when it offers logging.
-    pub(super) fn send_log_level(&mut self, i: usize) {
-        let slot = &self.slots[i];
-        let Some(level) = slot.config.log_level.clone() else {
-            return;
-        };
-        if !slot.client.as_ref().is_some_and(|c| c.offers().logging) {
-            self.events.push(Event::Warning(format!(
-                "server `{}` has `logLevel` {level:?} in its entry but does not offer logging; nothing was sent",
-                slot.config.name
-            )));
-            return;
-        }
-        let call = self.next_call;
-        self.next_call += 1;
-        let timeout = slot.config.tool_timeout_ms;
-        self.requests
-            .quiet
-            .insert(call, slot.config.name.to_string());
-        let now = self.platform.now_ms();
-        if let Some(client) = self.slots[i].client.as_mut() {
-            client.start_request(call, Request::SetLogLevel { level }, timeout, now);
-        }
-        self.calls.insert(call, i);
-        self.flush(i);
-    }
-
     /// Cancels a fan-out's parts; false when `call` is not a fan-out.
     pub(super) fn cancel_fanout(&mut self, call: u64) -> bool {
         let Some(fanout) = self.requests.fanouts.get(&call) else {
@@ -267,15 +244,7 @@ impl<P: Platform> Manager<P> {
             let Ok(result) = c.outcome else {
                 return Some(c);
             };
-            let (result, warnings) = crate::output::limit_contents(
-                result,
-                &self.output,
-                &server,
-                uri,
-                c.call,
-                &mut self.platform,
-            );
-            self.events.extend(warnings.into_iter().map(Event::Warning));
+            let result = self.limit_read(result, &server, uri, c.call);
             return Some(Completion {
                 call: c.call,
                 outcome: Ok(result),
@@ -313,65 +282,13 @@ impl<P: Platform> Manager<P> {
         {
             return Err(CallError::Cancelled);
         }
-        if let Request::Subscribe { uri } | Request::Unsubscribe { uri } = &fanout.request {
-            // Every server offering subscriptions was asked (the URI's server is
-            // not known): it holds when one took it.
-            let mut errors = Vec::new();
-            let mut taken = None;
-            for (server, answer) in answers {
-                match answer {
-                    Ok(result) => taken = taken.or(Some(result)),
-                    Err(e) => errors.push(format!("`{server}`: {e}")),
-                }
+        match &fanout.request {
+            Request::Subscribe { uri } | Request::Unsubscribe { uri } => {
+                return merge_subscription(label, uri, answers);
             }
-            return taken.ok_or_else(|| {
-                CallError::Protocol(format!(
-                    "{label} {uri}: no server took it ({})",
-                    errors.join("; ")
-                ))
-            });
-        }
-        if let Request::GetPrompt { name, .. } = &fanout.request {
-            let asked = answers.len();
-            let mut errors = Vec::new();
-            for (_, answer) in answers {
-                match answer {
-                    Ok(result) => return Ok(result),
-                    Err(e) if asked == 1 => return Err(e),
-                    Err(e) => errors.push(e.to_string()),
-                }
-            }
-            return Err(CallError::Protocol(format!(
-                "prompts/get {name}: no server could get it ({})",
-                errors.join("; ")
-            )));
-        }
-        if let Request::ReadResource { uri } = &fanout.request {
-            let mut errors = Vec::new();
-            let asked = answers.len();
-            for (server, answer) in answers {
-                match answer {
-                    Ok(result) if self.serving => return Ok(result),
-                    Ok(result) => {
-                        let (result, warnings) = crate::output::limit_contents(
-                            result,
-                            &self.output,
-                            &server,
-                            uri,
-                            call,
-                            &mut self.platform,
-                        );
-                        self.events.extend(warnings.into_iter().map(Event::Warning));
-                        return Ok(result);
-                    }
-                    Err(e) if asked == 1 => return Err(e),
-                    Err(e) => errors.push(e.to_string()),
-                }
-            }
-            return Err(CallError::Protocol(format!(
-                "resources/read {uri}: no server could read it ({})",
-                errors.join("; ")
-            )));
+            Request::GetPrompt { name, .. } => return merge_prompt(name, answers),
+            Request::ReadResource { uri } => return self.merge_read(call, uri, answers),
+            _ => {}
         }
         let key = fanout.request.list_key().unwrap_or("resources");
         let mut lists = Vec::new();
@@ -463,27 +380,4 @@ fn merge_lists(key: &str, lists: Vec<(String, String, String)>) -> (CallResult, 
         structured_content: None,
     };
     (result, warnings)
-}
-
-/// Why `template` is not an RFC 6570 URI template mcpbox can pass on: braces
-/// that do not pair, or an expression with no variable name.
-fn template_problem(template: &str) -> Option<String> {
-    let mut open = None;
-    for (at, c) in template.char_indices() {
-        match (c, open) {
-            ('{', None) => open = Some(at),
-            ('{', Some(_)) => return Some(format!("`{{` at {at} inside an expression")),
-            ('}', None) => return Some(format!("`}}` at {at} closes nothing")),
-            ('}', Some(start)) => {
-                let body =
-                    template[start + 1..at].trim_start_matches(['+', '#', '.', '/', ';', '?', '&']);
-                if body.split(',').any(|v| v.trim_end_matches('*').is_empty()) {
-                    return Some(format!("an expression at {start} names no variable"));
-                }
-                open = None;
-            }
-            _ => {}
-        }
-    }
-    open.map(|start| format!("`{{` at {start} is never closed"))
 }

@@ -1,27 +1,28 @@
-//! Requests beyond tools: one request to the server (`resources/list`,
+//! One request to a server that is not a tool call (`resources/list`,
 //! `resources/templates/list`, `resources/read`, `prompts/list`, `prompts/get`,
-//! `completion/complete`, `logging/setLevel`), with its deadline, its pages and
-//! its completion.
+//! `completion/complete`, `logging/setLevel`, `resources/subscribe`), with its
+//! deadline, its pages and its completion: the client side of what the
+//! embedder asks beyond tools.
 //!
 //! They ride on the call machinery: a request has a call handle, completes as a
 //! [`Completion`] whose [`CallResult`] holds the answer (see [`Request`] for what
 //! each field holds), times out and is cancelled like a call. Lists are followed
-//! through every `nextCursor` (a repeated cursor, [`MAX_PAGES`] or the server's
-//! `maxListBytes` stops them) and complete once, with every page's items. What a
-//! result means is read in the module of its concept ([`super::resources`],
-//! [`super::prompts`], [`super::completions`]).
+//! through every `nextCursor` ([`super::pagination`]: a repeated cursor,
+//! [`MAX_PAGES`] or the server's `maxListBytes` stops them) and complete once,
+//! with every page's items. What a request's params and result mean is read in
+//! the module of its concept ([`super::resources`], [`super::prompts`],
+//! [`super::completions`], [`super::logging`]).
 //!
 //! Nothing here is listed at connect time: a server's resources and prompts are
 //! asked for when the embedder asks, so a server with 10,000 resources costs
 //! nothing until someone looks.
 
 use crate::prelude::*;
-use alloc::collections::BTreeSet;
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::listing::MAX_PAGES;
+use super::pagination::{Cursors, MAX_PAGES, list_result, read_page};
 use super::{
     CallError, CallResult, Client, ClientEvent, Completion, Pending, ResultKind, result_kind,
 };
@@ -83,18 +84,6 @@ pub enum Request {
         uri: String,
     },
 }
-
-/// The MCP log levels, lowest first (RFC 5424 severities).
-pub const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
 
 impl Request {
     /// The JSON-RPC method.
@@ -168,7 +157,10 @@ impl Request {
             Request::GetPrompt { name, arguments } => {
                 params.insert("name".into(), name.clone().into());
                 if let Some(arguments) = arguments {
-                    params.insert("arguments".into(), prompt_arguments(name, arguments)?);
+                    params.insert(
+                        "arguments".into(),
+                        super::prompts::prompt_arguments(name, arguments)?,
+                    );
                 }
             }
             Request::Complete { params: text } => match serde_json::from_str(text) {
@@ -181,35 +173,13 @@ impl Request {
                 }
             },
             Request::SetLogLevel { level } => {
-                if !LOG_LEVELS.contains(&level.as_str()) {
-                    return Err(format!(
-                        "unknown log level {level:?}; use one of {}",
-                        LOG_LEVELS.join(", ")
-                    ));
-                }
+                super::logging::check_level(level)?;
                 params.insert("level".into(), level.clone().into());
             }
             Request::ListResources | Request::ListResourceTemplates | Request::ListPrompts => {}
         }
         Ok(params)
     }
-}
-
-/// Prompt arguments: a JSON object whose values are strings (MCP gives prompt
-/// arguments as text only).
-fn prompt_arguments(prompt: &str, text: &str) -> Result<Value, String> {
-    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
-        return Err(format!(
-            "arguments for prompt `{prompt}` must be a JSON object of strings, not {}",
-            jsonrpc::truncate(text, 80)
-        ));
-    };
-    if let Some((key, value)) = map.iter().find(|(_, v)| !v.is_string()) {
-        return Err(format!(
-            "argument `{key}` of prompt `{prompt}` is {value}; prompt arguments are strings (write \"{key}\": \"…\")"
-        ));
-    }
-    Ok(Value::Object(map))
 }
 
 /// Which optional server capabilities the server declared.
@@ -278,7 +248,7 @@ pub(super) struct PendingRequest {
     pub(super) deadline_ms: u64,
     /// A list's items so far, and the cursors and bytes of its pages.
     items: Vec<Box<RawValue>>,
-    cursors: BTreeSet<String>,
+    cursors: Cursors,
     bytes: usize,
 }
 
@@ -304,7 +274,7 @@ impl Client {
             timeout_ms,
             deadline_ms: now_ms.saturating_add(timeout_ms),
             items: Vec::new(),
-            cursors: BTreeSet::new(),
+            cursors: Cursors::default(),
             bytes: 0,
         };
         if self.era == super::Era::Stateless {
@@ -313,22 +283,8 @@ impl Client {
                     return self.listen_for(pending);
                 }
                 Request::SetLogLevel { level } => {
-                    let outcome = match pending.request.params() {
-                        Ok(_) => {
-                            self.log_level = Some(level.clone());
-                            Ok(CallResult {
-                                is_error: false,
-                                text: String::new(),
-                                content: "[]".into(),
-                                structured_content: None,
-                            })
-                        }
-                        Err(why) => Err(CallError::InvalidArguments(format!(
-                            "{}: {why}",
-                            pending.label(&self.server)
-                        ))),
-                    };
-                    return self.finish(pending.call, outcome, true);
+                    let level = level.clone();
+                    return self.set_log_level_in_meta(pending, level);
                 }
                 _ => {}
             }
@@ -400,17 +356,20 @@ impl Client {
             return self.finish(r.call, Err(CallError::Protocol(why)), true);
         }
         match page.next_cursor {
-            Some(cursor) if r.cursors.len() + 1 >= MAX_PAGES => {
+            Some(cursor) if r.cursors.at_limit() => {
                 self.warn(format!(
                     "{label}: stopped after {MAX_PAGES} pages (next cursor {cursor:?}); the list is incomplete"
                 ));
             }
-            Some(cursor) if !r.cursors.insert(cursor.clone()) => {
+            Some(cursor) if r.cursors.repeated(&cursor) => {
                 self.warn(format!(
                     "{label}: the server repeated cursor {cursor:?}; the list ends there"
                 ));
             }
-            Some(cursor) => return self.send_request(r, Some(cursor)),
+            Some(cursor) => {
+                r.cursors.followed();
+                return self.send_request(r, Some(cursor));
+            }
             None => {}
         }
         let items = core::mem::take(&mut r.items);
@@ -457,66 +416,6 @@ impl Client {
             outcome: Err(CallError::Cancelled),
         }));
         true
-    }
-}
-
-/// One page of a list.
-struct Page {
-    items: Vec<Box<RawValue>>,
-    next_cursor: Option<String>,
-}
-
-fn read_page(key: &str, raw: &RawValue) -> Result<Page, String> {
-    // The page's fields, unread: only the list and the cursor are read.
-    let page: alloc::collections::BTreeMap<&str, &RawValue> =
-        serde_json::from_str(raw.get()).map_err(|e| format!("not a JSON object: {e}"))?;
-    let text = |name: &str| -> Option<Value> {
-        page.get(name)
-            .and_then(|v| serde_json::from_str(v.get()).ok())
-    };
-    if let ResultKind::Other(kind) = result_kind(text("resultType").as_ref()) {
-        return Err(format!("unknown resultType {kind}"));
-    }
-    let list = page.get(key).ok_or_else(|| format!("no `{key}` list"))?;
-    let items: Vec<Box<RawValue>> =
-        serde_json::from_str(list.get()).map_err(|_| format!("`{key}` is not a list"))?;
-    let next_cursor = match text("nextCursor") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) => Some(s),
-        Some(other) => return Err(format!("nextCursor is {other}, not a string")),
-    };
-    Ok(Page { items, next_cursor })
-}
-
-/// Every page's items as one result; `text` names them one a line.
-fn list_result(key: &str, items: Vec<Box<RawValue>>) -> CallResult {
-    let field = match key {
-        "resources" => "uri",
-        "resourceTemplates" => "uriTemplate",
-        _ => "name",
-    };
-    let text = items
-        .iter()
-        .filter_map(|item| {
-            let map: Map<String, Value> = serde_json::from_str(item.get()).ok()?;
-            map.get(field)?.as_str().map(String::from)
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let mut content = String::from("[");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            content.push(',');
-        }
-        content.push_str(item.get());
-    }
-    content.push(']');
-    CallResult {
-        is_error: false,
-        text,
-        content,
-        structured_content: None,
     }
 }
 
