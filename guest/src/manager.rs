@@ -62,7 +62,7 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 
 use crate::client::{
-    CallError, CallOptions, CallResult, Client, ClientEvent, Completion, Era, Phase, Progress,
+    CallError, CallOptions, CallResult, Client, ClientEvent, Era, FinishedCall, Phase, Progress,
     Stats,
 };
 use crate::config::{self, ConfigIssue, ServerConfig};
@@ -346,7 +346,7 @@ pub struct Manager<P: Platform> {
     /// Calls in flight → the slot that runs them.
     calls: BTreeMap<u64, usize>,
     next_call: u64,
-    completions: Vec<Completion>,
+    finished: Vec<FinishedCall>,
     events: Vec<Event>,
     /// Whether servers are offered elicitation (see "Input requests").
     input_requests: bool,
@@ -373,8 +373,8 @@ pub struct Manager<P: Platform> {
     /// Tools approved for the session, as (profile, registry name).
     session_approvals: alloc::collections::BTreeSet<(Option<String>, String)>,
     /// Calls started and not yet completed, with what their end needs to know
-    /// (see `completion`).
-    flight: BTreeMap<u64, completion::Flight>,
+    /// (see `finished`).
+    flight: BTreeMap<u64, finished::Flight>,
     /// How results are limited (the configuration's `output`, the embedder's
     /// overrides).
     output: crate::output::Settings,
@@ -455,7 +455,7 @@ impl<P: Platform> Manager<P> {
             registry_stale: false,
             calls: BTreeMap::new(),
             next_call: 1,
-            completions: Vec::new(),
+            finished: Vec::new(),
             events: Vec::new(),
             input_requests: false,
             sampling: false,
@@ -830,7 +830,7 @@ impl<P: Platform> Manager<P> {
         profile: Option<&str>,
         by: &'static str,
     ) -> Result<u64, CallError> {
-        let mut attempt = completion::Attempt::default();
+        let mut attempt = finished::Attempt::default();
         let started = self.begin_call(tool, arguments, options, profile, Some(by), &mut attempt);
         if let Err(e) = &started {
             self.audit_refusal(tool, arguments, profile, attempt, e);
@@ -848,7 +848,7 @@ impl<P: Platform> Manager<P> {
         options: CallOptions,
         profile: Option<&str>,
     ) -> Result<u64, CallError> {
-        let mut attempt = completion::Attempt::default();
+        let mut attempt = finished::Attempt::default();
         let started = self.begin_call(tool, arguments, options, profile, None, &mut attempt);
         if let Err(e) = &started {
             self.audit_refusal(tool, arguments, profile, attempt, e);
@@ -865,7 +865,7 @@ impl<P: Platform> Manager<P> {
         options: CallOptions,
         profile: Option<&str>,
         approved: Option<&'static str>,
-        attempt: &mut completion::Attempt,
+        attempt: &mut finished::Attempt,
     ) -> Result<u64, CallError> {
         self.sync_registry();
         let (i, found) = match self.registry.get(tool) {
@@ -922,7 +922,7 @@ impl<P: Platform> Manager<P> {
             .timeout_ms
             .unwrap_or(self.slots[i].config.tool_timeout_ms);
         let call = self.next_call;
-        let mut flight = completion::Flight {
+        let mut flight = finished::Flight {
             server: server.clone(),
             tool: found.clone(),
             decision: decision.clone(),
@@ -1085,13 +1085,13 @@ impl<P: Platform> Manager<P> {
 
     /// Drives every connection until a call completes, an event is queued, the
     /// wake signal is ready or `timeout_ms` passes. Returns the completed calls.
-    pub fn wait(&mut self, timeout_ms: u64) -> Vec<Completion> {
+    pub fn wait(&mut self, timeout_ms: u64) -> Vec<FinishedCall> {
         let mut until = None;
         loop {
             // The time the pump went by: one clock reading per round.
             let now = self.pump();
             let until = *until.get_or_insert(now.saturating_add(timeout_ms));
-            if !self.completions.is_empty() || !self.events.is_empty() {
+            if !self.finished.is_empty() || !self.events.is_empty() {
                 break;
             }
             if now >= until {
@@ -1110,7 +1110,7 @@ impl<P: Platform> Manager<P> {
                 }
             }
         }
-        let done = core::mem::take(&mut self.completions);
+        let done = core::mem::take(&mut self.finished);
         done.into_iter()
             .filter_map(|c| {
                 let c = self.finish_request(c)?;
@@ -1198,7 +1198,7 @@ impl<P: Platform> Manager<P> {
 
     fn complete(&mut self, call: u64, outcome: Result<CallResult, CallError>) {
         self.calls.remove(&call);
-        self.completions.push(Completion { call, outcome });
+        self.finished.push(FinishedCall { call, outcome });
     }
 
     /// Completes every held call of slot `i` with `server-unavailable`, with the
@@ -1412,7 +1412,7 @@ impl<P: Platform> Manager<P> {
                         .unwrap_or_default();
                     self.fail(i, format!("{message}{suffix}"));
                 }
-                ClientEvent::Completed(c) => {
+                ClientEvent::Finished(c) => {
                     // Any JSON-RPC answer shows the server works: its failures
                     // are forgiven. Timeouts, cancels and aborts are no answer.
                     if matches!(c.outcome, Ok(_) | Err(CallError::Protocol(_))) {
@@ -1424,7 +1424,7 @@ impl<P: Platform> Manager<P> {
                         self.forget_known(i);
                     }
                     self.calls.remove(&c.call);
-                    self.completions.push(c);
+                    self.finished.push(c);
                 }
                 ClientEvent::Log { level, message } => self.events.push(Event::Log(LogEntry {
                     server: server.clone(),
@@ -1806,7 +1806,7 @@ mod reload;
 pub use reload::ReloadReport;
 mod approvals;
 pub mod call_counts;
-mod completion;
+mod finished;
 mod logging;
 mod prompts;
 mod request;

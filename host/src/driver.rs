@@ -434,10 +434,8 @@ impl Driver {
             // answered after the events are published, so a caller whose call
             // failed because its server died also sees that server failed.
             self.forward(turn.downstream);
-            let (results, failures): (Vec<_>, Vec<_>) = turn
-                .completions
-                .into_iter()
-                .partition(|c| c.outcome.is_ok());
+            let (results, failures): (Vec<_>, Vec<_>) =
+                turn.finished.into_iter().partition(|c| c.outcome.is_ok());
             self.answer(results);
             self.publish(turn.events).await?;
             self.answer(failures);
@@ -454,10 +452,10 @@ impl Driver {
         }
     }
 
-    fn answer(&mut self, completions: Vec<registry::Completion>) {
-        for completion in completions {
-            if let Some(reply) = self.pending.remove(&completion.call) {
-                let _ = reply.send(completion.outcome.map_err(Into::into));
+    fn answer(&mut self, finished: Vec<registry::FinishedCall>) {
+        for call in finished {
+            if let Some(reply) = self.pending.remove(&call.call) {
+                let _ = reply.send(call.outcome.map_err(Into::into));
             }
         }
     }
@@ -798,7 +796,7 @@ impl Driver {
         let turn = registry.call_wait(&mut self.store, 0).await?;
         self.forward(turn.downstream);
         self.publish(turn.events).await?;
-        self.answer(turn.completions);
+        self.answer(turn.finished);
         self.publish_snapshots().await
     }
 

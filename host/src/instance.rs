@@ -15,7 +15,7 @@ use crate::audit::AuditLog;
 use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, remote, state, transport};
 use crate::engine::EPOCH_TICK;
 use crate::imports::blobs::Results;
-use crate::imports::state::Memo;
+use crate::imports::state::StateStore;
 use crate::store::{DiagnosticsMap, HostState, Policy, Wake};
 use crate::transport::stdio::Supervisors;
 use crate::types::{ConfigIssue, ServerStatus, Tool};
@@ -71,7 +71,7 @@ pub(crate) struct Factory {
     wake: Arc<Wake>,
     diagnostics: DiagnosticsMap,
     /// What the guest remembers across runs (`mcpbox:runtime/state`).
-    memo: Arc<Memo>,
+    state_store: Arc<StateStore>,
     /// Where the `blobs` import writes.
     results: Arc<Results>,
     /// What the embedder sets over the configuration.
@@ -160,7 +160,7 @@ impl Factory {
             memory_limit,
             wake,
             diagnostics,
-            memo: Arc::default(),
+            state_store: Arc::default(),
             results: Arc::new(Results::none()),
             embedder: EmbedderSettings::default(),
             supervisors: Arc::default(),
@@ -250,9 +250,9 @@ impl Factory {
         self.supervisors.clone()
     }
 
-    /// Keeps the guest's `state` entries in `memo` (in memory only by default).
-    pub fn with_memo(mut self, memo: Arc<Memo>) -> Factory {
-        self.memo = memo;
+    /// Keeps the guest's `state` entries in `state_store` (in memory only by default).
+    pub fn with_state_store(mut self, state_store: Arc<StateStore>) -> Factory {
+        self.state_store = state_store;
         self
     }
 
@@ -264,7 +264,7 @@ impl Factory {
             self.memory_limit,
             self.diagnostics.clone(),
         );
-        state.memo = self.memo.clone();
+        state.state_store = self.state_store.clone();
         state.grants.oauth = self.oauth.clone();
         state.results = self.results.clone();
         state.supervisors = self.supervisors.clone();

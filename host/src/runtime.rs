@@ -18,7 +18,7 @@ mod resources;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::{Limits, Place, Results};
-use crate::imports::state::Memo;
+use crate::imports::state::StateStore;
 use crate::instance::{EmbedderSettings, Factory};
 use crate::metrics::{MetricsSnapshot, Monitor};
 use crate::oauth::{self, OAuth, TokenStore};
@@ -522,10 +522,10 @@ impl Runtime {
             _ => None,
         };
         let state_dir = options.cache_dir.clone();
-        let (engine, component, memo, startup_warnings) = tokio::task::spawn_blocking(move || {
+        let (engine, component, state_store, startup_warnings) = tokio::task::spawn_blocking(move || {
             let engine = engine::engine()?;
             let mut warnings = Vec::new();
-            let (memo, warning) = Memo::open(state_dir.as_deref());
+            let (state_store, warning) = StateStore::open(state_dir.as_deref());
             warnings.extend(warning);
             let component = match &guest {
                 GuestSource::Embedded => engine::load_component(
@@ -546,7 +546,7 @@ impl Runtime {
                     engine::load_component(&engine, &wasm, &digest, cache.as_ref(), &mut warnings)?
                 }
             };
-            Ok::<_, Error>((engine, component, memo, warnings))
+            Ok::<_, Error>((engine, component, state_store, warnings))
         })
         .await
         .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
@@ -604,7 +604,7 @@ impl Runtime {
             diagnostics.clone(),
             (origin, text),
         )?
-        .with_memo(memo)
+        .with_state_store(state_store)
         .with_input_requests(options.input_requests)
         .with_sampling(options.sampling)
         .with_roots(options.roots.clone())

@@ -115,7 +115,7 @@ pub(crate) struct HostState {
     pub wake: Arc<Wake>,
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
-    pub memo: Arc<crate::imports::state::Memo>,
+    pub state_store: Arc<crate::imports::state::StateStore>,
     /// Warnings from the host's own imports (a sandbox grant dropped or skipped),
     /// published by the driver as warning events after each guest call.
     pub notices: Mutex<Vec<String>>,
@@ -168,7 +168,7 @@ impl HostState {
             policy,
             wake,
             diagnostics,
-            memo: Arc::default(),
+            state_store: Arc::default(),
             notices: Mutex::default(),
             results: Arc::new(crate::imports::blobs::Results::none()),
             http: wasmtime_wasi_http::WasiHttpCtx::new(),

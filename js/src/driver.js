@@ -598,12 +598,12 @@ export function createDriver(hub, options) {
       return { session: new Session(registry, watch.memoryBytes), issues };
     }
 
-    /** Publishes a turn's completions and events (taken from the guest when not given). */
-    publish(completions, { snapshots = false, events = this.registry.events(), refused = [] } = {}) {
+    /** Publishes a turn's finished calls and events (taken from the guest when not given). */
+    publish(finished, { snapshots = false, events = this.registry.events(), refused = [] } = {}) {
       events = stampAudits(events);
       const changed = snapshots || events.some((e) => e.tag === 'status' || e.tag === 'tools-changed');
       const done = [...refused];
-      for (const c of completions) {
+      for (const c of finished) {
         const id = this.callers.get(c.call);
         if (id !== undefined) {
           this.callers.delete(c.call);
@@ -614,7 +614,7 @@ export function createDriver(hub, options) {
       if (events.length === 0 && done.length === 0 && !changed) {
         return;
       }
-      // Snapshots travel with the events and completions that caused them, so a caller
+      // Snapshots travel with the events and finished calls that caused them, so a caller
       // whose call failed because its server died also sees that server failed.
       const update = { t: 'update', events, done };
       if (changed) {
@@ -744,7 +744,7 @@ export function createDriver(hub, options) {
             try {
               registry.shutdown();
               const turn = registry.wait(0n);
-              this.publish(turn.completions, { snapshots: true, events: turn.events });
+              this.publish(turn.finished, { snapshots: true, events: turn.events });
             } catch {
               // Shutting down anyway: the main thread stops every server once this
               // thread has said it stopped.
@@ -761,7 +761,7 @@ export function createDriver(hub, options) {
         this.publish([], { refused });
       }
       const turn = registry.wait(IDLE_WAIT_MS);
-      this.publish(turn.completions, { events: turn.events });
+      this.publish(turn.finished, { events: turn.events });
       return undefined;
     }
 

@@ -75,7 +75,7 @@ impl core::fmt::Display for CallError {
 
 /// A finished call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completion {
+pub struct FinishedCall {
     /// The handle `start_call` returned.
     pub call: u64,
     /// The result or why there is none.
@@ -112,7 +112,7 @@ impl Client {
         now_ms: u64,
     ) {
         let Ok(arguments) = RawValue::from_string(arguments.to_string()) else {
-            self.events.push(ClientEvent::Completed(Completion {
+            self.events.push(ClientEvent::Finished(FinishedCall {
                 call,
                 outcome: Err(CallError::InvalidArguments(format!(
                     "arguments for {name} are not valid JSON"
@@ -191,7 +191,7 @@ impl Client {
         self.rounds.remove(&call);
         self.withdraw_inputs(Some(call), connected);
         self.events
-            .push(ClientEvent::Completed(Completion { call, outcome }));
+            .push(ClientEvent::Finished(FinishedCall { call, outcome }));
         // Requests tied to no known call end with the last call in flight.
         if !self.calls_in_flight() {
             // Nothing in `pending` has a deadline now.

@@ -110,7 +110,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use calls::{CallError, CallOptions, CallResult, Completion};
+pub use calls::{CallError, CallOptions, CallResult, FinishedCall};
 pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
@@ -204,7 +204,7 @@ pub enum ClientEvent {
     /// The session cannot go on (unsupported version, failed handshake or listing).
     Failed(String),
     /// A call finished.
-    Completed(Completion),
+    Finished(FinishedCall),
     /// A `notifications/message` log line.
     Log {
         /// The MCP log level.

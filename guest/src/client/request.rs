@@ -1,11 +1,11 @@
 //! One request to a server that is not a tool call (`resources/list`,
 //! `resources/templates/list`, `resources/read`, `prompts/list`, `prompts/get`,
 //! `completion/complete`, `logging/setLevel`, `resources/subscribe`), with its
-//! deadline, its pages and its completion: the client side of what the
+//! deadline, its pages and its end: the client side of what the
 //! embedder asks beyond tools.
 //!
 //! They ride on the call machinery: a request has a call handle, completes as a
-//! [`Completion`] whose [`CallResult`] holds the answer (see [`Request`] for what
+//! [`FinishedCall`] whose [`CallResult`] holds the answer (see [`Request`] for what
 //! each field holds), times out and is cancelled like a call. Lists are followed
 //! through every `nextCursor` ([`super::pagination`]: a repeated cursor,
 //! [`MAX_PAGES`] or the server's `maxListBytes` stops them) and complete once,
@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use super::pagination::{Cursors, MAX_PAGES, list_result, read_page};
 use super::{
-    CallError, CallResult, Client, ClientEvent, Completion, Pending, ResultKind, result_kind,
+    CallError, CallResult, Client, ClientEvent, FinishedCall, Pending, ResultKind, result_kind,
 };
 use crate::jsonrpc::{self, Id};
 use crate::methods;
@@ -411,7 +411,7 @@ impl Client {
         };
         self.pending.remove(&id);
         self.abandon(id, "cancelled by the caller");
-        self.events.push(ClientEvent::Completed(Completion {
+        self.events.push(ClientEvent::Finished(FinishedCall {
             call,
             outcome: Err(CallError::Cancelled),
         }));

@@ -401,7 +401,7 @@ impl Client {
             && let Some(at) = listen.waiting.iter().position(|r| r.call == call)
         {
             listen.waiting.remove(at);
-            self.events.push(ClientEvent::Completed(super::Completion {
+            self.events.push(ClientEvent::Finished(super::FinishedCall {
                 call,
                 outcome: Err(CallError::Cancelled),
             }));

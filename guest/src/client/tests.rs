@@ -25,7 +25,7 @@ fn init_result(version: &str) -> Value {
 fn only_result(events: &[ClientEvent], call: u64) -> &CallResult {
     match events {
         [
-            ClientEvent::Completed(Completion {
+            ClientEvent::Finished(FinishedCall {
                 call: c,
                 outcome: Ok(r),
             }),
@@ -293,7 +293,7 @@ fn responses_match_ids_exactly() {
     assert!(!c.calls_in_flight());
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion {
+        [ClientEvent::Finished(FinishedCall {
             call: 9,
             outcome: Ok(_)
         })]
@@ -388,7 +388,7 @@ fn error_answers_and_malformed_results_are_protocol_errors() {
     let events = c.take_events();
     assert_eq!(
         events[0],
-        ClientEvent::Completed(Completion {
+        ClientEvent::Finished(FinishedCall {
             call: 1,
             outcome: Err(CallError::Protocol(
                 "mcp__demo__echo failed: JSON-RPC error -32602: Unknown tool".into()
@@ -396,7 +396,7 @@ fn error_answers_and_malformed_results_are_protocol_errors() {
         })
     );
     assert!(
-        matches!(&events[1], ClientEvent::Completed(Completion { call: 2, outcome: Err(CallError::Protocol(m)) }) if m.contains("malformed"))
+        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 2, outcome: Err(CallError::Protocol(m)) }) if m.contains("malformed"))
     );
 }
 
@@ -421,7 +421,7 @@ fn every_call_times_out_on_time_among_many() {
     assert!(
         matches!(
             &events[..],
-            [ClientEvent::Completed(Completion {
+            [ClientEvent::Finished(FinishedCall {
                 call: 2,
                 outcome: Err(CallError::Timeout(_))
             })]
@@ -445,7 +445,7 @@ fn every_call_times_out_on_time_among_many() {
     assert!(
         matches!(
             &events[..],
-            [ClientEvent::Completed(Completion {
+            [ClientEvent::Finished(FinishedCall {
                 call: 1,
                 outcome: Err(CallError::Timeout(_))
             })]
@@ -501,7 +501,7 @@ fn timeouts_cancel_and_progress_extends() {
     assert_eq!(out[0].0["params"]["reason"], "timed out after 1s");
     assert_eq!(
         c.take_events(),
-        vec![ClientEvent::Completed(Completion {
+        vec![ClientEvent::Finished(FinishedCall {
             call: 5,
             outcome: Err(CallError::Timeout(
                 "mcp__demo__slow timed out after 1s; the server was sent notifications/cancelled"
@@ -531,7 +531,7 @@ fn cancel_sends_cancelled_and_completes() {
     assert_eq!(out[0].0["params"]["requestId"], id);
     assert_eq!(
         c.take_events(),
-        vec![ClientEvent::Completed(Completion {
+        vec![ClientEvent::Finished(FinishedCall {
             call: 3,
             outcome: Err(CallError::Cancelled)
         })]
@@ -619,7 +619,7 @@ fn oversized_answers_fail_their_request() {
     );
     assert_eq!(
         c.take_events(),
-        vec![ClientEvent::Completed(Completion {
+        vec![ClientEvent::Finished(FinishedCall {
             call: 4,
             outcome: Err(CallError::Protocol(
                 "mcp__demo__big: the server's answer was dropped: message too large (2000 bytes > cap 1000)".into()
@@ -649,7 +649,7 @@ fn abort_completes_every_call() {
     let events = c.take_events();
     assert_eq!(events.len(), 2);
     assert!(
-        matches!(&events[0], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
+        matches!(&events[0], ClientEvent::Finished(FinishedCall { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
     );
     assert_eq!(c.pending_calls(), 0);
     assert!(!c.calls_in_flight());
@@ -987,10 +987,10 @@ fn input_required_results_are_clear_tool_errors() {
     );
     let events = c.take_events();
     assert!(
-        matches!(&events[0], ClientEvent::Completed(Completion { call: 8, outcome: Ok(r) }) if r.text == "ok" && !r.is_error)
+        matches!(&events[0], ClientEvent::Finished(FinishedCall { call: 8, outcome: Ok(r) }) if r.text == "ok" && !r.is_error)
     );
     assert!(
-        matches!(&events[1], ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"task\"")),
+        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"task\"")),
         "{events:?}"
     );
 }
@@ -1123,7 +1123,7 @@ fn legacy_elicitation_goes_to_the_embedder_and_back() {
     );
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion {
+        [ClientEvent::Finished(FinishedCall {
             call: 5,
             outcome: Ok(_)
         })]
@@ -1161,7 +1161,7 @@ fn legacy_elicitation_is_refused_unless_enabled_and_withdrawn_with_its_call() {
         "{events:?}"
     );
     assert!(
-        events.iter().any(|e| matches!(e, ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("input request was not answered"))),
+        events.iter().any(|e| matches!(e, ClientEvent::Finished(FinishedCall { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("input request was not answered"))),
         "{events:?}"
     );
     let out = sent(&mut c);
@@ -1256,7 +1256,7 @@ fn input_required_is_retried_with_the_answers_and_the_exact_state() {
         7,
     );
     assert!(
-        matches!(&c.take_events()[..], [ClientEvent::Completed(Completion { call: 7, outcome: Ok(r) })] if r.text == "booked")
+        matches!(&c.take_events()[..], [ClientEvent::Finished(FinishedCall { call: 7, outcome: Ok(r) })] if r.text == "booked")
     );
 }
 
@@ -1284,7 +1284,7 @@ fn a_call_waiting_for_input_times_out_or_is_cancelled_and_withdraws_it() {
         c.take_events(),
         vec![
             ClientEvent::InputWithdrawn(k2),
-            ClientEvent::Completed(Completion {
+            ClientEvent::Finished(FinishedCall {
                 call: 2,
                 outcome: Err(CallError::Cancelled)
             })
@@ -1298,7 +1298,7 @@ fn a_call_waiting_for_input_times_out_or_is_cancelled_and_withdraws_it() {
     let events = c.take_events();
     assert_eq!(events[0], ClientEvent::InputWithdrawn(k1));
     assert!(
-        matches!(&events[1], ClientEvent::Completed(Completion { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("waiting for an answer")),
+        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 1, outcome: Err(CallError::Timeout(m)) }) if m.contains("waiting for an answer")),
         "{events:?}"
     );
     assert!(c.answer_input(k1, &InputAnswer::Decline).is_err());
@@ -1313,7 +1313,7 @@ fn a_call_waiting_for_input_times_out_or_is_cancelled_and_withdraws_it() {
     );
     let events = c.take_events();
     assert!(
-        matches!(&events[..], [ClientEvent::Completed(Completion { call: 3, outcome: Ok(r) })] if r.is_error && r.text.contains("sampling/createMessage")),
+        matches!(&events[..], [ClientEvent::Finished(FinishedCall { call: 3, outcome: Ok(r) })] if r.is_error && r.text.contains("sampling/createMessage")),
         "{events:?}"
     );
 }
@@ -1419,7 +1419,7 @@ fn content_of_any_depth_passes_through_with_its_text_found() {
     );
     let events = c.take_events();
     let [
-        ClientEvent::Completed(Completion {
+        ClientEvent::Finished(FinishedCall {
             call: 1,
             outcome: Ok(r),
         }),
@@ -1714,7 +1714,7 @@ fn legacy_sampling_goes_to_the_embedder_and_back() {
         events.contains(&ClientEvent::InputWithdrawn(key)),
         "{events:?}"
     );
-    assert!(events.iter().any(|e| matches!(e, ClientEvent::Completed(Completion { call: 7, outcome: Err(CallError::Timeout(m)) }) if m.contains("not answered in time"))), "{events:?}");
+    assert!(events.iter().any(|e| matches!(e, ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Timeout(m)) }) if m.contains("not answered in time"))), "{events:?}");
 }
 
 #[test]
@@ -1935,7 +1935,7 @@ fn legacy_subscriptions_are_requests_and_changes_are_events() {
     );
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Protocol(m)) })]
+        [ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Protocol(m)) })]
             if m.contains("no such resource")
     ));
     assert!(c.subscriptions().is_empty());
@@ -2094,7 +2094,7 @@ fn stateless_subscriptions_ride_on_subscriptions_listen() {
     );
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion { call: 8, outcome: Err(CallError::Protocol(m)) })]
+        [ClientEvent::Finished(FinishedCall { call: 8, outcome: Err(CallError::Protocol(m)) })]
             if m.contains("test://b") && m.contains("resourceSubscriptions")
     ));
     assert!(!c.subscriptions().contains("test://b"));
@@ -2112,7 +2112,7 @@ fn stateless_subscriptions_ride_on_subscriptions_listen() {
     c.tick(1030);
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion { call: 9, outcome: Err(CallError::Timeout(m)) })]
+        [ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Timeout(m)) })]
             if m.contains("did not acknowledge")
     ));
 
@@ -2261,7 +2261,7 @@ fn a_stateless_log_level_goes_in_every_requests_meta() {
     );
     assert!(matches!(
         &c.take_events()[..],
-        [ClientEvent::Completed(Completion {
+        [ClientEvent::Finished(FinishedCall {
             call: 5,
             outcome: Err(CallError::InvalidArguments(_))
         })]

@@ -12,7 +12,7 @@
 //!
 //! Nothing here but conversions: the logic is the manager's.
 
-use crate::client::{CallError, CallOptions, CallResult, Completion};
+use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
 use crate::config::ConfigIssue;
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::gateway::{Gateway, Signal, Target as DownstreamTarget};
@@ -102,8 +102,8 @@ fn to_wit_result(r: CallResult) -> wit::CallResult {
     }
 }
 
-fn to_wit_completion(c: Completion) -> wit::Completion {
-    wit::Completion {
+fn to_wit_finished(c: FinishedCall) -> wit::FinishedCall {
+    wit::FinishedCall {
         call: c.call,
         outcome: c.outcome.map(to_wit_result).map_err(to_wit_call_error),
     }
@@ -357,17 +357,17 @@ impl wit::Guest for super::Component {
     }
 
     fn wait(timeout_ms: u64) -> wit::Turn {
-        let (completions, events, downstream) = with_both(|m, g| {
+        let (finished, events, downstream) = with_both(|m, g| {
             // Work the gateway can do now (a batch's rest, held requests) does not
             // wait for anything else.
             let timeout_ms = if g.busy(m) { 0 } else { timeout_ms };
-            let (completions, events) = (m.wait(timeout_ms), m.events());
-            // The gateway takes its own calls' completions and events.
-            let (completions, events) = g.absorb(m, completions, events);
-            (completions, events, take_signals(g))
+            let (finished, events) = (m.wait(timeout_ms), m.events());
+            // The gateway takes its own calls' ends and events.
+            let (finished, events) = g.absorb(m, finished, events);
+            (finished, events, take_signals(g))
         });
         wit::Turn {
-            completions: completions.into_iter().map(to_wit_completion).collect(),
+            finished: finished.into_iter().map(to_wit_finished).collect(),
             events: events.into_iter().filter_map(to_wit_event).collect(),
             downstream,
         }

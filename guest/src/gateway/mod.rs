@@ -11,7 +11,7 @@
 //! stream; stdout on stdio), the end of an exchange with its HTTP status, and the
 //! opening of a session (the host then makes up its `Mcp-Session-Id`). Between the
 //! two sits the [`Manager`]: a downstream `tools/call` becomes a manager call, and
-//! what the manager reports about it (completion, progress, input requests, logs)
+//! what the manager reports about it (its end, progress, input requests, logs)
 //! goes back to the client that made it. Every MCP meaning is decided here — eras,
 //! sessions, ids, errors, which stream a message belongs to, when an answer is
 //! final — so any host, including a stock `wasi:http` one, serves the same gateway.
@@ -77,7 +77,7 @@ use alloc::rc::Rc;
 
 use serde_json::{Value, json};
 
-use crate::client::{CallError, Completion};
+use crate::client::{CallError, FinishedCall};
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message};
 use crate::manager::{Event, Manager};
@@ -735,14 +735,14 @@ impl Gateway {
         }
     }
 
-    /// Takes what the manager produced: the completions and events of the
+    /// Takes what the manager produced: the finished calls and events of the
     /// gateway's calls are handled here; the rest are returned for the host.
     pub fn absorb<P: Platform>(
         &mut self,
         m: &mut Manager<P>,
-        completions: Vec<Completion>,
+        finished: Vec<FinishedCall>,
         events: Vec<Event>,
-    ) -> (Vec<Completion>, Vec<Event>) {
+    ) -> (Vec<FinishedCall>, Vec<Event>) {
         // Not serving, no call or request of its own and no event: nothing here
         // is the gateway's (an embedder's sequential call), so nothing is sorted.
         if !self.serving
@@ -752,7 +752,7 @@ impl Gateway {
             && self.upstream.is_empty()
         {
             let warnings = self.take_warnings().into_iter().map(Event::Warning);
-            return (completions, warnings.collect());
+            return (finished, warnings.collect());
         }
         // Progress and log lines of a call come before its answer: they go out
         // first, while the call's stream is still open.
@@ -771,9 +771,9 @@ impl Gateway {
             }
         }
         let mut theirs = Vec::new();
-        for c in completions {
+        for c in finished {
             if self.calls.contains_key(&c.call) {
-                self.complete(c);
+                self.call_finished(c);
             } else if self.requests.contains_key(&c.call) {
                 self.request_done(c);
             } else if self.upstream.contains_key(&c.call) {

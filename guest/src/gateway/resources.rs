@@ -30,7 +30,7 @@ use alloc::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::client::{CallError, CallOptions, CallResult, Completion, Request};
+use crate::client::{CallError, CallOptions, CallResult, FinishedCall, Request};
 use crate::jsonrpc::INVALID_PARAMS;
 use crate::manager::Manager;
 use crate::methods;
@@ -204,7 +204,7 @@ impl Gateway {
     }
 
     /// A manager request of the gateway finished.
-    pub(super) fn request_done(&mut self, c: Completion) {
+    pub(super) fn request_done(&mut self, c: FinishedCall) {
         let Some(r) = self.requests.remove(&c.call) else {
             return;
         };

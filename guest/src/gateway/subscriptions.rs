@@ -32,7 +32,7 @@ use crate::prelude::*;
 
 use serde_json::{Value, json};
 
-use crate::client::{CallError, CallOptions, Completion, Request};
+use crate::client::{CallError, CallOptions, FinishedCall, Request};
 use crate::jsonrpc;
 use crate::manager::Manager;
 use crate::transport::Platform;
@@ -288,7 +288,7 @@ impl Gateway {
     }
 
     /// An upstream subscribe or unsubscribe of the gateway's completed.
-    pub(super) fn upstream_done<P: Platform>(&mut self, m: &mut Manager<P>, c: Completion) {
+    pub(super) fn upstream_done<P: Platform>(&mut self, m: &mut Manager<P>, c: FinishedCall) {
         let Some(up) = self.upstream.remove(&c.call) else {
             return;
         };

@@ -75,7 +75,7 @@ impl Rig {
         let done = self.m.wait(if self.g.busy(&self.m) { 0 } else { 600_000 });
         let events = self.m.events();
         let (theirs, _) = self.g.absorb(&mut self.m, done, events);
-        assert!(theirs.is_empty(), "completions for the host: {theirs:?}");
+        assert!(theirs.is_empty(), "finished calls for the host: {theirs:?}");
         let out = self.g.take_signals();
         self.seen.extend(out.clone());
         out

@@ -17,7 +17,7 @@ use alloc::rc::Rc;
 
 use serde_json::{Value, json};
 
-use crate::client::{CallError, CallOptions, CallResult, Completion};
+use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
 use crate::jsonrpc::INVALID_PARAMS;
 use crate::manager::Manager;
 use crate::methods;
@@ -302,7 +302,7 @@ impl Gateway {
     }
 
     /// A manager call of the gateway finished.
-    pub(super) fn complete(&mut self, c: Completion) {
+    pub(super) fn call_finished(&mut self, c: FinishedCall) {
         let Some(call) = self.calls.remove(&c.call) else {
             return;
         };

@@ -295,7 +295,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::client::{CallOptions, Completion};
+    use crate::client::{CallOptions, FinishedCall};
     use crate::testing::{FakePlatform, McpServer, Output};
 
     /// `.mcp.json` text: each server a stdio entry running `command`, with `extra`.
@@ -334,7 +334,7 @@ mod tests {
         p
     }
 
-    fn settle(m: &mut Manager<FakePlatform>) -> Vec<Completion> {
+    fn settle(m: &mut Manager<FakePlatform>) -> Vec<FinishedCall> {
         let mut done = Vec::new();
         for _ in 0..100 {
             if m.servers().iter().all(|s| s.state != ServerState::Starting) {
@@ -356,7 +356,7 @@ mod tests {
     }
 
     /// Waits until `n` calls completed (or ten minutes of fake time passed).
-    fn completions(m: &mut Manager<FakePlatform>, n: usize) -> Vec<Completion> {
+    fn finished_calls(m: &mut Manager<FakePlatform>, n: usize) -> Vec<FinishedCall> {
         let mut done = Vec::new();
         for _ in 0..100 {
             if done.len() >= n {
@@ -451,7 +451,7 @@ mod tests {
         );
 
         // The servers that stayed finish their calls; the order is the new one.
-        let rest = completions(&mut m, 2);
+        let rest = finished_calls(&mut m, 2);
         assert_eq!(
             rest.iter().map(|c| c.call).collect::<Vec<_>>(),
             [same, timeouts]
@@ -467,7 +467,7 @@ mod tests {
         // The new and the restarted servers' tools are in the registry.
         let echo = call(&mut m, "mcp__changed__echo");
         let new = call(&mut m, "mcp__new__echo");
-        let done = completions(&mut m, 2);
+        let done = finished_calls(&mut m, 2);
         assert_eq!(done.iter().map(|c| c.call).collect::<Vec<_>>(), [echo, new]);
         assert!(matches!(
             m.start_call("mcp__gone__echo", "{}", CallOptions::default()),
@@ -512,7 +512,7 @@ mod tests {
         );
         // Calls to the kept server still work.
         call(&mut m, "mcp__a__echo");
-        assert_eq!(completions(&mut m, 1).len(), 1);
+        assert_eq!(finished_calls(&mut m, 1).len(), 1);
     }
 
     #[test]
@@ -555,7 +555,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(report.restarted, ["a"]);
-        let done = completions(&mut m, 1);
+        let done = finished_calls(&mut m, 1);
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].call, held);
         assert!(done[0].outcome.is_ok(), "{:?}", done[0].outcome);

@@ -65,7 +65,7 @@ struct Fanout {
 impl<P: Platform> Manager<P> {
     /// Sends `request` to server `server` (its configured name), or for a list
     /// or a read with `None`, to every server that offers it (see the module
-    /// docs). The result arrives through [`Manager::wait`] as a completion of the
+    /// docs). The result arrives through [`Manager::wait`] as the [`FinishedCall`] of the
     /// returned handle (see [`Request`] for what it holds). Errors known at once
     /// return here.
     pub fn start_request(
@@ -151,7 +151,7 @@ impl<P: Platform> Manager<P> {
         }
         if targets.is_empty() {
             if let Some(key) = request.list_key() {
-                self.completions.push(Completion {
+                self.finished.push(FinishedCall {
                     call,
                     outcome: Ok(merge_lists(key, Vec::new()).0),
                 });
@@ -221,9 +221,9 @@ impl<P: Platform> Manager<P> {
         true
     }
 
-    /// A completion on its way out of `wait`: a part of a fan-out is kept until
+    /// A finished call on its way out of `wait`: a part of a fan-out is kept until
     /// the whole is in (`None` until then); a read's contents are limited.
-    pub(super) fn finish_request(&mut self, c: Completion) -> Option<Completion> {
+    pub(super) fn finish_request(&mut self, c: FinishedCall) -> Option<FinishedCall> {
         if let Some(server) = self.requests.quiet.remove(&c.call) {
             if let Err(e) = c.outcome {
                 self.events.push(Event::Warning(format!(
@@ -245,7 +245,7 @@ impl<P: Platform> Manager<P> {
                 return Some(c);
             };
             let result = self.limit_read(result, &server, uri, c.call);
-            return Some(Completion {
+            return Some(FinishedCall {
                 call: c.call,
                 outcome: Ok(result),
             });
@@ -262,7 +262,7 @@ impl<P: Platform> Manager<P> {
         }
         let fanout = self.requests.fanouts.remove(&whole)?;
         let outcome = self.merge(whole, fanout);
-        Some(Completion {
+        Some(FinishedCall {
             call: whole,
             outcome,
         })

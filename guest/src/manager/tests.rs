@@ -67,7 +67,7 @@ fn connect(m: &mut Manager<FakePlatform>) -> Vec<Event> {
 }
 
 /// Waits until `n` calls completed (or 10 minutes of fake time passed).
-fn completions(m: &mut Manager<FakePlatform>, n: usize) -> Vec<Completion> {
+fn finished_calls(m: &mut Manager<FakePlatform>, n: usize) -> Vec<FinishedCall> {
     let mut done = Vec::new();
     for _ in 0..1000 {
         if done.len() >= n {
@@ -159,7 +159,7 @@ fn every_send_carries_its_meta() {
     connect(&mut m);
     m.start_call("mcp__demo__echo", r#"{"text":"x"}"#, CallOptions::default())
         .unwrap();
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     let sim = m.platform().sim("demo");
     let sim = sim.borrow();
     let metas: Vec<(Option<&str>, Option<&str>, Option<&str>)> = sim
@@ -233,7 +233,7 @@ fn a_call_completes_with_its_result() {
             CallOptions::default(),
         )
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     let r = done[0].outcome.as_ref().unwrap();
     assert_eq!(r.text, "hello\ndone");
@@ -285,7 +285,7 @@ fn timeout_sends_cancelled_with_the_request_id() {
     let start = m.platform().now();
     m.start_call("mcp__slow__wait", "{}", CallOptions::default())
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(
         done[0].outcome,
         Err(CallError::Timeout(
@@ -330,10 +330,10 @@ fn call_options_and_config_set_the_timeout() {
         },
     )
     .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert!(matches!(&done[0].outcome, Err(CallError::Timeout(m)) if m.contains("after 500ms")));
     assert_eq!(m.platform().now(), 500);
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert!(matches!(&done[0].outcome, Err(CallError::Timeout(m)) if m.contains("after 2s")));
     assert_eq!(m.platform().now(), 2000);
 }
@@ -357,7 +357,7 @@ fn progress_pushes_the_deadline_back() {
     connect(&mut m);
     m.start_call("mcp__slow__work", "{}", CallOptions::default())
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(text_result(&done[0].outcome), "finished");
     assert_eq!(m.platform().now(), 110_000, "past 60 s thanks to progress");
     assert!(
@@ -384,7 +384,7 @@ fn cancel_notifies_the_server_and_completes() {
     let done = m.wait(0);
     assert_eq!(
         done,
-        vec![Completion {
+        vec![FinishedCall {
             call,
             outcome: Err(CallError::Cancelled)
         }]
@@ -466,7 +466,7 @@ fn server_exit_fails_pending_calls_and_removes_its_tools() {
             stderr: vec!["starting".into(), "panic: out of cheese".into()],
         },
     );
-    let done = completions(&mut m, 2);
+    let done = finished_calls(&mut m, 2);
     let expected =
         "server `crashy` exited (exit code 3); last stderr: starting | panic: out of cheese";
     for (c, call) in done.iter().zip([a, b]) {
@@ -678,7 +678,7 @@ fn one_failing_server_does_not_affect_the_others() {
             CallOptions::default(),
         )
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     assert_eq!(text_result(&done[0].outcome), "still fine");
 }
@@ -729,7 +729,7 @@ fn tool_prefix_names_the_tools() {
     assert_eq!(tools[0].tool, "search");
     m.start_call("mcp__gh__search", r#"{"text":"q"}"#, CallOptions::default())
         .unwrap();
-    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "q");
+    assert_eq!(text_result(&finished_calls(&mut m, 1)[0].outcome), "q");
 }
 
 #[test]
@@ -777,7 +777,7 @@ fn oversized_answers_fail_only_their_call() {
     connect(&mut m);
     m.start_call("mcp__big__huge", "{}", CallOptions::default())
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(
         done[0].outcome,
         Err(CallError::Protocol(
@@ -787,7 +787,7 @@ fn oversized_answers_fail_only_their_call() {
     assert_eq!(m.servers()[0].state, ServerState::Connected);
     m.start_call("mcp__big__small", "{}", CallOptions::default())
         .unwrap();
-    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "ok");
+    assert_eq!(text_result(&finished_calls(&mut m, 1)[0].outcome), "ok");
 
     // Without an id it is only a warning.
     m.platform().emit(
@@ -824,7 +824,7 @@ fn mismatched_ids_are_ignored_and_counted() {
     connect(&mut m);
     m.start_call("mcp__liar__t", "{}", CallOptions::default())
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert!(matches!(done[0].outcome, Err(CallError::Timeout(_))));
     assert_eq!(m.server_stats("liar").unwrap().unknown_responses, 1);
 }
@@ -940,7 +940,7 @@ fn shutdown_completes_pending_calls_and_closes() {
     m.shutdown();
     assert_eq!(
         m.wait(0),
-        vec![Completion {
+        vec![FinishedCall {
             call,
             outcome: Err(CallError::ServerUnavailable(
                 "server `s` was shut down".into()
@@ -1086,7 +1086,7 @@ const EXITED: &str = "server `fx` exited (exit code 3)";
 fn crash(m: &mut Manager<FakePlatform>) {
     m.start_call("mcp__fx__crash", "{}", CallOptions::default())
         .expect("fx is connected");
-    let done = completions(m, 1);
+    let done = finished_calls(m, 1);
     assert_eq!(
         done[0].outcome,
         Err(CallError::ServerUnavailable(EXITED.into()))
@@ -1144,7 +1144,7 @@ fn a_call_after_the_backoff_restarts_the_server_and_succeeds() {
     let call = echo(&mut m, "again").expect("the call restarts fx");
     assert_eq!(m.platform().opened["fx"].len(), 2, "a fresh connection");
     assert_eq!(m.servers()[0].state, ServerState::Starting);
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     assert_eq!(text_result(&done[0].outcome), "again");
 
@@ -1262,7 +1262,7 @@ fn each_failure_in_a_row_doubles_the_wait_and_five_open_the_circuit() {
         let call = m
             .start_call("mcp__fx__crash", "{}", CallOptions::default())
             .unwrap();
-        let done = completions(&mut m, 1);
+        let done = finished_calls(&mut m, 1);
         assert_eq!(done[0].call, call);
         assert_eq!(
             done[0].outcome,
@@ -1317,10 +1317,10 @@ fn failed_connects_count_and_fail_the_held_call() {
     for failure in 2..=5u32 {
         pass(&mut m, backoff_ms(failure - 1));
         let call = echo(&mut m, "x").expect("held while fx restarts");
-        let done = completions(&mut m, 1);
+        let done = finished_calls(&mut m, 1);
         assert_eq!(
             done[0],
-            Completion {
+            FinishedCall {
                 call,
                 outcome: Err(CallError::ServerUnavailable(
                     "mcp__fx__echo is unavailable: server `fx` did not finish connecting within 2s (it had not answered initialize)"
@@ -1406,15 +1406,15 @@ fn calls_during_a_restart_wait_for_it_and_may_time_out_or_be_cancelled() {
     m.cancel(cancelled);
     assert_eq!(
         m.wait(0),
-        vec![Completion {
+        vec![FinishedCall {
             call: cancelled,
             outcome: Err(CallError::Cancelled)
         }]
     );
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(
         done[0],
-        Completion {
+        FinishedCall {
             call: short,
             outcome: Err(CallError::ServerUnavailable(
                 "mcp__fx__echo is unavailable: server `fx` did not reconnect within the call's timeout of 500ms"
@@ -1423,7 +1423,7 @@ fn calls_during_a_restart_wait_for_it_and_may_time_out_or_be_cancelled() {
         }
     );
     assert_eq!(m.platform().now(), t0 + 500);
-    let mut done = completions(&mut m, 2);
+    let mut done = finished_calls(&mut m, 2);
     done.sort_by_key(|c| c.call);
     assert_eq!(done[0].call, first);
     assert_eq!(text_result(&done[0].outcome), "one");
@@ -1464,10 +1464,10 @@ fn a_held_call_is_checked_against_the_fresh_tool_list() {
     tools.borrow_mut().retain(|t| t["name"] != "echo");
     pass(&mut m, 1_000);
     let call = echo(&mut m, "x").unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(
         done[0],
-        Completion {
+        FinishedCall {
             call,
             outcome: Err(CallError::UnknownTool(
                 "no tool named `mcp__fx__echo`: server `fx` was restarted and no longer lists it"
@@ -1495,7 +1495,7 @@ fn an_answer_resets_the_failure_count() {
     pass(&mut m, 1_000);
     // Restarted and answered: forgiven.
     echo(&mut m, "x").unwrap();
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     crash(&mut m);
     assert!(
         m.servers()[0]
@@ -1541,14 +1541,14 @@ fn an_error_answer_also_resets_the_count_but_a_timeout_does_not() {
     m.start_call("mcp__fx__mute", "{}", CallOptions::default())
         .unwrap();
     assert!(matches!(
-        completions(&mut m, 1)[0].outcome,
+        finished_calls(&mut m, 1)[0].outcome,
         Err(CallError::Timeout(_))
     ));
     assert_eq!(failures(&m), 1, "a timeout is no answer");
     m.start_call("mcp__fx__bad", "{}", CallOptions::default())
         .unwrap();
     assert!(matches!(
-        completions(&mut m, 1)[0].outcome,
+        finished_calls(&mut m, 1)[0].outcome,
         Err(CallError::Protocol(_))
     ));
     assert_eq!(failures(&m), 0, "an error answer is an answer");
@@ -1561,7 +1561,7 @@ fn trip(m: &mut Manager<FakePlatform>) {
         pass(m, backoff_ms(failure));
         m.start_call("mcp__fx__crash", "{}", CallOptions::default())
             .unwrap();
-        completions(m, 1);
+        finished_calls(m, 1);
     }
     assert!(
         matches!(echo(m, "x"), Err(CallError::ServerUnavailable(e)) if e.contains("circuit is open"))
@@ -1584,7 +1584,7 @@ fn reconnect_closes_the_circuit() {
     assert_eq!(states(&m.events(), "fx"), [ServerState::Starting]);
     // A call meanwhile waits for the connection, then runs.
     echo(&mut m, "back").unwrap();
-    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "back");
+    assert_eq!(text_result(&finished_calls(&mut m, 1)[0].outcome), "back");
     assert_eq!(m.servers()[0].state, ServerState::Connected);
     // The count started again from 0.
     crash(&mut m);
@@ -1634,7 +1634,7 @@ fn reconnecting_a_connected_server_starts_it_fresh() {
     assert_eq!(m.platform().opened["fx"].len(), 2);
     assert_eq!(
         m.wait(0),
-        vec![Completion {
+        vec![FinishedCall {
             call: waiting,
             outcome: Err(CallError::ServerUnavailable(
                 "server `fx` was reconnected before the call finished".into()
@@ -1644,7 +1644,7 @@ fn reconnecting_a_connected_server_starts_it_fresh() {
     assert_eq!(m.servers()[0].state, ServerState::Starting);
     assert!(m.tools().is_empty(), "not offered while it reconnects");
     echo(&mut m, "fresh").unwrap();
-    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "fresh");
+    assert_eq!(text_result(&finished_calls(&mut m, 1)[0].outcome), "fresh");
     assert_eq!(m.tools().len(), 2);
 }
 
@@ -1712,7 +1712,7 @@ fn shutdown_fails_held_calls() {
     m.shutdown();
     assert_eq!(
         m.wait(0),
-        vec![Completion {
+        vec![FinishedCall {
             call,
             outcome: Err(CallError::ServerUnavailable(
                 "mcp__fx__echo is unavailable: server `fx` was shut down".into()
@@ -1750,7 +1750,7 @@ fn the_era_is_detected_per_server_and_remembered() {
             CallOptions::default(),
         )
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     assert_eq!(text_result(&done[0].outcome), "stateless");
     let sim = m.platform().sim("modern");
@@ -1835,7 +1835,7 @@ fn short_lived_managers_resume_known_stateless_servers() {
     assert_eq!(status(&m.servers(), "modern").tool_count, 1);
     m.start_call("mcp__modern__t", r#"{"text":"x"}"#, CallOptions::default())
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(text_result(&done[0].outcome), "ok");
     let sim = m.platform().sim("modern");
     let methods: Vec<Value> = sim
@@ -1855,7 +1855,7 @@ fn short_lived_managers_resume_known_stateless_servers() {
         CallOptions::default(),
     )
     .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert!(
         matches!(done[0].outcome, Err(CallError::Protocol(_))),
         "{done:?}"
@@ -1972,7 +1972,7 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
 mod permissions;
 
 // What happens at a call's end: output limits, audit records.
-mod completion;
+mod finished;
 // ---------------------------------------------------------------------------
 // A colliding name reaches the server `tools` lists for it.
 
@@ -2027,7 +2027,7 @@ fn a_contested_name_routes_to_the_listed_server_whatever_connects_first() {
         }
         m.start_call(CONTESTED, "{}", CallOptions::default())
             .unwrap_or_else(|e| panic!("run {run}: {e:?}"));
-        let reached = text_result(&completions(&mut m, 1)[0].outcome).to_string();
+        let reached = text_result(&finished_calls(&mut m, 1)[0].outcome).to_string();
         connect(&mut m);
         let listed: Vec<ToolInfo> = m
             .tools()
@@ -2068,13 +2068,13 @@ fn a_lost_server_keeps_its_contested_name_and_the_call_restarts_it() {
     connect(&mut m);
     m.start_call("mcp__x__crash", "{}", CallOptions::default())
         .unwrap();
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     // `x` is down: its name is not offered, and not handed to `x__y` either.
     assert!(!m.tools().iter().any(|t| t.name == CONTESTED));
     pass(&mut m, BACKOFF_BASE_MS);
     m.start_call(CONTESTED, "{}", CallOptions::default())
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(text_result(&done[0].outcome), "x");
     assert_eq!(m.platform().opened["x"].len(), 2, "the call restarted `x`");
 }
@@ -2192,7 +2192,7 @@ fn a_server_past_a_limit_fails_alone_saying_which_and_how_to_raise_it() {
         CallOptions::default(),
     )
     .unwrap();
-    assert_eq!(text_result(&completions(&mut m, 1)[0].outcome), "fine");
+    assert_eq!(text_result(&finished_calls(&mut m, 1)[0].outcome), "fine");
     // Listing stopped at the page that went past the limit.
     let sim = m.platform().sim("many");
     assert_eq!(

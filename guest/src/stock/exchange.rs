@@ -267,9 +267,9 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
                 }
             }
         }
-        let completions = m.wait(if g.busy(m) { 0 } else { WAIT_MS });
+        let finished = m.wait(if g.busy(m) { 0 } else { WAIT_MS });
         let events = m.events();
-        let (_, events) = g.absorb(m, completions, events);
+        let (_, events) = g.absorb(m, finished, events);
         log_events(events, out);
         signals = g.take_signals();
     };

@@ -35,16 +35,16 @@ const MAX_FILE: usize = 1024 * 1024;
 
 /// The store behind the `state` import; shared by every instance of a runtime.
 #[derive(Debug, Default)]
-pub(crate) struct Memo {
+pub(crate) struct StateStore {
     /// Where entries are saved; in memory only when none.
     dir: Option<UserDir>,
     entries: Mutex<BTreeMap<String, String>>,
 }
 
-impl Memo {
+impl StateStore {
     /// The store saved in `dir` (in memory only when `dir` is none), loaded now.
     /// The warning says why a file there was not used, when it was not.
-    pub fn open(dir: Option<&Path>) -> (Arc<Memo>, Option<String>) {
+    pub fn open(dir: Option<&Path>) -> (Arc<StateStore>, Option<String>) {
         let (dir, entries, warning) = match dir.map(UserDir::open) {
             None => (None, BTreeMap::new(), None),
             Some(Err(Refused::Unsafe(why))) => (
@@ -61,11 +61,11 @@ impl Memo {
                 (Some(dir), entries, warning)
             }
         };
-        let memo = Memo {
+        let state_store = StateStore {
             dir,
             entries: Mutex::new(entries),
         };
-        (Arc::new(memo), warning)
+        (Arc::new(state_store), warning)
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut BTreeMap<String, String>) -> R) -> R {
@@ -146,11 +146,11 @@ fn load(dir: &UserDir) -> (BTreeMap<String, String>, Option<String>) {
 
 impl state::Host for HostState {
     fn get(&mut self, key: String) -> wasmtime::Result<Option<String>> {
-        Ok(self.memo.get(&key))
+        Ok(self.state_store.get(&key))
     }
 
     fn set(&mut self, key: String, value: String) -> wasmtime::Result<()> {
-        self.memo.set(&key, &value);
+        self.state_store.set(&key, &value);
         Ok(())
     }
 }
@@ -160,7 +160,7 @@ mod tests {
     use super::*;
 
     fn temp(tag: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("mcpbox-memo-{tag}-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("mcpbox-state_store-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
     }
@@ -168,13 +168,13 @@ mod tests {
     #[test]
     fn entries_survive_a_new_store_and_stay_bounded() {
         let dir = temp("bounded");
-        let (memo, warning) = Memo::open(Some(&dir));
+        let (state_store, warning) = StateStore::open(Some(&dir));
         assert_eq!(warning, None);
-        assert_eq!(memo.get("era/a/1"), None);
-        memo.set("era/a/1", "legacy");
-        memo.set("era/b/2", "2026-07-28");
-        memo.set(&"k".repeat(MAX_TEXT + 1), "too long a key");
-        let (again, _) = Memo::open(Some(&dir));
+        assert_eq!(state_store.get("era/a/1"), None);
+        state_store.set("era/a/1", "legacy");
+        state_store.set("era/b/2", "2026-07-28");
+        state_store.set(&"k".repeat(MAX_TEXT + 1), "too long a key");
+        let (again, _) = StateStore::open(Some(&dir));
         assert_eq!(again.get("era/a/1").as_deref(), Some("legacy"));
         assert_eq!(again.get("era/b/2").as_deref(), Some("2026-07-28"));
         assert_eq!(again.with(|e| e.len()), 2);
@@ -185,7 +185,7 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o600);
         // Full: a new entry replaces an old one.
-        let (full, _) = Memo::open(None);
+        let (full, _) = StateStore::open(None);
         for i in 0..MAX_ENTRIES + 10 {
             full.set(&format!("k{i:05}"), "v");
         }
@@ -196,12 +196,12 @@ mod tests {
         );
         // A damaged file is an empty store, not an error.
         std::fs::write(dir.join(FILE), "{not json").unwrap();
-        assert_eq!(Memo::open(Some(&dir)).0.get("era/a/1"), None);
+        assert_eq!(StateStore::open(Some(&dir)).0.get("era/a/1"), None);
         std::fs::remove_dir_all(&dir).unwrap();
         // Without a directory it keeps entries in memory only.
-        let (memo, _) = Memo::open(None);
-        memo.set("k", "v");
-        assert_eq!(memo.get("k").as_deref(), Some("v"));
+        let (state_store, _) = StateStore::open(None);
+        state_store.set("k", "v");
+        assert_eq!(state_store.get("k").as_deref(), Some("v"));
     }
 
     /// A huge `state.json` is not read (a warning says
@@ -214,25 +214,25 @@ mod tests {
         // Sparse: 400 MB that take no disk space.
         let file = std::fs::File::create(dir.join(FILE)).unwrap();
         file.set_len(400_000_000).unwrap();
-        let (memo, warning) = Memo::open(Some(&dir));
+        let (state_store, warning) = StateStore::open(Some(&dir));
         let warning = warning.expect("a warning");
         assert!(
             warning.contains("400000000 bytes") && warning.contains("1024 KiB"),
             "{warning}"
         );
-        assert_eq!(memo.get("era/a/1"), None);
-        memo.set("era/a/1", "legacy");
+        assert_eq!(state_store.get("era/a/1"), None);
+        state_store.set("era/a/1", "legacy");
         assert!(std::fs::metadata(dir.join(FILE)).unwrap().len() < 100);
         // Entries as large as allowed still fit the file, the oldest make way.
-        memo.with(|entries| {
+        state_store.with(|entries| {
             for i in 0..1000 {
                 let key = format!("{i:04}{}", "k".repeat(MAX_TEXT - 4));
                 entries.insert(key, "v".repeat(MAX_TEXT));
             }
         });
-        memo.set("era/b/2", "legacy");
+        state_store.set("era/b/2", "legacy");
         assert!(std::fs::metadata(dir.join(FILE)).unwrap().len() <= MAX_FILE as u64);
-        let (again, warning) = Memo::open(Some(&dir));
+        let (again, warning) = StateStore::open(Some(&dir));
         assert_eq!(warning, None);
         assert!(again.with(|e| e.len()) > 100);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -242,12 +242,12 @@ mod tests {
     fn a_state_file_others_can_write_is_not_read() {
         use std::os::unix::fs::PermissionsExt;
         let dir = temp("unsafe");
-        let (memo, _) = Memo::open(Some(&dir));
-        memo.set("era/a/1", "legacy");
+        let (state_store, _) = StateStore::open(Some(&dir));
+        state_store.set("era/a/1", "legacy");
         std::fs::set_permissions(dir.join(FILE), std::fs::Permissions::from_mode(0o666)).unwrap();
-        let (memo, warning) = Memo::open(Some(&dir));
+        let (state_store, warning) = StateStore::open(Some(&dir));
         assert!(warning.unwrap().contains("may be written by anyone"));
-        assert_eq!(memo.get("era/a/1"), None);
+        assert_eq!(state_store.get("era/a/1"), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -82,7 +82,7 @@ mod consumer {
                 return 1;
             }
             let turn = registry::wait(WAIT_MS);
-            let Some(done) = turn.completions.into_iter().find(|c| c.call == call) else {
+            let Some(done) = turn.finished.into_iter().find(|c| c.call == call) else {
                 continue;
             };
             return match done.outcome {

@@ -61,7 +61,7 @@ fn denied_and_disabled_tools_are_not_offered_and_are_refused_naming_the_rule() {
         Err(CallError::Denied(_))
     ));
     call(&mut m, "mcp__fs__read_file").expect("allowed");
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     let sim = m.platform().sim("fs");
     let sent: Vec<Value> = sim
         .borrow()
@@ -194,7 +194,7 @@ fn a_profile_narrows_what_its_caller_may_call() {
     )
     .expect("the profile allows it");
     call(&mut m, "mcp__fs__write_file").expect("no profile: the top-level rules allow it");
-    completions(&mut m, 2);
+    finished_calls(&mut m, 2);
 }
 
 #[test]
@@ -277,7 +277,7 @@ fn an_ask_call_waits_for_its_approval_and_goes_out_once_approved() {
     assert!(e.contains("/approve"), "{e}");
     m.answer_input(request.id, &InputAnswer::Accept("{}".into()))
         .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     assert_eq!(text_result(&done[0].outcome), "x");
     assert_eq!(calls_sent(&m), 1);
@@ -297,7 +297,7 @@ fn approval_for_the_session_covers_later_calls_of_that_tool_and_profile() {
         &InputAnswer::Accept(r#"{"approve":"session"}"#.into()),
     )
     .unwrap();
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     call(&mut m, "mcp__fs__write_file").unwrap();
     assert!(
         !m.events()
@@ -305,7 +305,7 @@ fn approval_for_the_session_covers_later_calls_of_that_tool_and_profile() {
             .any(|e| matches!(e, Event::InputRequested(_))),
         "not asked again"
     );
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     assert_eq!(calls_sent(&m), 2);
     // Another profile's caller is asked.
     m.start_call_as(
@@ -317,7 +317,7 @@ fn approval_for_the_session_covers_later_calls_of_that_tool_and_profile() {
     .unwrap();
     let other = approval_request(&mut m);
     m.answer_input(other.id, &InputAnswer::Decline).unwrap();
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     // Reloading forgets it.
     m.load_config(".mcp.json", ASK_WRITE).unwrap();
     connect(&mut m);
@@ -332,7 +332,7 @@ fn a_refused_approval_denies_the_call_naming_the_rule() {
     let call = call(&mut m, "mcp__fs__write_file").unwrap();
     let request = approval_request(&mut m);
     m.answer_input(request.id, &InputAnswer::Decline).unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     assert_eq!(
         done[0].outcome,
@@ -360,7 +360,7 @@ fn an_unanswered_approval_times_out_and_a_cancelled_one_is_withdrawn() {
         )
         .unwrap();
     let request = approval_request(&mut m);
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     let Err(CallError::Timeout(message)) = &done[0].outcome else {
         panic!("{:?}", done[0].outcome)
@@ -388,7 +388,7 @@ fn an_unanswered_approval_times_out_and_a_cancelled_one_is_withdrawn() {
         events.contains(&Event::InputWithdrawn(request.id)),
         "{events:?}"
     );
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].outcome, Err(CallError::Cancelled));
     assert_eq!(calls_sent(&m), 0);
 
@@ -454,7 +454,7 @@ fn a_claude_code_settings_file_adds_its_mcp_rules_and_skips_the_rest() {
     );
     assert!(denial(call(&mut m, "mcp__fs__write_file")).contains("needs approval"));
     assert!(call(&mut m, "mcp__fs__read_file").is_ok());
-    assert!(completions(&mut m, 1)[0].outcome.is_ok());
+    assert!(finished_calls(&mut m, 1)[0].outcome.is_ok());
 
     assert_eq!(
         m.load_claude_settings(".claude/settings.json", "{not json")

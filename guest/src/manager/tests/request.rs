@@ -134,7 +134,7 @@ fn run(
         .start_request(server, request, CallOptions::default())
         .map_err(|e| panic!("refused at once: {e}"))
         .unwrap();
-    let done = completions(m, 1);
+    let done = finished_calls(m, 1);
     assert_eq!(done[0].call, call);
     done[0].outcome.clone()
 }
@@ -321,7 +321,7 @@ fn an_oversized_read_answer_fails_that_read_with_the_size() {
             tail: Vec::new(),
         }),
     );
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].call, call);
     let e = done[0].outcome.clone().unwrap_err().to_string();
     assert!(

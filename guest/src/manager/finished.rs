@@ -1,4 +1,4 @@
-//! What happens when a call ends, before its completion leaves `wait`: its result
+//! What happens when a call ends, before its [`FinishedCall`] leaves `wait`: its result
 //! is limited ([`crate::output`]: oversized results and media go to host files)
 //! and, when audit events are on, its [`AuditRecord`] is queued; when call counts
 //! are on, its [`super::call_counts::CallCount`].
@@ -42,7 +42,7 @@ pub(super) struct Attempt {
 
 impl<P: Platform> Manager<P> {
     /// Limits a completed call's result and queues its audit record and count.
-    pub(super) fn finish(&mut self, mut c: Completion) -> Completion {
+    pub(super) fn finish(&mut self, mut c: FinishedCall) -> FinishedCall {
         let Some(flight) = self.flight.remove(&c.call) else {
             return c;
         };

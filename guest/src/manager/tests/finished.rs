@@ -53,7 +53,7 @@ fn every_call_decision_is_audited_with_its_rule_approval_and_outcome() {
     let read = m
         .start_call("mcp__fs__read_file", args, CallOptions::default())
         .unwrap();
-    completions(&mut m, 1);
+    finished_calls(&mut m, 1);
     // `completions` drains events: the record is read from the next wait's events.
     let t0 = m.platform().now();
     let records = {
@@ -184,7 +184,7 @@ fn an_oversized_result_is_cut_and_kept_in_a_host_file() {
         CallOptions::default(),
     )
     .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     let r = done[0].outcome.as_ref().unwrap();
     assert!(r.content.len() < 2_000, "{}", r.content.len());
     assert!(
@@ -209,7 +209,7 @@ fn an_oversized_result_is_cut_and_kept_in_a_host_file() {
         CallOptions::default(),
     )
     .unwrap();
-    let done = completions(&mut m, 1);
+    let done = finished_calls(&mut m, 1);
     assert_eq!(done[0].outcome.as_ref().unwrap().text, big);
 }
 
