@@ -21,7 +21,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use mcpbox_tests::gateway::{HttpResponse, http, serve_http};
+use mcpbox_tests::gateway::{HttpResponse, TOKEN, http, serve_http};
 use mcpbox_tests::http::{ServerProcess, start_with};
 use mcpbox_tests::stdio::StdioPeer;
 use serde_json::{Value, json};
@@ -64,7 +64,7 @@ impl Session {
     }
 
     fn post_text(&self, body: &str) -> HttpResponse {
-        let headers = [POST[0], POST[1], ("Mcp-Session-Id", self.id.as_str())];
+        let headers = [POST[0], POST[1], POST[2], ("Mcp-Session-Id", self.id.as_str())];
         http(&self.url, "POST", &headers, body)
     }
 
@@ -96,7 +96,8 @@ fn serve_with_memory(config: &std::path::Path, mib: u32) -> ServerProcess {
     command
         .args(["--trust", "--memory-limit", &mib.to_string(), "--config"])
         .arg(config)
-        .args(["serve", "--http", "127.0.0.1:0"]);
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", TOKEN);
     start_with(command, &|line| {
         Some(line.split("listening on ").nth(1)?.trim().to_owned())
     })
@@ -392,7 +393,8 @@ fn serve_with_descriptors(config: &std::path::Path, soft: u64, hard: u64) -> Ser
     command
         .args(["--trust", "--config"])
         .arg(config)
-        .args(["serve", "--http", "127.0.0.1:0"]);
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", TOKEN);
     // SAFETY: `setrlimit` is async-signal-safe; nothing else runs between fork and exec.
     #[allow(unsafe_code)]
     unsafe {
