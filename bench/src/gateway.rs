@@ -69,6 +69,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, PingRequest, ServerResult};
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
@@ -410,7 +411,11 @@ pub(crate) fn with_bench_guest(command: &mut Command) {
     }
 }
 
-/// Starts `mcpbox serve --http 127.0.0.1:0` (the program `mcpbox`); the guard and URL.
+/// The bearer token the bench's HTTP gateways require (`MCPBOX_TOKEN`).
+const TOKEN: &str = "mcpbox-bench-token";
+
+/// Starts `mcpbox serve --http 127.0.0.1:0` (the program `mcpbox`), requiring
+/// [`TOKEN`]; the guard and URL.
 fn start_http_gateway(
     p: &Programs,
     mcpbox: &Path,
@@ -424,7 +429,8 @@ fn start_http_gateway(
         .arg(p.config(big))
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(extra)
-        .env("MCPBOX_CACHE_DIR", &p.cache_dir);
+        .env("MCPBOX_CACHE_DIR", &p.cache_dir)
+        .env("MCPBOX_TOKEN", TOKEN);
     with_bench_guest(&mut command);
     start(command, |l| {
         Some(l.split("listening on ").nth(1)?.trim().to_owned())
@@ -500,7 +506,9 @@ async fn connect(
         Route::GwHttp => {
             let (guard, url) = start_http_gateway(p, &p.mcpbox, big, extra)?;
             let middle = Some(guard.0.id());
-            let transport = StreamableHttpClientTransport::from_uri(url);
+            let transport = StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN),
+            );
             let client = ().serve_with_lifecycle(transport, lifecycle).await?;
             Ok(Connected {
                 client: Client::Rmcp(client),
@@ -516,7 +524,7 @@ async fn connect(
             };
             let (guard, url) = start_http_gateway(p, mcpbox, big, extra)?;
             let middle = Some(guard.0.id());
-            let client = LeanClient::connect(&url).await?;
+            let client = LeanClient::connect(&url, TOKEN).await?;
             Ok(Connected {
                 client: Client::Lean(client),
                 prefix: "fx__",

@@ -45,6 +45,8 @@ pub struct LeanClient {
     authority: String,
     /// The request path (`/mcp`).
     path: String,
+    /// `Bearer TOKEN`, the gateway's token.
+    authorization: String,
     session: String,
     /// Idle connections, reused last-in first-out.
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
@@ -75,8 +77,9 @@ struct Content<'a> {
 }
 
 impl LeanClient {
-    /// Opens a session at `url` (`http://HOST:PORT/PATH`).
-    pub async fn connect(url: &str) -> Result<LeanClient, BoxError> {
+    /// Opens a session at `url` (`http://HOST:PORT/PATH`), sending `token` as
+    /// the bearer token.
+    pub async fn connect(url: &str, token: &str) -> Result<LeanClient, BoxError> {
         let rest = url
             .strip_prefix("http://")
             .ok_or_else(|| format!("the lean client speaks plain http only, not {url}"))?;
@@ -87,6 +90,7 @@ impl LeanClient {
         let mut client = LeanClient {
             authority: authority.to_owned(),
             path: path.to_owned(),
+            authorization: format!("Bearer {token}"),
             session: String::new(),
             idle: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
@@ -148,6 +152,7 @@ impl LeanClient {
             .header(header::HOST, self.authority.as_str())
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::ACCEPT, "application/json, text/event-stream")
+            .header(header::AUTHORIZATION, self.authorization.as_str())
             .header("mcp-protocol-version", PROTOCOL_VERSION);
         if !self.session.is_empty() {
             request = request.header("mcp-session-id", self.session.as_str());

@@ -20,6 +20,11 @@
 //! over its limits), the result is still cut, and the note says why the rest is
 //! gone; media then stay inline.
 //!
+//! One result writes at most `maxFiles` media files (default 100), plus the one
+//! file of an oversized result: 20,000 one-pixel images must not become 20,000
+//! files. Media past the cap stay inline, with a warning saying how many and why
+//! (and count toward the size limit, so a large rest goes into the result's file).
+//!
 //! Cost: a result under the limit with no media is passed on untouched (two
 //! length checks and a substring search). A result over it is parsed once more
 //! here and handed to the host once, as bytes; what crosses back to the
@@ -39,11 +44,16 @@ use crate::transport::{Blob, Platform};
 /// go to a file.
 pub const DEFAULT_MAX_BYTES: u64 = 100_000;
 
+/// The most media files one result writes.
+pub const DEFAULT_MAX_FILES: u64 = 100;
+
 /// How results are limited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// The most bytes of result passed on whole.
     pub max_bytes: u64,
+    /// The most media files one result writes.
+    pub max_files: u64,
     /// Keep images and audio inline (base64) instead of writing them to files.
     pub inline_media: bool,
     /// `media` was written in the configuration (the gateway's default, inline,
@@ -55,6 +65,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             max_bytes: DEFAULT_MAX_BYTES,
+            max_files: DEFAULT_MAX_FILES,
             inline_media: false,
             media_configured: false,
         }
@@ -62,8 +73,8 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// Reads the top-level `output` object: `{"maxBytes": 100000, "media":
-    /// "files" | "inline"}`. Problems are issues; the defaults stand in.
+    /// Reads the top-level `output` object: `{"maxBytes": 100000, "maxFiles": 100,
+    /// "media": "files" | "inline"}`. Problems are issues; the defaults stand in.
     pub fn read(value: Option<&Value>, issues: &mut Vec<ConfigIssue>) -> Settings {
         let mut settings = Settings::default();
         let mut issue = |field: &str, message: String| {
@@ -87,11 +98,28 @@ impl Settings {
                 return settings;
             }
         };
-        for key in map.keys().filter(|k| *k != "maxBytes" && *k != "media") {
+        for key in map
+            .keys()
+            .filter(|k| !["maxBytes", "maxFiles", "media"].contains(&k.as_str()))
+        {
             issue(
                 &format!("output.{key}"),
-                format!("unknown key `{key}`, ignored (output has `maxBytes` and `media`)"),
+                format!(
+                    "unknown key `{key}`, ignored (output has `maxBytes`, `maxFiles` and `media`)"
+                ),
             );
+        }
+        match map.get("maxFiles") {
+            None | Some(Value::Null) => {}
+            Some(v) => match v.as_u64() {
+                Some(n) => settings.max_files = n,
+                None => issue(
+                    "output.maxFiles",
+                    format!(
+                        "must be a number of files, like 100, but is {v}; using {DEFAULT_MAX_FILES}"
+                    ),
+                ),
+            },
         }
         match map.get("maxBytes") {
             None | Some(Value::Null) => {}
@@ -165,11 +193,24 @@ pub fn limit<P: Platform>(
         return (result, warnings);
     };
     if media {
+        let (mut written, mut kept) = (0u64, 0u64);
         for (i, block) in blocks.iter_mut().enumerate() {
+            if written >= settings.max_files {
+                kept += u64::from(is_media(block));
+                continue;
+            }
             if let Some(link) = media_to_file(block, server, tool, call, i, platform, &mut warnings)
             {
                 *block = link;
+                written += 1;
             }
+        }
+        if kept > 0 {
+            warnings.push(format!(
+                "{tool}: {kept} images or audio clips of its result were passed on inline: one \
+                 result writes at most {} files (the configuration's output.maxFiles)",
+                settings.max_files
+            ));
         }
     }
     let content = Value::Array(blocks).to_string();
@@ -188,6 +229,14 @@ pub fn limit<P: Platform>(
             result, content, size, settings, server, tool, call, platform,
         ),
         warnings,
+    )
+}
+
+/// Whether `block` is an image or audio block.
+fn is_media(block: &Value) -> bool {
+    matches!(
+        block.get("type").and_then(Value::as_str),
+        Some("image" | "audio")
     )
 }
 
@@ -564,6 +613,53 @@ mod tests {
         assert_eq!(p.blobs[0].2, big.as_bytes());
     }
 
+    /// A result of many images writes `maxFiles` of them; the rest stay inline,
+    /// with a warning, and being large go into the result's one file.
+    #[test]
+    fn one_result_writes_at_most_max_files_media_files() {
+        let mut blocks = vec![json!({"type": "text", "text": "pixels"})];
+        for _ in 0..50 {
+            blocks.push(json!({"type": "image", "data": PIXEL, "mimeType": "image/png"}));
+        }
+        let settings = Settings {
+            max_files: 10,
+            ..small()
+        };
+        let mut p = FakePlatform::new();
+        let (out, warnings) = limit(
+            result(Value::Array(blocks)),
+            &settings,
+            "s",
+            "mcp__s__many",
+            1,
+            &mut p,
+        );
+        assert_eq!(p.blobs.len(), 11, "10 images and the whole result");
+        assert_eq!(
+            warnings,
+            [
+                "mcp__s__many: 40 images or audio clips of its result were passed on inline: one \
+              result writes at most 10 files (the configuration's output.maxFiles)"
+            ]
+        );
+        let whole: Value = serde_json::from_slice(&p.blobs[10].2).unwrap();
+        let kept = whole["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "image")
+            .count();
+        assert_eq!(
+            kept, 40,
+            "nothing is lost: the rest is in the result's file"
+        );
+        assert!(
+            out.text.contains("the whole result is in mem://blobs/10"),
+            "{}",
+            out.text
+        );
+    }
+
     #[test]
     fn images_go_to_files_unless_asked_inline() {
         let content = json!([{"type": "text", "text": "a red pixel"},
@@ -641,18 +737,26 @@ mod tests {
     fn settings_from_the_configuration() {
         let mut issues = Vec::new();
         let s = Settings::read(
-            Some(&json!({"maxBytes": 5000, "media": "inline"})),
+            Some(&json!({"maxBytes": 5000, "maxFiles": 3, "media": "inline"})),
             &mut issues,
         );
-        assert_eq!((s.max_bytes, s.inline_media), (5000, true));
+        assert_eq!((s.max_bytes, s.max_files, s.inline_media), (5000, 3, true));
         assert!(issues.is_empty());
         let s = Settings::read(
-            Some(&json!({"maxBytes": -1, "media": "x", "colour": 1})),
+            Some(&json!({"maxBytes": -1, "maxFiles": "all", "media": "x", "colour": 1})),
             &mut issues,
         );
         assert_eq!(s, Settings::default());
         let fields: Vec<_> = issues.iter().map(|i| i.field.clone().unwrap()).collect();
-        assert_eq!(fields, ["output.colour", "output.maxBytes", "output.media"]);
+        assert_eq!(
+            fields,
+            [
+                "output.colour",
+                "output.maxFiles",
+                "output.maxBytes",
+                "output.media"
+            ]
+        );
         assert_eq!(format_bytes(1_234_567), "1.2 MB");
     }
 }

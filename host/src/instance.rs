@@ -78,6 +78,8 @@ pub(crate) struct Factory {
     embedder: EmbedderSettings,
     /// The server processes of every instance, so a shutdown can wait for them.
     supervisors: Arc<Supervisors>,
+    /// Where servers run and keep private files, for every instance.
+    places: Arc<crate::transport::places::Places>,
     origin: String,
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
@@ -159,9 +161,10 @@ impl Factory {
             wake,
             diagnostics,
             memo: Arc::default(),
-            results: Arc::new(Results::new(None, 0, 0)),
+            results: Arc::new(Results::none()),
             embedder: EmbedderSettings::default(),
             supervisors: Arc::default(),
+            places: Arc::default(),
             origin,
             text,
             input_requests: false,
@@ -236,6 +239,12 @@ impl Factory {
         self
     }
 
+    /// Where the servers of every instance made from now on run and keep private files.
+    pub fn with_places(mut self, places: crate::transport::places::Places) -> Factory {
+        self.places = Arc::new(places);
+        self
+    }
+
     /// The server processes of every instance made by this factory.
     pub fn supervisors(&self) -> Arc<Supervisors> {
         self.supervisors.clone()
@@ -259,6 +268,7 @@ impl Factory {
         state.grants.oauth = self.oauth.clone();
         state.results = self.results.clone();
         state.supervisors = self.supervisors.clone();
+        state.places = self.places.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

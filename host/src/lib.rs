@@ -94,7 +94,10 @@ pub use runtime::{
     Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
     ResourceTemplate, Runtime,
 };
-pub use serve::{HttpOptions, Naming, ServeError, ServeOptions, random_token};
+pub use serve::{
+    HttpOptions, Naming, ServeError, ServeOptions, StoredToken, TOKEN_FILE, TokenFileError,
+    is_valid_token, random_token, stored_token,
+};
 pub use store::Policy;
 pub use types::{
     ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,

@@ -2,7 +2,7 @@
 //!
 //! Exit codes (also in `--help`): 0 ok; 1 the tool returned an error result;
 //! 2 usage or configuration error, or a call the permission rules refuse; 3 server unavailable or timeout, or the
-//! runtime stopped; 130 / 143 SIGINT / SIGTERM.
+//! runtime stopped; 130 / 143 / 129 / 131 SIGINT / SIGTERM / SIGHUP / SIGQUIT.
 //!
 //! Human-readable output shows text from servers and configurations through
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
@@ -35,11 +35,13 @@ use mcpbox::{
                   error (also unknown tool, invalid or oversized arguments, an untrusted \
                   configuration, a call the permission rules deny or nobody approved); \
                   3 server unavailable or timeout, or the runtime stopped; \
-                  130 / 143 interrupted by SIGINT / SIGTERM, after every server was stopped.\n\n\
-                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http: the \
-                  bearer token); MCPBOX_CACHE_DIR (compiled \
+                  130 / 143 / 129 / 131 interrupted by SIGINT / SIGTERM / SIGHUP / SIGQUIT, after \
+                  every server was stopped.\n\n\
+                  Environment: MCPBOX_TRUST_ALL=1 (as --trust); MCPBOX_TOKEN (serve --http, \
+                  dashboard: the bearer token, instead of the one kept in http-token); \
+                  MCPBOX_CACHE_DIR (compiled \
                   components, state.json; default $XDG_CACHE_HOME/mcpbox or ~/.cache/mcpbox); MCPBOX_CONFIG_DIR (the cache \
-                  key, trusted configurations; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
+                  key, trusted configurations, http-token; default $XDG_CONFIG_HOME/mcpbox or ~/.config/mcpbox)."
 )]
 struct Cli {
     /// The configuration file (the `.mcp.json` format of Claude Code, Cursor and VS Code).
@@ -182,13 +184,14 @@ enum Command {
     /// (logs go to stderr), or over Streamable HTTP with --http.
     Serve {
         /// Serve Streamable HTTP at http://ADDR/mcp (and /mcp/PROFILE) instead of
-        /// stdio, e.g. 127.0.0.1:8080 (port 0 picks a free port). Any address other
-        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
-        /// printed on stderr.
+        /// stdio, e.g. 127.0.0.1:8080 (port 0 picks a free port). Every request
+        /// needs `Authorization: Bearer TOKEN`: MCPBOX_TOKEN, else the token kept
+        /// in http-token (0600) in the configuration directory, made on first use.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
         /// Serve under the named profile of the configuration's "profiles" (a set
-        /// of permission rules); over HTTP, for /mcp (the path /mcp/NAME picks another).
+        /// of permission rules); over HTTP, every client (a path naming another
+        /// profile is refused; without --profile, /mcp/NAME picks one).
         #[arg(long, value_name = "NAME")]
         profile: Option<String>,
         /// Tool names: `prefixed` ({server}__{tool}) or `conditional` (a tool's own
@@ -205,6 +208,11 @@ enum Command {
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// With --http on a loopback address: require no token, so that every
+        /// user of this machine, and every program any of them runs, can call
+        /// every tool and read the dashboard.
+        #[arg(long, requires = "http")]
+        insecure_no_token: bool,
         /// Threads that serve HTTP (with --http). One spends the least CPU per
         /// call (the guest runs on one thread anyway); more let hyper's work
         /// use more cores of a machine that has them to spare.
@@ -216,14 +224,19 @@ enum Command {
     /// Prometheus metrics at /metrics, without serving MCP (`serve --http`
     /// serves the same dashboard beside /mcp).
     Dashboard {
-        /// Listen on this address (port 0 picks a free port). Any address other
-        /// than loopback needs a bearer token: MCPBOX_TOKEN, or one made up and
-        /// printed on stderr.
+        /// Listen on this address (port 0 picks a free port). Every request but
+        /// the page's needs `Authorization: Bearer TOKEN` (the printed URL's
+        /// #token= gives it to the page): MCPBOX_TOKEN, else the token kept in
+        /// http-token (0600) in the configuration directory.
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
         http: String,
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
+        /// On a loopback address: require no token, so that every user of this
+        /// machine can read the dashboard (servers' stderr, recent calls).
+        #[arg(long)]
+        insecure_no_token: bool,
     },
 }
 
@@ -420,29 +433,70 @@ fn trust_command(config: &ConfigFile) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// SIGINT (Ctrl-C) and SIGTERM, which end the CLI through the runtime's
-/// shutdown, so that no server outlives it. Exit code 128 + the signal: 130, 143.
+/// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed, an ssh session
+/// dropped) and SIGQUIT (Ctrl-\), which end the CLI through the runtime's
+/// shutdown, so that no server outlives it: their default action would end
+/// mcpbox at once and leave what its servers started running. Exit code 128 +
+/// the signal: 130, 143, 129, 131. A signal that was ignored when mcpbox started
+/// (`nohup` ignores SIGHUP) stays ignored.
 struct Signals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
+    hangup: Option<tokio::signal::unix::Signal>,
+    quit: Option<tokio::signal::unix::Signal>,
 }
 
 impl Signals {
     fn install() -> Result<Signals, Failure> {
         use tokio::signal::unix::{SignalKind, signal};
+        let ignored = ignored_signals();
+        let unless_ignored = |kind: SignalKind, name: &str| {
+            if ignored & (1 << (kind.as_raw_value() - 1)) != 0 {
+                return Ok(None);
+            }
+            signal(kind)
+                .map(Some)
+                .with_context(|| format!("handling {name}"))
+        };
         Ok(Signals {
             interrupt: signal(SignalKind::interrupt()).context("handling SIGINT")?,
             terminate: signal(SignalKind::terminate()).context("handling SIGTERM")?,
+            hangup: unless_ignored(SignalKind::hangup(), "SIGHUP")?,
+            quit: unless_ignored(SignalKind::quit(), "SIGQUIT")?,
         })
     }
 
     /// The exit code of the next signal.
     async fn next(&mut self) -> u8 {
+        async fn maybe(signal: &mut Option<tokio::signal::unix::Signal>) {
+            match signal {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        }
         tokio::select! {
             _ = self.interrupt.recv() => 130,
             _ = self.terminate.recv() => 143,
+            () = maybe(&mut self.hangup) => 129,
+            () = maybe(&mut self.quit) => 131,
         }
     }
+}
+
+/// The signals this process ignores (bit `n - 1` for signal `n`), as the kernel
+/// reports them in `/proc/self/status`; none where that cannot be read.
+fn ignored_signals() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .unwrap_or(0)
 }
 
 async fn run(cli: Cli) -> Result<u8, Failure> {
@@ -580,6 +634,7 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                 max_name_length,
                 tool_search,
                 allow_origin,
+                insecure_no_token,
                 threads: _,
             } => {
                 let naming = match naming.as_str() {
@@ -602,11 +657,29 @@ async fn run(cli: Cli) -> Result<u8, Failure> {
                     profile: profile.clone(),
                     ..ServeOptions::default()
                 };
-                serve(&runtime, options, http.as_deref(), allow_origin).await
+                serve(
+                    &runtime,
+                    options,
+                    http.as_deref(),
+                    allow_origin,
+                    *insecure_no_token,
+                )
+                .await
             }
-            Command::Dashboard { http, allow_origin } => {
+            Command::Dashboard {
+                http,
+                allow_origin,
+                insecure_no_token,
+            } => {
                 report_servers(&runtime, "mcpbox dashboard");
-                let (listener, http) = listen("mcpbox dashboard", http, allow_origin, "/").await?;
+                let (listener, http) = listen(
+                    "mcpbox dashboard",
+                    http,
+                    allow_origin,
+                    "/",
+                    *insecure_no_token,
+                )
+                .await?;
                 runtime
                     .serve_dashboard(http, listener)
                     .await
@@ -649,12 +722,16 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     let needs_login = runtime.authorization_required();
     if json {
         // Each server as `ServerStatus` has it, plus `needsLogin` (the reason
-        // and the command) for one that waits for `mcpbox login`.
+        // and the command) for one that waits for `mcpbox login`, and `sandbox`
+        // (its grants, every automatic one included) for a sandboxed one.
         let mut listing = serde_json::to_value(&*servers)?;
         for entry in listing.as_array_mut().into_iter().flatten() {
             let Some(name) = entry["name"].as_str().map(str::to_owned) else {
                 continue;
             };
+            if let Some(sandbox) = sandbox_of(runtime, &name) {
+                entry["sandbox"] = serde_json::json!(sandbox);
+            }
             if let Some(reason) = needs_login.get(&name) {
                 entry["needsLogin"] = serde_json::json!({
                     "reason": reason,
@@ -666,7 +743,7 @@ async fn servers(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
         serde_json::to_writer_pretty(&mut out, &listing)?;
         writeln!(out)?;
     } else {
-        print_servers(&servers, false)?;
+        print_servers(&servers, false, &|name| sandbox_of(runtime, name))?;
         for (server, reason) in needs_login {
             println!("needs login: {}: {}", one(&server), block(&reason, "  "));
         }
@@ -758,7 +835,17 @@ fn still_running(runtime: &Runtime) -> Result<(), Failure> {
     }
 }
 
-fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
+/// The sandbox a server runs in, described (its grants and every automatic one).
+fn sandbox_of(runtime: &Runtime, server: &str) -> Option<String> {
+    runtime.diagnostics(server).and_then(|d| d.sandbox)
+}
+
+/// The servers, one line each (and the sandbox of a sandboxed one below), or as JSON.
+fn print_servers(
+    servers: &[ServerStatus],
+    json: bool,
+    sandbox: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Failure> {
     // One write for the whole listing, not one per line.
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if json {
@@ -774,6 +861,9 @@ fn print_servers(servers: &[ServerStatus], json: bool) -> Result<(), Failure> {
         .unwrap_or(0);
     for s in servers {
         writeln!(out, "{}", status_line(s, width))?;
+        if let Some(sandbox) = sandbox(&s.name) {
+            writeln!(out, "    sandbox: {}", block(&sandbox, "    "))?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -813,7 +903,7 @@ async fn watch(runtime: &Runtime, json: bool) -> Result<u8, Failure> {
     use mcpbox::Event;
     // Subscribe before the first listing, so no change falls between the two.
     let mut events = runtime.events();
-    print_servers(&runtime.servers(), json)?;
+    print_servers(&runtime.servers(), json, &|name| sandbox_of(runtime, name))?;
     // Stopped before the subscription: its event was missed.
     still_running(runtime)?;
     // Until a signal ends the CLI (see `run`).
@@ -1154,31 +1244,99 @@ async fn bind(addr: &str) -> std::io::Result<tokio::net::TcpListener> {
     }))
 }
 
-/// Binds `addr` for `serve --http` or `dashboard`, with the HTTP safety options:
-/// a bearer token from MCPBOX_TOKEN, or one made up off loopback.
-/// Says `{who}: listening on http://ADDR{path}`, then where the dashboard is.
+/// Binds `addr` for `serve --http` or `dashboard`, with the HTTP safety options.
+///
+/// The bearer token, required on every address (any user of the machine can
+/// reach loopback): MCPBOX_TOKEN, else the one kept in `http-token` (0600) in
+/// the configuration directory (made on first use, so clients configured once
+/// keep working), else, where that directory cannot be used, one made up for
+/// this run and printed. `--insecure-no-token` serves without one, on loopback
+/// only. Says where the token is, `{who}: listening on http://ADDR{path}`, then
+/// the dashboard's URL with the token in its fragment, ready to open.
 async fn listen(
     who: &str,
     addr: &str,
     allow_origin: &[String],
     path: &str,
+    insecure_no_token: bool,
 ) -> Result<(tokio::net::TcpListener, HttpOptions), Failure> {
     let listener = bind(addr)
         .await
         .with_context(|| format!("could not listen on {addr}"))?;
     let local = listener.local_addr()?;
-    let mut token = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty());
-    if token.is_none() && !local.ip().is_loopback() {
-        let made = mcpbox::random_token().context("making up a bearer token")?;
-        eprintln!("{who}: bearer token (set MCPBOX_TOKEN to choose one): {made}");
-        token = Some(made);
-    }
+    let token = if insecure_no_token {
+        if !local.ip().is_loopback() {
+            return Err(fail(
+                2,
+                anyhow::anyhow!(
+                    "--insecure-no-token is for loopback addresses only: {local} is reachable \
+                     from other machines, so it needs the token"
+                ),
+            ));
+        }
+        let what = if path == "/mcp" {
+            "call every tool and read the dashboard"
+        } else {
+            "read the dashboard (servers' stderr, the recent calls)"
+        };
+        eprintln!(
+            "warning: {who}: no bearer token (--insecure-no-token): every user of this machine, \
+             and every program any of them runs, can {what} at http://{local}{path}"
+        );
+        None
+    } else if let Some(token) = std::env::var("MCPBOX_TOKEN").ok().filter(|t| !t.is_empty()) {
+        if !mcpbox::is_valid_token(&token) {
+            return Err(fail(
+                2,
+                anyhow::anyhow!(
+                    "MCPBOX_TOKEN must be one word of letters, digits, `-`, `_`, `.`, `~`, `+` \
+                     or `/` (a bearer token sent as it is)"
+                ),
+            ));
+        }
+        eprintln!("{who}: every request needs `Authorization: Bearer $MCPBOX_TOKEN`");
+        Some(token)
+    } else {
+        match mcpbox::default_config_dir()
+            .ok_or_else(|| "no HOME or MCPBOX_CONFIG_DIR to keep it in".to_owned())
+            .and_then(|dir| mcpbox::stored_token(&dir).map_err(|e| e.to_string()))
+        {
+            Ok(stored) => {
+                let file = stored.path.display().to_string();
+                eprintln!(
+                    "{who}: every request needs `Authorization: Bearer TOKEN`, TOKEN being the \
+                     contents of {} ({}; for a client: --header \"Authorization: Bearer $(cat {})\")",
+                    one(&file),
+                    if stored.created {
+                        "made now, 0600, kept for the next runs"
+                    } else {
+                        "0600"
+                    },
+                    one(&file)
+                );
+                Some(stored.token)
+            }
+            Err(why) => {
+                let made = mcpbox::random_token().context("making up a bearer token")?;
+                eprintln!(
+                    "warning: {who}: the bearer token could not be kept for the next runs: {}",
+                    one(&why)
+                );
+                eprintln!("{who}: every request needs `Authorization: Bearer {made}` (this run's)");
+                Some(made)
+            }
+        }
+    };
     eprintln!("{who}: listening on http://{local}{path}");
     // The page reads the token from the URL's fragment, which the browser never sends.
-    let fragment = if token.is_some() { "#token=TOKEN" } else { "" };
+    let fragment = token
+        .as_deref()
+        .map(|t| format!("#token={t}"))
+        .unwrap_or_default();
     eprintln!("{who}: dashboard at http://{local}/{fragment}, Prometheus metrics at /metrics");
     let http = HttpOptions {
         token,
+        insecure_no_token,
         allowed_origins: allow_origin.to_vec(),
         ..HttpOptions::default()
     };
@@ -1190,6 +1348,7 @@ async fn serve(
     options: ServeOptions,
     http: Option<&str>,
     allow_origin: &[String],
+    insecure_no_token: bool,
 ) -> Result<u8, Failure> {
     report_servers(runtime, "mcpbox serve");
     let Some(addr) = http else {
@@ -1200,8 +1359,15 @@ async fn serve(
             .map_err(|e| fail(2, e))?;
         return Ok(0);
     };
-    let (listener, http) = listen("mcpbox serve", addr, allow_origin, "/mcp").await?;
-    // SIGINT and SIGTERM end it in `run`, through the runtime's shutdown.
+    let (listener, http) = listen(
+        "mcpbox serve",
+        addr,
+        allow_origin,
+        "/mcp",
+        insecure_no_token,
+    )
+    .await?;
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT end it in `run`, through the runtime's shutdown.
     runtime
         .serve_http(options, http, listener)
         .await

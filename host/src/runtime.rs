@@ -13,7 +13,7 @@ use crate::Error;
 mod requests;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
-use crate::imports::blobs::Results;
+use crate::imports::blobs::{Limits, Place, Results};
 use crate::imports::state::Memo;
 use crate::instance::{EmbedderSettings, Factory};
 use crate::metrics::{MetricsSnapshot, Monitor};
@@ -77,6 +77,8 @@ pub struct Options {
     approvals: bool,
     /// Where result files go: `None` for the default, `Some(None)` for none.
     results_dir: Option<Option<PathBuf>>,
+    /// How long the result directories of ended runtimes are kept.
+    results_retention: Duration,
     embedder: EmbedderSettings,
     subreaper: bool,
     /// The configuration file's text as the caller read it (`from_config_file_read`).
@@ -149,6 +151,7 @@ impl Options {
             watch_debounce: DEFAULT_WATCH_DEBOUNCE,
             approvals: false,
             results_dir: None,
+            results_retention: crate::imports::blobs::DEFAULT_RETENTION,
             embedder: EmbedderSettings::default(),
             subreaper: false,
             file_text: None,
@@ -280,10 +283,21 @@ impl Options {
     /// Where oversized tool results and the images and audio in results are
     /// written (see the README, "Output limits"); `None` keeps no files (results
     /// are then cut, and media passed on inline). Default: a directory of its own
-    /// per runtime, `results/<unix seconds>-<pid>` in the cache directory (in the
-    /// system's temporary directory when there is no cache directory).
+    /// per runtime, `results/<unix seconds>-<pid>` in the cache directory (a
+    /// private temporary directory when there is no cache directory, or it is not
+    /// safe to use). Directories are the user's and 0700, files 0600; a chosen
+    /// directory that belongs to another user or that others may write is not
+    /// used (every write is refused, saying why).
     pub fn results_dir(mut self, dir: Option<PathBuf>) -> Self {
         self.results_dir = Some(dir);
+        self
+    }
+
+    /// How long the default result directory of a runtime that ended is kept
+    /// after its last write (default 7 days): a runtime that makes its directory
+    /// removes older ones of runtimes whose process is gone.
+    pub fn results_retention(mut self, retention: Duration) -> Self {
+        self.results_retention = retention;
         self
     }
 
@@ -561,17 +575,23 @@ impl Runtime {
             options.authorization_timeout,
             events_tx.clone(),
         ));
-        let results_dir = match &options.results_dir {
-            Some(chosen) => chosen.clone(),
-            None => Some(Results::default_dir(
-                &options
-                    .cache_dir
-                    .clone()
-                    .unwrap_or_else(|| std::env::temp_dir().join("mcpbox")),
-            )),
+        let results_place = match &options.results_dir {
+            Some(Some(dir)) => Place::Chosen(dir.clone()),
+            Some(None) => Place::Nowhere,
+            None => Place::Default(options.cache_dir.clone()),
         };
-        let max_file = options.policy.max_message_bytes as u64;
-        let max_total = options.policy.max_result_files_bytes;
+        let config_file = match &options.config {
+            ConfigSource::File(path) => Some(path.as_path()),
+            ConfigSource::Text { .. } => None,
+        };
+        let places =
+            crate::transport::places::Places::new(&origin, config_file, options.cache_dir.clone());
+        let results_limits = Limits {
+            max_file: options.policy.max_message_bytes as u64,
+            max_total: options.policy.max_result_files_bytes,
+            max_files: options.policy.max_result_files,
+            retention: options.results_retention,
+        };
         let factory = Factory::new(
             engine,
             &component,
@@ -588,7 +608,8 @@ impl Runtime {
         .with_oauth(oauth.clone())
         .with_approvals(options.approvals)
         .with_call_counts(options.metrics)
-        .with_results(Arc::new(Results::new(results_dir, max_file, max_total)))
+        .with_results(Arc::new(Results::new(results_place, results_limits)))
+        .with_places(places)
         .with_embedder(options.embedder.clone());
         let started = factory.start().await?;
         let monitor = options

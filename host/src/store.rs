@@ -40,6 +40,9 @@ pub struct Policy {
     /// The most bytes of result files (oversized results, images, audio) one
     /// runtime writes; past it, results are cut and media passed on inline.
     pub max_result_files_bytes: u64,
+    /// The most result files one runtime writes (default 10,000); past it, the
+    /// same. The guest caps the files of one result (`output.maxFiles`).
+    pub max_result_files: u64,
 }
 
 impl Default for Policy {
@@ -49,6 +52,7 @@ impl Default for Policy {
             allow_network: true,
             max_message_bytes: 64 * 1024 * 1024,
             max_result_files_bytes: 1024 * 1024 * 1024,
+            max_result_files: 10_000,
         }
     }
 }
@@ -124,6 +128,8 @@ pub(crate) struct HostState {
     pub grants: crate::imports::remote::Grants,
     /// The runtime's server processes, counted until stopped (shared by its instances).
     pub supervisors: Arc<crate::transport::stdio::Supervisors>,
+    /// Where its stdio servers run and keep private files (shared by its instances).
+    pub places: Arc<crate::transport::places::Places>,
 }
 
 impl HostState {
@@ -164,10 +170,11 @@ impl HostState {
             diagnostics,
             memo: Arc::default(),
             notices: Mutex::default(),
-            results: Arc::new(crate::imports::blobs::Results::new(None, 0, 0)),
+            results: Arc::new(crate::imports::blobs::Results::none()),
             http: wasmtime_wasi_http::WasiHttpCtx::new(),
             grants: crate::imports::remote::Grants::default(),
             supervisors: Arc::default(),
+            places: Arc::default(),
         }
     }
 }

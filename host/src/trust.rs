@@ -8,7 +8,11 @@
 //! once the user trusted that file: `mcpbox trust` (or a y/N prompt on a
 //! terminal). What is trusted is the file at its path with its exact contents
 //! (SHA-256); a changed file, or the same text at another path (where its
-//! relative paths name other programs), asks again.
+//! relative paths name other programs), asks again. Its servers run in its
+//! directory (`transport::places`), so a relative program (`python3 run.py`) is
+//! the one beside the file that was trusted, wherever mcpbox is started; the
+//! listing shown for a decision says where each runs, and what a sandboxed one
+//! gets without asking.
 //!
 //! Trusted without asking:
 //! - a missing or empty file, or one that names no server (nothing starts);
@@ -46,8 +50,8 @@ const DEMO_SERVER: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../examples/demo-server.py"
 ));
-/// Where the demo configuration expects its server, relative to the working
-/// directory (it has no `cwd`, so the server runs in mcpbox's).
+/// Where the demo configuration expects its server, relative to the
+/// configuration's directory (it has no `cwd`, so the server runs there).
 const DEMO_SERVER_PATH: &str = "examples/demo-server.py";
 
 /// Why trust could not be checked or recorded.
@@ -128,8 +132,9 @@ impl ConfigFile {
     }
 
     /// What the configuration would start, one line per server as configured
-    /// (before `${VAR}` resolution) and in the file's order: `name: command args…`
-    /// or `name: url`. Empty only when it starts nothing: it names no server, or
+    /// (before `${VAR}` resolution) and in the file's order: `name: runs `command
+    /// args…` in DIR` (where it runs: see `transport::places`), with its sandbox and
+    /// every automatic grant when it has one, or `name: connects to url`. Empty only when it starts nothing: it names no server, or
     /// it is not JSON (the guest refuses it whole). JSON this cannot list (say,
     /// servers in a `mcpServers` that is not an object) gives one line saying so,
     /// never an empty list; entries holding values a `serde_json::Value` cannot
@@ -172,7 +177,18 @@ impl ConfigFile {
                                 .join(" ")
                         })
                         .unwrap_or_default();
-                    format!("runs `{}`", format!("{command} {args}").trim_end())
+                    let mut what = format!(
+                        "runs `{}` in {}",
+                        format!("{command} {args}").trim_end(),
+                        self.working_dir(field("cwd"))
+                    );
+                    if let Some(sandbox) = entry.get("sandbox").filter(|s| s.is_object()) {
+                        what.push_str(&format!(
+                            ", sandboxed ({})",
+                            self.sandbox_of(command, field("cwd"), sandbox)
+                        ));
+                    }
+                    what
                 } else if let Some(url) = field("url") {
                     format!("connects to {url}")
                 } else {
@@ -181,6 +197,87 @@ impl ConfigFile {
                 format!("{name}: {what}")
             })
             .collect()
+    }
+
+    /// The directory of the file, as its servers see it (`transport::places`).
+    fn dir(&self) -> Option<PathBuf> {
+        match &self.canonical {
+            Some(canonical) => canonical.parent().map(Path::to_path_buf),
+            None => std::path::absolute(&self.path)
+                .ok()?
+                .parent()
+                .map(Path::to_path_buf),
+        }
+    }
+
+    /// Where a server whose entry has `cwd` (as written) runs, for the listing.
+    fn working_dir(&self, cwd: Option<&str>) -> String {
+        let dir = self.dir().unwrap_or_default();
+        match cwd {
+            Some(cwd) if cwd.contains("${") || Path::new(cwd).is_absolute() => cwd.to_owned(),
+            Some(cwd) => dir.join(cwd).display().to_string(),
+            None => dir.display().to_string(),
+        }
+    }
+
+    /// A stdio entry's `sandbox` (an object) in words: its grants as written, then
+    /// what the host adds without asking, found as it will be when the server
+    /// starts (the program on this environment's `PATH`).
+    fn sandbox_of(&self, command: &str, cwd: Option<&str>, sandbox: &Value) -> String {
+        let list = |key: &str| {
+            let items: Vec<String> = sandbox
+                .get(key)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if items.is_empty() {
+                "nothing".to_owned()
+            } else {
+                items.join(", ")
+            }
+        };
+        let network = match sandbox.get("network") {
+            None | Some(Value::Null) => "false".to_owned(),
+            Some(v) => v.to_string(),
+        };
+        let mut text = format!(
+            "read {}; write {}; network: {network}",
+            list("read"),
+            list("write")
+        );
+        #[cfg(target_os = "linux")]
+        {
+            let lookup = |name: &str| std::env::var(name).ok();
+            let resolve = |text: &str, field: &str| {
+                crate::transport::endpoint::interpolate(text, field, &lookup).ok()
+            };
+            let env: Vec<(String, String)> = ["PATH", "HOME"]
+                .iter()
+                .filter_map(|name| lookup(name).map(|v| ((*name).to_owned(), v)))
+                .collect();
+            let dir = match cwd.map(|c| resolve(c, "cwd")) {
+                Some(Some(cwd)) => self.dir().map(|d| d.join(cwd)),
+                Some(None) => None,
+                None => self.dir(),
+            };
+            let automatic = resolve(command, "command")
+                .map(|command| {
+                    crate::transport::sandbox::automatic_grants(&command, &env, dir.as_deref(), &[])
+                })
+                .unwrap_or_default();
+            text.push_str("; ");
+            text.push_str(&crate::transport::sandbox::describe_automatic(&automatic));
+            if crate::transport::sandbox::runs_npx(command) {
+                text.push_str("; also write: a private npm cache of its own");
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (command, cwd);
+        text
     }
 
     /// The environment variables its `${VAR}` references would hand to servers:
@@ -333,7 +430,9 @@ pub fn trust(config: &ConfigFile, config_dir: Option<&Path>) -> Result<(), Trust
 
 fn is_bundled_demo(config: &ConfigFile) -> bool {
     config.text.as_bytes() == DEMO_CONFIG
-        && std::fs::read(DEMO_SERVER_PATH).is_ok_and(|server| server == DEMO_SERVER)
+        && config.dir().is_some_and(|dir| {
+            std::fs::read(dir.join(DEMO_SERVER_PATH)).is_ok_and(|server| server == DEMO_SERVER)
+        })
 }
 
 /// The trusted configurations, as kept in the configuration directory.
@@ -409,10 +508,11 @@ mod tests {
         )
         .unwrap();
         let config = ConfigFile::read(&path).unwrap();
+        let here = std::fs::canonicalize(&dir).unwrap();
         assert_eq!(
             config.servers(),
             [
-                "fs: runs `npx -y pkg ${HOME}/p`",
+                format!("fs: runs `npx -y pkg ${{HOME}}/p` in {}", here.display()).as_str(),
                 "api: connects to https://x.example/?k=${AWS_SECRET_ACCESS_KEY}"
             ]
         );

@@ -1,6 +1,7 @@
-//! Files mcpbox keeps for the user between runs: compiled components and
-//! `state.json` in the cache directory, the cache key and the trusted
-//! configurations in the configuration directory, the OAuth token file
+//! Files mcpbox keeps for the user between runs: compiled components,
+//! `state.json`, result files and sandboxed servers' private npm caches in the
+//! cache directory; the cache key, the trusted configurations and the gateway's
+//! `http-token` in the configuration directory; the OAuth token file
 //! (`oauth/store.rs`) and its lock.
 //!
 //! Some of them are trusted as code: a compiled component is native code that
@@ -92,6 +93,36 @@ impl UserDir {
     /// Where the directory is.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The open directory, for calls relative to it (`*at`).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
+    /// The directory `name` in this one, created 0700 when missing, with the
+    /// checks of [`open`](UserDir::open); a symbolic link is refused, not followed.
+    pub fn subdir(&self, name: &str) -> Result<UserDir, Refused> {
+        match rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let path = self.path.join(name);
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR) => {
+                return Err(Refused::Unsafe(format!(
+                    "{} is a symbolic link or not a directory",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let stat = rustix::fs::fstat(&fd)?;
+        check_owner_and_mode(&stat, "directory", &path)?;
+        Ok(UserDir { path, fd })
     }
 
     /// Reads the file `name`: `Ok(None)` when it does not exist; refused when it

@@ -1176,6 +1176,12 @@ fn stops_running(pid: u64) -> bool {
 /// its pids (so mcpbox is running), sends `signal` to mcpbox and returns its
 /// exit code and the three pids.
 fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) {
+    signalled_with(tag, args, signal, false)
+}
+
+/// [`signalled`]; with `nohup`, mcpbox starts under `nohup` (SIGHUP ignored), must
+/// still run a moment after `signal`, and is then sent SIGTERM.
+fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Option<i32>, Vec<u64>) {
     let dir = std::env::temp_dir().join(format!("mcpbox-cli-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pid_file = dir.join("pids.json");
@@ -1188,7 +1194,16 @@ fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) 
             "--pid-file", pid_file_arg,
         ]) }),
     );
-    let mut child = mcpbox_command()
+    let mut command = if nohup {
+        let mut command = Command::new("nohup");
+        command
+            .arg(env!("CARGO_BIN_EXE_mcpbox"))
+            .env("MCPBOX_TRUST_ALL", "1");
+        command
+    } else {
+        mcpbox_command()
+    };
+    let mut child = command
         .arg("--config")
         .arg(&cfg)
         .args(args)
@@ -1215,6 +1230,26 @@ fn signalled(tag: &str, args: &[&str], signal: &str) -> (Option<i32>, Vec<u64>) 
         .status()
         .unwrap();
     assert!(status.success());
+    if nohup {
+        // The kernel still has SIGHUP as ignored (no handler took it over), so the
+        // one just sent did nothing.
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let ignored = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .map(|m| u64::from_str_radix(m.trim(), 16).unwrap())
+            .unwrap();
+        assert_eq!(ignored & 1, 1, "SIGHUP is no longer ignored: {status}");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "mcpbox under nohup ended on SIGHUP"
+        );
+        let status = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
     let code = child.wait().unwrap().code();
     let pids = ["pid", "child", "escapee"]
         .iter()
@@ -1252,6 +1287,62 @@ fn signals_to_the_cli_stop_every_server_process() {
         assert!(
             stops_running(pid),
             "process {pid} survived SIGINT to mcpbox"
+        );
+    }
+}
+
+/// SIGHUP (the terminal closed, an ssh session dropped) and SIGQUIT end every
+/// long-running command as SIGTERM does: the server, its child and the
+/// grandchild that left with setsid and an empty environment are all stopped
+/// (exit codes 129 and 131). Under `nohup`, which ignores SIGHUP, mcpbox keeps
+/// ignoring it.
+#[test]
+fn hangup_and_quit_to_the_cli_stop_every_server_process() {
+    for (tag, args, signal, code) in [
+        (
+            "sighup-serve",
+            &["serve", "--http", "127.0.0.1:0"][..],
+            "-HUP",
+            129,
+        ),
+        (
+            "sighup-call",
+            &["call", "mcp__m__sleep", r#"{"seconds": 600}"#][..],
+            "-HUP",
+            129,
+        ),
+        (
+            "sigquit-watch",
+            &["--json", "servers", "--watch"][..],
+            "-QUIT",
+            131,
+        ),
+    ] {
+        let (exit, pids) = signalled(tag, args, signal);
+        assert_eq!(exit, Some(code), "{tag}");
+        for pid in pids {
+            assert!(
+                stops_running(pid),
+                "{tag}: process {pid} survived {signal} to mcpbox"
+            );
+        }
+    }
+    // Started with SIGHUP ignored (what `nohup` does): it stays running.
+    let (exit, pids) = signalled_with(
+        "sighup-nohup",
+        &["--json", "servers", "--watch"],
+        "-HUP",
+        true,
+    );
+    assert_eq!(
+        exit,
+        Some(143),
+        "ended by the SIGTERM after the ignored SIGHUP"
+    );
+    for pid in pids {
+        assert!(
+            stops_running(pid),
+            "process {pid} survived SIGTERM to mcpbox"
         );
     }
 }
@@ -1408,6 +1499,112 @@ fn a_configuration_serde_json_cannot_hold_is_not_trusted_by_mistake() {
     );
     assert!(!started.exists(), "the project's server was started");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A trusted configuration runs the programs beside it, wherever mcpbox is
+/// started: `python3 run.py` with no `cwd`, started from a freshly cloned
+/// repository with a `run.py` of its own, runs the trusted file's `run.py`
+/// (the configuration's directory is the working directory), and the trust
+/// listing says where each server runs.
+#[test]
+fn a_trusted_configuration_runs_the_program_beside_it_wherever_mcpbox_starts() {
+    let dir = std::env::temp_dir().join(format!("mcpbox-cli-cwd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (user, clone) = (dir.join("user"), dir.join("clone"));
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::create_dir_all(&clone).unwrap();
+    let (user, clone) = (user.canonicalize().unwrap(), clone.canonicalize().unwrap());
+    std::fs::copy(repo().join("examples/demo-server.py"), user.join("run.py")).unwrap();
+    let cfg = user.join("servers.json");
+    std::fs::write(
+        &cfg,
+        json!({ "mcpServers": { "demo": { "command": "python3", "args": ["run.py"] } } })
+            .to_string(),
+    )
+    .unwrap();
+    // The repository's own run.py: leaves a mark and serves nothing.
+    let mark = dir.join("the-repository-ran");
+    std::fs::write(
+        clone.join("run.py"),
+        format!("open({:?}, 'w').write('ran')\n", mark.display().to_string()),
+    )
+    .unwrap();
+    let config_dir = dir.join("config");
+    let out = untrusting(&config_dir)
+        .current_dir(&clone)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("trust")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "demo: runs `python3 run.py` in {}",
+            user.display()
+        )),
+        "{}",
+        stdout(&out)
+    );
+    let out = untrusting(&config_dir)
+        .current_dir(&clone)
+        .arg("--config")
+        .arg(&cfg)
+        .args(["call", "mcp__demo__echo", r#"{"text":"hi"}"#])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!mark.exists(), "the working directory's run.py ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What a sandboxed server may reach is shown before it starts (`trust`) and
+/// while it runs (`servers`, `--json` too): its grants and every automatic one.
+#[test]
+fn a_sandbox_and_its_automatic_grants_are_shown_before_and_after_start() {
+    let script = repo().join("examples/demo-server.py");
+    let script_text = script.display().to_string();
+    let cfg = config(
+        "sandbox-shown",
+        json!({ "demo": {
+            "command": "python3", "args": [script_text],
+            "sandbox": { "read": [script_text] },
+        }}),
+    );
+    let config_dir = cfg.with_file_name("config");
+    let out = untrusting(&config_dir)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("trust")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains(&format!(
+            "sandboxed (read {script_text}; write nothing; network: false; also read: the \
+             system's programs and libraries"
+        )),
+        "{text}"
+    );
+    let out = mcpbox(&cfg, &["servers"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains("    sandbox: Landlock ABI ")
+            && text.contains(&format!(
+                "read {script_text}; write nothing; also read: the system's"
+            )),
+        "{text}"
+    );
+    let out = mcpbox(&cfg, &["--json", "servers"]);
+    let listing: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        listing[0]["sandbox"]
+            .as_str()
+            .is_some_and(|s| s.contains("also read: the system's programs")),
+        "{listing}"
+    );
 }
 
 /// The bundled demo runs without a question only while both its configuration

@@ -46,17 +46,29 @@ impl World {
 
     /// The files of `tests/import/`: every client configured.
     fn configured(tag: &str) -> World {
+        World::from(tag, &here())
+    }
+
+    /// The files of `tests/import/credentials/`: credentials written inside
+    /// values (URLs, headers in arguments, `-p`), in several clients' files.
+    fn with_credentials(tag: &str) -> World {
+        World::from(tag, &here().join("credentials"))
+    }
+
+    /// A home and a project copied from `from/home` and `from/project`.
+    fn from(tag: &str, from: &Path) -> World {
         let world = World::empty(tag);
-        copy_tree(&here().join("home"), &world.home);
-        copy_tree(&here().join("project"), &world.project);
+        copy_tree(&from.join("home"), &world.home);
+        copy_tree(&from.join("project"), &world.project);
         // ~/.claude.json keys its local scope by the project's absolute path.
         let claude = world.home.join(".claude.json");
-        let text = std::fs::read_to_string(&claude).unwrap();
-        std::fs::write(
-            &claude,
-            text.replace("@PROJECT@", world.project.to_str().unwrap()),
-        )
-        .unwrap();
+        if let Ok(text) = std::fs::read_to_string(&claude) {
+            std::fs::write(
+                &claude,
+                text.replace("@PROJECT@", world.project.to_str().unwrap()),
+            )
+            .unwrap();
+        }
         world
     }
 
@@ -333,6 +345,169 @@ fn secrets_are_never_printed_or_written_in_clear() {
     assert_eq!(
         config["mcpServers"]["sentry"]["headers"]["Authorization"],
         "Bearer ${SENTRY_TOKEN}"
+    );
+}
+
+/// The values written inside other values in `tests/import/credentials/`: none
+/// may ever be printed or written.
+const INSIDE_SECRETS: &[&str] = &[
+    "mysql-env-pass-0101",
+    "pg-arg-pass-0102",
+    "YWRtaW46YmFzaWMtaGVhZGVyLTAxMDM",
+    "slackwebhook0104secret",
+    "discord-webhook-0105-secret",
+    "pw-0106",
+    "sk_live_0107abcdefghijklmnopqrst",
+    "cookie2-secret-0108",
+    "dXBzdHJlYW06MDEwOQ",
+];
+
+/// `import --json` over `tests/import/credentials/`: the server `name`'s entry,
+/// and the variables its secrets were moved into, with their fields.
+fn moved(tag: &str, name: &str) -> (Value, Vec<(String, String)>) {
+    let found = World::with_credentials(tag).json(&[]);
+    let s = server(&found, name);
+    let secrets = s["secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["variable"].as_str().unwrap().to_owned(),
+                x["field"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (s["entry"].clone(), secrets)
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+#[test]
+fn a_url_password_in_an_env_value_is_moved_into_a_variable() {
+    let (entry, secrets) = moved("env-url", "mysql");
+    assert_eq!(
+        entry["env"],
+        json!({"DATABASE_URL": "mysql://root:${MYSQL_PASSWORD}@127.0.0.1:3306/shop",
+               "ALLOW_INSERT_OPERATION": "false"})
+    );
+    assert_eq!(secrets, pairs(&[("MYSQL_PASSWORD", "env.DATABASE_URL")]));
+}
+
+#[test]
+fn a_url_password_in_an_argument_is_moved_into_a_variable() {
+    let (entry, secrets) = moved("arg-url", "postgres");
+    assert_eq!(
+        entry["args"][2],
+        "postgresql://admin:${POSTGRES_PASSWORD}@localhost:5432/mydb"
+    );
+    assert_eq!(secrets, pairs(&[("POSTGRES_PASSWORD", "args[2]")]));
+}
+
+#[test]
+fn webhook_urls_are_moved_into_variables() {
+    let (entry, secrets) = moved("webhook-env", "slack-notify");
+    assert_eq!(entry["env"]["SLACK_WEBHOOK_URL"], "${SLACK_WEBHOOK_URL}");
+    assert_eq!(
+        secrets,
+        pairs(&[("SLACK_WEBHOOK_URL", "env.SLACK_WEBHOOK_URL")])
+    );
+    let (entry, secrets) = moved("webhook-arg", "discord-notify");
+    assert_eq!(
+        entry["args"][3],
+        "https://discord.com/api/webhooks/${DISCORD_NOTIFY_WEBHOOK}"
+    );
+    assert_eq!(secrets, pairs(&[("DISCORD_NOTIFY_WEBHOOK", "args[3]")]));
+}
+
+#[test]
+fn a_password_after_dash_p_beside_a_user_is_moved_into_a_variable() {
+    let (entry, secrets) = moved("dash-p", "mysql_cli");
+    assert_eq!(
+        entry["args"],
+        json!([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "3306",
+            "-u",
+            "root",
+            "-p",
+            "${MYSQL_CLI_PASSWORD}"
+        ])
+    );
+    assert_eq!(secrets, pairs(&[("MYSQL_CLI_PASSWORD", "args[7]")]));
+}
+
+#[test]
+fn basic_credentials_in_headers_are_moved_into_variables() {
+    // mcp-remote's `--header "Authorization: Basic …"`.
+    let (entry, secrets) = moved("basic-arg", "intranet");
+    assert_eq!(entry["args"][3], "Authorization: Basic ${INTRANET_TOKEN}");
+    assert_eq!(secrets, pairs(&[("INTRANET_TOKEN", "args[3]")]));
+    // `Basic …` under a header name that says nothing.
+    let (entry, secrets) = moved("basic-header", "gateway");
+    assert_eq!(
+        entry["headers"],
+        json!({"X-Upstream": "Basic ${GATEWAY_UPSTREAM}"})
+    );
+    assert_eq!(
+        secrets,
+        pairs(&[("GATEWAY_UPSTREAM", "headers.X-Upstream")])
+    );
+}
+
+#[test]
+fn a_key_in_a_url_path_is_moved_into_a_variable() {
+    let (entry, secrets) = moved("url-path", "payments");
+    assert_eq!(
+        entry["url"],
+        "https://mcp.payments.example/${PAYMENTS_TOKEN}/mcp"
+    );
+    assert_eq!(secrets, pairs(&[("PAYMENTS_TOKEN", "url")]));
+}
+
+#[test]
+fn a_cookie2_header_is_moved_into_a_variable() {
+    let (entry, secrets) = moved("cookie2", "legacy-api");
+    assert_eq!(
+        entry["headers"],
+        json!({"Cookie2": "${LEGACY_API_COOKIE2}"})
+    );
+    assert_eq!(secrets, pairs(&[("LEGACY_API_COOKIE2", "headers.Cookie2")]));
+}
+
+#[test]
+fn credentials_inside_values_are_never_printed_or_written_in_clear() {
+    let world = World::with_credentials("inside");
+    let target = world.project.join("imported.json");
+    let human = world.mcpbox(&["import", "--write", target.to_str().unwrap()]);
+    assert_eq!(human.status.code(), Some(0), "{}", text(&human));
+    let json = world.mcpbox(&["--json", "import"]);
+    let written = std::fs::read_to_string(&target).unwrap();
+    for secret in INSIDE_SECRETS {
+        for (what, shown) in [
+            ("the listing", text(&human)),
+            ("the JSON", text(&json)),
+            ("the file", written.clone()),
+        ] {
+            assert!(!shown.contains(secret), "{secret} is in {what}:\n{shown}");
+        }
+    }
+    // The listing says what to set, and the file is a configuration with the references.
+    assert!(
+        text(&human).contains("set MYSQL_PASSWORD: env.DATABASE_URL was written inline"),
+        "{}",
+        text(&human)
+    );
+    let config: Value = serde_json::from_str(&written).unwrap();
+    assert_eq!(
+        config["mcpServers"]["payments"]["url"],
+        "https://mcp.payments.example/${PAYMENTS_TOKEN}/mcp"
     );
 }
 

@@ -6,7 +6,12 @@
 //   fx    the fixture server, connected at once;
 //   slow  a shell that waits for a line on the FIFO GATE, then runs the fixture.
 //
-// Usage: node dashboard_browser.mjs BASE_URL GATE SHOTS_DIR [--load-only]
+// Usage: MCPBOX_TOKEN=TOKEN node dashboard_browser.mjs BASE_URL GATE SHOTS_DIR [--load-only]
+//
+// TOKEN is the gateway's bearer token: the page gets it in its URL's #token=
+// fragment, as `mcpbox serve --http` prints it, and the calls made here send it.
+// The page is served under a strict Content-Security-Policy; a violation it
+// reports (an inline script or style the policy does not allow) fails the run.
 //
 // The page must show `slow` starting (○), then connected (●) once the gate opens;
 // a call to fx__echo appear with its outcome and duration; a crash of `fx` turn its
@@ -21,6 +26,8 @@ import { chromium } from "playwright-core";
 
 const [base, gate, shots, mode] = process.argv.slice(2);
 const executablePath = process.env.MCPBOX_CHROMIUM || "/usr/bin/chromium";
+const token = process.env.MCPBOX_TOKEN;
+const pageUrl = base + "/" + (token ? "#token=" + encodeURIComponent(token) : "");
 // Each wait is for something the page must show; generous for a busy two-core machine.
 const STEP_MS = 30_000;
 
@@ -44,6 +51,7 @@ async function call(name, args) {
       Accept: "application/json, text/event-stream",
       "Mcp-Method": "tools/call",
       "Mcp-Name": name,
+      ...(token ? { Authorization: "Bearer " + token } : {}),
     },
     body: JSON.stringify(body),
   });
@@ -61,6 +69,9 @@ try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on("pageerror", (e) => errors.push(e.message));
+  page.on("console", (m) => {
+    if (m.type() === "error" && /Content Security Policy/i.test(m.text())) errors.push(m.text());
+  });
   mkdirSync(shots, { recursive: true });
   const shot = async (name) => {
     const path = join(shots, name + ".png");
@@ -72,7 +83,7 @@ try {
 
   if (mode === "--load-only") {
     const started = Date.now();
-    await page.goto(base + "/");
+    await page.goto(pageUrl);
     await page.waitForFunction(() => {
       const c = document.getElementById("tool-count").textContent;
       return document.querySelectorAll("#tools details").length > 0 && c.startsWith("(");
@@ -102,7 +113,7 @@ try {
     console.log(JSON.stringify({ loadMs, tools, ...breakdown }));
   } else {
     const shown = [];
-    await page.goto(base + "/");
+    await page.goto(pageUrl);
     await page.locator("#live", { hasText: "live" }).waitFor({ timeout: STEP_MS });
 
     // 1. `slow` is starting: it waits on the gate.

@@ -3,9 +3,9 @@
 mcpbox's gateway tests run it against `mcpbox serve`:
 
     tests/peers/.venv/bin/python tests/peers/py_client.py [--era legacy|2026-07-28]
-        (--http URL | --stdio COMMAND ARGS...) [--call NAME JSON]...
+        [--token TOKEN] (--http URL | --stdio COMMAND ARGS...) [--call NAME JSON]...
 
-It connects, lists every tool (following nextCursor), makes each --call in turn and
+--token sends `Authorization: Bearer TOKEN` over HTTP. It connects, lists every tool (following nextCursor), makes each --call in turn and
 prints one JSON line: {"protocolVersion", "tools": [names], "calls": [CallToolResult]}.
 """
 
@@ -15,10 +15,12 @@ import sys
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def parse(argv):
-    era, http, stdio, calls = "legacy", None, None, []
+    era, http, token, stdio, calls = "legacy", None, None, None, []
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -28,6 +30,9 @@ def parse(argv):
         elif a == "--http":
             http = argv[i + 1]
             i += 2
+        elif a == "--token":
+            token = argv[i + 1]
+            i += 2
         elif a == "--call":
             calls.append((argv[i + 1], json.loads(argv[i + 2])))
             i += 3
@@ -36,12 +41,18 @@ def parse(argv):
             break
         else:
             raise SystemExit(f"unknown argument {a}")
-    return era, http, stdio, calls
+    return era, http, token, stdio, calls
 
 
 async def main():
-    era, http, stdio, calls = parse(sys.argv[1:])
-    server = http if http else StdioServerParameters(command=stdio[0], args=stdio[1:])
+    era, http, token, stdio, calls = parse(sys.argv[1:])
+    if http and token:
+        headers = {"Authorization": f"Bearer {token}"}
+        server = streamable_http_client(http, http_client=create_mcp_http_client(headers=headers))
+    elif http:
+        server = http
+    else:
+        server = StdioServerParameters(command=stdio[0], args=stdio[1:])
     async with Client(server, mode=era) as client:
         tools, cursor = [], None
         while True:

@@ -3,14 +3,14 @@
 // the 2025-11-25 `initialize` era) or v2 (`@modelcontextprotocol/client`, either era).
 // mcpbox's gateway tests run it against `mcpbox serve`:
 //
-//   node tests/peers/ts_client.mjs --sdk v1|v2 [--era legacy|2026-07-28]
+//   node tests/peers/ts_client.mjs --sdk v1|v2 [--era legacy|2026-07-28] [--token TOKEN]
 //        (--http URL | --stdio COMMAND ARGS...) [--call NAME JSON]... [--approve]
 //
 // It connects, lists every tool (following nextCursor), makes each --call in turn and
 // prints one JSON line: {"protocolVersion", "tools": [names], "calls": [CallToolResult]}.
 // With --approve it declares the elicitation capability and accepts every question
 // with {"approve": true} (and the defaults of other fields). --stdio takes the rest of
-// the command line. With MCPBOX_TEST_SAMPLE=TEXT in its environment it declares the
+// the command line; --token sends `Authorization: Bearer TOKEN` over HTTP. With MCPBOX_TEST_SAMPLE=TEXT in its environment it declares the
 // sampling capability and answers every sampling/createMessage with TEXT, from the
 // model "ts-client", saying how many messages and tools it was given.
 
@@ -18,6 +18,7 @@ const argv = process.argv.slice(2);
 let sdk = 'v2';
 let era = 'legacy';
 let http;
+let token;
 let stdio;
 let approve = false;
 const calls = [];
@@ -26,6 +27,7 @@ for (let i = 0; i < argv.length; i++) {
     if (a === '--sdk') sdk = argv[++i];
     else if (a === '--era') era = argv[++i];
     else if (a === '--http') http = argv[++i];
+    else if (a === '--token') token = argv[++i];
     else if (a === '--call') calls.push([argv[++i], JSON.parse(argv[++i])]);
     else if (a === '--approve') approve = true;
     else if (a === '--stdio') {
@@ -79,7 +81,9 @@ if (sample !== undefined) {
 }
 
 const transport = http
-    ? new StreamableHTTPClientTransport(new URL(http))
+    ? new StreamableHTTPClientTransport(new URL(http), {
+          requestInit: token === undefined ? undefined : { headers: { Authorization: `Bearer ${token}` } },
+      })
     : new StdioClientTransport({ command: stdio[0], args: stdio.slice(1), stderr: 'inherit' });
 await client.connect(transport);
 

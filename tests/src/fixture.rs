@@ -25,6 +25,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "raw_result",
     "pids",
     "read_text",
+    "write_text",
+    "env_var",
     "connect",
 ];
 

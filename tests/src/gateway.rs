@@ -23,6 +23,13 @@ use crate::peers::{peers_dir, python_venv};
 /// its servers starting, on a busy two-core machine.
 pub const CLIENT_DEADLINE: Duration = Duration::from_secs(120);
 
+/// The bearer token every gateway of the tests requires (`MCPBOX_TOKEN`, as
+/// [`serve_http`] starts them); their clients send it.
+pub const TOKEN: &str = "mcpbox-gateway-tests-token";
+
+/// The header that carries [`TOKEN`].
+pub const AUTHORIZATION: (&str, &str) = ("Authorization", "Bearer mcpbox-gateway-tests-token");
+
 /// A configuration file of the test's own, removed when dropped.
 #[derive(Debug)]
 pub struct ConfigFile {
@@ -50,8 +57,9 @@ impl Drop for ConfigFile {
     }
 }
 
-/// Starts `CLI --config CONFIG serve --http 127.0.0.1:0 EXTRA…` and waits for its
-/// `listening on http://ADDR/mcp` line; the process's URL is that endpoint.
+/// Starts `CLI --config CONFIG serve --http 127.0.0.1:0 EXTRA…`, requiring
+/// [`TOKEN`], and waits for its `listening on http://ADDR/mcp` line; the
+/// process's URL is that endpoint.
 ///
 /// # Panics
 ///
@@ -64,7 +72,8 @@ pub fn serve_http(cli: &str, config: &Path, extra: &[&str]) -> ServerProcess {
         .arg("--config")
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
-        .args(extra);
+        .args(extra)
+        .env("MCPBOX_TOKEN", TOKEN);
     crate::http::start_with(command, &|line| {
         let url = line.split("listening on ").nth(1)?;
         Some(url.trim().to_owned())
@@ -105,7 +114,7 @@ impl SdkClient {
 /// Where a client finds the gateway.
 #[derive(Debug, Clone)]
 pub enum Target {
-    /// Streamable HTTP at this URL.
+    /// Streamable HTTP at this URL (the client sends [`TOKEN`]).
     Http(String),
     /// A program to start and speak stdio with: command and arguments.
     Stdio(Vec<String>),
@@ -161,7 +170,7 @@ pub fn client_command(
     }
     match target {
         Target::Http(url) => {
-            command.args(["--http", url]);
+            command.args(["--token", TOKEN, "--http", url]);
         }
         Target::Stdio(argv) => {
             command.arg("--stdio").args(argv);

@@ -223,11 +223,22 @@ pub struct StockServer {
     dir: Option<PathBuf>,
 }
 
+/// `env` with `MCPBOX_TOKEN` set to the tests' token ([`crate::gateway::TOKEN`],
+/// which their clients send) unless it sets `MCPBOX_TOKEN` itself (to `""` for
+/// none): the component answers nothing without one.
+fn with_token<'a>(env: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = env.to_vec();
+    if !env.iter().any(|(name, _)| *name == "MCPBOX_TOKEN") {
+        env.push(("MCPBOX_TOKEN", crate::gateway::TOKEN));
+    }
+    env
+}
+
 impl StockServer {
-    /// `wasmtime serve` with `component` and `env` (`--env NAME=VALUE` each) on a
-    /// loopback port the OS picks. `-S cli` gives the component
-    /// `wasi:cli/environment`, `stderr` and `wasi:random`, which `wasmtime serve`
-    /// leaves out by default.
+    /// `wasmtime serve` with `component` and `env` (`--env NAME=VALUE` each,
+    /// with the tests' `MCPBOX_TOKEN` unless `env` has one) on a loopback port
+    /// the OS picks. `-S cli` gives the component `wasi:cli/environment`,
+    /// `stderr` and `wasi:random`, which `wasmtime serve` leaves out by default.
     ///
     /// # Panics
     ///
@@ -246,7 +257,7 @@ impl StockServer {
         let mut command = Command::new(wasmtime_cli());
         command.args(["serve", "-S", "cli", "--addr", "127.0.0.1:0"]);
         command.args(args);
-        for (name, value) in env {
+        for (name, value) in with_token(env) {
             command.arg("--env").arg(format!("{name}={value}"));
         }
         command.arg(component);
@@ -259,8 +270,8 @@ impl StockServer {
     }
 
     /// `jco serve` (Node.js with jco's stock `preview2-shim`, which gives the
-    /// component the process's environment) with `component` and `env`, on a free
-    /// loopback port.
+    /// component the process's environment) with `component` and `env` (with the
+    /// tests' `MCPBOX_TOKEN` unless `env` has one), on a free loopback port.
     ///
     /// # Panics
     ///
@@ -273,7 +284,7 @@ impl StockServer {
             let mut command = Command::new(jco_cli());
             command.args(["serve", "--host", "127.0.0.1", "--port", &port.to_string()]);
             command.arg(component);
-            command.envs(env.iter().copied());
+            command.envs(with_token(env));
             let announced = format!("Server listening @ 127.0.0.1:{port}");
             let ready = |line: &str| {
                 line.contains(&announced)
@@ -290,7 +301,8 @@ impl StockServer {
     /// wasmCloud's `wash dev` serving `component` on a free loopback port, from a
     /// project directory of its own whose `.wash/config.yaml` builds nothing
     /// (`build.command: "true"`, the component already built) and gives the
-    /// component `env` as `workload.environment`: wash hands it to the component
+    /// component `env` (with the tests' `MCPBOX_TOKEN` unless `env` has one) as
+    /// `workload.environment`: wash hands it to the component
     /// as `wasi:cli/environment` (and as `wasi:config/store`). `dev.environment`
     /// is not that: it sets the environment of the `wash` process itself.
     ///
@@ -314,7 +326,7 @@ impl StockServer {
             std::fs::create_dir_all(project.join(".wash"))
                 .expect("create wash's project directory");
             let port = crate::http::free_port();
-            let environment: serde_json::Map<String, serde_json::Value> = env
+            let environment: serde_json::Map<String, serde_json::Value> = with_token(env)
                 .iter()
                 .map(|(n, v)| ((*n).to_owned(), (*v).into()))
                 .collect();

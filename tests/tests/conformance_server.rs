@@ -7,7 +7,7 @@
 //! descriptions say. It is run directly over
 //! Streamable HTTP, and by the gateway over stdio (`serve --http --naming
 //! conditional`, so its tools and prompts keep their own names, which the
-//! scenarios call). Every
+//! scenarios call; `--insecure-no-token`, since the runner cannot send one). Every
 //! scenario the suite lists for a spec revision runs at both revisions, against
 //! both: one runner process per revision and server (`--suite all`), all four
 //! at once.
@@ -85,10 +85,12 @@ fn server_scenarios_through_the_gateway() {
     });
     let config = ConfigFile::new(&json!({"mcpServers": {
         "conformance": {"command": "node", "args": [script.display().to_string()]}}}));
+    // The runner sends no header of the test's choosing, so no token: on loopback,
+    // for this test's own gateway.
     let gateway = serve_http(
         env!("CARGO_BIN_EXE_mcpbox-cli"),
         &config.path,
-        &["--naming", "conditional"],
+        &["--naming", "conditional", "--insecure-no-token"],
     );
 
     // Every revision's whole suite, directly and through the gateway, at once.

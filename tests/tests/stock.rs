@@ -21,13 +21,18 @@
 //!   still answers (the proxy sends the refused requests to the other);
 //! - scale-out behind HAProxy with the configurations shipped in `docs/deploy/`:
 //!   three `wasmtime serve` and three `mcpbox serve --http`, one of them killed
-//!   between calls and one with a call in flight ([`behind_haproxy`]).
+//!   between calls and one with a call in flight ([`behind_haproxy`]);
+//! - without `MCPBOX_TOKEN` it answers nothing (`401`, and says why in the
+//!   platform's log), unless `MCPBOX_INSECURE_NO_TOKEN=1`.
+//!
+//! Every instance is started with the tests' `MCPBOX_TOKEN`, which every client
+//! sends, unless a test says otherwise.
 
 // In a directory of its own: a file beside this one would be a test binary of its own.
 #[path = "stock/behind_haproxy.rs"]
 mod behind_haproxy;
 
-use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client};
+use mcpbox_tests::gateway::{SdkClient, TOKEN, Target, client_command, http, run_client};
 use mcpbox_tests::http::{EverythingMode, everything_http, ts_http};
 use mcpbox_tests::stock::{
     RoundRobin, StockServer, registry_consumer, stock_component, stock_config_component, wash_cli,
@@ -36,6 +41,7 @@ use mcpbox_tests::stock::{
 use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
@@ -226,9 +232,16 @@ fn a_component_composed_with_the_registry_calls_remote_tools_on_wasmtime_run() {
     );
 }
 
+/// rmcp's Streamable HTTP transport to `url`, with the tests' token.
+fn rmcp_http(url: &str) -> StreamableHttpClientTransport<reqwest::Client> {
+    StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(TOKEN),
+    )
+}
+
 /// rmcp's client in one era: lists, calls, closes.
 async fn rmcp_round(url: &str, lifecycle: ClientLifecycleMode, what: &str, calls: usize) {
-    let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+    let transport = rmcp_http(url);
     let client: RunningService<RoleClient, ()> = ()
         .serve_with_lifecycle(transport, lifecycle)
         .await
@@ -475,7 +488,7 @@ async fn a_reused_instance_sends_a_server_it_knows_only_the_call() {
             ],
         );
         let what = format!("MCPBOX_TOOLS_MAX_AGE={max_age}");
-        let transport = StreamableHttpClientTransport::from_uri(serve.url.clone());
+        let transport = rmcp_http(&serve.url);
         let lifecycle = ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         };
@@ -528,4 +541,68 @@ async fn two_wasmtime_serve_processes_behind_a_round_robin_lose_nothing_when_one
         assert!(after[1] > before[1], "{era}: {before:?} then {after:?}");
         drop(second);
     }
+}
+
+/// Without `MCPBOX_TOKEN` the component answers no request (it cannot tell who
+/// can reach it: `wasmtime serve` listens on every interface unless told
+/// otherwise, and loopback is every local user's) and says why, to the client and
+/// in the platform's log; `MCPBOX_INSECURE_NO_TOKEN=1` serves anyone.
+#[test]
+fn without_a_token_the_component_answers_nothing_unless_told_to() {
+    let config = json!({"mcpServers": {}}).to_string();
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}})
+    .to_string();
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "server/discover"),
+    ];
+    let component = stock_component();
+    let closed = StockServer::wasmtime(
+        &component,
+        &[("MCPBOX_CONFIG", &config), ("MCPBOX_TOKEN", "")],
+    );
+    for authorization in [None, Some("Bearer anything")] {
+        let mut sent = headers.to_vec();
+        sent.extend(authorization.map(|v| ("Authorization", v)));
+        let r = http(&closed.url, "POST", &sent, &body);
+        assert_eq!(r.status, 401, "{authorization:?}: {}", r.body);
+        assert!(
+            r.body.contains("MCPBOX_TOKEN is not set")
+                && r.body.contains("MCPBOX_INSECURE_NO_TOKEN"),
+            "{}",
+            r.body
+        );
+    }
+    let logged = |server: &StockServer, what: &str| {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !server.output().iter().any(|l| l.contains(what)) {
+            assert!(
+                std::time::Instant::now() < until,
+                "{what:?} not in the log:\n{}",
+                server.output().join("\n")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    logged(&closed, "MCPBOX_TOKEN is not set");
+
+    let open = StockServer::wasmtime(
+        &component,
+        &[
+            ("MCPBOX_CONFIG", &config),
+            ("MCPBOX_TOKEN", ""),
+            ("MCPBOX_INSECURE_NO_TOKEN", "1"),
+        ],
+    );
+    let r = http(&open.url, "POST", &headers, &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("supportedVersions"), "{}", r.body);
+    logged(
+        &open,
+        "anyone who can reach this component can call every tool",
+    );
 }

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::Instant;
 
-use mcpbox_tests::gateway::http;
+use mcpbox_tests::gateway::{TOKEN, http};
 use mcpbox_tests::http::{START_DEADLINE, ts_http};
 use mcpbox_tests::stock::{StockServer, stock_component};
 use serde_json::json;
@@ -86,6 +86,8 @@ impl Row {
                 ("mcp-protocol-version", "2026-07-28".into()),
                 ("mcp-method", "tools/call".into()),
                 ("mcp-name", tool.into()),
+                // The gateway's and the stock component's token (the upstream ignores it).
+                ("authorization", format!("Bearer {TOKEN}")),
             ],
             body: format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{tool}","arguments":{{"a":2,"b":3}},{META}}}}}"#
@@ -125,6 +127,7 @@ fn mcpbox_serve(config: &std::path::Path) -> Result<(Child, String), String> {
         .arg("--config")
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -176,7 +179,7 @@ fn run(args: &Args) -> Result<(), String> {
 
     let mut discover = Row::call("stock: server/discover", stock.url.clone(), "ts__add");
     discover.headers[3].1 = "server/discover".into();
-    discover.headers.truncate(4);
+    discover.headers.retain(|(name, _)| *name != "mcp-name");
     discover.body =
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{META}}}}}"#);
     discover.expect = (200, "supportedVersions");

@@ -90,7 +90,17 @@ pub fn handle<P: Platform>(
         }
     };
     if let Some(refusal) = check_access(settings, request) {
+        if refusal.1 == NO_TOKEN {
+            // The operator's mistake, not the client's: the platform's log says so.
+            out.log(&format!("mcpbox: {NO_TOKEN}"));
+        }
         return plain(out, refusal.0, refusal.1);
+    }
+    if settings.token.is_none() {
+        out.log(
+            "mcpbox: MCPBOX_INSECURE_NO_TOKEN is set and MCPBOX_TOKEN is not: anyone who can \
+             reach this component can call every tool",
+        );
     }
     match request.method.as_str() {
         "POST" => {}
@@ -357,17 +367,30 @@ fn route(path: &str) -> Result<Option<String>, ()> {
     }
 }
 
+/// Why every request is refused while the component has no token.
+const NO_TOKEN: &str = "MCPBOX_TOKEN is not set, and without a bearer token this gateway \
+    answers no request: set MCPBOX_TOKEN (clients send `Authorization: Bearer …`), or \
+    MCPBOX_INSECURE_NO_TOKEN=1 to let anyone who can reach it call every tool";
+
 /// The bearer token and the `Origin` (DNS rebinding), as `mcpbox serve --http`
-/// checks them: the refusal when one fails.
+/// checks them: the refusal when one fails. The token is required, as there:
+/// the component cannot tell who can reach it (`wasmtime serve` listens on
+/// every interface unless told otherwise, and loopback is shared by every user
+/// of a machine), so without `MCPBOX_TOKEN` it refuses every request unless
+/// `MCPBOX_INSECURE_NO_TOKEN` says to serve anyone.
 fn check_access(settings: &Settings, request: &HttpRequest) -> Option<(u16, &'static str)> {
-    if let Some(token) = &settings.token {
-        let given = request
-            .header("authorization")
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .unwrap_or_default();
-        if !same(given.as_bytes(), token.as_bytes()) {
-            return Some((401, "a bearer token is required (MCPBOX_TOKEN)"));
+    match &settings.token {
+        Some(token) => {
+            let given = request
+                .header("authorization")
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .unwrap_or_default();
+            if !same(given.as_bytes(), token.as_bytes()) {
+                return Some((401, "a bearer token is required (MCPBOX_TOKEN)"));
+            }
         }
+        None if !settings.insecure_no_token => return Some((401, NO_TOKEN)),
+        None => {}
     }
     if let Some(origin) = request.header("origin") {
         let listed = settings.allowed_origins.iter().any(|o| o == origin);
@@ -462,6 +485,25 @@ mod tests {
             .0,
             403
         );
+    }
+
+    #[test]
+    fn without_a_token_nothing_is_served_unless_told_to() {
+        let none = Settings::default();
+        let refused = check_access(&none, &request(&[("authorization", "Bearer x")])).unwrap();
+        assert_eq!(refused, (401, NO_TOKEN));
+        let open = Settings {
+            insecure_no_token: true,
+            ..Settings::default()
+        };
+        assert_eq!(check_access(&open, &request(&[])), None);
+        // The flag does not lift a token that is set.
+        let both = Settings {
+            token: Some("s3cret".into()),
+            insecure_no_token: true,
+            ..Settings::default()
+        };
+        assert_eq!(check_access(&both, &request(&[])).unwrap().0, 401);
     }
 
     #[test]

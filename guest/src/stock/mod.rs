@@ -73,8 +73,13 @@ use crate::prelude::*;
 pub struct Settings {
     /// The `.mcp.json` text, and where it came from (for messages).
     pub config: Option<(String, String)>,
-    /// `MCPBOX_TOKEN`: a bearer token every request must carry.
+    /// `MCPBOX_TOKEN`: a bearer token every request must carry. Without it the
+    /// component answers no request ([`exchange`]), unless
+    /// [`insecure_no_token`](Settings::insecure_no_token).
     pub token: Option<String>,
+    /// `MCPBOX_INSECURE_NO_TOKEN` (`1` or `true`): serve without a token when
+    /// `MCPBOX_TOKEN` is unset, to anyone who can reach the component.
+    pub insecure_no_token: bool,
     /// `MCPBOX_ALLOWED_ORIGINS` (comma-separated): `Origin`s accepted besides
     /// loopback ones.
     pub allowed_origins: Vec<String>,
@@ -131,6 +136,8 @@ impl Settings {
         Settings {
             config,
             token: get("MCPBOX_TOKEN"),
+            insecure_no_token: get("MCPBOX_INSECURE_NO_TOKEN")
+                .is_some_and(|v| v == "1" || v.eq_ignore_ascii_case("true")),
             allowed_origins: get("MCPBOX_ALLOWED_ORIGINS")
                 .map(|v| {
                     v.split(',')

@@ -22,9 +22,11 @@
 //!   the same program with the same arguments (launchers such as `npx` and `uvx`
 //!   included, their "don't ask" flags not), or reach the same URL.
 //! - **Secrets** ([`secrets`]): a credential written inline (an `env` value or
-//!   header whose name looks like one, a bearer token, `?key=` in a URL, a value
-//!   shaped like a known token) becomes a `${VAR}` reference and a note naming the
-//!   variable to set. The value itself is never printed, returned or written.
+//!   header whose name looks like one, a bearer or basic credential, a URL's
+//!   password or `?key=`, wherever the URL is written, a webhook URL, a password
+//!   after `-p`, a value shaped like a known token) becomes a `${VAR}` reference
+//!   and a note naming the variable to set. The value itself is never printed,
+//!   returned or written.
 //! - **Never clobber** ([`write`]): an entry already in the target file is left as
 //!   it is; one of the same name but another identity is reported, not replaced.
 //!

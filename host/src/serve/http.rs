@@ -65,9 +65,20 @@ const REPLAY_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct HttpOptions {
     /// A bearer token every request must carry (`Authorization: Bearer …`).
-    /// Required when the listener is not on a loopback address: `serve_http`
-    /// refuses to start without one there.
+    /// Required on every address, loopback included: any user of the machine can
+    /// connect to loopback, so without a token every one of them could call every
+    /// tool and read the dashboard. `serve_http` and `serve_dashboard` refuse to
+    /// start without one unless [`insecure_no_token`](HttpOptions::insecure_no_token)
+    /// is set on a loopback listener. [`random_token`](crate::random_token) makes
+    /// one; [`stored_token`](crate::stored_token) keeps one for the user, as the CLI does.
     pub token: Option<String>,
+    /// Serve without a token, on a loopback listener only: every local user, and
+    /// every program any of them runs, can then call every tool (with the
+    /// credentials of its server's entry) and read the dashboard (servers' stderr,
+    /// the recent calls, with their arguments when the audit records them). For a
+    /// machine with one user and a client that cannot send a header. Off
+    /// loopback a token is required all the same. Default off.
+    pub insecure_no_token: bool,
     /// `Origin`s accepted besides loopback ones (`http://localhost:3000`, …). A
     /// request with any other `Origin` is refused with `403` (DNS rebinding); on
     /// a loopback listener, a `Host` that is not a loopback name is refused too.
@@ -102,6 +113,7 @@ impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
             token: None,
+            insecure_no_token: false,
             allowed_origins: Vec::new(),
             dashboard: true,
             max_body_bytes: 4 * 1024 * 1024,
@@ -253,7 +265,8 @@ pub(super) struct Shared {
     pub(super) options: HttpOptions,
     /// Whether `/mcp` is served (`serve_http`) or only the dashboard (`serve_dashboard`).
     mcp: bool,
-    /// The profile of `/mcp` (`ServeOptions::profile`); `/mcp/{profile}` names another.
+    /// The profile of `/mcp` (`ServeOptions::profile`); when set, the only one
+    /// `/mcp/{profile}` may name.
     default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
     loopback: bool,
@@ -278,11 +291,30 @@ pub(super) async fn run(
 ) -> Result<(), ServeError> {
     let local: SocketAddr = listener.local_addr()?;
     let loopback = local.ip().is_loopback();
-    if !loopback && options.token.is_none() {
-        return Err(ServeError::Refused(format!(
-            "serving on {local}, which is not a loopback address, needs a bearer token \
-             (HttpOptions::token; `mcpbox serve --http` makes one up, or reads MCPBOX_TOKEN)"
-        )));
+    match options.token.as_deref() {
+        Some(token) if !super::token::is_valid_token(token) => {
+            return Err(ServeError::Refused(
+                "the bearer token must be one word of letters, digits, `-`, `_`, `.`, `~`, \
+                 `+` or `/` (HttpOptions::token, MCPBOX_TOKEN)"
+                    .into(),
+            ));
+        }
+        Some(_) => {}
+        None if !loopback => {
+            return Err(ServeError::Refused(format!(
+                "serving on {local}, which is not a loopback address, needs a bearer token \
+                 (HttpOptions::token; `mcpbox serve --http` keeps one in the user's mcpbox \
+                 configuration directory, or reads MCPBOX_TOKEN)"
+            )));
+        }
+        None if !options.insecure_no_token => {
+            return Err(ServeError::Refused(format!(
+                "serving on {local} needs a bearer token, loopback too: any user of this \
+                 machine can connect to it (HttpOptions::token, mcpbox::random_token or \
+                 mcpbox::stored_token; HttpOptions::insecure_no_token serves without one)"
+            )));
+        }
+        None => {}
     }
     let shared = Arc::new(Shared {
         runtime,
@@ -378,7 +410,25 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
     let profile = match path.strip_prefix("/mcp") {
         Some("" | "/") => shared.default_profile.clone(),
         Some(rest) => match rest.strip_prefix('/') {
-            Some(name) if !name.is_empty() && !name.contains('/') => Some(percent_decode(name)),
+            Some(name) if !name.is_empty() && !name.contains('/') => {
+                let name = percent_decode(name);
+                // A profile given at start-up binds every client: a path cannot
+                // widen what `--profile` narrowed.
+                if let Some(bound) = &shared.default_profile
+                    && *bound != name
+                {
+                    return plain(
+                        StatusCode::FORBIDDEN,
+                        &format!(
+                            "forbidden: this gateway serves the profile `{}` only (it was \
+                             started with --profile {0}); use /mcp or /mcp/{0}, or start one \
+                             without --profile to choose profiles by path",
+                            bound
+                        ),
+                    );
+                }
+                Some(name)
+            }
             _ => {
                 return plain(
                     StatusCode::NOT_FOUND,
@@ -456,7 +506,12 @@ fn refusal(
             .and_then(|v| v.strip_prefix("Bearer "))
             .unwrap_or("");
         if !same(given.as_bytes(), token.as_bytes()) {
-            let mut r = plain(StatusCode::UNAUTHORIZED, "a bearer token is required");
+            let mut r = plain(
+                StatusCode::UNAUTHORIZED,
+                "a bearer token is required: send `Authorization: Bearer TOKEN` \
+                 (`mcpbox serve --http` and `mcpbox dashboard` take MCPBOX_TOKEN, else keep \
+                 the token in the file http-token of the user's mcpbox configuration directory)",
+            );
             r.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return Some(r);

@@ -7,7 +7,9 @@
 //! (`http`): each POST is an *exchange* whose answers stream back as JSON or SSE,
 //! `Mcp-Session-Id`s are made up here (random) and mapped to the guest's session
 //! handles, and the HTTP safety rules (bearer token, `Origin`/`Host` checks, size
-//! limits, per-stream buffers) apply before anything reaches the guest.
+//! limits, per-stream buffers) apply before anything reaches the guest. The token
+//! is required on every address, loopback included (any user of the machine can
+//! reach loopback); `token` keeps the CLI's in the user's configuration directory.
 //!
 //! Beside `/mcp`, the HTTP side serves the status dashboard (`dashboard`: a page,
 //! its REST API and live events, `/metrics`), which [`Runtime::serve_dashboard`]
@@ -18,6 +20,7 @@
 mod dashboard;
 mod http;
 mod stdio;
+mod token;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
@@ -28,6 +31,7 @@ use crate::bindings::gateway;
 use crate::driver::{Downstream, Job};
 
 pub use http::HttpOptions;
+pub use token::{StoredToken, TOKEN_FILE, TokenFileError, is_valid_token, stored_token};
 
 /// How registry tools are named for downstream clients.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -55,9 +59,11 @@ pub struct ServeOptions {
     pub tool_search: bool,
     /// Items per page of `tools/list` and of the resource, template and prompt lists.
     pub page_size: usize,
-    /// The profile (a named set of permission rules in the configuration) the
-    /// stdio client is served under, and over HTTP the clients of `/mcp`
-    /// (`/mcp/NAME` chooses another).
+    /// The profile (a named set of permission rules in the configuration) every
+    /// client is served under: the stdio client, and over HTTP the clients of
+    /// `/mcp` and `/mcp/NAME` alike (a path naming another profile is `403`).
+    /// Without it, `/mcp` has the top-level rules only and `/mcp/NAME` chooses
+    /// a profile.
     pub profile: Option<String>,
 }
 
@@ -155,9 +161,11 @@ impl Runtime {
         stdio::run(self, feed, options.profile, input, output).await
     }
 
-    /// Serves the registry over Streamable HTTP at `/mcp` (under
-    /// [`ServeOptions::profile`]) and `/mcp/{profile}` on `listener`, until the
-    /// runtime stops or accepting fails. See [`HttpOptions`] for the safety rules.
+    /// Serves the registry over Streamable HTTP at `/mcp` and `/mcp/{profile}` (only
+    /// [`ServeOptions::profile`]'s, when it is set) on `listener`, until the
+    /// runtime stops or accepting fails. See [`HttpOptions`] for the safety rules:
+    /// it refuses to start without [`HttpOptions::token`] unless
+    /// [`HttpOptions::insecure_no_token`] is set on a loopback listener.
     pub async fn serve_http(
         &self,
         options: ServeOptions,

@@ -44,7 +44,8 @@ pub(crate) struct StdioSpec {
     pub args: Vec<String>,
     /// The complete environment of the child.
     pub env: Vec<(String, String)>,
-    pub cwd: Option<String>,
+    /// Where it runs: as configured here; once opened, absolute (see `super::places`).
+    pub cwd: Option<PathBuf>,
     /// The grants, paths resolved; unconfined when absent.
     pub sandbox: Option<SandboxSpec>,
 }
@@ -84,7 +85,7 @@ pub(crate) fn resolve_stdio(
     let cwd = ep
         .cwd
         .as_deref()
-        .map(|c| interpolate(c, "cwd", lookup))
+        .map(|c| interpolate(c, "cwd", lookup).map(PathBuf::from))
         .transpose()?;
 
     // A sandbox's `env` names the only ambient variables that pass.

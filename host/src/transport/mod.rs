@@ -16,6 +16,7 @@
 pub(crate) mod descendants;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
+pub(crate) mod places;
 #[cfg(target_os = "linux")]
 pub(crate) mod sandbox;
 pub(crate) mod stdio;
@@ -139,10 +140,23 @@ fn open(
              with `Policy::allow_processes`, or run the CLI without `--no-processes`)"
         )));
     }
-    let spec = endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok())
+    let mut spec = endpoint::resolve_stdio(&ep, &|name| std::env::var(name).ok())
         .map_err(|e| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}")))?;
+    // Relative programs and paths name what is beside the configuration file
+    // (see `places`), whatever directory mcpbox was started in.
+    spec.cwd = state.places.working_dir(spec.cwd.as_deref());
+    if let Some(cwd) = &spec.cwd
+        && spec.command.contains('/')
+        && std::path::Path::new(&spec.command).is_relative()
+    {
+        spec.command = cwd.join(&spec.command).to_string_lossy().into_owned();
+    }
     let diagnostics = track_diagnostics(state, server);
-    let confined = confine(state, server, &spec, &diagnostics)?;
+    let own_npm_cache = ep
+        .env
+        .iter()
+        .any(|pair| pair.name.eq_ignore_ascii_case(NPM_CACHE_VAR));
+    let confined = confine(state, server, &mut spec, own_npm_cache, &diagnostics)?;
     let spawned = stdio::spawn(
         &spec,
         state.policy.max_message_bytes,
@@ -159,25 +173,53 @@ fn open(
     })
 }
 
+/// The variable that points npm at its cache.
+const NPM_CACHE_VAR: &str = "npm_config_cache";
+
 /// Prepares the sandbox of a stdio server that has one: its description goes to
 /// the diagnostics, its warnings to the notices; a grant the kernel cannot
-/// enforce (and `require`s) is `denied`.
+/// enforce (and `require`s) is `denied`. A sandboxed `npx` gets a private npm
+/// cache (`places`), unless its entry's `env` names one (`own_npm_cache`: then
+/// only its grants apply).
 #[cfg(target_os = "linux")]
 fn confine(
     state: &HostState,
     server: &str,
-    spec: &endpoint::StdioSpec,
+    spec: &mut endpoint::StdioSpec,
+    own_npm_cache: bool,
     diagnostics: &Mutex<Diagnostics>,
 ) -> Result<Option<sandbox::Prepared>, wit::TransportError> {
     let Some(grants) = &spec.sandbox else {
         return Ok(None);
     };
-    let cwd = spec.cwd.as_deref().map(std::path::Path::new);
-    let mut prepared =
-        sandbox::prepare(server, grants, &spec.command, &spec.env, cwd).map_err(|e| match e {
-            sandbox::SandboxError::Unsupported { .. } => wit::TransportError::Denied(e.to_string()),
-            sandbox::SandboxError::Setup { .. } => wit::TransportError::Io(e.to_string()),
+    let mut private = Vec::new();
+    if sandbox::runs_npx(&spec.command) && !own_npm_cache {
+        let cache = state.places.private_dir(server, spec, "npm").map_err(|e| {
+            wit::TransportError::Io(format!(
+                "server `{server}`: its private npm cache could not be made: {e}"
+            ))
         })?;
+        // npm reads its variables in any case: one name is left, pointing here.
+        spec.env
+            .retain(|(name, _)| !name.eq_ignore_ascii_case(NPM_CACHE_VAR));
+        spec.env.push((
+            NPM_CACHE_VAR.to_owned(),
+            cache.to_string_lossy().into_owned(),
+        ));
+        private.push(cache);
+    }
+    let mut prepared = sandbox::prepare(
+        server,
+        grants,
+        &spec.command,
+        &spec.env,
+        spec.cwd.as_deref(),
+        &private,
+    )
+    .map_err(|e| match e {
+        sandbox::SandboxError::Unsupported { .. } => wit::TransportError::Denied(e.to_string()),
+        sandbox::SandboxError::Setup { .. } => wit::TransportError::Io(e.to_string()),
+    })?;
     diagnostics
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -191,7 +233,8 @@ fn confine(
 fn confine(
     state: &HostState,
     server: &str,
-    spec: &endpoint::StdioSpec,
+    spec: &mut endpoint::StdioSpec,
+    _: bool,
     _: &Mutex<Diagnostics>,
 ) -> Result<Option<std::convert::Infallible>, wit::TransportError> {
     match &spec.sandbox {

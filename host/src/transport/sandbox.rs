@@ -29,18 +29,29 @@
 //!   `host.conf`, `gai.conf`) — not the rest of `/etc` (no `passwd`, no `shadow`);
 //! - the command, found on the child's `PATH`, and the file it links to; for a
 //!   script (`#!`), its interpreter, found the same way (`#!/usr/bin/env node`);
-//! - for each of those, the installation it sits in when it is `<prefix>/bin/<name>`
-//!   (`/root/.pyenv/versions/3.11.7`, a Python venv, `/opt/node`) or a version
-//!   manager's `<root>/shims/<name>` (pyenv, rbenv), and the
-//!   outermost `node_modules` directory above it (a package's dependencies);
-//! - `npx`: the npm cache (`$npm_config_cache`, else `$HOME/.npm`), read and write,
-//!   where npx unpacks the packages it runs;
+//! - for each of those at `<prefix>/bin/<name>` (or a version manager's
+//!   `<prefix>/shims/<name>`), the installation it belongs to, where `<prefix>` is
+//!   recognisably one ([`installation`]): a Python venv (`pyvenv.cfg`, the whole
+//!   venv), a pyenv or rbenv root (`shims` beside `versions`, the whole root), an
+//!   installation with a `lib/node_modules`, `lib/python3*` or `lib/ruby` tree
+//!   (its `bin` and `lib` only: `/opt/node`, a pyenv Python, `~/.local` after
+//!   `pip install --user`). Never the home directory or one of its ancestors
+//!   (`~/bin/tool` gets the file alone), and nothing for an unrecognised prefix
+//!   (`~/.cargo/bin/tool` gets the file alone, not `~/.cargo/credentials.toml`);
+//! - the outermost `node_modules` directory above each of them (a package's
+//!   dependencies);
 //! - devices every program opens: `/dev/null`, `/dev/zero`, `/dev/full`,
 //!   `/dev/random`, `/dev/urandom` (read and write).
 //!
+//! And one write grant: `npx` gets a private npm cache of its own (see
+//! `super::places`), read and write, which `npm_config_cache` points it to: not
+//! the shared `~/.npm`, whose `_npx` directory holds the code every other `npx`
+//! of the user runs later.
+//!
 //! Not `/proc` or `/sys`: Node.js, Python and the fixture server run without them
 //! (measured), and they describe the rest of the system. A server that needs them
-//! is granted them like any path.
+//! is granted them like any path. Every automatic grant is listed in the
+//! sandbox's description (`Runtime::diagnostics`, `mcpbox servers`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -154,15 +165,18 @@ fn describe_abi(abi: ABI) -> String {
 }
 
 /// Builds the ruleset for `server`'s `sandbox`, with the automatic grants for a
-/// child that runs `command` with `env` (its `PATH`, `HOME`, …) in `cwd`.
+/// child that runs `command` with `env` (its `PATH`, `HOME`, …) in `cwd`, and
+/// `private`: directories the host made for this server alone (its npm cache),
+/// read and write.
 pub(crate) fn prepare(
     server: &str,
     sandbox: &SandboxSpec,
     command: &str,
     env: &[(String, String)],
     cwd: Option<&Path>,
+    private: &[PathBuf],
 ) -> Result<Prepared, SandboxError> {
-    prepare_for(kernel_abi(), server, sandbox, command, env, cwd)
+    prepare_for(kernel_abi(), server, sandbox, command, env, cwd, private)
 }
 
 /// [`prepare`] on a kernel of Landlock ABI `abi` (tests ask for older ones).
@@ -173,6 +187,7 @@ fn prepare_for(
     command: &str,
     env: &[(String, String)],
     cwd: Option<&Path>,
+    private: &[PathBuf],
 ) -> Result<Prepared, SandboxError> {
     let mut warnings = Vec::new();
     let confine_net = !matches!(sandbox.network, Network::All);
@@ -237,8 +252,9 @@ fn prepare_for(
     for p in DEVICES {
         rules.push((PathBuf::from(p), all_fs & AccessFs::from_file(abi), false));
     }
-    for (p, write) in runtime_paths(command, env, cwd) {
-        rules.push((p, if write { all_fs } else { read }, false));
+    let automatic = automatic_grants(command, env, cwd, private);
+    for (p, write) in &automatic {
+        rules.push((p.clone(), if *write { all_fs } else { read }, false));
     }
     for (path, access, granted) in &rules {
         let fd = match PathFd::new(path) {
@@ -276,7 +292,7 @@ fn prepare_for(
                 .map_err(setup)?;
         }
     }
-    let mut description = describe(sandbox, abi, cwd);
+    let mut description = describe(sandbox, abi, cwd, &automatic);
     // What was dropped or skipped stays visible after the warning event is gone.
     for warning in &warnings {
         let what = warning
@@ -291,8 +307,15 @@ fn prepare_for(
     })
 }
 
-/// The sandbox in words, for diagnostics and error messages.
-fn describe(sandbox: &SandboxSpec, abi: ABI, cwd: Option<&Path>) -> String {
+/// The sandbox in words, for diagnostics and error messages: the grants as
+/// configured, then every automatic one (`automatic`: the program's own files,
+/// and what is written to, besides the system's).
+fn describe(
+    sandbox: &SandboxSpec,
+    abi: ABI,
+    cwd: Option<&Path>,
+    automatic: &[(PathBuf, bool)],
+) -> String {
     let list = |paths: &[PathBuf]| {
         if paths.is_empty() {
             "nothing".to_owned()
@@ -319,9 +342,10 @@ fn describe(sandbox: &SandboxSpec, abi: ABI, cwd: Option<&Path>) -> String {
     };
     let fs = if abi >= ABI::V1 {
         format!(
-            "read {}; write {}",
+            "read {}; write {}; {}",
             list(&sandbox.read),
-            list(&sandbox.write)
+            list(&sandbox.write),
+            describe_automatic(automatic)
         )
     } else {
         "filesystem not confined (the kernel cannot)".to_owned()
@@ -332,14 +356,86 @@ fn describe(sandbox: &SandboxSpec, abi: ABI, cwd: Option<&Path>) -> String {
     )
 }
 
+/// What a sandboxed program gets without asking, besides the system's files:
+/// its own files (see [`runtime_paths`]) and `private`, directories the host made
+/// for it alone (read and write). `(path, writable)`, each once, in the order
+/// found, existing paths only.
+pub(crate) fn automatic_grants(
+    command: &str,
+    env: &[(String, String)],
+    cwd: Option<&Path>,
+    private: &[PathBuf],
+) -> Vec<(PathBuf, bool)> {
+    let mut automatic: Vec<(PathBuf, bool)> = Vec::new();
+    let found = runtime_paths(command, env, cwd)
+        .into_iter()
+        .chain(private.iter().map(|p| (p.clone(), true)));
+    for (p, write) in found {
+        match automatic.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, w)) => *w |= write,
+            None => automatic.push((p, write)),
+        }
+    }
+    // A directory the system grant already covers says nothing new.
+    let covered = |p: &Path| {
+        p.is_dir()
+            && SYSTEM
+                .iter()
+                .any(|system| !system.starts_with("/etc") && p.starts_with(system))
+    };
+    automatic.retain(|(p, write)| p.exists() && (*write || !covered(p)));
+    automatic
+}
+
+/// Every automatic grant in words: the system's, then `automatic`
+/// ([`automatic_grants`]).
+pub(crate) fn describe_automatic(automatic: &[(PathBuf, bool)]) -> String {
+    let of = |write: bool| -> Vec<String> {
+        automatic
+            .iter()
+            .filter(|(_, w)| *w == write)
+            .map(|(p, _)| p.display().to_string())
+            .collect()
+    };
+    let mut text = "also read: the system's programs and libraries (/usr, /bin, /sbin, /lib*, \
+                    the loader's, TLS and name resolution files of /etc), /dev/null, /dev/zero, \
+                    /dev/full, /dev/random, /dev/urandom"
+        .to_owned();
+    for p in of(false) {
+        text.push_str(", ");
+        text.push_str(&p);
+    }
+    let private = of(true);
+    if !private.is_empty() {
+        text.push_str(&format!("; also write: {} (its own)", private.join(", ")));
+    }
+    text
+}
+
+/// Whether `command` is `npx`, which gets a private npm cache in a sandbox.
+pub(crate) fn runs_npx(command: &str) -> bool {
+    Path::new(command).file_name().is_some_and(|n| n == "npx")
+}
+
 /// The paths the program needs to run: its command and interpreter, their
-/// installations, their `node_modules`, and npx's cache. `(path, writable)`.
+/// installations and their `node_modules`, read-only. `(path, writable)`.
 fn runtime_paths(
     command: &str,
     env: &[(String, String)],
     cwd: Option<&Path>,
 ) -> Vec<(PathBuf, bool)> {
     let var = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str());
+    // The home directories the program could mean: its own, and this process's.
+    let homes: Vec<PathBuf> = [var("HOME").map(str::to_owned), std::env::var("HOME").ok()]
+        .into_iter()
+        .flatten()
+        .filter(|h| !h.is_empty())
+        .flat_map(|h| {
+            let h = PathBuf::from(h);
+            let canonical = std::fs::canonicalize(&h).ok();
+            std::iter::once(h).chain(canonical)
+        })
+        .collect();
     let mut out: Vec<(PathBuf, bool)> = Vec::new();
     let mut programs = vec![command.to_owned()];
     let mut seen = 0;
@@ -352,13 +448,7 @@ fn runtime_paths(
         let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         for p in [&path, &canonical] {
             out.push((p.clone(), false));
-            if let Some(prefix) = p
-                .parent()
-                .filter(|bin| bin.file_name().is_some_and(|n| n == "bin" || n == "shims"))
-                .and_then(Path::parent)
-            {
-                out.push((prefix.to_path_buf(), false));
-            }
+            out.extend(installation(p, &homes).into_iter().map(|i| (i, false)));
             if let Some(modules) = p
                 .ancestors()
                 .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
@@ -366,12 +456,6 @@ fn runtime_paths(
             {
                 out.push((modules.to_path_buf(), false));
             }
-        }
-        if Path::new(&program).file_name().is_some_and(|n| n == "npx") {
-            let cache = var("npm_config_cache")
-                .map(PathBuf::from)
-                .or_else(|| var("HOME").map(|home| Path::new(home).join(".npm")));
-            out.extend(cache.map(|c| (c, true)));
         }
         // A script's interpreter (`#!/usr/bin/env node` names two programs).
         if let Some(line) = shebang(&canonical) {
@@ -389,6 +473,57 @@ fn runtime_paths(
         }
     }
     out
+}
+
+/// The installation a program at `<prefix>/bin/<name>` (or `<prefix>/shims/<name>`)
+/// belongs to, as the paths to grant: empty unless `<prefix>` is recognisably an
+/// installation, and never `/`, a home directory in `homes` or an ancestor of one.
+///
+/// - a Python venv (`<prefix>/pyvenv.cfg`): the whole venv;
+/// - a pyenv or rbenv root (`shims` beside `versions`): the whole root;
+/// - a prefix with a `lib/node_modules`, `lib/python3*` or `lib/ruby` tree (Node.js,
+///   a Python, a Ruby, `~/.local` after `pip install --user`): `<prefix>/bin` and
+///   `<prefix>/lib`, not the rest (`~/.local/share` holds keyrings and histories).
+fn installation(program: &Path, homes: &[PathBuf]) -> Vec<PathBuf> {
+    let Some(dir) = program.parent() else {
+        return Vec::new();
+    };
+    let Some(kind) = dir.file_name().and_then(|n| n.to_str()) else {
+        return Vec::new();
+    };
+    let Some(prefix) = dir.parent() else {
+        return Vec::new();
+    };
+    if !matches!(kind, "bin" | "shims")
+        || prefix.parent().is_none()
+        || homes.iter().any(|home| home.starts_with(prefix))
+    {
+        return Vec::new();
+    }
+    if prefix.join("pyvenv.cfg").is_file() {
+        return vec![prefix.to_path_buf()];
+    }
+    if kind == "shims" {
+        return if prefix.join("versions").is_dir() {
+            vec![prefix.to_path_buf()]
+        } else {
+            Vec::new()
+        };
+    }
+    let lib = prefix.join("lib");
+    let runtime_tree = lib.join("node_modules").is_dir()
+        || std::fs::read_dir(&lib).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                (name.starts_with("python3") || name == "ruby") && e.path().is_dir()
+            })
+        });
+    if runtime_tree {
+        vec![dir.to_path_buf(), lib]
+    } else {
+        Vec::new()
+    }
 }
 
 /// `program` as `exec` finds it: a path as is (relative to `cwd`), a bare name
@@ -514,7 +649,8 @@ mod tests {
 
     #[test]
     fn a_grant_an_older_kernel_cannot_enforce_is_refused_or_dropped_with_a_warning() {
-        let prepare = |abi, spec: &SandboxSpec| prepare_for(abi, "fs", spec, "true", &[], None);
+        let prepare =
+            |abi, spec: &SandboxSpec| prepare_for(abi, "fs", spec, "true", &[], None, &[]);
         let e = prepare(ABI::V3, &spec(Network::None, true)).err().unwrap();
         assert_eq!(
             e.to_string(),
@@ -558,7 +694,7 @@ mod tests {
     }
 
     #[test]
-    fn runtime_paths_follow_the_shebang_and_the_installation() {
+    fn runtime_paths_follow_the_shebang_and_the_node_modules() {
         let dir = std::env::temp_dir().join(format!("mcpbox-sandbox-{}", std::process::id()));
         let modules = dir.join("node_modules");
         let pkg = modules.join("pkg").join("bin");
@@ -576,27 +712,88 @@ mod tests {
             "the outermost node_modules: {paths:?}"
         );
         assert!(
-            paths.contains(&modules.join("pkg")),
-            "the installation of <prefix>/bin/<name>: {paths:?}"
+            !paths.contains(&modules.join("pkg")),
+            "<prefix>/bin/<name> is no installation by itself: {paths:?}"
         );
         assert!(paths.contains(&PathBuf::from("/usr/bin/env")), "{paths:?}");
         if Path::new("/usr/bin/node").exists() {
             assert!(paths.contains(&PathBuf::from("/usr/bin/node")), "{paths:?}");
         }
-        let npx: Vec<(PathBuf, bool)> = runtime_paths(
-            "npx",
-            &[
-                ("PATH".into(), "/usr/bin".into()),
-                ("HOME".into(), "/home/me".into()),
-            ],
-            None,
-        );
-        if Path::new("/usr/bin/npx").exists() {
-            assert!(
-                npx.contains(&(PathBuf::from("/home/me/.npm"), true)),
-                "{npx:?}"
-            );
-        }
+        // Nothing is ever writable but what the host made for the server.
+        assert!(runtime_paths("npx", &env, None).iter().all(|(_, w)| !w));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A program in `<prefix>/bin` opens `<prefix>` only where it is
+    /// recognisably an installation, and never a home directory or above.
+    #[test]
+    fn an_installation_is_granted_only_where_it_is_one() {
+        let root = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(root.path()).unwrap();
+        let home = root.join("home");
+        let homes = [home.clone()];
+        let program = |dir: &Path| {
+            std::fs::create_dir_all(dir).unwrap();
+            let p = dir.join("tool");
+            std::fs::write(&p, "").unwrap();
+            p
+        };
+        // ~/bin/tool: never the home directory.
+        std::fs::create_dir_all(home.join("lib/python3.12")).unwrap();
+        assert_eq!(
+            installation(&program(&home.join("bin")), &homes),
+            Vec::<PathBuf>::new()
+        );
+        // An ancestor of it neither (a home at /x/home, a program at /x/bin).
+        assert_eq!(
+            installation(&program(&root.join("bin")), &homes),
+            Vec::<PathBuf>::new()
+        );
+        // ~/.cargo/bin/tool: nothing recognisable, the file alone.
+        assert_eq!(
+            installation(&program(&home.join(".cargo/bin")), &homes),
+            Vec::<PathBuf>::new()
+        );
+        // ~/.local/bin/tool with a Python's packages: its bin and lib, not share.
+        let local = home.join(".local");
+        std::fs::create_dir_all(local.join("lib/python3.12/site-packages")).unwrap();
+        std::fs::create_dir_all(local.join("share/keyrings")).unwrap();
+        assert_eq!(
+            installation(&program(&local.join("bin")), &homes),
+            vec![local.join("bin"), local.join("lib")]
+        );
+        // A Node.js installation the same.
+        let node = root.join("opt/node");
+        std::fs::create_dir_all(node.join("lib/node_modules/npm")).unwrap();
+        assert_eq!(
+            installation(&program(&node.join("bin")), &homes),
+            vec![node.join("bin"), node.join("lib")]
+        );
+        // A venv whole.
+        let venv = home.join("project/.venv");
+        std::fs::create_dir_all(&venv).unwrap();
+        std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(
+            installation(&program(&venv.join("bin")), &homes),
+            vec![venv.clone()]
+        );
+        // A version manager's root with its shims.
+        let pyenv = home.join(".pyenv");
+        std::fs::create_dir_all(pyenv.join("versions")).unwrap();
+        assert_eq!(
+            installation(&program(&pyenv.join("shims")), &homes),
+            vec![pyenv]
+        );
+        assert_eq!(
+            installation(&program(&home.join("shims")), &homes),
+            Vec::<PathBuf>::new()
+        );
+        // The whole chain, with the child's HOME: ~/bin/tool is the file alone.
+        let env = [
+            ("HOME".to_owned(), home.display().to_string()),
+            ("PATH".to_owned(), home.join("bin").display().to_string()),
+        ];
+        let paths = automatic_grants("tool", &env, None, &[]);
+        assert_eq!(paths, vec![(home.join("bin/tool"), false)]);
     }
 }

@@ -168,7 +168,7 @@ pub(crate) fn spawn(
             let place = spec
                 .cwd
                 .as_ref()
-                .map(|c| format!(" in {c}"))
+                .map(|c| format!(" in {}", c.display()))
                 .unwrap_or_default();
             wit::TransportError::Unreachable(format!(
                 "could not start `{}`{place}: {e}",

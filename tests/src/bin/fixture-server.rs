@@ -67,10 +67,12 @@
 //! | `huge` | `bytes: integer` (required) | one text block of `bytes` ASCII `x` characters |
 //! | `progress` | `steps: integer` (required), `interval_ms: integer` | sends `steps` `notifications/progress` (when the request has `_meta.progressToken`), `interval_ms` apart (default 10), then `done N`; cancellable |
 //! | `multi` | `parts: string[]` (required) | one text block per part |
-//! | `image` | none | a text block `a red pixel` and a 1×1 PNG image block |
+//! | `image` | `count: integer` | a text block `a red pixel` and `count` (default 1) 1×1 PNG image blocks |
 //! | `flood` | `count: integer` (required) | sends `count` `notifications/message` lines as fast as it can, then `flooded N` |
 //! | `close_stdout` | none | closes stdout and keeps running without ever answering (only stdin closing ends it) |
 //! | `read_text` | `path: string` (required) | the file's text, or `isError` with the OS error (`Permission denied (os error 13)` in a sandbox) |
+//! | `write_text` | `path: string`, `text: string` (required) | writes `text` to the file (created or replaced): `wrote N bytes`, or `isError` with the OS error |
+//! | `env_var` | `name: string` (required) | the value of the environment variable `name`, or `(unset)` |
 //! | `connect` | `port: integer` (required) | opens and closes a TCP connection to `127.0.0.1:port`: `connected to …`, or `isError` with the OS error |
 //! | `pids` | none | text: JSON `{"pid": …, "children": […], "escapees": […]}`, the server's pid, its `--spawn-child` child and its `--escapee` grandchild |
 //! | `raw_result` | `result: string` (required) | answers with `result` as the JSON-RPC `result`, verbatim: text serde_json could not hold (10,000 levels deep, `1e999`) reaches the client as written |
@@ -262,6 +264,8 @@ enum Kind {
     Elicit,
     Sample,
     ReadText,
+    WriteText,
+    EnvVar,
     Connect,
     RawResult,
     /// Returns `text`, or the tool's own name.
@@ -408,8 +412,8 @@ fn builtin_tools() -> Vec<Tool> {
         Tool::new(
             "image",
             Kind::Image,
-            "Returns a text block and a 1x1 PNG image block.",
-            json!({}),
+            "Returns a text block and `count` (default 1) 1x1 PNG image blocks.",
+            json!({"count": {"type": "integer", "minimum": 0}}),
             &[],
         ),
         Tool::new(
@@ -460,6 +464,20 @@ fn builtin_tools() -> Vec<Tool> {
             "Returns the text of the file at `path` (for sandbox tests).",
             json!({"path": {"type": "string"}}),
             &["path"],
+        ),
+        Tool::new(
+            "write_text",
+            Kind::WriteText,
+            "Writes `text` to the file at `path` (for sandbox tests).",
+            json!({"path": {"type": "string"}, "text": {"type": "string"}}),
+            &["path", "text"],
+        ),
+        Tool::new(
+            "env_var",
+            Kind::EnvVar,
+            "Returns the value of the environment variable `name` (for sandbox tests).",
+            json!({"name": {"type": "string"}}),
+            &["name"],
         ),
         Tool::new(
             "connect",
@@ -1171,6 +1189,18 @@ impl Server {
                     Err(e) => tool_error(&format!("cannot read {path}: {e}")),
                 }
             }
+            Kind::WriteText => {
+                let path = string_arg(args, "path")?.ok_or("`path` is required")?;
+                let text = string_arg(args, "text")?.ok_or("`text` is required")?;
+                match std::fs::write(path, text) {
+                    Ok(()) => text_result(&format!("wrote {} bytes", text.len())),
+                    Err(e) => tool_error(&format!("cannot write {path}: {e}")),
+                }
+            }
+            Kind::EnvVar => {
+                let name = string_arg(args, "name")?.ok_or("`name` is required")?;
+                text_result(&std::env::var(name).unwrap_or_else(|_| "(unset)".to_owned()))
+            }
             Kind::Connect => {
                 let port = uint_arg(args, "port")?.ok_or("`port` is required")?;
                 let port = u16::try_from(port).map_err(|_| "`port` is too large".to_owned())?;
@@ -1180,12 +1210,16 @@ impl Server {
                     Err(e) => tool_error(&format!("cannot connect to {address}: {e}")),
                 }
             }
-            Kind::Image => json!({
-                "content": [
-                    {"type": "text", "text": "a red pixel"},
-                    {"type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"},
-                ],
-            }),
+            Kind::Image => {
+                let count = uint_arg(args, "count")?.unwrap_or(1);
+                let mut content = vec![json!({"type": "text", "text": "a red pixel"})];
+                for _ in 0..count {
+                    content.push(
+                        json!({"type": "image", "data": RED_PIXEL_PNG, "mimeType": "image/png"}),
+                    );
+                }
+                json!({ "content": content })
+            }
         };
         Ok(Some(result))
     }

@@ -140,3 +140,89 @@ async fn the_limit_is_configurable_and_without_a_directory_the_rest_is_dropped()
 fn content_of(r: &mcpbox::CallResult) -> Value {
     serde_json::from_str(r.content.get()).unwrap()
 }
+
+/// Result files may hold what a tool read: a cache directory others may write
+/// is not used for them (they go to a private temporary directory, with a
+/// warning), a `results` symlink planted in the cache is not followed, and
+/// every file is 0600 in a 0700 directory.
+#[tokio::test(flavor = "multi_thread")]
+async fn result_files_never_go_where_others_can_reach_them() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let unsafe_cache = crate::tempdir("results-unsafe-cache");
+    std::fs::set_permissions(&unsafe_cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let safe_cache = crate::tempdir("results-planted-cache");
+    let attacker = crate::tempdir("results-attacker");
+    std::os::unix::fs::symlink(&attacker, safe_cache.join("results")).unwrap();
+    for (cache, why) in [
+        (&unsafe_cache, "may be written by anyone"),
+        (&safe_cache, "is a symbolic link"),
+    ] {
+        let runtime = open_with(json!({ "fx": fixture_entry(&[]) }), |o| {
+            o.cache_dir(Some(cache.clone()))
+        })
+        .await;
+        let mut events = runtime.events();
+        let r = call(&runtime, "mcp__fx__huge", json!({"bytes": 300_000}))
+            .await
+            .unwrap();
+        let content = content_of(&r);
+        let file = url_path(content[2]["uri"].as_str().unwrap());
+        assert!(
+            !file.starts_with(cache) && !file.starts_with(&attacker),
+            "{}",
+            file.display()
+        );
+        assert_eq!(linked(&content[2]).len(), 300_000);
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(file.parent().unwrap()), 0o700);
+        let warning = crate::next_event(
+            &mut events,
+            |e| matches!(e, mcpbox::Event::Warning(w) if w.contains("result files go to")),
+        )
+        .await;
+        assert!(format!("{warning:?}").contains(why), "{warning:?}");
+        runtime.shutdown().await;
+        std::fs::remove_dir_all(file.parent().unwrap()).unwrap();
+    }
+    assert_eq!(std::fs::read_dir(&attacker).unwrap().count(), 0);
+    assert!(!unsafe_cache.join("results").exists());
+}
+
+/// One result of 20,000 one-pixel images writes 100 image files and the one
+/// file of the whole result, not 20,001: the rest stay inline (so in that
+/// file), with a warning.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_result_of_many_images_writes_a_bounded_number_of_files() {
+    let dir = results_dir("many-images");
+    let runtime = open_with(json!({ "fx": fixture_entry(&[]) }), |o| {
+        o.results_dir(Some(dir.clone()))
+    })
+    .await;
+    let mut events = runtime.events();
+    let r = call(&runtime, "mcp__fx__image", json!({"count": 20_000}))
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 101);
+    let content = content_of(&r);
+    let link = content
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "resource_link" && b["mimeType"] == "application/json")
+        .expect("the whole result's file");
+    let whole: Value = serde_json::from_slice(&linked(link)).unwrap();
+    let blocks = whole["content"].as_array().unwrap();
+    assert_eq!(blocks.len(), 20_001, "nothing is lost");
+    assert_eq!(
+        blocks.iter().filter(|b| b["type"] == "image").count(),
+        19_900
+    );
+    crate::next_event(&mut events, |e| {
+        matches!(e, mcpbox::Event::Warning(w)
+            if w.contains("19900 images or audio clips of its result were passed on inline"))
+    })
+    .await;
+    runtime.shutdown().await;
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -257,3 +257,151 @@ async fn a_granted_path_that_does_not_exist_is_skipped_with_a_warning() {
     );
     runtime.shutdown().await;
 }
+
+/// A fake home directory with a private key, an npm cache whose `_npx`
+/// directory holds another server's code, and cargo's credentials, for the
+/// escapes below.
+struct Home {
+    dir: PathBuf,
+    key: PathBuf,
+    victim: PathBuf,
+}
+
+impl Home {
+    fn new(tag: &str) -> Home {
+        let dir = tempdir(tag);
+        let key = dir.join(".ssh/id_ed25519");
+        std::fs::create_dir_all(key.parent().unwrap()).unwrap();
+        std::fs::write(&key, "PRIVATE KEY").unwrap();
+        std::fs::create_dir_all(dir.join(".cargo")).unwrap();
+        std::fs::write(dir.join(".cargo/credentials.toml"), "token = \"secret\"").unwrap();
+        let victim = dir.join(".npm/_npx/0123abcd/node_modules/victim/dist/index.js");
+        std::fs::create_dir_all(victim.parent().unwrap()).unwrap();
+        std::fs::write(&victim, "console.log('the real server')").unwrap();
+        Home { dir, key, victim }
+    }
+
+    /// The fixture server installed as `relative` (say `bin/tool`) under the
+    /// home directory, as a symlink: what the sandbox sees is that path.
+    fn install(&self, relative: &str) -> PathBuf {
+        let path = self.dir.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(fixture(), &path).unwrap();
+        path
+    }
+}
+
+/// A server at `~/bin/tool` (or `~/.cargo/bin/tool`) whose grants say "read
+/// nothing" reads nothing of the home directory: the automatic installation
+/// grant never opens the home directory or an unrecognised prefix.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_program_in_the_home_directory_cannot_read_the_home_directory() {
+    let home = Home::new("sandbox-home");
+    let entry = |command: &Path| {
+        json!({
+            "command": show(command),
+            "env": { "HOME": show(&home.dir) },
+            "sandbox": { "read": [] },
+        })
+    };
+    let runtime = open(json!({
+        "bin": entry(&home.install("bin/tool")),
+        "cargo": entry(&home.install(".cargo/bin/tool")),
+    }))
+    .await;
+    let servers = ready(&runtime).await;
+    for (name, secret) in [
+        ("bin", home.key.clone()),
+        ("cargo", home.key.clone()),
+        ("cargo", home.dir.join(".cargo/credentials.toml")),
+    ] {
+        assert_connected(&servers, name);
+        let e = refused(
+            &runtime,
+            &format!("mcp__{name}__read_text"),
+            json!({ "path": show(&secret) }),
+        )
+        .await;
+        assert!(
+            e.ends_with("Permission denied (os error 13)"),
+            "{name}: {e}"
+        );
+    }
+    // The description lists what it got without asking: the program, not its home.
+    let sandbox = runtime.diagnostics("bin").unwrap().sandbox.unwrap();
+    assert!(
+        sandbox.contains("also read: the system's programs and libraries")
+            && sandbox.contains(&show(&home.dir.join("bin/tool"))),
+        "{sandbox}"
+    );
+    assert!(
+        !sandbox.contains(&format!("{}, ", show(&home.dir)))
+            && !sandbox.contains(&format!("{};", show(&home.dir))),
+        "{sandbox}"
+    );
+    runtime.shutdown().await;
+}
+
+/// A sandboxed `npx` server that may write nothing cannot rewrite the code in
+/// the shared npm cache that other servers and the user's own `npx` run: it
+/// gets a private cache of its own (0700), `npm_config_cache` points there, and
+/// its description lists it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_npx_server_cannot_rewrite_the_shared_npm_cache() {
+    let home = Home::new("sandbox-npx");
+    let npx = home.install("tools/npx");
+    let cache = tempdir("sandbox-npx-cache");
+    let text = json!({ "mcpServers": { "npx": {
+        "command": show(&npx),
+        "env": { "HOME": show(&home.dir) },
+        "sandbox": {},
+    }}})
+    .to_string();
+    let runtime = mcpbox::Options::from_config_text("npx.mcp.json", text)
+        .cache_dir(Some(cache.clone()))
+        .open()
+        .await
+        .unwrap();
+    assert_connected(&ready(&runtime).await, "npx");
+    let e = refused(
+        &runtime,
+        "mcp__npx__write_text",
+        json!({ "path": show(&home.victim), "text": "console.log('pwned')" }),
+    )
+    .await;
+    assert!(e.ends_with("Permission denied (os error 13)"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(&home.victim).unwrap(),
+        "console.log('the real server')"
+    );
+    // Its own cache, where npx unpacks what it runs, is writable and private.
+    let own = call(
+        &runtime,
+        "mcp__npx__env_var",
+        json!({"name": "npm_config_cache"}),
+    )
+    .await
+    .unwrap()
+    .text;
+    let own = PathBuf::from(own);
+    assert!(own.starts_with(cache.join("servers")), "{}", own.display());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&own).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let ok = call(
+        &runtime,
+        "mcp__npx__write_text",
+        json!({ "path": show(&own.join("x")), "text": "x" }),
+    )
+    .await
+    .unwrap();
+    assert!(!ok.is_error, "{}", ok.text);
+    let sandbox = runtime.diagnostics("npx").unwrap().sandbox.unwrap();
+    assert!(
+        sandbox.contains(&format!("also write: {} (its own)", show(&own))),
+        "{sandbox}"
+    );
+    runtime.shutdown().await;
+}

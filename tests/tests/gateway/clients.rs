@@ -4,7 +4,6 @@
 use mcpbox_tests::gateway::{SdkClient, Target, client_command, run_client, serve_http};
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
@@ -136,7 +135,7 @@ async fn rmcp_client_in_both_eras_over_stdio_and_http() {
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
     for (era, lifecycle) in rmcp_eras() {
-        let transport = StreamableHttpClientTransport::from_uri(http.url.clone());
+        let transport = crate::rmcp_http(&http.url);
         rmcp_round(transport, lifecycle, &format!("http, {era}")).await;
     }
     for (era, lifecycle) in rmcp_eras() {

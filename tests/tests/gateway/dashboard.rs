@@ -9,7 +9,9 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mcpbox_tests::gateway::{CLIENT_DEADLINE, ConfigFile, http, run_client, serve_http};
+use mcpbox_tests::gateway::{
+    AUTHORIZATION, CLIENT_DEADLINE, ConfigFile, TOKEN, http, run_client, serve_http,
+};
 use mcpbox_tests::http::start_with;
 use mcpbox_tests::peers::{peers_dir, python_venv};
 use serde_json::{Value, json};
@@ -100,10 +102,10 @@ fn the_status_api_shows_servers_tools_calls_and_events() {
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let base = base(&gateway.url);
     // The live stream first, so that the call below is an event on it.
-    let mut events = Events::open(base, &[]);
+    let mut events = Events::open(base, &[AUTHORIZATION]);
     assert_eq!(events.next()["type"], "hello");
 
-    let servers = get_json(&format!("{base}/api/servers"), &[]);
+    let servers = get_json(&format!("{base}/api/servers"), &[AUTHORIZATION]);
     let fx = &servers["servers"][0];
     assert_eq!(fx["name"], "fx");
     assert!(
@@ -112,7 +114,7 @@ fn the_status_api_shows_servers_tools_calls_and_events() {
     );
     assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "hi"})), "hi");
 
-    let servers = get_json(&format!("{base}/api/servers"), &[]);
+    let servers = get_json(&format!("{base}/api/servers"), &[AUTHORIZATION]);
     let fx = &servers["servers"][0];
     assert_eq!(
         (&fx["state"], &fx["symbol"]),
@@ -122,19 +124,24 @@ fn the_status_api_shows_servers_tools_calls_and_events() {
     assert_eq!(fx["restarts"], 0);
     assert!(fx["uptimeSeconds"].as_f64().is_some(), "{fx}");
 
-    let detail = get_json(&format!("{base}/api/servers/fx"), &[]);
+    let detail = get_json(&format!("{base}/api/servers/fx"), &[AUTHORIZATION]);
     let tools = detail["tools"].as_array().unwrap();
     assert_eq!(tools.len() as u64, detail["toolCount"].as_u64().unwrap());
     let echo = tools.iter().find(|t| t["tool"] == "echo").unwrap();
     assert_eq!(echo["inputSchema"]["type"], "object");
     assert!(detail["stderrTail"].is_array());
-    let r = http(&format!("{base}/api/servers/nope"), "GET", &[], "");
+    let r = http(
+        &format!("{base}/api/servers/nope"),
+        "GET",
+        &[AUTHORIZATION],
+        "",
+    );
     assert_eq!(r.status, 404);
     assert!(r.body.contains("no server is named `nope`"), "{}", r.body);
 
-    let all = get_json(&format!("{base}/api/tools"), &[]);
+    let all = get_json(&format!("{base}/api/tools"), &[AUTHORIZATION]);
     assert_eq!(all["tools"].as_array().unwrap().len(), tools.len());
-    let calls = get_json(&format!("{base}/api/calls"), &[]);
+    let calls = get_json(&format!("{base}/api/calls"), &[AUTHORIZATION]);
     let last = calls["calls"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(
         (&last["tool"], &last["outcome"]),
@@ -153,6 +160,23 @@ fn the_status_api_shows_servers_tools_calls_and_events() {
             .starts_with("text/html")
     );
     assert!(page.body.contains("/api/events"));
+    // No other site may frame the page, and it runs its own script and style
+    // only (the browser test checks the page works under that policy).
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    let policy = page
+        .header("content-security-policy")
+        .expect("a Content-Security-Policy");
+    for directive in [
+        "default-src 'none'",
+        "script-src 'sha256-",
+        "style-src 'sha256-",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(policy.contains(directive), "{directive} missing: {policy}");
+    }
+    assert!(!policy.contains("unsafe-inline"), "{policy}");
     assert_eq!(
         http(&format!("{base}/api/servers"), "POST", &POST, "{}").status,
         405
@@ -256,7 +280,7 @@ fn metrics_parse_with_the_prometheus_parser_and_count_known_calls() {
     let config = config(false, json!({}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let base = base(&gateway.url);
-    let mut events = Events::open(base, &[]);
+    let mut events = Events::open(base, &[AUTHORIZATION]);
     assert_eq!(events.next()["type"], "hello");
     assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "a"})), "a");
     assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "b"})), "b");
@@ -276,7 +300,8 @@ fn metrics_parse_with_the_prometheus_parser_and_count_known_calls() {
     let mut scrape = Command::new(python);
     scrape
         .arg(peers_dir().join("scrape_metrics.py"))
-        .arg(format!("{base}/metrics"));
+        .arg(format!("{base}/metrics"))
+        .arg(TOKEN);
     let report = run_client(scrape);
     assert!(
         report["contentType"]
@@ -372,7 +397,7 @@ fn metrics_parse_with_the_prometheus_parser_and_count_known_calls() {
             fx.clone()
         ) >= 0.0
     );
-    let tools = get_json(&format!("{base}/api/tools"), &[])["tools"]
+    let tools = get_json(&format!("{base}/api/tools"), &[AUTHORIZATION])["tools"]
         .as_array()
         .unwrap()
         .len() as f64;
@@ -399,7 +424,8 @@ fn mcpbox_dashboard_serves_the_dashboard_without_mcp() {
         .arg("--trust")
         .arg("--config")
         .arg(&config.path)
-        .args(["dashboard", "--http", "127.0.0.1:0"]);
+        .args(["dashboard", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", TOKEN);
     let dashboard = start_with(command, &|line| {
         Some(
             line.split("listening on ")
@@ -411,11 +437,14 @@ fn mcpbox_dashboard_serves_the_dashboard_without_mcp() {
     });
     let base = dashboard.url.as_str();
     assert_eq!(
-        get_json(&format!("{base}/api/servers"), &[])["servers"][0]["name"],
+        get_json(&format!("{base}/api/servers"), &[AUTHORIZATION])["servers"][0]["name"],
         "fx"
     );
     assert_eq!(http(&format!("{base}/"), "GET", &[], "").status, 200);
-    assert_eq!(http(&format!("{base}/metrics"), "GET", &[], "").status, 200);
+    assert_eq!(
+        http(&format!("{base}/metrics"), "GET", &[AUTHORIZATION], "").status,
+        200
+    );
     let r = http(
         &format!("{base}/mcp"),
         "POST",
@@ -503,7 +532,8 @@ fn the_page_shows_servers_connect_calls_and_crashes_live_in_a_browser() {
         .arg(base(&gateway.url))
         .arg(&gate.0)
         .arg(&shots)
-        .env("MCPBOX_CHROMIUM", &chromium);
+        .env("MCPBOX_CHROMIUM", &chromium)
+        .env("MCPBOX_TOKEN", TOKEN);
     let report = run_client(node);
     assert_eq!(report["ok"], true, "{report}");
     for shot in report["screenshots"].as_array().unwrap() {

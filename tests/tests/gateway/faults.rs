@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use mcpbox_tests::gateway::{ConfigFile, RawRequest, http, serve_http};
+use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, RawRequest, http, serve_http};
 use mcpbox_tests::stdio::StdioPeer;
 use serde_json::{Value, json};
 
@@ -114,7 +114,7 @@ fn a_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
     let gone = http(
         &gateway.url,
         "DELETE",
-        &[("Mcp-Session-Id", session.as_str())],
+        &[AUTHORIZATION, ("Mcp-Session-Id", session.as_str())],
         "",
     );
     assert_eq!(gone.status, 200);
@@ -139,7 +139,7 @@ fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
     let inner = serve_http(crate::cli(), &inner_config.path, &[]);
     let before = cancellations(&inner.url).len();
     let outer_config = ConfigFile::new(&json!({"mcpServers": {
-        "up": {"type": "http", "url": inner.url},
+        "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
     }}));
     let argv = stdio_gateway(&outer_config.path, &[]);
     let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);

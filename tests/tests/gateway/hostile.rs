@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use mcpbox_tests::gateway::{HttpResponse, http, serve_http};
+use mcpbox_tests::gateway::{HttpResponse, TOKEN, http, serve_http};
 use mcpbox_tests::http::ServerProcess;
 use mcpbox_tests::stdio::StdioPeer;
 use serde_json::{Value, json};
@@ -88,7 +88,7 @@ fn garbage_over_http_gets_json_rpc_errors_and_the_gateway_goes_on() {
     let r = http(
         &gateway.url,
         "POST",
-        &[POST[0], POST[1], ("Mcp-Method", "x")],
+        &[POST[0], POST[1], POST[2], ("Mcp-Method", "x")],
         &huge.to_string(),
     );
     assert!(r.status == 400 || r.status == 200, "{r:?}");
@@ -96,8 +96,11 @@ fn garbage_over_http_gets_json_rpc_errors_and_the_gateway_goes_on() {
     still_answers(&gateway, "a huge method name");
     // A body that is not UTF-8 is refused by the host before the guest sees it.
     let mut stream = TcpStream::connect(authority(&gateway)).expect("connect");
-    let head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nConnection: close\r\nContent-Length: 4\r\n\r\n";
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Connection: close\r\nContent-Length: 4\r\n\r\n"
+    );
     stream.write_all(head.as_bytes()).expect("send");
     stream.write_all(&[0xff, 0xfe, 0x7b, 0x7d]).expect("send");
     let mut answer = String::new();
@@ -195,8 +198,12 @@ fn slow_clients_hold_only_their_own_connections() {
     // One that sends its head and a tenth of its body.
     let mut body = connect();
     body.write_all(
-        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-          Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nAuthorization: Bearer {TOKEN}\r\n\
+             Content-Length: 100\r\n\r\n{{\"jsonrpc\""
+        )
+        .as_bytes(),
     )
     .expect("send");
     // Nobody else waits for them.

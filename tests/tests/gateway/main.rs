@@ -2,7 +2,7 @@
 //! and Python SDK clients and rmcp's, over stdio and Streamable HTTP, in both eras,
 //! in front of upstream servers of both eras (the fixture, the TypeScript SDK v2
 //! peer, the Python SDK peer); names, profiles and tool search; the HTTP safety
-//! rules; faults; clients that misbehave on purpose.
+//! rules; other local users; faults; clients that misbehave on purpose.
 //!
 //! One test binary. The gateway is the CLI itself (`mcpbox-cli`, see
 //! `mcpbox_tests::gateway`).
@@ -12,6 +12,7 @@ mod dashboard;
 mod exposure;
 mod faults;
 mod hostile;
+mod local_users;
 mod resources;
 mod safety;
 mod sampling;
@@ -19,7 +20,7 @@ mod subscriptions;
 
 use std::path::Path;
 
-use mcpbox_tests::gateway::ConfigFile;
+use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, TOKEN};
 use mcpbox_tests::{fastmcp_server_command, ts_server_command};
 use serde_json::{Value, json};
 
@@ -86,11 +87,20 @@ pub fn stateless_call(id: u64, name: &str, arguments: Value) -> String {
     .to_string()
 }
 
-/// The headers of a JSON POST that accepts either answer.
-pub const POST: [(&str, &str); 2] = [
+/// The headers of a JSON POST that accepts either answer, with the gateway's token.
+pub const POST: [(&str, &str); 3] = [
     ("Content-Type", "application/json"),
     ("Accept", "application/json, text/event-stream"),
+    AUTHORIZATION,
 ];
+
+/// rmcp's Streamable HTTP client transport to the gateway at `url`, with its token.
+pub fn rmcp_http(url: &str) -> rmcp::transport::StreamableHttpClientTransport<reqwest::Client> {
+    rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .auth_header(TOKEN),
+    )
+}
 
 /// rmcp's client lifecycles, labelled: the `initialize` handshake and
 /// 2026-07-28 discovery.

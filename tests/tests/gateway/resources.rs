@@ -6,7 +6,6 @@
 use mcpbox_tests::gateway::serve_http;
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
@@ -91,7 +90,7 @@ async fn resources_and_prompts_reach_rmcp_in_both_eras_over_stdio_and_http() {
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
     for (era, lifecycle) in rmcp_eras() {
-        let transport = StreamableHttpClientTransport::from_uri(http.url.clone());
+        let transport = crate::rmcp_http(&http.url);
         round(transport, lifecycle, &format!("http, {era}")).await;
     }
     for (era, lifecycle) in rmcp_eras() {

@@ -1,10 +1,10 @@
 //! The HTTP side's transport rules: DNS rebinding (`Host`, `Origin`), the bearer
 //! token, size limits, sessions (unknown ids, `GET` without one, `DELETE`),
-//! resumption with `Last-Event-ID`, profiles by path.
+//! resumption with `Last-Event-ID`, profiles by path and `--profile` binding them.
 
 use std::process::Command;
 
-use mcpbox_tests::gateway::{RawRequest, http, serve_http};
+use mcpbox_tests::gateway::{AUTHORIZATION, RawRequest, http, serve_http};
 use mcpbox_tests::http::start_with;
 use serde_json::json;
 
@@ -61,16 +61,18 @@ fn a_token_is_required_when_one_is_set() {
         Some(line.split("listening on ").nth(1)?.trim().to_owned())
     });
     let body = stateless_call(1, "fx__echo", json!({"text": "x"}));
-    let r = http(&gateway.url, "POST", &POST, &body);
+    // POST without the tests' own token.
+    let json = &POST[..2];
+    let r = http(&gateway.url, "POST", json, &body);
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate"), Some("Bearer"));
-    let wrong: Vec<(&str, &str)> = POST
+    let wrong: Vec<(&str, &str)> = json
         .iter()
         .copied()
         .chain([("Authorization", "Bearer nope")])
         .collect();
     assert_eq!(http(&gateway.url, "POST", &wrong, &body).status, 401);
-    let right: Vec<(&str, &str)> = POST
+    let right: Vec<(&str, &str)> = json
         .iter()
         .copied()
         .chain([("Authorization", "Bearer s3cret-token")])
@@ -92,7 +94,7 @@ fn limits_sessions_and_methods() {
         http(
             &gateway.url,
             "POST",
-            &[("Content-Type", "text/plain")],
+            &[("Content-Type", "text/plain"), AUTHORIZATION],
             "{}"
         )
         .status,
@@ -107,11 +109,20 @@ fn limits_sessions_and_methods() {
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
     assert_eq!(http(&gateway.url, "POST", &unknown, &ping).status, 404);
     assert_eq!(
-        http(&gateway.url, "GET", &[("Accept", "text/event-stream")], "").status,
+        http(
+            &gateway.url,
+            "GET",
+            &[("Accept", "text/event-stream"), AUTHORIZATION],
+            ""
+        )
+        .status,
         405
     );
-    assert_eq!(http(&gateway.url, "DELETE", &[], "").status, 400);
-    assert_eq!(http(&gateway.url, "PUT", &[], "").status, 405);
+    assert_eq!(
+        http(&gateway.url, "DELETE", &[AUTHORIZATION], "").status,
+        400
+    );
+    assert_eq!(http(&gateway.url, "PUT", &[AUTHORIZATION], "").status, 405);
     let other = gateway.url.replace("/mcp", "/other");
     assert_eq!(http(&other, "POST", &POST, &ping).status, 404);
     // A 2025 request without a session: the guest's 400, as JSON-RPC.
@@ -157,6 +168,7 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
     drop(request);
     // The call went on; the rest of its stream is fetched with the last id seen.
     let resume: Vec<(&str, &str)> = vec![
+        AUTHORIZATION,
         ("Accept", "text/event-stream"),
         ("Mcp-Session-Id", session.as_str()),
         ("Last-Event-ID", id.as_str()),
@@ -177,10 +189,12 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
 }
 
 #[test]
-fn profiles_are_chosen_by_path_or_serve_profile() {
+fn profiles_are_chosen_by_path_or_bound_by_serve_profile() {
     let config = config(
         false,
-        json!({"profiles": {"echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"}}}),
+        json!({"profiles": {
+            "echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"},
+            "wide": {"default": "allow"}}}),
     );
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": crate::meta()}}).to_string();
@@ -207,16 +221,33 @@ fn profiles_are_chosen_by_path_or_serve_profile() {
     );
     let r = http(&format!("{}/nope", gateway.url), "POST", &POST, &list);
     assert_eq!(r.status, 404);
-    // `--profile` is the profile of plain /mcp.
+    // `--profile` is the profile of plain /mcp, and of every client: a path
+    // naming another profile cannot widen it.
     let narrowed = serve_http(crate::cli(), &config.path, &["--profile", "echo-only"]);
-    let listed = http(&narrowed.url, "POST", &POST, &list).messages();
-    let names: Vec<&str> = listed[0]["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
-    assert_eq!(names, ["fx__echo"]);
+    for url in [narrowed.url.clone(), format!("{}/echo-only", narrowed.url)] {
+        let listed = http(&url, "POST", &POST, &list).messages();
+        let names: Vec<&str> = listed[0]["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        assert_eq!(names, ["fx__echo"], "{url}");
+    }
+    let wide = format!("{}/wide", narrowed.url);
+    let r = http(
+        &wide,
+        "POST",
+        &POST,
+        &stateless_call(3, "fx__add", json!({"a": 1, "b": 2})),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(
+        r.body.contains("serves the profile `echo-only` only"),
+        "{}",
+        r.body
+    );
+    assert_eq!(http(&wide, "POST", &POST, &list).status, 403);
 }
 
 #[test]

@@ -76,7 +76,6 @@ async fn rmcp_answers_sampling_requests_through_the_gateway() {
         CreateMessageResult, ErrorData, Implementation,
     };
     use rmcp::service::{RequestContext, RoleClient};
-    use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::{ClientLifecycleMode, ClientServiceExt};
 
     struct Sampler;
@@ -134,10 +133,6 @@ async fn rmcp_answers_sampling_requests_through_the_gateway() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = config();
     let http = serve_http(crate::cli(), &config.path, &[]);
-    round(
-        StreamableHttpClientTransport::from_uri(http.url.clone()),
-        "http",
-    )
-    .await;
+    round(crate::rmcp_http(&http.url), "http").await;
     round(crate::rmcp_stdio(&config.path), "stdio").await;
 }

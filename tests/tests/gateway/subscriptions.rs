@@ -14,7 +14,6 @@ use rmcp::model::{
     SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::json;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
@@ -187,16 +186,8 @@ async fn subscriptions_reach_rmcp_in_both_eras_over_stdio_and_http() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let config = config(true, json!({}));
     let http = serve_http(crate::cli(), &config.path, &[]);
-    legacy_round(
-        StreamableHttpClientTransport::from_uri(http.url.clone()),
-        "http, legacy",
-    )
-    .await;
+    legacy_round(crate::rmcp_http(&http.url), "http, legacy").await;
     legacy_round(rmcp_stdio(&config.path), "stdio, legacy").await;
-    listen_round(
-        StreamableHttpClientTransport::from_uri(http.url.clone()),
-        "http, 2026-07-28",
-    )
-    .await;
+    listen_round(crate::rmcp_http(&http.url), "http, 2026-07-28").await;
     listen_round(rmcp_stdio(&config.path), "stdio, 2026-07-28").await;
 }

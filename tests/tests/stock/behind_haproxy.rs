@@ -14,7 +14,8 @@
 //!   same 2025 session;
 //! - three `mcpbox serve --http` behind `haproxy-native.cfg` (affinity on
 //!   `Mcp-Session-Id`, learned from the answer to `initialize`): 2026-07-28
-//!   calls spread, each 2025 session stays on its process; the process of a
+//!   calls spread, the SDK clients of both eras list and call, each 2025
+//!   session stays on its process; the process of a
 //!   session killed between calls: the next request of the session gets
 //!   `404` "session not found: initialize again" from a live one, and rmcp's
 //!   client starts a new session and its call answers; with a call in flight:
@@ -22,12 +23,11 @@
 //!   sessions go on untouched.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
-use mcpbox_tests::gateway::{ConfigFile, SdkClient, http};
+use mcpbox_tests::gateway::{ConfigFile, SdkClient, TOKEN, http, serve_http};
 use mcpbox_tests::haproxy::{Haproxy, ServerStat, check_config, haproxy_cli, shipped};
-use mcpbox_tests::http::{EverythingMode, ServerProcess, everything_http, start_with, ts_http};
+use mcpbox_tests::http::{EverythingMode, ServerProcess, everything_http, ts_http};
 use mcpbox_tests::stock::{StockServer, stock_component, wash_cli};
 use rmcp::ClientLifecycleMode;
 use rmcp::ClientServiceExt;
@@ -38,10 +38,6 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use super::{addr_of, client_round, eras};
-
-/// The bearer token the native gateways of these tests require
-/// (`MCPBOX_TOKEN`); rmcp's client sends it.
-const TOKEN: &str = "mcpbox-scale-out-token";
 
 /// server-everything's slow tool, through the gateway: it answers after
 /// `duration` seconds (no progress is sent without a progress token).
@@ -132,21 +128,18 @@ fn the_shipped_wash_configuration_passes_wash_s_own_check() {
         ok && said.contains("Configuration is valid") && said.contains(".wash/config.yaml"),
         "{said}"
     );
-    assert!(text.contains("fromEnv: [GITHUB_TOKEN]"), "{text}");
-    let (ok, said) = validate(&text.replace("fromEnv: [GITHUB_TOKEN]", "fromEnv: 7"));
+    assert!(
+        text.contains("fromEnv: [GITHUB_TOKEN, MCPBOX_TOKEN]"),
+        "{text}"
+    );
+    let (ok, said) = validate(&text.replace("fromEnv: [GITHUB_TOKEN, MCPBOX_TOKEN]", "fromEnv: 7"));
     assert!(!ok && said.contains("fromEnv"), "{said}");
 }
 
-/// rmcp's client through `url`, sending `token` when given.
-async fn connect(
-    url: &str,
-    lifecycle: ClientLifecycleMode,
-    token: Option<&str>,
-) -> RunningService<RoleClient, ()> {
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
-    if let Some(token) = token {
-        config = config.auth_header(token);
-    }
+/// rmcp's client through `url`, sending the tests' bearer token (every
+/// instance here requires it).
+async fn connect(url: &str, lifecycle: ClientLifecycleMode) -> RunningService<RoleClient, ()> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_owned()).auth_header(TOKEN);
     let transport = StreamableHttpClientTransport::from_config(config);
     let client = ()
         .serve_with_lifecycle(transport, lifecycle)
@@ -290,7 +283,7 @@ async fn stock_instances_behind_haproxy_lose_no_call_when_one_dies() {
         }
 
         // rmcp's client: consecutive calls land on every instance (no affinity).
-        let client = connect(&lb.url, lifecycle.clone(), None).await;
+        let client = connect(&lb.url, lifecycle.clone()).await;
         let start = answered(&lb.servers());
         for n in 0..6 {
             greet(&client, &format!("{era} {n}")).await;
@@ -361,27 +354,13 @@ async fn stock_instances_behind_haproxy_lose_no_call_when_one_dies() {
     }
 }
 
-/// `mcpbox serve --http` on a free loopback port with `config`, requiring
-/// [`TOKEN`].
-fn native_instance(config: &Path) -> ServerProcess {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mcpbox-cli"));
-    command
-        .arg("--trust")
-        .arg("--config")
-        .arg(config)
-        .args(["serve", "--http", "127.0.0.1:0"])
-        .env("MCPBOX_TOKEN", TOKEN);
-    start_with(command, &|line| {
-        Some(line.split("listening on ").nth(1)?.trim().to_owned())
-    })
-}
-
-/// The session id HAProxy holds for each server name.
-fn session_of(lb: &Haproxy, server: &str) -> Vec<String> {
-    lb.stuck()
-        .into_iter()
+/// The session ids of `sessions` (as [`Haproxy::stuck`] lists them) stuck
+/// to `server`.
+fn session_of(sessions: &[(String, String)], server: &str) -> Vec<String> {
+    sessions
+        .iter()
         .filter(|(_, s)| s == server)
-        .map(|(key, _)| key)
+        .map(|(key, _)| key.clone())
         .collect()
 }
 
@@ -399,7 +378,7 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
     }}));
     let mut instances: Vec<ServerProcess> = std::thread::scope(|s| {
         let started: Vec<_> = (0..3)
-            .map(|_| s.spawn(|| native_instance(&config.path)))
+            .map(|_| s.spawn(|| serve_http(env!("CARGO_BIN_EXE_mcpbox-cli"), &config.path, &[])))
             .collect();
         started
             .into_iter()
@@ -416,7 +395,7 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
 
     // 2026-07-28: no session, no affinity; calls spread over the three.
     let (_, stateless) = eras()[1].clone();
-    let modern = connect(&lb.url, stateless, Some(TOKEN)).await;
+    let modern = connect(&lb.url, stateless).await;
     let start = answered(&lb.servers());
     for n in 0..6 {
         greet(&modern, &format!("2026 {n}")).await;
@@ -432,17 +411,37 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
         lb.stuck()
     );
 
+    // The SDK clients of both eras list and call through it: the 2025 ones
+    // (TypeScript v1 and v2, Python) each in a session kept on one process,
+    // their GET streams included.
+    let calls = [
+        ("ts__add", json!({"a": 2, "b": 3})),
+        ("ev__echo", json!({"message": "through a stock runtime"})),
+    ];
+    for client in SdkClient::ALL {
+        client_round(client, &lb.url, &calls);
+    }
+    let earlier: Vec<String> = lb.stuck().into_iter().map(|(key, _)| key).collect();
+    assert!(earlier.len() >= 3, "the SDK clients' sessions: {earlier:?}");
+    // The sessions made from here on.
+    let stuck = || -> Vec<(String, String)> {
+        lb.stuck()
+            .into_iter()
+            .filter(|(key, _)| !earlier.contains(key))
+            .collect()
+    };
+
     // Three 2025 sessions: HAProxy learned each id from its initialize's
     // answer, one per process, and keeps each session's requests there.
     let (_, initialize) = eras()[0].clone();
     let mut legacy = Vec::new();
     for _ in 0..3 {
-        legacy.push(connect(&lb.url, initialize.clone(), Some(TOKEN)).await);
+        legacy.push(connect(&lb.url, initialize.clone()).await);
     }
-    let stuck = lb.stuck();
-    let mut homes: Vec<String> = stuck.iter().map(|(_, s)| s.clone()).collect();
+    let sessions = stuck();
+    let mut homes: Vec<String> = sessions.iter().map(|(_, s)| s.clone()).collect();
     homes.sort();
-    assert_eq!(homes, names, "one session per process: {stuck:?}");
+    assert_eq!(homes, names, "one session per process: {sessions:?}");
     let mut home = Vec::new();
     for (k, client) in legacy.iter().enumerate() {
         let before = answered(&lb.servers());
@@ -461,7 +460,7 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
     }
     let ids: Vec<String> = home
         .iter()
-        .map(|&i| session_of(&lb, &names[i]).concat())
+        .map(|&i| session_of(&sessions, &names[i]).concat())
         .collect();
 
     // Client 0's process dies between calls. Its next call reaches a live
@@ -497,7 +496,7 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
         log.join("\n")
     );
     // Its new session is stuck to a live process.
-    let rehomed = lb.stuck();
+    let rehomed = stuck();
     let new: Vec<&(String, String)> = rehomed
         .iter()
         .filter(|(key, _)| !ids.contains(key))
@@ -509,7 +508,7 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
     // The other sessions did not move, and their calls answer.
     for k in 1..3 {
         assert!(
-            session_of(&lb, &names[home[k]]).contains(&ids[k]),
+            session_of(&stuck(), &names[home[k]]).contains(&ids[k]),
             "{rehomed:?}"
         );
         greet(&legacy[k], &format!("2025 client {k}, a neighbour died")).await;
@@ -539,7 +538,7 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
     );
     // Client 2, on the survivor, never noticed: the same session answers.
     assert_eq!(home[2], survivor);
-    assert!(session_of(&lb, &names[survivor]).contains(&ids[2]));
+    assert!(session_of(&stuck(), &names[survivor]).contains(&ids[2]));
     greet(&legacy[2], "the last process").await;
     greet(&modern, "2026, two processes dead").await;
     for client in legacy {
