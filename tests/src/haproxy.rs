@@ -14,6 +14,7 @@
 //!
 //! The process is killed when the guard is dropped.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::net::UnixStream;
@@ -169,7 +170,7 @@ impl ServerStat {
 #[derive(Debug)]
 pub struct Haproxy {
     child: Child,
-    log: Arc<Mutex<Vec<String>>>,
+    log: Arc<Mutex<VecDeque<String>>>,
     /// The MCP endpoint through it: `http://127.0.0.1:PORT/mcp`.
     pub url: String,
     /// Its backend's name in the configuration (the one `server` lines are in).
@@ -219,7 +220,9 @@ impl Haproxy {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap_or_else(|e| panic!("cannot start {}: {e}", haproxy.display()));
-            let log = Arc::new(Mutex::new(Vec::new()));
+            // A line per request: a queue, so that keeping the last ones costs
+            // nothing per line (a benchmark runs through this too).
+            let log = Arc::new(Mutex::new(VecDeque::new()));
             for stream in [
                 Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
                 Box::new(child.stderr.take().expect("piped")),
@@ -229,9 +232,9 @@ impl Haproxy {
                     for line in BufReader::new(stream).lines().map_while(Result::ok) {
                         let mut lines = log.lock().unwrap_or_else(|p| p.into_inner());
                         if lines.len() == LOG_LINES {
-                            lines.remove(0);
+                            lines.pop_front();
                         }
-                        lines.push(line);
+                        lines.push_back(line);
                     }
                 });
             }
@@ -377,7 +380,8 @@ impl Haproxy {
 
     /// Its log so far (stdout and stderr lines, the last 5,000).
     pub fn log(&self) -> Vec<String> {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        let lines = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        lines.iter().cloned().collect()
     }
 }
 
