@@ -31,7 +31,7 @@
 
 import { EventEmitter } from 'node:events';
 import { watch as watchDirectory } from 'node:fs';
-import { open as openFile, readFile, readdir } from 'node:fs/promises';
+import { open as openFile, readFile, readdir, realpath } from 'node:fs/promises';
 import { basename, dirname, resolve as resolvePath } from 'node:path';
 import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_threads';
 
@@ -85,6 +85,20 @@ async function readConfig(path, missing = '') {
     throw new ConfigError(path, `${path}: cannot be read: ${error.message}`);
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * The directory of the configuration file `file`, through its symlinks (as the
+ * wasmtime host's trust names a file); a missing file (an empty configuration)
+ * names the directory it would be in.
+ * @param {string} file
+ */
+async function configDir(file) {
+  try {
+    return dirname(await realpath(file));
+  } catch {
+    return dirname(resolvePath(file));
   }
 }
 
@@ -494,6 +508,11 @@ export class McpBox extends EventEmitter {
       allowProcesses: options.allowProcesses ?? true,
       allowNetwork: options.allowNetwork ?? true,
       maxMessageBytes: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+      // Servers run beside the configuration file that names them (its canonical
+      // directory), as in the wasmtime host (host/src/transport/places.rs): what a
+      // relative program names is decided by the file, not by where Node was started.
+      // Configuration text keeps the process's directory: the embedder chose both.
+      workingDir: options.configFile === undefined ? null : await configDir(options.configFile),
     };
     const cacheDir = options.cacheDir === undefined ? defaultCacheDir() : options.cacheDir;
     const maxResultFilesBytes = options.maxResultFilesBytes ?? DEFAULT_MAX_RESULT_FILES_BYTES;

@@ -13,6 +13,8 @@
 // what to do), never silently dropped; with `"require": false` the server runs
 // unconfined, with a warning, and only its `env` grant applies.
 
+import { isAbsolute, join } from 'node:path';
+
 import { EndpointError, resolveStdio } from './endpoint.js';
 import { StdioServer } from './stdio.js';
 
@@ -24,7 +26,9 @@ export class ConnectionTable {
   #closedAll = false;
 
   /**
-   * @param {{allowProcesses: boolean, allowNetwork: boolean, maxMessageBytes: number}} policy
+   * @param {{allowProcesses: boolean, allowNetwork: boolean, maxMessageBytes: number, workingDir?: string | null}} policy
+   *   `workingDir`: where servers run when their entry names no `cwd`, and what a
+   *   relative `cwd` or program path is relative to (the configuration file's directory)
    * @param {(conn: number, items: object[], paused: boolean) => void} forward
    *   delivers a server's items to the driver; `paused` asks it to report when the guest
    *   has taken them (`taken`)
@@ -73,6 +77,13 @@ export class ConnectionTable {
         return err('invalid-endpoint', `server \`${server}\`: ${error.message}`);
       }
       throw error;
+    }
+    const base = this.policy.workingDir ?? null;
+    if (base !== null) {
+      spec.cwd = spec.cwd === undefined ? base : isAbsolute(spec.cwd) ? spec.cwd : join(base, spec.cwd);
+      if (spec.command.includes('/') && !isAbsolute(spec.command)) {
+        spec.command = join(spec.cwd, spec.command);
+      }
     }
     if (sandbox !== undefined) {
       this.warn(

@@ -51,6 +51,12 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
+    /// Kills it now and waits until it is gone.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// Its stderr lines so far.
     pub fn stderr(&self) -> Vec<String> {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()

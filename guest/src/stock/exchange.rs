@@ -2,7 +2,12 @@
 //! Streamable HTTP framing that `mcpbox serve --http` does in the host, here for
 //! an instance that lives for one request.
 //!
-//! The request is checked as the host checks it (the path `/mcp` or
+//! `GET /health` answers `200 ok` at once, for a load balancer's health checks:
+//! it shows that the runtime accepts connections and instantiates the component,
+//! and does no MCP work (no configuration read, no server contacted); it needs
+//! no token and says nothing a caller could use.
+//!
+//! Any other request is checked as the host checks it (the path `/mcp` or
 //! `/mcp/PROFILE`, the bearer token, the `Origin`), then a fresh [`Manager`] loads
 //! the configuration and connects every server (those the instance knows from an
 //! earlier request start ready: see [`super::known`]), a fresh [`Gateway`] gets the
@@ -71,6 +76,9 @@ pub fn handle<P: Platform>(
     request: &HttpRequest,
     out: &mut dyn Responder,
 ) {
+    if request.method == "GET" && is_health(&request.path) {
+        return plain(out, 200, "ok\n");
+    }
     let profile = match route(&request.path) {
         Ok(profile) => profile,
         Err(()) => {
@@ -342,6 +350,11 @@ fn plain(out: &mut dyn Responder, status: u16, text: &str) {
     out.body(text.as_bytes());
 }
 
+/// Whether `path` is the health check's (`/health`, any query).
+fn is_health(path: &str) -> bool {
+    path.split(['?', '#']).next() == Some("/health")
+}
+
 /// The profile a path names: `/mcp` none, `/mcp/NAME` that one.
 fn route(path: &str) -> Result<Option<String>, ()> {
     let path = path.split(['?', '#']).next().unwrap_or_default();
@@ -419,6 +432,8 @@ mod tests {
         assert_eq!(route("/"), Err(()));
         assert_eq!(route("/mcp/a/b"), Err(()));
         assert_eq!(route("/mcpx"), Err(()));
+        assert!(is_health("/health") && is_health("/health?from=lb"));
+        assert!(!is_health("/health/x") && !is_health("/mcp") && !is_health("/"));
     }
 
     fn request(headers: &[(&str, &str)]) -> HttpRequest {

@@ -3,6 +3,7 @@
 //! same guest.
 
 use mcpbox::ServerState;
+use mcpbox_tests::fixture::BUILTIN_TOOLS;
 use serde_json::json;
 
 use crate::{assert_connected, assert_no_guest_restart, call, fixture_entry, open, ready, status};
@@ -107,9 +108,10 @@ async fn each_limit_fails_its_server_and_can_be_raised() {
 /// read a message's payload in place, the second needed 136 MiB.)
 #[tokio::test(flavor = "multi_thread")]
 async fn a_listing_at_the_caps_and_a_maximal_message_fit_in_a_fraction_of_the_memory() {
+    // Flood tools and the fixture's own: 10,000.
+    let flood = (10_000 - BUILTIN_TOOLS.len()).to_string();
     let text = json!({"mcpServers": {
-        // 9,980 flood tools and the fixture's 20 of its own: 10,000.
-        "at_caps": fixture_entry(&["--flood-tools", "9980", "--flood-tool-bytes", "1680"]),
+        "at_caps": fixture_entry(&["--flood-tools", &flood, "--flood-tool-bytes", "1680"]),
         "maximal": fixture_entry(&["--flood-tools", "1190000"]),
     }})
     .to_string();
