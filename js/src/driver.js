@@ -39,7 +39,7 @@ import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
 import { Results } from './blobs.js';
 import { httpImports } from './http_imports.js';
 import { formatBytes, watchRealloc } from './limits.js';
-import { Memo } from './state.js';
+import { StateStore } from './state.js';
 
 /**
  * The longest the guest waits in one `wait` with nothing to do. Jobs ring the wake
@@ -432,7 +432,7 @@ export function createDriver(hub, options) {
   // --- the imports ------------------------------------------------------------------
 
   /** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
-  const memo = new Memo(cacheDir);
+  const stateStore = new StateStore(cacheDir);
 
   /** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
   const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
@@ -450,8 +450,8 @@ export function createDriver(hub, options) {
     // `state`: what the guest remembers about servers (their MCP era), across runs and
     // shared with the wasmtime host (state.js).
     'mcpbox:runtime/state': {
-      get: (key) => memo.get(key),
-      set: (key, value) => memo.set(key, value),
+      get: (key) => stateStore.get(key),
+      set: (key, value) => stateStore.set(key, value),
     },
     'mcpbox:runtime/blobs': {
       write: (server, name, _mimeType, data) => {

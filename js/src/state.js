@@ -43,7 +43,7 @@ export function defaultCacheDir(env = process.env) {
 }
 
 /** The store behind the `state` import; in memory only when it has no directory. */
-export class Memo {
+export class StateStore {
   /** @param {string | null} dir */
   constructor(dir) {
     this.path = dir === null ? null : join(dir, STATE_FILE);

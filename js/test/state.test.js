@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
-import { Memo, defaultCacheDir, serialize } from '../src/state.js';
+import { StateStore, defaultCacheDir, serialize } from '../src/state.js';
 import { ScriptedServer } from './scripted.js';
 import { assertConnected, open, ready } from './support.js';
 
@@ -28,25 +28,25 @@ test('the cache directory is found as the wasmtime host finds it', () => {
 
 test('entries survive a new store, stay bounded and are written as serde_json writes them', (t) => {
   const dir = join(tempDir(t), 'nested');
-  const memo = new Memo(dir);
-  assert.equal(memo.get('era/a/1'), undefined);
-  memo.set('era/b/2', '2026-07-28');
-  memo.set('era/a/1', 'legacy');
-  memo.set('k'.repeat(1025), 'too long a key');
-  memo.set('10', 'a key that looks like an index');
+  const stateStore = new StateStore(dir);
+  assert.equal(stateStore.get('era/a/1'), undefined);
+  stateStore.set('era/b/2', '2026-07-28');
+  stateStore.set('era/a/1', 'legacy');
+  stateStore.set('k'.repeat(1025), 'too long a key');
+  stateStore.set('10', 'a key that looks like an index');
   const text = readFileSync(join(dir, 'state.json'), 'utf8');
   assert.equal(
     text,
     '{\n  "10": "a key that looks like an index",\n  "era/a/1": "legacy",\n  "era/b/2": "2026-07-28"\n}',
   );
-  const again = new Memo(dir);
+  const again = new StateStore(dir);
   assert.equal(again.get('era/a/1'), 'legacy');
   assert.equal(again.get('era/b/2'), '2026-07-28');
   // A damaged file is an empty store, not an error.
   writeFileSync(join(dir, 'state.json'), '{not json');
-  assert.equal(new Memo(dir).get('era/a/1'), undefined);
+  assert.equal(new StateStore(dir).get('era/a/1'), undefined);
   // Without a directory it keeps entries in memory only.
-  const inMemory = new Memo(null);
+  const inMemory = new StateStore(null);
   inMemory.set('k', 'v');
   assert.equal(inMemory.get('k'), 'v');
   assert.equal(serialize(new Map()), '{}');
