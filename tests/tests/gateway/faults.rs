@@ -162,9 +162,64 @@ fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
             "an answer before any progress: {message}"
         );
     }
+    // As the MCP SDKs end a stdio server: stdin closed, then SIGTERM when it has
+    // not exited two seconds later (it goes on answering what it received).
     peer.close_stdin();
-    assert!(peer.wait_exit().success());
+    std::thread::sleep(Duration::from_secs(2));
+    let pid =
+        rustix::process::Pid::from_raw(i32::try_from(peer.id()).expect("a pid")).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let status = peer.wait_exit();
+    assert_eq!(status.code(), Some(143), "{status:?}");
     await_cancellations(&inner.url, before + 1);
+}
+
+#[test]
+fn a_stdio_client_that_pipes_its_requests_and_closes_stdin_gets_every_answer() {
+    // `printf '…' | mcpbox serve`: every line is in before the first answer is
+    // out, the server still starting, and a call still running when the input
+    // ends.
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "fx": {"command": crate::fixture(), "args": ["--start-delay-ms", "500"]},
+    }}));
+    let argv = stdio_gateway(&config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "fx__sleep", "arguments": {"ms": 1000}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "fx__echo", "arguments": {"text": "last"}}}),
+    ];
+    for line in &lines {
+        peer.send(line);
+    }
+    peer.close_stdin();
+    let mut answered = std::collections::BTreeMap::new();
+    while answered.len() < 4 {
+        let message = peer.next_message();
+        if let Some(id) = message["id"].as_u64() {
+            answered.insert(id, message);
+        }
+    }
+    assert!(
+        answered[&1]["result"]["serverInfo"].is_object(),
+        "{answered:?}"
+    );
+    let tools = answered[&2]["result"]["tools"].as_array().expect("tools");
+    assert!(tools.iter().any(|t| t["name"] == "fx__sleep"), "{tools:?}");
+    let slept = &answered[&3]["result"];
+    assert!(
+        slept.is_object() && slept["isError"] != true,
+        "{answered:?}"
+    );
+    assert_eq!(text(&answered[&4]["result"]), "last", "{answered:?}");
+    assert!(peer.wait_exit().success());
 }
 
 #[test]
