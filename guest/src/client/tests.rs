@@ -504,8 +504,7 @@ fn timeouts_cancel_and_progress_extends() {
         vec![ClientEvent::Finished(FinishedCall {
             call: 5,
             outcome: Err(CallError::Timeout(
-                "mcp__demo__slow timed out after 1s; the server was sent notifications/cancelled"
-                    .into()
+                "mcp__demo__slow timed out after 1s; the server was told to cancel it".into()
             ))
         })]
     );

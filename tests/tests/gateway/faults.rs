@@ -302,3 +302,83 @@ fn a_client_that_does_not_read_does_not_hold_up_the_others() {
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(stalled);
 }
+
+/// What the TypeScript SDK v2 peer at `url` says of its `wait` tool: the waits
+/// begun and the waits cancelled (asked directly, in 2026-07-28).
+fn waits(url: &str) -> (u64, u64) {
+    let r = http(
+        url,
+        "POST",
+        &[
+            POST[0],
+            POST[1],
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "waits"),
+        ],
+        &stateless_call(1, "waits", json!({})),
+    );
+    let counts: Value = serde_json::from_str(text(&r.messages()[0]["result"])).unwrap_or_default();
+    (
+        counts["started"].as_u64().unwrap_or_default(),
+        counts["cancelled"].as_u64().unwrap_or_default(),
+    )
+}
+
+/// Waits (polling) until the peer's counts pass `check`.
+fn await_waits(url: &str, check: impl Fn((u64, u64)) -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen = waits(url);
+        if check(seen) {
+            return;
+        }
+        assert!(Instant::now() < until, "the peer's waits: {seen:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_cancelled_call_reaches_a_2026_http_upstream_by_closing_its_stream() {
+    // Over HTTP in 2026-07-28, closing the request's response stream is the
+    // cancellation; the TypeScript SDK v2 server drops a notifications/cancelled.
+    // The gateways stay up throughout, so nothing closes the upstream streams
+    // but the cancellations themselves.
+    let upstream = mcpbox_tests::http::ts_http();
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "ts": {"type": "http", "url": upstream.url},
+        "quick": {"type": "http", "url": upstream.url, "toolTimeoutMs": 1000},
+    }}));
+    let argv = stdio_gateway(&config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    peer.initialize("2025-11-25");
+    // A call's timeout.
+    let result = peer.call_tool("quick__wait", json!({"ms": 600000}));
+    assert!(text(&result).contains("timed out"), "{result}");
+    await_waits(&upstream.url, |(started, cancelled)| {
+        started == 1 && cancelled == 1
+    });
+    // A client's cancel (a 2025 client's notifications/cancelled).
+    let id = peer.send_request(
+        "tools/call",
+        json!({"name": "ts__wait", "arguments": {"ms": 600000}}),
+    );
+    await_waits(&upstream.url, |(started, _)| started == 2);
+    peer.notify("notifications/cancelled", json!({"requestId": id}));
+    await_waits(&upstream.url, |(_, cancelled)| cancelled == 2);
+    peer.close_stdin();
+    assert!(peer.wait_exit().success());
+
+    // A 2026-07-28 client of the HTTP gateway cancels by closing its stream too.
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let request = RawRequest::send(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(1, "ts__wait", json!({"ms": 600000})),
+    );
+    await_waits(&upstream.url, |(started, _)| started == 3);
+    drop(request);
+    await_waits(&upstream.url, |(_, cancelled)| cancelled == 3);
+}
