@@ -67,6 +67,11 @@ pub enum InputAnswer {
     Decline,
     /// The user dismissed the request without choosing.
     Cancel,
+    /// Nobody could be asked (the gateway's client that made the call did not
+    /// declare the capability, say): the text says why, for the server. An
+    /// elicitation is declined; a sampling request gets an error with the text
+    /// instead of "User rejected", since nobody rejected it.
+    Unanswerable(String),
 }
 
 /// An `elicitation/create` request's parameters, as far as mcpbox uses them.
@@ -112,7 +117,9 @@ pub fn parse_request(params: &Value) -> Result<Elicitation, String> {
 /// accepted answer is not a JSON object or does not satisfy `schema`.
 pub fn result(answer: &InputAnswer, schema: &Value) -> Result<Value, String> {
     let text = match answer {
-        InputAnswer::Decline => return Ok(json!({"action": "decline"})),
+        InputAnswer::Decline | InputAnswer::Unanswerable(_) => {
+            return Ok(json!({"action": "decline"}));
+        }
         InputAnswer::Cancel => return Ok(json!({"action": "cancel"})),
         InputAnswer::Accept(text) => text,
     };

@@ -12,7 +12,9 @@
 // with {"approve": true} (and the defaults of other fields). --stdio takes the rest of
 // the command line; --token sends `Authorization: Bearer TOKEN` over HTTP. With MCPBOX_TEST_SAMPLE=TEXT in its environment it declares the
 // sampling capability and answers every sampling/createMessage with TEXT, from the
-// model "ts-client", saying how many messages and tools it was given.
+// model "ts-client", saying how many messages and tools it was given. With
+// MCPBOX_TEST_ACCEPT=empty, --approve accepts with {} instead (as a client that shows
+// only yes and no does); with MCPBOX_TEST_ACCEPT=no, with {"approve": false}.
 
 const argv = process.argv.slice(2);
 let sdk = 'v2';
@@ -56,8 +58,10 @@ if (approve) {
     const answer = async (request) => {
         const schema = request.params.requestedSchema ?? {};
         const content = {};
+        const accept = process.env.MCPBOX_TEST_ACCEPT;
+        if (accept === 'empty') return { action: 'accept', content };
         for (const [key, spec] of Object.entries(schema.properties ?? {})) {
-            if (key === 'approve') content[key] = true;
+            if (key === 'approve') content[key] = accept !== 'no';
             else if ('default' in spec) content[key] = spec.default;
         }
         return { action: 'accept', content };

@@ -24,6 +24,11 @@
 //                             client that the resource and prompt lists changed
 //   log()                     logs "an info line" (info) and "a debug line" (debug) with
 //                             the request's log level (2026-07-28: none without one)
+//   wait(ms: number)          answers "waited" after MS milliseconds, unless the request
+//                             is cancelled first (its abort signal: `notifications/cancelled`,
+//                             or over 2026-07-28 HTTP its response stream closed)
+//   waits()                   {"started": N, "cancelled": M} as text: the waits begun and
+//                             the waits cancelled so far
 //
 // Resources: `ts://readme` (text "ts-peer readme"), `ts://logo` (a 4-byte PNG-typed
 // blob: bytes 137 80 78 71), the template `ts://item/{id}` (text "item ID").
@@ -45,6 +50,9 @@ import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
 let unlocked = false;
+/** Waits begun and waits cancelled so far, by any instance. */
+let started = 0;
+let cancelled = 0;
 /** URIs a 2025-era client subscribed to with `resources/subscribe`. */
 const subscribed = new Set();
 /** Server instances that may hold a stdio connection; told about list changes. */
@@ -101,6 +109,31 @@ function build() {
         await ctx.mcpReq.log('debug', 'a debug line');
         return { content: [{ type: 'text', text: 'logged' }] };
     });
+    server.registerTool(
+        'wait',
+        { description: 'Waits, unless cancelled.', inputSchema: z.object({ ms: z.number() }) },
+        async ({ ms }, ctx) =>
+            new Promise(resolve => {
+                const signal = ctx.mcpReq.signal;
+                started += 1;
+                let done = false;
+                const timer = setTimeout(() => {
+                    done = true;
+                    resolve({ content: [{ type: 'text', text: 'waited' }] });
+                }, ms);
+                signal?.addEventListener('abort', () => {
+                    // The signal also fires once an answered request's stream closes.
+                    if (done) return;
+                    done = true;
+                    clearTimeout(timer);
+                    cancelled += 1;
+                    resolve({ content: [{ type: 'text', text: 'cancelled' }] });
+                });
+            })
+    );
+    server.registerTool('waits', { description: 'Counts waits begun and cancelled.' }, async () => ({
+        content: [{ type: 'text', text: JSON.stringify({ started, cancelled }) }]
+    }));
     server.registerTool(
         'greet',
         { description: 'Greets someone by name.', inputSchema: z.object({ name: z.string() }) },

@@ -231,6 +231,11 @@ impl StdioPeer {
             .unwrap_or_else(|| panic!("tools/call {name} failed: {reply}"))
     }
 
+    /// The process id, to signal it.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Closes the server's stdin, the MCP stdio way of asking it to exit.
     pub fn close_stdin(&mut self) {
         self.stdin = None;

@@ -62,7 +62,7 @@ impl Client {
             self.abandon(id, &format!("timed out after {after}"));
             let waiting = self.inputs.values().any(|w| w.call == Some(c.call));
             let why = format!(
-                "{} timed out after {after}{}; the server was sent notifications/cancelled",
+                "{} timed out after {after}{}; the server was told to cancel it",
                 c.name,
                 if waiting {
                     " (its input request was not answered in time)"

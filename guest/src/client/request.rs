@@ -392,7 +392,7 @@ impl Client {
             let after = format_ms(r.timeout_ms);
             self.abandon(id, &format!("timed out after {after}"));
             let why = format!(
-                "{} timed out after {after}; the server was sent notifications/cancelled",
+                "{} timed out after {after}; the server was told to cancel it",
                 r.label(&self.server)
             );
             self.finish(r.call, Err(CallError::Timeout(why)), true);

@@ -30,15 +30,17 @@ impl Client {
     pub(super) fn answer_sampling(&mut self, key: u64, answer: &InputAnswer) -> Result<(), String> {
         let result = match answer {
             InputAnswer::Accept(text) => Some(sampling::result(text)?),
-            InputAnswer::Decline | InputAnswer::Cancel => None,
+            InputAnswer::Decline | InputAnswer::Cancel | InputAnswer::Unanswerable(_) => None,
         };
         let Some(wait) = self.inputs.remove(&key) else {
             return Ok(());
         };
-        let refused = if matches!(answer, InputAnswer::Decline) {
-            "declined"
-        } else {
-            "cancelled"
+        // Who refused, in words that are true: a person (through the embedder),
+        // or nobody, because nobody could be asked.
+        let refused = match answer {
+            InputAnswer::Unanswerable(why) => format!("nobody could answer it: {why}"),
+            InputAnswer::Decline => "the embedder declined it".to_string(),
+            _ => "the embedder cancelled it".to_string(),
         };
         match (wait.to, result) {
             (InputTarget::Request(id), Some(result)) => {
@@ -48,7 +50,12 @@ impl Client {
                 &id,
                 &RpcError::new(
                     sampling::REJECTED,
-                    format!("User rejected sampling request (mcpbox: the embedder {refused} it)"),
+                    match answer {
+                        InputAnswer::Unanswerable(_) => {
+                            format!("Sampling request not answered (mcpbox: {refused})")
+                        }
+                        _ => format!("User rejected sampling request (mcpbox: {refused})"),
+                    },
                 ),
             )),
             (InputTarget::Round(entry), Some(result)) => {
@@ -64,7 +71,7 @@ impl Client {
                     return Ok(());
                 };
                 let text = format!(
-                    "{}: the server asked for a message from the model, and the request was {refused}; \
+                    "{}: the server asked for a message from the model, and {refused}; \
                      the call was not sent again",
                     round.call.name
                 );

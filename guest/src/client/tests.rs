@@ -504,8 +504,7 @@ fn timeouts_cancel_and_progress_extends() {
         vec![ClientEvent::Finished(FinishedCall {
             call: 5,
             outcome: Err(CallError::Timeout(
-                "mcp__demo__slow timed out after 1s; the server was sent notifications/cancelled"
-                    .into()
+                "mcp__demo__slow timed out after 1s; the server was told to cancel it".into()
             ))
         })]
     );
@@ -1804,7 +1803,10 @@ fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
     assert!(sent(&mut c).is_empty());
     let events = c.take_events();
     let r = only_result(&events, 7);
-    assert!(r.is_error && r.text.contains("was declined"), "{r:?}");
+    assert!(
+        r.is_error && r.text.contains("the embedder declined it"),
+        "{r:?}"
+    );
 
     // Not enabled: a tool error naming the opt-in.
     let mut c = stateless_ready(&["ask"], false);

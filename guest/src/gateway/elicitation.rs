@@ -12,8 +12,11 @@
 //!   the gateway; the client's retry of the same `tools/call` with
 //!   `inputResponses` and that `requestState` answers it and takes over the call,
 //!   whose result (or next round of questions) it then gets.
-//! - A client that cannot be asked: an upstream request is declined, and a call
-//!   that needs approval ends with a tool error naming the rule.
+//! - A client that cannot be asked: an upstream request is declined
+//!   ([`InputAnswer::Unanswerable`]: an elicitation is declined; a sampling
+//!   request gets an error saying which capability the client did not declare,
+//!   not "User rejected"), and a call that needs approval ends with a tool error
+//!   naming the rule.
 //!
 //! `requestState` tokens are unguessable (SHA-256 of the host's random secret and
 //! a counter), so one client cannot take over another's call by naming its round.
@@ -86,10 +89,15 @@ pub(super) struct Round {
 }
 
 /// The requested schema of an approval.
+/// The approval question's schema: one optional boolean, checked by default. What
+/// decides is the action ([`approved`]): `accept` is the yes (with `{}`, as a
+/// client that shows only yes and no sends it, or with `approve: true`), unless
+/// the form says `approve: false`; `decline` and `cancel` are no.
 fn approval_schema() -> Value {
     json!({"type": "object", "properties": {"approve": {
-        "type": "boolean", "title": "Allow this call", "default": false}},
-        "required": ["approve"]})
+        "type": "boolean", "title": "Allow this call",
+        "description": "Accept to run the call; clear this to refuse it.",
+        "default": true}}})
 }
 
 fn approval_message(a: &Approval) -> String {
@@ -116,13 +124,15 @@ fn answer_of(result: &Value) -> InputAnswer {
     }
 }
 
+/// Whether an `ElicitResult` approves the call: `accept`, and `approve` (when
+/// the content has it) `true`. Anything else — `approve: false`, an `approve`
+/// that is not a boolean, `decline`, `cancel` — is a no.
 fn approved(result: &Value) -> bool {
     result.get("action").and_then(Value::as_str) == Some("accept")
-        && result
-            .get("content")
-            .and_then(|c| c.get("approve"))
-            .and_then(Value::as_bool)
-            == Some(true)
+        && match result.get("content").and_then(|c| c.get("approve")) {
+            None => true,
+            Some(approve) => approve.as_bool() == Some(true),
+        }
 }
 
 fn not_approved(a: &Approval) -> String {
@@ -164,7 +174,10 @@ impl Gateway {
             match call {
                 Some(call) => by_call.entry(call).or_default().push(r),
                 None => {
-                    let _ = m.answer_input(r.id, &InputAnswer::Decline);
+                    let why = "the server's request names no call, and its calls in flight \
+                               came from more than one client of mcpbox serve, so none of \
+                               them could be asked";
+                    let _ = m.answer_input(r.id, &InputAnswer::Unanswerable(why.into()));
                 }
             }
         }
@@ -183,7 +196,8 @@ impl Gateway {
                 .into_iter()
                 .partition(|r| c.origin.can_take(&self.sessions, r));
             for r in refused {
-                let _ = m.answer_input(r.id, &InputAnswer::Decline);
+                let why = c.origin.why_not(&self.sessions, &r);
+                let _ = m.answer_input(r.id, &InputAnswer::Unanswerable(why));
             }
             if requests.is_empty() {
                 continue;

@@ -258,15 +258,35 @@ impl Origin {
         let Some(params) = &r.sampling else {
             return self.can_elicit(sessions);
         };
-        let sampling = match &self.stateless {
+        self.sampling(sessions).covers(params)
+    }
+
+    /// What the client declared of sampling.
+    fn sampling(&self, sessions: &BTreeMap<u64, Session>) -> sampling::Sampling {
+        match &self.stateless {
             Some(meta) => meta.sampling,
             None => self
                 .session
                 .and_then(|s| sessions.get(&s))
                 .map(|s| s.sampling)
                 .unwrap_or_default(),
-        };
-        sampling.covers(params)
+        }
+    }
+
+    /// Why the client cannot be asked `r` ([`Origin::can_take`] is false), in
+    /// words for the server and whoever reads its answer.
+    fn why_not(&self, sessions: &BTreeMap<u64, Session>, r: &InputRequest) -> String {
+        let who = "the client of mcpbox serve that made this call";
+        if r.sampling.is_none() {
+            return format!("{who} did not declare the `elicitation` capability");
+        }
+        if self.sampling(sessions).declared {
+            format!(
+                "{who} declared `sampling` without `sampling.tools`, and the request carries tools"
+            )
+        } else {
+            format!("{who} did not declare the `sampling` capability")
+        }
     }
 }
 

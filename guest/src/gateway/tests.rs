@@ -618,8 +618,28 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
         "{r}"
     );
 
-    // ask: the client is asked; yes runs the call, no does not.
-    for (approve, expect) in [(true, "go"), (false, "was not run")] {
+    // ask: the client is asked; yes runs the call, no does not. `accept` is the
+    // yes, with `{}` too (a client that shows yes and no only); `approve: false`,
+    // a non-boolean `approve` and `decline` are no.
+    let answers = [
+        (
+            json!({"action": "accept", "content": {"approve": true}}),
+            "go",
+        ),
+        (json!({"action": "accept", "content": {}}), "go"),
+        (json!({"action": "accept"}), "go"),
+        (
+            json!({"action": "accept", "content": {"approve": false}}),
+            "was not run",
+        ),
+        (
+            json!({"action": "accept", "content": {"approve": "no"}}),
+            "was not run",
+        ),
+        (json!({"action": "decline"}), "was not run"),
+        (json!({"action": "cancel"}), "was not run"),
+    ];
+    for (answer, expect) in &answers {
         let (x, out) = rig.send(Some(s), call(3, "fs__write", json!({"text": "go"})));
         let question: Value = out
             .iter()
@@ -637,17 +657,17 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
         );
         let (_, out) = rig.send(
             Some(s),
-            json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"approve": approve}}}),
+            json!({"jsonrpc": "2.0", "id": question["id"], "result": answer}),
         );
         let (messages, _) = rig.answer_of(x, out);
         let text = texts(&messages.last().unwrap()["result"]);
-        assert!(text.contains(expect), "{text}");
+        assert!(text.contains(expect), "{answer}: {text}");
     }
     let sim = rig.m.platform().sim("fs");
     assert_eq!(
         sim.borrow().sent("tools/call").len(),
-        1,
-        "only the approved call ran"
+        3,
+        "only the approved calls ran"
     );
 
     // A client that cannot be asked gets a clear tool error.
@@ -1115,15 +1135,17 @@ fn upstream_sampling_reaches_2025_clients_that_declared_it() {
 
     // Without `sampling`, or with tools but without `sampling.tools`: refused.
     let plain = rig.initialize(json!({"elicitation": {}}));
+    // Nobody rejected it: the refusal says which capability was missing.
     let (r, _) = rig.request(Some(plain), call(3, "a__sample", json!({})));
+    let said = texts(&r["result"]);
     assert!(
-        texts(&r["result"]).contains("User rejected sampling request"),
+        said.contains("did not declare the `sampling` capability") && !said.contains("rejected"),
         "{r}"
     );
     let no_tools = rig.initialize(json!({"sampling": {}}));
     let (r, _) = rig.request(Some(no_tools), call(4, "a__sample", json!({"tools": true})));
     assert!(
-        texts(&r["result"]).contains("User rejected sampling request"),
+        texts(&r["result"]).contains("declared `sampling` without `sampling.tools`"),
         "{r}"
     );
     let (x, out) = rig.send(Some(no_tools), call(5, "a__sample", json!({})));
@@ -1163,7 +1185,7 @@ fn upstream_sampling_reaches_2026_clients_as_input_required() {
     );
     let got: Value = serde_json::from_str(&texts(&r["result"])).unwrap();
     assert_eq!(got, answer);
-    // A 2026 client that did not declare sampling: refused upstream.
+    // A 2026 client that did not declare sampling: refused upstream, saying why.
     let meta = stateless_meta(json!({}));
     let (r, _) = rig.request(
         None,
@@ -1171,7 +1193,7 @@ fn upstream_sampling_reaches_2026_clients_as_input_required() {
                "params": {"name": "a__sample", "arguments": {}, "_meta": meta}}),
     );
     assert!(
-        texts(&r["result"]).contains("User rejected sampling request"),
+        texts(&r["result"]).contains("did not declare the `sampling` capability"),
         "{r}"
     );
 }

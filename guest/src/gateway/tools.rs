@@ -5,7 +5,8 @@
 //! the registry changes between pages (a tool added before it is not served twice,
 //! one removed does not shift the rest). While servers are still starting, a
 //! `tools/list` is held until every server is connected or failed, so a client
-//! that lists at once gets the whole list rather than a list_changed later.
+//! that lists at once gets the whole list rather than a list_changed later; so is
+//! a `search_tools` call (search mode), and a call of a tool not listed yet.
 //!
 //! `tools/call` goes to the manager under the registry name; its result goes back
 //! as the server sent it (`content`, `structuredContent`, `isError`). Failures
@@ -210,6 +211,11 @@ impl Gateway {
         if self.options.tool_search && exposure.get(&name).is_none() {
             match name.as_str() {
                 SEARCH_TOOLS => {
+                    if m.starting() {
+                        // As `tools/list`: the servers still starting may list the tool.
+                        self.held_calls.push((origin, params));
+                        return;
+                    }
                     let result = self.search(m, &origin, &arguments);
                     return self.answer(&origin, result);
                 }

@@ -55,7 +55,9 @@ enum Verdict {
 
 fn verdict(answer: &InputAnswer) -> Result<Verdict, String> {
     let text = match answer {
-        InputAnswer::Decline | InputAnswer::Cancel => return Ok(Verdict::Refused),
+        InputAnswer::Decline | InputAnswer::Cancel | InputAnswer::Unanswerable(_) => {
+            return Ok(Verdict::Refused);
+        }
         InputAnswer::Accept(text) => text,
     };
     let text = if text.trim().is_empty() { "{}" } else { text };

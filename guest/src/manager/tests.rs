@@ -289,8 +289,7 @@ fn timeout_sends_cancelled_with_the_request_id() {
     assert_eq!(
         done[0].outcome,
         Err(CallError::Timeout(
-            "mcp__slow__wait timed out after 60s; the server was sent notifications/cancelled"
-                .into()
+            "mcp__slow__wait timed out after 60s; the server was told to cancel it".into()
         ))
     );
     assert_eq!(

@@ -985,10 +985,14 @@ impl<P: HttpPort> Connection for RemoteConnection<P> {
             return Err(TransportError::Closed(why.clone()));
         }
         if !self.over {
-            self.queue.push_back(Outgoing {
+            let out = Outgoing {
                 message: message.to_string(),
                 meta: meta.clone(),
-            });
+            };
+            if self.closes_stream(&out) {
+                return Ok(());
+            }
+            self.queue.push_back(out);
             self.pump();
         }
         Ok(())

@@ -26,6 +26,9 @@
 //!   server-initiated messages is opened (a 405 means the server has none;
 //!   messages wait [`GET_OPEN_WAIT_MS`] at most for its answer, so a server that
 //!   routes answers to "the" GET stream finds it open), and reopened the same way;
+//! - in 2026-07-28 a `notifications/cancelled` is not POSTed: the stream of
+//!   the request it names is closed, which is that revision's cancellation over
+//!   HTTP (`closes_stream`);
 //! - dropping the connection sends `DELETE` with the session id.
 
 use crate::prelude::*;
@@ -49,6 +52,9 @@ pub const GET_OPEN_WAIT_MS: u64 = 2_000;
 pub const DEFAULT_RETRY_MS: u64 = 1_000;
 /// Consecutive failed reconnections after which a stream is given up.
 pub const MAX_RECONNECTS: u32 = 5;
+/// The first revision in which closing a request's response stream is how a
+/// client cancels it over HTTP (instead of posting `notifications/cancelled`).
+pub const STREAM_CLOSE_CANCELS: &str = "2026-07-28";
 
 impl<P: HttpPort> RemoteConnection<P> {
     /// Headers every Streamable HTTP request carries: `Accept`, the session,
@@ -82,9 +88,6 @@ impl<P: HttpPort> RemoteConnection<P> {
             if out.meta.method.as_deref() == Some(methods::INITIALIZE) {
                 self.initialize = Some(out.clone());
             }
-            if self.closes_listen(&out) {
-                continue;
-            }
             let request = out.meta.id.is_some();
             let post = Post {
                 out,
@@ -104,12 +107,27 @@ impl<P: HttpPort> RemoteConnection<P> {
         sent
     }
 
-    /// A `notifications/cancelled` for a 2026-07-28 `subscriptions/listen` still
-    /// streaming: over HTTP a stateless client ends a listen by closing its
-    /// stream (the server has no session to look the id up in), so the stream
-    /// is closed and nothing is POSTed. True when it did that.
-    fn closes_listen(&mut self, out: &Outgoing) -> bool {
-        if out.meta.method.as_deref() != Some(methods::CANCELLED) || self.session.is_some() {
+    /// A `notifications/cancelled` in the 2026-07-28 revision: over HTTP a
+    /// request is cancelled by closing its response stream (the server has no
+    /// session to look the id up in, and the reference SDKs drop the
+    /// notification), so the stream of the request it names — a tool call, a
+    /// `subscriptions/listen`, any other — is closed (or its resumption given
+    /// up), and nothing is POSTed. True when the notification was taken so.
+    /// Older revisions get the notification POSTed.
+    /// Taken at once, not queued: what waits in the queue (behind a
+    /// notification the server has not accepted yet, say) must not hold up a
+    /// cancellation.
+    pub(super) fn closes_stream(&mut self, out: &Outgoing) -> bool {
+        let version = out
+            .meta
+            .protocol_version
+            .as_deref()
+            .or(self.version.as_deref());
+        if self.kind != super::Kind::Streamable
+            || out.meta.method.as_deref() != Some(methods::CANCELLED)
+            || self.session.is_some()
+            || version.is_none_or(|v| v < STREAM_CLOSE_CANCELS)
+        {
             return false;
         }
         let Some(request) = serde_json::from_str::<serde_json::Value>(&out.message)
@@ -118,25 +136,24 @@ impl<P: HttpPort> RemoteConnection<P> {
         else {
             return false;
         };
-        let listen = self
+        let streams: Vec<u64> = self
             .exchanges
             .iter()
-            .find_map(|(id, ex)| match &ex.purpose {
-                Purpose::Post(post)
-                    if post.out.meta.method.as_deref() == Some(methods::SUBSCRIPTIONS_LISTEN)
-                        && post.out.meta.id.as_deref() == Some(request.as_str()) =>
-                {
-                    Some(*id)
-                }
-                _ => None,
-            });
-        match listen {
-            Some(id) => {
-                self.finish(id);
-                true
-            }
-            None => false,
+            .filter(|(_, ex)| match &ex.purpose {
+                Purpose::Post(post) => post.out.meta.id.as_deref() == Some(request.as_str()),
+                Purpose::Resume { id, .. } => *id == request,
+                _ => false,
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in streams {
+            self.finish(id);
         }
+        self.queue
+            .retain(|o| o.meta.id.as_deref() != Some(request.as_str()));
+        self.timers
+            .retain(|(_, t)| !matches!(t, Timer::Resume { id, .. } if *id == request));
+        true
     }
 
     /// POSTs a message in the current session.

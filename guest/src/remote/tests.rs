@@ -811,11 +811,12 @@ fn a_refusal_the_host_has_nothing_to_say_about_stays_the_servers_own() {
     }
 }
 
-/// A stateless client cancels a `subscriptions/listen` by closing its stream:
-/// a 2026-07-28 server keeps no session to look the id up in. Other
-/// cancellations are still POSTed.
+/// A stateless client cancels a request by closing its stream, a tool call as
+/// a `subscriptions/listen`: a 2026-07-28 server keeps no session to look the
+/// id up in (and the reference SDKs drop the notification). An older
+/// revision's cancellation is still POSTed.
 #[test]
-fn cancelling_a_stateless_listen_closes_its_stream_and_posts_nothing() {
+fn cancelling_a_stateless_request_closes_its_stream_and_posts_nothing() {
     let server = Box::new(|r: &Request, out: &mut Reply<'_>| {
         let b = body(r);
         if b["method"] == "subscriptions/listen" {
@@ -853,11 +854,23 @@ fn cancelling_a_stateless_listen_closes_its_stream_and_posts_nothing() {
         "the listen's stream is closed"
     );
     assert!(h.net.borrow().posted("notifications/cancelled").is_empty());
+    let call_stream = h.net.borrow().requests[1].0;
     h.send(&cancel(5), v);
     h.run(300);
+    assert!(
+        h.net.borrow().closed.contains(&call_stream),
+        "the call's stream is closed"
+    );
+    assert!(h.net.borrow().posted("notifications/cancelled").is_empty());
+    // 2025-11-25: the notification is how, and it is posted.
+    let v = Some("2025-11-25");
+    h.send(&call(6, "x"), v);
+    h.run(400);
+    h.send(&cancel(6), v);
+    h.run(500);
     assert_eq!(
         h.net.borrow().posted("notifications/cancelled").len(),
         1,
-        "a call's is posted"
+        "a 2025 call's is posted"
     );
 }

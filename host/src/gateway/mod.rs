@@ -146,9 +146,10 @@ impl Runtime {
 
     /// Serves the registry as an MCP server on a byte stream pair: one JSON-RPC
     /// message per line in, one per line out (`mcpbox serve` uses stdin and
-    /// stdout). Returns when `input` ends, after cancelling what the client left
-    /// running. Lines longer than the policy's message cap are dropped (and said
-    /// so on stderr).
+    /// stdout). When `input` ends, what was received is still answered, for at
+    /// most 30 seconds; then what the client left running is cancelled upstream
+    /// and this returns (dropping the future cancels it too). Lines longer than
+    /// the policy's message cap are dropped (and said so on stderr).
     pub async fn serve_stdio<R, W>(
         &self,
         options: ServeOptions,

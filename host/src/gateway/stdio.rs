@@ -3,10 +3,20 @@
 //! Every line is an exchange of its own; everything the gateway sends, whatever
 //! stream it names, goes out as one line. The session the client opens with
 //! `initialize` is handed back in with every later line, also after a restart of
-//! the guest (which reopens it). When the input ends, the exchanges still open
-//! and the session are closed, which cancels the client's calls upstream.
+//! the guest (which reopens it).
+//!
+//! # When the input ends
+//!
+//! A client that pipes its requests in and closes stdin (`printf … | mcpbox
+//! serve`) still wants the answers: what was received is answered first, for at
+//! most [`DRAIN`], and then the exchanges still open and the session are closed,
+//! which cancels what is left upstream. A client that stops waiting sooner ends
+//! the gateway with a signal (the MCP SDKs send SIGTERM two seconds after closing
+//! stdin); the same cancellations go upstream then, as the serving future is
+//! dropped ([`Client`]'s `Drop`).
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
@@ -21,6 +31,29 @@ use super::ServeError;
 /// The longest line read from the client; a longer one is dropped.
 const MAX_LINE: usize = 64 * 1024 * 1024;
 
+/// How long the gateway goes on answering what it received once its input ended.
+const DRAIN: Duration = Duration::from_secs(30);
+
+/// What the client left open: its exchanges not answered yet and its session.
+/// Dropped, it closes them, which cancels the calls still running upstream (also
+/// when serving is cut short, by a signal say).
+struct Client<'a> {
+    runtime: &'a Runtime,
+    session: Option<u64>,
+    open: BTreeSet<u64>,
+}
+
+impl Drop for Client<'_> {
+    fn drop(&mut self) {
+        for exchange in std::mem::take(&mut self.open) {
+            let _ = self.runtime.submit(Job::ExchangeClosed(exchange));
+        }
+        if let Some(s) = self.session.take() {
+            let _ = self.runtime.submit(Job::SessionClosed(s));
+        }
+    }
+}
+
 pub(super) async fn run<R, W>(
     runtime: &Runtime,
     mut feed: mpsc::UnboundedReceiver<Downstream>,
@@ -34,23 +67,31 @@ where
 {
     let mut reader = BufReader::with_capacity(64 * 1024, input);
     let mut framer = LineFramer::new(MAX_LINE);
-    let mut session: Option<u64> = None;
-    let mut open: BTreeSet<u64> = BTreeSet::new();
+    let mut client = Client {
+        runtime,
+        session: None,
+        open: BTreeSet::new(),
+    };
+    // Set once the input ended: answering goes on until it fires.
+    let mut draining: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
     let mut next_exchange: u64 = 1;
     let mut out = Vec::with_capacity(64 * 1024);
     let submit = |job: Job| runtime.submit(job).map_err(ServeError::Stopped);
     loop {
+        if draining.is_some() && client.open.is_empty() {
+            break;
+        }
         tokio::select! {
-            frame = read_frame(&mut reader, &mut framer) => match frame? {
+            frame = read_frame(&mut reader, &mut framer), if draining.is_none() => match frame? {
                 Frame::Line(line) => {
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
                     let exchange = next_exchange;
                     next_exchange += 1;
-                    open.insert(exchange);
+                    client.open.insert(exchange);
                     submit(Job::Downstream(gateway::Inbound {
-                        session,
+                        session: client.session,
                         exchange,
                         kind: gateway::TransportKind::Stdio,
                         profile: profile.clone(),
@@ -64,8 +105,17 @@ where
                          (the limit is {MAX_LINE} bytes)"
                     );
                 }
-                Frame::Eof => break,
+                Frame::Eof => draining = Some(Box::pin(tokio::time::sleep(DRAIN))),
             },
+            () = async { draining.as_mut().expect("draining").await }, if draining.is_some() => {
+                eprintln!(
+                    "mcpbox serve: the input ended and {} request(s) were not answered \
+                     within {} s: cancelled",
+                    client.open.len(),
+                    DRAIN.as_secs()
+                );
+                break;
+            }
             signals = feed.recv() => {
                 let Some(signals) = signals else { break };
                 // Take whatever else is ready too: one write and flush for all of it.
@@ -83,10 +133,10 @@ where
                                         out.push(b'\n');
                                     }
                                     wit::DownstreamSignal::End(end) => {
-                                        open.remove(&end.exchange);
+                                        client.open.remove(&end.exchange);
                                     }
                                     wit::DownstreamSignal::SessionOpened(s) => {
-                                        session = Some(s.session);
+                                        client.session = Some(s.session);
                                     }
                                 }
                             }
@@ -97,12 +147,12 @@ where
                                 "mcpbox serve: {why}; the session carries on, requests in \
                                  flight were lost"
                             );
-                            open.retain(|x| *x > through);
+                            client.open.retain(|x| *x > through);
                         }
                         Downstream::Stopped(why) => {
                             eprintln!("mcpbox serve: {why}");
-                            session = None;
-                            open.clear();
+                            client.session = None;
+                            client.open.clear();
                         }
                     }
                 }
@@ -114,12 +164,7 @@ where
             }
         }
     }
-    // The client is gone: what it left running is cancelled upstream.
-    for exchange in open {
-        let _ = runtime.submit(Job::ExchangeClosed(exchange));
-    }
-    if let Some(s) = session {
-        let _ = runtime.submit(Job::SessionClosed(s));
-    }
+    // The client is gone: what it left running is cancelled upstream (`Client`'s drop).
+    drop(client);
     Ok(())
 }

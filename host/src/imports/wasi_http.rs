@@ -19,7 +19,9 @@
 //! - `HEAD` goes on a new connection, never a pooled one: the guest sends it to
 //!   learn whether anything still serves HTTP at the URL after an exchange broke.
 //! - The exchange runs on a task of its own: a request the guest drops before
-//!   its answer (the `DELETE` that ends a session) is still sent.
+//!   its answer (the `DELETE` that ends a session) is still sent, except a
+//!   `POST`, which is abandoned and its connection closed (a 2026-07-28 client
+//!   cancels a request over HTTP by closing its stream).
 //!
 //! The bodies are `reqwest`'s (rustls with the ring provider, HTTP/1.1), one
 //! connection pool for every server.
@@ -163,9 +165,13 @@ impl WasiHttpHooks for Grants {
         }
         let method = parts.method;
         let auth = self.oauth.as_ref().and_then(|o| o.for_grant(&granted));
-        let (tx, rx) = oneshot::channel();
+        let (mut tx, rx) = oneshot::channel();
+        // A POST the guest drops before its answer came is abandoned, its
+        // connection closed: over HTTP that is how a 2026-07-28 client cancels
+        // a request. Anything else (the `DELETE` that ends a session) is sent.
+        let abandon = method == http::Method::POST;
         tokio::spawn(async move {
-            let result = async {
+            let work = async {
                 let client = if method == http::Method::HEAD {
                     probe_client()
                 } else {
@@ -196,8 +202,15 @@ impl WasiHttpHooks for Grants {
                     })
                     .boxed_unsync()
                 }))
-            }
-            .await;
+            };
+            let result = if abandon {
+                tokio::select! {
+                    result = work => result,
+                    () = tx.closed() => return,
+                }
+            } else {
+                work.await
+            };
             let _ = tx.send(result);
         });
         Box::new(async move {

@@ -204,3 +204,32 @@ fn clients_approve_ask_rules_and_answer_upstream_questions() {
         "{report}"
     );
 }
+
+#[test]
+fn an_accept_without_content_approves_an_ask_rule_and_approve_false_refuses() {
+    // A client that shows the approval question as yes or no accepts with `{}`;
+    // one that shows the form and has the box cleared sends `approve: false`.
+    let config = config(false, json!({"permissions": {"ask": ["mcp__fx__echo"]}}));
+    let http = serve_http(crate::cli(), &config.path, &[]);
+    let stdio = stdio_gateway(&config.path, &[]);
+    let calls = [("fx__echo", json!({"text": "approved"}))];
+    for client in [SdkClient::TsV1, SdkClient::TsV2Stateless] {
+        for target in [Target::Http(http.url.clone()), Target::Stdio(stdio.clone())] {
+            let mut command = client_command(client, &target, &calls, true);
+            command.env("MCPBOX_TEST_ACCEPT", "empty");
+            let report = run_client(command);
+            assert_eq!(
+                text(&report["calls"][0]),
+                "approved",
+                "{client:?} {target:?}: {report}"
+            );
+            let mut command = client_command(client, &target, &calls, true);
+            command.env("MCPBOX_TEST_ACCEPT", "no");
+            let report = run_client(command);
+            assert!(
+                text(&report["calls"][0]).contains("was not run: the user did not approve it"),
+                "{client:?} {target:?}: {report}"
+            );
+        }
+    }
+}

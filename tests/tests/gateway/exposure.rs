@@ -194,3 +194,20 @@ async fn tool_search_finds_and_calls_one_of_ten_thousand_tools() {
     assert_eq!(missing.is_error, Some(true), "{}", text(&missing));
     client.cancel().await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_tools_right_after_initialize_waits_for_servers_still_starting() {
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "fx": {"command": fixture(), "args": ["--start-delay-ms", "1000"]},
+    }}));
+    // The first request after the handshake is the search: the server is still
+    // starting, as tools/list would find it.
+    let client = connect(&config, &["--tool-search"]).await;
+    let found = call(&client, "search_tools", json!({"query": "add two numbers"})).await;
+    let tools = &found
+        .structured_content
+        .as_ref()
+        .unwrap_or_else(|| panic!("no results: {}", text(&found)))["tools"];
+    assert_eq!(tools[0]["name"], "fx__add", "{tools}");
+    client.cancel().await.expect("close");
+}

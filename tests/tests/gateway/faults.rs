@@ -162,9 +162,64 @@ fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
             "an answer before any progress: {message}"
         );
     }
+    // As the MCP SDKs end a stdio server: stdin closed, then SIGTERM when it has
+    // not exited two seconds later (it goes on answering what it received).
     peer.close_stdin();
-    assert!(peer.wait_exit().success());
+    std::thread::sleep(Duration::from_secs(2));
+    let pid =
+        rustix::process::Pid::from_raw(i32::try_from(peer.id()).expect("a pid")).expect("a pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
+    let status = peer.wait_exit();
+    assert_eq!(status.code(), Some(143), "{status:?}");
     await_cancellations(&inner.url, before + 1);
+}
+
+#[test]
+fn a_stdio_client_that_pipes_its_requests_and_closes_stdin_gets_every_answer() {
+    // `printf '…' | mcpbox serve`: every line is in before the first answer is
+    // out, the server still starting, and a call still running when the input
+    // ends.
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "fx": {"command": crate::fixture(), "args": ["--start-delay-ms", "500"]},
+    }}));
+    let argv = stdio_gateway(&config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "pipe", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "fx__sleep", "arguments": {"ms": 1000}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "fx__echo", "arguments": {"text": "last"}}}),
+    ];
+    for line in &lines {
+        peer.send(line);
+    }
+    peer.close_stdin();
+    let mut answered = std::collections::BTreeMap::new();
+    while answered.len() < 4 {
+        let message = peer.next_message();
+        if let Some(id) = message["id"].as_u64() {
+            answered.insert(id, message);
+        }
+    }
+    assert!(
+        answered[&1]["result"]["serverInfo"].is_object(),
+        "{answered:?}"
+    );
+    let tools = answered[&2]["result"]["tools"].as_array().expect("tools");
+    assert!(tools.iter().any(|t| t["name"] == "fx__sleep"), "{tools:?}");
+    let slept = &answered[&3]["result"];
+    assert!(
+        slept.is_object() && slept["isError"] != true,
+        "{answered:?}"
+    );
+    assert_eq!(text(&answered[&4]["result"]), "last", "{answered:?}");
+    assert!(peer.wait_exit().success());
 }
 
 #[test]
@@ -246,4 +301,84 @@ fn a_client_that_does_not_read_does_not_hold_up_the_others() {
     assert_eq!(text(&r.messages()[0]["result"]), "still here");
     assert!(started.elapsed() < Duration::from_secs(60));
     drop(stalled);
+}
+
+/// What the TypeScript SDK v2 peer at `url` says of its `wait` tool: the waits
+/// begun and the waits cancelled (asked directly, in 2026-07-28).
+fn waits(url: &str) -> (u64, u64) {
+    let r = http(
+        url,
+        "POST",
+        &[
+            POST[0],
+            POST[1],
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "waits"),
+        ],
+        &stateless_call(1, "waits", json!({})),
+    );
+    let counts: Value = serde_json::from_str(text(&r.messages()[0]["result"])).unwrap_or_default();
+    (
+        counts["started"].as_u64().unwrap_or_default(),
+        counts["cancelled"].as_u64().unwrap_or_default(),
+    )
+}
+
+/// Waits (polling) until the peer's counts pass `check`.
+fn await_waits(url: &str, check: impl Fn((u64, u64)) -> bool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let seen = waits(url);
+        if check(seen) {
+            return;
+        }
+        assert!(Instant::now() < until, "the peer's waits: {seen:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_cancelled_call_reaches_a_2026_http_upstream_by_closing_its_stream() {
+    // Over HTTP in 2026-07-28, closing the request's response stream is the
+    // cancellation; the TypeScript SDK v2 server drops a notifications/cancelled.
+    // The gateways stay up throughout, so nothing closes the upstream streams
+    // but the cancellations themselves.
+    let upstream = mcpbox_tests::http::ts_http();
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "ts": {"type": "http", "url": upstream.url},
+        "quick": {"type": "http", "url": upstream.url, "toolTimeoutMs": 1000},
+    }}));
+    let argv = stdio_gateway(&config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.deadline = Duration::from_secs(60);
+    peer.initialize("2025-11-25");
+    // A call's timeout.
+    let result = peer.call_tool("quick__wait", json!({"ms": 600000}));
+    assert!(text(&result).contains("timed out"), "{result}");
+    await_waits(&upstream.url, |(started, cancelled)| {
+        started == 1 && cancelled == 1
+    });
+    // A client's cancel (a 2025 client's notifications/cancelled).
+    let id = peer.send_request(
+        "tools/call",
+        json!({"name": "ts__wait", "arguments": {"ms": 600000}}),
+    );
+    await_waits(&upstream.url, |(started, _)| started == 2);
+    peer.notify("notifications/cancelled", json!({"requestId": id}));
+    await_waits(&upstream.url, |(_, cancelled)| cancelled == 2);
+    peer.close_stdin();
+    assert!(peer.wait_exit().success());
+
+    // A 2026-07-28 client of the HTTP gateway cancels by closing its stream too.
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let request = RawRequest::send(
+        &gateway.url,
+        "POST",
+        &POST,
+        &stateless_call(1, "ts__wait", json!({"ms": 600000})),
+    );
+    await_waits(&upstream.url, |(started, _)| started == 3);
+    drop(request);
+    await_waits(&upstream.url, |(_, cancelled)| cancelled == 3);
 }

@@ -50,18 +50,29 @@ fn clients_that_declared_sampling_answer_upstream_requests() {
         }
     }
     // A client that did not declare sampling: the upstream request is refused,
-    // and the server says so in its tool error.
+    // and the server says so in its tool error, in words that are true: nobody
+    // rejected it, the client cannot be asked.
     let report = run_client(client_command(
         SdkClient::TsV1,
         &Target::Http(http.url.clone()),
-        &[("fx__sample", json!({"prompt": "hi"}))],
+        &[
+            ("fx__sample", json!({"prompt": "hi"})),
+            (
+                "everything__trigger-sampling-request",
+                json!({"prompt": "What is 2+2?"}),
+            ),
+        ],
         false,
     ));
-    assert_eq!(report["calls"][0]["isError"], true, "{report}");
-    assert!(
-        text(&report["calls"][0]).contains("User rejected sampling request"),
-        "{report}"
-    );
+    for call in [&report["calls"][0], &report["calls"][1]] {
+        assert_eq!(call["isError"], true, "{report}");
+        let said = text(call);
+        assert!(
+            said.contains("did not declare the `sampling` capability")
+                && !said.contains("rejected"),
+            "{report}"
+        );
+    }
 }
 
 /// rmcp's client as the one that answers (2025 era: rmcp drives
