@@ -325,15 +325,30 @@ pub fn adapt_tool(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool,
 /// Adapts every tool; fitted names that meet are told apart deterministically
 /// (see `names.rs`), whatever order the tools come in.
 pub fn adapt(dialect: Dialect, tools: &[ToolInput<'_>]) -> Adaptation {
-    let fitted = names::fit_all(dialect, tools.iter().map(|t| t.name));
+    adapt_converted(
+        dialect,
+        tools.iter().map(|t| t.name),
+        tools.iter().map(|t| convert(dialect, t)),
+    )
+}
+
+/// [`adapt`] with each tool's conversion supplied by the caller (the registry
+/// keeps one per tool and dialect, made with [`convert_tool`]): only the names
+/// are fitted here, across the whole batch.
+pub fn adapt_converted<'a>(
+    dialect: Dialect,
+    names: impl Iterator<Item = &'a str>,
+    converted: impl Iterator<Item = Result<AdaptedTool, Refusal>>,
+) -> Adaptation {
+    let fitted = names::fit_all(dialect, names);
     let mut adaptation = Adaptation {
         dialect,
-        tools: Vec::with_capacity(tools.len()),
+        tools: Vec::with_capacity(fitted.len()),
         refused: Vec::new(),
         names: BTreeMap::new(),
     };
-    for (tool, (name, mut notes)) in tools.iter().zip(fitted) {
-        match convert(dialect, tool) {
+    for ((name, mut notes), converted) in fitted.into_iter().zip(converted) {
+        match converted {
             Ok(mut adapted) => {
                 adapted.name = name;
                 notes.append(&mut adapted.notes);
@@ -347,6 +362,14 @@ pub fn adapt(dialect: Dialect, tools: &[ToolInput<'_>]) -> Adaptation {
         }
     }
     adaptation
+}
+
+/// One tool's schemas and description in `dialect`, its name left as the
+/// registry name (and without a name's notes): what [`adapt_converted`] fits.
+pub fn convert_tool(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool, Refusal> {
+    let mut adapted = convert(dialect, tool)?;
+    adapted.name = adapted.registry_name.clone();
+    Ok(adapted)
 }
 
 /// The schemas and description in `dialect`; the name is left to the caller.
