@@ -215,6 +215,12 @@ enum Command {
         /// Serve two tools, search_tools and call_tool, instead of every tool.
         #[arg(long)]
         tool_search: bool,
+        /// Serve every tool's input schema converted for this model provider, for
+        /// clients that hand schemas to it unconverted (Gemini CLI: `gemini`);
+        /// arguments of calls are mapped back. Tools it cannot represent are not
+        /// served, with a warning that says why.
+        #[arg(long, value_name = "DIALECT", value_parser = clap::builder::PossibleValuesParser::new(mcpbox::DIALECTS))]
+        schema_dialect: Option<String>,
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
@@ -570,17 +576,19 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 naming,
                 max_name_length,
                 tool_search,
+                schema_dialect,
                 allow_origin,
                 insecure_no_token,
                 threads: _,
                 limits,
             } => {
-                let options = commands::serve::options(
+                let mut options = commands::serve::options(
                     naming,
                     *max_name_length,
                     *tool_search,
                     profile.clone(),
                 )?;
+                options.schema_dialect = schema_dialect.clone();
                 commands::serve::serve(
                     &runtime,
                     options,

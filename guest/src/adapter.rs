@@ -296,6 +296,8 @@ pub struct Adaptation {
     pub refused: Vec<Refusal>,
     /// Adapted name → registry name, for every adapted tool.
     names: BTreeMap<String, String>,
+    /// Registry name → its place in `tools` (`Ok`) or `refused` (`Err`).
+    places: BTreeMap<String, Result<usize, usize>>,
 }
 
 impl Adaptation {
@@ -307,6 +309,14 @@ impl Adaptation {
     /// Adapted name → registry name, for every adapted tool.
     pub fn names(&self) -> &BTreeMap<String, String> {
         &self.names
+    }
+
+    /// The tool of that registry name: adapted, or refused with why.
+    pub fn get(&self, registry_name: &str) -> Option<Result<&AdaptedTool, &Refusal>> {
+        self.places.get(registry_name).map(|place| match *place {
+            Ok(i) => Ok(&self.tools[i]),
+            Err(i) => Err(&self.refused[i]),
+        })
     }
 }
 
@@ -346,6 +356,7 @@ pub fn adapt_converted<'a>(
         tools: Vec::with_capacity(fitted.len()),
         refused: Vec::new(),
         names: BTreeMap::new(),
+        places: BTreeMap::new(),
     };
     for ((name, mut notes), converted) in fitted.into_iter().zip(converted) {
         match converted {
@@ -356,9 +367,17 @@ pub fn adapt_converted<'a>(
                 adaptation
                     .names
                     .insert(adapted.name.clone(), adapted.registry_name.clone());
+                adaptation
+                    .places
+                    .insert(adapted.registry_name.clone(), Ok(adaptation.tools.len()));
                 adaptation.tools.push(adapted);
             }
-            Err(refusal) => adaptation.refused.push(refusal),
+            Err(refusal) => {
+                adaptation
+                    .places
+                    .insert(refusal.name.clone(), Err(adaptation.refused.len()));
+                adaptation.refused.push(refusal);
+            }
         }
     }
     adaptation

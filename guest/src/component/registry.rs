@@ -62,17 +62,18 @@ fn to_wit_tool(e: &Entry) -> wit::ToolInfo {
     }
 }
 
-/// The tools of `page` (registry names) in an adaptation, copied.
-fn to_wit_adapted_page(
+/// The tools of `page` (registry names, in registry order) in an adaptation, copied.
+fn to_wit_adapted_page<'a>(
     adaptation: &Adaptation,
-    page: &alloc::collections::BTreeSet<String>,
+    page: impl Iterator<Item = &'a str>,
 ) -> wit::AdaptedPage {
-    wit::AdaptedPage {
-        tools: adaptation
-            .tools
-            .iter()
-            .filter(|t| page.contains(&t.registry_name))
-            .map(|t| wit::AdaptedTool {
+    let mut out = wit::AdaptedPage {
+        tools: Vec::new(),
+        refused: Vec::new(),
+    };
+    for name in page {
+        match adaptation.get(name) {
+            Some(Ok(t)) => out.tools.push(wit::AdaptedTool {
                 name: t.name.clone(),
                 registry_name: t.registry_name.clone(),
                 definition: t.definition().get().to_string(),
@@ -86,19 +87,16 @@ fn to_wit_adapted_page(
                         lost: n.lost.clone(),
                     })
                     .collect(),
-            })
-            .collect(),
-        refused: adaptation
-            .refused
-            .iter()
-            .filter(|r| page.contains(&r.name))
-            .map(|r| wit::AdapterRefusal {
+            }),
+            Some(Err(r)) => out.refused.push(wit::AdapterRefusal {
                 name: r.name.clone(),
                 pointer: r.pointer.clone(),
                 reason: r.reason.clone(),
-            })
-            .collect(),
+            }),
+            None => {}
+        }
     }
+    out
 }
 
 fn to_wit_issue(i: ConfigIssue) -> wit::ConfigIssue {
@@ -367,17 +365,14 @@ impl wit::Guest for super::Component {
 
     fn adapted_tools(dialect: String, start: u32, max: u32) -> Result<wit::AdaptedPage, String> {
         let dialect: Dialect = dialect.parse().map_err(|e: UnknownDialect| e.to_string())?;
-        let adaptation = with(|m| m.adapted_tools(dialect));
-        let names = with(|m| {
+        with(|m| {
+            let adaptation = m.adapted_tools(dialect);
             let entries = m.tool_entries();
             let start = (start as usize).min(entries.len());
             let end = start.saturating_add(max as usize).min(entries.len());
-            entries[start..end]
-                .iter()
-                .map(|e| e.tool.name.clone())
-                .collect::<alloc::collections::BTreeSet<String>>()
-        });
-        Ok(to_wit_adapted_page(&adaptation, &names))
+            let page = entries[start..end].iter().map(|e| e.tool.name.as_str());
+            Ok(to_wit_adapted_page(&adaptation, page))
+        })
     }
 
     fn start_adapted_call(

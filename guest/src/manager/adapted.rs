@@ -49,24 +49,27 @@ impl<P: Platform> Manager<P> {
     ) -> (String, String) {
         let adaptation = self.adapted_tools(dialect);
         let name = adaptation.registry_name(tool).unwrap_or(tool).to_string();
+        let arguments = self.map_adapted_arguments(dialect, &name, arguments);
+        (name, arguments)
+    }
+
+    /// The arguments of a call of the registry's tool `name` that a model wrote
+    /// under `dialect`, as the tool's own schema expects them (see
+    /// [`Manager::map_adapted_call`]).
+    pub fn map_adapted_arguments(&self, dialect: Dialect, name: &str, arguments: &str) -> String {
         if !matches!(dialect, Dialect::OpenAiStrict | Dialect::Gemini)
             || arguments.trim().is_empty()
         {
-            return (name, arguments.to_string());
+            return arguments.to_string();
         }
-        let Some(entry) = self
-            .registry
-            .get(&name)
-            .or_else(|| self.registry.kept(&name))
-        else {
-            return (name, arguments.to_string());
+        let Some(entry) = self.registry.get(name).or_else(|| self.registry.kept(name)) else {
+            return arguments.to_string();
         };
         let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) else {
-            return (name, arguments.to_string());
+            return arguments.to_string();
         };
         let mapped = adapter::map_arguments_back(dialect, &entry.tool.def.input_schema, value);
-        let arguments = serde_json::to_string(&mapped).unwrap_or_else(|_| arguments.to_string());
-        (name, arguments)
+        serde_json::to_string(&mapped).unwrap_or_else(|_| arguments.to_string())
     }
 
     /// [`Manager::start_call`] of a call a model made under `dialect` (see
