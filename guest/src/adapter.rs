@@ -54,6 +54,7 @@
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
+use alloc::rc::Rc;
 use core::fmt;
 use core::str::FromStr;
 
@@ -242,7 +243,9 @@ impl fmt::Display for Refusal {
 }
 
 /// One tool in a provider's dialect. Schemas are JSON text whose objects keep
-/// the order the server gave their keys in (the order a model reads parameters in).
+/// the order the server gave their keys in (the order a model reads parameters in),
+/// shared: the registry keeps one conversion per tool and dialect, and every copy
+/// of this tool with a fitted name points at it.
 #[derive(Debug, Clone)]
 pub struct AdaptedTool {
     /// The dialect.
@@ -255,10 +258,10 @@ pub struct AdaptedTool {
     pub description: Option<String>,
     /// The converted input schema; `None` where the dialect leaves a tool without
     /// parameters out (Gemini refuses an `OBJECT` without properties).
-    pub parameters: Option<Box<RawValue>>,
+    pub parameters: Option<Rc<RawValue>>,
     /// The converted output schema, where the dialect has a place for one (MCP's
     /// `outputSchema`, the Responses API's `output_schema`, Gemini's `response`).
-    pub output: Option<Box<RawValue>>,
+    pub output: Option<Rc<RawValue>>,
     /// What the conversion lost, in the order found, each once.
     pub notes: Vec<Note>,
 }
@@ -415,7 +418,7 @@ fn convert(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool, Refusa
             .output_schema
             .map(|o| exact(o, "/outputSchema"))
             .transpose()?;
-        (Some(input), output)
+        (Some(input.into()), output.map(Rc::from))
     } else {
         let parse = |text: &str, at: &str| {
             serde_json::from_str::<json::Json>(text).map_err(|e| {
@@ -437,7 +440,10 @@ fn convert(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool, Refusa
             Dialect::Gemini => gemini::convert(&input, output.as_ref(), &mut notes),
         }
         .map_err(refuse)?;
-        (parameters.map(|p| raw(&p)), output.map(|o| raw(&o)))
+        (
+            parameters.map(|p| Rc::from(raw(&p))),
+            output.map(|o| Rc::from(raw(&o))),
+        )
     };
     Ok(AdaptedTool {
         dialect,
