@@ -132,11 +132,17 @@ impl Runtime {
             dialect: dialect.to_owned(),
             reply,
         })?;
+        // No answer: the guest trapped while converting (and was replaced), or
+        // the runtime stopped.
         answer.await.unwrap_or_else(|_| {
-            Err(format!(
-                "the tools in {dialect} were not read: the mcpbox runtime {}",
-                self.stop_reason()
-            ))
+            Err(match self.stopped() {
+                Some(reason) => format!(
+                    "the tools in {dialect} were not read: the mcpbox runtime stopped: {reason}"
+                ),
+                None => format!(
+                    "the tools in {dialect} were not read: the guest failed while converting                      them and was restarted; try again"
+                ),
+            })
         })
     }
 
