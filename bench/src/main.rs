@@ -28,6 +28,7 @@
 //! | W2  | 2,000 sequential echo calls | µs/call, client CPU µs/call |
 //! | W3  | 1,000 echo calls in flight at once | calls/s |
 //! | W4  | spawn + initialize + tools/list of 10,000 tools | ms, peak RSS |
+//! | W4a | mcpbox alone: W4, then the 10,000 tools converted into each provider dialect (`Runtime::adapted_tools`, first conversion, uncached) | ms per dialect, peak RSS listed and converted |
 //! | W5  | 200 concurrent sleeps of 0–50 ms | ms until every (checked) answer |
 //! | W6  | a 17.6 MB tools/list line | ms, peak RSS, or "hung" |
 //! | H1–H3 | mcpbox alone over Streamable HTTP against the npm and TypeScript SDK reference servers ([`http`]) | µs/call or calls/s, client CPU µs/call |
@@ -116,6 +117,8 @@ pub enum Workload {
     Sequential,
     Concurrent,
     BigList,
+    /// W4a: the big list converted into each provider dialect (mcpbox alone).
+    Adapt,
     Sleeps,
     HugeList,
     /// H1: sequential calls over Streamable HTTP (2025-11-25, a session).
@@ -127,12 +130,13 @@ pub enum Workload {
 }
 
 impl Workload {
-    const ALL: [Workload; 10] = [
+    const ALL: [Workload; 11] = [
         Workload::Connect,
         Workload::ColdProcess,
         Workload::Sequential,
         Workload::Concurrent,
         Workload::BigList,
+        Workload::Adapt,
         Workload::Sleeps,
         Workload::HugeList,
         Workload::HttpSequential,
@@ -155,6 +159,7 @@ impl Workload {
             Workload::Sequential => "W2",
             Workload::Concurrent => "W3",
             Workload::BigList => "W4",
+            Workload::Adapt => "W4a",
             Workload::Sleeps => "W5",
             Workload::HugeList => "W6",
             Workload::HttpSequential => "H1",
@@ -263,6 +268,62 @@ const ROWS: &[Row] = &[
         metric: "peak_rss_mib",
         unit: "MiB",
         target: Target::RatioAtMost(0.5),
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a 10,000-tool list",
+        metric: "ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a → openai",
+        metric: "openai_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a → openai-strict",
+        metric: "openai-strict_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a → anthropic",
+        metric: "anthropic_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a → gemini",
+        metric: "gemini_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a → openai again (cached)",
+        metric: "cached_ms",
+        unit: "ms",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a peak RSS listed",
+        metric: "listed_rss_mib",
+        unit: "MiB",
+        target: Target::None,
+    },
+    Row {
+        workload: Workload::Adapt,
+        label: "W4a peak RSS converted",
+        metric: "peak_rss_mib",
+        unit: "MiB",
+        target: Target::None,
     },
     Row {
         workload: Workload::Sleeps,
@@ -560,7 +621,7 @@ fn harness(args: &Args, command: &str) -> Result<(), String> {
                 .filter(|&(on, _)| on && workload != Workload::ColdProcess)
                 .map(|(_, side)| side)
                 .collect();
-            let mut sides = if workload.is_http() {
+            let mut sides = if workload.is_http() || workload == Workload::Adapt {
                 vec![Side::Mcpbox]
             } else if rep % 2 == 0 {
                 let mut sides = variants.clone();
@@ -571,7 +632,10 @@ fn harness(args: &Args, command: &str) -> Result<(), String> {
                 sides.extend(variants.iter().rev());
                 sides
             };
-            if args.raw && workload != Workload::ColdProcess && !workload.is_http() {
+            if args.raw
+                && !matches!(workload, Workload::ColdProcess | Workload::Adapt)
+                && !workload.is_http()
+            {
                 sides.push(Side::Raw);
             }
             for side in sides {

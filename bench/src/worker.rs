@@ -62,7 +62,7 @@ const WARM_UP_CALLS: usize = 100;
 /// The fixture's arguments for a workload.
 pub fn fixture_args(workload: Workload, builtin: usize) -> Vec<String> {
     match workload {
-        Workload::BigList => vec![
+        Workload::BigList | Workload::Adapt => vec![
             "--tools".into(),
             BIG_LIST_TOOLS.saturating_sub(builtin).to_string(),
         ],
@@ -74,7 +74,7 @@ pub fn fixture_args(workload: Workload, builtin: usize) -> Vec<String> {
 /// The tool count a side must see for a workload.
 fn expected_tools(workload: Workload, builtin: usize) -> usize {
     match workload {
-        Workload::BigList => BIG_LIST_TOOLS.max(builtin),
+        Workload::BigList | Workload::Adapt => BIG_LIST_TOOLS.max(builtin),
         Workload::HugeList => builtin + HUGE_LIST_EXTRA_TOOLS,
         _ => builtin,
     }
@@ -129,6 +129,7 @@ pub fn policy_config(fixture: &std::path::Path, workload: Workload, builtin: usi
 pub async fn run(job: Job) -> Result<Metrics, BoxError> {
     let mut metrics = match job.side {
         _ if job.workload.is_http() => crate::http::run(&job).await?,
+        _ if job.workload == Workload::Adapt => adapt(&job).await?,
         Side::Mcpbox | Side::Policy | Side::Metrics => Mcpbox::run(&job).await?,
         Side::Rmcp => Rmcp::run(&job).await?,
         Side::Raw => Raw::run(&job).await?,
@@ -243,6 +244,7 @@ trait Client: Sized + Send + Sync + 'static {
                 metrics.insert("ms", started.elapsed().as_secs_f64() * 1e3);
             }
             Workload::ColdProcess => return Err("W1c is measured by the harness".into()),
+            Workload::Adapt => return Err("W4a runs in `adapt`".into()),
             Workload::HttpSequential | Workload::HttpConcurrent | Workload::HttpStateless => {
                 return Err("the HTTP workloads run in http.rs".into());
             }
@@ -253,6 +255,36 @@ trait Client: Sized + Send + Sync + 'static {
         }
         Ok(metrics)
     }
+}
+
+/// W4a: the big list as W4 lists it, then converted into each provider dialect,
+/// each timed (the first conversion of each is uncached), and openai once more
+/// (cached); the peak RSS once listed, and (by [`run`]) once converted.
+async fn adapt(job: &Job) -> Result<Metrics, BoxError> {
+    let mut metrics = Metrics::new();
+    let started = Instant::now();
+    let (client, tools) = Mcpbox::connect(job).await?;
+    metrics.insert("ms", started.elapsed().as_secs_f64() * 1e3);
+    metrics.insert("listed_rss_mib", peak_rss_mib()?);
+    for (dialect, metric) in [
+        ("openai", "openai_ms"),
+        ("openai-strict", "openai-strict_ms"),
+        ("anthropic", "anthropic_ms"),
+        ("gemini", "gemini_ms"),
+        ("openai", "cached_ms"),
+    ] {
+        let started = Instant::now();
+        let adapted = client.0.adapted_tools(dialect).await?;
+        metrics.insert(metric, started.elapsed().as_secs_f64() * 1e3);
+        let seen = adapted.tools.len() + adapted.refused.len();
+        if seen != tools {
+            return Err(
+                format!("{dialect}: {seen} tools adapted or refused, {tools} listed").into(),
+            );
+        }
+    }
+    client.close().await?;
+    Ok(metrics)
 }
 
 async fn check_echo<C: Client>(client: &Arc<C>, i: usize) -> Result<(), BoxError> {

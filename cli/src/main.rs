@@ -87,6 +87,12 @@ enum Command {
         /// Only this server's tools.
         #[arg(long, value_name = "NAME")]
         server: Option<String>,
+        /// The tools in a model provider's format, names and schemas converted,
+        /// with a note for everything a conversion lost (`--json`: the
+        /// provider-ready definitions with `adapterNotes`, and the tools the
+        /// dialect cannot represent with why).
+        #[arg(long, value_name = "DIALECT", value_parser = clap::builder::PossibleValuesParser::new(mcpbox::DIALECTS))]
+        format: Option<String>,
     },
     /// List the resources of every connected server that offers them (all pages).
     Resources {
@@ -140,6 +146,11 @@ enum Command {
         /// Without it, a terminal is asked; with no terminal, the call is refused.
         #[arg(long, short = 'y')]
         yes: bool,
+        /// The tool name and arguments are a model's, made under `tools --format
+        /// DIALECT`: the name maps back to the registry's and the arguments to
+        /// what the server's own schema expects, which then checks them.
+        #[arg(long, value_name = "DIALECT", value_parser = clap::builder::PossibleValuesParser::new(mcpbox::DIALECTS))]
+        format: Option<String>,
     },
     /// Authorize mcpbox with a remote server that uses OAuth: opens the
     /// authorization page in the browser (or prints its URL) and waits for the
@@ -204,6 +215,12 @@ enum Command {
         /// Serve two tools, search_tools and call_tool, instead of every tool.
         #[arg(long)]
         tool_search: bool,
+        /// Serve every tool's input schema converted for this model provider, for
+        /// clients that hand schemas to it unconverted (Gemini CLI: `gemini`);
+        /// arguments of calls are mapped back. Tools it cannot represent are not
+        /// served, with a warning that says why.
+        #[arg(long, value_name = "DIALECT", value_parser = clap::builder::PossibleValuesParser::new(mcpbox::DIALECTS))]
+        schema_dialect: Option<String>,
         /// Accept this Origin besides loopback ones (repeatable).
         #[arg(long, value_name = "ORIGIN")]
         allow_origin: Vec<String>,
@@ -514,9 +531,12 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 commands::servers::servers(&runtime, cli.json).await
             }
             Command::Servers { watch: true } => commands::servers::watch(&runtime, cli.json).await,
-            Command::Tools { server } => {
-                commands::tools::tools(&runtime, server.as_deref(), cli.json).await
-            }
+            Command::Tools { server, format } => match format {
+                None => commands::tools::tools(&runtime, server.as_deref(), cli.json).await,
+                Some(dialect) => {
+                    commands::tools::adapted(&runtime, server.as_deref(), dialect, cli.json).await
+                }
+            },
             Command::Resources { server, templates } => {
                 commands::resources::resources(&runtime, server.as_deref(), *templates, cli.json)
                     .await
@@ -539,24 +559,36 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 arguments,
                 timeout,
                 yes,
-            } => commands::call::call(&runtime, tool, arguments, *timeout, *yes, cli.json).await,
+                format,
+            } => {
+                let call = commands::call::Call {
+                    tool,
+                    dialect: format.as_deref(),
+                    arguments,
+                    timeout: *timeout,
+                    yes: *yes,
+                };
+                commands::call::call(&runtime, call, cli.json).await
+            }
             Command::Serve {
                 http,
                 profile,
                 naming,
                 max_name_length,
                 tool_search,
+                schema_dialect,
                 allow_origin,
                 insecure_no_token,
                 threads: _,
                 limits,
             } => {
-                let options = commands::serve::options(
+                let mut options = commands::serve::options(
                     naming,
                     *max_name_length,
                     *tool_search,
                     profile.clone(),
                 )?;
+                options.schema_dialect = schema_dialect.clone();
                 commands::serve::serve(
                     &runtime,
                     options,

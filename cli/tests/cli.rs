@@ -8,6 +8,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
+#[path = "cli/adapters.rs"]
+mod adapters;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

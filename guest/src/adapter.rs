@@ -54,6 +54,7 @@
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
+use alloc::rc::Rc;
 use core::fmt;
 use core::str::FromStr;
 
@@ -242,7 +243,9 @@ impl fmt::Display for Refusal {
 }
 
 /// One tool in a provider's dialect. Schemas are JSON text whose objects keep
-/// the order the server gave their keys in (the order a model reads parameters in).
+/// the order the server gave their keys in (the order a model reads parameters in),
+/// shared: the registry keeps one conversion per tool and dialect, and every copy
+/// of this tool with a fitted name points at it.
 #[derive(Debug, Clone)]
 pub struct AdaptedTool {
     /// The dialect.
@@ -255,10 +258,10 @@ pub struct AdaptedTool {
     pub description: Option<String>,
     /// The converted input schema; `None` where the dialect leaves a tool without
     /// parameters out (Gemini refuses an `OBJECT` without properties).
-    pub parameters: Option<Box<RawValue>>,
+    pub parameters: Option<Rc<RawValue>>,
     /// The converted output schema, where the dialect has a place for one (MCP's
     /// `outputSchema`, the Responses API's `output_schema`, Gemini's `response`).
-    pub output: Option<Box<RawValue>>,
+    pub output: Option<Rc<RawValue>>,
     /// What the conversion lost, in the order found, each once.
     pub notes: Vec<Note>,
 }
@@ -296,6 +299,8 @@ pub struct Adaptation {
     pub refused: Vec<Refusal>,
     /// Adapted name → registry name, for every adapted tool.
     names: BTreeMap<String, String>,
+    /// Registry name → its place in `tools` (`Ok`) or `refused` (`Err`).
+    places: BTreeMap<String, Result<usize, usize>>,
 }
 
 impl Adaptation {
@@ -307,6 +312,14 @@ impl Adaptation {
     /// Adapted name → registry name, for every adapted tool.
     pub fn names(&self) -> &BTreeMap<String, String> {
         &self.names
+    }
+
+    /// The tool of that registry name: adapted, or refused with why.
+    pub fn get(&self, registry_name: &str) -> Option<Result<&AdaptedTool, &Refusal>> {
+        self.places.get(registry_name).map(|place| match *place {
+            Ok(i) => Ok(&self.tools[i]),
+            Err(i) => Err(&self.refused[i]),
+        })
     }
 }
 
@@ -325,15 +338,31 @@ pub fn adapt_tool(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool,
 /// Adapts every tool; fitted names that meet are told apart deterministically
 /// (see `names.rs`), whatever order the tools come in.
 pub fn adapt(dialect: Dialect, tools: &[ToolInput<'_>]) -> Adaptation {
-    let fitted = names::fit_all(dialect, tools.iter().map(|t| t.name));
+    adapt_converted(
+        dialect,
+        tools.iter().map(|t| t.name),
+        tools.iter().map(|t| convert(dialect, t)),
+    )
+}
+
+/// [`adapt`] with each tool's conversion supplied by the caller (the registry
+/// keeps one per tool and dialect, made with [`convert_tool`]): only the names
+/// are fitted here, across the whole batch.
+pub fn adapt_converted<'a>(
+    dialect: Dialect,
+    names: impl Iterator<Item = &'a str>,
+    converted: impl Iterator<Item = Result<AdaptedTool, Refusal>>,
+) -> Adaptation {
+    let fitted = names::fit_all(dialect, names);
     let mut adaptation = Adaptation {
         dialect,
-        tools: Vec::with_capacity(tools.len()),
+        tools: Vec::with_capacity(fitted.len()),
         refused: Vec::new(),
         names: BTreeMap::new(),
+        places: BTreeMap::new(),
     };
-    for (tool, (name, mut notes)) in tools.iter().zip(fitted) {
-        match convert(dialect, tool) {
+    for ((name, mut notes), converted) in fitted.into_iter().zip(converted) {
+        match converted {
             Ok(mut adapted) => {
                 adapted.name = name;
                 notes.append(&mut adapted.notes);
@@ -341,12 +370,28 @@ pub fn adapt(dialect: Dialect, tools: &[ToolInput<'_>]) -> Adaptation {
                 adaptation
                     .names
                     .insert(adapted.name.clone(), adapted.registry_name.clone());
+                adaptation
+                    .places
+                    .insert(adapted.registry_name.clone(), Ok(adaptation.tools.len()));
                 adaptation.tools.push(adapted);
             }
-            Err(refusal) => adaptation.refused.push(refusal),
+            Err(refusal) => {
+                adaptation
+                    .places
+                    .insert(refusal.name.clone(), Err(adaptation.refused.len()));
+                adaptation.refused.push(refusal);
+            }
         }
     }
     adaptation
+}
+
+/// One tool's schemas and description in `dialect`, its name left as the
+/// registry name (and without a name's notes): what [`adapt_converted`] fits.
+pub fn convert_tool(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool, Refusal> {
+    let mut adapted = convert(dialect, tool)?;
+    adapted.name = adapted.registry_name.clone();
+    Ok(adapted)
 }
 
 /// The schemas and description in `dialect`; the name is left to the caller.
@@ -373,7 +418,7 @@ fn convert(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool, Refusa
             .output_schema
             .map(|o| exact(o, "/outputSchema"))
             .transpose()?;
-        (Some(input), output)
+        (Some(input.into()), output.map(Rc::from))
     } else {
         let parse = |text: &str, at: &str| {
             serde_json::from_str::<json::Json>(text).map_err(|e| {
@@ -395,7 +440,10 @@ fn convert(dialect: Dialect, tool: &ToolInput<'_>) -> Result<AdaptedTool, Refusa
             Dialect::Gemini => gemini::convert(&input, output.as_ref(), &mut notes),
         }
         .map_err(refuse)?;
-        (parameters.map(|p| raw(&p)), output.map(|o| raw(&o)))
+        (
+            parameters.map(|p| Rc::from(raw(&p))),
+            output.map(|o| Rc::from(raw(&o))),
+        )
     };
     Ok(AdaptedTool {
         dialect,

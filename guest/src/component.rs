@@ -356,7 +356,14 @@ impl wit_gateway::Guest for Component {
                 options.naming
             )
         })?;
+        let schema_dialect = options
+            .schema_dialect
+            .as_deref()
+            .map(str::parse::<crate::adapter::Dialect>)
+            .transpose()
+            .map_err(|e| format!("--schema-dialect: {e}"))?;
         let serve = ServeOptions {
+            schema_dialect,
             naming,
             max_name_len: (options.max_name_length as usize).clamp(16, 64),
             tool_search: options.tool_search,

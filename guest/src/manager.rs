@@ -343,6 +343,9 @@ pub struct Manager<P: Platform> {
     /// the thousands of servers that connect or fail in one round, not one each,
     /// which made starting a large configuration quadratic.
     registry_stale: bool,
+    /// The registry in each dialect asked for, with the generation it was made
+    /// from (see [`adapted`]).
+    adaptations: BTreeMap<crate::adapter::Dialect, (u64, Rc<crate::adapter::Adaptation>)>,
     /// Calls in flight → the slot that runs them.
     calls: BTreeMap<u64, usize>,
     next_call: u64,
@@ -453,6 +456,7 @@ impl<P: Platform> Manager<P> {
             slots: Vec::new(),
             registry: Registry::new(),
             registry_stale: false,
+            adaptations: BTreeMap::new(),
             calls: BTreeMap::new(),
             next_call: 1,
             finished: Vec::new(),
@@ -1804,6 +1808,7 @@ fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
 
 mod reload;
 pub use reload::ReloadReport;
+mod adapted;
 mod approvals;
 pub mod call_counts;
 mod finished;

@@ -24,11 +24,12 @@
 use crate::prelude::*;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::rc::Rc;
-use core::cell::OnceCell;
+use core::cell::{OnceCell, RefCell};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::adapter::{self, AdaptedTool, Dialect, Refusal, ToolInput};
 use crate::config::{Members, kind_of_raw};
 use crate::naming;
 use crate::schema::{self, Validator};
@@ -84,6 +85,10 @@ pub struct Tool {
     /// Compiled on first use; `None` inside when the schema cannot be compiled
     /// (calls then go unchecked).
     validator: OnceCell<Option<Validator>>,
+    /// Its conversion into each dialect asked for, made on first use: a tool
+    /// keeps its conversions as long as its server's list does, so a registry
+    /// rebuilt for another server's change converts nothing again.
+    adapted: RefCell<BTreeMap<Dialect, Result<AdaptedTool, Refusal>>>,
 }
 
 impl Tool {
@@ -93,6 +98,7 @@ impl Tool {
             name: naming::tool_name(segment, &def.name),
             def,
             validator: OnceCell::new(),
+            adapted: RefCell::new(BTreeMap::new()),
         }
     }
 
@@ -134,6 +140,26 @@ impl Tool {
     ) -> (Result<Box<RawValue>, String>, Option<String>) {
         let (validator, warning) = self.validator(server);
         (check_arguments(&self.name, validator, arguments), warning)
+    }
+
+    /// This tool in `dialect`, its name not yet fitted (see
+    /// [`adapter::convert_tool`]); converted once per dialect, then copied.
+    pub fn adapted(&self, dialect: Dialect) -> Result<AdaptedTool, Refusal> {
+        self.adapted
+            .borrow_mut()
+            .entry(dialect)
+            .or_insert_with(|| {
+                adapter::convert_tool(
+                    dialect,
+                    &ToolInput {
+                        name: &self.name,
+                        description: self.def.description.as_deref(),
+                        input_schema: &self.def.input_schema,
+                        output_schema: self.def.output_schema.as_deref(),
+                    },
+                )
+            })
+            .clone()
     }
 
     /// The registry's view of this tool, copied.

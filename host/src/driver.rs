@@ -42,6 +42,8 @@ pub(crate) enum Job {
     /// Start a tool call.
     Call {
         tool: String,
+        /// The dialect a model called the tool in (`registry.start-adapted-call`).
+        dialect: Option<String>,
         arguments: String,
         timeout: Option<Duration>,
         reply: CallReply,
@@ -53,6 +55,11 @@ pub(crate) enum Job {
         request: registry::ServerRequest,
         timeout: Option<Duration>,
         reply: CallReply,
+    },
+    /// Every tool in a dialect (`registry.adapted-tools`, page by page).
+    AdaptedTools {
+        dialect: String,
+        reply: oneshot::Sender<Result<crate::runtime::AdaptedTools, String>>,
     },
     /// Close every connection and stop the driver.
     Shutdown { reply: oneshot::Sender<()> },
@@ -313,6 +320,9 @@ impl Driver {
                     let _ = reply.send(Err(CallError::Runtime(reason.clone())));
                 }
                 Job::Shutdown { reply } => shutdowns.push(reply),
+                Job::AdaptedTools { reply, .. } => {
+                    let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
+                }
                 Job::Reconnect { reply, .. }
                 | Job::AnswerInput { reply, .. }
                 | Job::SetRoots { reply, .. }
@@ -537,6 +547,7 @@ impl Driver {
         match job {
             Job::Call {
                 tool,
+                dialect,
                 arguments,
                 timeout,
                 reply,
@@ -545,11 +556,25 @@ impl Driver {
                     // A timeout past u64 milliseconds (585 million years) is no timeout.
                     timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
                 };
-                let started = self
-                    .guest
-                    .mcpbox_runtime_registry()
-                    .call_start_call(&mut self.store, &tool, &arguments, options)
-                    .await;
+                let registry = self.guest.mcpbox_runtime_registry();
+                let started = match dialect {
+                    None => {
+                        registry
+                            .call_start_call(&mut self.store, &tool, &arguments, options)
+                            .await
+                    }
+                    Some(dialect) => {
+                        registry
+                            .call_start_adapted_call(
+                                &mut self.store,
+                                &dialect,
+                                &tool,
+                                &arguments,
+                                options,
+                            )
+                            .await
+                    }
+                };
                 match started {
                     Ok(Ok(call)) => {
                         self.pending.insert(call, reply);
@@ -594,6 +619,14 @@ impl Driver {
                         return Err(trap);
                     }
                 }
+                Ok(None)
+            }
+            Job::AdaptedTools { dialect, reply } => {
+                // A trap drops the reply: the caller hears the runtime's reason.
+                let registry = self.guest.mcpbox_runtime_registry();
+                let adapted =
+                    crate::instance::read_adapted_tools(registry, &mut self.store, dialect).await?;
+                let _ = reply.send(adapted);
                 Ok(None)
             }
             Job::Shutdown { reply } => Ok(Some(reply)),

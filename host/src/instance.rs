@@ -62,6 +62,34 @@ pub(crate) async fn read_tools(
     }
 }
 
+/// Every tool in a dialect, a page at a time as [`read_tools`] reads them;
+/// `Err` when the guest knows no such dialect.
+pub(crate) async fn read_adapted_tools(
+    registry: &registry::Guest,
+    store: &mut Store<HostState>,
+    dialect: String,
+) -> wasmtime::Result<Result<crate::runtime::AdaptedTools, String>> {
+    let mut start = 0u32;
+    let mut all = crate::runtime::AdaptedTools::new(String::new());
+    loop {
+        let page = match registry
+            .call_adapted_tools(&mut *store, &dialect, start, TOOLS_PAGE)
+            .await?
+        {
+            Ok(page) => page,
+            Err(e) => return Ok(Err(e)),
+        };
+        // A page covers `TOOLS_PAGE` tools of the registry, adapted or refused.
+        let read = u32::try_from(page.tools.len() + page.refused.len()).unwrap_or(u32::MAX);
+        all.extend(page);
+        if read < TOOLS_PAGE {
+            all.dialect = dialect;
+            return Ok(Ok(all));
+        }
+        start = start.saturating_add(read);
+    }
+}
+
 /// Everything needed to make a new instance of the same guest and configuration.
 pub(crate) struct Factory {
     engine: Engine,

@@ -108,9 +108,9 @@ pub use metrics::{
 };
 pub use oauth::TokenStore;
 pub use runtime::{
-    CallOptions, CompletionValues, DEFAULT_WATCH_DEBOUNCE, GetPrompt, MAX_CONFIG_BYTES, Options,
-    Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
-    ResourceTemplate, Runtime,
+    AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal, CallOptions, CompletionValues,
+    DEFAULT_WATCH_DEBOUNCE, DIALECTS, GetPrompt, MAX_CONFIG_BYTES, Options, Prompt, PromptArgument,
+    PromptMessage, Resource, ResourceContents, ResourceRead, ResourceTemplate, Runtime,
 };
 pub use store::Policy;
 pub use types::{

@@ -10,6 +10,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::Error;
 
+mod adapted;
 mod completions;
 mod logging;
 mod prompts;
@@ -28,6 +29,7 @@ use crate::types::{
     AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, Root,
     ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
+pub use adapted::{AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal, DIALECTS};
 pub use completions::CompletionValues;
 pub use prompts::{GetPrompt, Prompt, PromptArgument, PromptMessage};
 pub use resources::{Resource, ResourceContents, ResourceRead, ResourceTemplate};
@@ -999,6 +1001,7 @@ impl Runtime {
         let (reply, answer) = oneshot::channel();
         self.submit(Job::Call {
             tool: name.to_owned(),
+            dialect: None,
             arguments,
             timeout: options.timeout,
             reply,

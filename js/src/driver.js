@@ -232,6 +232,26 @@ function allTools(registry) {
 }
 
 /**
+ * Every tool in `dialect` (`registry.adapted-tools`), a page at a time as `allTools`
+ * reads them; throws the guest's error for an unknown dialect.
+ */
+function allAdaptedTools(registry, dialect) {
+  const tools = [];
+  const refused = [];
+  for (let start = 0; ; ) {
+    const page = registry.adaptedTools(dialect, start, TOOLS_PAGE);
+    tools.push(...page.tools);
+    refused.push(...page.refused);
+    // A page covers TOOLS_PAGE tools of the registry, adapted or refused.
+    const read = page.tools.length + page.refused.length;
+    if (read < TOOLS_PAGE) {
+      return { dialect, tools, refused };
+    }
+    start += read;
+  }
+}
+
+/**
  * A driver: the guest's imports over `hub`, and `run`, which runs guest instances until
  * the runtime stops and then posts `stopped`.
  *
@@ -650,7 +670,10 @@ export function createDriver(hub, options) {
           case 'call': {
             const callOptions = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
             try {
-              const handle = registry.startCall(job.tool, job.arguments, callOptions);
+              const handle =
+                job.dialect === undefined
+                  ? registry.startCall(job.tool, job.arguments, callOptions)
+                  : registry.startAdaptedCall(job.dialect, job.tool, job.arguments, callOptions);
               this.callers.set(handle, job.id);
               this.handles.set(job.id, handle);
             } catch (error) {
@@ -670,6 +693,20 @@ export function createDriver(hub, options) {
             } catch (error) {
               refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
             }
+            break;
+          }
+          case 'adapted-tools': {
+            let result = null;
+            let error = null;
+            try {
+              if (typeof registry.adaptedTools !== 'function') {
+                throw new Error('this guest component has no `adapted-tools` (it was built from an older WIT)');
+              }
+              result = allAdaptedTools(registry, job.dialect);
+            } catch (e) {
+              error = payloadOf(e);
+            }
+            hub.post({ t: 'adapted', id: job.id, result, error });
             break;
           }
           case 'cancel': {
@@ -788,6 +825,8 @@ export function createDriver(hub, options) {
       hub.post({ t: 'roots-set', id: job.id, error: message });
     } else if (job?.kind === 'answer') {
       hub.post({ t: 'answered', id: job.id, error: message });
+    } else if (job?.kind === 'adapted-tools') {
+      hub.post({ t: 'adapted', id: job.id, result: null, error: message });
     } else if (job?.kind === 'reload') {
       hub.post({ t: 'reloaded', id: job.id, report: null, error: message });
     }

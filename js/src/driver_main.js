@@ -23,7 +23,7 @@
 import { createDriver, Hub } from './driver.js';
 
 /** What the driver posts for callers: delivered after the turn, never inside the guest. */
-const TO_CALLERS = new Set(['loaded', 'update', 'reconnected', 'reloaded', 'answered', 'roots-set', 'stopped']);
+const TO_CALLERS = new Set(['loaded', 'update', 'adapted', 'reconnected', 'reloaded', 'answered', 'roots-set', 'stopped']);
 
 class MainHub extends Hub {
   /** @type {{session: object, resolve: (reason: string) => void, reject: (error: unknown) => void} | null} */

@@ -223,6 +223,22 @@ function toolInfo(t) {
   return tool;
 }
 
+/** A registry in a dialect (`registry.adapted-tools`, every page) in the shape `mcpbox tools --format --json` prints. */
+function adaptedTools(r) {
+  return {
+    dialect: r.dialect,
+    tools: r.tools.map((t) => {
+      const tool = { name: t.name, registryName: t.registryName, definition: parseJson(t.definition) };
+      if (t.responsesDefinition !== undefined) {
+        tool.responsesDefinition = parseJson(t.responsesDefinition);
+      }
+      tool.adapterNotes = t.notes.map((n) => ({ kind: n.kind, pointer: n.pointer, lost: n.lost }));
+      return tool;
+    }),
+    refused: r.refused.map((x) => ({ name: x.name, pointer: x.pointer, reason: x.reason })),
+  };
+}
+
 /**
  * A WIT `call-result` in the shape `mcpbox call --json` prints; a `CallError` (`protocol`)
  * when the server's JSON holds a number a JavaScript number cannot (`1e999` parses as
@@ -592,6 +608,8 @@ export class McpBox extends EventEmitter {
   #nextCall = 1;
   /** Reconnects waiting for the driver's answer: id → { resolve, reject }. */
   #reconnects = new Map();
+  /** `adaptedTools` waiting for the driver: id → {resolve, reject}. */
+  #adapted = new Map();
   /** Input answers waiting for the driver's verdict: id → { resolve, reject }. */
   #answers = new Map();
   /** `ready()` callers waiting for the servers to settle. */
@@ -734,7 +752,57 @@ export class McpBox extends EventEmitter {
   }
 
   /** Like `callTool`, with the arguments as JSON text. */
-  callToolJson(name, argumentsJson, { timeoutMs, signal } = {}) {
+  callToolJson(name, argumentsJson, options = {}) {
+    return this.#call(name, argumentsJson, options, undefined);
+  }
+
+  /**
+   * Every tool in the registry in a model provider's format, as `mcpbox tools --format
+   * DIALECT --json` prints it: definitions to hand the provider as they are, what each
+   * conversion lost, and the tools the dialect cannot represent with why. The
+   * conversions are the guest's (`registry.adapted-tools`), cached per tool and dialect.
+   *
+   * @param {'mcp' | 'openai' | 'openai-strict' | 'anthropic' | 'gemini'} dialect
+   * @returns {Promise<{dialect: string, tools: {name: string, registryName: string,
+   *   definition: object, responsesDefinition?: object, adapterNotes: {kind: string,
+   *   pointer: string, lost: string}[]}[], refused: {name: string, pointer: string,
+   *   reason: string}[]}>} rejects with an `Error` naming the dialects for any other name
+   */
+  adaptedTools(dialect) {
+    if (typeof dialect !== 'string') {
+      return Promise.reject(new TypeError('adaptedTools needs a dialect name'));
+    }
+    if (this.#stopped !== null) {
+      return Promise.reject(new Error(`the mcpbox runtime stopped: ${this.#stopped}`));
+    }
+    const id = this.#nextCall++;
+    return new Promise((resolve, reject) => {
+      this.#adapted.set(id, { resolve, reject });
+      this.#post({ t: 'job', job: { kind: 'adapted-tools', id, dialect } });
+    });
+  }
+
+  /**
+   * Calls a tool as a model saw it in `dialect` (see `adaptedTools`): `name` is the
+   * adapted name (a registry name also works) and `args` were written under the adapted
+   * schema; the guest maps them back to what the server's own schema expects (strict
+   * mode's `null` for an optional property, Gemini's fitted parameter names), which then
+   * decides whether they are valid, as for any call. Options and result as `callTool`.
+   */
+  callAdaptedTool(dialect, name, args, options = {}) {
+    let text;
+    try {
+      text = args === undefined || args === null ? '' : JSON.stringify(args);
+    } catch (error) {
+      return Promise.reject(new CallError('invalid-arguments', `the arguments are not JSON: ${error.message}`));
+    }
+    if (typeof dialect !== 'string') {
+      return Promise.reject(new TypeError('callAdaptedTool needs a dialect name'));
+    }
+    return this.#call(name, text, options, dialect);
+  }
+
+  #call(name, argumentsJson, { timeoutMs, signal } = {}, dialect) {
     if (typeof name !== 'string' || typeof argumentsJson !== 'string') {
       return Promise.reject(new TypeError('callToolJson needs a tool name and the arguments as strings'));
     }
@@ -760,7 +828,11 @@ export class McpBox extends EventEmitter {
       };
       this.#calls.set(id, { tool: name, resolve: settle(resolve), reject: settle(reject) });
       const timeout = timeoutMs === undefined ? null : Math.floor(Math.min(timeoutMs, Number.MAX_SAFE_INTEGER));
-      this.#post({ t: 'job', job: { kind: 'call', id, tool: name, arguments: argumentsJson, timeoutMs: timeout } });
+      const job = { kind: 'call', id, tool: name, arguments: argumentsJson, timeoutMs: timeout };
+      if (dialect !== undefined) {
+        job.dialect = dialect;
+      }
+      this.#post({ t: 'job', job });
     });
   }
 
@@ -1237,6 +1309,16 @@ export class McpBox extends EventEmitter {
       case 'update':
         this.#update(msg);
         break;
+      case 'adapted': {
+        const waiter = this.#adapted.get(msg.id);
+        this.#adapted.delete(msg.id);
+        if (msg.error === null) {
+          waiter?.resolve(adaptedTools(msg.result));
+        } else {
+          waiter?.reject(new Error(msg.error));
+        }
+        break;
+      }
       case 'reconnected': {
         const waiter = this.#reconnects.get(msg.id);
         this.#reconnects.delete(msg.id);
@@ -1338,10 +1420,16 @@ export class McpBox extends EventEmitter {
       call.reject(new CallError('runtime', `the mcpbox runtime stopped: ${reason}`));
     }
     this.#calls.clear();
-    for (const waiter of [...this.#reconnects.values(), ...this.#answers.values(), ...this.#reloads.values()]) {
+    for (const waiter of [
+      ...this.#reconnects.values(),
+      ...this.#adapted.values(),
+      ...this.#answers.values(),
+      ...this.#reloads.values(),
+    ]) {
       waiter.reject(new Error(`the mcpbox runtime stopped: ${reason}`));
     }
     this.#reconnects.clear();
+    this.#adapted.clear();
     this.#answers.clear();
     this.#reloads.clear();
     this.#watcher?.close();

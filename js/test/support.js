@@ -61,6 +61,13 @@ export function fastmcpEntry() {
   return { command: python, args: [existing(join(peers, 'fastmcp_server.py'), 'it is part of the repository')] };
 }
 
+/** tests/peers/adapter_models_server.py: tools whose schemas are pydantic's (`$defs`, recursion, `anyOf` with null). */
+export function adapterModelsEntry() {
+  const peers = join(workspace, 'tests', 'peers');
+  const python = existing(join(peers, '.venv', 'bin', 'python'), 'run scripts/install-peers first');
+  return { command: python, args: [existing(join(peers, 'adapter_models_server.py'), 'it is part of the repository')] };
+}
+
 /** The TypeScript SDK v2 server, tests/peers/ts_server.mjs, over stdio. */
 export function tsEntry() {
   const peers = join(workspace, 'tests', 'peers');

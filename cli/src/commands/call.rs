@@ -12,14 +12,28 @@ use mcpbox::{CallError, CallOptions, InputAnswer, Runtime};
 use crate::exit::Exit;
 use crate::{Failure, Spinner, block, fail, one};
 
-pub(crate) async fn call(
-    runtime: &Runtime,
-    tool: &str,
-    arguments: &str,
-    timeout: Option<f64>,
-    yes: bool,
-    json: bool,
-) -> Result<Exit, Failure> {
+/// What `mcpbox call` was asked.
+pub(crate) struct Call<'a> {
+    /// The registry name, or with `dialect` the name a model saw.
+    pub(crate) tool: &'a str,
+    /// `--format`: the dialect the name and arguments were made under.
+    pub(crate) dialect: Option<&'a str>,
+    /// A JSON object, or `-` for stdin.
+    pub(crate) arguments: &'a str,
+    /// `--timeout`, in seconds.
+    pub(crate) timeout: Option<f64>,
+    /// `--yes`.
+    pub(crate) yes: bool,
+}
+
+pub(crate) async fn call(runtime: &Runtime, call: Call<'_>, json: bool) -> Result<Exit, Failure> {
+    let Call {
+        tool,
+        dialect,
+        arguments,
+        timeout,
+        yes,
+    } = call;
     // A prompt needs stdin for the answer: not when it is a pipe, nor when it
     // carried the arguments.
     let who = if yes {
@@ -41,15 +55,26 @@ pub(crate) async fn call(
 
     // Wait for this tool's server only, not for every slow server; when the tool
     // never appears, the registry's own error says why (its server failed, …).
+    // A model's name under a dialect is not a registry name: wait for every
+    // server then, as `tools --format` does, so that the name maps back.
     let spinner = Spinner::start(runtime);
-    runtime.wait_for_tool(tool).await;
+    match dialect {
+        None => drop(runtime.wait_for_tool(tool).await),
+        Some(_) => drop(runtime.ready().await),
+    }
     spinner.finish();
 
     // Subscribed before the call starts, so its approval request is not missed.
     let approvals = tokio::spawn(answer_approvals(runtime.clone(), runtime.events(), who));
-    let result = runtime
-        .call_tool_json(tool, arguments, CallOptions { timeout })
-        .await;
+    let options = CallOptions { timeout };
+    let result = match dialect {
+        None => runtime.call_tool_json(tool, arguments, options).await,
+        Some(dialect) => {
+            runtime
+                .call_adapted_tool_json(dialect, tool, arguments, options)
+                .await
+        }
+    };
     approvals.abort();
     let result = match result {
         Ok(result) => result,

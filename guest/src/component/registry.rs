@@ -12,6 +12,7 @@
 //!
 //! Nothing here but conversions: the logic is the manager's.
 
+use crate::adapter::{Adaptation, Dialect, UnknownDialect};
 use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
 use crate::config::ConfigIssue;
 use crate::elicitation::{InputAnswer, InputRequest};
@@ -59,6 +60,43 @@ fn to_wit_tool(e: &Entry) -> wit::ToolInfo {
         output_schema: t.output_schema,
         annotations: t.annotations,
     }
+}
+
+/// The tools of `page` (registry names, in registry order) in an adaptation, copied.
+fn to_wit_adapted_page<'a>(
+    adaptation: &Adaptation,
+    page: impl Iterator<Item = &'a str>,
+) -> wit::AdaptedPage {
+    let mut out = wit::AdaptedPage {
+        tools: Vec::new(),
+        refused: Vec::new(),
+    };
+    for name in page {
+        match adaptation.get(name) {
+            Some(Ok(t)) => out.tools.push(wit::AdaptedTool {
+                name: t.name.clone(),
+                registry_name: t.registry_name.clone(),
+                definition: t.definition().get().to_string(),
+                responses_definition: t.responses_definition().map(|d| d.get().to_string()),
+                notes: t
+                    .notes
+                    .iter()
+                    .map(|n| wit::AdapterNote {
+                        kind: n.kind.name().to_string(),
+                        pointer: n.pointer.clone(),
+                        lost: n.lost.clone(),
+                    })
+                    .collect(),
+            }),
+            Some(Err(r)) => out.refused.push(wit::AdapterRefusal {
+                name: r.name.clone(),
+                pointer: r.pointer.clone(),
+                reason: r.reason.clone(),
+            }),
+            None => {}
+        }
+    }
+    out
 }
 
 fn to_wit_issue(i: ConfigIssue) -> wit::ConfigIssue {
@@ -323,6 +361,35 @@ impl wit::Guest for super::Component {
             log_level: None,
         };
         with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
+    }
+
+    fn adapted_tools(dialect: String, start: u32, max: u32) -> Result<wit::AdaptedPage, String> {
+        let dialect: Dialect = dialect.parse().map_err(|e: UnknownDialect| e.to_string())?;
+        with(|m| {
+            let adaptation = m.adapted_tools(dialect);
+            let entries = m.tool_entries();
+            let start = (start as usize).min(entries.len());
+            let end = start.saturating_add(max as usize).min(entries.len());
+            let page = entries[start..end].iter().map(|e| e.tool.name.as_str());
+            Ok(to_wit_adapted_page(&adaptation, page))
+        })
+    }
+
+    fn start_adapted_call(
+        dialect: String,
+        tool: String,
+        arguments: String,
+        options: wit::CallOptions,
+    ) -> Result<u64, wit::CallError> {
+        let dialect: Dialect = dialect
+            .parse()
+            .map_err(|e: UnknownDialect| wit::CallError::InvalidArguments(e.to_string()))?;
+        let options = CallOptions {
+            timeout_ms: options.timeout_ms,
+            log_level: None,
+        };
+        with(|m| m.start_adapted_call(dialect, &tool, &arguments, options))
+            .map_err(to_wit_call_error)
     }
 
     fn cancel(call: u64) {

@@ -140,6 +140,9 @@ pub struct ServeOptions {
     /// Random text from the host, to make `requestState` tokens unguessable
     /// (the guest has no randomness of its own).
     pub secret: String,
+    /// Schemas served in this provider dialect, arguments mapped back (see
+    /// `tools.rs`); `None` serves them as the servers wrote them.
+    pub schema_dialect: Option<crate::adapter::Dialect>,
 }
 
 impl Default for ServeOptions {
@@ -150,6 +153,7 @@ impl Default for ServeOptions {
             tool_search: false,
             page_size: DEFAULT_PAGE_SIZE,
             secret: String::new(),
+            schema_dialect: None,
         }
     }
 }
@@ -356,6 +360,9 @@ pub struct Gateway {
     next_request: u64,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
+    /// The registry generation whose tools refused by the schema dialect were
+    /// last warned about (see `tools.rs`).
+    refusals_warned: u64,
     /// The session of the stdio client. On stdio the connection is the session:
     /// lines that follow `initialize` belong to it even when the host hands them in
     /// before it saw the session open.

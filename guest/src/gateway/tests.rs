@@ -1730,3 +1730,52 @@ fn a_log_line_fans_out_within_the_turns_budget() {
     assert!(copies > 0, "nobody heard the line");
     assert!(copies * line.len() <= FANOUT_BYTES, "{copies} copies");
 }
+
+#[test]
+fn a_schema_dialect_serves_converted_schemas_and_leaves_out_what_it_cannot_represent() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || {
+        let server = McpServer::with_tools(&["read", "broken"]);
+        server.tools.borrow_mut()[1]["inputSchema"] =
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}});
+        server.tools.borrow_mut()[0]["inputSchema"] = json!({
+            "type": "object",
+            "properties": {"text": {"anyOf": [{"type": "string"}, {"type": "null"}]}},
+            "additionalProperties": false,
+        });
+        server
+    });
+    let options = ServeOptions {
+        schema_dialect: Some(crate::adapter::Dialect::Gemini),
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["fs"], "", options);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (list, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    let tools = list["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "{list}");
+    assert_eq!(tools[0]["name"], "fs__read");
+    assert_eq!(
+        tools[0]["inputSchema"],
+        json!({"type": "object", "properties": {"text": {"type": "string", "nullable": true}}})
+    );
+    let warnings = rig.g.take_warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("mcp__fs__broken") && w.contains("gemini")),
+        "{warnings:?}"
+    );
+    // Said once for this registry, however often it is listed.
+    rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    assert!(rig.g.take_warnings().is_empty());
+    let (r, _) = rig.request(Some(s), call(3, "fs__read", json!({"text": "hi"})));
+    assert_eq!(texts(&r["result"]), "hi");
+}

@@ -12,12 +12,22 @@
 //! as the server sent it (`content`, `structuredContent`, `isError`). Failures
 //! without a tool result (a server that is gone, a timeout) become tool errors
 //! the model can read; an unknown name is a JSON-RPC error.
+//!
+//! With a schema dialect ([`super::ServeOptions::schema_dialect`], `mcpbox serve
+//! --schema-dialect gemini`), `tools/list` serves each tool's input schema as that
+//! provider takes it ([`crate::adapter`], cached per tool and dialect by the
+//! manager), for clients that hand schemas to the provider without converting; the
+//! served names stay the gateway's. A tool the dialect cannot represent is left
+//! out (the provider would refuse the whole request), with a warning saying why.
+//! The arguments of a `tools/call` are mapped back to what the server's own schema
+//! expects, which then checks them as for any call.
 
 use crate::prelude::*;
 use alloc::rc::Rc;
 
 use serde_json::{Value, json};
 
+use crate::adapter::{AdaptedTool, Dialect};
 use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
 use crate::jsonrpc::INVALID_PARAMS;
 use crate::manager::Manager;
@@ -49,6 +59,32 @@ fn tool_json(name: &str, def: &ToolDef) -> String {
         s.push_str(&format!(r#","description":{}"#, json_text(description)));
     }
     s.push_str(&format!(r#","inputSchema":{}"#, def.input_schema));
+    if let Some(schema) = &def.output_schema {
+        s.push_str(&format!(r#","outputSchema":{schema}"#));
+    }
+    if let Some(annotations) = &def.annotations {
+        s.push_str(&format!(r#","annotations":{annotations}"#));
+    }
+    s.push('}');
+    s
+}
+
+/// A tool definition as `tools/list` serves it under a schema dialect: the input
+/// schema is the dialect's parameters (an empty object where the dialect leaves a
+/// tool without parameters out); the rest as the server sent it, the output schema
+/// too (a client checks results against it; providers do not read it).
+fn adapted_tool_json(name: &str, def: &ToolDef, adapted: &AdaptedTool) -> String {
+    let mut s = format!(r#"{{"name":{}"#, json_text(&name));
+    if let Some(title) = &def.title {
+        s.push_str(&format!(r#","title":{}"#, json_text(title)));
+    }
+    if let Some(description) = &def.description {
+        s.push_str(&format!(r#","description":{}"#, json_text(description)));
+    }
+    match &adapted.parameters {
+        Some(parameters) => s.push_str(&format!(r#","inputSchema":{}"#, parameters.get())),
+        None => s.push_str(r#","inputSchema":{"type":"object","properties":{}}"#),
+    }
     if let Some(schema) = &def.output_schema {
         s.push_str(&format!(r#","outputSchema":{schema}"#));
     }
@@ -137,7 +173,7 @@ impl Gateway {
 
     fn tools_page<P: Platform>(
         &mut self,
-        m: &Manager<P>,
+        m: &mut Manager<P>,
         origin: &Origin,
         cursor: Option<&str>,
     ) -> Result<String, Refusal> {
@@ -162,12 +198,29 @@ impl Gateway {
         let end = start
             .saturating_add(self.options.page_size.max(1))
             .min(exposure.tools.len());
+        let adaptation = match self.options.schema_dialect {
+            Some(dialect) if dialect != Dialect::Mcp => {
+                let adaptation = m.adapted_tools(dialect);
+                self.warn_refused(m.tools_generation(), &adaptation);
+                Some(adaptation)
+            }
+            _ => None,
+        };
         let mut text = String::from(r#"{"tools":["#);
-        for (i, t) in exposure.tools[start..end].iter().enumerate() {
-            if i > 0 {
+        let mut first = true;
+        for t in &exposure.tools[start..end] {
+            let def = &t.entry.tool.def;
+            let json = match adaptation.as_ref().and_then(|a| a.get(&t.entry.tool.name)) {
+                None => tool_json(&t.name, def),
+                Some(Ok(adapted)) => adapted_tool_json(&t.name, def, adapted),
+                // Not served: the provider would refuse the whole request for it.
+                Some(Err(_)) => continue,
+            };
+            if !first {
                 text.push(',');
             }
-            text.push_str(&tool_json(&t.name, &t.entry.tool.def));
+            first = false;
+            text.push_str(&json);
         }
         text.push(']');
         if end < exposure.tools.len() && end > 0 {
@@ -183,6 +236,18 @@ impl Gateway {
         }
         text.push('}');
         Ok(text)
+    }
+
+    /// Says once per registry generation which tools the schema dialect cannot
+    /// represent and so are not served.
+    fn warn_refused(&mut self, generation: u64, adaptation: &crate::adapter::Adaptation) {
+        if self.refusals_warned == generation {
+            return;
+        }
+        self.refusals_warned = generation;
+        for refusal in &adaptation.refused {
+            self.warnings.push(format!("gateway: {refusal}"));
+        }
     }
 
     pub(super) fn call_tool<P: Platform>(
@@ -277,6 +342,16 @@ impl Gateway {
     ) {
         let tool = &exposed.entry.tool.name;
         let profile = origin.profile.as_deref();
+        // Written by a model under the served schemas: the server's own expect
+        // what they were converted from.
+        let mapped;
+        let arguments = match self.options.schema_dialect {
+            Some(dialect) => {
+                mapped = m.map_adapted_arguments(dialect, tool, arguments);
+                mapped.as_str()
+            }
+            None => arguments,
+        };
         // A 2026-07-28 server logs during a call only at the level the call asks for:
         // ask for what this client wants to see (see logging.rs).
         let options = CallOptions {

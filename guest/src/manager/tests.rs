@@ -1967,6 +1967,9 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
     assert_eq!(refusal["error"]["code"], -32601, "{refusal}");
 }
 
+// The registry in a provider dialect, and calls mapped back.
+mod adapted;
+
 // Permission rules: denied tools, profiles, approvals.
 mod permissions;
 

@@ -67,6 +67,11 @@ pub struct ServeOptions {
     /// Without it, `/mcp` has the top-level rules only and `/mcp/NAME` chooses
     /// a profile.
     pub profile: Option<String>,
+    /// Serve every tool's schemas in a model provider's dialect (one of
+    /// [`crate::DIALECTS`]) for clients that forward them to the provider
+    /// without converting; the arguments of their calls are mapped back before
+    /// the servers' own schemas check them. `None`: as the servers wrote them.
+    pub schema_dialect: Option<String>,
 }
 
 impl Default for ServeOptions {
@@ -77,6 +82,7 @@ impl Default for ServeOptions {
             tool_search: false,
             page_size: 500,
             profile: None,
+            schema_dialect: None,
         }
     }
 }
@@ -130,6 +136,7 @@ impl Runtime {
             page_size: u32::try_from(options.page_size).unwrap_or(u32::MAX),
             secret: random_hex(32)?,
             profile: options.profile.clone(),
+            schema_dialect: options.schema_dialect.clone(),
         };
         self.submit(Job::Serve {
             options,

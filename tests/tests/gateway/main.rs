@@ -8,6 +8,7 @@
 //! One test binary. The gateway is the CLI itself (the `mcpbox` program of the
 //! mcpbox-cli crate, `mcpbox_tests::mcpbox_program`).
 
+mod adapters;
 mod clients;
 mod dashboard;
 mod exposure;
