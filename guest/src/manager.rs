@@ -199,6 +199,9 @@ pub enum Event {
     /// A call ended (or was refused), counted: only queued when call counts are
     /// on ([`Manager::enable_call_counts`]).
     CallCounted(call_counts::CallCount),
+    /// A call its server runs as a task changed status: the server's name and
+    /// the status.
+    TaskStatus(String, crate::client::TaskStatus),
 }
 
 /// A tool of a server's list that the permission rules keep out of the registry.
@@ -1452,6 +1455,9 @@ impl<P: Platform> Manager<P> {
                 }
                 ClientEvent::PromptsChanged => {
                     self.events.push(Event::PromptsChanged(server.to_string()));
+                }
+                ClientEvent::TaskStatus(status) => {
+                    self.events.push(Event::TaskStatus(server.clone(), status));
                 }
                 ClientEvent::InputWithdrawn(key) => {
                     let id = self

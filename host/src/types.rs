@@ -240,6 +240,25 @@ pub enum Event {
     /// carries the server's configured name.
     #[doc(alias = "notifications/prompts/list_changed")]
     PromptsChanged(String),
+    /// A call that its server runs as a task (MCP 2025-11-25 tasks: its tool's
+    /// `execution.taskSupport` is `required`) changed status. mcpbox polls the
+    /// task (`tasks/get`, at the server's `pollInterval`) and fetches its result
+    /// (`tasks/result`), which the call returns as any call's; dropping the
+    /// call's future (which cancels it) sends `tasks/cancel`.
+    #[doc(alias = "tasks/get")]
+    #[doc(alias = "taskSupport")]
+    TaskStatus {
+        /// The server's configured name.
+        server: String,
+        /// The registry name of the call's tool.
+        tool: String,
+        /// The server's task id.
+        task_id: String,
+        /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
+        status: String,
+        /// The server's `statusMessage`, if any.
+        message: Option<String>,
+    },
     /// The runtime stopped, for the reason given: shut down, or a guest that kept
     /// failing (then every server is shown failed with this reason, the tool
     /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
@@ -628,6 +647,13 @@ impl Event {
                     .map(|a| serde_json::from_str(&a).unwrap_or(Value::String(a))),
             }),
             wit::Event::CallCounted(_) => return None,
+            wit::Event::TaskStatus(t) => Event::TaskStatus {
+                server: t.server,
+                tool: t.tool,
+                task_id: t.task_id,
+                status: t.status,
+                message: t.message,
+            },
         })
     }
 }

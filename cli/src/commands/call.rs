@@ -1,6 +1,7 @@
 //! `mcpbox call`: one tool call, its arguments from the command line or stdin,
 //! and the approvals an `ask` permission rule needs (a prompt on a terminal,
-//! `--yes`, or a refusal that says how to give them).
+//! `--yes`, or a refusal that says how to give them). A call its server runs as
+//! a task shows each status the task reports, on stderr, while it waits.
 
 use std::io::{IsTerminal, Read, Write};
 use std::time::Duration;
@@ -46,7 +47,12 @@ pub(crate) async fn call(
     spinner.finish();
 
     // Subscribed before the call starts, so its approval request is not missed.
-    let approvals = tokio::spawn(answer_approvals(runtime.clone(), runtime.events(), who));
+    let approvals = tokio::spawn(answer_approvals(
+        runtime.clone(),
+        runtime.events(),
+        who,
+        tool.to_owned(),
+    ));
     let result = runtime
         .call_tool_json(tool, arguments, CallOptions { timeout })
         .await;
@@ -136,15 +142,33 @@ enum Approver {
     Nobody,
 }
 
-/// Answers every approval request until aborted.
+/// Answers every approval request until aborted, and shows the status of the
+/// call's task (when its server runs it as one) on stderr.
 async fn answer_approvals(
     runtime: Runtime,
     mut events: tokio::sync::broadcast::Receiver<mcpbox::Event>,
     who: Approver,
+    tool: String,
 ) {
     loop {
         let request = match events.recv().await {
             Ok(mcpbox::Event::InputRequested(request)) => request,
+            Ok(mcpbox::Event::TaskStatus {
+                tool: of,
+                status,
+                message,
+                ..
+            }) if of == tool => {
+                eprintln!(
+                    "{}: {}{}",
+                    escape(&tool, Lines::Escape),
+                    escape(&status, Lines::Escape),
+                    message
+                        .map(|m| format!(": {}", escape(&m, Lines::Escape)))
+                        .unwrap_or_default()
+                );
+                continue;
+            }
             Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };

@@ -287,10 +287,14 @@ impl Client {
     /// The call in flight when there is exactly one: over stdio nothing says
     /// which call a server's request is for, and with one it can only be that one.
     pub(super) fn only_call(&self) -> Option<(u64, String)> {
-        let mut calls = self.pending.values().filter_map(|p| match p {
-            Pending::Call(c) => Some((c.call, c.name.clone())),
-            _ => None,
-        });
+        let mut calls = self
+            .pending
+            .values()
+            .filter_map(|p| match p {
+                Pending::Call(c) => Some((c.call, c.name.clone())),
+                _ => None,
+            })
+            .chain(self.tasks.calls());
         match (calls.next(), calls.next()) {
             (Some(only), None) => Some(only),
             _ => None,
@@ -307,7 +311,10 @@ impl Client {
             .unwrap_or(Value::Null);
         match elicitation::parse_request(&params) {
             Ok(request) => {
-                let call = self.only_call();
+                // A task's request names its task (delivered with tasks/result).
+                let call = super::tasks::related_task(&params)
+                    .and_then(|task| self.tasks.call_of(task))
+                    .or_else(|| self.only_call());
                 self.ask(
                     call,
                     Question::Elicitation(request),

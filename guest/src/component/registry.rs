@@ -179,6 +179,14 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
         }),
         Event::ResourcesChanged(s) => wit::Event::ResourcesChanged(s),
         Event::PromptsChanged(s) => wit::Event::PromptsChanged(s),
+        Event::TaskStatus(server, s) => wit::Event::TaskStatus(wit::TaskStatus {
+            server,
+            call: s.call,
+            tool: s.tool,
+            task_id: s.task_id,
+            status: s.status,
+            message: s.message,
+        }),
         Event::CallCounted(c) => wit::Event::CallCounted(wit::CallCount {
             key: c.key,
             names: c.names.map(|n| wit::CountedTool {

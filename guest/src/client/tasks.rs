@@ -1,0 +1,375 @@
+//! Tasks (MCP 2025-11-25): a call that the server runs in the background and the
+//! client polls to its result.
+//!
+//! A tool declares `execution.taskSupport`; one that says `required` refuses a
+//! plain call, so the client sends its `tools/call` with `task: {ttl}`. The server
+//! answers at once with a `CreateTaskResult` (`task`: `taskId`, `status`, maybe
+//! `statusMessage` and `pollInterval`); the call then lives here, not in the
+//! pending requests: `tasks/get` every `pollInterval` (kept between
+//! [`MIN_POLL_MS`] and [`MAX_POLL_MS`], [`DEFAULT_POLL_MS`] when the server gives
+//! none) reports its status, each change a [`ClientEvent::TaskStatus`]; once the
+//! status is terminal, or `input_required`, `tasks/result` is sent. That request
+//! is where a server delivers what it wants from the client meanwhile (an
+//! `elicitation/create` tied to the task by `_meta`
+//! `io.modelcontextprotocol/related-task`, which goes through the ordinary
+//! input-request path), and its answer is the tool's result, which finishes the
+//! call as a plain call's would.
+//!
+//! The call's timeout counts time without news: a status that changes, or a
+//! `notifications/progress` with the call's progress token (the id its
+//! `tools/call` went under), pushes the deadline back by the full timeout, as
+//! progress does for a plain call. A call that times out, or that the caller
+//! cancels, sends `tasks/cancel`. A 2026-07-28 server's tasks (the
+//! `io.modelcontextprotocol/tasks` extension) are not offered yet: its calls go
+//! out plain.
+
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::calls::{PendingCall, read_call_result};
+use super::wire::{TaskIdParams, TaskState};
+use super::{CallError, Client, ClientEvent, Era, Pending};
+use crate::jsonrpc::Id;
+use crate::methods;
+use crate::registry::{TaskSupport, ToolDef};
+use crate::transport::{Failure, format_ms};
+
+/// How often a task is polled when its server suggests nothing.
+pub(super) const DEFAULT_POLL_MS: u64 = 1000;
+/// The shortest poll interval taken from a server: a smaller hint would have the
+/// client flood it.
+pub(super) const MIN_POLL_MS: u64 = 100;
+/// The longest: a task's status is shown while the caller waits.
+pub(super) const MAX_POLL_MS: u64 = 30_000;
+/// How long the server is asked to keep a task and its result (`task.ttl`).
+pub(super) const TASK_TTL_MS: u64 = 300_000;
+
+/// What the client knows of tasks: which tools need one, and the calls running
+/// as tasks.
+#[derive(Debug, Default)]
+pub(super) struct Tasks {
+    /// `execution.taskSupport` of the listed tools that are not `forbidden`.
+    support: BTreeMap<String, TaskSupport>,
+    /// The calls running as tasks, by call handle.
+    running: BTreeMap<u64, RunningTask>,
+}
+
+/// A call the server runs as a task.
+#[derive(Debug)]
+pub(super) struct RunningTask {
+    call: PendingCall,
+    task_id: String,
+    /// The id the `tools/call` went under: the progress token.
+    token: Id,
+    status: String,
+    message: Option<String>,
+    poll_ms: u64,
+    /// When the next `tasks/get` goes; none while one is in flight.
+    next_poll: Option<u64>,
+    /// `tasks/result` was sent.
+    result_asked: bool,
+}
+
+/// A task's status, as [`ClientEvent::TaskStatus`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskStatus {
+    /// The call it runs.
+    pub call: u64,
+    /// The registry name of the call's tool.
+    pub tool: String,
+    /// The server's `taskId`.
+    pub task_id: String,
+    /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    /// `statusMessage`, if any.
+    pub message: Option<String>,
+}
+
+impl Tasks {
+    /// Takes the tools' `execution.taskSupport` from a new tool list.
+    pub(super) fn learn(&mut self, tools: &[ToolDef]) {
+        self.support = tools
+            .iter()
+            .filter(|t| t.task_support != TaskSupport::Forbidden)
+            .map(|t| (t.name.clone(), t.task_support))
+            .collect();
+    }
+
+    /// How many calls run as tasks.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Whether no call runs as a task.
+    pub(super) fn is_empty(&self) -> bool {
+        self.running.is_empty()
+    }
+
+    /// The deadlines and poll times of the running tasks.
+    pub(super) fn deadlines(&self) -> impl Iterator<Item = u64> + '_ {
+        self.running
+            .values()
+            .flat_map(|t| [Some(t.call.deadline_ms), t.next_poll])
+            .flatten()
+    }
+
+    /// The call (handle and registry name) a task id belongs to.
+    pub(super) fn call_of(&self, task_id: &str) -> Option<(u64, String)> {
+        self.running
+            .values()
+            .find(|t| t.task_id == task_id)
+            .map(|t| (t.call.call, t.call.name.clone()))
+    }
+
+    /// Every running call (handle and registry name).
+    pub(super) fn calls(&self) -> impl Iterator<Item = (u64, String)> + '_ {
+        self.running
+            .values()
+            .map(|t| (t.call.call, t.call.name.clone()))
+    }
+}
+
+impl Client {
+    /// Whether a call to the server's tool `tool` goes out as a task: its tool
+    /// requires one, and the server speaks 2025-11-25.
+    pub(super) fn as_task(&self, tool: &str) -> bool {
+        self.era == Era::Legacy && self.tasks.support.get(tool) == Some(&TaskSupport::Required)
+    }
+
+    /// A call sent as a task was answered: a `CreateTaskResult` starts polling;
+    /// anything else is read as a plain result (a server may run it at once).
+    /// `Err` gives the call back when the answer holds no task.
+    pub(super) fn on_task_created(
+        &mut self,
+        token: Id,
+        c: PendingCall,
+        raw: &RawValue,
+    ) -> Result<(), PendingCall> {
+        #[derive(serde::Deserialize)]
+        struct Created {
+            task: Option<TaskState>,
+        }
+        let Some(task) = serde_json::from_str::<Created>(raw.get())
+            .ok()
+            .and_then(|created| created.task)
+        else {
+            return Err(c);
+        };
+        let call = c.call;
+        let mut running = RunningTask {
+            call: c,
+            task_id: task.task_id.clone(),
+            token,
+            status: String::new(),
+            message: None,
+            poll_ms: DEFAULT_POLL_MS,
+            next_poll: None,
+            result_asked: false,
+        };
+        running.call.deadline_ms = self.now_ms.saturating_add(running.call.timeout_ms);
+        self.tasks.running.insert(call, running);
+        self.on_task_state(call, task);
+        Ok(())
+    }
+
+    /// A status from `CreateTaskResult` or `tasks/get`: reported when it changed;
+    /// `tasks/result` asked for once it is terminal or `input_required`; the next
+    /// poll scheduled while it is not terminal.
+    fn on_task_state(&mut self, call: u64, state: TaskState) {
+        let now = self.now_ms;
+        let Some(task) = self.tasks.running.get_mut(&call) else {
+            return;
+        };
+        if let Some(ms) = state.poll_interval.as_ref().and_then(Value::as_u64) {
+            task.poll_ms = ms.clamp(MIN_POLL_MS, MAX_POLL_MS);
+        }
+        let changed = task.status != state.status || task.message != state.status_message;
+        if changed {
+            task.status = state.status.clone();
+            task.message = state.status_message.clone();
+            task.call.deadline_ms = now.saturating_add(task.call.timeout_ms);
+            let event = ClientEvent::TaskStatus(TaskStatus {
+                call,
+                tool: task.call.name.clone(),
+                task_id: task.task_id.clone(),
+                status: state.status.clone(),
+                message: state.status_message.clone(),
+            });
+            self.events.push(event);
+        }
+        let Some(task) = self.tasks.running.get_mut(&call) else {
+            return;
+        };
+        let terminal = matches!(state.status.as_str(), "completed" | "failed" | "cancelled");
+        task.next_poll = (!terminal).then(|| now.saturating_add(task.poll_ms));
+        if state.status == "cancelled" && !task.result_asked {
+            // Not by the caller (that call has ended): the server gave up.
+            let why = format!(
+                "{}: the server cancelled its task {}{}",
+                task.call.name,
+                task.task_id,
+                task.message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default()
+            );
+            self.tasks.running.remove(&call);
+            return self.finish(call, Err(CallError::Protocol(why)), true);
+        }
+        if (terminal || state.status == "input_required") && !task.result_asked {
+            task.result_asked = true;
+            let task_id = task.task_id.clone();
+            self.request(
+                methods::TASKS_RESULT,
+                None,
+                Some(&TaskIdParams { task_id: &task_id }),
+                Pending::TaskResult(call),
+            );
+        }
+    }
+
+    /// Sends `tasks/get` for the tasks whose poll is due, and gives up on those
+    /// whose deadline passed (sending `tasks/cancel`).
+    pub(super) fn tick_tasks(&mut self, now_ms: u64) {
+        let due: Vec<(u64, bool)> = self
+            .tasks
+            .running
+            .values()
+            .filter_map(|t| {
+                if t.call.deadline_ms <= now_ms {
+                    Some((t.call.call, true))
+                } else if t.next_poll.is_some_and(|at| at <= now_ms) {
+                    Some((t.call.call, false))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        for (call, expired) in due {
+            if expired {
+                let Some(task) = self.tasks.running.remove(&call) else {
+                    continue;
+                };
+                self.send_task_cancel(&task.task_id);
+                let why = format!(
+                    "{} timed out after {} without news of its task {} (last status: {}); the server was sent tasks/cancel",
+                    task.call.name,
+                    format_ms(task.call.timeout_ms),
+                    task.task_id,
+                    task.status
+                );
+                self.finish(call, Err(CallError::Timeout(why)), true);
+            } else if let Some(task) = self.tasks.running.get_mut(&call) {
+                task.next_poll = None;
+                let task_id = task.task_id.clone();
+                self.request(
+                    methods::TASKS_GET,
+                    None,
+                    Some(&TaskIdParams { task_id: &task_id }),
+                    Pending::TaskGet(call),
+                );
+            }
+        }
+    }
+
+    /// The answer to a `tasks/get`.
+    pub(super) fn on_task_get(&mut self, call: u64, outcome: Result<Box<RawValue>, Failure>) {
+        let Some(task) = self.tasks.running.get(&call) else {
+            return; // The call ended meanwhile.
+        };
+        let state = outcome.map_err(|e| e.to_string()).and_then(|raw| {
+            serde_json::from_str::<TaskState>(raw.get()).map_err(|e| e.to_string())
+        });
+        match state {
+            Ok(state) => self.on_task_state(call, state),
+            Err(e) => {
+                let why = format!(
+                    "{}: tasks/get for its task {} failed: {e}",
+                    task.call.name, task.task_id
+                );
+                self.tasks.running.remove(&call);
+                self.finish(call, Err(CallError::Protocol(why)), true);
+            }
+        }
+    }
+
+    /// The answer to `tasks/result`: the tool's result, which ends the call.
+    pub(super) fn on_task_result(&mut self, call: u64, outcome: Result<Box<RawValue>, Failure>) {
+        let Some(task) = self.tasks.running.remove(&call) else {
+            return; // The call ended meanwhile.
+        };
+        let name = &task.call.name;
+        let outcome = match outcome {
+            Ok(raw) => match read_call_result(name, &raw) {
+                Ok(Some(result)) => Ok(result),
+                Ok(None) => Err(CallError::Protocol(format!(
+                    "{name}: the server answered tasks/result with input_required, which a 2025-11-25 task does not use"
+                ))),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(CallError::Protocol(format!(
+                "{name}: its task {} ended {}: {e}",
+                task.task_id,
+                if task.status.is_empty() {
+                    "badly"
+                } else {
+                    &task.status
+                }
+            ))),
+        };
+        self.finish(call, outcome, true);
+    }
+
+    /// Cancels the task of `call`, if it runs as one: `tasks/cancel` goes to the
+    /// server; the caller finishes the call.
+    pub(super) fn cancel_task(&mut self, call: u64) -> bool {
+        let Some(task) = self.tasks.running.remove(&call) else {
+            return false;
+        };
+        self.send_task_cancel(&task.task_id);
+        true
+    }
+
+    fn send_task_cancel(&mut self, task_id: &str) {
+        self.request(
+            methods::TASKS_CANCEL,
+            None,
+            Some(&TaskIdParams { task_id }),
+            Pending::TaskCancel,
+        );
+    }
+
+    /// `notifications/progress` with a running task's progress token: pushes its
+    /// deadline back; the call it belongs to, if any.
+    pub(super) fn task_progress(&mut self, token: &Id, now_ms: u64) -> Option<u64> {
+        let task = self
+            .tasks
+            .running
+            .values_mut()
+            .find(|t| t.token == *token)?;
+        task.call.deadline_ms = now_ms.saturating_add(task.call.timeout_ms);
+        Some(task.call.call)
+    }
+
+    /// Ends every running task's call with `error(name)`: the connection is gone.
+    pub(super) fn abort_tasks(&mut self, error: &impl Fn(&str) -> CallError) {
+        let running = core::mem::take(&mut self.tasks.running);
+        for task in running.into_values() {
+            self.finish(task.call.call, Err(error(&task.call.name)), false);
+        }
+    }
+}
+
+/// The call a server request belongs to by its `_meta`
+/// `io.modelcontextprotocol/related-task`, as its task id.
+pub(super) fn related_task(params: &Value) -> Option<&str> {
+    params
+        .get("_meta")?
+        .get("io.modelcontextprotocol/related-task")?
+        .get("taskId")?
+        .as_str()
+}
