@@ -1803,3 +1803,40 @@ fn read_follow_reads_again_at_every_update() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{}", errors.join().unwrap());
 }
+
+/// server-everything (`tests/peers`, pinned; needs `scripts/install-peers`).
+fn everything_entry() -> Value {
+    let bin = repo().join("tests/peers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        bin.exists(),
+        "server-everything is missing: run scripts/install-peers first"
+    );
+    json!({ "command": bin, "args": ["stdio"] })
+}
+
+#[test]
+fn a_tool_that_requires_a_task_runs_to_its_report_showing_its_progress() {
+    let cfg = config("task", json!({ "everything": everything_entry() }));
+    let out = mcpbox(
+        &cfg,
+        &[
+            "call",
+            "mcp__everything__simulate-research-query",
+            r#"{"topic":"wasm"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("# Research Report: wasm"),
+        "{}",
+        stdout(&out)
+    );
+    // Each stage the task reported, on stderr while the call waited.
+    let progress = stderr(&out);
+    for stage in [
+        "mcp__everything__simulate-research-query: working: Gathering sources...",
+        "mcp__everything__simulate-research-query: working: Generating report...",
+    ] {
+        assert!(progress.lines().any(|l| l == stage), "{stage}: {progress}");
+    }
+}

@@ -373,3 +373,196 @@ pub(super) fn related_task(params: &Value) -> Option<&str> {
         .get("taskId")?
         .as_str()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{CallResult, FinishedCall};
+    use serde_json::json;
+
+    fn sent(c: &mut Client) -> Vec<Value> {
+        c.take_outbox()
+            .into_iter()
+            .map(|o| serde_json::from_str(&o.text).unwrap())
+            .collect()
+    }
+
+    fn feed(c: &mut Client, v: Value, now: u64) {
+        c.handle_text(&v.to_string(), now);
+    }
+
+    /// A 2025-11-25 session whose tool `research` requires a task, with a call
+    /// to it (handle 7, timeout 10 s) answered by a `working` task that asks to
+    /// be polled every 500 ms; with the `tools/call` it sent.
+    fn running() -> (Client, Value) {
+        let mut c = Client::new("demo");
+        c.begin();
+        sent(&mut c);
+        let init = json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "s"},
+            "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": 1, "result": init}), 0);
+        sent(&mut c);
+        let tools = json!([
+            {"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+            {"name": "echo", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}]);
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}), 0);
+        assert_eq!(c.phase(), crate::client::Phase::Ready);
+        c.take_events();
+        c.start_call(7, "mcp__demo__research", "research", r#"{"topic":"wasm"}"#, 10_000, 0);
+        let call = sent(&mut c).remove(0);
+        let task = json!({"task": {"taskId": "t1", "status": "working", "statusMessage": "Gathering",
+            "createdAt": "2025-11-25T00:00:00Z", "ttl": 300000, "pollInterval": 500}});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": call["id"], "result": task}), 100);
+        (c, call)
+    }
+
+    fn status(events: &[ClientEvent]) -> Vec<(String, Option<String>)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ClientEvent::TaskStatus(s) => Some((s.status.clone(), s.message.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_required_tool_is_called_as_a_task_and_polled_to_its_result() {
+        let (mut c, call) = running();
+        assert_eq!(call["method"], "tools/call");
+        assert_eq!(call["params"]["task"], json!({"ttl": TASK_TTL_MS}));
+        assert_eq!(
+            status(&c.take_events()),
+            [("working".into(), Some("Gathering".into()))]
+        );
+        assert!(c.calls_in_flight());
+        // Polled at the server's interval, not before.
+        assert_eq!(c.next_deadline(), Some(600));
+        c.tick(599);
+        assert!(sent(&mut c).is_empty());
+        c.tick(600);
+        let get = sent(&mut c).remove(0);
+        assert_eq!(get["method"], "tasks/get");
+        assert_eq!(get["params"], json!({"taskId": "t1"}));
+        // The same status again is no news.
+        let same = json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": same}), 610);
+        assert!(c.take_events().is_empty());
+        c.tick(1110);
+        let get = sent(&mut c).remove(0);
+        let done = json!({"taskId": "t1", "status": "completed"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": done}), 1120);
+        assert_eq!(status(&c.take_events()), [("completed".into(), None)]);
+        let result = sent(&mut c).remove(0);
+        assert_eq!(result["method"], "tasks/result");
+        assert_eq!(result["params"], json!({"taskId": "t1"}));
+        // Polling stops at a terminal status.
+        c.tick(5000);
+        assert!(sent(&mut c).is_empty());
+        let report = json!({"content": [{"type": "text", "text": "# Report"}]});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": result["id"], "result": report}), 5010);
+        let events = c.take_events();
+        let [ClientEvent::Finished(FinishedCall { call: 7, outcome: Ok(CallResult { text, is_error: false, .. }) })] =
+            &events[..]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(text, "# Report");
+        assert!(!c.calls_in_flight());
+        // An optional tool goes out plain.
+        c.start_call(8, "mcp__demo__echo", "echo", "{}", 10_000, 6000);
+        assert!(sent(&mut c)[0]["params"].get("task").is_none());
+    }
+
+    #[test]
+    fn input_required_asks_for_the_result_where_the_server_sends_its_request() {
+        let (mut c, _) = running();
+        c.enable_input_requests();
+        c.tick(600);
+        let get = sent(&mut c).remove(0);
+        let asking = json!({"taskId": "t1", "status": "input_required"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": asking}), 610);
+        let out = sent(&mut c);
+        assert_eq!(out[0]["method"], "tasks/result");
+        // The request names its task: it belongs to call 7.
+        let elicit = json!({"jsonrpc": "2.0", "id": 90, "method": "elicitation/create", "params": {
+            "message": "Which?", "requestedSchema": {"type": "object"},
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}}});
+        feed(&mut c, elicit, 620);
+        let asked = c.take_events();
+        assert!(
+            asked.iter().any(|e| matches!(e, ClientEvent::InputRequested(r) if r.call == Some(7))),
+            "{asked:?}"
+        );
+        // Still polled meanwhile; tasks/result is not asked twice.
+        c.tick(1200);
+        let get = sent(&mut c).remove(0);
+        let working = json!({"taskId": "t1", "status": "working"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": working}), 1210);
+        c.tick(1800);
+        let get = sent(&mut c).remove(0);
+        let done = json!({"taskId": "t1", "status": "completed"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": done}), 1810);
+        assert!(sent(&mut c).iter().all(|m| m["method"] != "tasks/result"));
+    }
+
+    #[test]
+    fn cancelling_or_timing_out_sends_tasks_cancel() {
+        let (mut c, _) = running();
+        c.take_events();
+        assert!(c.cancel(7));
+        let out = sent(&mut c);
+        assert_eq!(out[0]["method"], "tasks/cancel");
+        assert_eq!(out[0]["params"], json!({"taskId": "t1"}));
+        assert!(matches!(
+            &c.take_events()[..],
+            [ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Cancelled) })]
+        ));
+        assert!(!c.calls_in_flight());
+        c.tick(5000);
+        assert!(sent(&mut c).is_empty(), "no poll after the cancel");
+
+        // Ten seconds without news: given up, and the server told.
+        let (mut c, _) = running();
+        c.take_events();
+        let mut now = 100;
+        let mut out = Vec::new();
+        while now < 10_100 {
+            now = c.next_deadline().unwrap();
+            c.tick(now);
+            let got = sent(&mut c);
+            out.extend(got.iter().cloned());
+            for get in got.into_iter().filter(|m| m["method"] == "tasks/get") {
+                let same = json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
+                feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": same}), now);
+            }
+        }
+        assert!(out.iter().any(|m| m["method"] == "tasks/cancel"), "{out:?}");
+        let events = c.take_events();
+        let [ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Timeout(why)) })] =
+            &events[..]
+        else {
+            panic!("{events:?}")
+        };
+        assert!(why.contains("task t1") && why.contains("tasks/cancel"), "{why}");
+    }
+
+    #[test]
+    fn a_failed_task_fails_its_call_with_the_servers_error() {
+        let (mut c, _) = running();
+        c.tick(600);
+        let get = sent(&mut c).remove(0);
+        let failed = json!({"taskId": "t1", "status": "failed", "statusMessage": "boom"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": failed}), 610);
+        let result = sent(&mut c).remove(0);
+        let error = json!({"code": -32603, "message": "research failed"});
+        feed(&mut c, json!({"jsonrpc": "2.0", "id": result["id"], "error": error}), 620);
+        let events = c.take_events();
+        let Some(ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Protocol(why)) })) =
+            events.last()
+        else {
+            panic!("{events:?}")
+        };
+        assert!(why.contains("task t1 ended failed") && why.contains("research failed"), "{why}");
+    }
+}
