@@ -480,8 +480,11 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         options = options.audit_file(audit);
     }
     options = options.claude_settings(cli.claude_settings);
-    // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why).
-    options = options.approvals(matches!(cli.command, Command::Call { .. }));
+    // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why),
+    // and shows the URLs servers ask the user to open.
+    options = options
+        .approvals(matches!(cli.command, Command::Call { .. }))
+        .url_elicitation(matches!(cli.command, Command::Call { .. }));
     // The CLI starts no processes but servers: it can reap every orphan.
     options = options.subreaper(true);
     if matches!(

@@ -1840,3 +1840,35 @@ fn a_tool_that_requires_a_task_runs_to_its_report_showing_its_progress() {
         assert!(progress.lines().any(|l| l == stage), "{stage}: {progress}");
     }
 }
+
+#[test]
+fn a_url_a_server_asks_the_user_to_open_is_shown_and_never_opened() {
+    let cfg = config(
+        "url-elicitation",
+        json!({ "everything": everything_entry() }),
+    );
+    let tool = "mcp__everything__trigger-url-elicitation";
+    let arguments =
+        r#"{"url": "https://pay.example/checkout?order=7", "message": "Pay for order 7"}"#;
+    // --yes: shown, and the call goes on.
+    let out = mcpbox(&cfg, &["call", "--yes", tool, arguments]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("User completed the URL elicitation flow"),
+        "{}",
+        stdout(&out)
+    );
+    let shown = stderr(&out);
+    assert!(
+        shown.contains("https://pay.example/checkout?order=7") && shown.contains("Pay for order 7"),
+        "{shown}"
+    );
+    // Nobody to ask: shown, and declined, saying how to go on.
+    let out = mcpbox(&cfg, &["call", tool, arguments]);
+    assert!(
+        stdout(&out).contains("User declined to open the URL"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+}

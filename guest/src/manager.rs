@@ -355,6 +355,8 @@ pub struct Manager<P: Platform> {
     input_requests: bool,
     /// Whether servers are offered sampling (see "Input requests").
     sampling: bool,
+    /// Whether servers are offered URL-mode elicitation.
+    url_elicitation: bool,
     /// Input requests waiting for an answer: id → (slot, the client's key).
     inputs: BTreeMap<u64, (usize, u64)>,
     next_input: u64,
@@ -462,6 +464,7 @@ impl<P: Platform> Manager<P> {
             events: Vec::new(),
             input_requests: false,
             sampling: false,
+            url_elicitation: false,
             inputs: BTreeMap::new(),
             next_input: 1,
             permissions: Permissions::default(),
@@ -501,6 +504,13 @@ impl<P: Platform> Manager<P> {
     /// [`Manager::answer_input`] (see [`crate::sampling`]). Call before `start`.
     pub fn enable_sampling(&mut self) {
         self.sampling = true;
+    }
+
+    /// Offers every server started from now on URL-mode elicitation: their
+    /// requests to have the user open a URL become [`Event::InputRequested`]
+    /// with `url` set, answered with an action alone. Call before `start`.
+    pub fn enable_url_elicitation(&mut self) {
+        self.url_elicitation = true;
     }
 
     /// Answers input request `id`. An accepted answer (a JSON object) gets the
@@ -687,6 +697,9 @@ impl<P: Platform> Manager<P> {
                 }
                 if self.sampling {
                     client.enable_sampling();
+                }
+                if self.url_elicitation {
+                    client.enable_url_elicitation();
                 }
                 if self.short_lived {
                     client.forgo_subscriptions();

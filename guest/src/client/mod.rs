@@ -168,6 +168,8 @@ pub struct Client {
     listen_failures: u32,
     /// Whether the embedder answers input requests (elicitation).
     input_requests: bool,
+    /// Whether the embedder takes URL-mode elicitations.
+    url_elicitation: bool,
     /// Whether the embedder answers sampling requests.
     sampling: bool,
     /// Input requests waiting for the embedder, by key.
@@ -358,6 +360,7 @@ impl Client {
             relisten_at: None,
             listen_failures: 0,
             input_requests: false,
+            url_elicitation: false,
             sampling: false,
             inputs: BTreeMap::new(),
             next_input: 1,
@@ -589,7 +592,7 @@ impl Client {
     fn on_request(&mut self, r: jsonrpc::Request) {
         let text = match r.method.as_str() {
             methods::PING => jsonrpc::result_response(&r.id, &serde_json::Map::new()),
-            methods::ELICITATION_CREATE if self.input_requests => {
+            methods::ELICITATION_CREATE if self.elicits() => {
                 return self.on_elicitation_request(r);
             }
             methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {

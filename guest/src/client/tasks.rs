@@ -400,19 +400,38 @@ mod tests {
         sent(&mut c);
         let init = json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "s"},
             "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": 1, "result": init}), 0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": init}),
+            0,
+        );
         sent(&mut c);
         let tools = json!([
             {"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
             {"name": "echo", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}]);
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}), 0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}),
+            0,
+        );
         assert_eq!(c.phase(), crate::client::Phase::Ready);
         c.take_events();
-        c.start_call(7, "mcp__demo__research", "research", r#"{"topic":"wasm"}"#, 10_000, 0);
+        c.start_call(
+            7,
+            "mcp__demo__research",
+            "research",
+            r#"{"topic":"wasm"}"#,
+            10_000,
+            0,
+        );
         let call = sent(&mut c).remove(0);
         let task = json!({"task": {"taskId": "t1", "status": "working", "statusMessage": "Gathering",
             "createdAt": "2025-11-25T00:00:00Z", "ttl": 300000, "pollInterval": 500}});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": call["id"], "result": task}), 100);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": call["id"], "result": task}),
+            100,
+        );
         (c, call)
     }
 
@@ -446,12 +465,20 @@ mod tests {
         assert_eq!(get["params"], json!({"taskId": "t1"}));
         // The same status again is no news.
         let same = json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": same}), 610);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": same}),
+            610,
+        );
         assert!(c.take_events().is_empty());
         c.tick(1110);
         let get = sent(&mut c).remove(0);
         let done = json!({"taskId": "t1", "status": "completed"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": done}), 1120);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": done}),
+            1120,
+        );
         assert_eq!(status(&c.take_events()), [("completed".into(), None)]);
         let result = sent(&mut c).remove(0);
         assert_eq!(result["method"], "tasks/result");
@@ -460,10 +487,23 @@ mod tests {
         c.tick(5000);
         assert!(sent(&mut c).is_empty());
         let report = json!({"content": [{"type": "text", "text": "# Report"}]});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": result["id"], "result": report}), 5010);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": result["id"], "result": report}),
+            5010,
+        );
         let events = c.take_events();
-        let [ClientEvent::Finished(FinishedCall { call: 7, outcome: Ok(CallResult { text, is_error: false, .. }) })] =
-            &events[..]
+        let [
+            ClientEvent::Finished(FinishedCall {
+                call: 7,
+                outcome:
+                    Ok(CallResult {
+                        text,
+                        is_error: false,
+                        ..
+                    }),
+            }),
+        ] = &events[..]
         else {
             panic!("{events:?}")
         };
@@ -481,7 +521,11 @@ mod tests {
         c.tick(600);
         let get = sent(&mut c).remove(0);
         let asking = json!({"taskId": "t1", "status": "input_required"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": asking}), 610);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": asking}),
+            610,
+        );
         let out = sent(&mut c);
         assert_eq!(out[0]["method"], "tasks/result");
         // The request names its task: it belongs to call 7.
@@ -491,18 +535,28 @@ mod tests {
         feed(&mut c, elicit, 620);
         let asked = c.take_events();
         assert!(
-            asked.iter().any(|e| matches!(e, ClientEvent::InputRequested(r) if r.call == Some(7))),
+            asked
+                .iter()
+                .any(|e| matches!(e, ClientEvent::InputRequested(r) if r.call == Some(7))),
             "{asked:?}"
         );
         // Still polled meanwhile; tasks/result is not asked twice.
         c.tick(1200);
         let get = sent(&mut c).remove(0);
         let working = json!({"taskId": "t1", "status": "working"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": working}), 1210);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": working}),
+            1210,
+        );
         c.tick(1800);
         let get = sent(&mut c).remove(0);
         let done = json!({"taskId": "t1", "status": "completed"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": done}), 1810);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": done}),
+            1810,
+        );
         assert!(sent(&mut c).iter().all(|m| m["method"] != "tasks/result"));
     }
 
@@ -516,7 +570,10 @@ mod tests {
         assert_eq!(out[0]["params"], json!({"taskId": "t1"}));
         assert!(matches!(
             &c.take_events()[..],
-            [ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Cancelled) })]
+            [ClientEvent::Finished(FinishedCall {
+                call: 7,
+                outcome: Err(CallError::Cancelled)
+            })]
         ));
         assert!(!c.calls_in_flight());
         c.tick(5000);
@@ -533,18 +590,30 @@ mod tests {
             let got = sent(&mut c);
             out.extend(got.iter().cloned());
             for get in got.into_iter().filter(|m| m["method"] == "tasks/get") {
-                let same = json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
-                feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": same}), now);
+                let same =
+                    json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
+                feed(
+                    &mut c,
+                    json!({"jsonrpc": "2.0", "id": get["id"], "result": same}),
+                    now,
+                );
             }
         }
         assert!(out.iter().any(|m| m["method"] == "tasks/cancel"), "{out:?}");
         let events = c.take_events();
-        let [ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Timeout(why)) })] =
-            &events[..]
+        let [
+            ClientEvent::Finished(FinishedCall {
+                call: 7,
+                outcome: Err(CallError::Timeout(why)),
+            }),
+        ] = &events[..]
         else {
             panic!("{events:?}")
         };
-        assert!(why.contains("task t1") && why.contains("tasks/cancel"), "{why}");
+        assert!(
+            why.contains("task t1") && why.contains("tasks/cancel"),
+            "{why}"
+        );
     }
 
     #[test]
@@ -553,16 +622,29 @@ mod tests {
         c.tick(600);
         let get = sent(&mut c).remove(0);
         let failed = json!({"taskId": "t1", "status": "failed", "statusMessage": "boom"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "result": failed}), 610);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": failed}),
+            610,
+        );
         let result = sent(&mut c).remove(0);
         let error = json!({"code": -32603, "message": "research failed"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": result["id"], "error": error}), 620);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": result["id"], "error": error}),
+            620,
+        );
         let events = c.take_events();
-        let Some(ClientEvent::Finished(FinishedCall { call: 7, outcome: Err(CallError::Protocol(why)) })) =
-            events.last()
+        let Some(ClientEvent::Finished(FinishedCall {
+            call: 7,
+            outcome: Err(CallError::Protocol(why)),
+        })) = events.last()
         else {
             panic!("{events:?}")
         };
-        assert!(why.contains("task t1 ended failed") && why.contains("research failed"), "{why}");
+        assert!(
+            why.contains("task t1 ended failed") && why.contains("research failed"),
+            "{why}"
+        );
     }
 }

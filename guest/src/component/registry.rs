@@ -129,6 +129,23 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             server,
             call,
             tool,
+            message,
+            url: Some(url),
+            ..
+        }) => wit::Event::UrlElicitationRequested(wit::UrlElicitationRequest {
+            id,
+            server,
+            call,
+            tool,
+            message,
+            url: url.url,
+            elicitation_id: url.elicitation_id,
+        }),
+        Event::InputRequested(InputRequest {
+            id,
+            server,
+            call,
+            tool,
             sampling: Some(params),
             ..
         }) => wit::Event::SamplingRequested(wit::SamplingRequest {
@@ -147,6 +164,7 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             requested_schema,
             approval,
             sampling: None,
+            url: None,
         }) => wit::Event::InputRequested(wit::InputRequest {
             id,
             server,
@@ -269,6 +287,10 @@ impl wit::Guest for super::Component {
 
     fn enable_sampling() {
         with(Manager::enable_sampling);
+    }
+
+    fn enable_url_elicitation() {
+        with(Manager::enable_url_elicitation);
     }
 
     fn enable_approvals() {

@@ -64,7 +64,10 @@ async fn a_tool_that_requires_a_task_runs_to_its_report() {
     ] {
         assert!(seen.iter().any(|s| s == stage), "{stage} in {seen:?}");
     }
-    assert!(seen.last().is_some_and(|s| s.starts_with("completed")), "{seen:?}");
+    assert!(
+        seen.last().is_some_and(|s| s.starts_with("completed")),
+        "{seen:?}"
+    );
     runtime.shutdown().await;
 }
 
@@ -88,7 +91,10 @@ async fn an_ambiguous_query_asks_for_clarification_while_its_task_waits() {
         unreachable!()
     };
     assert_eq!(request.tool.as_deref(), Some(TOOL), "{request:?}");
-    assert!(request.message.contains("multiple interpretations"), "{request:?}");
+    assert!(
+        request.message.contains("multiple interpretations"),
+        "{request:?}"
+    );
     runtime
         .answer_input(
             request.id,
