@@ -19,6 +19,7 @@ mod resources;
 mod safety;
 mod sampling;
 mod subscriptions;
+mod tasks;
 
 use std::path::Path;
 
