@@ -68,3 +68,5 @@ pub const TASKS_GET: &str = "tasks/get";
 pub const TASKS_RESULT: &str = "tasks/result";
 /// Cancels a task (2025-11-25 tasks).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// A task's status changed (2025-11-25 tasks; a server may send it, or not).
+pub const TASKS_STATUS: &str = "notifications/tasks/status";

@@ -620,6 +620,7 @@ impl Client {
         }
         match n.method.as_str() {
             methods::PROGRESS => self.on_progress(&params, now_ms),
+            methods::TASKS_STATUS => self.on_task_status_notification(params),
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
         }

@@ -8,7 +8,8 @@
 //! pending requests: `tasks/get` every `pollInterval` (kept between
 //! [`MIN_POLL_MS`] and [`MAX_POLL_MS`], [`DEFAULT_POLL_MS`] when the server gives
 //! none) reports its status, each change a [`ClientEvent::TaskStatus`]; once the
-//! status is terminal, or `input_required`, `tasks/result` is sent. That request
+//! status is terminal, or `input_required`, `tasks/result` is sent. A server's
+//! `notifications/tasks/status` counts as a `tasks/get` answer. That request
 //! is where a server delivers what it wants from the client meanwhile (an
 //! `elicitation/create` tied to the task by `_meta`
 //! `io.modelcontextprotocol/related-task`, which goes through the ordinary
@@ -229,6 +230,30 @@ impl Client {
                 Some(&TaskIdParams { task_id: &task_id }),
                 Pending::TaskResult(call),
             );
+        }
+    }
+
+    /// `notifications/tasks/status`: the status of a running task, as a
+    /// `tasks/get` answer would give it; one about no running task is dropped.
+    pub(super) fn on_task_status_notification(&mut self, params: Value) {
+        let Ok(state) = serde_json::from_value::<TaskState>(params) else {
+            return;
+        };
+        let call = self
+            .tasks
+            .running
+            .values()
+            .find(|t| t.task_id == state.task_id)
+            .map(|t| t.call.call);
+        if let Some(call) = call {
+            let polling = self.tasks.running.get(&call).map(|t| t.next_poll);
+            self.on_task_state(call, state);
+            // A poll in flight schedules the next one when it is answered.
+            if polling == Some(None)
+                && let Some(task) = self.tasks.running.get_mut(&call)
+            {
+                task.next_poll = None;
+            }
         }
     }
 
@@ -614,6 +639,22 @@ mod tests {
             why.contains("task t1") && why.contains("tasks/cancel"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn a_status_notification_counts_as_a_poll_answer() {
+        let (mut c, _) = running();
+        c.take_events();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+            "params": {"taskId": "t1", "status": "completed", "ttl": 300000}});
+        feed(&mut c, note, 200);
+        assert_eq!(status(&c.take_events()), [("completed".into(), None)]);
+        assert_eq!(sent(&mut c)[0]["method"], "tasks/result");
+        // One about a task nobody runs changes nothing.
+        let other = json!({"jsonrpc": "2.0", "method": "notifications/tasks/status",
+            "params": {"taskId": "t9", "status": "working"}});
+        feed(&mut c, other, 210);
+        assert!(c.take_events().is_empty());
     }
 
     #[test]
