@@ -1871,4 +1871,21 @@ fn a_url_a_server_asks_the_user_to_open_is_shown_and_never_opened() {
         stdout(&out)
     );
     assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    // The error path (URLElicitationRequiredError): the call fails naming the URL
+    // to open before calling again.
+    let out = mcpbox(
+        &cfg,
+        &[
+            "call",
+            tool,
+            r#"{"url": "https://pay.example/x", "errorPath": true}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("needs the user to open a URL first")
+            && said.contains("https://modelcontextprotocol.io (Open this link"),
+        "{said}"
+    );
 }

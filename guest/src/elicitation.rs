@@ -166,6 +166,44 @@ pub fn parse_request(params: &Value, url_mode: bool) -> Result<Elicitation, Stri
     })
 }
 
+/// The error a server answers a request with when the user must first open a
+/// URL (`URLElicitationRequiredError`, 2025-11-25): its `data.elicitations`
+/// are URL-mode elicitations, to complete before the request is retried.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// What a call answered with [`URL_ELICITATION_REQUIRED`] ends with: the
+/// server's message and each URL the user must open (never opened by mcpbox)
+/// before calling again.
+pub fn url_required(name: &str, e: &crate::jsonrpc::RpcError) -> String {
+    let urls: Vec<String> = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|el| {
+                    let url = el.get("url")?.as_str()?;
+                    let message = el.get("message").and_then(Value::as_str).unwrap_or("");
+                    Some(format!("{url} ({message})"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut text = format!(
+        "{name}: the server needs the user to open a URL first, then call again: {}",
+        e.message
+    );
+    if urls.is_empty() {
+        text.push_str(" (it named no URL)");
+    }
+    for url in urls {
+        text.push_str("\n  ");
+        text.push_str(&url);
+    }
+    text
+}
+
 /// The `ElicitResult` for a URL-mode elicitation: its action alone.
 pub fn url_result(answer: &InputAnswer) -> Value {
     let action = match answer {
@@ -313,6 +351,23 @@ mod tests {
             parse_request(&json!({"message": "m", "requestedSchema": 5}), false)
                 .unwrap_err()
                 .contains("a number")
+        );
+    }
+
+    #[test]
+    fn a_url_required_error_names_each_url_to_open() {
+        let e = crate::jsonrpc::RpcError {
+            code: URL_ELICITATION_REQUIRED,
+            message: "This request requires browser-based authorization.".into(),
+            data: Some(
+                json!({"elicitations": [{"mode": "url", "elicitationId": "e",
+                "url": "https://auth.example/start", "message": "Sign in"}]}),
+            ),
+        };
+        assert_eq!(
+            url_required("mcp__s__t", &e),
+            "mcp__s__t: the server needs the user to open a URL first, then call again: \
+             This request requires browser-based authorization.\n  https://auth.example/start (Sign in)"
         );
     }
 

@@ -269,6 +269,9 @@ impl Client {
                 Ok(None) => return self.on_input_required(c, &raw),
                 Err(e) => Err(e),
             },
+            Err(Failure::Rpc(e)) if e.code == crate::elicitation::URL_ELICITATION_REQUIRED => Err(
+                CallError::Protocol(crate::elicitation::url_required(&c.name, &e)),
+            ),
             Err(e) => Err(CallError::Protocol(format!("{} failed: {e}", c.name))),
         };
         self.finish(c.call, outcome, true);
