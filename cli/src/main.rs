@@ -136,8 +136,10 @@ enum Command {
         /// Give up after this many seconds (overrides the server's tool timeout).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
-        /// Approve the call if an `ask` permission rule covers it, without asking.
-        /// Without it, a terminal is asked; with no terminal, the call is refused.
+        /// Approve the call if an `ask` permission rule covers it, and go on past a
+        /// URL a server asks the user to open (printed, never opened), without
+        /// asking. Without it, a terminal is asked; with no terminal, the call is
+        /// refused (and such a URL declined).
         #[arg(long, short = 'y')]
         yes: bool,
     },
