@@ -142,8 +142,10 @@ enum Command {
         /// Give up after this many seconds (overrides the server's tool timeout).
         #[arg(long, value_name = "SECS")]
         timeout: Option<f64>,
-        /// Approve the call if an `ask` permission rule covers it, without asking.
-        /// Without it, a terminal is asked; with no terminal, the call is refused.
+        /// Approve the call if an `ask` permission rule covers it, and go on past a
+        /// URL a server asks the user to open (printed, never opened), without
+        /// asking. Without it, a terminal is asked; with no terminal, the call is
+        /// refused (and such a URL declined).
         #[arg(long, short = 'y')]
         yes: bool,
         /// The tool name and arguments are a model's, made under `tools --format
@@ -497,8 +499,11 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         options = options.audit_file(audit);
     }
     options = options.claude_settings(cli.claude_settings);
-    // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why).
-    options = options.approvals(matches!(cli.command, Command::Call { .. }));
+    // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why),
+    // and shows the URLs servers ask the user to open.
+    options = options
+        .approvals(matches!(cli.command, Command::Call { .. }))
+        .url_elicitation(matches!(cli.command, Command::Call { .. }));
     // The CLI starts no processes but servers: it can reap every orphan.
     options = options.subreaper(true);
     if matches!(

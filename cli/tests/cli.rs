@@ -1806,3 +1806,89 @@ fn read_follow_reads_again_at_every_update() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{}", errors.join().unwrap());
 }
+
+/// server-everything (`tests/peers`, pinned; needs `scripts/install-peers`).
+fn everything_entry() -> Value {
+    let bin = repo().join("tests/peers/node_modules/.bin/mcp-server-everything");
+    assert!(
+        bin.exists(),
+        "server-everything is missing: run scripts/install-peers first"
+    );
+    json!({ "command": bin, "args": ["stdio"] })
+}
+
+#[test]
+fn a_tool_that_requires_a_task_runs_to_its_report_showing_its_progress() {
+    let cfg = config("task", json!({ "everything": everything_entry() }));
+    let out = mcpbox(
+        &cfg,
+        &[
+            "call",
+            "mcp__everything__simulate-research-query",
+            r#"{"topic":"wasm"}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("# Research Report: wasm"),
+        "{}",
+        stdout(&out)
+    );
+    // Each stage the task reported, on stderr while the call waited.
+    let progress = stderr(&out);
+    for stage in [
+        "mcp__everything__simulate-research-query: working: Gathering sources...",
+        "mcp__everything__simulate-research-query: working: Generating report...",
+    ] {
+        assert!(progress.lines().any(|l| l == stage), "{stage}: {progress}");
+    }
+}
+
+#[test]
+fn a_url_a_server_asks_the_user_to_open_is_shown_and_never_opened() {
+    let cfg = config(
+        "url-elicitation",
+        json!({ "everything": everything_entry() }),
+    );
+    let tool = "mcp__everything__trigger-url-elicitation";
+    let arguments =
+        r#"{"url": "https://pay.example/checkout?order=7", "message": "Pay for order 7"}"#;
+    // --yes: shown, and the call goes on.
+    let out = mcpbox(&cfg, &["call", "--yes", tool, arguments]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("User completed the URL elicitation flow"),
+        "{}",
+        stdout(&out)
+    );
+    let shown = stderr(&out);
+    assert!(
+        shown.contains("https://pay.example/checkout?order=7") && shown.contains("Pay for order 7"),
+        "{shown}"
+    );
+    // Nobody to ask: shown, and declined, saying how to go on.
+    let out = mcpbox(&cfg, &["call", tool, arguments]);
+    assert!(
+        stdout(&out).contains("User declined to open the URL"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    // The error path (URLElicitationRequiredError): the call fails naming the URL
+    // to open before calling again.
+    let out = mcpbox(
+        &cfg,
+        &[
+            "call",
+            tool,
+            r#"{"url": "https://pay.example/x", "errorPath": true}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("needs the user to open a URL first")
+            && said.contains("https://modelcontextprotocol.io (Open this link"),
+        "{said}"
+    );
+}

@@ -7,6 +7,13 @@
 //! mode); otherwise servers are not asked to send such requests and any that come
 //! are refused.
 //!
+//! URL mode (2025-11-25) asks the user to visit a URL, for what the client must
+//! never see (a credential, a payment): declared (`elicitation.url`) only when the
+//! embedder opted in to it as well, it reaches the embedder as a
+//! `url-elicitation-requested` event with the URL, and its answer carries only
+//! the action (`accept`: the user agreed to open it). mcpbox never opens or
+//! fetches the URL itself.
+//!
 //! Both eras carry the same request, `elicitation/create` with a `message` and a
 //! flat `requestedSchema`, and the same answer (`action` and, on accept, `content`):
 //! the legacy era as a JSON-RPC request from the server during the call, the
@@ -46,6 +53,19 @@ pub struct InputRequest {
     /// Set for a server's `sampling/createMessage` (see [`crate::sampling`]):
     /// its params, JSON object text. The answer is then a `CreateMessageResult`.
     pub sampling: Option<String>,
+    /// Set for a URL-mode elicitation: the URL for the user to visit. The
+    /// answer then carries only its action.
+    pub url: Option<UrlElicitation>,
+}
+
+/// A URL-mode elicitation's URL and id (2025-11-25).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlElicitation {
+    /// The URL for the user to open (never opened by mcpbox).
+    pub url: String,
+    /// The server's `elicitationId`, which its
+    /// `notifications/elicitation/complete` names.
+    pub elicitation_id: String,
 }
 
 /// What an approval request is about.
@@ -79,26 +99,61 @@ pub enum InputAnswer {
 pub struct Elicitation {
     /// `message`.
     pub message: String,
-    /// `requestedSchema`.
+    /// `requestedSchema` (null in URL mode).
     pub schema: Value,
+    /// URL mode's URL and id.
+    pub url: Option<UrlElicitation>,
 }
 
-/// Reads `elicitation/create` parameters. Only form mode is offered: a request in
-/// another mode (`url`) or without a schema is refused with the reason.
-pub fn parse_request(params: &Value) -> Result<Elicitation, String> {
-    match params.get("mode").and_then(Value::as_str) {
-        None | Some("form") => {}
-        Some(mode) => {
-            return Err(format!(
-                "elicitation mode {mode:?} is not supported (mcpbox offers form mode only)"
-            ));
-        }
-    }
+/// Reads `elicitation/create` parameters: form mode (a `requestedSchema`), or URL
+/// mode (a `url` and an `elicitationId`) when `url_mode` (the embedder takes
+/// URL elicitations). Anything else is refused with the reason.
+pub fn parse_request(params: &Value, url_mode: bool) -> Result<Elicitation, String> {
     let message = params
         .get("message")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
+    match params.get("mode").and_then(Value::as_str) {
+        None | Some("form") => {}
+        Some("url") if url_mode => {
+            let field = |name: &str| match params.get(name) {
+                Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+                Some(other) => Err(format!(
+                    "a URL-mode elicitation's {name} must be a non-empty string, but is {}",
+                    kind_of(other)
+                )),
+                None => Err(format!("the URL-mode elicitation has no {name}")),
+            };
+            let url = field("url")?;
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(format!(
+                    "a URL-mode elicitation's url must be an http(s) URL, not {:?}",
+                    crate::jsonrpc::truncate(&url, 80)
+                ));
+            }
+            return Ok(Elicitation {
+                message,
+                schema: Value::Null,
+                url: Some(UrlElicitation {
+                    url,
+                    elicitation_id: field("elicitationId")?,
+                }),
+            });
+        }
+        Some("url") => {
+            return Err(
+                "it asked the user to open a URL (URL-mode elicitation), which the embedder \
+                 did not enable (Options::url_elicitation in Rust)"
+                    .to_string(),
+            );
+        }
+        Some(mode) => {
+            return Err(format!(
+                "elicitation mode {mode:?} is not supported (mcpbox offers form and url modes)"
+            ));
+        }
+    }
     let schema = match params.get("requestedSchema") {
         Some(schema @ Value::Object(_)) => schema.clone(),
         Some(other) => {
@@ -109,7 +164,59 @@ pub fn parse_request(params: &Value) -> Result<Elicitation, String> {
         }
         None => return Err("the request has no requestedSchema".to_string()),
     };
-    Ok(Elicitation { message, schema })
+    Ok(Elicitation {
+        message,
+        schema,
+        url: None,
+    })
+}
+
+/// The error a server answers a request with when the user must first open a
+/// URL (`URLElicitationRequiredError`, 2025-11-25): its `data.elicitations`
+/// are URL-mode elicitations, to complete before the request is retried.
+pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+
+/// What a call answered with [`URL_ELICITATION_REQUIRED`] ends with: the
+/// server's message and each URL the user must open (never opened by mcpbox)
+/// before calling again.
+pub fn url_required(name: &str, e: &crate::jsonrpc::RpcError) -> String {
+    let urls: Vec<String> = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("elicitations"))
+        .and_then(Value::as_array)
+        .map(|list| {
+            list.iter()
+                .filter_map(|el| {
+                    let url = el.get("url")?.as_str()?;
+                    let message = el.get("message").and_then(Value::as_str).unwrap_or("");
+                    Some(format!("{url} ({message})"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut text = format!(
+        "{name}: the server needs the user to open a URL first, then call again: {}",
+        e.message
+    );
+    if urls.is_empty() {
+        text.push_str(" (it named no URL)");
+    }
+    for url in urls {
+        text.push_str("\n  ");
+        text.push_str(&url);
+    }
+    text
+}
+
+/// The `ElicitResult` for a URL-mode elicitation: its action alone.
+pub fn url_result(answer: &InputAnswer) -> Value {
+    let action = match answer {
+        InputAnswer::Accept(_) => "accept",
+        InputAnswer::Decline | InputAnswer::Unanswerable(_) => "decline",
+        InputAnswer::Cancel => "cancel",
+    };
+    json!({ "action": action })
 }
 
 /// The `ElicitResult` for `answer`: `{"action": "accept", "content": {…}}` with
@@ -223,23 +330,94 @@ mod tests {
 
     #[test]
     fn only_form_requests_with_a_schema_are_taken() {
-        let ok = parse_request(&json!({"message": "Sure?", "requestedSchema": {"type": "object"}}))
-            .unwrap();
+        let ok = parse_request(
+            &json!({"message": "Sure?", "requestedSchema": {"type": "object"}}),
+            false,
+        )
+        .unwrap();
         assert_eq!(ok.message, "Sure?");
         assert!(
-            parse_request(&json!({"mode": "url", "url": "https://x", "message": "m"}))
-                .unwrap_err()
-                .contains("form mode only")
+            parse_request(
+                &json!({"mode": "url", "url": "https://x", "elicitationId": "e", "message": "m"}),
+                false
+            )
+            .unwrap_err()
+            .contains("did not enable")
         );
         assert!(
-            parse_request(&json!({"message": "m"}))
+            parse_request(&json!({"mode": "carrier-pigeon", "message": "m"}), true)
+                .unwrap_err()
+                .contains("form and url modes")
+        );
+        assert!(
+            parse_request(&json!({"message": "m"}), false)
                 .unwrap_err()
                 .contains("no requestedSchema")
         );
         assert!(
-            parse_request(&json!({"message": "m", "requestedSchema": 5}))
+            parse_request(&json!({"message": "m", "requestedSchema": 5}), false)
                 .unwrap_err()
                 .contains("a number")
+        );
+    }
+
+    #[test]
+    fn a_url_required_error_names_each_url_to_open() {
+        let e = crate::jsonrpc::RpcError {
+            code: URL_ELICITATION_REQUIRED,
+            message: "This request requires browser-based authorization.".into(),
+            data: Some(
+                json!({"elicitations": [{"mode": "url", "elicitationId": "e",
+                "url": "https://auth.example/start", "message": "Sign in"}]}),
+            ),
+        };
+        assert_eq!(
+            url_required("mcp__s__t", &e),
+            "mcp__s__t: the server needs the user to open a URL first, then call again: \
+             This request requires browser-based authorization.\n  https://auth.example/start (Sign in)"
+        );
+    }
+
+    #[test]
+    fn url_requests_carry_their_url_and_id_and_are_answered_with_an_action_only() {
+        let ok = parse_request(
+            &json!({"mode": "url", "url": "https://pay.example/x", "elicitationId": "e1",
+                "message": "Pay"}),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            ok.url,
+            Some(UrlElicitation {
+                url: "https://pay.example/x".into(),
+                elicitation_id: "e1".into()
+            })
+        );
+        for (bad, why) in [
+            (json!({"mode": "url", "elicitationId": "e1"}), "has no url"),
+            (
+                json!({"mode": "url", "url": "https://x"}),
+                "has no elicitationId",
+            ),
+            (
+                json!({"mode": "url", "url": "file:///etc/passwd", "elicitationId": "e"}),
+                "http(s) URL",
+            ),
+            (
+                json!({"mode": "url", "url": 5, "elicitationId": "e"}),
+                "a number",
+            ),
+        ] {
+            let e = parse_request(&bad, true).unwrap_err();
+            assert!(e.contains(why), "{e}");
+        }
+        assert_eq!(
+            url_result(&InputAnswer::Accept(r#"{"secret": 1}"#.into())),
+            json!({"action": "accept"})
+        );
+        assert_eq!(
+            url_result(&InputAnswer::Decline),
+            json!({"action": "decline"})
         );
     }
 }

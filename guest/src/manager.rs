@@ -199,6 +199,9 @@ pub enum Event {
     /// A call ended (or was refused), counted: only queued when call counts are
     /// on ([`Manager::enable_call_counts`]).
     CallCounted(call_counts::CallCount),
+    /// A call its server runs as a task changed status: the server's name and
+    /// the status.
+    TaskStatus(String, crate::client::TaskStatus),
 }
 
 /// A tool of a server's list that the permission rules keep out of the registry.
@@ -355,6 +358,8 @@ pub struct Manager<P: Platform> {
     input_requests: bool,
     /// Whether servers are offered sampling (see "Input requests").
     sampling: bool,
+    /// Whether servers are offered URL-mode elicitation.
+    url_elicitation: bool,
     /// Input requests waiting for an answer: id → (slot, the client's key).
     inputs: BTreeMap<u64, (usize, u64)>,
     next_input: u64,
@@ -463,6 +468,7 @@ impl<P: Platform> Manager<P> {
             events: Vec::new(),
             input_requests: false,
             sampling: false,
+            url_elicitation: false,
             inputs: BTreeMap::new(),
             next_input: 1,
             permissions: Permissions::default(),
@@ -502,6 +508,13 @@ impl<P: Platform> Manager<P> {
     /// [`Manager::answer_input`] (see [`crate::sampling`]). Call before `start`.
     pub fn enable_sampling(&mut self) {
         self.sampling = true;
+    }
+
+    /// Offers every server started from now on URL-mode elicitation: their
+    /// requests to have the user open a URL become [`Event::InputRequested`]
+    /// with `url` set, answered with an action alone. Call before `start`.
+    pub fn enable_url_elicitation(&mut self) {
+        self.url_elicitation = true;
     }
 
     /// Answers input request `id`. An accepted answer (a JSON object) gets the
@@ -688,6 +701,9 @@ impl<P: Platform> Manager<P> {
                 }
                 if self.sampling {
                     client.enable_sampling();
+                }
+                if self.url_elicitation {
+                    client.enable_url_elicitation();
                 }
                 if self.short_lived {
                     client.forgo_subscriptions();
@@ -1456,6 +1472,9 @@ impl<P: Platform> Manager<P> {
                 }
                 ClientEvent::PromptsChanged => {
                     self.events.push(Event::PromptsChanged(server.to_string()));
+                }
+                ClientEvent::TaskStatus(status) => {
+                    self.events.push(Event::TaskStatus(server.clone(), status));
                 }
                 ClientEvent::InputWithdrawn(key) => {
                     let id = self

@@ -62,3 +62,11 @@ pub const RESOURCES_UPDATED: &str = "notifications/resources/updated";
 pub const RESOURCES_LIST_CHANGED: &str = "notifications/resources/list_changed";
 /// The server's prompt list changed.
 pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
+/// A task's status (2025-11-25 tasks).
+pub const TASKS_GET: &str = "tasks/get";
+/// A task's result, once it is done; waits until then (2025-11-25 tasks).
+pub const TASKS_RESULT: &str = "tasks/result";
+/// Cancels a task (2025-11-25 tasks).
+pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// A task's status changed (2025-11-25 tasks; a server may send it, or not).
+pub const TASKS_STATUS: &str = "notifications/tasks/status";

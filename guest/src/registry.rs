@@ -52,6 +52,35 @@ pub struct ToolDef {
     /// Parameters mirrored into HTTP headers, as (property, `x-mcp-header` name),
     /// from the input schema's valid `x-mcp-header` annotations (SEP-2243).
     pub param_headers: Vec<(String, String)>,
+    /// `execution.taskSupport` (2025-11-25): whether a call runs as a task.
+    pub task_support: TaskSupport,
+}
+
+/// A tool's `execution.taskSupport` (MCP 2025-11-25): whether the server runs a
+/// call to it as a task (answered with a task handle, polled to its result).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Never as a task (absent, or `"forbidden"`).
+    #[default]
+    Forbidden,
+    /// As a task when the caller asks for one.
+    Optional,
+    /// Only as a task: a plain call is refused.
+    Required,
+}
+
+impl TaskSupport {
+    /// Reads a tool's `execution` object; anything unknown is `Forbidden`.
+    pub fn read(execution: Option<&serde_json::Value>) -> TaskSupport {
+        match execution
+            .and_then(|e| e.get("taskSupport"))
+            .and_then(serde_json::Value::as_str)
+        {
+            Some("required") => TaskSupport::Required,
+            Some("optional") => TaskSupport::Optional,
+            _ => TaskSupport::Forbidden,
+        }
+    }
 }
 
 /// One tool in the registry, as the `registry` interface reports it.
@@ -512,6 +541,7 @@ mod tests {
             output_schema: None,
             annotations: None,
             param_headers: Vec::new(),
+            task_support: TaskSupport::Forbidden,
         }
     }
 

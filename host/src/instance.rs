@@ -118,6 +118,9 @@ pub(crate) struct Factory {
     approvals: bool,
     /// Whether servers may ask for messages from the model (`registry.enable-sampling`).
     sampling: bool,
+    /// Whether servers may ask the user to open a URL
+    /// (`registry.enable-url-elicitation`).
+    url_elicitation: bool,
     /// Whether calls are counted for metrics (`registry.enable-call-counts`).
     call_counts: bool,
     /// The embedder's roots (`registry.set-roots`), as last set.
@@ -199,6 +202,7 @@ impl Factory {
             oauth: None,
             approvals: false,
             sampling: false,
+            url_elicitation: false,
             call_counts: false,
             roots: None,
         })
@@ -220,6 +224,13 @@ impl Factory {
     /// made from now on.
     pub fn with_sampling(mut self, enabled: bool) -> Factory {
         self.sampling = enabled;
+        self
+    }
+
+    /// Lets servers ask the user to open a URL (URL-mode elicitation) in every
+    /// instance made from now on.
+    pub fn with_url_elicitation(mut self, enabled: bool) -> Factory {
+        self.url_elicitation = enabled;
         self
     }
 
@@ -355,6 +366,12 @@ impl Factory {
                 .call_enable_sampling(&mut store)
                 .await
                 .map_err(trapped("enabling sampling"))?;
+        }
+        if self.url_elicitation {
+            registry
+                .call_enable_url_elicitation(&mut store)
+                .await
+                .map_err(trapped("enabling URL elicitation"))?;
         }
         if self.call_counts {
             registry

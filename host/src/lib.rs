@@ -116,7 +116,7 @@ pub use store::Policy;
 pub use types::{
     ApprovalRequest, AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer,
     InputRequest, ReloadReport, Root, SamplingRequest, ServerDiagnostics, ServerState,
-    ServerStatus, Tool,
+    ServerStatus, Tool, UrlElicitationRequest,
 };
 
 /// The guest component embedded in this build, for hosts that load it elsewhere.

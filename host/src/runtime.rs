@@ -70,6 +70,8 @@ pub struct Options {
     input_requests: bool,
     /// Whether servers may ask for messages from the model (`Options::sampling`).
     sampling: bool,
+    /// Whether servers may ask the user to open a URL (`Options::url_elicitation`).
+    url_elicitation: bool,
     /// The embedder's roots (`Options::roots`); `None`: the configuration's.
     roots: Option<Vec<Root>>,
     token_store: TokenStore,
@@ -148,6 +150,7 @@ impl Options {
             memory_limit: 256 * 1024 * 1024,
             input_requests: false,
             sampling: false,
+            url_elicitation: false,
             roots: None,
             token_store: TokenStore::default_location(),
             authorize_on_demand: false,
@@ -234,6 +237,20 @@ impl Options {
     #[doc(alias = "sampling/createMessage")]
     pub fn sampling(mut self, enabled: bool) -> Self {
         self.sampling = enabled;
+        self
+    }
+
+    /// Lets servers ask the user to open a URL during a call: MCP 2025-11-25
+    /// URL-mode elicitation, for what the client must never see (a credential,
+    /// a payment); default off. When on, mcpbox declares `elicitation.url`, and
+    /// each request arrives as [`Event::UrlElicitationRequested`] with the URL
+    /// to show the user; mcpbox never opens or fetches it. Answer with
+    /// [`Runtime::answer_input`]: `InputAnswer::Accept(Value::Null)` once the
+    /// user agreed to open it, or [`InputAnswer::Decline`]; the server learns
+    /// the action alone. When off, such a request is refused with the reason.
+    #[doc(alias = "elicitation")]
+    pub fn url_elicitation(mut self, enabled: bool) -> Self {
+        self.url_elicitation = enabled;
         self
     }
 
@@ -616,6 +633,7 @@ impl Runtime {
         .with_state_store(state_store)
         .with_input_requests(options.input_requests)
         .with_sampling(options.sampling)
+        .with_url_elicitation(options.url_elicitation)
         .with_roots(options.roots.clone())
         .with_oauth(oauth.clone())
         .with_approvals(options.approvals)

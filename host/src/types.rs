@@ -240,6 +240,33 @@ pub enum Event {
     /// carries the server's configured name.
     #[doc(alias = "notifications/prompts/list_changed")]
     PromptsChanged(String),
+    /// A server asks the user to open a URL during a call: MCP URL-mode
+    /// elicitation. Only with
+    /// [`Options::url_elicitation`](crate::Options::url_elicitation); show the
+    /// URL (mcpbox never opens it) and answer with
+    /// [`Runtime::answer_input`](crate::Runtime::answer_input). The call waits,
+    /// its timeout running; withdrawn with [`Event::InputWithdrawn`].
+    #[doc(alias = "elicitation")]
+    UrlElicitationRequested(UrlElicitationRequest),
+    /// A call that its server runs as a task (MCP 2025-11-25 tasks: its tool's
+    /// `execution.taskSupport` is `required`) changed status. mcpbox polls the
+    /// task (`tasks/get`, at the server's `pollInterval`) and fetches its result
+    /// (`tasks/result`), which the call returns as any call's; dropping the
+    /// call's future (which cancels it) sends `tasks/cancel`.
+    #[doc(alias = "tasks/get")]
+    #[doc(alias = "taskSupport")]
+    TaskStatus {
+        /// The server's configured name.
+        server: String,
+        /// The registry name of the call's tool.
+        tool: String,
+        /// The server's task id.
+        task_id: String,
+        /// `working`, `input_required`, `completed`, `failed` or `cancelled`.
+        status: String,
+        /// The server's `statusMessage`, if any.
+        message: Option<String>,
+    },
     /// The runtime stopped, for the reason given: shut down, or a guest that kept
     /// failing (then every server is shown failed with this reason, the tool
     /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
@@ -393,6 +420,25 @@ pub struct SamplingRequest {
     /// and maybe `systemPrompt`, `temperature`, `stopSequences`,
     /// `modelPreferences`, `includeContext`, `metadata`, `tools`, `toolChoice`.
     pub params: Value,
+}
+
+/// A server's request for the user to open a URL (MCP URL-mode elicitation),
+/// from [`Event::UrlElicitationRequested`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UrlElicitationRequest {
+    /// The id [`Runtime::answer_input`](crate::Runtime::answer_input) takes.
+    pub id: u64,
+    /// The configured server name.
+    pub server: String,
+    /// The namespaced name of the tool whose call asks, when known.
+    pub tool: Option<String>,
+    /// Why the server asks, to show the user.
+    pub message: String,
+    /// The URL to show the user (http or https, as the server sent it).
+    pub url: String,
+    /// The server's id for this elicitation.
+    pub elicitation_id: String,
 }
 
 /// What an approval is asked for: an `ask` permission rule covers a call.
@@ -628,6 +674,23 @@ impl Event {
                     .map(|a| serde_json::from_str(&a).unwrap_or(Value::String(a))),
             }),
             wit::Event::CallCounted(_) => return None,
+            wit::Event::UrlElicitationRequested(r) => {
+                Event::UrlElicitationRequested(UrlElicitationRequest {
+                    id: r.id,
+                    server: r.server,
+                    tool: r.tool,
+                    message: r.message,
+                    url: r.url,
+                    elicitation_id: r.elicitation_id,
+                })
+            }
+            wit::Event::TaskStatus(t) => Event::TaskStatus {
+                server: t.server,
+                tool: t.tool,
+                task_id: t.task_id,
+                status: t.status,
+                message: t.message,
+            },
         })
     }
 }

@@ -257,14 +257,14 @@ function allAdaptedTools(registry, dialect) {
  *
  * @param {Hub & {drain(): void, post(msg: object): void, request(msg: object): any, poll(list: object[]): Uint32Array}} hub
  * @param {object} options what `McpBox.open` passes (see index.js): `modules`, `glueUrl`,
- *   `origin`, `configText`, `cacheDir`, `inputRequests`, `sampling`, `approvals`,
+ *   `origin`, `configText`, `cacheDir`, `inputRequests`, `sampling`, `urlElicitation`, `approvals`,
  *   `memoryLimit`, `results`, `embedder`, `roots`, `maxMessageBytes`
  * @returns {{run(serve: (session: object) => Promise<string>): Promise<void>}} `serve`
  *   runs turns of one session (`session.turn()`) until one returns why it stopped
  *   (resolves with it) or traps (rejects with the `Trap`)
  */
 export function createDriver(hub, options) {
-  const { modules, glueUrl, cacheDir, inputRequests, sampling, approvals, memoryLimit, embedder, maxMessageBytes } =
+  const { modules, glueUrl, cacheDir, inputRequests, sampling, urlElicitation, approvals, memoryLimit, embedder, maxMessageBytes } =
     options;
   const resultsOptions = options.results;
   /** The configuration a fresh instance loads: the one last applied (a reload changes it). */
@@ -599,6 +599,9 @@ export function createDriver(hub, options) {
       }
       if (sampling) {
         registry.enableSampling();
+      }
+      if (urlElicitation) {
+        registry.enableUrlElicitation();
       }
       openAuditLog(registry);
       if (roots !== null) {

@@ -363,6 +363,25 @@ function event(e) {
       return { type: 'resources-changed', server: e.val };
     case 'prompts-changed':
       return { type: 'prompts-changed', server: e.val };
+    case 'task-status':
+      return {
+        type: 'task-status',
+        server: e.val.server,
+        tool: e.val.tool,
+        taskId: e.val.taskId,
+        status: e.val.status,
+        message: e.val.message ?? null,
+      };
+    case 'url-elicitation-requested':
+      return {
+        type: 'url-elicitation-requested',
+        id: Number(e.val.id),
+        server: e.val.server,
+        tool: e.val.tool ?? null,
+        message: e.val.message,
+        url: e.val.url,
+        elicitationId: e.val.elicitationId,
+      };
     default:
       return { type: e.tag, value: e.val };
   }
@@ -389,7 +408,14 @@ function event(e) {
  * `outcome`, `durationMs`, `arguments`; see the README, "The audit trail"); and
  * `{ type: 'resource-updated', server, uri }` for a resource followed with
  * `subscribeResource`, `{ type: 'resources-changed', server }` and
- * `{ type: 'prompts-changed', server }` when a server's resource or prompt list changed.
+ * `{ type: 'prompts-changed', server }` when a server's resource or prompt list changed;
+ * `{ type: 'task-status', server, tool, taskId, status, message }` when a call its server
+ * runs as a task (MCP 2025-11-25 tasks: a tool whose `execution.taskSupport` is
+ * `required`) changes status; with `urlElicitation: true`,
+ * `{ type: 'url-elicitation-requested', id, server, tool, message, url, elicitationId }`
+ * (MCP URL-mode elicitation: show the URL, which mcpbox never opens, and answer with
+ * `answerInput(id, { action: 'accept' })` once the user agreed to open it, or
+ * `{ action: 'decline' }`).
  *
  * The servers keep the process alive until `shutdown()`.
  */
@@ -439,6 +465,10 @@ export class McpBox extends EventEmitter {
    *   model during a call: MCP sampling (`sampling/createMessage`, tools in sampling
    *   included); default false. Each request is a `sampling-requested` event to answer
    *   with `answerInput`; without it servers are refused, naming this option
+   * @param {boolean} [options.urlElicitation] let servers ask the user to open a URL
+   *   during a call: MCP URL-mode elicitation; default false. Each request is a
+   *   `url-elicitation-requested` event to answer with `answerInput`; mcpbox never opens
+   *   the URL. Without it such requests are refused
    * @param {Array<string | {uri: string, name?: string}>} [options.roots] the directories
    *   servers may work in (MCP roots), instead of the configuration's top-level `roots`:
    *   absolute paths or `file://` URIs (see `setRoots`)
@@ -570,6 +600,7 @@ export class McpBox extends EventEmitter {
       tokenProvider,
       roots,
       sampling: options.sampling === true,
+      urlElicitation: options.urlElicitation === true,
       inputRequests: options.inputRequests === true,
       approvals: options.approvals === true,
       memoryLimit,
@@ -627,7 +658,7 @@ export class McpBox extends EventEmitter {
   #watchTimer = null;
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { thread, inputRequests, sampling, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
+  constructor(policy, modules, origin, configText, cacheDir, { thread, inputRequests, sampling, urlElicitation, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
     super();
     this.#origin = origin;
     // Warnings found while the driver asks something of the host reach listeners after
@@ -657,6 +688,7 @@ export class McpBox extends EventEmitter {
       cacheDir,
       inputRequests,
       sampling,
+      urlElicitation,
       approvals,
       memoryLimit,
       results,

@@ -125,3 +125,36 @@ test('a 2026-07-28 server on the TypeScript SDK v2, over stdio and HTTP', async 
     assert.equal((await call(box, tool('secret'), {})).text, 'the secret is 42');
   }
 });
+
+test("server-everything's research tool, which requires a task, runs to its report", async (t) => {
+  const box = await open(t, { everything: { command: npmBin('mcp-server-everything'), args: ['stdio'] } });
+  assertConnected(await ready(box), 'everything');
+  const statuses = [];
+  box.on('event', (e) => {
+    if (e.type === 'task-status') {
+      statuses.push(`${e.status}: ${e.message ?? ''}`);
+    }
+  });
+  const result = await call(box, 'mcp__everything__simulate-research-query', { topic: 'wasm' });
+  assert.ok(result.text.startsWith('# Research Report: wasm'), result.text);
+  assert.ok(statuses.includes('working: Gathering sources...'), statuses.join('\n'));
+});
+
+test('a URL a server asks the user to open reaches the embedder, and only the action goes back', async (t) => {
+  const box = await open(
+    t,
+    { everything: { command: npmBin('mcp-server-everything'), args: ['stdio'] } },
+    { urlElicitation: true },
+  );
+  assertConnected(await ready(box), 'everything');
+  const asked = nextEvent(box, (e) => e.type === 'url-elicitation-requested');
+  const calling = call(box, 'mcp__everything__trigger-url-elicitation', {
+    url: 'https://pay.example/checkout?order=7',
+    message: 'Pay for order 7',
+  });
+  const request = await asked;
+  assert.equal(request.url, 'https://pay.example/checkout?order=7');
+  assert.equal(request.message, 'Pay for order 7');
+  await box.answerInput(request.id, { action: 'decline' });
+  assert.match((await calling).text, /User declined to open the URL/);
+});

@@ -3,7 +3,10 @@
 //!
 //! Every client scenario the suite lists for a spec revision, except the OAuth ones,
 //! runs at both revisions mcpbox speaks, with `src/bin/conformance-client.rs` as the
-//! client. The OAuth scenarios (`auth/…`) are judged in a test of their own, each at
+//! client; so do the extensions' client scenarios (`[extension]` in the suite's
+//! list, which no spec revision selects: the skills ones), in the extensions
+//! suite's run. Those four pass with their checks skipped by the suite: they judge
+//! a client that calls `skills/list`, and mcpbox does not offer skills yet. The OAuth scenarios (`auth/…`) are judged in a test of their own, each at
 //! every spec version the suite lists it for (extensions without one), alongside.
 //! Each revision's scenarios run in one runner process (`--suite all
 //! --spec-version V`, whose results both tests read; `--suite extensions` for the
@@ -128,8 +131,24 @@ fn run_suite(version: &str) -> Outcomes {
     conformance::run_scenarios(&args, "", SUITE_DEADLINE)
 }
 
+/// The non-OAuth client scenarios of extensions (`[extension]` in `list`).
+fn extension_scenarios() -> Vec<String> {
+    let output = runner(&["list", "--client"])
+        .output()
+        .expect("run the conformance suite's `list`");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter(|rest| rest.ends_with("[extension]"))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter(|name| !name.starts_with("auth/"))
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
-fn client_scenarios_at_both_spec_versions() {
+fn client_scenarios_at_both_spec_versions_and_of_extensions() {
     let mut pairs = Vec::new();
     for version in SPEC_VERSIONS {
         let list = scenarios(version);
@@ -139,6 +158,12 @@ fn client_scenarios_at_both_spec_versions() {
         );
         pairs.extend(list.into_iter().map(|s| (version.to_owned(), s)));
     }
+    let extensions = extension_scenarios();
+    assert!(
+        extensions.iter().any(|s| s.starts_with("sep-2640-")),
+        "the suite lists no skills client scenarios: {extensions:?}"
+    );
+    pairs.extend(extensions.into_iter().map(|s| ("extension".to_owned(), s)));
     run_all(&pairs);
 }
 

@@ -1,6 +1,10 @@
 //! `mcpbox call`: one tool call, its arguments from the command line or stdin,
 //! and the approvals an `ask` permission rule needs (a prompt on a terminal,
-//! `--yes`, or a refusal that says how to give them).
+//! `--yes`, or a refusal that says how to give them). A call its server runs as
+//! a task shows each status the task reports, on stderr, while it waits. A URL a
+//! server asks the user to open (URL-mode elicitation) is printed on stderr, never
+//! opened: on a terminal the call waits for Enter (done) or `n` (decline); with
+//! `--yes` it goes on at once; otherwise it is declined, saying so.
 
 use std::io::{IsTerminal, Read, Write};
 use std::time::Duration;
@@ -65,7 +69,12 @@ pub(crate) async fn call(runtime: &Runtime, call: Call<'_>, json: bool) -> Resul
     spinner.finish();
 
     // Subscribed before the call starts, so its approval request is not missed.
-    let approvals = tokio::spawn(answer_approvals(runtime.clone(), runtime.events(), who));
+    let approvals = tokio::spawn(answer_approvals(
+        runtime.clone(),
+        runtime.events(),
+        who,
+        tool.to_owned(),
+    ));
     let options = CallOptions { timeout };
     let result = match dialect {
         None => runtime.call_tool_json(tool, arguments, options).await,
@@ -161,15 +170,38 @@ enum Approver {
     Nobody,
 }
 
-/// Answers every approval request until aborted.
+/// Answers every approval request until aborted, and shows the status of the
+/// call's task (when its server runs it as one) on stderr.
 async fn answer_approvals(
     runtime: Runtime,
     mut events: tokio::sync::broadcast::Receiver<mcpbox::Event>,
     who: Approver,
+    tool: String,
 ) {
     loop {
         let request = match events.recv().await {
             Ok(mcpbox::Event::InputRequested(request)) => request,
+            Ok(mcpbox::Event::UrlElicitationRequested(request)) => {
+                let answer = open_url(&request, who).await;
+                let _ = runtime.answer_input(request.id, answer).await;
+                continue;
+            }
+            Ok(mcpbox::Event::TaskStatus {
+                tool: of,
+                status,
+                message,
+                ..
+            }) if of == tool => {
+                eprintln!(
+                    "{}: {}{}",
+                    escape(&tool, Lines::Escape),
+                    escape(&status, Lines::Escape),
+                    message
+                        .map(|m| format!(": {}", escape(&m, Lines::Escape)))
+                        .unwrap_or_default()
+                );
+                continue;
+            }
             Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
         };
@@ -189,6 +221,45 @@ async fn answer_approvals(
             }
         };
         let _ = runtime.answer_input(request.id, answer).await;
+    }
+}
+
+/// Shows the URL a server asks the user to open (never opened here) and how the
+/// call goes on: the user's word on a terminal, `--yes`, or a refusal.
+async fn open_url(request: &mcpbox::UrlElicitationRequest, who: Approver) -> InputAnswer {
+    let shown = format!(
+        "{} asks you to open this URL (mcpbox does not open it):\n  {}\n  {}",
+        escape(&request.server, Lines::Escape),
+        escape(&request.url, Lines::Escape),
+        block(&request.message, "  "),
+    );
+    match who {
+        Approver::Yes => {
+            eprintln!("{shown}\n(--yes: going on)");
+            InputAnswer::Accept(serde_json::Value::Null)
+        }
+        Approver::Nobody => {
+            eprintln!(
+                "{shown}\nDeclined: nobody could be asked (stdin is not a terminal); pass --yes to go on"
+            );
+            InputAnswer::Decline
+        }
+        Approver::Terminal => {
+            let question = format!("{shown}\nPress Enter once done there, or n to decline: ");
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                eprint!("{question}");
+                let mut line = String::new();
+                let answer = match std::io::stdin().read_line(&mut line) {
+                    Ok(n) if n > 0 && !matches!(line.trim(), "n" | "N" | "no") => {
+                        InputAnswer::Accept(serde_json::Value::Null)
+                    }
+                    _ => InputAnswer::Decline,
+                };
+                let _ = tx.send(answer);
+            });
+            rx.await.unwrap_or(InputAnswer::Decline)
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::param_headers::param_headers;
-use super::wire::{CallParams, RawCallResult};
+use super::wire::{CallParams, RawCallResult, TaskParams};
 use super::{Client, ClientEvent, Outgoing, Pending, ResultKind, result_kind};
 use crate::jsonrpc::{self, Id};
 use crate::methods;
@@ -99,6 +99,13 @@ pub(super) struct PendingCall {
     pub(super) rounds: u32,
 }
 
+impl PendingCall {
+    /// The tool's name on its server.
+    pub(super) fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
 impl Client {
     /// Sends `tools/call`. `arguments` must be a JSON object's text (the registry
     /// checked it); `name` is the registry name, `tool` the server's.
@@ -168,6 +175,9 @@ impl Client {
             arguments: &call.arguments,
             input_responses,
             request_state,
+            task: self.as_task(&call.tool).then_some(TaskParams {
+                ttl: super::tasks::TASK_TTL_MS,
+            }),
             meta: self.request_meta_logging(Some(&id), call.log_level),
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
@@ -206,6 +216,7 @@ impl Client {
         let pending = core::mem::take(&mut self.pending);
         self.due_from = u64::MAX;
         let rounds = core::mem::take(&mut self.rounds);
+        self.abort_tasks(&error);
         let mut calls = Vec::new();
         for p in pending.into_values() {
             match p {
@@ -241,15 +252,26 @@ impl Client {
     /// The server answered a call: its result, a request for input, or an error.
     pub(super) fn on_call_response(
         &mut self,
+        id: Id,
         c: PendingCall,
         outcome: Result<Box<RawValue>, Failure>,
     ) {
+        let c = match &outcome {
+            Ok(raw) if self.as_task(c.tool()) => match self.on_task_created(id, c, raw) {
+                Ok(()) => return,
+                Err(c) => c,
+            },
+            _ => c,
+        };
         let outcome = match outcome {
             Ok(raw) => match read_call_result(&c.name, &raw) {
                 Ok(Some(result)) => Ok(result),
                 Ok(None) => return self.on_input_required(c, &raw),
                 Err(e) => Err(e),
             },
+            Err(Failure::Rpc(e)) if e.code == crate::elicitation::URL_ELICITATION_REQUIRED => Err(
+                CallError::Protocol(crate::elicitation::url_required(&c.name, &e)),
+            ),
             Err(e) => Err(CallError::Protocol(format!("{} failed: {e}", c.name))),
         };
         self.finish(c.call, outcome, true);

@@ -39,6 +39,8 @@ impl Client {
             }
             // Waiting for input: nothing is in flight on the server.
             None if self.rounds.contains_key(&call) => {}
+            // A task: the server is sent tasks/cancel.
+            None if self.cancel_task(call) => {}
             None => return self.cancel_request(call),
         }
         self.finish(call, Err(CallError::Cancelled), true);

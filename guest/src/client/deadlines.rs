@@ -23,6 +23,7 @@ impl Client {
             .then_some(self.due_from)
             .into_iter()
             .chain(self.rounds.values().map(|r| r.call.deadline_ms))
+            .chain(self.tasks.deadlines())
             .chain(self.inputs.values().filter_map(|w| w.deadline_ms))
             .chain(self.listen_deadlines())
             .chain(self.probe_deadline)
@@ -45,6 +46,7 @@ impl Client {
         }
         self.expire_listen_waits(now_ms);
         self.expire_inputs(now_ms);
+        self.tick_tasks(now_ms);
         let expired: Vec<Id> = if due {
             self.pending
                 .iter()
@@ -116,9 +118,14 @@ impl Client {
             return;
         };
         let token = Id::from_json(&token.to_string());
-        if let Some(Pending::Call(c)) = self.pending.get_mut(&token) {
-            c.deadline_ms = now_ms.saturating_add(c.timeout_ms);
-            let call = c.call;
+        let call = match self.pending.get_mut(&token) {
+            Some(Pending::Call(c)) => {
+                c.deadline_ms = now_ms.saturating_add(c.timeout_ms);
+                Some(c.call)
+            }
+            _ => self.task_progress(&token, now_ms),
+        };
+        if let Some(call) = call {
             // And is reported, for the gateway to pass on to its client.
             self.events.push(ClientEvent::Progress(Progress {
                 call,

@@ -50,6 +50,8 @@ pub(super) struct InputWait {
     /// A `sampling/createMessage` (the answer is a `CreateMessageResult`), not
     /// an elicitation.
     pub(super) sampling: bool,
+    /// A URL-mode elicitation: the answer is its action alone.
+    pub(super) url: bool,
     /// When nobody answering ends it: for a request that belongs to no call
     /// (one that does ends with its call).
     pub(super) deadline_ms: Option<u64>,
@@ -68,6 +70,18 @@ impl Client {
     /// input become [`ClientEvent::InputRequested`]. Call before the session starts.
     pub fn enable_input_requests(&mut self) {
         self.input_requests = true;
+    }
+
+    /// Offers servers URL-mode elicitation (`elicitation.url`): their requests to
+    /// have the user open a URL become [`ClientEvent::InputRequested`] with `url`
+    /// set. Call before the session starts.
+    pub fn enable_url_elicitation(&mut self) {
+        self.url_elicitation = true;
+    }
+
+    /// Whether any elicitation mode is offered.
+    pub(super) fn elicits(&self) -> bool {
+        self.input_requests || self.url_elicitation
     }
 
     /// A call answered `input_required`: ask the embedder, or end the call with
@@ -107,12 +121,10 @@ impl Client {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
             let params = request.get("params").unwrap_or(&Value::Null);
             let parsed = match method {
-                methods::ELICITATION_CREATE if !self.input_requests => {
+                methods::ELICITATION_CREATE if !self.elicits() => {
                     return self.finish(c.call, Ok(input_required(&name)), true);
                 }
-                methods::ELICITATION_CREATE => {
-                    elicitation::parse_request(params).map(Question::Elicitation)
-                }
+                methods::ELICITATION_CREATE => self.parse_elicitation(params),
                 methods::SAMPLING_CREATE_MESSAGE if !self.sampling => {
                     let text = super::sampling::sampling_not_enabled(&name);
                     return self.finish(c.call, Ok(text), true);
@@ -164,12 +176,13 @@ impl Client {
         let key = self.next_input;
         self.next_input += 1;
         let (call, tool) = call.unzip();
-        let (message, schema, sampling) = match question {
-            Question::Elicitation(e) => (e.message, e.schema, None),
+        let (message, schema, sampling, url) = match question {
+            Question::Elicitation(e) => (e.message, e.schema, None, e.url),
             Question::Sampling(params) => (
                 sampling::summary(&self.server, &params),
                 Value::Null,
                 Some(params.to_string()),
+                None,
             ),
         };
         let deadline_ms = (sampling.is_some() && call.is_none())
@@ -180,13 +193,14 @@ impl Client {
             call,
             tool,
             message,
-            requested_schema: if sampling.is_some() {
+            requested_schema: if sampling.is_some() || url.is_some() {
                 String::new()
             } else {
                 schema.to_string()
             },
             approval: None,
             sampling: sampling.clone(),
+            url: url.clone(),
         }));
         self.inputs.insert(
             key,
@@ -195,6 +209,7 @@ impl Client {
                 schema,
                 to,
                 sampling: sampling.is_some(),
+                url: url.is_some(),
                 deadline_ms,
             },
         );
@@ -212,7 +227,11 @@ impl Client {
         if wait.sampling {
             return self.answer_sampling(key, answer);
         }
-        let result = elicitation::result(answer, &wait.schema)?;
+        let result = if wait.url {
+            elicitation::url_result(answer)
+        } else {
+            elicitation::result(answer, &wait.schema)?
+        };
         let Some(wait) = self.inputs.remove(&key) else {
             return Ok(());
         };
@@ -287,10 +306,14 @@ impl Client {
     /// The call in flight when there is exactly one: over stdio nothing says
     /// which call a server's request is for, and with one it can only be that one.
     pub(super) fn only_call(&self) -> Option<(u64, String)> {
-        let mut calls = self.pending.values().filter_map(|p| match p {
-            Pending::Call(c) => Some((c.call, c.name.clone())),
-            _ => None,
-        });
+        let mut calls = self
+            .pending
+            .values()
+            .filter_map(|p| match p {
+                Pending::Call(c) => Some((c.call, c.name.clone())),
+                _ => None,
+            })
+            .chain(self.tasks.calls());
         match (calls.next(), calls.next()) {
             (Some(only), None) => Some(only),
             _ => None,
@@ -305,15 +328,19 @@ impl Client {
             .as_ref()
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(Value::Null);
-        match elicitation::parse_request(&params) {
-            Ok(request) => {
-                let call = self.only_call();
+        match self.parse_elicitation(&params) {
+            Ok(Question::Elicitation(request)) => {
+                // A task's request names its task (delivered with tasks/result).
+                let call = super::tasks::related_task(&params)
+                    .and_then(|task| self.tasks.call_of(task))
+                    .or_else(|| self.only_call());
                 self.ask(
                     call,
                     Question::Elicitation(request),
                     InputTarget::Request(r.id),
                 );
             }
+            Ok(Question::Sampling(_)) => {}
             Err(why) => self.respond(jsonrpc::error_response(
                 &r.id,
                 &RpcError::new(INVALID_PARAMS, format!("mcpbox: {why}")),
@@ -346,6 +373,22 @@ pub(super) fn input_required(name: &str) -> CallResult {
          enabled in this mcpbox (the embedder enables them: Options::input_requests in Rust, \
          `inputRequests: true` in JavaScript)"
     ))
+}
+
+impl Client {
+    /// Reads an `elicitation/create`'s params: URL mode only when the embedder
+    /// takes it, form mode only when it takes input requests.
+    fn parse_elicitation(&self, params: &Value) -> Result<Question, String> {
+        let request = elicitation::parse_request(params, self.url_elicitation)?;
+        if request.url.is_none() && !self.input_requests {
+            return Err(
+                "it asked for input in a form, and input requests are not enabled in this \
+                 mcpbox (Options::input_requests in Rust, `inputRequests: true` in JavaScript)"
+                    .to_string(),
+            );
+        }
+        Ok(Question::Elicitation(request))
+    }
 }
 
 /// What a server asks the embedder.

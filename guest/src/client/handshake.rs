@@ -22,8 +22,15 @@ impl Client {
     /// The client capabilities declared to the server.
     pub(super) fn capabilities(&self) -> serde_json::Map<String, Value> {
         let mut capabilities = serde_json::Map::new();
+        let mut modes = serde_json::Map::new();
         if self.input_requests {
-            capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
+            modes.insert("form".into(), serde_json::json!({}));
+        }
+        if self.url_elicitation {
+            modes.insert("url".into(), serde_json::json!({}));
+        }
+        if !modes.is_empty() {
+            capabilities.insert("elicitation".into(), Value::Object(modes));
         }
         if self.sampling {
             // Tool use in sampling (2025-11-25, 2026-07-28): the embedder gets the

@@ -68,6 +68,7 @@ impl Client {
             .filter(|t| !t.param_headers.is_empty())
             .map(|t| (t.name.clone(), t.param_headers.clone()))
             .collect();
+        self.tasks.learn(&known.tools);
         self.tools_fingerprint = Some(fingerprint(&known.tools));
         self.relist_at = known.fresh_for_ms.map(|f| now_ms.saturating_add(f));
         self.phase = Phase::Ready;

@@ -163,6 +163,7 @@ impl Client {
             .filter(|t| !t.param_headers.is_empty())
             .map(|t| (t.name.clone(), t.param_headers.clone()))
             .collect();
+        self.tasks.learn(&tools);
         if listing.initial {
             self.phase = Phase::Ready;
             self.tools_fingerprint = fingerprint;
@@ -330,6 +331,7 @@ pub(super) fn fingerprint(tools: &[ToolDef]) -> u64 {
         h.text(Some(&t.input_schema));
         h.text(t.output_schema.as_deref());
         h.text(t.annotations.as_deref());
+        h.word(t.task_support as u64);
     }
     h.0
 }
@@ -369,5 +371,6 @@ pub(super) fn read_tool(raw: &RawValue) -> Result<ToolDef, String> {
         output_schema: t.output_schema.map(|s| s.get().to_string()),
         annotations,
         param_headers,
+        task_support: crate::registry::TaskSupport::read(t.execution.as_ref()),
     })
 }

@@ -105,6 +105,7 @@ mod resources;
 mod roots;
 mod sampling;
 mod subscriptions;
+mod tasks;
 mod wire;
 
 #[cfg(test)]
@@ -116,6 +117,7 @@ pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
 pub use logging::LOG_LEVELS;
 pub use request::{Offers, Request};
+pub use tasks::TaskStatus;
 
 use calls::PendingCall;
 use elicitation::{InputRound, InputWait};
@@ -166,6 +168,8 @@ pub struct Client {
     listen_failures: u32,
     /// Whether the embedder answers input requests (elicitation).
     input_requests: bool,
+    /// Whether the embedder takes URL-mode elicitations.
+    url_elicitation: bool,
     /// Whether the embedder answers sampling requests.
     sampling: bool,
     /// Input requests waiting for the embedder, by key.
@@ -192,6 +196,8 @@ pub struct Client {
     /// The log level asked for (2026-07-28: sent in every request's `_meta`;
     /// see [`Request::SetLogLevel`]).
     log_level: Option<String>,
+    /// Which tools run as tasks, and the calls running as tasks (see `tasks`).
+    tasks: tasks::Tasks,
 }
 
 /// What the client tells the manager.
@@ -228,6 +234,8 @@ pub enum ClientEvent {
     ResourcesChanged,
     /// The server's prompt list changed (`notifications/prompts/list_changed`).
     PromptsChanged,
+    /// A call running as a task changed status (see `tasks`).
+    TaskStatus(TaskStatus),
 }
 
 /// A `notifications/progress` about a call in flight, for whoever passes it on
@@ -305,6 +313,12 @@ enum Pending {
     Call(PendingCall),
     /// A request beyond tools (resources, prompts, completions, logging).
     Request(PendingRequest),
+    /// `tasks/get` for the task of this call.
+    TaskGet(u64),
+    /// `tasks/result` for the task of this call.
+    TaskResult(u64),
+    /// `tasks/cancel`: its answer changes nothing.
+    TaskCancel,
 }
 
 impl Pending {
@@ -346,6 +360,7 @@ impl Client {
             relisten_at: None,
             listen_failures: 0,
             input_requests: false,
+            url_elicitation: false,
             sampling: false,
             inputs: BTreeMap::new(),
             next_input: 1,
@@ -359,6 +374,7 @@ impl Client {
             subscriptions: alloc::collections::BTreeSet::new(),
             listen_id: None,
             log_level: None,
+            tasks: tasks::Tasks::default(),
         }
     }
 
@@ -407,13 +423,16 @@ impl Client {
             .filter(|p| p.deadline_ms().is_some())
             .count()
             + self.rounds.len()
+            + self.tasks.len()
     }
 
     /// Whether any call is in flight (waiting for input included), without
     /// counting them, so asking after every call that ends does not walk the other
     /// calls (with a thousand in flight, that was 2 % of the HTTP gateway's time).
     pub fn calls_in_flight(&self) -> bool {
-        !self.rounds.is_empty() || self.pending.values().any(|p| p.deadline_ms().is_some())
+        !self.rounds.is_empty()
+            || !self.tasks.is_empty()
+            || self.pending.values().any(|p| p.deadline_ms().is_some())
     }
 
     /// Takes the messages to send, oldest first.
@@ -515,7 +534,11 @@ impl Client {
         self.listing = None;
         let mut waiting = Vec::new();
         self.pending.retain(|_, p| match p {
-            Pending::Call(_) | Pending::Request(_) => true,
+            Pending::Call(_)
+            | Pending::Request(_)
+            | Pending::TaskGet(_)
+            | Pending::TaskResult(_)
+            | Pending::TaskCancel => true,
             Pending::Listen(l) => {
                 waiting.append(&mut l.waiting);
                 false
@@ -569,7 +592,7 @@ impl Client {
     fn on_request(&mut self, r: jsonrpc::Request) {
         let text = match r.method.as_str() {
             methods::PING => jsonrpc::result_response(&r.id, &serde_json::Map::new()),
-            methods::ELICITATION_CREATE if self.input_requests => {
+            methods::ELICITATION_CREATE if self.elicits() => {
                 return self.on_elicitation_request(r);
             }
             methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {
@@ -597,6 +620,7 @@ impl Client {
         }
         match n.method.as_str() {
             methods::PROGRESS => self.on_progress(&params, now_ms),
+            methods::TASKS_STATUS => self.on_task_status_notification(params),
             methods::CANCELLED => self.on_server_cancelled(&params),
             _ => {}
         }
@@ -668,8 +692,11 @@ impl Client {
             Pending::ListTools => self.on_tools_page(outcome),
             Pending::Listen(listen) => self.on_listen_ended(&id, listen, outcome),
             Pending::Resubscribe(uri) => self.on_resubscribed(uri, outcome),
-            Pending::Call(c) => self.on_call_response(c, outcome),
+            Pending::Call(c) => self.on_call_response(id, c, outcome),
             Pending::Request(r) => self.on_request_response(r, outcome),
+            Pending::TaskGet(call) => self.on_task_get(call, outcome),
+            Pending::TaskResult(call) => self.on_task_result(call, outcome),
+            Pending::TaskCancel => {}
         }
     }
 
@@ -704,6 +731,13 @@ impl Client {
             Some(Pending::Resubscribe(uri)) => {
                 self.on_resubscribed(uri, Err(Failure::Exchange(too_large.clone())));
             }
+            Some(Pending::TaskGet(call)) => {
+                self.on_task_get(call, Err(Failure::Exchange(too_large.clone())));
+            }
+            Some(Pending::TaskResult(call)) => {
+                self.on_task_result(call, Err(Failure::Exchange(too_large.clone())));
+            }
+            Some(Pending::TaskCancel) => {}
             Some(Pending::ListTools) => {
                 let initial = self.listing.as_ref().is_none_or(|l| l.initial);
                 if initial {

@@ -1173,7 +1173,7 @@ fn legacy_elicitation_is_refused_unless_enabled_and_withdrawn_with_its_call() {
         out.iter()
             .any(|(m, _)| m["method"] == "notifications/cancelled")
     );
-    // A URL-mode request is refused with the reason.
+    // A URL-mode request the embedder did not enable is refused with the reason.
     feed(
         &mut c,
         json!({"jsonrpc": "2.0", "id": "u", "method": "elicitation/create", "params": {"mode": "url", "url": "https://x", "message": "go"}}),
@@ -1185,7 +1185,7 @@ fn legacy_elicitation_is_refused_unless_enabled_and_withdrawn_with_its_call() {
         out[0].0["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("form mode only")
+            .contains("did not enable")
     );
 }
 

@@ -157,6 +157,9 @@ pub(super) struct RawTool<'a> {
     pub(super) output_schema: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub(super) annotations: Option<&'a RawValue>,
+    /// `execution` (2025-11-25): `taskSupport`.
+    #[serde(default)]
+    pub(super) execution: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -190,8 +193,37 @@ pub(super) struct CallParams<'a> {
     pub(super) input_responses: Option<&'a serde_json::Map<String, Value>>,
     #[serde(rename = "requestState", skip_serializing_if = "Option::is_none")]
     pub(super) request_state: Option<&'a Value>,
+    /// Asks for the call to run as a task (2025-11-25).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) task: Option<TaskParams>,
     #[serde(rename = "_meta")]
     pub(super) meta: RequestMeta<'a>,
+}
+
+/// `task` in a task-augmented request (2025-11-25): how long the server keeps
+/// the task and its result.
+#[derive(Serialize)]
+pub(super) struct TaskParams {
+    pub(super) ttl: u64,
+}
+
+/// Params of `tasks/get`, `tasks/result` and `tasks/cancel`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TaskIdParams<'a> {
+    pub(super) task_id: &'a str,
+}
+
+/// A task as `CreateTaskResult.task` and `tasks/get` carry it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TaskState {
+    pub(super) task_id: String,
+    pub(super) status: String,
+    #[serde(default)]
+    pub(super) status_message: Option<String>,
+    #[serde(default)]
+    pub(super) poll_interval: Option<Value>,
 }
 
 #[derive(Serialize)]

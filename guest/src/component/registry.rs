@@ -167,6 +167,23 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             server,
             call,
             tool,
+            message,
+            url: Some(url),
+            ..
+        }) => wit::Event::UrlElicitationRequested(wit::UrlElicitationRequest {
+            id,
+            server,
+            call,
+            tool,
+            message,
+            url: url.url,
+            elicitation_id: url.elicitation_id,
+        }),
+        Event::InputRequested(InputRequest {
+            id,
+            server,
+            call,
+            tool,
             sampling: Some(params),
             ..
         }) => wit::Event::SamplingRequested(wit::SamplingRequest {
@@ -185,6 +202,7 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             requested_schema,
             approval,
             sampling: None,
+            url: None,
         }) => wit::Event::InputRequested(wit::InputRequest {
             id,
             server,
@@ -217,6 +235,14 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
         }),
         Event::ResourcesChanged(s) => wit::Event::ResourcesChanged(s),
         Event::PromptsChanged(s) => wit::Event::PromptsChanged(s),
+        Event::TaskStatus(server, s) => wit::Event::TaskStatus(wit::TaskStatus {
+            server,
+            call: s.call,
+            tool: s.tool,
+            task_id: s.task_id,
+            status: s.status,
+            message: s.message,
+        }),
         Event::CallCounted(c) => wit::Event::CallCounted(wit::CallCount {
             key: c.key,
             names: c.names.map(|n| wit::CountedTool {
@@ -299,6 +325,10 @@ impl wit::Guest for super::Component {
 
     fn enable_sampling() {
         with(Manager::enable_sampling);
+    }
+
+    fn enable_url_elicitation() {
+        with(Manager::enable_url_elicitation);
     }
 
     fn enable_approvals() {

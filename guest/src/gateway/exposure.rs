@@ -208,6 +208,7 @@ mod tests {
             output_schema: None,
             annotations: None,
             param_headers: Vec::new(),
+            task_support: Default::default(),
         }
     }
 

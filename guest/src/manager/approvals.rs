@@ -125,6 +125,7 @@ impl<P: Platform> Manager<P> {
                 arguments: pending.arguments.get().to_string(),
             }),
             sampling: None,
+            url: None,
         };
         self.events.push(Event::InputRequested(request));
         let call = pending.call;

@@ -149,3 +149,56 @@ async fn without_opting_in_the_server_is_refused() {
     );
     runtime.shutdown().await;
 }
+
+/// URL-mode elicitation with server-everything's `trigger-url-elicitation`,
+/// which it offers only to a client that declares `elicitation.url`.
+#[tokio::test(flavor = "multi_thread")]
+async fn url_elicitation_reaches_the_embedder_and_only_its_action_goes_back() {
+    let (command, args) = mcpbox_tests::everything_command();
+    let text = json!({"mcpServers": {"everything": {"command": command, "args": args}}});
+    let runtime = Options::from_config_text("test.mcp.json", text.to_string())
+        .url_elicitation(true)
+        .open()
+        .await
+        .expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "everything");
+    let tool = "mcp__everything__trigger-url-elicitation";
+    for (answer, said) in [
+        (
+            InputAnswer::Accept(Value::Null),
+            "User completed the URL elicitation flow",
+        ),
+        (InputAnswer::Decline, "User declined to open the URL"),
+    ] {
+        let mut events = runtime.events();
+        let caller = runtime.clone();
+        let call = tokio::spawn(async move {
+            caller
+                .call_tool(
+                    tool,
+                    json!({"url": "https://pay.example/checkout?order=7", "message": "Pay for order 7"}),
+                    CallOptions::default(),
+                )
+                .await
+        });
+        let Event::UrlElicitationRequested(request) = next_event(&mut events, |e| {
+            matches!(e, Event::UrlElicitationRequested(_))
+        })
+        .await
+        else {
+            unreachable!()
+        };
+        assert_eq!(request.url, "https://pay.example/checkout?order=7");
+        assert_eq!(request.message, "Pay for order 7");
+        assert_eq!(request.tool.as_deref(), Some(tool));
+        assert!(!request.elicitation_id.is_empty(), "{request:?}");
+        runtime.answer_input(request.id, answer).await.unwrap();
+        let result = tokio::time::timeout(PATIENCE, call)
+            .await
+            .expect("the call ends in time")
+            .expect("the call runs")
+            .expect("the call gives a result");
+        assert!(result.text.contains(said), "{result:?}");
+    }
+    runtime.shutdown().await;
+}

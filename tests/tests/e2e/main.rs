@@ -24,6 +24,7 @@ mod sandbox;
 mod security;
 mod server_limits;
 mod subscriptions;
+mod tasks;
 
 use std::time::Duration;
 

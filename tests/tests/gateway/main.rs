@@ -20,6 +20,7 @@ mod resources;
 mod safety;
 mod sampling;
 mod subscriptions;
+mod tasks;
 
 use std::path::Path;
 

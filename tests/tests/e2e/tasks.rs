@@ -1,0 +1,115 @@
+//! Tasks (MCP 2025-11-25) against the reference server that uses them:
+//! server-everything's `simulate-research-query` requires a task
+//! (`execution.taskSupport: "required"`), reports its stages as task statuses,
+//! and, for an ambiguous query, asks for a clarification through `tasks/result`.
+
+use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime};
+use mcpbox_tests::everything_command;
+use serde_json::json;
+
+use crate::{PATIENCE, assert_connected, next_event, ready};
+
+const TOOL: &str = "mcp__everything__simulate-research-query";
+
+async fn open_everything(input_requests: bool) -> Runtime {
+    let (command, args) = everything_command();
+    let text = json!({"mcpServers": {"everything": {"command": command, "args": args}}});
+    let runtime = Options::from_config_text("test.mcp.json", text.to_string())
+        .input_requests(input_requests)
+        .open()
+        .await
+        .expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "everything");
+    runtime
+}
+
+/// The statuses of `TOOL`'s task seen on `events` so far.
+fn statuses(events: &mut tokio::sync::broadcast::Receiver<Event>) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let Event::TaskStatus {
+            tool,
+            status,
+            message,
+            ..
+        } = event
+        {
+            assert_eq!(tool, TOOL);
+            seen.push(format!("{status}: {}", message.unwrap_or_default()));
+        }
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_that_requires_a_task_runs_to_its_report() {
+    let runtime = open_everything(false).await;
+    let mut events = runtime.events();
+    let result = tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool(TOOL, json!({"topic": "wasm"}), CallOptions::default()),
+    )
+    .await
+    .expect("the task ends in time")
+    .expect("the task gives a result");
+    assert!(!result.is_error, "{result:?}");
+    assert!(
+        result.text.starts_with("# Research Report: wasm"),
+        "{result:?}"
+    );
+    let seen = statuses(&mut events);
+    for stage in [
+        "working: Gathering sources...",
+        "working: Generating report...",
+    ] {
+        assert!(seen.iter().any(|s| s == stage), "{stage} in {seen:?}");
+    }
+    assert!(
+        seen.last().is_some_and(|s| s.starts_with("completed")),
+        "{seen:?}"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ambiguous_query_asks_for_clarification_while_its_task_waits() {
+    let runtime = open_everything(true).await;
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        caller
+            .call_tool(
+                TOOL,
+                json!({"topic": "wasm", "ambiguous": true}),
+                CallOptions::default(),
+            )
+            .await
+    });
+    let Event::InputRequested(request) =
+        next_event(&mut events, |e| matches!(e, Event::InputRequested(_))).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(request.tool.as_deref(), Some(TOOL), "{request:?}");
+    assert!(
+        request.message.contains("multiple interpretations"),
+        "{request:?}"
+    );
+    runtime
+        .answer_input(
+            request.id,
+            InputAnswer::Accept(json!({"interpretation": "historical"})),
+        )
+        .await
+        .expect("the answer fits the requested schema");
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task gives a result");
+    assert!(
+        result.text.contains("- **Clarification**: historical"),
+        "{result:?}"
+    );
+    runtime.shutdown().await;
+}
