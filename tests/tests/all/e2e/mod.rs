@@ -2,8 +2,8 @@
 //! processes — the workspace's fixture server and the npm and PyPI reference
 //! servers (installed by `scripts/install-peers`, which `scripts/test` runs).
 //!
-//! One test binary, so the guest is compiled (or loaded from the cache) once
-//! per run and every test shares it.
+//! In the one integration test binary (`tests/tests/all/`), so the guest is
+//! compiled (or loaded from the cache) once per run and every test shares it.
 
 mod audit;
 mod concurrency;

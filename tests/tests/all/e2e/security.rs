@@ -268,7 +268,7 @@ const SECRET: &str = "s3cret-7d41b9e2";
 #[test]
 fn a_secret_in_the_url_reaches_its_server_and_no_output() {
     if std::env::var(SECRET_VAR).as_deref() != Ok(SECRET) {
-        rerun_with_secret("security::a_secret_in_the_url_reaches_its_server_and_no_output");
+        rerun_with_secret("a_secret_in_the_url_reaches_its_server_and_no_output");
         return;
     }
     tokio::runtime::Builder::new_multi_thread()
@@ -278,11 +278,13 @@ fn a_secret_in_the_url_reaches_its_server_and_no_output() {
         .block_on(secret_in_the_url());
 }
 
-/// Runs test `name` alone in a child of this test binary, with the secret set,
-/// and fails unless it ran and passed.
+/// Runs test `name` of this module alone in a child of this test binary, with
+/// the secret set, and fails unless it ran and passed.
 fn rerun_with_secret(name: &str) {
+    // A test's full name is its module path without the crate's name.
+    let (_, module) = module_path!().split_once("::").unwrap();
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([&format!("{module}::{name}"), "--exact", "--nocapture", "--test-threads=1"])
         .env(SECRET_VAR, SECRET)
         .output()
         .expect("the test binary runs");

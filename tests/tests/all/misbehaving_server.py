@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An MCP server over stdio (Python standard library only) that misbehaves on request,
-for the CLI's security tests (cli/tests/cli.rs).
+for the CLI's security tests (tests/tests/all/cli.rs).
 
 Flags:
   --escapes             put terminal escape sequences (OSC title, clear screen, cursor

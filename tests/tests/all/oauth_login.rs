@@ -109,7 +109,7 @@ impl Setup {
     }
 
     fn mcpbox(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+        let mut command = Command::new(mcpbox_tests::mcpbox_program());
         command
             .arg("--config")
             .arg(self.dir.path().join("mcp.json"))
@@ -667,7 +667,7 @@ fn servers_shows_needs_login_with_the_command() {
         "type": "http", "url": format!("http://127.0.0.1:{port}/mcp")
     }}});
     std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+    let out = Command::new(mcpbox_tests::mcpbox_program())
         .arg("--config")
         .arg(dir.path().join("mcp.json"))
         .arg("servers")
@@ -690,7 +690,7 @@ fn servers_shows_needs_login_with_the_command() {
     assert!(stdout.contains(fact), "{stdout}");
     assert!(!stdout.contains("HTTP 401"), "{stdout}");
     // `--json` says the same in the server's entry.
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+    let out = Command::new(mcpbox_tests::mcpbox_program())
         .arg("--json")
         .arg("--config")
         .arg(dir.path().join("mcp.json"))

@@ -1,5 +1,5 @@
 //! `mcpbox import` against real configuration files in each client's own format
-//! (`tests/import/`: written from each client's documentation), with `HOME`
+//! (`tests/tests/all/import/`: written from each client's documentation), with `HOME`
 //! pointing at a temporary copy of them, and against broken ones.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 
 fn here() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/import")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/import")
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -45,12 +45,12 @@ impl World {
         world
     }
 
-    /// The files of `tests/import/`: every client configured.
+    /// The files of `tests/tests/all/import/`: every client configured.
     fn configured(tag: &str) -> World {
         World::from(tag, &here())
     }
 
-    /// The files of `tests/import/credentials/`: credentials written inside
+    /// The files of `tests/tests/all/import/credentials/`: credentials written inside
     /// values (URLs, headers in arguments, `-p`), in several clients' files.
     fn with_credentials(tag: &str) -> World {
         World::from(tag, &here().join("credentials"))
@@ -79,7 +79,7 @@ impl World {
     }
 
     fn mcpbox(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+        Command::new(mcpbox_tests::mcpbox_program())
             .args(args)
             .current_dir(&self.project)
             .env("HOME", &self.home)
@@ -142,7 +142,7 @@ fn places(s: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The values written inline in `tests/import/`: none may ever be printed or written.
+/// The values written inline in `tests/tests/all/import/`: none may ever be printed or written.
 const INLINE_SECRETS: &[&str] = &[
     "ghp_0123456789abcdefghijABCDEFGHIJ012345",
     "sntrys_inline_secret_value_0001",
@@ -349,7 +349,7 @@ fn secrets_are_never_printed_or_written_in_clear() {
     );
 }
 
-/// The values written inside other values in `tests/import/credentials/`: none
+/// The values written inside other values in `tests/tests/all/import/credentials/`: none
 /// may ever be printed or written.
 const INSIDE_SECRETS: &[&str] = &[
     "mysql-env-pass-0101",
@@ -363,7 +363,7 @@ const INSIDE_SECRETS: &[&str] = &[
     "dXBzdHJlYW06MDEwOQ",
 ];
 
-/// `import --json` over `tests/import/credentials/`: the server `name`'s entry,
+/// `import --json` over `tests/tests/all/import/credentials/`: the server `name`'s entry,
 /// and the variables its secrets were moved into, with their fields.
 fn moved(tag: &str, name: &str) -> (Value, Vec<(String, String)>) {
     let found = World::with_credentials(tag).json(&[]);
@@ -859,7 +859,7 @@ impl World {
     /// `mcpbox ARGS` with PATH set to `path` and none of the package managers'
     /// variables but `env`.
     fn probing(&self, args: &[&str], path: &[&Path], env: &[(&str, &Path)]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+        let mut command = Command::new(mcpbox_tests::mcpbox_program());
         command
             .args(args)
             .current_dir(&self.project)
@@ -1526,7 +1526,7 @@ fn installed_metadata_over_the_size_cap_is_skipped() {
     places.npm_prefix = Some(installs.npm_prefix.clone());
     places.uv_tool_dir = installs.home.join(".local/share/uv/tools");
     // Larger than each receipt, package.json and cowsay's METADATA, smaller than
-    // mcp-server-time's METADATA (the pins of tests/import/installed fix the sizes).
+    // mcp-server-time's METADATA (the pins of tests/tests/all/import/installed fix the sizes).
     places.max_bytes = 8000;
     let probe = mcpbox::client_configs::installed::probe(&places);
     let uv = probe

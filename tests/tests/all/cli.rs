@@ -31,7 +31,7 @@ fn config(tag: &str, servers: Value) -> PathBuf {
 /// The `mcpbox` binary, trusting every configuration (`MCPBOX_TRUST_ALL=1`): the
 /// tests write their configurations themselves. The trust check has tests of its own.
 fn mcpbox_command() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+    let mut command = Command::new(mcpbox_tests::mcpbox_program());
     command.env("MCPBOX_TRUST_ALL", "1");
     command
 }
@@ -59,7 +59,7 @@ fn the_readme_command_works_from_the_repository_root() {
     // As on a fresh machine: nothing trusted yet, no MCPBOX_TRUST_ALL.
     let fresh = std::env::temp_dir().join(format!("mcpbox-cli-fresh-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&fresh);
-    let out = Command::new(env!("CARGO_BIN_EXE_mcpbox"))
+    let out = Command::new(mcpbox_tests::mcpbox_program())
         .env_remove("MCPBOX_TRUST_ALL")
         .env("MCPBOX_CONFIG_DIR", fresh.join("config"))
         .env("MCPBOX_CACHE_DIR", fresh.join("cache"))
@@ -607,7 +607,7 @@ fn on_a_terminal(cfg: &Path, args: &str, typed: &str) -> (Option<i32>, String) {
     use std::io::Write;
     let line = format!(
         "{} --config {} {args}",
-        env!("CARGO_BIN_EXE_mcpbox"),
+        mcpbox_tests::mcpbox_program(),
         cfg.display()
     );
     let mut child = Command::new("script")
@@ -881,9 +881,9 @@ fn timeout_out_of_range_is_a_usage_error() {
     }
 }
 
-/// `cli/tests/misbehaving_server.py` with `flags`.
+/// `tests/tests/all/misbehaving_server.py` with `flags`.
 fn misbehaving_entry(flags: &[&str]) -> Value {
-    let mut args = vec![json!(repo().join("cli/tests/misbehaving_server.py"))];
+    let mut args = vec![json!(repo().join("tests/tests/all/misbehaving_server.py"))];
     args.extend(flags.iter().map(|f| json!(f)));
     json!({ "command": "python3", "args": args })
 }
@@ -1197,7 +1197,7 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
     let mut command = if nohup {
         let mut command = Command::new("nohup");
         command
-            .arg(env!("CARGO_BIN_EXE_mcpbox"))
+            .arg(mcpbox_tests::mcpbox_program())
             .env("MCPBOX_TRUST_ALL", "1");
         command
     } else {
@@ -1350,7 +1350,7 @@ fn hangup_and_quit_to_the_cli_stop_every_server_process() {
 /// mcpbox without `MCPBOX_TRUST_ALL`, with its own (fresh) configuration and
 /// cache directories.
 fn untrusting(config_dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+    let mut command = Command::new(mcpbox_tests::mcpbox_program());
     command
         .env_remove("MCPBOX_TRUST_ALL")
         .env("MCPBOX_CONFIG_DIR", config_dir)
@@ -1704,7 +1704,7 @@ fn servers_watch_applies_a_changed_file_only_once_it_is_trusted_again() {
     let home = cfg.with_extension("trust-dir");
     let _ = std::fs::remove_dir_all(&home);
     let untrusting = |args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mcpbox"));
+        let mut command = Command::new(mcpbox_tests::mcpbox_program());
         command
             .env_remove("MCPBOX_TRUST_ALL")
             .env("MCPBOX_CONFIG_DIR", &home)

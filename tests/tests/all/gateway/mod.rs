@@ -5,7 +5,7 @@
 //! rules; other local users; faults; clients that misbehave on purpose, and one
 //! client's attacks on the others (`isolation`).
 //!
-//! One test binary. The gateway is the CLI itself (the `mcpbox` program of the
+//! The gateway is the CLI itself (the `mcpbox` program of the
 //! mcpbox-cli crate, `mcpbox_tests::mcpbox_program`).
 
 mod clients;

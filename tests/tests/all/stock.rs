@@ -28,8 +28,6 @@
 //! Every instance is started with the tests' `MCPBOX_TOKEN`, which every client
 //! sends, unless a test says otherwise.
 
-// In a directory of its own: a file beside this one would be a test binary of its own.
-#[path = "stock/behind_haproxy.rs"]
 mod behind_haproxy;
 
 use mcpbox_tests::gateway::{SdkClient, TOKEN, Target, client_command, http, run_client};
