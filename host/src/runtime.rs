@@ -522,34 +522,41 @@ impl Runtime {
             _ => None,
         };
         let state_dir = options.cache_dir.clone();
-        let (engine, component, state_store, startup_warnings) = tokio::task::spawn_blocking(move || {
-            let engine = engine::engine()?;
-            let mut warnings = Vec::new();
-            let (state_store, warning) = StateStore::open(state_dir.as_deref());
-            warnings.extend(warning);
-            let component = match &guest {
-                GuestSource::Embedded => engine::load_component(
-                    &engine,
-                    engine::EMBEDDED_GUEST,
-                    engine::EMBEDDED_GUEST_SHA256,
-                    cache.as_ref(),
-                    &mut warnings,
-                )?,
-                GuestSource::File(path) => {
-                    let wasm = std::fs::read(path).map_err(|e| {
-                        Error::Guest(format!(
-                            "could not read the guest component {}: {e}",
-                            path.display()
-                        ))
-                    })?;
-                    let digest = engine::wasm_digest(&wasm);
-                    engine::load_component(&engine, &wasm, &digest, cache.as_ref(), &mut warnings)?
-                }
-            };
-            Ok::<_, Error>((engine, component, state_store, warnings))
-        })
-        .await
-        .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
+        let (engine, component, state_store, startup_warnings) =
+            tokio::task::spawn_blocking(move || {
+                let engine = engine::engine()?;
+                let mut warnings = Vec::new();
+                let (state_store, warning) = StateStore::open(state_dir.as_deref());
+                warnings.extend(warning);
+                let component = match &guest {
+                    GuestSource::Embedded => engine::load_component(
+                        &engine,
+                        engine::EMBEDDED_GUEST,
+                        engine::EMBEDDED_GUEST_SHA256,
+                        cache.as_ref(),
+                        &mut warnings,
+                    )?,
+                    GuestSource::File(path) => {
+                        let wasm = std::fs::read(path).map_err(|e| {
+                            Error::Guest(format!(
+                                "could not read the guest component {}: {e}",
+                                path.display()
+                            ))
+                        })?;
+                        let digest = engine::wasm_digest(&wasm);
+                        engine::load_component(
+                            &engine,
+                            &wasm,
+                            &digest,
+                            cache.as_ref(),
+                            &mut warnings,
+                        )?
+                    }
+                };
+                Ok::<_, Error>((engine, component, state_store, warnings))
+            })
+            .await
+            .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
 
         // Before any server starts, so that no early orphan goes to init.
         let mut startup_warnings = startup_warnings;

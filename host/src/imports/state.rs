@@ -160,7 +160,8 @@ mod tests {
     use super::*;
 
     fn temp(tag: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("mcpbox-state_store-{tag}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("mcpbox-state_store-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
     }

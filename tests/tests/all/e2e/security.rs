@@ -284,7 +284,12 @@ fn rerun_with_secret(name: &str) {
     // A test's full name is its module path without the crate's name.
     let (_, module) = module_path!().split_once("::").unwrap();
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([&format!("{module}::{name}"), "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            &format!("{module}::{name}"),
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(SECRET_VAR, SECRET)
         .output()
         .expect("the test binary runs");

@@ -64,7 +64,12 @@ impl Session {
     }
 
     fn post_text(&self, body: &str) -> HttpResponse {
-        let headers = [POST[0], POST[1], POST[2], ("Mcp-Session-Id", self.id.as_str())];
+        let headers = [
+            POST[0],
+            POST[1],
+            POST[2],
+            ("Mcp-Session-Id", self.id.as_str()),
+        ];
         http(&self.url, "POST", &headers, body)
     }
 
