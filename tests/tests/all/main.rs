@@ -30,7 +30,6 @@ mod stock;
 // The tests of `e2e` and `gateway` name their shared helpers from the crate root
 // (`crate::call`, `crate::cli`), as when each was a binary of its own; both
 // define `fixture` alike.
-#[allow(unused_imports)]
 use e2e::fixture;
 use e2e::*;
 use gateway::*;
