@@ -6,7 +6,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use mcpbox_tests::process::{ChildGuard, eventually};
 use serde_json::{Value, json};
+
+/// How long a `servers --watch` or `serve` the test reads from may run before it
+/// is killed, so that a line that never comes ends the read (at end of file)
+/// instead of hanging the test.
+const WATCHDOG: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -253,21 +259,17 @@ fn an_oversized_configuration_is_refused_with_its_limit() {
 fn servers_watch_follows_the_configuration_file() {
     use std::io::{BufRead, BufReader};
     let cfg = config("watch-reload", json!({ "demo": demo_entry() }));
-    let mut child = mcpbox_command()
-        .arg("--config")
-        .arg(&cfg)
-        .args(["servers", "--watch"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard::spawn(
+        mcpbox_command()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["servers", "--watch"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .kill_after(WATCHDOG);
     // Ends it even if the expected lines never come (see the test above).
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&pid).status();
-    });
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     let mut wait_for = |what: &str| {
@@ -313,22 +315,18 @@ fn servers_watch_follows_the_configuration_file() {
 fn servers_watch_prints_changes_as_they_happen() {
     use std::io::{BufRead, BufReader};
     let cfg = config("watch", json!({ "demo": demo_entry() }));
-    let mut child = mcpbox_command()
-        .arg("--config")
-        .arg(&cfg)
-        .args(["--json", "servers", "--watch"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard::spawn(
+        mcpbox_command()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["--json", "servers", "--watch"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .kill_after(WATCHDOG);
     // Ends it even if the expected lines never come. (Not `timeout 60 mcpbox`:
     // killing `timeout` would leave mcpbox running.)
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&pid).status();
-    });
     // The first listing, then status events until the demo server is connected.
     let lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut states = Vec::new();
@@ -818,16 +816,12 @@ fn a_secret_in_the_url_never_shows() {
     assert!(outputs[4].1.contains('3'), "{}", outputs[4].1);
 
     // The event stream, until both servers have settled.
-    let mut child = command(&["--json", "servers", "--watch"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&pid).status();
-    });
+    let mut child = ChildGuard::spawn(
+        command(&["--json", "servers", "--watch"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .kill_after(WATCHDOG);
     let mut settled = std::collections::BTreeSet::new();
     let mut watched = String::new();
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
@@ -1001,20 +995,16 @@ fn terminal_escapes_from_servers_are_shown_escaped() {
 
     // --watch: the log notification the server sends once initialised.
     use std::io::{BufRead, BufReader};
-    let mut child = mcpbox_command()
-        .arg("--config")
-        .arg(&cfg)
-        .args(["servers", "--watch"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&pid).status();
-    });
+    let mut child = ChildGuard::spawn(
+        mcpbox_command()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["servers", "--watch"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .kill_after(WATCHDOG);
     let mut seen = String::new();
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     loop {
@@ -1212,19 +1202,13 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let pids: Value = loop {
+    let pids: Value = eventually(WATCHDOG, || {
         if let Ok(text) = std::fs::read_to_string(&pid_file) {
-            break serde_json::from_str(&text).unwrap();
+            return Ok(serde_json::from_str(&text).unwrap());
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server never started"
-        );
         assert!(child.try_wait().unwrap().is_none(), "mcpbox ended early");
-        // Polling for a file another process writes.
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+        Err("the server never started".to_owned())
+    });
     let status = Command::new("kill")
         .args([signal, &child.id().to_string()])
         .status()
@@ -1671,23 +1655,19 @@ fn a_stopped_runtime_is_visible() {
     );
     assert!(!stderr(&out).contains("wasm backtrace"), "{}", stderr(&out));
 
-    let child = mcpbox_command()
-        .arg("--config")
-        .arg(&cfg)
-        .args(["--memory-limit", "4", "--json", "servers", "--watch"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Ends it if it never stops by itself. (Not `timeout 60 mcpbox`: killing
+    // Killed if it never stops by itself. (Not `timeout 60 mcpbox`: killing
     // `timeout` would leave mcpbox running.)
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&pid).status();
-    });
-    let out = child.wait_with_output().unwrap();
+    let child = ChildGuard::spawn(
+        mcpbox_command()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["--memory-limit", "4", "--json", "servers", "--watch"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .kill_after(WATCHDOG);
+    let out = child.wait_with_output();
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let last: Value = serde_json::from_str(stdout(&out).lines().last().unwrap()).unwrap();
     assert_eq!(last["event"], "stopped", "{}", stdout(&out));
@@ -1716,16 +1696,12 @@ fn servers_watch_applies_a_changed_file_only_once_it_is_trusted_again() {
     };
     let trusted = untrusting(&["trust"]).output().unwrap();
     assert_eq!(trusted.status.code(), Some(0), "{}", stderr(&trusted));
-    let mut child = untrusting(&["servers", "--watch"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id().to_string();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&pid).status();
-    });
+    let mut child = ChildGuard::spawn(
+        untrusting(&["servers", "--watch"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null()),
+    )
+    .kill_after(WATCHDOG);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     let mut wait_for = |what: &str| {
@@ -1770,21 +1746,17 @@ fn read_follow_reads_again_at_every_update() {
         "follow",
         json!({ "tshttp": { "type": "http", "url": http.url } }),
     );
-    let mut child = mcpbox_command()
-        .arg("--config")
-        .arg(&cfg)
-        .args(["read", "--follow", "ts://readme"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard::spawn(
+        mcpbox_command()
+            .arg("--config")
+            .arg(&cfg)
+            .args(["read", "--follow", "ts://readme"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .kill_after(WATCHDOG);
     let pid = child.id().to_string();
-    let killer = pid.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = Command::new("kill").arg(&killer).status();
-    });
     let stderr_pipe = child.stderr.take().unwrap();
     let errors =
         std::thread::spawn(move || std::io::read_to_string(stderr_pipe).unwrap_or_default());

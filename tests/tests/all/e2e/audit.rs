@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use mcpbox::{CallError, Event, Options};
+use mcpbox_tests::process::eventually_async;
 use serde_json::{Value, json};
 
 use crate::{assert_connected, call, fixture_entry, next_event, ready};
@@ -172,16 +173,17 @@ async fn metrics_keep_the_recent_calls_with_and_without_subscribers() {
         .unwrap();
     }
     // The answer goes out before the record is published: wait for it, with a deadline.
-    let deadline = tokio::time::Instant::now() + crate::PATIENCE;
-    while runtime.recent_calls().len() < 3 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the calls never reached the recent calls: {:?}",
-            runtime.recent_calls()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    let quiet = runtime.recent_calls();
+    let quiet = eventually_async(crate::PATIENCE, async || {
+        let recent = runtime.recent_calls();
+        if recent.len() >= 3 {
+            Ok(recent)
+        } else {
+            Err(format!(
+                "the calls never reached the recent calls: {recent:?}"
+            ))
+        }
+    })
+    .await;
     assert_eq!(quiet.len(), 3, "{quiet:?}");
     assert!(
         quiet

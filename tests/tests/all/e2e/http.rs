@@ -8,6 +8,7 @@ use mcpbox_tests::http::{
     EverythingMode, ScriptedServer, ServerProcess, everything_http, everything_http_at,
     fastmcp_http, free_port, ts_http_at,
 };
+use mcpbox_tests::process::eventually_async;
 use serde_json::{Value, json};
 
 use crate::{PATIENCE, assert_connected, call, next_event, open, ready, status};
@@ -135,16 +136,15 @@ async fn session_headers_and_delete_on_close() {
     drop(runtime);
 
     // DELETE is sent when the connection closes; give it a moment to arrive.
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while !server.seen().iter().any(|s| s.method == "DELETE") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no DELETE: {:#?}",
-            server.seen()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let seen = server.seen();
+    let seen = eventually_async(PATIENCE, async || {
+        let seen = server.seen();
+        if seen.iter().any(|s| s.method == "DELETE") {
+            Ok(seen)
+        } else {
+            Err(format!("no DELETE: {seen:#?}"))
+        }
+    })
+    .await;
     for request in &seen {
         assert_eq!(request.header("x-home"), Some(home.as_str()), "{request:?}");
         assert_eq!(request.header("x-fixed"), Some("plain"));
@@ -302,17 +302,14 @@ async fn an_unset_header_variable_fails_that_server_only() {
 /// announce ("next restart allowed in …"); panics on any other error or after
 /// [`PATIENCE`].
 async fn call_through_backoff(runtime: &Runtime, tool: &str, args: Value) -> mcpbox::CallResult {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    eventually_async(PATIENCE, async || {
         match call(runtime, tool, args.clone()).await {
-            Ok(r) => return r,
-            Err(CallError::ServerUnavailable(m)) if m.contains("next restart allowed in") => {
-                assert!(tokio::time::Instant::now() < deadline, "{m}");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
+            Ok(r) => Ok(r),
+            Err(CallError::ServerUnavailable(m)) if m.contains("next restart allowed in") => Err(m),
             Err(e) => panic!("{tool}: {e}"),
         }
-    }
+    })
+    .await
 }
 
 /// The port of a loopback URL `http://127.0.0.1:PORT/…`.

@@ -3,6 +3,7 @@
 //! when a trapped guest is replaced by one that gives out its keys anew.
 
 use mcpbox::{CallError, Event, MetricsSnapshot, Options, Runtime};
+use mcpbox_tests::process::eventually_async;
 use serde_json::json;
 
 use crate::{assert_connected, call, fixture_entry, next_event, ready};
@@ -20,20 +21,19 @@ fn count(metrics: &MetricsSnapshot, server: &str, tool: &str, outcome: &str) -> 
 /// The metrics once `total` calls are counted: a call's answer goes out before
 /// its count is taken in, so wait for it, with a deadline.
 async fn counted(runtime: &Runtime, total: u64) -> MetricsSnapshot {
-    let deadline = tokio::time::Instant::now() + crate::PATIENCE;
-    loop {
+    eventually_async(crate::PATIENCE, async || {
         let metrics = runtime.metrics().expect("metrics are on");
         let seen: u64 = metrics.calls.iter().map(|c| c.count).sum();
         if seen >= total {
-            return metrics;
+            Ok(metrics)
+        } else {
+            Err(format!(
+                "{total} calls never got counted: {:?}",
+                metrics.calls
+            ))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{total} calls never got counted: {:?}",
-            metrics.calls
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,9 +5,9 @@
 //! `Runtime::set_roots` and reloads.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use mcpbox::{Event, Options, Root, Runtime};
+use mcpbox_tests::process::eventually_async;
 use serde_json::{Value, json};
 
 use crate::{PATIENCE, assert_connected, call, next_event, ready, show, tempdir};
@@ -52,8 +52,7 @@ async fn allowed(runtime: &Runtime) -> String {
 /// schedule after `initialize` or `list_changed`, so the test looks until it
 /// has (or [`PATIENCE`] runs out).
 async fn await_allowed(runtime: &Runtime, dirs: &[&Path]) {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
+    eventually_async(PATIENCE, async || {
         let text = allowed(runtime).await;
         let listed: Vec<&str> = text.lines().skip(1).collect();
         let mut want: Vec<String> = dirs.iter().map(|d| show(d)).collect();
@@ -61,14 +60,14 @@ async fn await_allowed(runtime: &Runtime, dirs: &[&Path]) {
         let mut have: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
         have.sort();
         if have == want {
-            return;
+            Ok(())
+        } else {
+            Err(format!(
+                "the server never allowed {want:?}; it allows {text:?}"
+            ))
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the server never allowed {want:?}; it allows {text:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 /// Reading `file`: Ok(text) or Err(the server's refusal).
