@@ -14,7 +14,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// The worker's allocator: the system's, counted while [`on`] holds.
+/// The worker's allocator: the system's, counted while [`start`] said it counts.
 #[derive(Debug)]
 pub struct Counting;
 

@@ -42,6 +42,10 @@
 //! | [`stock`] | the gateway as a stock `wasi:http` proxy component (feature `stock`): one HTTP request per instance, standard WASI imports only; it also exports the registry, for composition |
 
 #![deny(missing_docs)]
+// The module tables link to private modules and items: the guest is a component,
+// not a library anyone depends on, and its docs are read by its contributors
+// (`cargo doc -p mcpbox-guest --document-private-items`).
+#![allow(rustdoc::private_intra_doc_links)]
 // Native builds (the unit tests) keep std; see "Layout" for why wasm does not.
 #![cfg_attr(target_arch = "wasm32", no_std)]
 

@@ -14,7 +14,7 @@
 // synchronous, never uses: with 1.35.0 a warm call took 30 % more CPU and 15 % more
 // time (docs/PERFORMANCE.md, "The JS host"). Move the pin when a
 // release makes that machinery free for synchronous imports; `npm test` and the stock
-// test's `jco serve` (tests/tests/stock.rs) run on whatever is pinned here.
+// test's `jco serve` (tests/tests/all/stock.rs) run on whatever is pinned here.
 //
 // With --with-test-binaries it also builds what the tests and the benchmark run
 // against, the fixture server and the wasmtime host's CLI (`mcpbox`), and records

@@ -93,12 +93,14 @@ export class AuditLog {
     try {
       makeDirs(dir);
     } catch (error) {
-      throw new Error(`the audit file's directory ${dir} cannot be created: ${error.message}`);
+      throw new Error(`the audit file's directory ${dir} cannot be created: ${error.message}`, {
+        cause: error,
+      });
     }
     try {
       return new AuditLog(path, openSync(path, 'a'));
     } catch (error) {
-      throw new Error(`the audit file ${path} cannot be opened: ${error.message}`);
+      throw new Error(`the audit file ${path} cannot be opened: ${error.message}`, { cause: error });
     }
   }
 

@@ -69,7 +69,7 @@ class MainHub extends Hub {
     try {
       return this.answer(msg);
     } catch (error) {
-      throw new Error(`mcpbox host: ${error?.stack ?? error}`);
+      throw new Error(`mcpbox host: ${error?.stack ?? error}`, { cause: error });
     }
   }
 

@@ -1,4 +1,4 @@
-// The audit trail through the JavaScript host: the assertions of tests/tests/e2e/audit.rs
+// The audit trail through the JavaScript host: the assertions of tests/tests/all/e2e/audit.rs
 // (the wasmtime host's tests) on the same guest .wasm, against the fixture server and the
 // Python SDK peer, and the line format compared with the wasmtime host's CLI.
 

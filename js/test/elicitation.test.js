@@ -1,5 +1,5 @@
 // Input requests (elicitation) through the JavaScript host: the assertions of
-// tests/tests/e2e/elicitation.rs (the wasmtime host's tests) on the same guest .wasm.
+// tests/tests/all/e2e/elicitation.rs (the wasmtime host's tests) on the same guest .wasm.
 // The fixture server's `elicit` tool sends `elicitation/create` during the call and
 // returns the answer it got.
 

@@ -1,5 +1,5 @@
 // The registry against the workspace's fixture server, run by the JavaScript host:
-// the assertions of tests/tests/e2e/fixture.rs (the wasmtime host's tests) on the same
+// the assertions of tests/tests/all/e2e/fixture.rs (the wasmtime host's tests) on the same
 // guest .wasm — negotiation, paging, naming, collisions, failures beside working
 // servers, results, timeouts, cancellation, crashes, list changes and argument checks.
 

@@ -1,7 +1,7 @@
 // Remote servers through the JavaScript host: the guest speaks Streamable HTTP and
 // legacy HTTP+SSE over this host's `wasi:http` (src/wasi_http.js) under its grants
 // (src/remote.js), against the pinned npm and PyPI servers in their HTTP modes, and
-// HTTP faults against a scripted server — the assertions of tests/tests/e2e/http.rs.
+// HTTP faults against a scripted server — the assertions of tests/tests/all/e2e/http.rs.
 
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';

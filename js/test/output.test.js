@@ -1,4 +1,4 @@
-// Output limits through the JavaScript host: the assertions of tests/tests/e2e/output.rs
+// Output limits through the JavaScript host: the assertions of tests/tests/all/e2e/output.rs
 // (the wasmtime host's tests) on the same guest .wasm, against the fixture server and
 // the TypeScript SDK peer. The guest cuts and links; this host writes the files
 // (src/blobs.js).

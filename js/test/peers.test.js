@@ -1,6 +1,6 @@
 // The registry against the servers users actually run, by the JavaScript host: the npm
 // reference servers and servers on the official Python and TypeScript (v2) SDKs, at the
-// versions pinned in tests/peers/ — the assertions of tests/tests/e2e/peers.rs and era.rs.
+// versions pinned in tests/peers/ — the assertions of tests/tests/all/e2e/peers.rs and era.rs.
 
 import assert from 'node:assert/strict';
 import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 // Permission rules through the JavaScript host: the assertions of
-// tests/tests/e2e/permissions.rs (the wasmtime host's tests) on the same guest .wasm,
+// tests/tests/all/e2e/permissions.rs (the wasmtime host's tests) on the same guest .wasm,
 // against the fixture server and the Python and TypeScript SDK peers.
 
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 // Hot reload in the JavaScript host, against the fixture server: the assertions of
-// tests/tests/e2e/reload.rs on the same guest .wasm — a diff applied with calls in
+// tests/tests/all/e2e/reload.rs on the same guest .wasm — a diff applied with calls in
 // flight, the watcher through bad saves, a storm of saves applied once.
 
 import assert from 'node:assert/strict';

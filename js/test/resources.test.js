@@ -1,5 +1,5 @@
 // Resources, prompts and completions by the JavaScript host, against the same real
-// servers as tests/tests/e2e/resources.rs: server-everything (2025 era), the
+// servers as tests/tests/all/e2e/resources.rs: server-everything (2025 era), the
 // TypeScript and Python SDK peers (2026-07-28) and the fixture's blobs.
 
 import assert from 'node:assert/strict';

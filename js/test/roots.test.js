@@ -1,4 +1,4 @@
-// Roots through the JavaScript host: the assertions of tests/tests/e2e/roots.rs on the
+// Roots through the JavaScript host: the assertions of tests/tests/all/e2e/roots.rs on the
 // same guest .wasm, against the reference filesystem server, which allows exactly the
 // client's roots once it has asked for them.
 

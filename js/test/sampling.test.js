@@ -1,4 +1,4 @@
-// Sampling through the JavaScript host: the assertions of tests/tests/e2e/sampling.rs on
+// Sampling through the JavaScript host: the assertions of tests/tests/all/e2e/sampling.rs on
 // the same guest .wasm. The fixture server's `sample` tool and server-everything's
 // `trigger-sampling-request` send `sampling/createMessage` during the call and return
 // the answer they got.

@@ -1,5 +1,5 @@
 // A stdio server's `sandbox` in the JavaScript host. Node cannot confine a child before
-// exec, so the sandbox is the wasmtime host's (tests/tests/e2e/sandbox.rs); here a
+// exec, so the sandbox is the wasmtime host's (tests/tests/all/e2e/sandbox.rs); here a
 // sandbox that must be enforced is refused, never silently dropped, and
 // `"require": false` runs the server unconfined with a warning and its `env` grant.
 

@@ -1,5 +1,5 @@
 // A guest that traps is replaced, as in the wasmtime host (host/src/driver.rs;
-// tests/tests/e2e/fixture.rs `a_trapping_guest_is_replaced_and_the_host_survives`).
+// tests/tests/all/e2e/fixture.rs `a_trapping_guest_is_replaced_and_the_host_survives`).
 // The traps are real, provoked the way the Rust test does it: with a small memory
 // limit, an 8 MiB argument cannot be copied into the guest, whose allocation fails.
 

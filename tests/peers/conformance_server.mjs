@@ -3,7 +3,7 @@
 // the official conformance suite's server scenarios call (`test_simple_text`,
 // `test_tool_with_progress`, `test_elicitation`, …), each as the scenario's own
 // description asks, written on the TypeScript SDK v2 (`@modelcontextprotocol/server`).
-// tests/tests/conformance_server.rs runs every server scenario against this server
+// tests/tests/all/conformance_server.rs runs every server scenario against this server
 // directly over Streamable HTTP and through `mcpbox serve` (which runs it over
 // stdio), and compares.
 //

@@ -1,6 +1,6 @@
 // The dashboard in a real browser: headless Chromium (the system's, see
 // scripts/install-peers) driven by playwright-core (pinned in package.json; it
-// downloads no browser). Run by tests/tests/gateway/dashboard.rs against
+// downloads no browser). Run by tests/tests/all/gateway/dashboard.rs against
 // `mcpbox serve --http` over a configuration with two servers:
 //
 //   fx    the fixture server, connected at once;

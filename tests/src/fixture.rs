@@ -66,7 +66,7 @@ pub const SUPPORTED_PROTOCOL_VERSIONS: &[&str] =
 pub const SLEEP_STARTED: &str = "sleep started";
 
 /// Finds the fixture server binary from an integration test of this crate
-/// (`tests/tests/*.rs`), as a `&'static str` path.
+/// (`tests/tests/`), as a `&'static str` path.
 ///
 /// A library cannot see `CARGO_BIN_EXE_*`; a macro expands in the test that uses it,
 /// where Cargo has set the variable and built the binary.

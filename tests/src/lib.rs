@@ -34,8 +34,12 @@
 //! scenario's outcome.
 //!
 //! [`stdio::StdioPeer`] talks to any of them directly over stdio, with a deadline on
-//! every read; `tests/fixture_server.rs` and `tests/peers.rs` use it to pin down what
-//! the servers do before mcpbox's own tests rely on it.
+//! every read; `tests/tests/all/fixture_server.rs` and `tests/tests/all/peers.rs` use
+//! it to pin down what the servers do before mcpbox's own tests rely on it.
+//!
+//! [`process`] has the child-process guard ([`process::ChildGuard`]: killed and
+//! reaped when dropped, killed at a deadline) and [`process::eventually`], the one
+//! way a test polls for something with a deadline.
 
 #![deny(missing_docs)]
 
@@ -45,6 +49,7 @@ pub mod gateway;
 pub mod haproxy;
 pub mod http;
 pub mod peers;
+pub mod process;
 pub mod stdio;
 pub mod stock;
 
@@ -56,10 +61,9 @@ use std::time::{Duration, Instant};
 
 /// The `mcpbox` program (the `mcpbox-cli` crate's binary) of this build: in the
 /// target directory that holds the running test (`target/debug/mcpbox` for
-/// `target/debug/deps/TEST-HASH`), where `cargo build --workspace --bins` puts it.
-/// A test of another crate cannot name it with `CARGO_BIN_EXE_*`, and cargo
-/// builds it with the tests only when the `mcpbox-cli` package is selected
-/// (`cargo test --workspace` does; `scripts/test` builds every program first).
+/// `target/debug/deps/TEST-HASH`), where `cargo build --workspace --bin mcpbox`
+/// puts it. A test of another crate cannot name it with `CARGO_BIN_EXE_*`, and
+/// cargo does not build it with these tests: `scripts/test` builds it first.
 ///
 /// # Panics
 ///
@@ -78,8 +82,7 @@ pub fn mcpbox_program() -> &'static str {
         assert!(
             program.is_file(),
             "{} is missing: the tests run the `mcpbox` program of the mcpbox-cli crate; \
-             build it first with `cargo build --workspace --bins` (scripts/test does), \
-             or run the tests with `cargo test --workspace`",
+             build it first with `cargo build --workspace --bin mcpbox` (scripts/test does)",
             program.display()
         );
         program.to_string_lossy().into_owned()

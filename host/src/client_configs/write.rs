@@ -34,7 +34,7 @@ pub enum WriteOutcome {
     },
 }
 
-/// What [`write`] did.
+/// What [`write()`](fn@write) did.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WriteReport {

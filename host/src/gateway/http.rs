@@ -25,7 +25,7 @@
 //!   in the new instance (the exchanges the old one had are lost).
 //! - **Resumption**: events on a session's streams carry ids `{stream}-{n}`
 //!   (stream 0 is the standalone one, others are exchanges), and the session keeps
-//!   its last [`REPLAY_EVENTS`] events, within [`HttpOptions::replay_bytes`] and,
+//!   its last `REPLAY_EVENTS` events, within [`HttpOptions::replay_bytes`] and,
 //!   for every session together, [`HttpOptions::replay_total_bytes`]; `GET` with
 //!   `Last-Event-ID` replays what followed that event on its stream, then goes on
 //!   live if the stream is still open. A 2025 session's calls keep running when
@@ -83,8 +83,8 @@ const SMALL_BODY: usize = 16 * 1024;
 /// Besides these, every client's requests are held to a budget of the guest's
 /// memory, derived from its limit ([`Options::memory_limit`](crate::Options::memory_limit)):
 /// the bodies of the requests one session has in flight (sent and not yet
-/// answered whole) may total 1/16 of it, and [`SESSION_EXCHANGES`] requests; every
-/// client's together 1/4 of it and [`TOTAL_EXCHANGES`] requests, and a further
+/// answered whole) may total 1/16 of it, and `SESSION_EXCHANGES` requests; every
+/// client's together 1/4 of it and `TOTAL_EXCHANGES` requests, and a further
 /// 1/16 that only requests of at most 16 KiB may use, so that large requests
 /// never crowd out small ones. A request past the budget is `429` with
 /// `Retry-After`, and nothing of it reaches the guest.
@@ -145,7 +145,7 @@ pub struct HttpOptions {
     /// this long is ended.
     pub session_idle_timeout: Duration,
     /// Bytes of events one session keeps for resumption (`Last-Event-ID`), at most
-    /// (and at most [`REPLAY_EVENTS`] events).
+    /// (and at most `REPLAY_EVENTS` events).
     pub replay_bytes: usize,
     /// Bytes of events all sessions together keep for resumption: past it, the
     /// session keeping the most gives up its oldest.

@@ -14,7 +14,7 @@
 //! sees the answer it would see without OAuth: a success, or the `401`/`403`.
 //! A server whose entry configures an `Authorization` header is left alone.
 //! A token is bound to the URL it was issued for: the state of a server is
-//! found from the grant of each request by its name and URL ([`OAuth`]), so
+//! found from the grant of each request by its name and URL (`OAuth`), so
 //! a reload that gives a name another URL never sends it the old URL's token.
 //! A token the authorization server bound to mcpbox's key (DPoP, `dpop`) goes
 //! as `Authorization: DPoP …` with a proof on every request instead.

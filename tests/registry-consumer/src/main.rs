@@ -1,6 +1,6 @@
 //! A component that uses mcpbox's tool registry through its WIT interface
 //! alone (`mcpbox:runtime/registry`): the smallest agent written as a
-//! component. `tests/tests/stock.rs` composes it with the stock
+//! component. `tests/tests/all/stock.rs` composes it with the stock
 //! component (`wac_graph::plug`, what `wac plug` does) and runs the composition
 //! on the stock `wasmtime run`.
 //!

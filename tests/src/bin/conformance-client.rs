@@ -39,7 +39,7 @@
 //! The DPoP scenarios need nothing configured: mcpbox binds its tokens when
 //! the authorization server offers DPoP.
 //!
-//! `tests/tests/conformance.rs` runs every client scenario with it.
+//! `tests/tests/all/conformance.rs` runs every client scenario with it.
 
 use std::process::ExitCode;
 use std::sync::Mutex;

@@ -1,0 +1,301 @@
+//! Processes a test starts and conditions it waits for, each with a deadline: a
+//! test never sleeps a fixed time to wait for something, and a failing test
+//! leaves no process behind.
+//!
+//! - [`ChildGuard`]: a child process the test owns. Dropped (when the test
+//!   returns or panics) it is killed, with its process group when it leads one,
+//!   and reaped; [`ChildGuard::kill_after`] kills it at a deadline, so that a read
+//!   waiting for output that never comes ends (at end of file) instead of hanging
+//!   the test.
+//! - [`eventually`] and [`eventually_async`]: poll a condition until it holds or a
+//!   deadline passes, then fail with what it last saw.
+
+use std::ops::{Deref, DerefMut};
+use std::process::{Child, Command, Output};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rustix::process::{Pid, PidfdFlags, Signal};
+
+/// How often [`eventually`] and [`eventually_async`] look again.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Calls `condition` until it returns `Ok`, every 20 ms, for at most `deadline`,
+/// and returns what it returned. `Err` says what is still missing (the state
+/// seen), for the failure message.
+///
+/// # Panics
+///
+/// When `deadline` passes first, with the last `Err`.
+pub fn eventually<T>(deadline: Duration, mut condition: impl FnMut() -> Result<T, String>) -> T {
+    let until = Instant::now() + deadline;
+    loop {
+        match condition() {
+            Ok(value) => return value,
+            Err(missing) if Instant::now() >= until => {
+                panic!("not within {deadline:?}: {missing}")
+            }
+            // Polling what another process changes (a file, /proc, a listing):
+            // there is nothing to await.
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+}
+
+/// [`eventually`] for a condition that is itself asynchronous (a request, a
+/// runtime's status) or runs beside the test's own tasks, sleeping on tokio's
+/// clock between tries.
+///
+/// # Panics
+///
+/// When `deadline` passes first, with the last `Err`.
+pub async fn eventually_async<T>(
+    deadline: Duration,
+    mut condition: impl AsyncFnMut() -> Result<T, String>,
+) -> T {
+    let until = tokio::time::Instant::now() + deadline;
+    loop {
+        match condition().await {
+            Ok(value) => return value,
+            Err(missing) if tokio::time::Instant::now() >= until => {
+                panic!("not within {deadline:?}: {missing}")
+            }
+            Err(_) => tokio::time::sleep(POLL).await,
+        }
+    }
+}
+
+/// A child process the test owns: killed (`SIGKILL`, its whole process group
+/// when it was started as the leader of one) and reaped when dropped. It
+/// dereferences to the [`Child`], for its pipes and its id.
+#[derive(Debug)]
+pub struct ChildGuard {
+    child: Child,
+    group: bool,
+    watchdog: Option<Watchdog>,
+}
+
+#[derive(Debug)]
+struct Watchdog {
+    /// Dropped to call the watchdog off.
+    _stop: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl ChildGuard {
+    /// Starts `command`.
+    ///
+    /// # Panics
+    ///
+    /// When it cannot be started, naming it.
+    pub fn spawn(command: &mut Command) -> ChildGuard {
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+        ChildGuard {
+            child,
+            group: false,
+            watchdog: None,
+        }
+    }
+
+    /// Starts `command` as the leader of a new process group, which is killed
+    /// whole (the program's own children too).
+    ///
+    /// # Panics
+    ///
+    /// When it cannot be started, naming it.
+    pub fn spawn_group(command: &mut Command) -> ChildGuard {
+        use std::os::unix::process::CommandExt;
+        let mut guard = ChildGuard::spawn(command.process_group(0));
+        guard.group = true;
+        guard
+    }
+
+    /// Kills the process (and its group) when `deadline` has passed and it is
+    /// still there: a test that waits for its output or its exit then sees the
+    /// end of its output, or its death by `SIGKILL`, and fails saying what it
+    /// waited for. The signal goes through a pidfd, so it can reach no other
+    /// process once this one is reaped.
+    ///
+    /// # Panics
+    ///
+    /// When the kernel gives no pidfd for the child (Linux 5.3 and later do).
+    #[must_use]
+    pub fn kill_after(mut self, deadline: Duration) -> ChildGuard {
+        let pid = Pid::from_child(&self.child);
+        let pidfd =
+            rustix::process::pidfd_open(pid, PidfdFlags::empty()).expect("a pidfd for the child");
+        let group = self.group;
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if stopped.recv_timeout(deadline) == Err(mpsc::RecvTimeoutError::Timeout)
+                && rustix::process::pidfd_send_signal(&pidfd, Signal::KILL).is_ok()
+                && group
+            {
+                // The leader was not reaped yet, so its group id is still its own.
+                let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+            }
+        });
+        self.watchdog = Some(Watchdog {
+            _stop: stop,
+            thread,
+        });
+        self
+    }
+
+    /// Waits for the process to exit, collecting its piped output
+    /// ([`Child::wait_with_output`]); [`ChildGuard::kill_after`]'s deadline still
+    /// holds while it waits.
+    ///
+    /// # Panics
+    ///
+    /// When waiting fails.
+    pub fn wait_with_output(mut self) -> Output {
+        let stdout = self.child.stdout.take();
+        let stderr = self.child.stderr.take();
+        let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut pipe) = pipe {
+                    let _ = pipe.read_to_end(&mut bytes);
+                }
+                bytes
+            })
+        };
+        let out = read(stdout.map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+        let err = read(stderr.map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+        let status = self.child.wait().expect("wait for the child");
+        Output {
+            status,
+            stdout: out.join().unwrap_or_default(),
+            stderr: err.join().unwrap_or_default(),
+        }
+    }
+}
+
+impl Deref for ChildGuard {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.child
+    }
+}
+
+impl DerefMut for ChildGuard {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(watchdog) = self.watchdog.take() {
+            drop(watchdog._stop);
+            let _ = watchdog.thread.join();
+        }
+        // Not reaped yet unless the test waited for it: then the kill finds
+        // nothing (a group's members, if any, still hold its id).
+        if self.group {
+            let _ = rustix::process::kill_process_group(Pid::from_child(&self.child), Signal::KILL);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::process::Stdio;
+
+    /// Whether process `pid` still runs (a zombie does not).
+    fn runs(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn a_dropped_guard_kills_and_reaps_the_whole_group() {
+        // The shell prints the pid of a child it leaves running in its group.
+        let mut guard = ChildGuard::spawn_group(
+            Command::new("sh")
+                .args(["-c", "sleep 600 & echo $!; wait"])
+                .stdout(Stdio::piped()),
+        );
+        let mut line = [0u8; 32];
+        let n = guard.stdout.as_mut().unwrap().read(&mut line).unwrap();
+        let grandchild: u32 = std::str::from_utf8(&line[..n])
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let shell = guard.id();
+        assert!(runs(shell) && runs(grandchild));
+        drop(guard);
+        assert!(!runs(shell), "the shell was reaped");
+        // The grandchild is not ours to reap: killed, it is gone or a zombie.
+        eventually(Duration::from_secs(10), || {
+            if runs(grandchild) {
+                Err(format!("{grandchild} still runs"))
+            } else {
+                Ok(())
+            }
+        });
+    }
+
+    #[test]
+    fn kill_after_ends_a_read_that_would_wait_forever() {
+        let started = Instant::now();
+        let mut guard = ChildGuard::spawn(Command::new("sleep").arg("600").stdout(Stdio::piped()))
+            .kill_after(Duration::from_millis(200));
+        let mut out = String::new();
+        guard
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let output = guard.wait_with_output();
+        assert!(!output.status.success());
+    }
+
+    #[test]
+    fn a_guard_dropped_before_its_deadline_leaves_no_watchdog_to_fire() {
+        let guard =
+            ChildGuard::spawn(&mut Command::new("true")).kill_after(Duration::from_secs(600));
+        let started = Instant::now();
+        drop(guard);
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the watchdog was called off"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "not within 50ms: still 3")]
+    fn eventually_fails_with_what_it_last_saw() {
+        eventually(Duration::from_millis(50), || {
+            Err::<(), _>("still 3".to_owned())
+        });
+    }
+
+    #[test]
+    fn eventually_returns_once_the_condition_holds() {
+        let mut tries = 0;
+        let value = eventually(Duration::from_secs(10), || {
+            tries += 1;
+            if tries == 3 {
+                Ok(tries)
+            } else {
+                Err(format!("{tries}"))
+            }
+        });
+        assert_eq!(value, 3);
+    }
+}
