@@ -5,7 +5,8 @@
 //! behind: a source file of the guest, the host or the CLI missing from the map in
 //! docs/architecture.md (or a map row naming a file that is gone), a relative link to a
 //! file or heading that does not exist, a cited repository path that does not exist,
-//! and a test the security page names that no longer exists under that name. They live
+//! a test the security page names that no longer exists under that name, and an issue
+//! number or a commit hash, which point at history the reader does not have. They live
 //! beside the CLI reference's test ([`crate::reference`]), the other check that a page
 //! says what the code does.
 
@@ -374,6 +375,49 @@ fn tests_the_security_page_cites_exist() {
     );
 }
 
+/// Whether `word` looks like a commit hash: 7 to 40 lower-case hex digits, letters and
+/// digits both.
+fn looks_like_a_commit(word: &str) -> bool {
+    (7..=40).contains(&word.len())
+        && word
+            .chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        && word.chars().any(|c| c.is_ascii_digit())
+        && word.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+#[test]
+fn the_book_says_why_not_when() {
+    let root = root();
+    let mut found = Vec::new();
+    for page in pages(&root) {
+        let text = fs::read_to_string(root.join(&page)).expect("page");
+        for (number, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+            for pair in words.windows(2) {
+                if matches!(pair[0], "issue" | "finding")
+                    && !pair[1].is_empty()
+                    && pair[1].chars().all(|c| c.is_ascii_digit())
+                {
+                    found.push(format!("{page}:{}: `{} {}`", number + 1, pair[0], pair[1]));
+                }
+            }
+            for word in line.split(|c: char| !c.is_ascii_alphanumeric()) {
+                if looks_like_a_commit(word) {
+                    found.push(format!("{page}:{}: `{word}`", number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the book points at a tracker or a commit the reader does not have (say what the \
+         behaviour is and why; history is git's):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn slugs_are_made_as_github_makes_them() {
     assert_eq!(
@@ -382,6 +426,7 @@ fn slugs_are_made_as_github_makes_them() {
     );
     assert_eq!(slug("The guest's own limits"), "the-guests-own-limits");
     assert_eq!(slug("JavaScript (Node.js ≥ 20)"), "javascript-nodejs--20");
+    assert!(looks_like_a_commit("3b2b002") && !looks_like_a_commit("1048576"));
     assert_eq!(
         anchors("# A\n## A\n```\n# not a heading\n```\n## A\n"),
         ["a", "a-1", "a-2"].into_iter().map(String::from).collect()
