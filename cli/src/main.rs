@@ -11,6 +11,8 @@
 //! [`mcpbox::terminal::escape`] ([`one`] for one-line fields, [`block`] for text
 //! that may span lines), so it cannot drive the terminal; `--json` output is exact.
 
+#[cfg(test)]
+mod book;
 mod commands;
 mod exit;
 #[cfg(test)]

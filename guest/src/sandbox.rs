@@ -44,8 +44,8 @@ pub struct Sandbox {
     pub require: bool,
 }
 
-/// A sandboxed server's network access (TCP; see the README for what Landlock
-/// does not cover).
+/// A sandboxed server's network access (TCP; docs/configuration.md, "Sandboxed servers",
+/// says what Landlock does not cover).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Network {
     /// No TCP connect or bind.

@@ -15,7 +15,7 @@
 //! 0.71 MB), and Cranelift's compile time at first run grows with it. Tool schemas use a small,
 //! stable part of JSON Schema; that part is implemented here, and
 //! `tests/differential/` checks it against boon on generated schemas and
-//! instances (the README lists the differences, "Documented differences"):
+//! instances (docs/testing.md lists the differences, "Documented differences"):
 //!
 //! - `type`, `enum`, `const`;
 //! - numbers: `minimum`, `maximum`, `exclusiveMinimum`/`exclusiveMaximum` (numbers,

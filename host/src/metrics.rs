@@ -388,7 +388,7 @@ pub const PROMETHEUS_CONTENT_TYPE: &str =
 
 impl MetricsSnapshot {
     /// The snapshot in the Prometheus text exposition format (version 0.0.4), as
-    /// `/metrics` serves it. The metric names are listed in the README ("Metrics").
+    /// `/metrics` serves it. The metric names are listed in docs/gateway.md ("Metrics").
     pub fn prometheus_text(&self) -> String {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Exposition(self.clone())));

@@ -303,7 +303,7 @@ impl Options {
     }
 
     /// Where oversized tool results and the images and audio in results are
-    /// written (see the README, "Output limits"); `None` keeps no files (results
+    /// written (docs/configuration.md, "Output limits"); `None` keeps no files (results
     /// are then cut, and media passed on inline). Default: a directory of its own
     /// per runtime, `results/<unix seconds>-<pid>` in the cache directory (a
     /// private temporary directory when there is no cache directory, or it is not
@@ -356,7 +356,7 @@ impl Options {
     /// Also reads the permission rules of a Claude Code settings file next to the
     /// configuration (`.claude/settings.json` and `.claude/settings.local.json` in
     /// its directory): their `allow` / `ask` / `deny` rules about MCP tools join the
-    /// configuration's; rules about Claude Code's own tools are skipped (README,
+    /// configuration's; rules about Claude Code's own tools are skipped (docs/configuration.md,
     /// "Permissions"). No such file is a configuration issue; default off.
     pub fn claude_settings(mut self, enabled: bool) -> Self {
         self.embedder.claude_settings = enabled;
@@ -365,11 +365,11 @@ impl Options {
 
     /// Counts calls (by server, tool and outcome, with their durations), server
     /// restarts, uptime and guest restarts, for [`Runtime::metrics`], the `/metrics`
-    /// and dashboard of [`Runtime::serve_http`] (README, "Metrics"). Default off.
+    /// and dashboard of [`Runtime::serve_http`] (docs/gateway.md, "Metrics"). Default off.
     /// The guest then reports every call as a few integers (the WIT's
     /// `call-counted`); with [`Options::audit_events`] on as well, the runtime
     /// also keeps the latest calls' audit records ([`Runtime::recent_calls`]).
-    /// Measured cost: README, "Metrics".
+    /// Measured cost: docs/gateway.md, "Metrics".
     pub fn metrics(mut self, enabled: bool) -> Self {
         self.metrics = enabled;
         self

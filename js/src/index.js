@@ -405,7 +405,7 @@ function event(e) {
  * was not applied (the running one stays); and with an audit file or
  * `auditEvents: true`, `{ type: 'audit', record }` for every call (a line of the audit
  * trail: `time`, `call`, `server`, `tool`, `profile`, `decision`, `rule`, `approval`,
- * `outcome`, `durationMs`, `arguments`; see the README, "The audit trail"); and
+ * `outcome`, `durationMs`, `arguments`; see docs/configuration.md, "The audit trail"); and
  * `{ type: 'resource-updated', server, uri }` for a resource followed with
  * `subscribeResource`, `{ type: 'resources-changed', server }` and
  * `{ type: 'prompts-changed', server }` when a server's resource or prompt list changed;
@@ -481,7 +481,7 @@ export class McpBox extends EventEmitter {
    *   bytes (default 256 MiB, as the wasmtime host's `Options::memory_limit`). A guest
    *   that needs more traps, and is replaced like any trapped guest
    * @param {string | null} [options.resultsDir] where oversized tool results and the
-   *   images and audio in results are written (README, "Output limits"); `null` keeps no
+   *   images and audio in results are written (docs/configuration.md, "Output limits"); `null` keeps no
    *   files (results are then cut, media passed on inline). Default: a directory of its
    *   own per runtime, `results/<unix seconds>-<pid>` in the cache directory
    * @param {number} [options.maxResultBytes] results larger than this are written to a

@@ -1,7 +1,7 @@
 // Tools in each model provider's dialect through the JavaScript host: the guest's
 // conversions (`registry.adapted-tools`) and calls mapped back
 // (`registry.start-adapted-call`), against a server whose schemas are pydantic's — the
-// assertions of cli/tests/cli/adapters.rs.
+// assertions of tests/tests/all/cli/adapters.rs.
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 // OAuth in the JavaScript host: the embedder's `tokenProvider` (this host runs no OAuth
-// flow of its own; the wasmtime host does, see the README). A real server-everything
+// flow of its own; the wasmtime host does, see docs/configuration.md). A real server-everything
 // over Streamable HTTP sits behind a bearer-token gate in the test, which answers `401`
 // with a `WWW-Authenticate` challenge to any other token, as a protected MCP server does.
 

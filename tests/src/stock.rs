@@ -6,7 +6,7 @@
 //! `js/package-lock.json`), and a round-robin proxy in front of several of them.
 //!
 //! - [`stock_component`] builds the component once per test process, with the
-//!   README's command (its own target directory, so it never waits for the
+//!   command of docs/PLATFORMS.md (its own target directory, so it never waits for the
 //!   outer build's lock, seeded from the default guest's build).
 //! - [`StockServer`] runs `wasmtime serve`, `wash dev` or `jco serve` on a
 //!   loopback port and kills it when dropped.
@@ -52,7 +52,7 @@ pub fn stock_config_component() -> PathBuf {
     BUILT.get_or_init(|| build_stock("stock-config")).clone()
 }
 
-/// Builds the guest with `feature` into `target/FEATURE/`, as the README says.
+/// Builds the guest with `feature` into `target/FEATURE/`, as docs/PLATFORMS.md says.
 fn build_stock(feature: &str) -> PathBuf {
     build_component(&["-p", "mcpbox-guest", "--features", feature], feature)
         .join("mcpbox_guest.wasm")

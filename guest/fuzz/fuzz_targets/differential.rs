@@ -1,5 +1,5 @@
 //! The guest's validator against boon and its pattern matcher against regress, on
-//! fuzzer-made inputs: a panic is a disagreement the README does not document. The
+//! fuzzer-made inputs: a panic is a disagreement docs/testing.md does not document. The
 //! comparisons are the differential tests' own (guest/tests/differential/).
 #![no_main]
 

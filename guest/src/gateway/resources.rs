@@ -23,7 +23,7 @@
 //!   completions.
 //!
 //! Permission rules name tools: they do not filter resources or prompts (a
-//! server a profile cannot see at all is still listed); see the README.
+//! server a profile cannot see at all is still listed); see docs/gateway.md.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;

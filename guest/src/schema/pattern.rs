@@ -34,7 +34,7 @@
 //! caller skips the pattern rather than check it with the wrong meaning.
 //!
 //! `tests/differential/` checks this matcher against regress on generated patterns
-//! and strings; the README lists the differences ("Documented differences").
+//! and strings; docs/testing.md lists the differences ("Documented differences").
 
 use crate::prelude::*;
 

@@ -4,7 +4,7 @@
 use crate::{patterns, schemas};
 use arbitrary::Unstructured;
 
-/// Runs one input; `Err` is a disagreement the README does not document.
+/// Runs one input; `Err` is a disagreement docs/testing.md does not document.
 pub fn run(data: &[u8]) -> Result<(), String> {
     let Some((&which, rest)) = data.split_first() else {
         return Ok(());

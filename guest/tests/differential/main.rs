@@ -13,7 +13,7 @@
 //!   cargo test --release -p mcpbox-guest --test differential -- --nocapture
 //! ```
 //!
-//! Every difference the README lists under "Documented differences" is pinned by
+//! Every difference docs/testing.md lists under "Documented differences" is pinned by
 //! `documented_differences_*` below, so the table cannot outlive the code.
 
 mod fuzzing;
@@ -167,7 +167,7 @@ fn guest_match(pattern: &str, text: &str) -> bool {
     Pattern::new(pattern).unwrap().is_match(text).unwrap()
 }
 
-/// README, "Documented differences": where boon's ECMA-262 translation (into the
+/// docs/testing.md, "Documented differences": where boon's ECMA-262 translation (into the
 /// `regex` crate's syntax) means something else, the guest agrees with regress.
 #[test]
 fn documented_differences_boon_patterns() {
@@ -207,7 +207,7 @@ fn documented_differences_boon_patterns() {
     }
 }
 
-/// README, "Documented differences": what the guest reads as Annex B does, where
+/// docs/testing.md, "Documented differences": what the guest reads as Annex B does, where
 /// the `u` flag makes the pattern an error.
 #[test]
 fn documented_differences_annex_b() {
@@ -228,7 +228,7 @@ fn documented_differences_annex_b() {
     }
 }
 
-/// README, "Documented differences": keywords.
+/// docs/testing.md, "Documented differences": keywords.
 #[test]
 fn documented_differences_keywords() {
     // multipleOf: decimal, as the JSON text says (0.3 / 0.1 is 2.9999999999999996
@@ -263,7 +263,7 @@ fn documented_differences_keywords() {
     assert!(schemas.validate(&json!([1]), index).is_err());
 }
 
-/// README, "Documented differences": syntax regress supports and the guest
+/// docs/testing.md, "Documented differences": syntax regress supports and the guest
 /// refuses; the validator then skips the pattern with a note.
 #[test]
 fn documented_differences_refused() {
@@ -287,7 +287,7 @@ fn documented_differences_refused() {
     }
 }
 
-/// README, "Documented differences": up to draft 7 `$ref` replaces its siblings;
+/// docs/testing.md, "Documented differences": up to draft 7 `$ref` replaces its siblings;
 /// boon applies the siblings drafts 6 and 7 added.
 #[test]
 fn documented_differences_ref_siblings() {

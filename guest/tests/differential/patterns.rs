@@ -5,7 +5,7 @@
 //! fuzz target `differential` (guest/fuzz/) includes this file, so it uses only
 //! `arbitrary`, `regress` and the guest's public API.
 //!
-//! The rules the comparison enforces (README, "Documented differences"):
+//! The rules the comparison enforces (docs/testing.md, "Documented differences"):
 //! - JSON Schema patterns are ECMA-262 with the `u` flag, so `regress` runs with it;
 //! - where regress gives an answer and the guest gives one, they are the same;
 //! - the guest may give up on its step budget (`None`: the pattern is not checked

@@ -6,7 +6,7 @@
 //! a chance of being knocked off), and the comparison of the two validators. The
 //! fuzz target `differential` (guest/fuzz/) includes this file.
 //!
-//! The rules the comparison enforces (README, "Documented differences"):
+//! The rules the comparison enforces (docs/testing.md, "Documented differences"):
 //! - a schema boon compiles, the guest compiles too, unless the guest says why
 //!   (a `patternProperties` pattern it cannot match);
 //! - on a schema both compile, both give the same verdict for every instance,

@@ -16,7 +16,7 @@
 //! the grant and the kernel's ABI; with `"require": false` it is dropped with a
 //! warning instead. Landlock does not cover UDP, ICMP, or UNIX sockets by path
 //! (those follow the filesystem rules only from ABI 9), and `stat` / `access` /
-//! `readlink` are never restricted: the README says so.
+//! `readlink` are never restricted: docs/configuration.md says so.
 //!
 //! # Automatic grants
 //!

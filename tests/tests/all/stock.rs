@@ -137,7 +137,7 @@ fn the_stock_component_imports_standard_wasi_only() {
 }
 
 /// The consumer plugged into the stock component (`wac plug --plug STOCK
-/// CONSUMER`, as the README says), written next to the consumer.
+/// CONSUMER`, as docs/PLATFORMS.md says), written next to the consumer.
 fn compose_registry(stock: &std::path::Path, consumer: &std::path::Path) -> std::path::PathBuf {
     use wac_graph::{CompositionGraph, EncodeOptions, plug, types::Package};
     let mut graph = CompositionGraph::new();
@@ -293,8 +293,8 @@ fn eras() -> [(&'static str, ClientLifecycleMode); 2] {
 /// the same component under `wasmtime serve` and `jco serve` has not. While it
 /// waited, neither socket to server-everything held unread or unsent bytes, and a
 /// component made to look every second found no answer either: the answer is
-/// lost between wash's HTTP client and the component. README, "Running mcpbox on
-/// a component platform", says so.
+/// lost between wash's HTTP client and the component. docs/PLATFORMS.md,
+/// "Running it", says so.
 const LOST_ANSWER: &str = "server `ev` failed: server `ev` did not finish connecting within 30s (it had not answered tools/list)";
 
 /// The SDK clients and rmcp's, both eras, through the stock component on
