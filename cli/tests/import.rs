@@ -1794,6 +1794,12 @@ fn a_connected_client_runs_mcpbox_serving_its_servers() {
     }))
     .unwrap();
     std::fs::write(&claude, &original).unwrap();
+    // It holds a credential of its own (here none; often one inline): private.
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let config = world.home.join("mcpbox/servers.json");
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     let config_arg = config.to_str().unwrap();
@@ -1822,6 +1828,12 @@ fn a_connected_client_runs_mcpbox_serving_its_servers() {
     let shown = text(&out);
     assert_eq!(out.status.code(), Some(0), "{shown}");
     assert!(shown.contains("  - the entries demo, demo-b"), "{shown}");
+    assert_eq!(mode(&claude), 0o600, "the file keeps its mode");
+    assert_eq!(mode(&world.home.join(".claude.json.mcpbox-backup")), 0o600);
+    assert_eq!(
+        mode(&world.home.join(".claude.json.mcpbox-connected")),
+        0o600
+    );
     let written: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     let names: Vec<&String> = written["mcpServers"].as_object().unwrap().keys().collect();
     assert_eq!(names, ["demo", "demo-b"], "{written:#}");
@@ -1850,6 +1862,7 @@ fn a_connected_client_runs_mcpbox_serving_its_servers() {
     let out = world.mcpbox(&["connect", "--undo", "claude-code", "--force"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(std::fs::read_to_string(&claude).unwrap(), original);
+    assert_eq!(mode(&claude), 0o600);
     let undone = world.home.join(".claude.json.mcpbox-undone");
     assert_eq!(std::fs::read_to_string(undone).unwrap(), changed);
 }

@@ -180,7 +180,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
         return Ok(Exit::Success);
     }
 
-    let path = shown(&plan.target.path.display().to_string());
+    let path = shown(&client_configs::tilde(&plan.target.path, &places.home));
     writeln!(
         out,
         "{} ({}): {path}{}",
@@ -195,7 +195,7 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
     if plan.replaced.is_empty() {
         writeln!(out, "\nIt configures no servers mcpbox can read.")?;
     } else {
-        let config_shown = shown(&config.display().to_string());
+        let config_shown = shown(&client_configs::tilde(&config, &places.home));
         let verb = if request.import && !request.dry_run {
             "added to"
         } else {

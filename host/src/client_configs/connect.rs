@@ -386,6 +386,15 @@ fn edit_json(
     let added = entries
         .append(ENTRY_NAME, json_entry(client, via))
         .to_string();
+    // The property's text starts at its name: indent it as its closing brace.
+    let indent: String = added
+        .lines()
+        .last()
+        .unwrap_or("")
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .collect();
+    let added = format!("{indent}{added}");
     let mut after = root.to_string();
     if !after.ends_with('\n') {
         after.push('\n');
