@@ -1792,7 +1792,8 @@ fn a_connected_client_runs_mcpbox_serving_its_servers() {
         "projects": {"/elsewhere": {"mcpServers": {}}},
         "theme": "dark",
     }))
-    .unwrap();
+    .unwrap()
+        + "\n";
     std::fs::write(&claude, &original).unwrap();
     // It holds a credential of its own (here none; often one inline): private.
     let mode = |p: &Path| {
@@ -1851,9 +1852,36 @@ fn a_connected_client_runs_mcpbox_serving_its_servers() {
     assert_eq!(now["theme"], "dark");
     assert_eq!(now["projects"], json!({"/elsewhere": {"mcpServers": {}}}));
 
-    // The client (or its user) changes the file: undo refuses, --force keeps it.
-    let mut changed = std::fs::read_to_string(&claude).unwrap();
-    changed = changed.replace("\"numStartups\": 12", "\"numStartups\": 13");
+    // The client rewrites the rest of its file (Claude Code keeps its state
+    // there): undo puts back the servers and keeps that change.
+    let connected = std::fs::read_to_string(&claude).unwrap();
+    std::fs::write(
+        &claude,
+        connected.replace("\"numStartups\": 12", "\"numStartups\": 13"),
+    )
+    .unwrap();
+    let out = world.mcpbox(&["connect", "--undo", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("Restored the servers"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&claude).unwrap(),
+        original.replace("\"numStartups\": 12", "\"numStartups\": 13")
+    );
+    assert_eq!(mode(&claude), 0o600);
+    assert!(!world.home.join(".claude.json.mcpbox-backup").exists());
+
+    // A change to the servers themselves: undo refuses, --force keeps it beside.
+    std::fs::write(&claude, &original).unwrap();
+    let out = world.mcpbox(&["--config", config_arg, "connect", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let changed = std::fs::read_to_string(&claude).unwrap().replace(
+        "\"mcpbox\": {",
+        "\"mine\": {\"command\": \"mine-mcp\"},\n    \"mcpbox\": {",
+    );
     std::fs::write(&claude, &changed).unwrap();
     let out = world.mcpbox(&["connect", "--undo", "claude-code"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

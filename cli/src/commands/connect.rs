@@ -91,7 +91,14 @@ pub async fn run(request: Request) -> anyhow::Result<Exit> {
             writeln!(out)?;
         } else {
             let path = shown(&undone.path.display().to_string());
-            if undone.restored {
+            if undone.servers_only {
+                writeln!(
+                    out,
+                    "Restored the servers of {path} as they were before `mcpbox connect` ({}); \
+                     the rest of the file changed since and is kept as it is now.",
+                    client.label()
+                )?;
+            } else if undone.restored {
                 writeln!(
                     out,
                     "Restored {path} as it was before `mcpbox connect` ({}).",

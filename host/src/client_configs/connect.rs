@@ -11,8 +11,11 @@
 //!
 //! Before writing, the original bytes are kept beside the file as
 //! `<file>.mcpbox-backup`, and what was written as `<file>.mcpbox-connected`;
-//! [`undo`] puts the backup back when the file is still what connect wrote
-//! (or when forced, keeping the file as it was then as `<file>.mcpbox-undone`).
+//! [`undo`] puts the backup back when the file is still what connect wrote;
+//! when a JSON file changed only outside its servers object (a client keeping
+//! its state there), it puts back the original servers object alone and keeps
+//! the rest; otherwise it refuses unless forced (keeping the file as it was
+//! then as `<file>.mcpbox-undone`).
 //! A file that does not parse is refused, never rewritten.
 //!
 //! Over HTTP the entry names the bearer token by the variable `MCPBOX_TOKEN`
@@ -509,6 +512,9 @@ pub struct Undone {
     /// Where the file as it was before undoing is kept, when it had changed
     /// since connect and `force` was given.
     pub saved: Option<PathBuf>,
+    /// True when the file changed since connect outside its servers object:
+    /// only the servers object was put back, the other changes kept.
+    pub servers_only: bool,
 }
 
 /// Puts back what [`apply`] replaced in `path`. Refuses when the file changed
@@ -538,6 +544,28 @@ pub fn undo(path: &Path, force: bool, max_bytes: u64) -> Result<Undone, ConnectE
     };
     let mut saved = None;
     if now.as_deref() != Some(written.as_bytes()) {
+        // A client that rewrites its file (Claude Code keeps its state in
+        // ~/.claude.json) leaves the servers object as connect wrote it: put
+        // back the original servers object only, keeping the client's changes.
+        let original = std::fs::read_to_string(&backup).ok();
+        let merged = match (&now, &original) {
+            (Some(now), Some(original)) => std::str::from_utf8(now)
+                .ok()
+                .and_then(|now| splice_servers(now, &written, original)),
+            _ => None,
+        };
+        if let Some(merged) = merged {
+            replace(path, &merged, path)
+                .map_err(|e| file_error(path, format!("cannot be written: {e}")))?;
+            let _ = std::fs::remove_file(&backup);
+            let _ = std::fs::remove_file(&record);
+            return Ok(Undone {
+                path: path.to_path_buf(),
+                restored: true,
+                saved: None,
+                servers_only: true,
+            });
+        }
         if !force {
             return Err(file_error(
                 path,
@@ -566,5 +594,57 @@ pub fn undo(path: &Path, force: bool, max_bytes: u64) -> Result<Undone, ConnectE
         path: path.to_path_buf(),
         restored,
         saved,
+        servers_only: false,
     })
+}
+
+/// `now` with its servers object replaced by `original`'s, when `now` is JSON
+/// whose servers object is still the one connect `written`, and `original`
+/// has one under the same key; `None` otherwise.
+fn splice_servers(now: &str, written: &str, original: &str) -> Option<String> {
+    let options = ParseOptions::default();
+    let collect = jsonc_parser::CollectOptions::default();
+    let parse = |text| {
+        jsonc_parser::parse_to_ast(text, &collect, &options)
+            .ok()?
+            .value
+    };
+    let (now_ast, written_ast, original_ast) = (parse(now)?, parse(written)?, parse(original)?);
+    let (now_top, written_top, original_top) = (
+        now_ast.as_object()?,
+        written_ast.as_object()?,
+        original_ast.as_object()?,
+    );
+    let key = ["servers", "mcpServers"].into_iter().find(|k| {
+        written_top
+            .get_object(k)
+            .is_some_and(|o| o.get(ENTRY_NAME).is_some())
+    })?;
+    let slice = |text: &str, top: &jsonc_parser::ast::Object<'_>| {
+        let range = top.get_object(key)?.range;
+        Some((
+            range.start,
+            range.end,
+            text[range.start..range.end].to_string(),
+        ))
+    };
+    let (start, end, now_servers) = slice(now, now_top)?;
+    let (_, _, written_servers) = slice(written, written_top)?;
+    let (_, _, original_servers) = slice(original, original_top)?;
+    let value = |text: &str| -> Option<serde_json::Value> {
+        Some(
+            jsonc_parser::parse_to_ast(text, &collect, &options)
+                .ok()?
+                .value?
+                .into(),
+        )
+    };
+    if value(&now_servers)? != value(&written_servers)? {
+        return None;
+    }
+    Some(format!(
+        "{}{original_servers}{}",
+        &now[..start],
+        &now[end..]
+    ))
 }
