@@ -206,8 +206,8 @@ enum Command {
         /// Print what would change and write nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Put back the file as it was before `connect`, refusing when it changed
-        /// since.
+        /// Put back the file as it was before `connect` (only its servers, when the
+        /// client changed the rest since), refusing when its servers changed since.
         #[arg(long, conflicts_with_all = ["http", "import", "dry_run"])]
         undo: bool,
         /// With --undo: restore it even though it changed since (that version is
