@@ -479,11 +479,25 @@ pub fn apply(plan: &Plan) -> Result<(), ConnectError> {
     let backup = backup_of(path);
     if plan.before.is_some() {
         // A copy keeps the original's permissions.
-        std::fs::copy(path, &backup).map_err(|e| failed(&backup, e))?;
+        std::fs::copy(path, &backup).map_err(|e| {
+            let _ = std::fs::remove_file(&backup);
+            failed(&backup, e)
+        })?;
     }
     let record = record_of(path);
-    replace(&record, &plan.after, path).map_err(|e| failed(&record, e))?;
-    replace(path, &plan.after, path).map_err(|e| failed(path, e))
+    // A failure leaves the file as it was, and no sign of being connected.
+    let undo_marks = || {
+        let _ = std::fs::remove_file(&backup);
+        let _ = std::fs::remove_file(&record);
+    };
+    replace(&record, &plan.after, path).map_err(|e| {
+        undo_marks();
+        failed(&record, e)
+    })?;
+    replace(path, &plan.after, path).map_err(|e| {
+        undo_marks();
+        failed(path, e)
+    })
 }
 
 /// Writes `text` beside `path` and renames it over `path`, with the
