@@ -194,6 +194,42 @@ enum Command {
         #[arg(long, value_name = "NAME", num_args = 0..=1, value_delimiter = ',')]
         installed: Option<Vec<String>>,
     },
+    /// Make a client run mcpbox in place of the servers its configuration file
+    /// names (the ones `import` reads there): prints what changes, keeps the
+    /// original beside the file (.mcpbox-backup), then writes. Over stdio the
+    /// client runs `mcpbox serve --config` with this --config; with --http it
+    /// connects to that URL, reading the token from MCPBOX_TOKEN.
+    Connect {
+        /// The client.
+        #[arg(value_enum)]
+        client: commands::connect::ClientName,
+        /// Which of its files (default: the user's).
+        #[arg(long, value_enum, value_name = "SCOPE")]
+        scope: Option<commands::connect::ScopeName>,
+        /// The project whose files are meant by --scope project (default: the
+        /// current directory).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Point the client at this `mcpbox serve --http` URL (e.g.
+        /// http://127.0.0.1:8080/mcp) instead of having it start mcpbox.
+        #[arg(long, value_name = "URL")]
+        http: Option<String>,
+        /// First add the servers it replaces to the --config file, as
+        /// `import --write` does (never replacing an entry there).
+        #[arg(long)]
+        import: bool,
+        /// Print what would change and write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Put back the file as it was before `connect` (only its servers, when the
+        /// client changed the rest since), refusing when its servers changed since.
+        #[arg(long, conflicts_with_all = ["http", "import", "dry_run"])]
+        undo: bool,
+        /// With --undo: restore it even though it changed since (that version is
+        /// kept beside it as .mcpbox-undone).
+        #[arg(long, requires = "undo")]
+        force: bool,
+    },
     /// Serve every configured server's tools as one MCP server: on stdin/stdout
     /// (logs go to stderr), or over Streamable HTTP with --http.
     Serve {
@@ -451,6 +487,31 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
         };
         return Ok(commands::import::run(request).await?);
     }
+    if let Command::Connect {
+        client,
+        scope,
+        project,
+        http,
+        import,
+        dry_run,
+        undo,
+        force,
+    } = &cli.command
+    {
+        let request = commands::connect::Request {
+            client: *client,
+            scope: *scope,
+            project: project.clone(),
+            config: cli.config.clone(),
+            http: http.clone(),
+            import: *import,
+            dry_run: *dry_run,
+            undo: *undo,
+            force: *force,
+            json: cli.json,
+        };
+        return Ok(commands::connect::run(request).await?);
+    }
     // Read once: what runs is what was checked.
     let config = ConfigFile::read(&cli.config)?;
     match &cli.command {
@@ -618,7 +679,8 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             Command::Trust
             | Command::Login { .. }
             | Command::Logout { .. }
-            | Command::Import { .. } => Ok(Exit::Success),
+            | Command::Import { .. }
+            | Command::Connect { .. } => Ok(Exit::Success),
         }
     };
     let outcome = tokio::select! {

@@ -1,6 +1,6 @@
 //! One file per subcommand of `mcpbox`, each with the function [`crate::run`]
 //! calls once the configuration is trusted and the runtime is open (`trust`,
-//! `login`, `logout` and `import` run before, or without, a runtime).
+//! `login`, `logout`, `import` and `connect` run before, or without, a runtime).
 //!
 //! | file | command |
 //! |---|---|
@@ -12,11 +12,13 @@
 //! | [`login`] | `mcpbox login` |
 //! | [`logout`] | `mcpbox logout` |
 //! | [`import`] | `mcpbox import`, and `--installed` |
+//! | [`connect`] | `mcpbox connect CLIENT` and `--undo` |
 //! | [`serve`] | `mcpbox serve`, on stdio or `--http` (the listener and its token, shared with `dashboard`) |
 //! | [`dashboard`] | `mcpbox dashboard` |
 //! | [`trust`] | `mcpbox trust`, and the check every other command makes first |
 
 pub(crate) mod call;
+pub(crate) mod connect;
 pub(crate) mod dashboard;
 pub(crate) mod import;
 pub(crate) mod login;

@@ -39,10 +39,14 @@
 //! and package metadata alone (nothing is run), and [`installed::merge`] adds
 //! them: to the configured server that runs the same program
 //! ([`Server::installed`]), or as servers of their own.
+//!
+//! [`connect`] is the other direction: it rewrites one client's file so that
+//! the client runs mcpbox in place of the servers read there, and undoes that.
 
 pub mod claude_code;
 pub mod claude_desktop;
 pub mod codex;
+pub mod connect;
 pub mod cursor;
 mod entry;
 pub mod identity;

@@ -1561,3 +1561,434 @@ fn installed_metadata_over_the_size_cap_is_skipped() {
     );
     assert_eq!(time.package.as_ref().unwrap().version, None);
 }
+
+// `mcpbox connect`: the other direction, on copies of the same files.
+
+/// Every file `connect` can rewrite in `tests/import/`: the client and scope
+/// as the command line names them, the file, and the source as `import --json`
+/// names it.
+const CONNECTABLE: &[(&str, &str, &str, &str, &str)] = &[
+    ("claude-code", "user", ".claude.json", "claude-code", "user"),
+    (
+        "claude-code",
+        "project",
+        "@/.mcp.json",
+        "claude-code",
+        "project",
+    ),
+    (
+        "claude-desktop",
+        "user",
+        ".config/Claude/claude_desktop_config.json",
+        "claude-desktop",
+        "user",
+    ),
+    ("cursor", "user", ".cursor/mcp.json", "cursor", "user"),
+    (
+        "cursor",
+        "project",
+        "@/.cursor/mcp.json",
+        "cursor",
+        "project",
+    ),
+    (
+        "vscode",
+        "user",
+        ".config/Code/User/mcp.json",
+        "vs-code",
+        "user",
+    ),
+    (
+        "vscode",
+        "project",
+        "@/.vscode/mcp.json",
+        "vs-code",
+        "project",
+    ),
+    (
+        "windsurf",
+        "user",
+        ".codeium/windsurf/mcp_config.json",
+        "windsurf",
+        "user",
+    ),
+    ("codex", "user", ".codex/config.toml", "codex", "user"),
+];
+
+impl World {
+    /// A file of [`CONNECTABLE`]: `@/` is the project, anything else is in the home.
+    fn file(&self, at: &str) -> PathBuf {
+        match at.strip_prefix("@/") {
+            Some(rest) => self.project.join(rest),
+            None => self.home.join(at),
+        }
+    }
+}
+
+/// The members of a JSON file's top-level object other than its servers, in order.
+fn others(text: &str) -> Vec<(String, Value)> {
+    let order: Vec<String> = {
+        // serde_json's map sorts keys: take the order from the text.
+        let value: Value = serde_json::from_str(text).unwrap();
+        let mut keys: Vec<(usize, String)> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| (text.find(&format!("\n  \"{k}\"")).unwrap_or(0), k.clone()))
+            .collect();
+        keys.sort();
+        keys.into_iter().map(|(_, k)| k).collect()
+    };
+    let value: Value = serde_json::from_str(text).unwrap();
+    order
+        .into_iter()
+        .filter(|k| k != "mcpServers" && k != "servers")
+        .map(|k| (k.clone(), value[&k].clone()))
+        .collect()
+}
+
+#[test]
+fn connect_and_undo_every_client_format() {
+    let world = World::configured("connect-formats");
+    let config = world.project.join("box.json");
+    std::fs::write(&config, "{\"mcpServers\": {}}\n").unwrap();
+    let config_arg = config.to_str().unwrap();
+    let before_import = world.json(&[]);
+    for &(client, scope, at, source_client, source_scope) in CONNECTABLE {
+        let file = world.file(at);
+        let original = std::fs::read(&file).unwrap();
+        let was = source(&before_import, source_client, source_scope)["servers"]
+            .as_u64()
+            .unwrap();
+        assert!(was > 0, "{client} {scope} configures servers");
+
+        let out = world.mcpbox(&["--config", config_arg, "connect", client, "--scope", scope]);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{client} {scope}: {shown}");
+        assert!(shown.contains("Replaces these servers"), "{shown}");
+        for secret in INLINE_SECRETS {
+            assert!(
+                !shown.contains(secret),
+                "{client}: {secret} printed: {shown}"
+            );
+        }
+        let backup = PathBuf::from(format!("{}.mcpbox-backup", file.display()));
+        assert_eq!(std::fs::read(&backup).unwrap(), original, "{client} backup");
+
+        // Read back as mcpbox reads it: one server, mcpbox serving the config.
+        let found = world.json(&[]);
+        let s = source(&found, source_client, source_scope);
+        assert_eq!(s["status"], "read", "{client} {scope}: {s}");
+        assert_eq!(s["servers"], 1, "{client} {scope}: {s}");
+        let mcpbox = server(&found, "mcpbox");
+        assert_eq!(
+            mcpbox["entry"],
+            json!({"command": env!("CARGO_BIN_EXE_mcpbox"),
+                   "args": ["serve", "--config", config_arg]}),
+            "{client} {scope}"
+        );
+
+        // Everything else in the file is as it was.
+        let now = std::fs::read_to_string(&file).unwrap();
+        let original_text = String::from_utf8(original.clone()).unwrap();
+        if client == "codex" {
+            let top = |t: &str| -> Vec<String> {
+                t.lines()
+                    .take_while(|l| !l.starts_with('['))
+                    .map(String::from)
+                    .collect()
+            };
+            assert_eq!(top(&now), top(&original_text), "{now}");
+        } else if client != "vscode" && client != "cursor" {
+            // (VS Code's and Cursor's files may hold comments, which serde_json
+            // does not read; their text is compared by undo below.)
+            assert_eq!(others(&now), others(&original_text), "{client}: {now}");
+        }
+
+        // A second connect is refused until undone.
+        let out = world.mcpbox(&["--config", config_arg, "connect", client, "--scope", scope]);
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(text(&out).contains("connected already"), "{}", text(&out));
+
+        let out = world.mcpbox(&["connect", "--undo", client, "--scope", scope]);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{shown}");
+        assert!(shown.contains("Restored"), "{shown}");
+        assert_eq!(std::fs::read(&file).unwrap(), original, "{client} {scope}");
+        assert!(!backup.exists());
+        assert!(!PathBuf::from(format!("{}.mcpbox-connected", file.display())).exists());
+    }
+}
+
+#[test]
+fn connect_keeps_comments_and_the_other_keys_of_codex_and_vscode_files() {
+    let world = World::empty("connect-comments");
+    let config = world.project.join("box.json");
+    std::fs::write(&config, "{\"mcpServers\": {}}\n").unwrap();
+    let codex = world.home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    let codex_text = "# my model\nmodel = \"o3\" # trailing\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n# profiles below\n[profiles.fast]\nmodel = \"o4-mini\"\n";
+    std::fs::write(&codex, codex_text).unwrap();
+    let vscode = world.project.join(".vscode/mcp.json");
+    std::fs::create_dir_all(vscode.parent().unwrap()).unwrap();
+    let vscode_text = "{\n  // prompts\n  \"inputs\": [],\n  \"servers\": {\n    \"docs\": {\"type\": \"stdio\", \"command\": \"docs-mcp\"}, // mine\n  },\n  \"other\": true\n}\n";
+    std::fs::write(&vscode, vscode_text).unwrap();
+
+    let config_arg = config.to_str().unwrap();
+    let out = world.mcpbox(&["--config", config_arg, "connect", "codex"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let now = std::fs::read_to_string(&codex).unwrap();
+    assert!(!now.contains("docs-mcp"), "{now}");
+    for kept in [
+        "# my model\n",
+        "model = \"o3\" # trailing\n",
+        "# profiles below\n[profiles.fast]\nmodel = \"o4-mini\"\n",
+    ] {
+        assert!(now.contains(kept), "{kept:?} lost: {now}");
+    }
+    let out = world.mcpbox(&[
+        "--config", config_arg, "connect", "vscode", "--scope", "project",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let now = std::fs::read_to_string(&vscode).unwrap();
+    assert!(!now.contains("docs-mcp"), "{now}");
+    assert!(
+        now.starts_with("{\n  // prompts\n  \"inputs\": [],\n  \"servers\": {\n")
+            && now.contains("\"type\": \"stdio\"")
+            && now.ends_with("  },\n  \"other\": true\n}\n"),
+        "{now}"
+    );
+    for (client, file, text_before) in [
+        ("codex", &codex, codex_text),
+        ("vscode", &vscode, vscode_text),
+    ] {
+        let mut args = vec!["connect", "--undo", client];
+        if client == "vscode" {
+            args.extend(["--scope", "project"]);
+        }
+        let out = world.mcpbox(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(std::fs::read_to_string(file).unwrap(), text_before);
+    }
+}
+
+/// The whole way: a client's file with two real servers and other settings,
+/// connected with `--import`; read back, the file holds one server, mcpbox,
+/// which starts and serves the tools of both; undo gives the bytes back.
+#[test]
+fn a_connected_client_runs_mcpbox_serving_its_servers() {
+    let world = World::empty("connect-run");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("examples/demo-server.py");
+    let claude = world.home.join(".claude.json");
+    let original = serde_json::to_string_pretty(&json!({
+        "numStartups": 12,
+        "mcpServers": {
+            "demo": {"type": "stdio", "command": "python3", "args": [demo]},
+            "demo-b": {"command": "python3", "args": ["-B", demo]},
+        },
+        "projects": {"/elsewhere": {"mcpServers": {}}},
+        "theme": "dark",
+    }))
+    .unwrap()
+        + "\n";
+    std::fs::write(&claude, &original).unwrap();
+    // It holds a credential of its own (here none; often one inline): private.
+    let mode = |p: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    };
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let config = world.home.join("mcpbox/servers.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let config_arg = config.to_str().unwrap();
+
+    // Without --import, a configuration that does not exist is refused.
+    let out = world.mcpbox(&["--config", config_arg, "connect", "claude-code"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("pass --import"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), original);
+
+    // --dry-run writes nothing.
+    let out = world.mcpbox(&[
+        "--config",
+        config_arg,
+        "connect",
+        "claude-code",
+        "--import",
+        "--dry-run",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("Nothing written"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), original);
+    assert!(!config.exists());
+
+    let out = world.mcpbox(&["--config", config_arg, "connect", "claude-code", "--import"]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("  - the entries demo, demo-b"), "{shown}");
+    assert_eq!(mode(&claude), 0o600, "the file keeps its mode");
+    assert_eq!(mode(&world.home.join(".claude.json.mcpbox-backup")), 0o600);
+    assert_eq!(
+        mode(&world.home.join(".claude.json.mcpbox-connected")),
+        0o600
+    );
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let names: Vec<&String> = written["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(names, ["demo", "demo-b"], "{written:#}");
+
+    let out = world.mcpbox(&["--config", config_arg, "trust"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = world.mcpbox(&["import", "--check"]);
+    let shown = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("● mcpbox  8 tools"), "{shown}");
+    let found = world.json(&[]);
+    assert_eq!(found["servers"].as_array().unwrap().len(), 1, "{found:#}");
+    let now: Value = serde_json::from_str(&std::fs::read_to_string(&claude).unwrap()).unwrap();
+    assert_eq!(now["numStartups"], 12);
+    assert_eq!(now["theme"], "dark");
+    assert_eq!(now["projects"], json!({"/elsewhere": {"mcpServers": {}}}));
+
+    // The client rewrites the rest of its file (Claude Code keeps its state
+    // there): undo puts back the servers and keeps that change.
+    let connected = std::fs::read_to_string(&claude).unwrap();
+    std::fs::write(
+        &claude,
+        connected.replace("\"numStartups\": 12", "\"numStartups\": 13"),
+    )
+    .unwrap();
+    let out = world.mcpbox(&["connect", "--undo", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("Restored the servers"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&claude).unwrap(),
+        original.replace("\"numStartups\": 12", "\"numStartups\": 13")
+    );
+    assert_eq!(mode(&claude), 0o600);
+    assert!(!world.home.join(".claude.json.mcpbox-backup").exists());
+
+    // A change to the servers themselves: undo refuses, --force keeps it beside.
+    std::fs::write(&claude, &original).unwrap();
+    let out = world.mcpbox(&["--config", config_arg, "connect", "claude-code"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let changed = std::fs::read_to_string(&claude).unwrap().replace(
+        "\"mcpbox\": {",
+        "\"mine\": {\"command\": \"mine-mcp\"},\n    \"mcpbox\": {",
+    );
+    std::fs::write(&claude, &changed).unwrap();
+    let out = world.mcpbox(&["connect", "--undo", "claude-code"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("changed since"), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), changed);
+    let out = world.mcpbox(&["connect", "--undo", "claude-code", "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&claude).unwrap(), original);
+    assert_eq!(mode(&claude), 0o600);
+    let undone = world.home.join(".claude.json.mcpbox-undone");
+    assert_eq!(std::fs::read_to_string(undone).unwrap(), changed);
+}
+
+#[test]
+fn connect_over_http_names_the_token_and_never_writes_it() {
+    let world = World::empty("connect-http");
+    for file in [
+        ".claude.json",
+        ".cursor/mcp.json",
+        ".config/Code/User/mcp.json",
+        ".codeium/windsurf/mcp_config.json",
+    ] {
+        let path = world.home.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            "{\"mcpServers\": {\"x\": {\"command\": \"x-mcp\"}}}\n",
+        )
+        .unwrap();
+    }
+    let codex = world.home.join(".codex/config.toml");
+    std::fs::create_dir_all(codex.parent().unwrap()).unwrap();
+    std::fs::write(&codex, "[mcp_servers.x]\ncommand = \"x-mcp\"\n").unwrap();
+    let url = "http://127.0.0.1:8765/mcp";
+    for client in ["claude-code", "cursor", "vscode", "windsurf", "codex"] {
+        let out = world.mcpbox(&["connect", client, "--http", url]);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{client}: {shown}");
+        assert!(shown.contains("MCPBOX_TOKEN"), "{shown}");
+    }
+    let found = world.json(&[]);
+    let servers = found["servers"].as_array().unwrap();
+    assert_eq!(servers.len(), 1, "the same URL everywhere: {found:#}");
+    assert_eq!(
+        servers[0]["entry"],
+        json!({"type": "http", "url": url,
+               "headers": {"Authorization": "Bearer ${MCPBOX_TOKEN}"}}),
+        "{found:#}"
+    );
+    assert_eq!(
+        servers[0]["foundIn"].as_array().unwrap().len(),
+        5,
+        "{found:#}"
+    );
+    assert!(!world.home.join(".config/mcpbox/http-token").exists());
+
+    // Claude Desktop's file runs programs only.
+    let out = world.mcpbox(&["connect", "claude-desktop", "--http", url]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("local programs only"), "{}", text(&out));
+}
+
+#[test]
+fn connect_refuses_a_file_it_cannot_parse_and_its_own_configuration() {
+    let world = World::empty("connect-broken");
+    let config = world.project.join("box.json");
+    std::fs::write(&config, "{\"mcpServers\": {}}\n").unwrap();
+    let config_arg = config.to_str().unwrap();
+    for (client, file, broken) in [
+        (
+            "cursor",
+            world.home.join(".cursor/mcp.json"),
+            "cursor-unterminated.json",
+        ),
+        (
+            "codex",
+            world.home.join(".codex/config.toml"),
+            "codex-unterminated.toml",
+        ),
+        (
+            "claude-code",
+            world.home.join(".claude.json"),
+            "claude-array.json",
+        ),
+    ] {
+        world.put(&file, broken);
+        let before = std::fs::read(&file).unwrap();
+        let out = world.mcpbox(&["--config", config_arg, "connect", client]);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{client}: {shown}");
+        assert!(shown.contains(file.to_str().unwrap()), "{shown}");
+        assert!(shown.contains("nothing was written"), "{shown}");
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+        assert!(!PathBuf::from(format!("{}.mcpbox-backup", file.display())).exists());
+    }
+    // A project's .mcp.json that is mcpbox's own configuration.
+    let own = world.project.join(".mcp.json");
+    std::fs::write(
+        &own,
+        "{\"mcpServers\": {\"x\": {\"command\": \"x-mcp\"}}}\n",
+    )
+    .unwrap();
+    let out = world.mcpbox(&["connect", "claude-code", "--scope", "project"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("mcpbox's own configuration"),
+        "{}",
+        text(&out)
+    );
+}
