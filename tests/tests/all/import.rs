@@ -1683,7 +1683,7 @@ fn connect_and_undo_every_client_format() {
         let mcpbox = server(&found, "mcpbox");
         assert_eq!(
             mcpbox["entry"],
-            json!({"command": env!("CARGO_BIN_EXE_mcpbox"),
+            json!({"command": mcpbox_tests::mcpbox_program(),
                    "args": ["serve", "--config", config_arg]}),
             "{client} {scope}"
         );
