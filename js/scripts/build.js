@@ -18,10 +18,12 @@
 //
 // With --with-test-binaries it also builds what the tests and the benchmark run
 // against, the fixture server and the wasmtime host's CLI (`mcpbox`), and records
-// their paths in js/gen/test-binaries.json. It asks for them as `cargo test
-// --workspace --no-run`, so that after scripts/test's `cargo test` this is a no-op: a
-// plain `cargo build` of the two binaries would resolve features without the
-// dev-dependencies and the guest, and rebuild wasmtime's dependents.
+// their paths in js/gen/test-binaries.json. It asks for them as scripts/test does
+// (`cargo build --workspace --bin mcpbox`, then `cargo test --workspace --no-run`,
+// which builds the fixture server for the integration tests), so that after
+// scripts/test this is a no-op: other package selections or a build without the
+// test profile's dev-dependencies would resolve features differently and rebuild
+// wasmtime's dependents.
 //
 // Usage: node scripts/build.js [--with-test-binaries]
 
@@ -160,26 +162,30 @@ function transpile(wasm) {
 }
 
 /**
- * Builds the workspace's tests as `cargo test --workspace` does and records where
- * cargo put the fixture server and the `mcpbox` CLI, in gen/test-binaries.json.
+ * Builds the `mcpbox` CLI and the workspace's tests as scripts/test does and records
+ * where cargo put the `mcpbox` CLI and the fixture server, in gen/test-binaries.json.
  */
 function buildTestBinaries() {
-  const messages = run('cargo', ['test', '--workspace', '--no-run', '--message-format=json-render-diagnostics'], {
-    capture: true,
-  });
+  const builds = [
+    ['build', '--workspace', '--bin', 'mcpbox'],
+    ['test', '--workspace', '--no-run'],
+  ];
   const wanted = { 'fixture-server': 'fixtureServer', mcpbox: 'mcpbox' };
   const binaries = {};
-  for (const line of messages.split('\n')) {
-    const m = line.startsWith('{') ? JSON.parse(line) : null;
-    // The binaries themselves, not their unit-test harnesses (`profile.test`).
-    const isBinary = m?.reason === 'compiler-artifact' && m.target.kind.includes('bin') && !m.profile.test;
-    if (isBinary && m.executable && wanted[m.target.name]) {
-      binaries[wanted[m.target.name]] = m.executable;
+  for (const args of builds) {
+    const messages = run('cargo', [...args, '--message-format=json-render-diagnostics'], { capture: true });
+    for (const line of messages.split('\n')) {
+      const m = line.startsWith('{') ? JSON.parse(line) : null;
+      // The binaries themselves, not their unit-test harnesses (`profile.test`).
+      const isBinary = m?.reason === 'compiler-artifact' && m.target.kind.includes('bin') && !m.profile.test;
+      if (isBinary && m.executable && wanted[m.target.name]) {
+        binaries[wanted[m.target.name]] = m.executable;
+      }
     }
   }
   for (const [name, key] of Object.entries(wanted)) {
     if (!binaries[key]) {
-      fail(`cargo test --workspace --no-run did not report the ${name} executable`);
+      fail(`cargo ${builds.map((b) => b.join(' ')).join(' and ')} did not report the ${name} executable`);
     }
   }
   writeFileSync(join(genDir, 'test-binaries.json'), `${JSON.stringify(binaries, null, 2)}\n`);
