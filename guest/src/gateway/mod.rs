@@ -683,29 +683,34 @@ impl Gateway {
         self.held.retain(|(o, _)| !here(o));
         self.held_calls.retain(|(o, _)| !here(o));
         self.held_requests.retain(|(o, _, _)| !here(o));
-        let gone: Vec<u64> = self
+        self.cancel_from(m, |o| o.exchange == Some(exchange));
+        self.forget_asks(|o| o.exchange == Some(exchange));
+    }
+
+    /// Cancels the calls, and the resource, prompt and completion requests (nobody
+    /// reads their answer either), that came from where `from` says.
+    fn cancel_from<P: Platform>(&mut self, m: &mut Manager<P>, from: impl Fn(&Origin) -> bool) {
+        let calls: Vec<u64> = self
             .calls
             .iter()
-            .filter(|(_, c)| c.origin.exchange == Some(exchange))
+            .filter(|(_, c)| from(&c.origin))
             .map(|(call, _)| *call)
             .collect();
-        for call in gone {
+        for call in calls {
             if let Some(c) = self.calls.get_mut(&call) {
                 c.cancelled = true;
             }
             m.cancel(call);
         }
-        // Resource, prompt and completion requests too: nobody reads their answer.
-        let gone: Vec<u64> = self
+        let requests: Vec<u64> = self
             .requests
             .iter()
-            .filter(|(_, r)| r.origin.exchange == Some(exchange))
-            .map(|(call, _)| *call)
+            .filter(|(_, r)| from(&r.origin))
+            .map(|(request, _)| *request)
             .collect();
-        for call in gone {
-            m.cancel(call);
+        for request in requests {
+            m.cancel(request);
         }
-        self.forget_asks(|o| o.exchange == Some(exchange));
     }
 
     /// The client ended its session (HTTP `DELETE`, or stdin closed): its calls
@@ -718,27 +723,7 @@ impl Gateway {
             return;
         }
         self.release_all(m, subscriptions::Holder::Session(session));
-        let gone: Vec<u64> = self
-            .calls
-            .iter()
-            .filter(|(_, c)| c.origin.session == Some(session))
-            .map(|(call, _)| *call)
-            .collect();
-        for call in gone {
-            if let Some(c) = self.calls.get_mut(&call) {
-                c.cancelled = true;
-            }
-            m.cancel(call);
-        }
-        let gone: Vec<u64> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.origin.session == Some(session))
-            .map(|(call, _)| *call)
-            .collect();
-        for call in gone {
-            m.cancel(call);
-        }
+        self.cancel_from(m, |o| o.session == Some(session));
         self.forget_asks(|o| o.session == Some(session));
         self.backlog.retain(|b| b.ctx.session != Some(session));
         let here = |o: &Origin| o.session == Some(session);
