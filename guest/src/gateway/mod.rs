@@ -86,6 +86,7 @@ use crate::transport::{Pair, Platform};
 
 use exposure::{Exposure, Naming};
 use lifecycle::{Refusal, RequestMeta};
+use tools::Params;
 
 /// JSON-RPC: the text is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -344,7 +345,7 @@ pub struct Gateway {
     /// `tools/list` requests held while servers start.
     held: Vec<(Origin, Option<String>)>,
     /// `tools/call` requests for tools not listed yet, held while servers start.
-    held_calls: Vec<(Origin, Value)>,
+    held_calls: Vec<(Origin, Params)>,
     /// The served tools per profile, rebuilt when the registry changes.
     exposures: BTreeMap<Option<String>, Rc<Exposure>>,
     /// Tools each profile served before whose server is gone, by served name.
@@ -839,11 +840,11 @@ impl Gateway {
     }
 
     fn on_request<P: Platform>(&mut self, m: &mut Manager<P>, ctx: &Context, r: jsonrpc::Request) {
-        let params: Value = r
-            .params
-            .as_ref()
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_else(|| json!({}));
+        let params = if r.method == methods::TOOLS_CALL {
+            Params::of_call(r.params.as_deref())
+        } else {
+            Params::read(r.params.as_deref())
+        };
         let mut origin = Origin {
             exchange: Some(ctx.exchange),
             session: ctx.session,
@@ -960,7 +961,7 @@ impl Gateway {
         m: &mut Manager<P>,
         origin: Origin,
         method: &str,
-        params: Value,
+        params: Params,
     ) {
         match method {
             methods::PING => self.answer(&origin, Ok("{}".into())),
@@ -1011,7 +1012,7 @@ impl Gateway {
         m: &mut Manager<P>,
         origin: Origin,
         method: &str,
-        params: Value,
+        params: Params,
     ) {
         match method {
             methods::SERVER_DISCOVER => {
@@ -1022,8 +1023,11 @@ impl Gateway {
             // Held while servers start: what it can honour (resource
             // subscriptions) depends on what they offer.
             methods::SUBSCRIPTIONS_LISTEN if m.starting() => {
-                self.held_requests
-                    .push((origin, methods::SUBSCRIPTIONS_LISTEN.into(), params));
+                self.held_requests.push((
+                    origin,
+                    methods::SUBSCRIPTIONS_LISTEN.into(),
+                    params.value,
+                ));
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
             other if self.beyond_tools(m, &origin, other, &params) => {}

@@ -340,6 +340,64 @@ fn a_2026_client_discovers_and_calls_without_a_session() {
     );
 }
 
+/// A `tools/call`'s arguments reach the server as the client wrote them: not
+/// parsed into a `Value` and written again, which turned an integer past 2^64
+/// into a float and `1.50` into `1.5`. Absent or null arguments are `{}`;
+/// arguments that are not an object are refused, as before.
+#[test]
+fn call_arguments_reach_the_server_as_the_client_wrote_them() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let session = rig.initialize(json!({}));
+    let arguments = r#"{"text": "caf\u00e9",  "n": 123456789012345678901234567890, "x": 1.50}"#;
+    let sent = |rig: &mut Rig, id: u64, params: &str| -> Vec<Value> {
+        let exchange = rig.next_exchange;
+        rig.next_exchange += 1;
+        rig.g.receive(
+            &mut rig.m,
+            Inbound {
+                session: Some(session),
+                exchange,
+                kind: TransportKind::Stdio,
+                profile: None,
+                headers: Vec::new(),
+                text: format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+                ),
+            },
+        );
+        let out = rig.g.take_signals();
+        rig.answer_of(exchange, out).0
+    };
+    let answer = sent(
+        &mut rig,
+        1,
+        &format!(r#"{{"name": "fs__read", "arguments": {arguments}}}"#),
+    );
+    assert_eq!(texts(&answer[0]["result"]), "café");
+    let sim = rig.m.platform().sim("fs");
+    let upstream = sim.borrow().texts.last().cloned().unwrap();
+    assert!(
+        upstream.contains(&format!(r#""arguments":{arguments}"#)),
+        "{upstream}"
+    );
+    for (id, params) in [
+        (2, r#"{"name": "fs__read"}"#),
+        (3, r#"{"arguments": null, "name": "fs__read"}"#),
+    ] {
+        sent(&mut rig, id, params);
+        let upstream = sim.borrow().texts.last().cloned().unwrap();
+        assert!(upstream.contains(r#""arguments":{}"#), "{upstream}");
+    }
+    let answer = sent(&mut rig, 4, r#"{"name": "fs__read", "arguments": "{}"}"#);
+    assert_eq!(
+        answer[0]["error"]["message"],
+        "Invalid params: `arguments` must be an object"
+    );
+}
+
 #[test]
 fn lists_are_paged_with_stable_cursors_and_held_while_servers_start() {
     let mut p = FakePlatform::new();
