@@ -70,7 +70,6 @@ use oauth2::TokenResponse as _;
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use rmcp::transport::auth::AuthError;
-use tokio::sync::broadcast;
 
 pub use store::TokenStore;
 
@@ -193,7 +192,7 @@ pub(crate) struct OAuth {
     store: TokenStore,
     on_demand: bool,
     timeout: Duration,
-    events: broadcast::Sender<Event>,
+    events: crate::runtime::Events,
     /// The remote entries of every configuration applied, by name and URL as
     /// configured: a reload adds its own, and servers still running from an
     /// earlier one (an entry the reload could not apply) keep theirs.
@@ -223,7 +222,7 @@ impl OAuth {
         store: TokenStore,
         on_demand: bool,
         timeout: Duration,
-        events: broadcast::Sender<Event>,
+        events: crate::runtime::Events,
     ) -> OAuth {
         OAuth {
             store,
@@ -1002,8 +1001,13 @@ mod tests {
     fn runtime_state(
         config: &str,
         store: TokenStore,
-    ) -> (HostState, Arc<OAuth>, broadcast::Receiver<Event>) {
-        let (events, seen) = broadcast::channel(16);
+    ) -> (
+        HostState,
+        Arc<OAuth>,
+        tokio::sync::broadcast::Receiver<Event>,
+    ) {
+        let events = crate::runtime::Events::default();
+        let seen = events.subscribe();
         let oauth = Arc::new(OAuth::new(
             config,
             store,
