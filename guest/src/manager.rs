@@ -37,7 +37,8 @@
 //!
 //! Nothing restarts a server on a timer: restarts follow calls, so an idle broken
 //! server costs nothing. A server that never connected has no tool list to recognise
-//! calls by and stays failed until `reconnect` or a reload.
+//! calls by and stays failed until `reconnect` or a reload. A server's count of
+//! failures and its backoff are kept in `restarts`.
 //!
 //! # Input requests
 //!
@@ -81,36 +82,8 @@ use serde_json::value::RawValue;
 /// others.
 const RECEIVE_ROUNDS: usize = 16;
 
-/// The wait before the first restart.
-pub const BACKOFF_BASE_MS: u64 = 1_000;
-
-/// The longest wait between restarts.
-pub const BACKOFF_CAP_MS: u64 = 30_000;
-
-/// Failures in a row after which a server is no longer restarted (the circuit
-/// opens) until it is reconnected or the configuration is reloaded.
-pub const CIRCUIT_THRESHOLD: u32 = 5;
-
-/// How long after its `failures`-th failure in a row a server may be restarted:
-/// [`BACKOFF_BASE_MS`], doubling with every failure, at most [`BACKOFF_CAP_MS`].
-pub fn backoff_ms(failures: u32) -> u64 {
-    match failures {
-        0 => 0,
-        n => BACKOFF_BASE_MS
-            .saturating_mul(1 << (n - 1).min(16))
-            .min(BACKOFF_CAP_MS),
-    }
-}
-
-/// A wait for people, rounded up to a tenth of a second: `0.7s`, `2s`, `12.5s`.
-fn format_wait(ms: u64) -> String {
-    let tenths = ms.div_ceil(100).max(1);
-    if tenths.is_multiple_of(10) {
-        format!("{}s", tenths / 10)
-    } else {
-        format!("{}.{}s", tenths / 10, tenths % 10)
-    }
-}
+pub use restarts::{BACKOFF_BASE_MS, BACKOFF_CAP_MS, CIRCUIT_THRESHOLD, backoff_ms};
+use restarts::{Gate, Restarts, format_wait};
 
 /// The life cycle of one configured server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,11 +213,8 @@ struct Slot<C> {
     /// Tools of its last list that the permission rules deny, by registry name:
     /// not in the registry, refused by name when called.
     denied: BTreeMap<String, DeniedTool>,
-    /// Failures in a row: lost connections and failed connects since a call last
-    /// got an answer (or since `reconnect` / `load_config`).
-    failures: u32,
-    /// When the last failure happened; the backoff counts from here.
-    failed_at: u64,
+    /// Its failures in a row, which decide when a call may restart it.
+    restarts: Restarts,
     /// The status last reported in an event, to report changes only.
     reported: Option<Reported>,
     /// The resources followed on it: kept across its sessions, so a restarted
@@ -267,7 +237,7 @@ impl Reported {
         Reported {
             status: status_of(slot, registry),
             error: slot.error.clone(),
-            failures: slot.failures,
+            failures: slot.restarts.failures,
             restartable: slot.restartable(),
         }
     }
@@ -287,16 +257,6 @@ struct Held {
     log_level: Option<&'static str>,
 }
 
-/// Whether a failed server may be restarted now.
-enum Gate {
-    /// Yes.
-    Open,
-    /// Not for this many milliseconds.
-    Wait(u64),
-    /// Never: the circuit is open.
-    Tripped,
-}
-
 impl<C> Slot<C> {
     fn new(config: ServerConfig) -> Slot<C> {
         Slot {
@@ -309,8 +269,7 @@ impl<C> Slot<C> {
             tools: Vec::new(),
             held: Vec::new(),
             denied: BTreeMap::new(),
-            failures: 0,
-            failed_at: 0,
+            restarts: Restarts::default(),
             reported: None,
             subscriptions: alloc::collections::BTreeSet::new(),
         }
@@ -320,18 +279,6 @@ impl<C> Slot<C> {
     /// them by.
     fn restartable(&self) -> bool {
         self.state == ServerState::Failed && !self.tools.is_empty()
-    }
-
-    fn gate(&self, now: u64) -> Gate {
-        if self.failures >= CIRCUIT_THRESHOLD {
-            return Gate::Tripped;
-        }
-        let at = self.failed_at.saturating_add(backoff_ms(self.failures));
-        if now >= at {
-            Gate::Open
-        } else {
-            Gate::Wait(at - now)
-        }
     }
 }
 
@@ -650,7 +597,7 @@ impl<P: Platform> Manager<P> {
             ));
         }
         let slot = &mut self.slots[i];
-        slot.failures = 0;
+        slot.restarts.failures = 0;
         if let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) {
             let message = format!("server `{server}` was reconnected before the call finished");
             client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
@@ -1015,7 +962,7 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         let restart = slot.state == ServerState::Failed
             && slot.restartable()
-            && matches!(slot.gate(now), Gate::Open);
+            && matches!(slot.restarts.gate(now), Gate::Open);
         // A kept name of a server that is restarting: the registry gave it to this server.
         let holds = slot.state == ServerState::Starting;
         if let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) {
@@ -1436,7 +1383,7 @@ impl<P: Platform> Manager<P> {
                     // Any JSON-RPC answer shows the server works: its failures
                     // are forgiven. Timeouts, cancels and aborts are no answer.
                     if matches!(c.outcome, Ok(_) | Err(CallError::Protocol(_))) {
-                        self.slots[i].failures = 0;
+                        self.slots[i].restarts.failures = 0;
                     }
                     // An error answer may mean the tools kept are no longer the
                     // server's: the next exchange learns them again.
@@ -1632,8 +1579,7 @@ impl<P: Platform> Manager<P> {
         slot.state = ServerState::Failed;
         slot.conn = None;
         slot.connect_deadline = None;
-        slot.failures = slot.failures.saturating_add(1);
-        slot.failed_at = now;
+        slot.restarts.failed(now);
         self.fail_held(i, |_| message.clone());
         self.slots[i].error = Some(message);
         self.process(i);
@@ -1740,7 +1686,7 @@ fn status_is_current<C>(slot: &Slot<C>, registry: &Registry) -> bool {
     let client = slot.client.as_ref();
     let info = client.map(Client::server_info);
     r.status.state == slot.state
-        && r.failures == slot.failures
+        && r.failures == slot.restarts.failures
         && r.restartable == slot.restartable()
         && r.error == slot.error
         && r.status.tool_count == registry.count_for(&slot.config.name)
@@ -1765,16 +1711,16 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
     // What happens next, stated without the clock so the status only changes when
     // something happens: how long the backoff is, or that the circuit is open.
     let error = match &slot.error {
-        Some(e) if slot.restartable() && slot.failures >= CIRCUIT_THRESHOLD => Some(format!(
+        Some(e) if slot.restartable() && slot.restarts.tripped() => Some(format!(
             "{e}; circuit open after {} failures in a row: not restarted until the \
              configuration is reloaded or the server is reconnected",
-            slot.failures
+            slot.restarts.failures
         )),
         Some(e) if slot.restartable() => Some(format!(
             "{e}; the next call restarts it after a {} backoff (failure {} of {CIRCUIT_THRESHOLD} \
              before the circuit opens)",
-            format_ms(backoff_ms(slot.failures)),
-            slot.failures
+            format_ms(backoff_ms(slot.restarts.failures)),
+            slot.restarts.failures
         )),
         other => other.clone(),
     };
@@ -1798,11 +1744,11 @@ fn denied(tool: &str, rule: &Rule) -> CallError {
 fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
     if slot.restartable() {
         let error = slot.error.as_deref().unwrap_or("it failed");
-        let next = match slot.gate(now) {
+        let next = match slot.restarts.gate(now) {
             Gate::Tripped => format!(
                 "the circuit is open after {} failures in a row: reload the configuration \
                  or reconnect `{}` to try again",
-                slot.failures, slot.config.name
+                slot.restarts.failures, slot.config.name
             ),
             Gate::Wait(ms) => format!("next restart allowed in {}", format_wait(ms)),
             Gate::Open => "the next call restarts it".to_string(),
@@ -1835,6 +1781,7 @@ mod logging;
 mod prompts;
 mod request;
 mod resources;
+mod restarts;
 
 #[cfg(test)]
 mod tests;

@@ -195,7 +195,7 @@ impl<P: Platform> Manager<P> {
                     slot.config = new;
                     // A reload closes the circuit, as the docs of `Restarts` say.
                     if slot.state == ServerState::Failed {
-                        slot.failures = 0;
+                        slot.restarts.failures = 0;
                     }
                     moved_to[i] = Some(slots.len());
                     slots.push(slot);
@@ -570,12 +570,12 @@ mod tests {
     fn a_reload_closes_the_circuit_of_an_unchanged_failed_server() {
         let mut m = started(platform(&["a"]), &[("a", "a-server", json!({}))]);
         m.slots[0].state = ServerState::Failed;
-        m.slots[0].failures = super::super::CIRCUIT_THRESHOLD;
+        m.slots[0].restarts.failures = super::super::CIRCUIT_THRESHOLD;
         let report = m
             .reload_config("c.json", &text(&[("a", "a-server", json!({}))]))
             .unwrap();
         assert_eq!(report.unchanged, ["a"]);
-        assert_eq!(m.slots[0].failures, 0);
+        assert_eq!(m.slots[0].restarts.failures, 0);
         assert!(!report.changed());
     }
 
