@@ -321,12 +321,8 @@ pub struct Manager<P: Platform> {
     short_lived: bool,
     /// Warnings about rules naming unlisted tools, already given.
     rule_warnings: alloc::collections::BTreeSet<String>,
-    /// Whether `ask` rules are asked (see "Approvals").
-    approvals_enabled: bool,
-    /// Calls waiting for an approval, by input request id.
-    approvals: BTreeMap<u64, approvals::Pending>,
-    /// Tools approved for the session, as (profile, registry name).
-    session_approvals: alloc::collections::BTreeSet<(Option<String>, String)>,
+    /// Approvals of calls `ask` rules cover (see "Approvals").
+    approvals: approvals::Approvals,
     /// Calls started and not yet completed, with what their end needs to know
     /// (see `finished`).
     flight: BTreeMap<u64, finished::Flight>,
@@ -423,9 +419,7 @@ impl<P: Platform> Manager<P> {
             serving: false,
             short_lived: false,
             rule_warnings: Default::default(),
-            approvals_enabled: false,
-            approvals: BTreeMap::new(),
-            session_approvals: Default::default(),
+            approvals: Default::default(),
             flight: BTreeMap::new(),
             output: Default::default(),
             audit_events: false,
@@ -446,7 +440,7 @@ impl<P: Platform> Manager<P> {
     /// Approvals for `ask` rules come the same way, so this enables them too.
     pub fn enable_input_requests(&mut self) {
         self.input_requests = true;
-        self.approvals_enabled = true;
+        self.approvals.enabled = true;
     }
 
     /// Offers every server started from now on the `sampling` capability: their
@@ -521,7 +515,7 @@ impl<P: Platform> Manager<P> {
         self.config_roots = parsed.roots;
         self.apply_options();
         self.rule_warnings.clear();
-        self.session_approvals.clear();
+        self.approvals.session.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         self.invalidate_registry();
@@ -901,10 +895,10 @@ impl<P: Platform> Manager<P> {
         if let Decision::Ask(rule) = decision {
             if let Some(by) = approved {
                 flight.approval = Some(by);
-            } else if self.approved_for_session(tool, profile) {
+            } else if self.approvals.approved_for_session(tool, profile) {
                 flight.approval = Some("session-earlier");
             } else {
-                if !self.approvals_enabled {
+                if !self.approvals.enabled {
                     attempt.approval = Some("nobody");
                 }
                 self.ask_approval(approvals::Pending {
@@ -1159,7 +1153,7 @@ impl<P: Platform> Manager<P> {
                 ]
             })
             .flatten()
-            .chain(self.next_approval_deadline())
+            .chain(self.approvals.next_deadline())
             .min()
     }
 

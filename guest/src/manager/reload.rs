@@ -101,7 +101,7 @@ impl<P: Platform> Manager<P> {
         }
         self.apply_options();
         self.rule_warnings.clear();
-        self.session_approvals.clear();
+        self.approvals.session.clear();
         // What becomes of each old slot, decided before anything moves. Lookups
         // by name go through maps: a configuration may hold 10,000 entries.
         let fates: Vec<Fate> = {
