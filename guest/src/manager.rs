@@ -301,15 +301,9 @@ pub struct Manager<P: Platform> {
     next_call: u64,
     finished: Vec<FinishedCall>,
     events: Vec<Event>,
-    /// Whether servers are offered elicitation (see "Input requests").
-    input_requests: bool,
-    /// Whether servers are offered sampling (see "Input requests").
-    sampling: bool,
-    /// Whether servers are offered URL-mode elicitation.
-    url_elicitation: bool,
-    /// Input requests waiting for an answer: id → (slot, the client's key).
-    inputs: BTreeMap<u64, (usize, u64)>,
-    next_input: u64,
+    /// Input requests: what servers are offered, what waits for an answer (see
+    /// "Input requests").
+    input: inputs::Inputs,
     /// The configuration's permission rules.
     permissions: Permissions,
     /// The Claude Code settings files read since the last load (origin, value):
@@ -409,11 +403,7 @@ impl<P: Platform> Manager<P> {
             next_call: 1,
             finished: Vec::new(),
             events: Vec::new(),
-            input_requests: false,
-            sampling: false,
-            url_elicitation: false,
-            inputs: BTreeMap::new(),
-            next_input: 1,
+            input: Default::default(),
             permissions: Permissions::default(),
             claude_settings: Vec::new(),
             serving: false,
@@ -433,63 +423,6 @@ impl<P: Platform> Manager<P> {
         }
     }
 
-    /// Offers every server started from now on the `elicitation` capability: their
-    /// requests for input become [`Event::InputRequested`]. Call before `start`; a
-    /// server already connected keeps what it was offered until it reconnects.
-    ///
-    /// Approvals for `ask` rules come the same way, so this enables them too.
-    pub fn enable_input_requests(&mut self) {
-        self.input_requests = true;
-        self.approvals.enabled = true;
-    }
-
-    /// Offers every server started from now on the `sampling` capability: their
-    /// `sampling/createMessage` requests become [`Event::InputRequested`] with
-    /// `sampling` set, answered with a `CreateMessageResult` through
-    /// [`Manager::answer_input`] (see [`crate::sampling`]). Call before `start`.
-    pub fn enable_sampling(&mut self) {
-        self.sampling = true;
-    }
-
-    /// Offers every server started from now on URL-mode elicitation: their
-    /// requests to have the user open a URL become [`Event::InputRequested`]
-    /// with `url` set, answered with an action alone. Call before `start`.
-    pub fn enable_url_elicitation(&mut self) {
-        self.url_elicitation = true;
-    }
-
-    /// Answers input request `id`. An accepted answer (a JSON object) gets the
-    /// requested schema's defaults for the fields it leaves out and must satisfy
-    /// that schema. Err, naming the server and the reason, when it does not (the
-    /// request stays open for a corrected answer) or when no request of that id is
-    /// waiting (answered already, or withdrawn).
-    pub fn answer_input(&mut self, id: u64, answer: &InputAnswer) -> Result<(), String> {
-        if let Some(answered) = self.answer_approval(id, answer) {
-            return answered;
-        }
-        let Some(&(i, key)) = self.inputs.get(&id) else {
-            return Err(format!(
-                "no input request {id} is waiting for an answer (it was answered already, \
-                 or withdrawn when its call ended)"
-            ));
-        };
-        let server = self.slots[i].config.name.clone();
-        let Some(client) = self.slots[i].client.as_mut() else {
-            self.inputs.remove(&id);
-            return Err(format!(
-                "input request {id} is gone: server `{server}` is no longer connected"
-            ));
-        };
-        client
-            .answer_input(key, answer)
-            .map_err(|e| format!("input request {id} from server `{server}`: {e}"))?;
-        self.inputs.remove(&id);
-        self.flush(i);
-        self.process(i);
-        self.sync_statuses();
-        Ok(())
-    }
-
     /// The platform, for embedders and tests that drive it.
     pub fn platform(&self) -> &P {
         &self.platform
@@ -506,7 +439,7 @@ impl<P: Platform> Manager<P> {
         let parsed = config::parse(origin, text)?;
         self.shutdown();
         // Shutting down withdrew every input request; the ids of the old slots go too.
-        self.inputs.clear();
+        self.input.waiting.clear();
         self.origin = origin.to_string();
         self.permissions = parsed.permissions;
         self.claude_settings.clear();
@@ -637,13 +570,13 @@ impl<P: Platform> Manager<P> {
                     self.embedder_roots.as_deref(),
                     self.config_roots.as_deref(),
                 ));
-                if self.input_requests {
+                if self.input.form {
                     client.enable_input_requests();
                 }
-                if self.sampling {
+                if self.input.sampling {
                     client.enable_sampling();
                 }
-                if self.url_elicitation {
+                if self.input.url {
                     client.enable_url_elicitation();
                 }
                 if self.short_lived {
@@ -1394,9 +1327,8 @@ impl<P: Platform> Manager<P> {
                 })),
                 ClientEvent::Warning(w) => self.events.push(Event::Warning(w)),
                 ClientEvent::InputRequested(mut request) => {
-                    let id = self.next_input;
-                    self.next_input += 1;
-                    self.inputs.insert(id, (i, request.id));
+                    let id = self.input.next_id();
+                    self.input.waiting.insert(id, (i, request.id));
                     request.id = id;
                     self.events.push(Event::InputRequested(request));
                 }
@@ -1418,13 +1350,7 @@ impl<P: Platform> Manager<P> {
                     self.events.push(Event::TaskStatus(server.clone(), status));
                 }
                 ClientEvent::InputWithdrawn(key) => {
-                    let id = self
-                        .inputs
-                        .iter()
-                        .find(|(_, (slot, k))| *slot == i && *k == key)
-                        .map(|(id, _)| *id);
-                    if let Some(id) = id {
-                        self.inputs.remove(&id);
+                    if let Some(id) = self.input.withdraw(i, key) {
                         self.events.push(Event::InputWithdrawn(id));
                     }
                 }
@@ -1771,6 +1697,7 @@ mod adapted;
 mod approvals;
 pub mod call_counts;
 mod finished;
+mod inputs;
 mod logging;
 mod prompts;
 mod request;

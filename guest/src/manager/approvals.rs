@@ -126,8 +126,7 @@ impl<P: Platform> Manager<P> {
                 pending.rule
             )));
         }
-        let id = self.next_input;
-        self.next_input += 1;
+        let id = self.input.next_id();
         let server = self.slots[pending.slot].config.name.clone();
         let request = InputRequest {
             id,

@@ -255,7 +255,7 @@ impl<P: Platform> Manager<P> {
             .into_iter()
             .filter_map(|(call, i)| Some((call, moved_to.get(i).copied().flatten()?)))
             .collect();
-        self.inputs = core::mem::take(&mut self.inputs)
+        self.input.waiting = core::mem::take(&mut self.input.waiting)
             .into_iter()
             .filter_map(|(id, (i, key))| Some((id, (moved_to.get(i).copied().flatten()?, key))))
             .collect();
