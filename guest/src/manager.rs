@@ -335,10 +335,8 @@ pub struct Manager<P: Platform> {
     options: EmbedderOptions,
     /// Requests beyond tools in flight (see `requests`).
     requests: request::Requests,
-    /// The configuration's top-level `roots`.
-    config_roots: Option<Vec<Root>>,
-    /// The embedder's roots ([`Manager::set_roots`]), kept across loads.
-    embedder_roots: Option<Vec<Root>>,
+    /// The roots servers get (see `roots`).
+    roots: roots::Roots,
 }
 
 /// What the embedder sets over the configuration (`registry.set-options`).
@@ -418,8 +416,7 @@ impl<P: Platform> Manager<P> {
             audit: Default::default(),
             options: EmbedderOptions::default(),
             requests: Default::default(),
-            config_roots: None,
-            embedder_roots: None,
+            roots: Default::default(),
         }
     }
 
@@ -445,7 +442,7 @@ impl<P: Platform> Manager<P> {
         self.claude_settings.clear();
         self.output = parsed.output;
         self.audit = parsed.audit;
-        self.config_roots = parsed.roots;
+        self.roots.configured = parsed.roots;
         self.apply_options();
         self.rule_warnings.clear();
         self.approvals.session.clear();
@@ -565,11 +562,7 @@ impl<P: Platform> Manager<P> {
                 let mut client = Client::new(&slot.config.name);
                 client.limit(slot.config.limits);
                 client.set_initial_subscriptions(slot.subscriptions.clone());
-                client.set_initial_roots(roots_of(
-                    &slot.config,
-                    self.embedder_roots.as_deref(),
-                    self.config_roots.as_deref(),
-                ));
+                client.set_initial_roots(self.roots.of(&slot.config));
                 if self.input.form {
                     client.enable_input_requests();
                 }
@@ -609,50 +602,6 @@ impl<P: Platform> Manager<P> {
                 self.fail(i, message);
             }
         }
-    }
-
-    /// Sets the embedder's roots (`None`: back to the configuration's) and tells
-    /// every running server whose roots change (see [`crate::roots`]).
-    pub fn set_roots(&mut self, roots: Option<Vec<Root>>) {
-        self.embedder_roots = roots;
-        self.apply_roots();
-    }
-
-    /// The roots server `server` gets now, as [`crate::roots`] chooses them.
-    pub fn roots_of(&self, server: &str) -> Option<Vec<Root>> {
-        let slot = self.slots.iter().find(|s| s.config.name == server)?;
-        Some(roots_of(
-            &slot.config,
-            self.embedder_roots.as_deref(),
-            self.config_roots.as_deref(),
-        ))
-    }
-
-    /// Hands every live client its roots as they are now: a 2025 server is sent
-    /// `notifications/roots/list_changed`, and one that was initialized without
-    /// the `roots` capability and now has roots is reconnected to be offered it.
-    fn apply_roots(&mut self) {
-        let mut reconnect = Vec::new();
-        for i in 0..self.slots.len() {
-            let slot = &self.slots[i];
-            let roots = roots_of(
-                &slot.config,
-                self.embedder_roots.as_deref(),
-                self.config_roots.as_deref(),
-            );
-            let slot = &mut self.slots[i];
-            let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) else {
-                continue;
-            };
-            if client.set_roots(roots) {
-                reconnect.push(self.slots[i].config.name.clone());
-            }
-            self.flush(i);
-        }
-        for name in reconnect {
-            let _ = self.reconnect(&name);
-        }
-        self.sync_statuses();
     }
 
     /// Every configured server, in configuration order.
@@ -1558,26 +1507,6 @@ impl<P: Platform> Manager<P> {
 
 /// The key a server's era is remembered under: its name and a hash (FNV-1a) of
 /// where it lives, so an entry that now points elsewhere is probed afresh.
-/// A server's roots: its entry's own, else the embedder's, else the
-/// configuration's, clipped to its sandbox's grants.
-fn roots_of(
-    config: &ServerConfig,
-    embedder: Option<&[Root]>,
-    configured: Option<&[Root]>,
-) -> Vec<Root> {
-    let roots = config
-        .roots
-        .as_deref()
-        .or(embedder)
-        .or(configured)
-        .unwrap_or_default();
-    let sandbox = match &config.endpoint {
-        Endpoint::Stdio { sandbox, .. } => sandbox.as_ref(),
-        _ => None,
-    };
-    crate::roots::clip(roots, sandbox)
-}
-
 fn era_key(name: &str, endpoint: &Endpoint) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |text: &str| {
@@ -1703,6 +1632,7 @@ mod prompts;
 mod request;
 mod resources;
 mod restarts;
+mod roots;
 
 #[cfg(test)]
 mod tests;

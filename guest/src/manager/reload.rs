@@ -89,7 +89,7 @@ impl<P: Platform> Manager<P> {
             parsed.permissions != self.permissions || !self.claude_settings.is_empty();
         self.permissions = parsed.permissions;
         self.output = parsed.output;
-        self.config_roots = parsed.roots;
+        self.roots.configured = parsed.roots;
         if parsed.audit != self.audit {
             report.issues.push(ConfigIssue {
                 server: None,
