@@ -323,14 +323,10 @@ pub struct Manager<P: Platform> {
     /// How results are limited (the configuration's `output`, the embedder's
     /// overrides).
     output: crate::output::Settings,
-    /// Whether every call's end queues an [`Event::Audit`].
-    audit_events: bool,
     /// The keys of [`Event::CallCounted`], once counts are on.
     call_counts: Option<call_counts::CallCounts>,
-    /// Whether audit records carry the arguments.
-    audit_arguments: bool,
-    /// The configuration's `audit` object.
-    audit: crate::audit::Settings,
+    /// The audit trail's settings (see `finished`).
+    audit: finished::Audit,
     /// The embedder's overrides, kept across configuration loads.
     options: EmbedderOptions,
     /// Requests beyond tools in flight (see `requests`).
@@ -410,9 +406,7 @@ impl<P: Platform> Manager<P> {
             approvals: Default::default(),
             flight: BTreeMap::new(),
             output: Default::default(),
-            audit_events: false,
             call_counts: None,
-            audit_arguments: false,
             audit: Default::default(),
             options: EmbedderOptions::default(),
             requests: Default::default(),
@@ -441,7 +435,7 @@ impl<P: Platform> Manager<P> {
         self.permissions = parsed.permissions;
         self.claude_settings.clear();
         self.output = parsed.output;
-        self.audit = parsed.audit;
+        self.audit.settings = parsed.audit;
         self.roots.configured = parsed.roots;
         self.apply_options();
         self.rule_warnings.clear();
@@ -772,7 +766,7 @@ impl<P: Platform> Manager<P> {
             profile: profile.map(String::from),
             approval: None,
             started_ms: now,
-            arguments: self.audit_arguments.then(|| arguments.get().to_string()),
+            arguments: self.audit.arguments.then(|| arguments.get().to_string()),
         };
         if let Decision::Ask(rule) = decision {
             if let Some(by) = approved {
@@ -981,14 +975,17 @@ impl<P: Platform> Manager<P> {
             // files would be.
             self.output.inline_media = true;
         }
-        self.audit_events = self.options.audit.unwrap_or(false);
-        self.audit_arguments = self.options.audit_arguments.unwrap_or(self.audit.arguments);
+        self.audit.events = self.options.audit.unwrap_or(false);
+        self.audit.arguments = self
+            .options
+            .audit_arguments
+            .unwrap_or(self.audit.settings.arguments);
     }
 
     /// The configuration's `audit.file`, as written (`${VAR}` unresolved): where
     /// the host is asked to write the audit trail.
     pub fn audit_file(&self) -> Option<&str> {
-        self.audit.file.as_deref()
+        self.audit.settings.file.as_deref()
     }
 
     /// Takes the events queued since the last call.

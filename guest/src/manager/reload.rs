@@ -90,7 +90,7 @@ impl<P: Platform> Manager<P> {
         self.permissions = parsed.permissions;
         self.output = parsed.output;
         self.roots.configured = parsed.roots;
-        if parsed.audit != self.audit {
+        if parsed.audit != self.audit.settings {
             report.issues.push(ConfigIssue {
                 server: None,
                 field: Some("audit".into()),
