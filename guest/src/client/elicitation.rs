@@ -173,8 +173,8 @@ impl Client {
                 methods::SAMPLING_CREATE_MESSAGE => {
                     sampling::parse_request(params).map(Question::Sampling)
                 }
-                methods::ROOTS_LIST if !self.roots.is_empty() => {
-                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots));
+                methods::ROOTS_LIST if !self.roots.list.is_empty() => {
+                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots.list));
                     continue;
                 }
                 methods::ROOTS_LIST => Err(

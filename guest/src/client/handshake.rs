@@ -53,7 +53,7 @@ impl Client {
         self.phase = Phase::Initializing;
         self.protocol_version = None;
         // Capabilities are fixed for the session from here: see `roots`.
-        self.roots_offered = !self.roots.is_empty();
+        self.roots.offered = !self.roots.list.is_empty();
         let params = InitializeParams {
             protocol_version: OFFERED_VERSION,
             capabilities: self.capabilities(),

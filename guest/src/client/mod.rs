@@ -152,10 +152,8 @@ pub struct Client {
     input: elicitation::Inputs,
     /// The optional capabilities the server declared (resources, prompts, …).
     offers: Offers,
-    /// The roots the server gets (see `roots`).
-    roots: Vec<crate::roots::Root>,
-    /// Whether `initialize` declared the `roots` capability (2025 sessions).
-    roots_offered: bool,
+    /// The roots the server gets, and whether they were offered (see `roots`).
+    roots: roots::Roots,
     /// The capabilities the server answered, for [`Client::known`].
     capabilities_seen: Option<Value>,
     /// Whether the session was resumed from a [`KnownServer`].
@@ -322,8 +320,7 @@ impl Client {
             probe_deadline: None,
             input: elicitation::Inputs::default(),
             offers: Offers::default(),
-            roots: Vec::new(),
-            roots_offered: false,
+            roots: roots::Roots::default(),
             capabilities_seen: None,
             resumed: false,
             subscriptions: subscriptions::Subscriptions::default(),
@@ -549,7 +546,7 @@ impl Client {
             methods::ELICITATION_CREATE if self.input.elicits() => {
                 return self.on_elicitation_request(r);
             }
-            methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {
+            methods::ROOTS_LIST if self.roots.offered && self.era == Era::Legacy => {
                 return self.on_roots_request(&r);
             }
             methods::SAMPLING_CREATE_MESSAGE => return self.on_sampling_request(r),
