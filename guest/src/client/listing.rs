@@ -24,7 +24,7 @@ use super::pagination::{Cursors, MAX_PAGES};
 use super::param_headers::check_param_headers;
 use super::wire::{ListParams, ListToolsResult, RawTool, text_of};
 use super::{Client, ClientEvent, Pending, Phase, ResultKind, result_kind};
-use crate::config::Limits;
+use crate::config::types::Limits;
 use crate::jsonrpc;
 use crate::methods;
 use crate::registry::ToolDef;
