@@ -57,6 +57,14 @@
 //!
 //! A call to a tool an `ask` permission rule covers waits for an approval, asked
 //! of the embedder as an input request (see `approvals`).
+//!
+//! # State
+//!
+//! Each concept keeps its state in a struct beside its methods, owned by the
+//! manager: input requests in `inputs`, approvals in `approvals`, a server's
+//! failures and backoff in `restarts` (one per server), roots in `roots`, the
+//! audit trail's settings and each call's end in `finished`, call counts in
+//! `call_counts`, requests beyond tools in `request`.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;

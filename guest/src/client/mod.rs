@@ -51,6 +51,13 @@
 //!
 //! # Layout
 //!
+//! A concept with state of its own keeps it in a struct in its module, owned by
+//! [`Client`]: the tool list in `listing::ToolList`, input requests in
+//! `elicitation::Inputs`, subscriptions and the listen stream in
+//! `subscriptions::Subscriptions`, roots in `roots::Roots`, calls running as
+//! tasks in `tasks::Tasks`. What every request shares (ids, the requests in
+//! flight and when the next is due) stays on `Client`.
+//!
 //! | module | MCP concept |
 //! |---|---|
 //! | [`handshake`] | `initialize` / `notifications/initialized` (legacy era) |
