@@ -503,7 +503,7 @@ mod tests {
         load(&dirs);
         #[allow(unsafe_code)]
         // SAFETY: written by `store` just now, in a private temporary directory.
-        let component = unsafe { Component::deserialize_file(&engine, &cwasm(&dirs)) }.unwrap();
+        let component = unsafe { Component::deserialize_file(&engine, cwasm(&dirs)) }.unwrap();
         no_huge_pages(&component);
         let start = component.image_range().start as usize;
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();

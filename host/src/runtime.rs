@@ -522,13 +522,13 @@ const EVENTS_BUFFER: usize = 1024;
 pub(crate) struct Events(Arc<std::sync::OnceLock<broadcast::Sender<Event>>>);
 
 impl Events {
-    /// Sends `event` to every subscriber, as [`broadcast::Sender::send`] does
-    /// (with none yet, an error returning it).
-    pub fn send(&self, event: Event) -> Result<usize, broadcast::error::SendError<Event>> {
-        match self.0.get() {
-            Some(sender) => sender.send(event),
-            None => Err(broadcast::error::SendError(event)),
-        }
+    /// Sends `event` to every subscriber; how many it reached (none before the
+    /// first subscription: it is dropped).
+    pub fn send(&self, event: Event) -> usize {
+        self.0
+            .get()
+            .and_then(|sender| sender.send(event).ok())
+            .unwrap_or(0)
     }
 
     /// A receiver of every event sent from now on.
