@@ -231,6 +231,19 @@ struct Session {
     notified: u64,
 }
 
+/// The gateway's 2025-era sessions: every open one by handle, the next handle's
+/// sequence number, and the stdio client's.
+#[derive(Debug, Default)]
+struct Sessions {
+    open: BTreeMap<u64, Session>,
+    /// The sequence number of the next handle made (see `handle`).
+    next: u64,
+    /// The session of the stdio client. On stdio the connection is the session:
+    /// lines that follow `initialize` belong to it even when the host hands them in
+    /// before it saw the session open.
+    stdio: Option<u64>,
+}
+
 /// Where a downstream request came from and how to answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Origin {
@@ -336,8 +349,8 @@ struct Exchange {
 pub struct Gateway {
     options: ServeOptions,
     serving: bool,
-    sessions: BTreeMap<u64, Session>,
-    next_session: u64,
+    /// 2025-era sessions.
+    sessions: Sessions,
     exchanges: BTreeMap<u64, Exchange>,
     /// Manager call → the downstream call it serves.
     calls: BTreeMap<u64, DownCall>,
@@ -353,20 +366,13 @@ pub struct Gateway {
     indexes: BTreeMap<Option<String>, Rc<search::Index>>,
     /// The registry generation the sessions were last compared against.
     seen_generation: u64,
-    /// Requests sent to downstream clients (elicitation), by id text.
-    asked: BTreeMap<String, elicitation::Asked>,
-    /// 2026-07-28 `input_required` rounds waiting for a retry, by `requestState`.
-    rounds: BTreeMap<String, elicitation::Round>,
-    next_request: u64,
+    /// Requests sent to downstream clients and 2026-07-28 input rounds.
+    input: elicitation::InputRounds,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
     /// The registry generation whose tools refused by the schema dialect were
     /// last warned about (see `tools.rs`).
     refusals_warned: u64,
-    /// The session of the stdio client. On stdio the connection is the session:
-    /// lines that follow `initialize` belong to it even when the host hands them in
-    /// before it saw the session open.
-    stdio_session: Option<u64>,
     out: Vec<Signal>,
     /// Manager requests (resources, prompts, completions) → the downstream
     /// request each serves.
@@ -379,10 +385,8 @@ pub struct Gateway {
     /// Resource, prompt and completion requests held while servers start:
     /// (origin, method, params).
     held_requests: Vec<(Origin, String, Value)>,
-    /// Resource URI → the clients subscribed to it (see `subscriptions`).
-    subscribed: BTreeMap<String, alloc::collections::BTreeSet<subscriptions::Holder>>,
-    /// Manager requests that subscribe or unsubscribe upstream.
-    upstream: BTreeMap<u64, subscriptions::Upstream>,
+    /// Resource subscriptions, held and in flight upstream.
+    subscriptions: subscriptions::Subscriptions,
     /// Messages of exchanges not handled yet, oldest first.
     backlog: VecDeque<Backlog>,
 }
@@ -396,8 +400,11 @@ impl Gateway {
     /// A gateway that serves nobody yet.
     pub fn new() -> Gateway {
         Gateway {
-            next_session: 1,
-            next_request: 1,
+            sessions: Sessions {
+                next: 1,
+                ..Sessions::default()
+            },
+            input: elicitation::InputRounds::new(),
             ..Gateway::default()
         }
     }
@@ -448,7 +455,7 @@ impl Gateway {
             text,
         } = inbound;
         let session = match (session, kind) {
-            (None, TransportKind::Stdio) => self.stdio_session,
+            (None, TransportKind::Stdio) => self.sessions.stdio,
             (session, _) => session,
         };
         // A session the host kept across a restart of the guest: reopened.
@@ -560,7 +567,7 @@ impl Gateway {
     /// 2026-07-28 has none), and only up to [`MAX_BATCH`] messages.
     fn check_batch(&self, session: Option<u64>, len: usize) -> Result<(), Refusal> {
         let version = session
-            .and_then(|s| self.sessions.get(&s))
+            .and_then(|s| self.sessions.open.get(&s))
             .map(|s| s.protocol_version);
         if version != Some(BATCH_VERSION) {
             let why = match version {
@@ -630,10 +637,10 @@ impl Gateway {
         profile: Option<String>,
     ) {
         if let Some(handle) = session
-            && !self.sessions.contains_key(&handle)
+            && !self.sessions.open.contains_key(&handle)
             && let Some(facts) = handle::decode(handle)
         {
-            self.sessions.insert(
+            self.sessions.open.insert(
                 handle,
                 Session {
                     profile,
@@ -646,9 +653,9 @@ impl Gateway {
                     notified: 0,
                 },
             );
-            self.next_session = self.next_session.max(handle::sequence(handle) + 1);
+            self.sessions.next = self.sessions.next.max(handle::sequence(handle) + 1);
             if kind == TransportKind::Stdio {
-                self.stdio_session = Some(handle);
+                self.sessions.stdio = Some(handle);
             }
         }
         self.out.push(Signal::End {
@@ -716,10 +723,10 @@ impl Gateway {
     /// The client ended its session (HTTP `DELETE`, or stdin closed): its calls
     /// are cancelled and the session is forgotten.
     pub fn session_closed<P: Platform>(&mut self, m: &mut Manager<P>, session: u64) {
-        if self.stdio_session == Some(session) {
-            self.stdio_session = None;
+        if self.sessions.stdio == Some(session) {
+            self.sessions.stdio = None;
         }
-        if self.sessions.remove(&session).is_none() {
+        if self.sessions.open.remove(&session).is_none() {
             return;
         }
         self.release_all(m, subscriptions::Holder::Session(session));
@@ -761,7 +768,7 @@ impl Gateway {
             && events.is_empty()
             && self.calls.is_empty()
             && self.requests.is_empty()
-            && self.upstream.is_empty()
+            && self.subscriptions.upstream.is_empty()
         {
             let warnings = self.take_warnings().into_iter().map(Event::Warning);
             return (finished, warnings.collect());
@@ -788,7 +795,7 @@ impl Gateway {
                 self.call_finished(c);
             } else if self.requests.contains_key(&c.call) {
                 self.request_done(c);
-            } else if self.upstream.contains_key(&c.call) {
+            } else if self.subscriptions.upstream.contains_key(&c.call) {
                 self.upstream_done(m, c);
             } else {
                 theirs.push(c);
@@ -862,7 +869,7 @@ impl Gateway {
         let method = r.method.as_str();
         // A 2025 session's requests are that session's, whatever they claim.
         if let Some(s) = ctx.session {
-            let Some(session) = self.sessions.get(&s) else {
+            let Some(session) = self.sessions.open.get(&s) else {
                 return self.answer(
                     &origin,
                     Err(Refusal::new(
@@ -922,9 +929,9 @@ impl Gateway {
             elicitation,
             sampling,
         };
-        let id = handle::encode(self.next_session, &facts);
-        self.next_session += 1;
-        self.sessions.insert(
+        let id = handle::encode(self.sessions.next, &facts);
+        self.sessions.next += 1;
+        self.sessions.open.insert(
             id,
             Session {
                 profile: ctx.profile.clone(),
@@ -940,7 +947,7 @@ impl Gateway {
             x.session = Some(id);
         }
         if ctx.kind == TransportKind::Stdio {
-            self.stdio_session = Some(id);
+            self.sessions.stdio = Some(id);
         }
         self.out.push(Signal::SessionOpened {
             exchange: ctx.exchange,
@@ -967,6 +974,7 @@ impl Gateway {
             methods::INITIALIZE => {
                 let version = self
                     .sessions
+                    .open
                     .get(&origin.session.unwrap_or_default())
                     .map_or("2025-11-25", |s| s.protocol_version);
                 self.answer(
@@ -981,7 +989,8 @@ impl Gateway {
                 let level = params.get("level").and_then(Value::as_str);
                 match level.and_then(logging::rank) {
                     Some(rank) => {
-                        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+                        if let Some(s) = origin.session.and_then(|s| self.sessions.open.get_mut(&s))
+                        {
                             s.log_level = rank;
                         }
                         self.answer(&origin, Ok("{}".into()));
@@ -1050,7 +1059,7 @@ impl Gateway {
             .unwrap_or(Value::Null);
         match n.method.as_str() {
             methods::INITIALIZED => {
-                if let Some(s) = ctx.session.and_then(|s| self.sessions.get_mut(&s)) {
+                if let Some(s) = ctx.session.and_then(|s| self.sessions.open.get_mut(&s)) {
                     s.initialized = true;
                 }
             }

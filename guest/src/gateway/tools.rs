@@ -178,7 +178,7 @@ impl Gateway {
         cursor: Option<&str>,
     ) -> Result<String, Refusal> {
         let exposure = self.exposure(m, origin.profile.as_deref());
-        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+        if let Some(s) = origin.session.and_then(|s| self.sessions.open.get_mut(&s)) {
             s.notified = exposure.fingerprint;
         }
         if self.options.tool_search {
