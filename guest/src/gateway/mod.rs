@@ -358,21 +358,12 @@ pub struct Gateway {
     held: Vec<(Origin, Option<String>)>,
     /// `tools/call` requests for tools not listed yet, held while servers start.
     held_calls: Vec<(Origin, Value)>,
-    /// The served tools per profile, rebuilt when the registry changes.
-    exposures: BTreeMap<Option<String>, Rc<Exposure>>,
-    /// Tools each profile served before whose server is gone, by served name.
-    retired: BTreeMap<Option<String>, BTreeMap<String, exposure::Exposed>>,
-    /// Search indexes per profile.
-    indexes: BTreeMap<Option<String>, Rc<search::Index>>,
-    /// The registry generation the sessions were last compared against.
-    seen_generation: u64,
+    /// What is served per profile (see `exposure::Served`).
+    served: exposure::Served,
     /// Requests sent to downstream clients and 2026-07-28 input rounds.
     input: elicitation::InputRounds,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
-    /// The registry generation whose tools refused by the schema dialect were
-    /// last warned about (see `tools.rs`).
-    refusals_warned: u64,
     out: Vec<Signal>,
     /// Manager requests (resources, prompts, completions) → the downstream
     /// request each serves.
@@ -413,9 +404,9 @@ impl Gateway {
     /// afresh. The rules themselves (`permissions`, `profiles`) are the
     /// manager's ([`crate::permissions`]): the gateway asks it per tool.
     pub fn configure(&mut self) {
-        self.exposures.clear();
-        self.retired.clear();
-        self.indexes.clear();
+        self.served.exposures.clear();
+        self.served.retired.clear();
+        self.served.indexes.clear();
     }
 
     /// Starts serving. `Err` when `profile` (the stdio client's) is not configured.
@@ -430,7 +421,7 @@ impl Gateway {
         }
         self.options = options;
         self.serving = true;
-        self.exposures.clear();
+        self.served.exposures.clear();
         Ok(())
     }
 
@@ -837,7 +828,7 @@ impl Gateway {
                 self.release_held(m);
             }
             self.pump(m);
-            if m.tools_generation() != self.seen_generation {
+            if m.tools_generation() != self.served.seen_generation {
                 self.tools_changed(m);
             }
         }
@@ -1180,7 +1171,7 @@ impl Gateway {
     fn exposure<P: Platform>(&mut self, m: &Manager<P>, profile: Option<&str>) -> Rc<Exposure> {
         let generation = m.tools_generation();
         let key = profile.map(String::from);
-        if let Some(e) = self.exposures.get(&key)
+        if let Some(e) = self.served.exposures.get(&key)
             && e.generation == generation
         {
             return e.clone();
@@ -1194,13 +1185,13 @@ impl Gateway {
             self.options.max_name_len,
         );
         // A clash is reported once per registry change, not per profile.
-        if key.is_none() || self.exposures.is_empty() {
+        if key.is_none() || self.served.exposures.is_empty() {
             self.warnings.extend(warnings);
         }
         // Tools that left (their server failed) are kept by name: a call to one
         // goes to the manager, which restarts the server or says why it cannot.
-        if let Some(old) = self.exposures.get(&key) {
-            let retired = self.retired.entry(key.clone()).or_default();
+        if let Some(old) = self.served.exposures.get(&key) {
+            let retired = self.served.retired.entry(key.clone()).or_default();
             for t in &old.tools {
                 if exposure.get(&t.name).is_none() {
                     retired.insert(t.name.clone(), t.clone());
@@ -1209,13 +1200,16 @@ impl Gateway {
             retired.retain(|name, _| exposure.get(name).is_none());
         }
         let exposure = Rc::new(exposure);
-        self.exposures.insert(key, exposure.clone());
+        self.served.exposures.insert(key, exposure.clone());
         exposure
     }
 
     /// A tool `profile` served before and no longer lists (its server is gone).
     fn retired(&self, profile: Option<&str>, name: &str) -> Option<&exposure::Exposed> {
-        self.retired.get(&profile.map(String::from))?.get(name)
+        self.served
+            .retired
+            .get(&profile.map(String::from))?
+            .get(name)
     }
 }
 

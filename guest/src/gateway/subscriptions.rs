@@ -418,7 +418,7 @@ impl Gateway {
 
     /// The registry changed: tell every client whose served list changed.
     pub(super) fn tools_changed<P: Platform>(&mut self, m: &Manager<P>) {
-        self.seen_generation = m.tools_generation();
+        self.served.seen_generation = m.tools_generation();
         let sessions: Vec<(u64, Option<String>)> = self
             .sessions
             .open
