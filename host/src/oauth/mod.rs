@@ -940,7 +940,7 @@ mod tests {
         let (mut state, oauth, mut seen_events) = runtime_state(&config, store);
         let mut handed = String::new();
         for (name, url) in [("with", &url), ("without", &other), ("expired", &stale)] {
-            let ep = crate::transport::endpoint::http_endpoint(&url, &[]);
+            let ep = crate::transport::endpoint::http_endpoint(url, &[]);
             let grant = crate::imports::remote::open(&mut state, name, &ep, &|_| None).unwrap();
             let stand_in = format!("{grant:?}");
             handed.push_str(&stand_in);
