@@ -68,6 +68,7 @@
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
 //! | [`sampling`] | `sampling/createMessage`, both eras, and the `sampling` capability |
+//! | [`skills`] | `skills/list`, `skills/get` and loading a skill: its files read lazily, verified against its entry (SEP-2640) |
 //! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
 //! | [`subscriptions`] | `resources/subscribe`, `notifications/resources/updated`, resource and prompt list changes, the `subscriptions/listen` filter (2026-07-28) |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
@@ -104,6 +105,7 @@ mod request;
 mod resources;
 mod roots;
 mod sampling;
+mod skills;
 mod subscriptions;
 mod tasks;
 mod wire;
@@ -198,6 +200,8 @@ pub struct Client {
     log_level: Option<String>,
     /// Which tools run as tasks, and the calls running as tasks (see `tasks`).
     tasks: tasks::Tasks,
+    /// The skills listed, and those loaded (see `skills`).
+    skills: skills::Skills,
 }
 
 /// What the client tells the manager.
@@ -375,6 +379,7 @@ impl Client {
             listen_id: None,
             log_level: None,
             tasks: tasks::Tasks::default(),
+            skills: skills::Skills::default(),
         }
     }
 
