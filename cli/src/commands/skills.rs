@@ -57,56 +57,56 @@ pub(crate) async fn skill(
     json: bool,
 ) -> Result<Exit, Failure> {
     settle(runtime).await;
+    // `SERVER/NAME` names its server; a loaded skill is verified against the
+    // entry its server listed, so the server's skills are listed first.
     let (server, skill) = match (server, name.split_once('/')) {
-        (Some(server), _) => (server.to_string(), name.to_string()),
-        (None, Some((server, skill))) if !name.contains("://") => {
-            (server.to_string(), skill.to_string())
-        }
-        _ => {
-            let list = runtime.list_skills(None).await.map_err(failed)?;
-            let found: Vec<_> = list
+        (Some(server), _) => (Some(server), name),
+        (None, Some((server, skill))) if !name.contains("://") => (Some(server), skill),
+        _ => (None, name),
+    };
+    let list = runtime.list_skills(server).await.map_err(failed)?;
+    let found: Vec<_> = list
+        .iter()
+        .filter(|s| s.name() == skill || s.uri == skill)
+        .collect();
+    let server = match (server, found.as_slice()) {
+        (Some(server), _) => server.to_string(),
+        (None, [one_skill]) => one_skill.server.clone(),
+        (None, []) => {
+            let known: Vec<String> = list
                 .iter()
-                .filter(|s| s.name() == name || s.uri == name)
+                .map(|s| format!("{}/{}", one(&s.server), one(s.name())))
                 .collect();
-            match found.as_slice() {
-                [one_skill] => (one_skill.server.clone(), name.to_string()),
-                [] => {
-                    let known: Vec<String> = list
-                        .iter()
-                        .map(|s| format!("{}/{}", one(&s.server), one(s.name())))
-                        .collect();
-                    return Err(fail(
-                        Exit::Usage,
-                        anyhow::anyhow!(
-                            "no server lists a skill named `{}` (skills: {}); name one as `mcpbox skills` shows it, or give --server and its SKILL.md URI",
-                            one(name),
-                            if known.is_empty() {
-                                "none".to_string()
-                            } else {
-                                known.join(", ")
-                            }
-                        ),
-                    ));
-                }
-                several => {
-                    let at: Vec<String> = several
-                        .iter()
-                        .map(|s| format!("{} on `{}`", one(&s.uri), one(&s.server)))
-                        .collect();
-                    return Err(fail(
-                        Exit::Usage,
-                        anyhow::anyhow!(
-                            "{} skills are named `{}` ({}); name one as SERVER/NAME, or give --server and its SKILL.md URI",
-                            several.len(),
-                            one(name),
-                            at.join(", ")
-                        ),
-                    ));
-                }
-            }
+            return Err(fail(
+                Exit::Usage,
+                anyhow::anyhow!(
+                    "no server lists a skill named `{}` (skills: {}); name one as `mcpbox skills` shows it, or give --server and its SKILL.md URI",
+                    one(name),
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+        (None, several) => {
+            let at: Vec<String> = several
+                .iter()
+                .map(|s| format!("{} on `{}`", one(&s.uri), one(&s.server)))
+                .collect();
+            return Err(fail(
+                Exit::Usage,
+                anyhow::anyhow!(
+                    "{} skills are named `{}` ({}); name one as SERVER/NAME, or give --server and its SKILL.md URI",
+                    several.len(),
+                    one(name),
+                    at.join(", ")
+                ),
+            ));
         }
     };
-    let loaded = runtime.load_skill(&server, &skill).await.map_err(failed)?;
+    let loaded = runtime.load_skill(&server, skill).await.map_err(failed)?;
     let mut out = std::io::stdout().lock();
     match file {
         None if json => {
@@ -121,7 +121,7 @@ pub(crate) async fn skill(
         None => write!(out, "{}", escape(&loaded.text, Lines::Keep))?,
         Some(file) => {
             let read = runtime
-                .read_skill_file(&server, &skill, file)
+                .read_skill_file(&server, skill, file)
                 .await
                 .map_err(failed)?;
             if json {

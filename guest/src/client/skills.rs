@@ -60,6 +60,9 @@ pub(super) struct Skills {
     loaded: BTreeSet<String>,
     /// Calls that got an entry with `skills/get` to load the skill after.
     load_after_get: BTreeSet<u64>,
+    /// Listed entries declined (invalid, dynamic, past the limits): by URI, the
+    /// skill's name and why, for a load to say.
+    declined: BTreeMap<String, (String, String)>,
 }
 
 /// One skill's entry, as held.
@@ -181,12 +184,23 @@ impl Client {
             let value: Value = serde_json::from_str(item.get()).unwrap_or(Value::Null);
             match read_entry(&value) {
                 Ok(entry) => {
+                    self.skills.declined.remove(&entry.uri);
                     self.skills.entries.insert(entry.uri.clone(), entry);
                 }
-                Err(why) => self.warn(format!(
-                    "server `{}`: skill {why}; it cannot be loaded",
-                    self.server
-                )),
+                Err(why) => {
+                    self.warn(format!(
+                        "server `{}`: skill {why}; it cannot be loaded",
+                        self.server
+                    ));
+                    if let Some(uri) = value.get("uri").and_then(Value::as_str) {
+                        let name = value["frontmatter"]["name"].as_str().unwrap_or_default();
+                        self.skills.entries.remove(uri);
+                        self.skills.loaded.remove(uri);
+                        self.skills
+                            .declined
+                            .insert(uri.to_string(), (name.to_string(), why));
+                    }
+                }
             }
         }
     }
@@ -253,6 +267,17 @@ impl Client {
     /// The URI of the held entry `skill` names (a name or a `SKILL.md` URI);
     /// `None` for a URI no entry holds.
     fn resolve_skill(&self, skill: &str) -> Result<Option<String>, String> {
+        let declined = self
+            .skills
+            .declined
+            .iter()
+            .find(|(uri, (name, _))| *uri == skill || name == skill);
+        if let Some((uri, (name, why))) = declined {
+            return Err(format!(
+                "skill `{name}` ({uri}) on server `{}` cannot be loaded: {why}",
+                self.server
+            ));
+        }
         if is_uri(skill) {
             return Ok(self
                 .skills
