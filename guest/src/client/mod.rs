@@ -55,7 +55,7 @@
 //! [`Client`]: the tool list in `listing::ToolList`, input requests in
 //! `elicitation::Inputs`, subscriptions and the listen stream in
 //! `subscriptions::Subscriptions`, roots in `roots::Roots`, calls running as
-//! tasks in `tasks::Tasks`. What every request shares (ids, the requests in
+//! tasks in `tasks::Tasks`, the skills listed and loaded in `skills::Skills`. What every request shares (ids, the requests in
 //! flight and when the next is due) stays on `Client`.
 //!
 //! | module | MCP concept |
