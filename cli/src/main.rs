@@ -131,6 +131,27 @@ enum Command {
         /// Its arguments, KEY=VALUE each.
         arguments: Vec<String>,
     },
+    /// List the skills of every connected server that serves them (the skills
+    /// extension); no skill file is read.
+    Skills {
+        /// Only this server's skills.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+    },
+    /// Load a skill and print its SKILL.md, verified against the server's entry
+    /// (size, SHA-256 digest, frontmatter); with --file, read one of its files.
+    Skill {
+        /// The skill's name (as `mcpbox skills` shows it, with or without its
+        /// SERVER/), or its SKILL.md URI.
+        name: String,
+        /// The server that serves it.
+        #[arg(long, value_name = "NAME")]
+        server: Option<String>,
+        /// A file of the skill to read once it is loaded: its path in the skill
+        /// (references/FORMS.md) or its URI.
+        #[arg(long, value_name = "PATH")]
+        file: Option<String>,
+    },
     /// Trust the configuration file (`--config`) as it is now, so that its servers
     /// may start: shows what it runs and remembers the file by path and SHA-256.
     Trust,
@@ -621,6 +642,19 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             }
             Command::Prompt { name, arguments } => {
                 commands::prompts::prompt(&runtime, name, arguments, cli.json).await
+            }
+            Command::Skills { server } => {
+                commands::skills::skills(&runtime, server.as_deref(), cli.json).await
+            }
+            Command::Skill { name, server, file } => {
+                commands::skills::skill(
+                    &runtime,
+                    name,
+                    server.as_deref(),
+                    file.as_deref(),
+                    cli.json,
+                )
+                .await
             }
             Command::Call {
                 tool,

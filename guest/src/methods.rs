@@ -45,6 +45,10 @@ pub const RESOURCES_LIST: &str = "resources/list";
 pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
 /// Reading one resource by URI.
 pub const RESOURCES_READ: &str = "resources/read";
+/// Lists a server's skills (the skills extension, `io.modelcontextprotocol/skills`).
+pub const SKILLS_LIST: &str = "skills/list";
+/// One skill's entry by its `SKILL.md` URI (the skills extension).
+pub const SKILLS_GET: &str = "skills/get";
 /// One page of the server's prompts.
 pub const PROMPTS_LIST: &str = "prompts/list";
 /// One prompt, filled in with arguments.

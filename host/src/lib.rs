@@ -109,8 +109,9 @@ pub use metrics::{
 pub use oauth::TokenStore;
 pub use runtime::{
     AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal, CallOptions, CompletionValues,
-    DEFAULT_WATCH_DEBOUNCE, DIALECTS, GetPrompt, MAX_CONFIG_BYTES, Options, Prompt, PromptArgument,
-    PromptMessage, Resource, ResourceContents, ResourceRead, ResourceTemplate, Runtime,
+    DEFAULT_WATCH_DEBOUNCE, DIALECTS, GetPrompt, LoadedSkill, MAX_CONFIG_BYTES, Options, Prompt,
+    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead, ResourceTemplate,
+    Runtime, Skill, SkillFile,
 };
 pub use store::Policy;
 pub use types::{

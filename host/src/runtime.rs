@@ -16,6 +16,7 @@ mod logging;
 mod prompts;
 mod request;
 mod resources;
+mod skills;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::{Limits, Place, Results};
@@ -34,6 +35,7 @@ pub use adapted::DIALECTS;
 pub use completions::CompletionValues;
 pub use prompts::{GetPrompt, Prompt, PromptArgument, PromptMessage};
 pub use resources::{Resource, ResourceContents, ResourceRead, ResourceTemplate};
+pub use skills::{LoadedSkill, Skill, SkillFile};
 
 /// Where the guest component comes from.
 #[derive(Debug, Clone)]

@@ -933,6 +933,46 @@ export class McpBox extends EventEmitter {
   }
 
   /**
+   * The skills (the `io.modelcontextprotocol/skills` extension) of `server`, or of
+   * every server that serves them: each entry (`uri` of its SKILL.md,
+   * `frontmatter`, `resources`) with `server` added. No skill file is read.
+   */
+  async listSkills(server = null, options = {}) {
+    return (await this.#request(server, { tag: 'list-skills' }, 'skills/list', options)).content;
+  }
+
+  /**
+   * Loads skill `skill` of `server` (its name in the server's listing, after
+   * `listSkills`, or its SKILL.md URI): its SKILL.md, verified against the
+   * server's entry (size, SHA-256 digest, frontmatter). A mismatch rejects with
+   * a `CallError` naming the server, the skill and the mismatch.
+   *
+   * @returns {Promise<{text: string, contents: object[], entry: object}>}
+   */
+  async loadSkill(server, skill, options = {}) {
+    if (typeof server !== 'string' || typeof skill !== 'string') {
+      throw new TypeError('loadSkill needs a server name and a skill name or URI');
+    }
+    const r = await this.#request(server, { tag: 'load-skill', val: skill }, `skill ${skill}`, options);
+    return { text: r.text, contents: r.content, entry: r.structuredContent };
+  }
+
+  /**
+   * Reads file `file` (its path in the skill, or its URI) of the loaded skill
+   * `skill` of `server`, verified against the skill's entry.
+   *
+   * @returns {Promise<{contents: object[], text: string}>}
+   */
+  async readSkillFile(server, skill, file, options = {}) {
+    if (typeof server !== 'string' || typeof skill !== 'string' || typeof file !== 'string') {
+      throw new TypeError('readSkillFile needs a server name, a skill and a file');
+    }
+    const request = { tag: 'read-skill-file', val: { skill, file } };
+    const r = await this.#request(server, request, `skill file ${file}`, options);
+    return { contents: r.content, text: r.text };
+  }
+
+  /**
    * The prompts of `server`, or of every server. Each has `server` and
    * `registryName` (`mcp__{server}__{prompt}`) added.
    */

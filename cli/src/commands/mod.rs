@@ -9,6 +9,7 @@
 //! | [`call`] | `mcpbox call`, with the approvals an `ask` rule needs |
 //! | [`resources`] | `mcpbox resources` and `mcpbox read` |
 //! | [`prompts`] | `mcpbox prompts` and `mcpbox prompt` |
+//! | [`skills`] | `mcpbox skills` and `mcpbox skill` |
 //! | [`login`] | `mcpbox login` |
 //! | [`logout`] | `mcpbox logout` |
 //! | [`import`] | `mcpbox import`, and `--installed` |
@@ -27,6 +28,7 @@ pub(crate) mod prompts;
 pub(crate) mod resources;
 pub(crate) mod serve;
 pub(crate) mod servers;
+pub(crate) mod skills;
 pub(crate) mod tools;
 pub(crate) mod trust;
 

@@ -55,7 +55,7 @@
 //! [`Client`]: the tool list in `listing::ToolList`, input requests in
 //! `elicitation::Inputs`, subscriptions and the listen stream in
 //! `subscriptions::Subscriptions`, roots in `roots::Roots`, calls running as
-//! tasks in `tasks::Tasks`. What every request shares (ids, the requests in
+//! tasks in `tasks::Tasks`, the skills listed and loaded in `skills::Skills`. What every request shares (ids, the requests in
 //! flight and when the next is due) stays on `Client`.
 //!
 //! | module | MCP concept |
@@ -75,6 +75,7 @@
 //! | [`deadlines`] | timeouts, `notifications/progress`, the probe and the stale list |
 //! | [`elicitation`] | input requests, both eras (`elicitation/create`, `input_required`) |
 //! | [`sampling`] | `sampling/createMessage`, both eras, and the `sampling` capability |
+//! | [`skills`] | `skills/list`, `skills/get` and loading a skill: its files read lazily, verified against its entry (SEP-2640) |
 //! | [`roots`] | `roots/list`, `notifications/roots/list_changed`, the `roots` capability |
 //! | [`subscriptions`] | `resources/subscribe`, `notifications/resources/updated`, resource and prompt list changes, the `subscriptions/listen` filter (2026-07-28) |
 //! | [`param_headers`] | `Mcp-Param-*` headers (SEP-2243) |
@@ -110,6 +111,7 @@ mod request;
 mod resources;
 mod roots;
 mod sampling;
+mod skills;
 mod subscriptions;
 mod tasks;
 mod wire;
@@ -172,6 +174,8 @@ pub struct Client {
     log_level: Option<String>,
     /// Which tools run as tasks, and the calls running as tasks (see `tasks`).
     tasks: tasks::Tasks,
+    /// The skills listed, and those loaded (see `skills`).
+    skills: skills::Skills,
 }
 
 /// What the client tells the manager.
@@ -333,6 +337,7 @@ impl Client {
             subscriptions: subscriptions::Subscriptions::default(),
             log_level: None,
             tasks: tasks::Tasks::default(),
+            skills: skills::Skills::default(),
         }
     }
 

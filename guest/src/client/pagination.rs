@@ -87,6 +87,7 @@ pub(super) fn list_result(key: &str, items: Vec<Box<RawValue>>) -> CallResult {
     let field = match key {
         "resources" => "uri",
         "resourceTemplates" => "uriTemplate",
+        "skills" => "uri",
         _ => "name",
     };
     let text = items

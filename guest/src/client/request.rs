@@ -83,6 +83,32 @@ pub enum Request {
         /// The resource's URI, as the server knows it.
         uri: String,
     },
+    /// `skills/list` (the skills extension), every page: `content` is the JSON
+    /// list of skill entries, `text` their `SKILL.md` URIs, one a line. The
+    /// entries are held for loading (see [`super::skills`]); no file is read.
+    ListSkills,
+    /// `skills/get`: `content` is the skill's entry, `text` its URI; the entry
+    /// is held (and replaces one held before, unloading the skill).
+    GetSkill {
+        /// The URI of the skill's `SKILL.md`.
+        uri: String,
+    },
+    /// Loads a skill: reads its `SKILL.md` and verifies it against the held
+    /// entry (size, digest, frontmatter); `text` is the `SKILL.md`, `content`
+    /// the `contents` list, `structured_content` the entry. A URI no entry
+    /// holds gets its entry with `skills/get` first.
+    LoadSkill {
+        /// The skill's name in the server's listing, or its `SKILL.md` URI.
+        skill: String,
+    },
+    /// Reads a file of a loaded skill, verified against the held entry, as
+    /// [`Request::ReadResource`] reads any resource.
+    ReadSkillFile {
+        /// The skill's name in the server's listing, or its `SKILL.md` URI.
+        skill: String,
+        /// The file's path in the skill (`references/FORMS.md`) or its URI.
+        file: String,
+    },
 }
 
 impl Request {
@@ -98,6 +124,9 @@ impl Request {
             Request::SetLogLevel { .. } => methods::LOGGING_SET_LEVEL,
             Request::Subscribe { .. } => methods::RESOURCES_SUBSCRIBE,
             Request::Unsubscribe { .. } => methods::RESOURCES_UNSUBSCRIBE,
+            Request::ListSkills => methods::SKILLS_LIST,
+            Request::GetSkill { .. } => methods::SKILLS_GET,
+            Request::LoadSkill { .. } | Request::ReadSkillFile { .. } => methods::RESOURCES_READ,
         }
     }
 
@@ -111,6 +140,10 @@ impl Request {
             Request::Complete { .. } => "completions",
             Request::SetLogLevel { .. } => "logging",
             Request::Subscribe { .. } | Request::Unsubscribe { .. } => "resources.subscribe",
+            Request::ListSkills
+            | Request::GetSkill { .. }
+            | Request::LoadSkill { .. }
+            | Request::ReadSkillFile { .. } => "skills",
         }
     }
 
@@ -120,6 +153,7 @@ impl Request {
             Request::ListResources => Some("resources"),
             Request::ListResourceTemplates => Some("resourceTemplates"),
             Request::ListPrompts => Some("prompts"),
+            Request::ListSkills => Some("skills"),
             _ => None,
         }
     }
@@ -130,7 +164,10 @@ impl Request {
         match self {
             Request::ReadResource { uri }
             | Request::Subscribe { uri }
-            | Request::Unsubscribe { uri } => Some(uri),
+            | Request::Unsubscribe { uri }
+            | Request::GetSkill { uri }
+            | Request::LoadSkill { skill: uri }
+            | Request::ReadSkillFile { file: uri, .. } => Some(uri),
             Request::GetPrompt { name, .. } => Some(name),
             _ => None,
         }
@@ -151,7 +188,10 @@ impl Request {
         match self {
             Request::ReadResource { uri }
             | Request::Subscribe { uri }
-            | Request::Unsubscribe { uri } => {
+            | Request::Unsubscribe { uri }
+            | Request::GetSkill { uri }
+            | Request::LoadSkill { skill: uri }
+            | Request::ReadSkillFile { file: uri, .. } => {
                 params.insert("uri".into(), uri.clone().into());
             }
             Request::GetPrompt { name, arguments } => {
@@ -176,7 +216,10 @@ impl Request {
                 super::logging::check_level(level)?;
                 params.insert("level".into(), level.clone().into());
             }
-            Request::ListResources | Request::ListResourceTemplates | Request::ListPrompts => {}
+            Request::ListResources
+            | Request::ListResourceTemplates
+            | Request::ListPrompts
+            | Request::ListSkills => {}
         }
         Ok(params)
     }
@@ -199,6 +242,8 @@ pub struct Offers {
     pub completions: bool,
     /// `logging`.
     pub logging: bool,
+    /// The skills extension (`extensions["io.modelcontextprotocol/skills"]`).
+    pub skills: bool,
 }
 
 impl Offers {
@@ -224,6 +269,10 @@ impl Offers {
             prompts: has("prompts"),
             completions: has("completions"),
             logging: has("logging"),
+            skills: capabilities
+                .and_then(|c| c.get("extensions"))
+                .and_then(|e| e.get(super::skills::EXTENSION))
+                .is_some_and(|v| !v.is_null()),
         }
     }
 
@@ -234,6 +283,7 @@ impl Offers {
             "prompts" => self.prompts,
             "completions" => self.completions,
             "resources.subscribe" => self.subscribe,
+            "skills" => self.skills,
             _ => self.logging,
         }
     }
@@ -253,6 +303,19 @@ pub(super) struct PendingRequest {
 }
 
 impl PendingRequest {
+    /// Request `request` as call `call`, due `timeout_ms` after `now_ms`.
+    pub(super) fn new(call: u64, request: Request, timeout_ms: u64, now_ms: u64) -> Self {
+        PendingRequest {
+            call,
+            request,
+            timeout_ms,
+            deadline_ms: now_ms.saturating_add(timeout_ms),
+            items: Vec::new(),
+            cursors: Cursors::default(),
+            bytes: 0,
+        }
+    }
+
     /// `resources/read test://x on server `s``, for messages.
     pub(super) fn label(&self, server: &str) -> String {
         format!("{} on server `{server}`", self.request.label())
@@ -268,14 +331,9 @@ impl Client {
     /// Sends `request` as call `call`; it completes through the client's events
     /// like a tool call (at once, with an error, when its params are unusable).
     pub fn start_request(&mut self, call: u64, request: Request, timeout_ms: u64, now_ms: u64) {
-        let pending = PendingRequest {
-            call,
-            request,
-            timeout_ms,
-            deadline_ms: now_ms.saturating_add(timeout_ms),
-            items: Vec::new(),
-            cursors: Cursors::default(),
-            bytes: 0,
+        let pending = PendingRequest::new(call, request, timeout_ms, now_ms);
+        let Some(pending) = self.prepare_skill_request(pending) else {
+            return;
         };
         if self.era == super::Era::Stateless {
             match &pending.request {
@@ -292,7 +350,7 @@ impl Client {
         self.send_request(pending, None);
     }
 
-    fn send_request(&mut self, pending: PendingRequest, cursor: Option<String>) {
+    pub(super) fn send_request(&mut self, pending: PendingRequest, cursor: Option<String>) {
         let mut params = match pending.request.params() {
             Ok(params) => params,
             Err(why) => {
@@ -334,6 +392,13 @@ impl Client {
             ))
         };
         let Some(key) = r.request.list_key() else {
+            if let Some(outcome) = self.skill_response(&r, &raw) {
+                return self.finish(r.call, outcome, true);
+            }
+            if matches!(r.request, Request::GetSkill { .. }) {
+                // Its load went on with the entry it brought.
+                return;
+            }
             let outcome = read_result(&r.request, &raw).map_err(malformed);
             if outcome.is_ok() {
                 self.subscribed(&r.request);
@@ -373,6 +438,9 @@ impl Client {
             None => {}
         }
         let items = core::mem::take(&mut r.items);
+        if matches!(r.request, Request::ListSkills) {
+            self.hold_skills(&items);
+        }
         let outcome = Ok(list_result(key, items));
         self.finish(r.call, outcome, true);
     }

@@ -447,6 +447,13 @@ impl wit::Guest for super::Component {
             wit::ServerRequest::SetLogLevel(level) => Request::SetLogLevel { level },
             wit::ServerRequest::SubscribeResource(uri) => Request::Subscribe { uri },
             wit::ServerRequest::UnsubscribeResource(uri) => Request::Unsubscribe { uri },
+            wit::ServerRequest::ListSkills => Request::ListSkills,
+            wit::ServerRequest::GetSkill(uri) => Request::GetSkill { uri },
+            wit::ServerRequest::LoadSkill(skill) => Request::LoadSkill { skill },
+            wit::ServerRequest::ReadSkillFile(f) => Request::ReadSkillFile {
+                skill: f.skill,
+                file: f.file,
+            },
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,

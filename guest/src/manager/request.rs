@@ -335,6 +335,7 @@ fn merge_lists(key: &str, lists: Vec<(String, String, String)>) -> (CallResult, 
     let field = match key {
         "resources" => "uri",
         "resourceTemplates" => "uriTemplate",
+        "skills" => "uri",
         _ => "name",
     };
     let mut items = Vec::new();

@@ -299,6 +299,36 @@ async fn scenario_flow(runtime: &Runtime, scenario: &str, context: &Value) -> Re
             }
             Ok(())
         }
+        // A host that lists skills and loads none: nothing of theirs is read.
+        "sep-2640-client-no-prefetch" => {
+            let skills = runtime.list_skills(None).await.map_err(|e| e.to_string())?;
+            eprintln!("listed {} skills, loaded none", skills.len());
+            Ok(())
+        }
+        // A host that loads every listed skill and then reads its files: a skill
+        // served tampered must be refused at its SKILL.md, so none of its files is
+        // read. A refusal is the expected end, not a failure of the flow.
+        s if s.starts_with("sep-2640-client-") => {
+            for skill in runtime.list_skills(None).await.map_err(|e| e.to_string())? {
+                match runtime.load_skill(&skill.server, &skill.uri).await {
+                    Ok(_) => {
+                        let files = skill.resources.as_array().cloned().unwrap_or_default();
+                        for file in files {
+                            let uri = file["uri"].as_str().unwrap_or_default();
+                            if uri != skill.uri {
+                                record(
+                                    &runtime
+                                        .read_skill_file(&skill.server, &skill.uri, uri)
+                                        .await,
+                                );
+                            }
+                        }
+                    }
+                    Err(e) => eprintln!("refused: {e}"),
+                }
+            }
+            Ok(())
+        }
         // Every tool mcpbox offers, once, with the least arguments its schema takes:
         // what the scenario scores is the requests (their headers, which tools).
         _ => {

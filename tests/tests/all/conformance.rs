@@ -4,9 +4,12 @@
 //! Every client scenario the suite lists for a spec revision, except the OAuth ones,
 //! runs at both revisions mcpbox speaks, with `src/bin/conformance-client.rs` as the
 //! client; so do the extensions' client scenarios (`[extension]` in the suite's
-//! list, which no spec revision selects: the skills ones), in the extensions
-//! suite's run. Those four pass with their checks skipped by the suite: they judge
-//! a client that calls `skills/list`, and mcpbox does not offer skills yet. The OAuth scenarios (`auth/…`) are judged in a test of their own, each at
+//! list, which no spec revision selects: the skills ones), each alone (the
+//! extensions suite's run does not include them). The client lists skills in
+//! them and, but in `sep-2640-client-no-prefetch`, loads each one and reads its
+//! files: the suite serves a tampered `SKILL.md` and judges that mcpbox refused it
+//! before reading further. Their checks must have run ([`SKIPPED_UNLESS_CALLED`]):
+//! a skipped check passes the suite too. The OAuth scenarios (`auth/…`) are judged in a test of their own, each at
 //! every spec version the suite lists it for (extensions without one), alongside.
 //! Each revision's scenarios run in one runner process (`--suite all
 //! --spec-version V`, whose results both tests read; `--suite extensions` for the
@@ -40,6 +43,11 @@ const SPEC_VERSIONS: [&str; 2] = ["2025-11-25", "2026-07-28"];
 /// Scenarios mcpbox does not pass yet: (spec version, scenario, why). Extensions
 /// have the version `extension`.
 const EXPECTED_FAILURES: &[(&str, &str, &str)] = &[];
+
+/// Scenarios whose checks the suite skips (and passes) when the client never
+/// did what they judge (the skills ones: never called `skills/list`): each must
+/// report a check that succeeded.
+const SKIPPED_UNLESS_CALLED: &str = "sep-2640-client-";
 
 /// One scenario may take this long, runner start-up included.
 const SCENARIO_DEADLINE: Duration = Duration::from_secs(120);
@@ -202,6 +210,11 @@ fn run_all(pairs: &[(String, String)]) {
                 (false, None) => "FAIL".to_owned(),
             }
         ));
+        if passed && scenario.starts_with(SKIPPED_UNLESS_CALLED) && !output.contains("SUCCESS") {
+            unexpected.push(format!(
+                "{version} {scenario} passed without a check that succeeded (skipped?):\n{output}"
+            ));
+        }
         match (passed, expected) {
             (false, None) => unexpected.push(format!("{version} {scenario}:\n{output}")),
             (true, Some(_)) => stale.push(format!("{version} {scenario}")),

@@ -23,6 +23,7 @@ mod sampling;
 mod sandbox;
 mod security;
 mod server_limits;
+mod skills;
 mod subscriptions;
 mod tasks;
 
