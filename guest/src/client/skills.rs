@@ -677,8 +677,10 @@ pub(super) mod frontmatter {
         let refuse = || format!("line {n}: `{text}` is YAML mcpbox does not read");
         if text.starts_with('"') || text.starts_with('\'') {
             let end = quoted_end(text).ok_or_else(refuse)?;
-            let after = text[end..].trim_start();
-            if !(after.is_empty() || after.starts_with('#')) {
+            let rest = &text[end..];
+            let after = rest.trim_start();
+            // A comment after a quoted scalar needs a space before its `#`.
+            if !(after.is_empty() || rest.starts_with(' ') && after.starts_with('#')) {
                 return Err(refuse());
             }
             let inner = &text[1..end - 1];
@@ -691,21 +693,49 @@ pub(super) mod frontmatter {
                 .map_err(|_| refuse());
         }
         let plain = match text.find(" #") {
+            // A comment where the value would be: the value is empty.
+            _ if text.starts_with('#') => "",
             Some(i) => text[..i].trim_end(),
             None => text,
         };
-        if plain.starts_with(['[', '{', '&', '*', '!', '|', '>', '%', '@', '`']) {
+        if plain.starts_with(['[', '{', '&', '*', '!', '|', '>', '%', '@', '`'])
+            // A nested sequence, a complex key or a mapping where a scalar stands.
+            || matches!(plain, "-" | "?")
+            || plain.starts_with("- ")
+            || plain.starts_with("? ")
+            || plain.contains(": ")
+            || plain.ends_with(':')
+        {
+            return Err(refuse());
+        }
+        // YAML's infinities and not-a-number: no JSON entry can hold them.
+        let unsigned = plain.strip_prefix(['-', '+']).unwrap_or(plain);
+        if matches!(unsigned, ".inf" | ".Inf" | ".INF") || matches!(plain, ".nan" | ".NaN" | ".NAN")
+        {
             return Err(refuse());
         }
         Ok(match plain {
             "" | "~" | "null" | "Null" | "NULL" => Value::Null,
             "true" | "True" | "TRUE" => Value::Bool(true),
             "false" | "False" | "FALSE" => Value::Bool(false),
-            _ => number(plain).unwrap_or_else(|| Value::String(plain.to_string())),
+            _ => match number(plain) {
+                Some(number) => number,
+                // An integer past 64 bits: JSON entries disagree on how to hold it.
+                None if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) => {
+                    return Err(refuse());
+                }
+                None => Value::String(plain.to_string()),
+            },
         })
     }
 
     fn number(text: &str) -> Option<Value> {
+        // The core schema's octal and hexadecimal integers (unsigned).
+        for (prefix, radix) in [("0o", 8), ("0x", 16)] {
+            if let Some(digits) = text.strip_prefix(prefix) {
+                return i64::from_str_radix(digits, radix).ok().map(Value::from);
+            }
+        }
         let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
         if digits.is_empty() || !digits.bytes().next()?.is_ascii_digit() && !digits.starts_with('.')
         {
@@ -1008,5 +1038,162 @@ mod tests {
         let e = frontmatter::compare(&a, json!({"v": 1, "extra": "x"}).as_object().unwrap())
             .unwrap_err();
         assert!(e.contains("`extra`"), "{e}");
+    }
+}
+
+/// The frontmatter reader against yaml-rust2 (a YAML 1.2 parser) on generated
+/// frontmatters: wherever the reader accepts a text, it reads what the library
+/// reads. Native only: the library needs std, which the component has not.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod differential {
+    use super::frontmatter;
+    use proptest::prelude::*;
+    use serde_json::{Map, Number, Value};
+    use yaml_rust2::{Yaml, YamlLoader};
+
+    /// yaml-rust2's document as JSON; `None` where JSON cannot hold it (a
+    /// non-finite float, an alias, a non-string key).
+    fn json(yaml: &Yaml) -> Option<Value> {
+        Some(match yaml {
+            Yaml::Null => Value::Null,
+            Yaml::Boolean(b) => Value::Bool(*b),
+            Yaml::Integer(i) => Value::from(*i),
+            Yaml::Real(text) => Value::Number(Number::from_f64(
+                yaml.as_f64().or_else(|| text.parse().ok())?,
+            )?),
+            Yaml::String(s) => Value::String(s.clone()),
+            Yaml::Array(items) => Value::Array(items.iter().map(json).collect::<Option<_>>()?),
+            Yaml::Hash(hash) => {
+                let mut map = Map::new();
+                for (k, v) in hash {
+                    map.insert(k.as_str()?.to_string(), json(v)?);
+                }
+                Value::Object(map)
+            }
+            _ => return None,
+        })
+    }
+
+    /// Plain scalars whose type YAML decides, and strings that look like them.
+    /// Not `Null`, `True`, `FALSE` and their kin: the core schema (and the `yaml`
+    /// package TypeScript servers write with) reads them as null and booleans,
+    /// yaml-rust2 as strings; the reader follows the schema.
+    const PLAIN: &[&str] = &[
+        "x",
+        "pdf-processing",
+        "Extract text: and more",
+        "Bash(git:*) Read",
+        "1",
+        "-7",
+        "+3",
+        "0",
+        "007",
+        "1.5",
+        "1.50",
+        "-0.25",
+        "1e3",
+        "2E-2",
+        ".5",
+        "1.",
+        "0x1F",
+        "0o17",
+        "0b1",
+        "true",
+        "false",
+        "yes",
+        "No",
+        "on",
+        "null",
+        "~",
+        ".inf",
+        "-.Inf",
+        ".nan",
+        "9223372036854775807",
+        "9223372036854775808",
+        "1_000",
+        "12:30",
+        "2024-01-02",
+        "a # comment",
+        "a#b",
+        "é and ü",
+        "it's",
+        "v1.2.3",
+        "-",
+        "- x",
+        "?",
+        "a: b",
+    ];
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(PLAIN).prop_map(str::to_string),
+            "[a-zA-Z0-9 .:#'\"-]{0,12}".prop_map(|s| s.trim().to_string()),
+            "[a-zA-Z0-9 :#'\\\\\"-]{0,10}".prop_map(|s| format!("'{}'", s.replace('\'', "''"))),
+            "[a-zA-Z0-9 :#'\\\\\"-]{0,10}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+        ]
+    }
+
+    #[derive(Clone, Debug)]
+    enum Node {
+        Scalar(String),
+        List(Vec<String>),
+        Map(Vec<(String, Node)>),
+    }
+
+    fn node() -> impl Strategy<Value = Node> {
+        let leaf = prop_oneof![
+            scalar().prop_map(Node::Scalar),
+            proptest::collection::vec(scalar(), 1..4).prop_map(Node::List),
+        ];
+        leaf.prop_recursive(2, 12, 4, |inner| {
+            proptest::collection::vec(("[a-z][a-z-]{0,6}", inner), 1..4).prop_map(Node::Map)
+        })
+    }
+
+    fn render(entries: &[(String, Node)], indent: usize, out: &mut String) {
+        let pad = " ".repeat(indent);
+        for (key, value) in entries {
+            match value {
+                Node::Scalar(s) => out.push_str(&format!("{pad}{key}: {s}\n")),
+                Node::List(items) => {
+                    out.push_str(&format!("{pad}{key}:\n"));
+                    for item in items {
+                        out.push_str(&format!("{pad}  - {item}\n"));
+                    }
+                }
+                Node::Map(inner) => {
+                    out.push_str(&format!("{pad}{key}:\n"));
+                    render(inner, indent + 2, out);
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+        #[test]
+        fn the_reader_reads_what_a_yaml_parser_reads(
+            entries in proptest::collection::vec(("[a-z][a-z-]{0,6}", node()), 1..5)
+        ) {
+            let mut body = String::new();
+            render(&entries, 0, &mut body);
+            let ours = frontmatter::read(&format!("---\n{body}---\nbody"));
+            let theirs = YamlLoader::load_from_str(&body)
+                .ok()
+                .and_then(|docs| docs.into_iter().next())
+                .and_then(|doc| json(&doc));
+            if let Ok(ours) = ours {
+                prop_assert_eq!(Some(Value::Object(ours)), theirs, "{}", body);
+            }
+        }
+    }
+
+    /// The reader is not vacuous: the frontmatters Agent Skills write are read.
+    #[test]
+    fn the_reader_accepts_the_usual_frontmatter() {
+        let body = "name: pdf\ndescription: \"Fill: forms\"\nlicense: Apache-2.0\nmetadata:\n  version: 1.0\n  tags:\n    - a\n";
+        let ours = frontmatter::read(&format!("---\n{body}---\n")).unwrap();
+        let theirs = json(&YamlLoader::load_from_str(body).unwrap()[0]).unwrap();
+        assert_eq!(Value::Object(ours), theirs);
     }
 }
