@@ -1653,6 +1653,15 @@ impl<P: Platform> Manager<P> {
         &self.permissions
     }
 
+    /// Why the tool of registry name `tool` is held back by its server's
+    /// `onToolChange: "block"` (see [`pins`]), if it is.
+    pub fn blocked_by(&self, tool: &str) -> Option<String> {
+        self.slots
+            .iter()
+            .find_map(|s| s.blocked.get(tool))
+            .map(pins::ToolChange::reason)
+    }
+
     /// The rule that keeps the tool of registry name `tool` out of the registry,
     /// when one does (a `deny` rule, or `enabledTools` / `disabledTools`).
     pub fn denied_by(&self, tool: &str) -> Option<Rc<crate::permissions::Rule>> {

@@ -13,7 +13,10 @@
 //! `{"pins": TEXT, "acceptPending": BOOL}`; [`accept`] sets `acceptPending`,
 //! and the guest's next save clears it, having made the changes it held back
 //! the pinned definitions. Writers take `pinned-tools.lock` first, so two
-//! mcpbox processes never lose each other's pins.
+//! mcpbox processes never lose each other's pins. The file stays small: a
+//! configuration file that no longer exists loses its entry at the next save,
+//! and past [`MAX_CONFIGS`] the one saved longest ago makes way (its tools are
+//! then pinned afresh, as new).
 //!
 //! A configuration given as text (not a file), or a runtime without a
 //! configuration directory, keeps its pins in memory for the runtime's life:
@@ -33,6 +36,8 @@ const FILE: &str = "pinned-tools.json";
 const LOCK: &str = "pinned-tools.lock";
 /// The largest file read and written (pins are a few hundred bytes a tool).
 const MAX_FILE: u64 = 64 * 1024 * 1024;
+/// The most configurations kept; past it the one saved longest ago makes way.
+const MAX_CONFIGS: usize = 256;
 
 /// What the host keeps for one configuration: the guest's text and whether
 /// the user accepted its pending changes since.
@@ -106,11 +111,26 @@ impl PinStore {
     pub fn save(&self, text: &str) {
         *self.memory() = Some((text.to_owned(), false));
         if let Some((dir, key)) = &self.file {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
             let _ = update(dir, |configs| {
+                configs.retain(|path, _| path == key || Path::new(path).exists());
                 configs.insert(
                     key.clone(),
-                    serde_json::json!({"pins": text, "acceptPending": false}),
+                    serde_json::json!({"pins": text, "acceptPending": false, "savedAt": now}),
                 );
+                while configs.len() > MAX_CONFIGS {
+                    let oldest = configs
+                        .iter()
+                        .filter(|(path, _)| *path != key)
+                        .min_by_key(|(_, entry)| entry["savedAt"].as_u64().unwrap_or(0))
+                        .map(|(path, _)| path.clone());
+                    match oldest {
+                        Some(path) => configs.remove(&path),
+                        None => break,
+                    };
+                }
             });
         }
     }
@@ -206,6 +226,13 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o600);
+        // A configuration that no longer exists makes way at the next save.
+        std::fs::remove_file(&b).unwrap();
+        again.save("pins of a, saved again");
+        let (gone, _) = PinStore::open(Some(&config_dir), Some(&a));
+        assert_eq!(gone.load().unwrap().0, "pins of a, saved again");
+        let text = std::fs::read_to_string(config_dir.join(FILE)).unwrap();
+        assert!(!text.contains("pins of b"), "{text}");
         // Without a file, in memory.
         let (memory, _) = PinStore::open(None, None);
         memory.save("kept");
