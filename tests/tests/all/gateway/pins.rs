@@ -47,7 +47,11 @@ async fn listed(client: &RunningService<RoleClient, ()>, name: &str) -> bool {
 
 /// The text a call got: its first text block, or its JSON-RPC error's message;
 /// and whether it failed.
-async fn call(client: &RunningService<RoleClient, ()>, name: &str, arguments: Value) -> (bool, String) {
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    name: &str,
+    arguments: Value,
+) -> (bool, String) {
     let Value::Object(arguments) = arguments else {
         panic!("arguments must be an object")
     };
@@ -57,7 +61,10 @@ async fn call(client: &RunningService<RoleClient, ()>, name: &str, arguments: Va
     {
         Ok(result) => {
             let v = serde_json::to_value(&result).unwrap();
-            let text = v["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+            let text = v["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             (v["isError"] == true, text)
         }
         Err(e) => (true, e.to_string()),
@@ -134,7 +141,11 @@ async fn a_changed_tool_is_held_back_from_gateway_clients_under_each_policy() {
         client.cancel().await.ok();
 
         // The next run, with another description again.
-        write(&config.path, policy, &["--describe", "echo=Echo, changed between runs."]);
+        write(
+            &config.path,
+            policy,
+            &["--describe", "echo=Echo, changed between runs."],
+        );
         let client = connect(&config.path, &config_dir).await;
         expect_held_back(&client, policy, &format!("{policy}, between runs")).await;
         client.cancel().await.ok();
