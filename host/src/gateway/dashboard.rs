@@ -243,6 +243,17 @@ fn event_json(runtime: &Runtime, event: &Event) -> Option<Value> {
             json!({"type": "status", "server": server_json(s, runtime.metrics().as_ref())})
         }
         Event::ToolsChanged(server) => json!({"type": "tools", "server": server}),
+        Event::ToolChanged {
+            server,
+            tool,
+            name,
+            changed,
+            policy,
+            reason,
+        } => json!({
+            "type": "toolChanged", "server": server, "tool": tool, "name": name,
+            "changed": changed, "policy": policy, "reason": reason,
+        }),
         Event::Audit(record) => json!({"type": "call", "call": record}),
         Event::Warning(message) => json!({"type": "warning", "message": message}),
         Event::Log {
