@@ -221,6 +221,43 @@ fn the_dashboard_shows_a_tool_that_changed_since_it_was_pinned() {
     assert!(page.body.contains(r#"case "toolChanged""#));
 }
 
+/// Reconnecting a server from the dashboard: a POST under the token and Origin
+/// rules of `/mcp`, refused without the token, with a wrong one or from another
+/// Origin; accepted, the server goes through `starting` to `connected` again.
+#[test]
+fn a_server_is_reconnected_from_the_dashboard_only_with_the_token_and_origin() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url);
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "hi"})), "hi");
+    let url = format!("{base}/api/servers/fx/reconnect");
+    assert_eq!(http(&url, "POST", &[], "").status, 401);
+    assert_eq!(
+        http(&url, "POST", &[("Authorization", "Bearer nope")], "").status,
+        401
+    );
+    let evil = [AUTHORIZATION, ("Origin", "http://evil.example.com")];
+    assert_eq!(http(&url, "POST", &evil, "").status, 403);
+    let r = http(
+        &format!("{base}/api/servers/nope/reconnect"),
+        "POST",
+        &[AUTHORIZATION],
+        "",
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(http(&url, "GET", &[AUTHORIZATION], "").status, 404);
+
+    let mut events = Events::open(base, &[AUTHORIZATION]);
+    let r = http(&url, "POST", &[AUTHORIZATION], "");
+    assert_eq!(r.status, 202, "{}", r.body);
+    events.until(|e| e["type"] == "status" && e["server"]["state"] == "starting");
+    events.until(|e| e["type"] == "status" && e["server"]["state"] == "connected");
+    assert_eq!(
+        call(&gateway.url, "fx__echo", json!({"text": "again"})),
+        "again"
+    );
+}
+
 #[test]
 fn the_dashboard_and_metrics_obey_the_http_safety_rules() {
     let config = config(false, json!({}));
