@@ -1364,7 +1364,7 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     let mut gone = upstream_sent(&rig, "resources/unsubscribe");
     gone.sort();
     assert_eq!(gone, ["res://a", "res://b"]);
-    assert!(rig.g.subscribed.is_empty());
+    assert!(rig.g.subscriptions.holders.is_empty());
 
     // A 2026-07-28 client has no resources/subscribe.
     let (x, out) = rig.send_with(
@@ -1375,7 +1375,7 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     );
     let (messages, _) = rig.answer_of(x, out);
     assert_eq!(messages[0]["error"]["code"], -32601, "{messages:?}");
-    assert!(rig.g.subscribed.is_empty());
+    assert!(rig.g.subscriptions.holders.is_empty());
 }
 
 /// Every upstream page is listed, and the whole is served in pages of the
@@ -1638,7 +1638,7 @@ fn a_session_is_reopened_in_a_new_gateway_from_its_handle() {
         "2025-03-26",
         json!({"elicitation": {}, "sampling": {"tools": {}}}),
     );
-    let before = rig.g.sessions.get(&s).cloned().unwrap();
+    let before = rig.g.sessions.open.get(&s).cloned().unwrap();
     // A new instance: a fresh gateway over a fresh manager.
     let mut p = FakePlatform::new();
     p.serve("fs", || McpServer::with_tools(&["read"]));
@@ -1660,7 +1660,7 @@ fn a_session_is_reopened_in_a_new_gateway_from_its_handle() {
             status: 202
         }]
     );
-    let after = fresh.g.sessions.get(&s).cloned().unwrap();
+    let after = fresh.g.sessions.open.get(&s).cloned().unwrap();
     assert_eq!(after.protocol_version, "2025-03-26");
     assert!(after.elicitation && after.sampling.declared && after.sampling.tools);
     assert!(after.initialized);

@@ -178,7 +178,7 @@ impl Gateway {
         cursor: Option<&str>,
     ) -> Result<String, Refusal> {
         let exposure = self.exposure(m, origin.profile.as_deref());
-        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+        if let Some(s) = origin.session.and_then(|s| self.sessions.open.get_mut(&s)) {
             s.notified = exposure.fingerprint;
         }
         if self.options.tool_search {
@@ -241,10 +241,10 @@ impl Gateway {
     /// Says once per registry generation which tools the schema dialect cannot
     /// represent and so are not served.
     fn warn_refused(&mut self, generation: u64, adaptation: &crate::adapter::Adaptation) {
-        if self.refusals_warned == generation {
+        if self.served.refusals_warned == generation {
             return;
         }
-        self.refusals_warned = generation;
+        self.served.refusals_warned = generation;
         for refusal in &adaptation.refused {
             self.warnings.push(format!("gateway: {refusal}"));
         }
@@ -429,11 +429,11 @@ impl Gateway {
             });
         let exposure = self.exposure(m, origin.profile.as_deref());
         let key = origin.profile.clone();
-        let index = match self.indexes.get(&key) {
+        let index = match self.served.indexes.get(&key) {
             Some(i) if i.fingerprint == exposure.fingerprint => i.clone(),
             _ => {
                 let i = Rc::new(Index::build(&exposure));
-                self.indexes.insert(key, i.clone());
+                self.served.indexes.insert(key, i.clone());
                 i
             }
         };
