@@ -154,6 +154,8 @@ enum Command {
     },
     /// Trust the configuration file (`--config`) as it is now, so that its servers
     /// may start: shows what it runs and remembers the file by path and SHA-256.
+    /// Also accepts its tools' definitions that changed since they were pinned
+    /// (held back by a server's `onToolChange`), as mcpbox last saw them.
     Trust,
     /// Call a tool and print its result.
     Call {

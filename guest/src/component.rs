@@ -7,7 +7,8 @@
 //! `remote.grant` and `wasi:http/outgoing-handler` (in [`wasi_http`]) for remote
 //! ones, the monotonic clock for time, `wasi:io/poll` over every connection's
 //! pollables, a clock pollable and the embedder's wake signal for blocking, and
-//! `state` for what is remembered across runs. Everything here only converts
+//! `state` for what is remembered across runs, `pins` for the pinned tool
+//! definitions. Everything here only converts
 //! between generated and plain types; the logic lives in the modules it calls,
 //! where it is unit-tested natively.
 
@@ -46,7 +47,7 @@ mod bindings {
 
 use bindings::exports::mcpbox::runtime::gateway as wit_gateway;
 use bindings::exports::mcpbox::runtime::registry as wit;
-use bindings::mcpbox::runtime::{blobs, control, remote, state, transport, types};
+use bindings::mcpbox::runtime::{blobs, control, pins, remote, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
 
@@ -224,6 +225,14 @@ impl Platform for Host {
 
     fn memo_set(&mut self, key: &str, value: &str) {
         state::set(key, value);
+    }
+
+    fn load_pins(&self) -> Option<(String, bool)> {
+        pins::load().map(|kept| (kept.pins, kept.accept_pending))
+    }
+
+    fn save_pins(&mut self, text: &str) {
+        pins::save(text);
     }
 
     fn write_blob(

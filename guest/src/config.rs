@@ -73,6 +73,36 @@ pub struct ServerConfig {
     /// `roots`: this server's own roots, instead of the embedder's or the
     /// top-level ones (see [`crate::roots`]); `Some(empty)` gives it none.
     pub roots: Option<Vec<crate::roots::Root>>,
+    /// `onToolChange`: what happens when one of its tools no longer matches
+    /// the definition pinned when it was first seen (see `manager::pins`).
+    pub on_tool_change: OnToolChange,
+}
+
+/// A server's `onToolChange`: what a tool definition that changed since it was
+/// pinned (its description, schemas or behaviour hints) does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OnToolChange {
+    /// `warn` (the default): a `tool-changed` event, and the new definition is
+    /// pinned in place of the old one.
+    #[default]
+    Warn,
+    /// `ask`: a `tool-changed` event; every call of the tool asks for approval
+    /// until `mcpbox trust` accepts the new definition.
+    Ask,
+    /// `block`: a `tool-changed` event; the tool is neither listed nor callable
+    /// until `mcpbox trust` accepts the new definition.
+    Block,
+}
+
+impl OnToolChange {
+    /// Its name in the configuration.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnToolChange::Warn => "warn",
+            OnToolChange::Ask => "ask",
+            OnToolChange::Block => "block",
+        }
+    }
 }
 
 impl ServerConfig {
@@ -443,6 +473,20 @@ impl Entry<'_> {
                 })
             })
         });
+        let on_tool_change = match self.string(&fields, "onToolChange").as_deref() {
+            None | Some("warn") => OnToolChange::Warn,
+            Some("ask") => OnToolChange::Ask,
+            Some("block") => OnToolChange::Block,
+            Some(other) => {
+                // Skipped rather than read as `warn`: a misspelt `block` must not
+                // quietly let changed tools through.
+                self.issue(
+                    Some("onToolChange".into()),
+                    format!("{other:?} is not a policy; use \"warn\", \"ask\" or \"block\""),
+                );
+                return None;
+            }
+        };
         Some(ServerConfig {
             name: self.server.to_string(),
             endpoint: endpoint?,
@@ -454,6 +498,7 @@ impl Entry<'_> {
             limits,
             log_level,
             roots,
+            on_tool_change,
         })
     }
 
@@ -940,6 +985,7 @@ mod tests {
                 limits: Limits::DEFAULT,
                 log_level: None,
                 roots: None,
+                on_tool_change: OnToolChange::Warn,
             }]
         );
         assert_eq!(c.servers[0].name_segment(), "files");

@@ -183,6 +183,9 @@ pub enum Event {
     /// A call its server runs as a task changed status: the server's name and
     /// the status.
     TaskStatus(String, crate::client::TaskStatus),
+    /// A tool no longer matches the definition pinned when it was first seen
+    /// (see [`pins`]); its server's `onToolChange` decided what happens to it.
+    ToolChanged(pins::ToolChange),
 }
 
 /// A tool of a server's list that the permission rules keep out of the registry.
@@ -221,6 +224,12 @@ struct Slot<C> {
     /// Tools of its last list that the permission rules deny, by registry name:
     /// not in the registry, refused by name when called.
     denied: BTreeMap<String, DeniedTool>,
+    /// Tools of its last list held back by `onToolChange: "block"`, by registry
+    /// name: not in the registry, refused by name when called (see [`pins`]).
+    blocked: BTreeMap<String, pins::ToolChange>,
+    /// Tools of its last list whose calls ask first, by `onToolChange: "ask"`,
+    /// by their own names.
+    asking: BTreeMap<String, pins::ToolChange>,
     /// Its failures in a row, which decide when a call may restart it.
     restarts: Restarts,
     /// The status last reported in an event, to report changes only.
@@ -277,6 +286,8 @@ impl<C> Slot<C> {
             tools: Vec::new(),
             held: Vec::new(),
             denied: BTreeMap::new(),
+            blocked: BTreeMap::new(),
+            asking: BTreeMap::new(),
             restarts: Restarts::default(),
             reported: None,
             subscriptions: alloc::collections::BTreeSet::new(),
@@ -294,6 +305,8 @@ impl<C> Slot<C> {
 pub struct Manager<P: Platform> {
     platform: P,
     origin: String,
+    /// The tool definitions pinned when first seen (see [`pins`]).
+    pins: pins::Pins,
     slots: Vec<Slot<P::Conn>>,
     registry: Registry,
     /// A server's tools or state changed since the registry was last rebuilt. The
@@ -397,6 +410,7 @@ impl<P: Platform> Manager<P> {
         Manager {
             platform,
             origin: String::new(),
+            pins: pins::Pins::default(),
             slots: Vec::new(),
             registry: Registry::new(),
             registry_stale: false,
@@ -440,6 +454,9 @@ impl<P: Platform> Manager<P> {
         // Shutting down withdrew every input request; the ids of the old slots go too.
         self.input.waiting.clear();
         self.origin = origin.to_string();
+        let mut warnings = Vec::new();
+        self.pins = pins::Pins::load(self.platform.load_pins(), &mut warnings);
+        self.events.extend(warnings.into_iter().map(Event::Warning));
         self.permissions = parsed.permissions;
         self.claude_settings.clear();
         self.output = parsed.output;
@@ -736,6 +753,11 @@ impl<P: Platform> Manager<P> {
                     attempt.decision = Some(Decision::Deny(refused.rule.clone()));
                     return Err(denied(tool, &refused.rule));
                 }
+                if let Some(change) = self.slots.iter().find_map(|s| s.blocked.get(tool)) {
+                    attempt.server = Some(change.server.clone());
+                    attempt.denied_tool = Some(change.tool.clone());
+                    return Err(CallError::Denied(change.reason()));
+                }
                 // The registry says which server owns a name it does not offer: the
                 // same rule that decides collisions, whatever state the servers are in.
                 let owner = self.registry.kept(tool).and_then(|entry| {
@@ -752,7 +774,16 @@ impl<P: Platform> Manager<P> {
             }
         };
         let server = self.slots[i].config.name.clone();
-        let decision = self.permissions.decide(&server, &found.def.name, profile);
+        let mut decision = self.permissions.decide(&server, &found.def.name, profile);
+        if let (Decision::Allow(_), Some(change)) =
+            (&decision, self.slots[i].asking.get(&found.def.name))
+        {
+            decision = Decision::Ask(Rc::new(Rule {
+                source: format!("mcpServers.{server}.onToolChange"),
+                text: change.reason(),
+                origin: self.origin.clone(),
+            }));
+        }
         attempt.server = Some(server.clone());
         attempt.tool = Some(found.clone());
         attempt.decision = Some(decision.clone());
@@ -891,6 +922,9 @@ impl<P: Platform> Manager<P> {
         if let Some(refused) = self.slots.iter().find_map(|s| s.denied.get(tool)) {
             return denied(tool, &refused.rule);
         }
+        if let Some(change) = self.slots.iter().find_map(|s| s.blocked.get(tool)) {
+            return CallError::Denied(change.reason());
+        }
         let owner = self.slots.iter().find(|s| {
             s.state != ServerState::Connected
                 && (s.tools.is_empty() || s.state == ServerState::Starting)
@@ -1019,6 +1053,8 @@ impl<P: Platform> Manager<P> {
             slot.connect_deadline = None;
             slot.tools.clear();
             slot.denied.clear();
+            slot.blocked.clear();
+            slot.asking.clear();
             if matches!(slot.state, ServerState::Starting | ServerState::Connected) {
                 slot.state = ServerState::Closed;
                 slot.error = None;
@@ -1368,23 +1404,49 @@ impl<P: Platform> Manager<P> {
             }
         }
         slot.denied.clear();
+        slot.blocked.clear();
+        slot.asking.clear();
         let segment = slot.config.name_segment();
+        let policy = slot.config.on_tool_change;
         let mut offered = Vec::with_capacity(defs.len());
         for def in defs {
+            let name = naming::tool_name(segment, &def.name);
             match self.permissions.decide(server, &def.name, None) {
                 Decision::Deny(rule) => {
                     slot.denied.insert(
-                        naming::tool_name(segment, &def.name),
+                        name,
                         DeniedTool {
                             rule,
                             own: def.name,
                         },
                     );
+                    continue;
                 }
-                _ => offered.push(def),
+                _ => match self.pins.check(server, &name, &def, policy) {
+                    pins::Check::Same => {}
+                    pins::Check::Changed { change, new } => {
+                        if new {
+                            self.events.push(Event::ToolChanged(change.clone()));
+                        }
+                        match policy {
+                            config::OnToolChange::Warn => {}
+                            config::OnToolChange::Ask => {
+                                slot.asking.insert(def.name.clone(), change);
+                            }
+                            config::OnToolChange::Block => {
+                                slot.blocked.insert(name, change);
+                                continue;
+                            }
+                        }
+                    }
+                },
             }
+            offered.push(def);
         }
         slot.tools = registry::prepare(segment, offered);
+        if let Some(text) = self.pins.take_changed() {
+            self.platform.save_pins(&text);
+        }
     }
 
     /// The gateway serves this registry to MCP clients: images and audio stay
@@ -1410,6 +1472,15 @@ impl<P: Platform> Manager<P> {
     /// (the gateway).
     pub fn permissions(&self) -> &Permissions {
         &self.permissions
+    }
+
+    /// Why the tool of registry name `tool` is held back by its server's
+    /// `onToolChange: "block"` (see [`pins`]), if it is.
+    pub fn blocked_by(&self, tool: &str) -> Option<String> {
+        self.slots
+            .iter()
+            .find_map(|s| s.blocked.get(tool))
+            .map(pins::ToolChange::reason)
     }
 
     /// The rule that keeps the tool of registry name `tool` out of the registry,
@@ -1633,6 +1704,7 @@ pub mod call_counts;
 mod finished;
 mod inputs;
 mod logging;
+pub mod pins;
 mod prompts;
 mod request;
 mod resources;

@@ -185,6 +185,9 @@ pub struct FakePlatform {
     pub blocks: usize,
     /// What the guest kept with `memo_set` (the host's `state` store).
     pub memo: BTreeMap<String, String>,
+    /// The pinned tool definitions the guest had kept (`mcpbox:runtime/pins`),
+    /// and whether they are handed back as accepted (`mcpbox trust`).
+    pub pins: Option<(String, bool)>,
     /// What a short-lived manager kept with `keep_server`.
     pub known: BTreeMap<String, crate::client::KnownServer>,
     /// Files the guest had written (`mcpbox:runtime/blobs`): server, name, bytes.
@@ -204,6 +207,7 @@ impl FakePlatform {
             wake_at: None,
             blocks: 0,
             memo: BTreeMap::new(),
+            pins: None,
             known: BTreeMap::new(),
             blobs: Vec::new(),
             refuse_blobs: None,
@@ -304,6 +308,14 @@ impl Platform for FakePlatform {
 
     fn memo_set(&mut self, key: &str, value: &str) {
         self.memo.insert(key.to_string(), value.to_string());
+    }
+
+    fn load_pins(&self) -> Option<(String, bool)> {
+        self.pins.clone()
+    }
+
+    fn save_pins(&mut self, text: &str) {
+        self.pins = Some((text.to_string(), false));
     }
 
     fn known_server(&self, key: &str) -> Option<crate::client::KnownServer> {

@@ -324,6 +324,16 @@ pub trait Platform {
     fn memo_set(&mut self, key: &str, value: &str) {
         let _ = (key, value);
     }
+    /// The pinned tool definitions the host kept for this configuration
+    /// (`mcpbox:runtime/pins`), and whether the user accepted the changes they
+    /// hold back since (`mcpbox trust`); none on a platform that keeps nothing.
+    fn load_pins(&self) -> Option<(String, bool)> {
+        None
+    }
+    /// Has the host keep the pinned tool definitions' text for this configuration.
+    fn save_pins(&mut self, text: &str) {
+        let _ = text;
+    }
     /// What an earlier session learned of the 2026-07-28 server under `key`
     /// (its capabilities and tools), for a session that starts ready
     /// ([`Client::resume`](crate::client::Client::resume)); none on a platform

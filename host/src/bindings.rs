@@ -26,6 +26,6 @@ mod generated {
 pub(crate) use generated::exports::mcpbox::runtime::gateway;
 pub(crate) use generated::exports::mcpbox::runtime::registry;
 pub(crate) use generated::mcpbox::runtime::{
-    blobs, control, remote, state, transport, types as wit,
+    blobs, control, pins, remote, state, transport, types as wit,
 };
 pub(crate) use generated::{Mcpbox, McpboxPre};

@@ -12,7 +12,9 @@ use wasmtime::{Engine, Store};
 
 use crate::Error;
 use crate::audit::AuditLog;
-use crate::bindings::{Mcpbox, McpboxPre, blobs, control, registry, remote, state, transport};
+use crate::bindings::{
+    Mcpbox, McpboxPre, blobs, control, pins, registry, remote, state, transport,
+};
 use crate::engine::EPOCH_TICK;
 use crate::imports::blobs::Results;
 use crate::imports::state::StateStore;
@@ -100,6 +102,8 @@ pub(crate) struct Factory {
     diagnostics: DiagnosticsMap,
     /// What the guest remembers across runs (`mcpbox:runtime/state`).
     state_store: Arc<StateStore>,
+    /// The pinned tool definitions kept for the configuration (`mcpbox:runtime/pins`).
+    pin_store: Arc<crate::pins::PinStore>,
     /// Where the `blobs` import writes.
     results: Arc<Results>,
     /// What the embedder sets over the configuration.
@@ -175,6 +179,7 @@ impl Factory {
             remote::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             control::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             state::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+            pins::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             blobs::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
             Ok(())
         };
@@ -192,6 +197,7 @@ impl Factory {
             wake,
             diagnostics,
             state_store: Arc::default(),
+            pin_store: Arc::default(),
             results: Arc::new(Results::none()),
             embedder: EmbedderSettings::default(),
             supervisors: Arc::default(),
@@ -295,6 +301,13 @@ impl Factory {
         self
     }
 
+    /// Keeps the guest's pinned tool definitions in `pin_store` (in memory only
+    /// by default).
+    pub fn with_pin_store(mut self, pin_store: Arc<crate::pins::PinStore>) -> Factory {
+        self.pin_store = pin_store;
+        self
+    }
+
     /// Instantiates the guest, loads the configuration and starts the servers.
     pub async fn start(&self) -> Result<Started, Error> {
         let mut state = HostState::new(
@@ -304,6 +317,7 @@ impl Factory {
             self.diagnostics.clone(),
         );
         state.state_store = self.state_store.clone();
+        state.pin_store = self.pin_store.clone();
         state.grants.oauth = self.oauth.clone();
         state.results = self.results.clone();
         state.supervisors = self.supervisors.clone();

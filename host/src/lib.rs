@@ -88,6 +88,7 @@ mod imports;
 mod instance;
 mod metrics;
 pub mod oauth;
+pub mod pins;
 mod runtime;
 mod store;
 pub mod terminal;

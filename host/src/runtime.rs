@@ -579,11 +579,21 @@ impl Runtime {
             _ => None,
         };
         let state_dir = options.cache_dir.clone();
-        let (engine, component, state_store, startup_warnings) =
+        // Pins are kept per configuration file, beside the trusted ones.
+        let pins_at = match &options.config {
+            ConfigSource::File(path) => options.config_dir.clone().map(|dir| (dir, path.clone())),
+            ConfigSource::Text { .. } => None,
+        };
+        let (engine, component, (state_store, pin_store), startup_warnings) =
             tokio::task::spawn_blocking(move || {
                 let engine = engine::engine()?;
                 let mut warnings = Vec::new();
                 let (state_store, warning) = StateStore::open(state_dir.as_deref());
+                warnings.extend(warning);
+                let (pin_store, warning) = match &pins_at {
+                    Some((dir, config)) => crate::pins::PinStore::open(Some(dir), Some(config)),
+                    None => crate::pins::PinStore::open(None, None),
+                };
                 warnings.extend(warning);
                 let component = match &guest {
                     GuestSource::Embedded => engine::load_component(
@@ -610,7 +620,7 @@ impl Runtime {
                         )?
                     }
                 };
-                Ok::<_, Error>((engine, component, state_store, warnings))
+                Ok::<_, Error>((engine, component, (state_store, pin_store), warnings))
             })
             .await
             .map_err(|e| Error::Guest(format!("loading the guest panicked: {e}")))??;
@@ -669,6 +679,7 @@ impl Runtime {
             (origin, text),
         )?
         .with_state_store(state_store)
+        .with_pin_store(pin_store)
         .with_input_requests(options.input_requests)
         .with_sampling(options.sampling)
         .with_url_elicitation(options.url_elicitation)

@@ -116,6 +116,8 @@ pub(crate) struct HostState {
     pub diagnostics: DiagnosticsMap,
     /// The `state` import's store; in memory unless the runtime gives it a file.
     pub state_store: Arc<crate::imports::state::StateStore>,
+    /// The `pins` import's store; in memory unless the runtime gives it a file.
+    pub pin_store: Arc<crate::pins::PinStore>,
     /// Warnings from the host's own imports (a sandbox grant dropped or skipped),
     /// published by the driver as warning events after each guest call.
     pub notices: Mutex<Vec<String>>,
@@ -169,6 +171,7 @@ impl HostState {
             wake,
             diagnostics,
             state_store: Arc::default(),
+            pin_store: Arc::default(),
             notices: Mutex::default(),
             results: Arc::new(crate::imports::blobs::Results::none()),
             http: wasmtime_wasi_http::WasiHttpCtx::new(),

@@ -267,6 +267,27 @@ pub enum Event {
         /// The server's `statusMessage`, if any.
         message: Option<String>,
     },
+    /// A tool no longer matches the definition pinned when it was first seen
+    /// (its description, schemas or behaviour hints changed since); its
+    /// server's `onToolChange` decided what happens to it: `warn` (it stays, the
+    /// new definition is pinned), `ask` (its calls ask first) or `block` (neither
+    /// listed nor callable) until `mcpbox trust` accepts the change.
+    #[doc(alias = "onToolChange")]
+    #[doc(alias = "rug pull")]
+    ToolChanged {
+        /// The server's configured name.
+        server: String,
+        /// The tool's own name on its server.
+        tool: String,
+        /// Its registry name.
+        name: String,
+        /// What changed: `description`, `inputSchema`, `outputSchema`, `annotations`.
+        changed: Vec<String>,
+        /// The server's `onToolChange`: `warn`, `ask` or `block`.
+        policy: String,
+        /// Why its calls are refused or asked about, for a person.
+        reason: String,
+    },
     /// The runtime stopped, for the reason given: shut down, or a guest that kept
     /// failing (then every server is shown failed with this reason, the tool
     /// list is empty and calls fail with [`CallError::Runtime`]). The last event.
@@ -690,6 +711,14 @@ impl Event {
                 task_id: t.task_id,
                 status: t.status,
                 message: t.message,
+            },
+            wit::Event::ToolChanged(c) => Event::ToolChanged {
+                server: c.server,
+                tool: c.tool,
+                name: c.name,
+                changed: c.changed,
+                policy: c.policy,
+                reason: c.reason,
             },
         })
     }

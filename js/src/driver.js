@@ -459,6 +459,8 @@ export function createDriver(hub, options) {
 
   /** The audit trail's file, once the first instance has named it (kept across restarts). */
   let auditLog = null;
+  /** The guest's pinned tool definitions (`mcpbox:runtime/pins`), kept across restarts. */
+  let pinsKept = undefined;
 
   /**
    * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
@@ -472,6 +474,15 @@ export function createDriver(hub, options) {
     'mcpbox:runtime/state': {
       get: (key) => stateStore.get(key),
       set: (key, value) => stateStore.set(key, value),
+    },
+    // `pins`: the tool definitions the guest pinned when it first saw them. This host keeps
+    // them for the driver's life (across guest restarts), not across runs: the wasmtime host
+    // keeps them per configuration file (host/src/pins.rs).
+    'mcpbox:runtime/pins': {
+      load: () => pinsKept,
+      save: (text) => {
+        pinsKept = { pins: text, acceptPending: false };
+      },
     },
     'mcpbox:runtime/blobs': {
       write: (server, name, _mimeType, data) => {

@@ -372,6 +372,16 @@ function event(e) {
         status: e.val.status,
         message: e.val.message ?? null,
       };
+    case 'tool-changed':
+      return {
+        type: 'tool-changed',
+        server: e.val.server,
+        tool: e.val.tool,
+        name: e.val.name,
+        changed: e.val.changed,
+        policy: e.val.policy,
+        reason: e.val.reason,
+      };
     case 'url-elicitation-requested':
       return {
         type: 'url-elicitation-requested',
@@ -415,7 +425,9 @@ function event(e) {
  * `{ type: 'url-elicitation-requested', id, server, tool, message, url, elicitationId }`
  * (MCP URL-mode elicitation: show the URL, which mcpbox never opens, and answer with
  * `answerInput(id, { action: 'accept' })` once the user agreed to open it, or
- * `{ action: 'decline' }`).
+ * `{ action: 'decline' }`); and `{ type: 'tool-changed', server, tool, name, changed, policy,
+ * reason }` when a tool no longer matches the definition pinned when it was first seen (its
+ * server's `onToolChange` decides what happens; this host keeps pins for the instance's life).
  *
  * The servers keep the process alive until `shutdown()`.
  */

@@ -115,6 +115,9 @@ pub(crate) fn report_servers(runtime: &Runtime, who: &'static str) {
         while let Ok(event) = events.recv().await {
             match event {
                 Event::Warning(w) => eprintln!("{who}: warning: {}", block(&w, "  ")),
+                Event::ToolChanged { reason, .. } => {
+                    eprintln!("{who}: warning: {}", block(&reason, "  "))
+                }
                 Event::Status(s) if s.state == ServerState::Failed => eprintln!(
                     "{who}: server `{}` failed: {}",
                     one(&s.name),

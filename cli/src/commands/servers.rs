@@ -164,6 +164,17 @@ pub(crate) async fn watch(runtime: &Runtime, json: bool) -> Result<Exit, Failure
                 Event::PromptsChanged(server) => {
                     serde_json::json!({ "event": "promptsChanged", "server": server })
                 }
+                Event::ToolChanged {
+                    server,
+                    tool,
+                    name,
+                    changed,
+                    policy,
+                    reason,
+                } => serde_json::json!({
+                    "event": "toolChanged", "server": server, "tool": tool, "name": name,
+                    "changed": changed, "policy": policy, "reason": reason,
+                }),
                 other => serde_json::json!({ "event": format!("{other:?}") }),
             };
             writeln!(out, "{value}")?;
@@ -178,6 +189,9 @@ pub(crate) async fn watch(runtime: &Runtime, json: bool) -> Result<Exit, Failure
                 }
                 Event::PromptsChanged(server) => {
                     writeln!(out, "  {}: prompt list changed", one(server))?
+                }
+                Event::ToolChanged { server, reason, .. } => {
+                    writeln!(out, "  {}: {}", one(server), block(reason, "    "))?
                 }
                 Event::ResourceUpdated { server, uri } => {
                     writeln!(out, "  {}: {} updated", one(server), one(uri))?

@@ -1,6 +1,7 @@
 //! `mcpbox trust`, and the check every command that starts servers makes
 //! first: a configuration file runs only once the user trusted it as it is
-//! ([`mcpbox::trust`]).
+//! ([`mcpbox::trust`]). `mcpbox trust` also accepts the tool definitions that
+//! changed since they were pinned ([`mcpbox::pins`]).
 
 use std::io::IsTerminal;
 
@@ -117,12 +118,21 @@ pub(crate) fn trust(config: &ConfigFile) -> Result<Exit, Failure> {
         );
         return Ok(Exit::Success);
     }
-    mcpbox::trust::trust(config, mcpbox::default_config_dir().as_deref())?;
+    let config_dir = mcpbox::default_config_dir();
+    mcpbox::trust::trust(config, config_dir.as_deref())?;
     println!(
         "trusted {} (sha256 {}), which starts:{}",
         one(&shown.display().to_string()),
         config.sha256_hex(),
         what_it_runs(config)
     );
+    // Its tools' definitions that changed since they were pinned, held back by
+    // `onToolChange` "ask" or "block", are accepted as mcpbox last saw them.
+    if mcpbox::pins::accept(&config.path, config_dir.as_deref())? {
+        println!(
+            "and accepted its tools' changed definitions as mcpbox last saw them: they are \
+             pinned when its servers next start"
+        );
+    }
     Ok(Exit::Success)
 }

@@ -243,6 +243,14 @@ fn to_wit_event(e: Event) -> Option<wit::Event> {
             status: s.status,
             message: s.message,
         }),
+        Event::ToolChanged(c) => wit::Event::ToolChanged(wit::ToolChange {
+            reason: c.reason(),
+            server: c.server,
+            tool: c.tool,
+            name: c.name,
+            changed: c.changed,
+            policy: c.policy.as_str().to_string(),
+        }),
         Event::CallCounted(c) => wit::Event::CallCounted(wit::CallCount {
             key: c.key,
             names: c.names.map(|n| wit::CountedTool {

@@ -404,6 +404,10 @@ impl Gateway {
                 ));
                 return self.answer(&origin, Ok(text));
             }
+            // Held back because it changed since it was pinned: say so, and the fix.
+            if let Some(reason) = m.blocked_by(&format!("mcp__{name}")) {
+                return self.answer(&origin, Ok(tool_error(&reason)));
+            }
             let refusal = Refusal::new(INVALID_PARAMS, format!("Unknown tool: {name}"));
             return self.answer(&origin, Err(refusal));
         };

@@ -1963,6 +1963,9 @@ mod permissions;
 
 // What happens at a call's end: output limits, audit records.
 mod finished;
+
+// Pinned tool definitions: a server that changes its tools after they were first seen.
+mod pins;
 // ---------------------------------------------------------------------------
 // A colliding name reaches the server `tools` lists for it.
 

@@ -96,10 +96,20 @@ pub(super) fn handle(
     if !ours {
         return None;
     }
+    // The one action: reconnect a server. It passed the token and Origin checks
+    // of every request but the page (`http::handle`), as a `/mcp` request does.
+    if req.method() == Method::POST
+        && let Some(name) = path
+            .strip_prefix("/api/servers/")
+            .and_then(|rest| rest.strip_suffix("/reconnect"))
+            .filter(|name| !name.is_empty() && !name.contains('/'))
+    {
+        return Some(reconnect(shared, &percent_decode(name)));
+    }
     if req.method() != Method::GET {
         let mut r = plain(
             StatusCode::METHOD_NOT_ALLOWED,
-            "the dashboard answers GET only",
+            "the dashboard answers GET only (and POST /api/servers/{name}/reconnect)",
         );
         r.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("GET"));
@@ -155,6 +165,27 @@ pub(super) fn handle(
             ),
         },
     })
+}
+
+/// `POST /api/servers/{name}/reconnect`: connects the server afresh and forgives
+/// its failures (`Runtime::reconnect`); `202` at once, the new status follows on
+/// the event stream. `404` for a server that is not configured.
+fn reconnect(shared: &Arc<Shared>, name: &str) -> Response<ResponseBody> {
+    if !shared.runtime.servers().iter().any(|s| s.name == name) {
+        return plain(
+            StatusCode::NOT_FOUND,
+            &format!("no server is named `{name}`"),
+        );
+    }
+    let runtime = shared.runtime.clone();
+    let server = name.to_owned();
+    tokio::spawn(async move {
+        // A refusal (a disabled server) shows as the server's status.
+        let _ = runtime.reconnect(&server).await;
+    });
+    let mut r = json_body(&json!({"reconnecting": name}));
+    *r.status_mut() = StatusCode::ACCEPTED;
+    r
 }
 
 fn body(text: Bytes, content_type: &'static str) -> Response<ResponseBody> {
@@ -243,6 +274,17 @@ fn event_json(runtime: &Runtime, event: &Event) -> Option<Value> {
             json!({"type": "status", "server": server_json(s, runtime.metrics().as_ref())})
         }
         Event::ToolsChanged(server) => json!({"type": "tools", "server": server}),
+        Event::ToolChanged {
+            server,
+            tool,
+            name,
+            changed,
+            policy,
+            reason,
+        } => json!({
+            "type": "toolChanged", "server": server, "tool": tool, "name": name,
+            "changed": changed, "policy": policy, "reason": reason,
+        }),
         Event::Audit(record) => json!({"type": "call", "call": record}),
         Event::Warning(message) => json!({"type": "warning", "message": message}),
         Event::Log {

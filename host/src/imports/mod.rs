@@ -8,6 +8,7 @@
 //! | `wasi:http`                | `wasmtime-wasi-http`, with the hook in [`wasi_http`] (OAuth: [`crate::oauth`]) |
 //! | `mcpbox:runtime/control`   | [`control`]                    |
 //! | `mcpbox:runtime/state`     | [`state`]                      |
+//! | `mcpbox:runtime/pins`      | [`pins`] (the store: [`crate::pins`]) |
 //! | `mcpbox:runtime/blobs`     | [`blobs`]                      |
 //! | `wasi:io`, `wasi:clocks`   | `wasmtime-wasi`                |
 //!
@@ -16,6 +17,7 @@
 
 pub(crate) mod blobs;
 pub(crate) mod control;
+pub(crate) mod pins;
 pub(crate) mod remote;
 pub(crate) mod state;
 pub(crate) mod wasi_http;

@@ -36,6 +36,8 @@
 //! | `--tool NAME` | add an echo-like tool called NAME (repeatable) |
 //! | `--flood-tools N` | the first `tools/list` page also lists N tiny tools `flood_0` … (`{"name":…,"inputSchema":{"type":"object"}}`, about 50 bytes each), written as text so a million of them cost the fixture no more than the line; they cannot be called |
 //! | `--flood-tool-bytes B` | pad each `--flood-tools` tool with a description, to about B bytes of JSON |
+//! | `--describe NAME=TEXT` | give the tool NAME (any tool above) the description TEXT (repeatable) |
+//! | `--schema NAME=JSON` | give the tool NAME the `inputSchema` JSON (repeatable); its calls still run as before |
 //! | `--big-tool BYTES` | add an echo-like tool `big` whose description is BYTES characters long |
 //! | `--collide` | add echo-like tools `x.y` and `x_y` ([`fixture::COLLIDING_NAMES`]), which collide once sanitised |
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
@@ -62,7 +64,7 @@
 //! | `fail` | `message: string` | `isError: true` with text `message` (default `failed`) |
 //! | `crash` | `code: integer` | writes a stderr line and exits with `code` (default 1) at once |
 //! | `cancellations` | none | text: JSON array of the request ids seen in `notifications/cancelled` |
-//! | `add_tool` | `name: string` (required) | adds an echo-like tool and sends `notifications/tools/list_changed` |
+//! | `add_tool` | `name: string` (required), `description: string` | adds an echo-like tool, or with `description` sets the description of the tool `name` (added when missing), and sends `notifications/tools/list_changed` |
 //! | `log` | `text: string` (required) | writes `text` to stderr and sends `notifications/message` (level `info`) |
 //! | `huge` | `bytes: integer` (required) | one text block of `bytes` ASCII `x` characters |
 //! | `progress` | `steps: integer` (required), `interval_ms: integer` | sends `steps` `notifications/progress` (when the request has `_meta.progressToken`), `interval_ms` apart (default 10), then `done N`; cancellable |
@@ -122,6 +124,10 @@ struct Options {
     page_size: Option<usize>,
     weird_names: bool,
     extra_tools: Vec<String>,
+    /// `--describe`: descriptions to set, by tool name.
+    descriptions: Vec<(String, String)>,
+    /// `--schema`: input schemas to set, by tool name.
+    schemas: Vec<(String, Value)>,
     flood_tools: usize,
     flood_tool_bytes: usize,
     big_tool: Option<usize>,
@@ -156,6 +162,8 @@ impl Options {
             page_size: None,
             weird_names: false,
             extra_tools: Vec::new(),
+            descriptions: Vec::new(),
+            schemas: Vec::new(),
             flood_tools: 0,
             flood_tool_bytes: 0,
             big_tool: None,
@@ -186,6 +194,20 @@ impl Options {
                 }
                 "--weird-names" => options.weird_names = true,
                 "--tool" => options.extra_tools.push(value()?),
+                "--describe" => {
+                    let v = value()?;
+                    let (name, text) = v.split_once('=').ok_or("--describe needs NAME=TEXT")?;
+                    options
+                        .descriptions
+                        .push((name.to_owned(), text.to_owned()));
+                }
+                "--schema" => {
+                    let v = value()?;
+                    let (name, json) = v.split_once('=').ok_or("--schema needs NAME=JSON")?;
+                    let schema = serde_json::from_str(json)
+                        .map_err(|e| format!("--schema {name}: not JSON: {e}"))?;
+                    options.schemas.push((name.to_owned(), schema));
+                }
                 "--flood-tools" => options.flood_tools = number(&flag, &value()?)?,
                 "--flood-tool-bytes" => options.flood_tool_bytes = number(&flag, &value()?)?,
                 "--big-tool" => options.big_tool = Some(number(&flag, &value()?)?),
@@ -375,8 +397,8 @@ fn builtin_tools() -> Vec<Tool> {
         Tool::new(
             "add_tool",
             Kind::AddTool,
-            "Adds an echo-like tool and sends notifications/tools/list_changed.",
-            json!({"name": text("Name of the new tool.")}),
+            "Adds an echo-like tool (or sets a tool's description) and sends notifications/tools/list_changed.",
+            json!({"name": text("Name of the new tool."), "description": text("A description to set.")}),
             &["name"],
         ),
         Tool::new(
@@ -512,6 +534,18 @@ fn initial_tools(options: &Options) -> Vec<Tool> {
                 .iter()
                 .map(|name| Tool::echo_like(name)),
         );
+    }
+    for tool in &mut tools {
+        for (name, text) in &options.descriptions {
+            if *name == tool.name {
+                tool.definition["description"] = Value::String(text.clone());
+            }
+        }
+        for (name, schema) in &options.schemas {
+            if *name == tool.name {
+                tool.definition["inputSchema"] = schema.clone();
+            }
+        }
     }
     tools
 }
@@ -1055,6 +1089,19 @@ impl Server {
             }
             Kind::AddTool => {
                 let new = string_arg(args, "name")?.ok_or("`name` is required")?;
+                if let Some(description) = string_arg(args, "description")? {
+                    {
+                        let mut tools = lock(&self.tools);
+                        if !tools.iter().any(|tool| tool.name == new) {
+                            tools.push(Tool::echo_like(new));
+                        }
+                        for tool in tools.iter_mut().filter(|tool| tool.name == new) {
+                            tool.definition["description"] = Value::String(description.to_owned());
+                        }
+                    }
+                    self.notify("notifications/tools/list_changed", json!({}));
+                    return Ok(Some(text_result(&format!("described {new}"))));
+                }
                 {
                     let mut tools = lock(&self.tools);
                     if tools.iter().any(|tool| tool.name == new) {

@@ -10,6 +10,7 @@ use mcpbox_tests::process::{ChildGuard, eventually};
 use serde_json::{Value, json};
 
 mod adapters;
+mod pins;
 
 /// How long a `servers --watch` or `serve` the test reads from may run before it
 /// is killed, so that a line that never comes ends the read (at end of file)

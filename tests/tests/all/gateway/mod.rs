@@ -16,6 +16,7 @@ mod faults;
 mod hostile;
 mod isolation;
 mod local_users;
+mod pins;
 mod resources;
 mod safety;
 mod sampling;
