@@ -105,6 +105,20 @@ enum Stage {
 }
 
 impl WasiHttp {
+    /// Whether an exchange waits for something (what [`Self::pollables`]
+    /// would give), without subscribing to anything.
+    pub fn waiting(&self) -> bool {
+        self.exchanges.values().any(|ex| {
+            matches!(
+                &ex.upload,
+                Some(Upload {
+                    stream: Some(_),
+                    ..
+                })
+            ) || !matches!(ex.stage, Stage::Done)
+        })
+    }
+
     /// The pollables of every exchange that waits for something.
     pub fn pollables<'a>(&'a self, out: &mut Vec<&'a Pollable>) {
         for ex in self.exchanges.values() {
