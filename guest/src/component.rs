@@ -476,6 +476,8 @@ struct Component;
 impl wit_turns::Guest for Component {
     fn step(input: wit_turns::TurnInput) -> wit_turns::TurnOutput {
         use wit::Guest as _;
+        use wit_gateway::Guest as _;
+        let mut signals = Vec::new();
         STEP.with(|s| {
             s.active = true;
             s.blocked = false;
@@ -508,9 +510,25 @@ impl wit_turns::Guest for Component {
                 wit_turns::Job::AnswerInput(a) => {
                     wit_turns::JobOutcome::Answered(Component::answer_input(a.id, a.answer))
                 }
+                wit_turns::Job::Downstream(inbound) => {
+                    signals.extend(Component::receive(inbound));
+                    wit_turns::JobOutcome::Signalled
+                }
+                wit_turns::Job::ExchangeClosed(exchange) => {
+                    signals.extend(Component::exchange_closed(exchange));
+                    wit_turns::JobOutcome::Signalled
+                }
+                wit_turns::Job::SessionClosed(session) => {
+                    signals.extend(Component::session_closed(session));
+                    wit_turns::JobOutcome::Signalled
+                }
             })
             .collect();
-        let turn = Component::wait(input.timeout_ms);
+        let mut turn = Component::wait(input.timeout_ms);
+        if !signals.is_empty() {
+            signals.append(&mut turn.downstream);
+            turn.downstream = signals;
+        }
         let (deadline_ms, blocking) = with_both(|m, g| {
             // Work the gateway can do at once makes the next step due now.
             let deadline = if g.busy(m) {

@@ -1,10 +1,15 @@
 //! The driver task: the one owner of the guest's store.
 //!
 //! A WASI 0.2 store runs one export at a time, so every caller talks to the
-//! guest through this task. Callers queue [`Job`]s and raise the wake signal;
-//! the driver takes the jobs, then calls the guest's `wait`, which polls every
-//! connection, the nearest deadline and the wake signal at once, so a new job
-//! is picked up within microseconds even while the guest is blocked.
+//! guest through this task. Callers queue [`Job`]s and raise the wake signal.
+//! A turn is one guest entry, `turns.step`: the driver hands over the queued
+//! jobs, what every stdio connection received and the time, and takes back
+//! what to write to the pipes, the turn's results and the guest's next
+//! deadline; then it waits on the child pipes, the wake signal and that
+//! deadline itself. While the guest waits on remote servers (`wasi:http`
+//! pollables only it holds) its steps block instead, polling the connections,
+//! the deadline and the wake signal at once, so a new job is picked up within
+//! microseconds either way.
 //! Server status and the tool list are republished as snapshots whenever the
 //! guest reports a change, so reading them never has to enter the guest.
 
@@ -25,8 +30,9 @@ use crate::transport::Connection;
 use crate::transport::descendants::Subreaper;
 use crate::types::{CallError, Event, InputAnswer, ReloadReport, ServerState, ServerStatus, Tool};
 
-/// The longest the guest blocks in `wait` without a reason to return. Only
-/// bounds how soon a caller that gave up on a call gets that call cancelled.
+/// The longest a turn waits (the driver between steps, or a step that blocks)
+/// without a reason to return. Only bounds how soon a caller that gave up on a
+/// call gets that call cancelled.
 const IDLE_WAIT_MS: u64 = 1_000;
 
 /// How often the driver looks for calls whose callers gave up (see
@@ -167,11 +173,14 @@ enum StepReply {
 struct Batch {
     jobs: Vec<turns::Job>,
     replies: Vec<StepReply>,
+    /// How the downstream messages among the jobs came, by exchange: a session
+    /// that one of them opens is remembered so (see `Serving::sessions`).
+    inbounds: HashMap<u64, (gateway::TransportKind, Option<String>)>,
 }
 
 impl Batch {
-    /// Takes a job that a step does (a call, a request, an answer); gives
-    /// back any other.
+    /// Takes a job that a step does (a call, a request, an answer, a
+    /// downstream client's message or departure); gives back any other.
     fn add(&mut self, job: Job) -> Result<(), Job> {
         let (job, reply) = match job {
             Job::Call {
@@ -209,6 +218,15 @@ impl Batch {
                 }),
                 StepReply::Input(reply),
             ),
+            Job::Downstream(inbound) => {
+                self.inbounds
+                    .insert(inbound.exchange, (inbound.kind, inbound.profile.clone()));
+                (turns::Job::Downstream(inbound), StepReply::None)
+            }
+            Job::ExchangeClosed(exchange) => {
+                (turns::Job::ExchangeClosed(exchange), StepReply::None)
+            }
+            Job::SessionClosed(session) => (turns::Job::SessionClosed(session), StepReply::None),
             other => return Err(other),
         };
         self.jobs.push(job);
@@ -562,6 +580,19 @@ impl Driver {
     /// received go in; what to write goes out to the pipes, and the turn's
     /// results to their callers.
     async fn step(&mut self, batch: Batch, timeout_ms: u64) -> wasmtime::Result<()> {
+        if let Some(serving) = self.serving.as_mut() {
+            for job in &batch.jobs {
+                match job {
+                    turns::Job::Downstream(inbound) => {
+                        serving.through = serving.through.max(inbound.exchange);
+                    }
+                    turns::Job::SessionClosed(session) => {
+                        serving.sessions.remove(session);
+                    }
+                    _ => {}
+                }
+            }
+        }
         let arrived = self.gather();
         let now = self.now()?;
         let input = turns::TurnInput {
@@ -604,6 +635,16 @@ impl Driver {
             }
         }
         let turn = output.turn;
+        // A session opens on the exchange of its `initialize`, at once.
+        if let Some(serving) = self.serving.as_mut() {
+            for signal in &turn.downstream {
+                if let wit::DownstreamSignal::SessionOpened(o) = signal
+                    && let Some(how) = batch.inbounds.get(&o.exchange)
+                {
+                    serving.sessions.insert(o.session, how.clone());
+                }
+            }
+        }
         // A tool result does not depend on any server's status: answer it at
         // once, before the snapshots the events may call for. Failures are
         // answered after the events are published, so a caller whose call
@@ -798,7 +839,12 @@ impl Driver {
     /// Handles one job; returns the shutdown reply when the job asks to stop.
     async fn handle(&mut self, job: Job) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
         match job {
-            job @ (Job::Call { .. } | Job::Request { .. } | Job::AnswerInput { .. }) => {
+            job @ (Job::Call { .. }
+            | Job::Request { .. }
+            | Job::AnswerInput { .. }
+            | Job::Downstream(_)
+            | Job::ExchangeClosed(_)
+            | Job::SessionClosed(_)) => {
                 let mut batch = Batch::default();
                 // Taken: it is one of the jobs a step does.
                 let _ = batch.add(job);
@@ -880,44 +926,6 @@ impl Driver {
                         Err(trap)
                     }
                 }
-            }
-            Job::Downstream(inbound) => {
-                if let Some(serving) = self.serving.as_mut() {
-                    serving.through = serving.through.max(inbound.exchange);
-                }
-                let gateway = self.guest.mcpbox_runtime_gateway();
-                let signals = gateway.call_receive(&mut self.store, &inbound).await?;
-                // A session opens on the exchange of its `initialize`, at once.
-                if let Some(serving) = self.serving.as_mut() {
-                    for signal in &signals {
-                        if let wit::DownstreamSignal::SessionOpened(o) = signal {
-                            serving
-                                .sessions
-                                .insert(o.session, (inbound.kind, inbound.profile.clone()));
-                        }
-                    }
-                }
-                self.forward(signals);
-                Ok(None)
-            }
-            Job::ExchangeClosed(exchange) => {
-                let gateway = self.guest.mcpbox_runtime_gateway();
-                let signals = gateway
-                    .call_exchange_closed(&mut self.store, exchange)
-                    .await?;
-                self.forward(signals);
-                Ok(None)
-            }
-            Job::SessionClosed(session) => {
-                if let Some(serving) = self.serving.as_mut() {
-                    serving.sessions.remove(&session);
-                }
-                let gateway = self.guest.mcpbox_runtime_gateway();
-                let signals = gateway
-                    .call_session_closed(&mut self.store, session)
-                    .await?;
-                self.forward(signals);
-                Ok(None)
             }
             Job::SetRoots { roots, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
