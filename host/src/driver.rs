@@ -601,6 +601,7 @@ impl Driver {
             arrived,
             timeout_ms,
         };
+        self.entered();
         let output = match self
             .guest
             .mcpbox_runtime_turns()
@@ -659,6 +660,11 @@ impl Driver {
             let _ = reply.send(Err(e.into()));
         }
         Ok(())
+    }
+
+    /// Counts one entry into the guest (see `Runtime::guest_crossings`).
+    fn entered(&self) {
+        self.store.data().crossed();
     }
 
     /// The guest's monotonic clock, as `wasi:clocks/monotonic-clock.now` reads it.
@@ -838,6 +844,9 @@ impl Driver {
 
     /// Handles one job; returns the shutdown reply when the job asks to stop.
     async fn handle(&mut self, job: Job) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
+        if !matches!(job, Job::Shutdown { .. }) {
+            self.entered();
+        }
         match job {
             job @ (Job::Call { .. }
             | Job::Request { .. }
@@ -1006,6 +1015,9 @@ impl Driver {
     }
 
     async fn publish_snapshots(&mut self) -> wasmtime::Result<()> {
+        // `servers`, then the tools' pages: counted as two.
+        self.entered();
+        self.entered();
         let servers = self
             .guest
             .mcpbox_runtime_registry()

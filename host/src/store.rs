@@ -135,6 +135,9 @@ pub(crate) struct HostState {
     pub connections: BTreeMap<u64, u32>,
     /// The number the last connection got.
     pub last_connection_id: u64,
+    /// The boundary crossings the host counts: the driver's entries into the
+    /// guest and the guest's calls of `transport` (`Runtime::guest_crossings`).
+    pub crossings: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl HostState {
@@ -146,6 +149,11 @@ impl HostState {
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(warnings);
         }
+    }
+
+    /// Counts one crossing (see `crossings`).
+    pub fn crossed(&self) {
+        self.crossings.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A number no other connection of this store had.
@@ -188,6 +196,7 @@ impl HostState {
             places: Arc::default(),
             connections: BTreeMap::new(),
             last_connection_id: 0,
+            crossings: Arc::default(),
         }
     }
 }

@@ -335,6 +335,7 @@ impl transport::HostConnection for HostState {
         this: Resource<Connection>,
         message: String,
     ) -> wasmtime::Result<Result<(), wit::TransportError>> {
+        self.crossed();
         Ok(self.table.get_mut(&this)?.send(message))
     }
 
@@ -342,10 +343,12 @@ impl transport::HostConnection for HostState {
         &mut self,
         this: Resource<Connection>,
     ) -> wasmtime::Result<Result<Vec<String>, wit::TransportError>> {
+        self.crossed();
         Ok(self.table.get_mut(&this)?.receive())
     }
 
     fn subscribe(&mut self, this: Resource<Connection>) -> wasmtime::Result<Resource<DynPollable>> {
+        self.crossed();
         subscribe(&mut self.table, this)
     }
 
