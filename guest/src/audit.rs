@@ -17,7 +17,7 @@ use crate::prelude::*;
 
 use serde_json::Value;
 
-use crate::config::{ConfigIssue, kind_of};
+use crate::config::types::{ConfigIssue, kind_of};
 
 /// The configuration's `audit` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -28,7 +28,7 @@ use crate::prelude::*;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::kind_of;
+use crate::config::types::kind_of;
 use crate::schema::{self, Validator};
 
 /// A server's request for input, as the embedder sees it.

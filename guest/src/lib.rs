@@ -25,7 +25,7 @@
 //! | [`jsonrpc`] | JSON-RPC 2.0 messages: classification, ids, building, the wire error |
 //! | [`budget`] | what the guest may build from a text it is handed: values counted, memory checked, before parsing |
 //! | [`methods`] | MCP method names, one constant each |
-//! | [`config`] | `.mcp.json` text → server entries, with precise issues |
+//! | [`config`] | `.mcp.json` text → server entries, with precise issues; `config::types` is the leaf every module reading a part of it shares |
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`adapter`] | tools in each model provider's dialect (OpenAI, Anthropic, Gemini), with what the conversion lost, and arguments mapped back |

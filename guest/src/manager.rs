@@ -37,7 +37,8 @@
 //!
 //! Nothing restarts a server on a timer: restarts follow calls, so an idle broken
 //! server costs nothing. A server that never connected has no tool list to recognise
-//! calls by and stays failed until `reconnect` or a reload.
+//! calls by and stays failed until `reconnect` or a reload. A server's count of
+//! failures and its backoff are kept in `restarts`.
 //!
 //! # Input requests
 //!
@@ -56,6 +57,14 @@
 //!
 //! A call to a tool an `ask` permission rule covers waits for an approval, asked
 //! of the embedder as an input request (see `approvals`).
+//!
+//! # State
+//!
+//! Each concept keeps its state in a struct beside its methods, owned by the
+//! manager: input requests in `inputs`, approvals in `approvals`, a server's
+//! failures and backoff in `restarts` (one per server), roots in `roots`, the
+//! audit trail's settings and each call's end in `finished`, call counts in
+//! `call_counts`, requests beyond tools in `request`.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -81,36 +90,8 @@ use serde_json::value::RawValue;
 /// others.
 const RECEIVE_ROUNDS: usize = 16;
 
-/// The wait before the first restart.
-pub const BACKOFF_BASE_MS: u64 = 1_000;
-
-/// The longest wait between restarts.
-pub const BACKOFF_CAP_MS: u64 = 30_000;
-
-/// Failures in a row after which a server is no longer restarted (the circuit
-/// opens) until it is reconnected or the configuration is reloaded.
-pub const CIRCUIT_THRESHOLD: u32 = 5;
-
-/// How long after its `failures`-th failure in a row a server may be restarted:
-/// [`BACKOFF_BASE_MS`], doubling with every failure, at most [`BACKOFF_CAP_MS`].
-pub fn backoff_ms(failures: u32) -> u64 {
-    match failures {
-        0 => 0,
-        n => BACKOFF_BASE_MS
-            .saturating_mul(1 << (n - 1).min(16))
-            .min(BACKOFF_CAP_MS),
-    }
-}
-
-/// A wait for people, rounded up to a tenth of a second: `0.7s`, `2s`, `12.5s`.
-fn format_wait(ms: u64) -> String {
-    let tenths = ms.div_ceil(100).max(1);
-    if tenths.is_multiple_of(10) {
-        format!("{}s", tenths / 10)
-    } else {
-        format!("{}.{}s", tenths / 10, tenths % 10)
-    }
-}
+pub use restarts::{BACKOFF_BASE_MS, BACKOFF_CAP_MS, CIRCUIT_THRESHOLD, backoff_ms};
+use restarts::{Gate, Restarts, format_wait};
 
 /// The life cycle of one configured server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,11 +221,8 @@ struct Slot<C> {
     /// Tools of its last list that the permission rules deny, by registry name:
     /// not in the registry, refused by name when called.
     denied: BTreeMap<String, DeniedTool>,
-    /// Failures in a row: lost connections and failed connects since a call last
-    /// got an answer (or since `reconnect` / `load_config`).
-    failures: u32,
-    /// When the last failure happened; the backoff counts from here.
-    failed_at: u64,
+    /// Its failures in a row, which decide when a call may restart it.
+    restarts: Restarts,
     /// The status last reported in an event, to report changes only.
     reported: Option<Reported>,
     /// The resources followed on it: kept across its sessions, so a restarted
@@ -267,7 +245,7 @@ impl Reported {
         Reported {
             status: status_of(slot, registry),
             error: slot.error.clone(),
-            failures: slot.failures,
+            failures: slot.restarts.failures,
             restartable: slot.restartable(),
         }
     }
@@ -287,16 +265,6 @@ struct Held {
     log_level: Option<&'static str>,
 }
 
-/// Whether a failed server may be restarted now.
-enum Gate {
-    /// Yes.
-    Open,
-    /// Not for this many milliseconds.
-    Wait(u64),
-    /// Never: the circuit is open.
-    Tripped,
-}
-
 impl<C> Slot<C> {
     fn new(config: ServerConfig) -> Slot<C> {
         Slot {
@@ -309,8 +277,7 @@ impl<C> Slot<C> {
             tools: Vec::new(),
             held: Vec::new(),
             denied: BTreeMap::new(),
-            failures: 0,
-            failed_at: 0,
+            restarts: Restarts::default(),
             reported: None,
             subscriptions: alloc::collections::BTreeSet::new(),
         }
@@ -320,18 +287,6 @@ impl<C> Slot<C> {
     /// them by.
     fn restartable(&self) -> bool {
         self.state == ServerState::Failed && !self.tools.is_empty()
-    }
-
-    fn gate(&self, now: u64) -> Gate {
-        if self.failures >= CIRCUIT_THRESHOLD {
-            return Gate::Tripped;
-        }
-        let at = self.failed_at.saturating_add(backoff_ms(self.failures));
-        if now >= at {
-            Gate::Open
-        } else {
-            Gate::Wait(at - now)
-        }
     }
 }
 
@@ -354,15 +309,9 @@ pub struct Manager<P: Platform> {
     next_call: u64,
     finished: Vec<FinishedCall>,
     events: Vec<Event>,
-    /// Whether servers are offered elicitation (see "Input requests").
-    input_requests: bool,
-    /// Whether servers are offered sampling (see "Input requests").
-    sampling: bool,
-    /// Whether servers are offered URL-mode elicitation.
-    url_elicitation: bool,
-    /// Input requests waiting for an answer: id → (slot, the client's key).
-    inputs: BTreeMap<u64, (usize, u64)>,
-    next_input: u64,
+    /// Input requests: what servers are offered, what waits for an answer (see
+    /// "Input requests").
+    input: inputs::Inputs,
     /// The configuration's permission rules.
     permissions: Permissions,
     /// The Claude Code settings files read since the last load (origin, value):
@@ -374,34 +323,24 @@ pub struct Manager<P: Platform> {
     short_lived: bool,
     /// Warnings about rules naming unlisted tools, already given.
     rule_warnings: alloc::collections::BTreeSet<String>,
-    /// Whether `ask` rules are asked (see "Approvals").
-    approvals_enabled: bool,
-    /// Calls waiting for an approval, by input request id.
-    approvals: BTreeMap<u64, approvals::Pending>,
-    /// Tools approved for the session, as (profile, registry name).
-    session_approvals: alloc::collections::BTreeSet<(Option<String>, String)>,
+    /// Approvals of calls `ask` rules cover (see "Approvals").
+    approvals: approvals::Approvals,
     /// Calls started and not yet completed, with what their end needs to know
     /// (see `finished`).
     flight: BTreeMap<u64, finished::Flight>,
     /// How results are limited (the configuration's `output`, the embedder's
     /// overrides).
     output: crate::output::Settings,
-    /// Whether every call's end queues an [`Event::Audit`].
-    audit_events: bool,
     /// The keys of [`Event::CallCounted`], once counts are on.
     call_counts: Option<call_counts::CallCounts>,
-    /// Whether audit records carry the arguments.
-    audit_arguments: bool,
-    /// The configuration's `audit` object.
-    audit: crate::audit::Settings,
+    /// The audit trail's settings (see `finished`).
+    audit: finished::Audit,
     /// The embedder's overrides, kept across configuration loads.
     options: EmbedderOptions,
     /// Requests beyond tools in flight (see `requests`).
     requests: request::Requests,
-    /// The configuration's top-level `roots`.
-    config_roots: Option<Vec<Root>>,
-    /// The embedder's roots ([`Manager::set_roots`]), kept across loads.
-    embedder_roots: Option<Vec<Root>>,
+    /// The roots servers get (see `roots`).
+    roots: roots::Roots,
 }
 
 /// What the embedder sets over the configuration (`registry.set-options`).
@@ -466,87 +405,21 @@ impl<P: Platform> Manager<P> {
             next_call: 1,
             finished: Vec::new(),
             events: Vec::new(),
-            input_requests: false,
-            sampling: false,
-            url_elicitation: false,
-            inputs: BTreeMap::new(),
-            next_input: 1,
+            input: Default::default(),
             permissions: Permissions::default(),
             claude_settings: Vec::new(),
             serving: false,
             short_lived: false,
             rule_warnings: Default::default(),
-            approvals_enabled: false,
-            approvals: BTreeMap::new(),
-            session_approvals: Default::default(),
+            approvals: Default::default(),
             flight: BTreeMap::new(),
             output: Default::default(),
-            audit_events: false,
             call_counts: None,
-            audit_arguments: false,
             audit: Default::default(),
             options: EmbedderOptions::default(),
             requests: Default::default(),
-            config_roots: None,
-            embedder_roots: None,
+            roots: Default::default(),
         }
-    }
-
-    /// Offers every server started from now on the `elicitation` capability: their
-    /// requests for input become [`Event::InputRequested`]. Call before `start`; a
-    /// server already connected keeps what it was offered until it reconnects.
-    ///
-    /// Approvals for `ask` rules come the same way, so this enables them too.
-    pub fn enable_input_requests(&mut self) {
-        self.input_requests = true;
-        self.approvals_enabled = true;
-    }
-
-    /// Offers every server started from now on the `sampling` capability: their
-    /// `sampling/createMessage` requests become [`Event::InputRequested`] with
-    /// `sampling` set, answered with a `CreateMessageResult` through
-    /// [`Manager::answer_input`] (see [`crate::sampling`]). Call before `start`.
-    pub fn enable_sampling(&mut self) {
-        self.sampling = true;
-    }
-
-    /// Offers every server started from now on URL-mode elicitation: their
-    /// requests to have the user open a URL become [`Event::InputRequested`]
-    /// with `url` set, answered with an action alone. Call before `start`.
-    pub fn enable_url_elicitation(&mut self) {
-        self.url_elicitation = true;
-    }
-
-    /// Answers input request `id`. An accepted answer (a JSON object) gets the
-    /// requested schema's defaults for the fields it leaves out and must satisfy
-    /// that schema. Err, naming the server and the reason, when it does not (the
-    /// request stays open for a corrected answer) or when no request of that id is
-    /// waiting (answered already, or withdrawn).
-    pub fn answer_input(&mut self, id: u64, answer: &InputAnswer) -> Result<(), String> {
-        if let Some(answered) = self.answer_approval(id, answer) {
-            return answered;
-        }
-        let Some(&(i, key)) = self.inputs.get(&id) else {
-            return Err(format!(
-                "no input request {id} is waiting for an answer (it was answered already, \
-                 or withdrawn when its call ended)"
-            ));
-        };
-        let server = self.slots[i].config.name.clone();
-        let Some(client) = self.slots[i].client.as_mut() else {
-            self.inputs.remove(&id);
-            return Err(format!(
-                "input request {id} is gone: server `{server}` is no longer connected"
-            ));
-        };
-        client
-            .answer_input(key, answer)
-            .map_err(|e| format!("input request {id} from server `{server}`: {e}"))?;
-        self.inputs.remove(&id);
-        self.flush(i);
-        self.process(i);
-        self.sync_statuses();
-        Ok(())
     }
 
     /// The platform, for embedders and tests that drive it.
@@ -565,16 +438,16 @@ impl<P: Platform> Manager<P> {
         let parsed = config::parse(origin, text)?;
         self.shutdown();
         // Shutting down withdrew every input request; the ids of the old slots go too.
-        self.inputs.clear();
+        self.input.waiting.clear();
         self.origin = origin.to_string();
         self.permissions = parsed.permissions;
         self.claude_settings.clear();
         self.output = parsed.output;
-        self.audit = parsed.audit;
-        self.config_roots = parsed.roots;
+        self.audit.settings = parsed.audit;
+        self.roots.configured = parsed.roots;
         self.apply_options();
         self.rule_warnings.clear();
-        self.session_approvals.clear();
+        self.approvals.session.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
         self.invalidate_registry();
@@ -650,7 +523,7 @@ impl<P: Platform> Manager<P> {
             ));
         }
         let slot = &mut self.slots[i];
-        slot.failures = 0;
+        slot.restarts.failures = 0;
         if let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) {
             let message = format!("server `{server}` was reconnected before the call finished");
             client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
@@ -691,18 +564,14 @@ impl<P: Platform> Manager<P> {
                 let mut client = Client::new(&slot.config.name);
                 client.limit(slot.config.limits);
                 client.set_initial_subscriptions(slot.subscriptions.clone());
-                client.set_initial_roots(roots_of(
-                    &slot.config,
-                    self.embedder_roots.as_deref(),
-                    self.config_roots.as_deref(),
-                ));
-                if self.input_requests {
+                client.set_initial_roots(self.roots.of(&slot.config));
+                if self.input.form {
                     client.enable_input_requests();
                 }
-                if self.sampling {
+                if self.input.sampling {
                     client.enable_sampling();
                 }
-                if self.url_elicitation {
+                if self.input.url {
                     client.enable_url_elicitation();
                 }
                 if self.short_lived {
@@ -735,50 +604,6 @@ impl<P: Platform> Manager<P> {
                 self.fail(i, message);
             }
         }
-    }
-
-    /// Sets the embedder's roots (`None`: back to the configuration's) and tells
-    /// every running server whose roots change (see [`crate::roots`]).
-    pub fn set_roots(&mut self, roots: Option<Vec<Root>>) {
-        self.embedder_roots = roots;
-        self.apply_roots();
-    }
-
-    /// The roots server `server` gets now, as [`crate::roots`] chooses them.
-    pub fn roots_of(&self, server: &str) -> Option<Vec<Root>> {
-        let slot = self.slots.iter().find(|s| s.config.name == server)?;
-        Some(roots_of(
-            &slot.config,
-            self.embedder_roots.as_deref(),
-            self.config_roots.as_deref(),
-        ))
-    }
-
-    /// Hands every live client its roots as they are now: a 2025 server is sent
-    /// `notifications/roots/list_changed`, and one that was initialized without
-    /// the `roots` capability and now has roots is reconnected to be offered it.
-    fn apply_roots(&mut self) {
-        let mut reconnect = Vec::new();
-        for i in 0..self.slots.len() {
-            let slot = &self.slots[i];
-            let roots = roots_of(
-                &slot.config,
-                self.embedder_roots.as_deref(),
-                self.config_roots.as_deref(),
-            );
-            let slot = &mut self.slots[i];
-            let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) else {
-                continue;
-            };
-            if client.set_roots(roots) {
-                reconnect.push(self.slots[i].config.name.clone());
-            }
-            self.flush(i);
-        }
-        for name in reconnect {
-            let _ = self.reconnect(&name);
-        }
-        self.sync_statuses();
     }
 
     /// Every configured server, in configuration order.
@@ -949,15 +774,15 @@ impl<P: Platform> Manager<P> {
             profile: profile.map(String::from),
             approval: None,
             started_ms: now,
-            arguments: self.audit_arguments.then(|| arguments.get().to_string()),
+            arguments: self.audit.arguments.then(|| arguments.get().to_string()),
         };
         if let Decision::Ask(rule) = decision {
             if let Some(by) = approved {
                 flight.approval = Some(by);
-            } else if self.approved_for_session(tool, profile) {
+            } else if self.approvals.approved_for_session(tool, profile) {
                 flight.approval = Some("session-earlier");
             } else {
-                if !self.approvals_enabled {
+                if !self.approvals.enabled {
                     attempt.approval = Some("nobody");
                 }
                 self.ask_approval(approvals::Pending {
@@ -1015,7 +840,7 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         let restart = slot.state == ServerState::Failed
             && slot.restartable()
-            && matches!(slot.gate(now), Gate::Open);
+            && matches!(slot.restarts.gate(now), Gate::Open);
         // A kept name of a server that is restarting: the registry gave it to this server.
         let holds = slot.state == ServerState::Starting;
         if let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) {
@@ -1158,14 +983,17 @@ impl<P: Platform> Manager<P> {
             // files would be.
             self.output.inline_media = true;
         }
-        self.audit_events = self.options.audit.unwrap_or(false);
-        self.audit_arguments = self.options.audit_arguments.unwrap_or(self.audit.arguments);
+        self.audit.events = self.options.audit.unwrap_or(false);
+        self.audit.arguments = self
+            .options
+            .audit_arguments
+            .unwrap_or(self.audit.settings.arguments);
     }
 
     /// The configuration's `audit.file`, as written (`${VAR}` unresolved): where
     /// the host is asked to write the audit trail.
     pub fn audit_file(&self) -> Option<&str> {
-        self.audit.file.as_deref()
+        self.audit.settings.file.as_deref()
     }
 
     /// Takes the events queued since the last call.
@@ -1219,7 +1047,7 @@ impl<P: Platform> Manager<P> {
                 ]
             })
             .flatten()
-            .chain(self.next_approval_deadline())
+            .chain(self.approvals.next_deadline())
             .min()
     }
 
@@ -1443,7 +1271,7 @@ impl<P: Platform> Manager<P> {
                     // Any JSON-RPC answer shows the server works: its failures
                     // are forgiven. Timeouts, cancels and aborts are no answer.
                     if matches!(c.outcome, Ok(_) | Err(CallError::Protocol(_))) {
-                        self.slots[i].failures = 0;
+                        self.slots[i].restarts.failures = 0;
                     }
                     // An error answer may mean the tools kept are no longer the
                     // server's: the next exchange learns them again.
@@ -1460,9 +1288,8 @@ impl<P: Platform> Manager<P> {
                 })),
                 ClientEvent::Warning(w) => self.events.push(Event::Warning(w)),
                 ClientEvent::InputRequested(mut request) => {
-                    let id = self.next_input;
-                    self.next_input += 1;
-                    self.inputs.insert(id, (i, request.id));
+                    let id = self.input.next_id();
+                    self.input.waiting.insert(id, (i, request.id));
                     request.id = id;
                     self.events.push(Event::InputRequested(request));
                 }
@@ -1484,13 +1311,7 @@ impl<P: Platform> Manager<P> {
                     self.events.push(Event::TaskStatus(server.clone(), status));
                 }
                 ClientEvent::InputWithdrawn(key) => {
-                    let id = self
-                        .inputs
-                        .iter()
-                        .find(|(_, (slot, k))| *slot == i && *k == key)
-                        .map(|(id, _)| *id);
-                    if let Some(id) = id {
-                        self.inputs.remove(&id);
+                    if let Some(id) = self.input.withdraw(i, key) {
                         self.events.push(Event::InputWithdrawn(id));
                     }
                 }
@@ -1639,8 +1460,7 @@ impl<P: Platform> Manager<P> {
         slot.state = ServerState::Failed;
         slot.conn = None;
         slot.connect_deadline = None;
-        slot.failures = slot.failures.saturating_add(1);
-        slot.failed_at = now;
+        slot.restarts.failed(now);
         self.fail_held(i, |_| message.clone());
         self.slots[i].error = Some(message);
         self.process(i);
@@ -1699,26 +1519,6 @@ impl<P: Platform> Manager<P> {
 
 /// The key a server's era is remembered under: its name and a hash (FNV-1a) of
 /// where it lives, so an entry that now points elsewhere is probed afresh.
-/// A server's roots: its entry's own, else the embedder's, else the
-/// configuration's, clipped to its sandbox's grants.
-fn roots_of(
-    config: &ServerConfig,
-    embedder: Option<&[Root]>,
-    configured: Option<&[Root]>,
-) -> Vec<Root> {
-    let roots = config
-        .roots
-        .as_deref()
-        .or(embedder)
-        .or(configured)
-        .unwrap_or_default();
-    let sandbox = match &config.endpoint {
-        Endpoint::Stdio { sandbox, .. } => sandbox.as_ref(),
-        _ => None,
-    };
-    crate::roots::clip(roots, sandbox)
-}
-
 fn era_key(name: &str, endpoint: &Endpoint) -> String {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let mut feed = |text: &str| {
@@ -1747,7 +1547,7 @@ fn status_is_current<C>(slot: &Slot<C>, registry: &Registry) -> bool {
     let client = slot.client.as_ref();
     let info = client.map(Client::server_info);
     r.status.state == slot.state
-        && r.failures == slot.failures
+        && r.failures == slot.restarts.failures
         && r.restartable == slot.restartable()
         && r.error == slot.error
         && r.status.tool_count == registry.count_for(&slot.config.name)
@@ -1772,16 +1572,16 @@ fn status_of<C>(slot: &Slot<C>, registry: &Registry) -> ServerStatus {
     // What happens next, stated without the clock so the status only changes when
     // something happens: how long the backoff is, or that the circuit is open.
     let error = match &slot.error {
-        Some(e) if slot.restartable() && slot.failures >= CIRCUIT_THRESHOLD => Some(format!(
+        Some(e) if slot.restartable() && slot.restarts.tripped() => Some(format!(
             "{e}; circuit open after {} failures in a row: not restarted until the \
              configuration is reloaded or the server is reconnected",
-            slot.failures
+            slot.restarts.failures
         )),
         Some(e) if slot.restartable() => Some(format!(
             "{e}; the next call restarts it after a {} backoff (failure {} of {CIRCUIT_THRESHOLD} \
              before the circuit opens)",
-            format_ms(backoff_ms(slot.failures)),
-            slot.failures
+            format_ms(backoff_ms(slot.restarts.failures)),
+            slot.restarts.failures
         )),
         other => other.clone(),
     };
@@ -1805,11 +1605,11 @@ fn denied(tool: &str, rule: &Rule) -> CallError {
 fn unavailable<C>(tool: &str, slot: &Slot<C>, now: u64) -> CallError {
     if slot.restartable() {
         let error = slot.error.as_deref().unwrap_or("it failed");
-        let next = match slot.gate(now) {
+        let next = match slot.restarts.gate(now) {
             Gate::Tripped => format!(
                 "the circuit is open after {} failures in a row: reload the configuration \
                  or reconnect `{}` to try again",
-                slot.failures, slot.config.name
+                slot.restarts.failures, slot.config.name
             ),
             Gate::Wait(ms) => format!("next restart allowed in {}", format_wait(ms)),
             Gate::Open => "the next call restarts it".to_string(),
@@ -1838,10 +1638,13 @@ mod adapted;
 mod approvals;
 pub mod call_counts;
 mod finished;
+mod inputs;
 mod logging;
 mod prompts;
 mod request;
 mod resources;
+mod restarts;
+mod roots;
 
 #[cfg(test)]
 mod tests;

@@ -37,7 +37,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use crate::client::CallResult;
-use crate::config::{ConfigIssue, kind_of};
+use crate::config::types::{ConfigIssue, kind_of};
 use crate::transport::{Blob, Platform};
 
 /// Results larger than this (bytes of `content` and `structuredContent` JSON)

@@ -50,7 +50,8 @@ use core::fmt;
 
 use serde_json::Value;
 
-use crate::config::{ConfigIssue, ServerConfig, kind_of};
+use crate::config::ServerConfig;
+use crate::config::types::{ConfigIssue, kind_of};
 use crate::naming;
 
 /// What a rule (or a decision) says about a call.

@@ -30,7 +30,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::adapter::{self, AdaptedTool, Dialect, Refusal, ToolInput};
-use crate::config::{Members, kind_of_raw};
+use crate::config::types::{Members, kind_of_raw};
 use crate::naming;
 use crate::schema::{self, Validator};
 

@@ -23,7 +23,7 @@ use crate::prelude::*;
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
 use serde_json::{Value, json};
 
-use crate::config::kind_of;
+use crate::config::types::kind_of;
 use crate::sandbox::Sandbox;
 
 /// One root: a `file://` URI and an optional display name.

@@ -21,7 +21,7 @@ use crate::prelude::*;
 
 use serde_json::{Value, json};
 
-use crate::config::kind_of;
+use crate::config::types::kind_of;
 
 /// The error code of a refused sampling request (2025-11-25, "Error Handling").
 pub const REJECTED: i64 = -1;

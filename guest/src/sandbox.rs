@@ -25,7 +25,7 @@ use crate::prelude::*;
 
 use serde_json::Value;
 
-use crate::config::kind_of;
+use crate::config::types::kind_of;
 
 /// What a sandboxed server may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]

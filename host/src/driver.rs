@@ -67,7 +67,7 @@ pub(crate) enum Job {
     /// Every tool in a dialect (`registry.adapted-tools`, page by page).
     AdaptedTools {
         dialect: String,
-        reply: oneshot::Sender<Result<crate::runtime::AdaptedTools, String>>,
+        reply: oneshot::Sender<Result<crate::types::AdaptedTools, String>>,
     },
     /// Close every connection and stop the driver.
     Shutdown { reply: oneshot::Sender<()> },

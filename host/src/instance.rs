@@ -68,9 +68,9 @@ pub(crate) async fn read_adapted_tools(
     registry: &registry::Guest,
     store: &mut Store<HostState>,
     dialect: String,
-) -> wasmtime::Result<Result<crate::runtime::AdaptedTools, String>> {
+) -> wasmtime::Result<Result<crate::types::AdaptedTools, String>> {
     let mut start = 0u32;
-    let mut all = crate::runtime::AdaptedTools::new(String::new());
+    let mut all = crate::types::AdaptedTools::new(String::new());
     loop {
         let page = match registry
             .call_adapted_tools(&mut *store, &dialect, start, TOOLS_PAGE)

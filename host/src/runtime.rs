@@ -25,11 +25,12 @@ use crate::metrics::{MetricsSnapshot, Monitor};
 use crate::oauth::{self, OAuth, TokenStore};
 use crate::store::{DiagnosticsMap, Policy, Wake};
 use crate::transport::descendants::Subreaper;
+pub use crate::types::{AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal};
 use crate::types::{
     AuditRecord, CallError, CallResult, ConfigIssue, Event, InputAnswer, ReloadReport, Root,
     ServerDiagnostics, ServerState, ServerStatus, Tool,
 };
-pub use adapted::{AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal, DIALECTS};
+pub use adapted::DIALECTS;
 pub use completions::CompletionValues;
 pub use prompts::{GetPrompt, Prompt, PromptArgument, PromptMessage};
 pub use resources::{Resource, ResourceContents, ResourceRead, ResourceTemplate};

@@ -704,3 +704,106 @@ impl From<wit::ConfigIssue> for ConfigIssue {
         }
     }
 }
+
+/// Every tool of the registry in one dialect.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AdaptedTools {
+    /// The dialect.
+    pub dialect: String,
+    /// The tools that could be represented, ordered by registry name.
+    pub tools: Vec<AdaptedTool>,
+    /// The tools that could not, and why.
+    pub refused: Vec<AdapterRefusal>,
+}
+
+/// One tool in a provider's dialect.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct AdaptedTool {
+    /// The name the provider sees; a call by it maps back
+    /// ([`Runtime::call_adapted_tool`](crate::Runtime::call_adapted_tool)).
+    pub name: String,
+    /// The registry name (`mcp__{server}__{tool}`).
+    pub registry_name: String,
+    /// The provider's definition: MCP `Tool`, Chat Completions function tool,
+    /// Anthropic tool or Gemini `FunctionDeclaration`, keys in the server's order.
+    pub definition: Box<RawValue>,
+    /// The OpenAI Responses API's flat function tool (`openai`, `openai-strict`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub responses_definition: Option<Box<RawValue>>,
+    /// What the conversion lost.
+    pub adapter_notes: Vec<AdapterNote>,
+}
+
+/// One thing a conversion lost.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct AdapterNote {
+    /// `dropped`, `widened`, `narrowed`, `recursion-cut`, `size-cut`, `renamed`,
+    /// `collision` or `ambiguous`.
+    pub kind: String,
+    /// Where, as a JSON pointer into the tool's MCP definition.
+    pub pointer: String,
+    /// What was lost.
+    pub lost: String,
+}
+
+/// A tool that cannot be represented in the dialect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct AdapterRefusal {
+    /// The registry name.
+    pub name: String,
+    /// Where the obstacle is, as a JSON pointer into the tool's definition.
+    pub pointer: String,
+    /// Why.
+    pub reason: String,
+}
+
+/// JSON text the guest made for an adapted tool; a guest that sent something
+/// else is a bug, kept visible as a JSON string rather than a panic.
+fn adapted_raw(text: String) -> Box<RawValue> {
+    RawValue::from_string(text).unwrap_or_else(|e| {
+        serde_json::value::to_raw_value(&format!("not JSON: {e}")).expect("a string serialises")
+    })
+}
+
+impl AdaptedTools {
+    pub(crate) fn new(dialect: String) -> AdaptedTools {
+        AdaptedTools {
+            dialect,
+            tools: Vec::new(),
+            refused: Vec::new(),
+        }
+    }
+
+    /// Adds a page read from the guest.
+    pub(crate) fn extend(&mut self, page: wit::AdaptedPage) {
+        self.tools.extend(page.tools.into_iter().map(|t| {
+            AdaptedTool {
+                name: t.name,
+                registry_name: t.registry_name,
+                definition: adapted_raw(t.definition),
+                responses_definition: t.responses_definition.map(adapted_raw),
+                adapter_notes: t
+                    .notes
+                    .into_iter()
+                    .map(|n| AdapterNote {
+                        kind: n.kind,
+                        pointer: n.pointer,
+                        lost: n.lost,
+                    })
+                    .collect(),
+            }
+        }));
+        self.refused
+            .extend(page.refused.into_iter().map(|r| AdapterRefusal {
+                name: r.name,
+                pointer: r.pointer,
+                reason: r.reason,
+            }));
+    }
+}

@@ -9,6 +9,8 @@
 //!   the test.
 //! - [`eventually`] and [`eventually_async`]: poll a condition until it holds or a
 //!   deadline passes, then fail with what it last saw.
+//! - [`alone_in_a_process`]: runs one test in a child of the test binary, for a
+//!   test that reads or changes what belongs to the whole process.
 
 use std::ops::{Deref, DerefMut};
 use std::process::{Child, Command, Output};
@@ -202,6 +204,53 @@ impl Drop for ChildGuard {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The variable that tells a child of the test binary which test it runs alone.
+const ALONE: &str = "MCPBOX_TEST_ALONE";
+
+/// Runs test `name` of `module` (the test's `module_path!()`) alone in a child of
+/// this test binary, with `env` set there, and fails unless it ran and passed.
+/// Returns `true` in that child, where the caller then runs the test's body, and
+/// `false` here once the child passed.
+///
+/// For a test that reads or changes what belongs to the whole process (peak
+/// memory, open descriptors, zombies, being the subreaper of its descendants, an
+/// environment variable), which the other tests of the binary, running in
+/// threads beside it, would disturb or race. The integration tests are one
+/// binary, so that wasmtime is linked once; this keeps such a test in it.
+///
+/// # Panics
+///
+/// In the parent, when the child fails, does not run the test, or cannot start.
+pub fn alone_in_a_process(module: &str, name: &str, env: &[(&str, &str)]) -> bool {
+    // A test's full name is its module path without the crate's name.
+    let module = module.split_once("::").map_or("", |(_, m)| m);
+    let test = if module.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{module}::{name}")
+    };
+    if std::env::var(ALONE).as_deref() == Ok(test.as_str()) {
+        return true;
+    }
+    let out = Command::new(std::env::current_exe().expect("the test binary's path"))
+        .args([&test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ALONE, &test)
+        .envs(env.iter().copied())
+        .output()
+        .expect("the test binary runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{test}, alone in a child:\n{text}");
+    assert!(
+        text.contains("test result: ok. 1 passed"),
+        "{test} did not run alone in a child:\n{text}"
+    );
+    false
 }
 
 #[cfg(test)]

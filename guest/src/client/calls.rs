@@ -183,7 +183,7 @@ impl Client {
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));
         meta.id = Some(id.to_json());
-        if let Some(annotated) = self.param_headers.get(&call.tool) {
+        if let Some(annotated) = self.tools.param_headers.get(&call.tool) {
             meta.param_headers = param_headers(annotated, call.arguments.get());
         }
         self.outbox.push(Outgoing { text, meta });
@@ -198,7 +198,7 @@ impl Client {
         outcome: Result<CallResult, CallError>,
         connected: bool,
     ) {
-        self.rounds.remove(&call);
+        self.input.rounds.remove(&call);
         self.withdraw_inputs(Some(call), connected);
         self.events
             .push(ClientEvent::Finished(FinishedCall { call, outcome }));
@@ -215,7 +215,7 @@ impl Client {
     pub fn abort_calls(&mut self, error: impl Fn(&str) -> CallError) {
         let pending = core::mem::take(&mut self.pending);
         self.due_from = u64::MAX;
-        let rounds = core::mem::take(&mut self.rounds);
+        let rounds = core::mem::take(&mut self.input.rounds);
         self.abort_tasks(&error);
         let mut calls = Vec::new();
         for p in pending.into_values() {
@@ -234,7 +234,7 @@ impl Client {
                 _ => {}
             }
         }
-        self.listen_id = None;
+        self.subscriptions.listen_id = None;
         let calls = calls
             .into_iter()
             .chain(rounds.into_values().map(|r| r.call));
@@ -242,11 +242,11 @@ impl Client {
             self.finish(c.call, Err(error(&c.name)), false);
         }
         // Input requests of no call, too: their server is gone.
-        let keys: Vec<u64> = self.inputs.keys().copied().collect();
+        let keys: Vec<u64> = self.input.waiting.keys().copied().collect();
         for key in keys {
             self.withdraw(key, false);
         }
-        self.listing = None;
+        self.tools.listing = None;
     }
 
     /// The server answered a call: its result, a request for input, or an error.

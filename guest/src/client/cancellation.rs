@@ -38,7 +38,7 @@ impl Client {
                 self.abandon(id, "cancelled by the caller");
             }
             // Waiting for input: nothing is in flight on the server.
-            None if self.rounds.contains_key(&call) => {}
+            None if self.input.rounds.contains_key(&call) => {}
             // A task: the server is sent tasks/cancel.
             None if self.cancel_task(call) => {}
             None => return self.cancel_request(call),

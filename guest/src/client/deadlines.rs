@@ -22,13 +22,13 @@ impl Client {
         (self.due_from < u64::MAX)
             .then_some(self.due_from)
             .into_iter()
-            .chain(self.rounds.values().map(|r| r.call.deadline_ms))
+            .chain(self.input.rounds.values().map(|r| r.call.deadline_ms))
             .chain(self.tasks.deadlines())
-            .chain(self.inputs.values().filter_map(|w| w.deadline_ms))
+            .chain(self.input.waiting.values().filter_map(|w| w.deadline_ms))
             .chain(self.listen_deadlines())
             .chain(self.probe_deadline)
-            .chain(self.relist_at)
-            .chain(self.relisten_at)
+            .chain(self.tools.relist_at)
+            .chain(self.subscriptions.relisten_at)
             .min()
     }
 
@@ -62,7 +62,7 @@ impl Client {
             };
             let after = format_ms(c.timeout_ms);
             self.abandon(id, &format!("timed out after {after}"));
-            let waiting = self.inputs.values().any(|w| w.call == Some(c.call));
+            let waiting = self.input.waiting.values().any(|w| w.call == Some(c.call));
             let why = format!(
                 "{} timed out after {after}{}; the server was told to cancel it",
                 c.name,
@@ -78,13 +78,14 @@ impl Client {
             self.due_from = self.pending_due();
         }
         let expired: Vec<u64> = self
+            .input
             .rounds
             .iter()
             .filter(|(_, r)| r.call.deadline_ms <= now_ms)
             .map(|(call, _)| *call)
             .collect();
         for call in expired {
-            let Some(round) = self.rounds.remove(&call) else {
+            let Some(round) = self.input.rounds.remove(&call) else {
                 continue;
             };
             // Nothing is in flight on the server: there is nothing to cancel there.

@@ -9,7 +9,7 @@
 //! which request waits for which call, rounds, withdrawal.
 
 use crate::prelude::*;
-use alloc::collections::BTreeSet;
+use alloc::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -25,6 +25,52 @@ use crate::sampling;
 /// How many `input_required` rounds one call may take before it is given up: a
 /// server that keeps asking would otherwise hold the call until its timeout.
 pub(super) const MAX_INPUT_ROUNDS: u32 = 16;
+
+/// The client's input requests: what the embedder answers (elicitation, form and
+/// URL mode; sampling), the requests waiting for it and the 2026-07-28 calls
+/// waiting for their answers before their retry.
+#[derive(Debug)]
+pub(super) struct Inputs {
+    /// Whether the embedder answers input requests (elicitation, form mode).
+    pub(super) form: bool,
+    /// Whether the embedder takes URL-mode elicitations.
+    pub(super) url: bool,
+    /// Whether the embedder answers sampling requests.
+    pub(super) sampling: bool,
+    /// Input requests waiting for the embedder, by key.
+    pub(super) waiting: BTreeMap<u64, InputWait>,
+    /// The key of the next input request.
+    pub(super) next: u64,
+    /// 2026-07-28 calls waiting for input before their retry, by call handle.
+    pub(super) rounds: BTreeMap<u64, InputRound>,
+}
+
+impl Default for Inputs {
+    fn default() -> Inputs {
+        Inputs {
+            form: false,
+            url: false,
+            sampling: false,
+            waiting: BTreeMap::new(),
+            next: 1,
+            rounds: BTreeMap::new(),
+        }
+    }
+}
+
+impl Inputs {
+    /// Whether any elicitation mode is offered.
+    pub(super) fn elicits(&self) -> bool {
+        self.form || self.url
+    }
+
+    /// A key for a new input request, unique in this session.
+    fn next_key(&mut self) -> u64 {
+        let key = self.next;
+        self.next += 1;
+        key
+    }
+}
 
 /// A 2026-07-28 call between an `input_required` answer and its retry.
 #[derive(Debug)]
@@ -69,19 +115,14 @@ impl Client {
     /// Offers servers the `elicitation` capability (form mode): their requests for
     /// input become [`ClientEvent::InputRequested`]. Call before the session starts.
     pub fn enable_input_requests(&mut self) {
-        self.input_requests = true;
+        self.input.form = true;
     }
 
     /// Offers servers URL-mode elicitation (`elicitation.url`): their requests to
     /// have the user open a URL become [`ClientEvent::InputRequested`] with `url`
     /// set. Call before the session starts.
     pub fn enable_url_elicitation(&mut self) {
-        self.url_elicitation = true;
-    }
-
-    /// Whether any elicitation mode is offered.
-    pub(super) fn elicits(&self) -> bool {
-        self.input_requests || self.url_elicitation
+        self.input.url = true;
     }
 
     /// A call answered `input_required`: ask the embedder, or end the call with
@@ -121,19 +162,19 @@ impl Client {
             let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
             let params = request.get("params").unwrap_or(&Value::Null);
             let parsed = match method {
-                methods::ELICITATION_CREATE if !self.elicits() => {
+                methods::ELICITATION_CREATE if !self.input.elicits() => {
                     return self.finish(c.call, Ok(input_required(&name)), true);
                 }
                 methods::ELICITATION_CREATE => self.parse_elicitation(params),
-                methods::SAMPLING_CREATE_MESSAGE if !self.sampling => {
+                methods::SAMPLING_CREATE_MESSAGE if !self.input.sampling => {
                     let text = super::sampling::sampling_not_enabled(&name);
                     return self.finish(c.call, Ok(text), true);
                 }
                 methods::SAMPLING_CREATE_MESSAGE => {
                     sampling::parse_request(params).map(Question::Sampling)
                 }
-                methods::ROOTS_LIST if !self.roots.is_empty() => {
-                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots));
+                methods::ROOTS_LIST if !self.roots.list.is_empty() => {
+                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots.list));
                     continue;
                 }
                 methods::ROOTS_LIST => Err(
@@ -157,7 +198,7 @@ impl Client {
             return self.send_call(c, Some(&responses), result.request_state.as_ref());
         }
         let call = c.call;
-        self.rounds.insert(
+        self.input.rounds.insert(
             call,
             InputRound {
                 call: c,
@@ -173,8 +214,7 @@ impl Client {
 
     /// Queues an input request for the embedder.
     pub(super) fn ask(&mut self, call: Option<(u64, String)>, question: Question, to: InputTarget) {
-        let key = self.next_input;
-        self.next_input += 1;
+        let key = self.input.next_key();
         let (call, tool) = call.unzip();
         let (message, schema, sampling, url) = match question {
             Question::Elicitation(e) => (e.message, e.schema, None, e.url),
@@ -202,7 +242,7 @@ impl Client {
             sampling: sampling.clone(),
             url: url.clone(),
         }));
-        self.inputs.insert(
+        self.input.waiting.insert(
             key,
             InputWait {
                 call,
@@ -221,7 +261,8 @@ impl Client {
     /// open) when it does not, or when no request of that key is waiting.
     pub fn answer_input(&mut self, key: u64, answer: &InputAnswer) -> Result<(), String> {
         let wait = self
-            .inputs
+            .input
+            .waiting
             .get(&key)
             .ok_or_else(|| format!("no input request {key} is waiting"))?;
         if wait.sampling {
@@ -232,7 +273,7 @@ impl Client {
         } else {
             elicitation::result(answer, &wait.schema)?
         };
-        let Some(wait) = self.inputs.remove(&key) else {
+        let Some(wait) = self.input.waiting.remove(&key) else {
             return Ok(());
         };
         match wait.to {
@@ -248,13 +289,13 @@ impl Client {
 
     /// One entry of a round is answered: once none waits, the call is retried.
     pub(super) fn round_answered(&mut self, call: u64, entry: String, result: Value) {
-        let Some(round) = self.rounds.get_mut(&call) else {
+        let Some(round) = self.input.rounds.get_mut(&call) else {
             return;
         };
         round.waiting.remove(&entry);
         round.responses.insert(entry, result);
         if round.waiting.is_empty()
-            && let Some(round) = self.rounds.remove(&call)
+            && let Some(round) = self.input.rounds.remove(&call)
         {
             let InputRound {
                 mut call,
@@ -272,7 +313,8 @@ impl Client {
     /// server stops waiting for it (false when the connection is gone).
     pub(super) fn withdraw_inputs(&mut self, call: Option<u64>, answer_server: bool) {
         let keys: Vec<u64> = self
-            .inputs
+            .input
+            .waiting
             .iter()
             .filter(|(_, w)| w.call == call)
             .map(|(k, _)| *k)
@@ -283,7 +325,7 @@ impl Client {
     }
 
     pub(super) fn withdraw(&mut self, key: u64, answer_server: bool) {
-        let Some(wait) = self.inputs.remove(&key) else {
+        let Some(wait) = self.input.waiting.remove(&key) else {
             return;
         };
         if let (InputTarget::Request(id), true) = (&wait.to, answer_server) {
@@ -355,7 +397,7 @@ impl Client {
             return;
         };
         let id = Id::from_json(&request.to_string());
-        let key = self.inputs.iter().find_map(|(k, w)| match &w.to {
+        let key = self.input.waiting.iter().find_map(|(k, w)| match &w.to {
             InputTarget::Request(r) if *r == id => Some(*k),
             _ => None,
         });
@@ -379,8 +421,8 @@ impl Client {
     /// Reads an `elicitation/create`'s params: URL mode only when the embedder
     /// takes it, form mode only when it takes input requests.
     fn parse_elicitation(&self, params: &Value) -> Result<Question, String> {
-        let request = elicitation::parse_request(params, self.url_elicitation)?;
-        if request.url.is_none() && !self.input_requests {
+        let request = elicitation::parse_request(params, self.input.url)?;
+        if request.url.is_none() && !self.input.form {
             return Err(
                 "it asked for input in a form, and input requests are not enabled in this \
                  mcpbox (Options::input_requests in Rust, `inputRequests: true` in JavaScript)"

@@ -23,16 +23,16 @@ impl Client {
     pub(super) fn capabilities(&self) -> serde_json::Map<String, Value> {
         let mut capabilities = serde_json::Map::new();
         let mut modes = serde_json::Map::new();
-        if self.input_requests {
+        if self.input.form {
             modes.insert("form".into(), serde_json::json!({}));
         }
-        if self.url_elicitation {
+        if self.input.url {
             modes.insert("url".into(), serde_json::json!({}));
         }
         if !modes.is_empty() {
             capabilities.insert("elicitation".into(), Value::Object(modes));
         }
-        if self.sampling {
+        if self.input.sampling {
             // Tool use in sampling (2025-11-25, 2026-07-28): the embedder gets the
             // `tools` and `toolChoice` the server sends and answers as it can.
             capabilities.insert("sampling".into(), serde_json::json!({"tools": {}}));
@@ -53,7 +53,7 @@ impl Client {
         self.phase = Phase::Initializing;
         self.protocol_version = None;
         // Capabilities are fixed for the session from here: see `roots`.
-        self.roots_offered = !self.roots.is_empty();
+        self.roots.offered = !self.roots.list.is_empty();
         let params = InitializeParams {
             protocol_version: OFFERED_VERSION,
             capabilities: self.capabilities(),
@@ -126,7 +126,7 @@ impl Client {
         let tools = capabilities
             .and_then(|c| c.get("tools"))
             .filter(|t| !t.is_null());
-        self.list_changed = tools
+        self.tools.list_changed = tools
             .and_then(|t| t.get("listChanged"))
             .and_then(Value::as_bool)
             .unwrap_or(false);

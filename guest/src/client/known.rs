@@ -41,7 +41,7 @@ impl Client {
             server_info: self.server_info.clone(),
             capabilities: self.capabilities_seen.clone(),
             tools,
-            fresh_for_ms: self.relist_at.map(|t| t.saturating_sub(self.now_ms)),
+            fresh_for_ms: self.tools.relist_at.map(|t| t.saturating_sub(self.now_ms)),
         })
     }
 
@@ -54,7 +54,7 @@ impl Client {
         self.protocol_version = Some(STATELESS_VERSION.to_string());
         self.server_info = known.server_info;
         self.offers = Offers::read(known.capabilities.as_ref());
-        self.list_changed = known
+        self.tools.list_changed = known
             .capabilities
             .as_ref()
             .and_then(|c| c.get("tools"))
@@ -62,15 +62,15 @@ impl Client {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         self.capabilities_seen = known.capabilities;
-        self.param_headers = known
+        self.tools.param_headers = known
             .tools
             .iter()
             .filter(|t| !t.param_headers.is_empty())
             .map(|t| (t.name.clone(), t.param_headers.clone()))
             .collect();
         self.tasks.learn(&known.tools);
-        self.tools_fingerprint = Some(fingerprint(&known.tools));
-        self.relist_at = known.fresh_for_ms.map(|f| now_ms.saturating_add(f));
+        self.tools.fingerprint = Some(fingerprint(&known.tools));
+        self.tools.relist_at = known.fresh_for_ms.map(|f| now_ms.saturating_add(f));
         self.phase = Phase::Ready;
         self.resumed = true;
         self.events.push(ClientEvent::Ready(known.tools));
@@ -85,6 +85,6 @@ impl Client {
     /// Opens no `subscriptions/listen` stream: for a client that lives for one
     /// exchange (the stock component's), where nobody would read it.
     pub fn forgo_subscriptions(&mut self) {
-        self.may_listen = false;
+        self.subscriptions.may_listen = false;
     }
 }

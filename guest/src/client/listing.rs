@@ -15,6 +15,7 @@
 //! list is no longer what it serves).
 
 use crate::prelude::*;
+use alloc::collections::BTreeMap;
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -23,7 +24,7 @@ use super::pagination::{Cursors, MAX_PAGES};
 use super::param_headers::check_param_headers;
 use super::wire::{ListParams, ListToolsResult, RawTool, text_of};
 use super::{Client, ClientEvent, Pending, Phase, ResultKind, result_kind};
-use crate::config::Limits;
+use crate::config::types::Limits;
 use crate::jsonrpc;
 use crate::methods;
 use crate::registry::ToolDef;
@@ -32,6 +33,42 @@ use crate::transport::{Failure, format_bytes};
 /// The shortest re-list interval a `ttlMs` hint can ask for.
 pub(super) const MIN_TTL_MS: u64 = 1_000;
 
+/// The server's tool list as the session keeps it: the listing under way, what
+/// the list may hold, whether it changed and when it is listed again.
+#[derive(Debug)]
+pub(super) struct ToolList {
+    /// The listing under way, page by page.
+    pub(super) listing: Option<Listing>,
+    /// What the tool list may hold (the server's `limits`).
+    pub(super) limits: Limits,
+    /// A re-list was asked for while one was running: one more follows it.
+    pub(super) relist_requested: bool,
+    /// A fingerprint of the last tool list reported, to report changes only
+    /// (a copy of the list would double the memory a large list takes).
+    pub(super) fingerprint: Option<u64>,
+    /// The `x-mcp-header` annotations of the listed tools that have any, by tool.
+    pub(super) param_headers: BTreeMap<String, Vec<(String, String)>>,
+    /// The server's `tools.listChanged` capability.
+    pub(super) list_changed: bool,
+    /// When the tool list goes stale (`ttlMs`), if no subscription keeps it fresh.
+    pub(super) relist_at: Option<u64>,
+}
+
+impl Default for ToolList {
+    fn default() -> ToolList {
+        ToolList {
+            listing: None,
+            limits: Limits::DEFAULT,
+            relist_requested: false,
+            fingerprint: None,
+            param_headers: BTreeMap::new(),
+            list_changed: false,
+            relist_at: None,
+        }
+    }
+}
+
+/// One listing under way.
 #[derive(Debug)]
 pub(super) struct Listing {
     pub(super) initial: bool,
@@ -47,12 +84,12 @@ impl Client {
     /// Holds this server's tool list to `limits` (see "Limits"); call before the
     /// session starts.
     pub fn limit(&mut self, limits: Limits) {
-        self.limits = limits;
+        self.tools.limits = limits;
     }
 
     pub(super) fn start_listing(&mut self, initial: bool) {
-        self.relist_at = None;
-        self.listing = Some(Listing {
+        self.tools.relist_at = None;
+        self.tools.listing = Some(Listing {
             initial,
             tools: Vec::new(),
             cursors: Cursors::default(),
@@ -75,14 +112,18 @@ impl Client {
     }
 
     pub(super) fn on_tools_page(&mut self, outcome: Result<Box<RawValue>, Failure>) {
-        let Some(mut listing) = self.listing.take() else {
+        let Some(mut listing) = self.tools.listing.take() else {
             return;
         };
         let raw = outcome.map_err(|e| e.to_string());
         if let Ok(raw) = &raw {
             listing.bytes = listing.bytes.saturating_add(raw.get().len());
-            if listing.bytes > self.limits.max_list_bytes {
-                return self.fail(past_limit(&self.server, Past::ListBytes, &self.limits));
+            if listing.bytes > self.tools.limits.max_list_bytes {
+                return self.fail(past_limit(
+                    &self.server,
+                    Past::ListBytes,
+                    &self.tools.limits,
+                ));
             }
         }
         let page = raw.as_deref().map_err(Clone::clone).and_then(|raw| {
@@ -106,8 +147,8 @@ impl Client {
                 return self.after_listing();
             }
         };
-        if listing.tools.len().saturating_add(page.tools.len()) > self.limits.max_tools {
-            return self.fail(past_limit(&self.server, Past::Tools, &self.limits));
+        if listing.tools.len().saturating_add(page.tools.len()) > self.tools.limits.max_tools {
+            return self.fail(past_limit(&self.server, Past::Tools, &self.tools.limits));
         }
         // Sized for the page at once (the count is within `maxTools`, checked
         // above). Grown by doubling, a 10,000-tool page held the old and the new
@@ -115,12 +156,12 @@ impl Client {
         // 7.4 MiB in W4 instead of 6.6.
         listing.tools.reserve(page.tools.len());
         for raw in page.tools {
-            if raw.get().len() > self.limits.max_tool_bytes {
+            if raw.get().len() > self.tools.limits.max_tool_bytes {
                 let past = Past::ToolBytes {
                     name: tool_name(raw),
                     bytes: raw.get().len(),
                 };
-                return self.fail(past_limit(&self.server, past, &self.limits));
+                return self.fail(past_limit(&self.server, past, &self.tools.limits));
             }
             match read_tool(raw) {
                 Ok(tool) => listing.tools.push(tool),
@@ -150,7 +191,7 @@ impl Client {
             } else {
                 listing.cursors.followed();
                 listing.ttl_ms = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
-                self.listing = Some(listing);
+                self.tools.listing = Some(listing);
                 self.list_page(Some(&cursor));
                 return;
             }
@@ -158,7 +199,7 @@ impl Client {
         let ttl = min_ttl(listing.ttl_ms, page.ttl_ms.as_ref());
         let tools = listing.tools;
         let fingerprint = Some(fingerprint(&tools));
-        self.param_headers = tools
+        self.tools.param_headers = tools
             .iter()
             .filter(|t| !t.param_headers.is_empty())
             .map(|t| (t.name.clone(), t.param_headers.clone()))
@@ -166,11 +207,11 @@ impl Client {
         self.tasks.learn(&tools);
         if listing.initial {
             self.phase = Phase::Ready;
-            self.tools_fingerprint = fingerprint;
+            self.tools.fingerprint = fingerprint;
             self.events.push(ClientEvent::Ready(tools));
             self.on_ready();
-        } else if fingerprint != self.tools_fingerprint {
-            self.tools_fingerprint = fingerprint;
+        } else if fingerprint != self.tools.fingerprint {
+            self.tools.fingerprint = fingerprint;
             self.events.push(ClientEvent::ToolsChanged(tools));
         }
         // A fresh-for hint matters only when no subscription reports changes;
@@ -178,13 +219,13 @@ impl Client {
         if !self.listening()
             && let Some(ttl) = ttl.filter(|t| *t > 0)
         {
-            self.relist_at = Some(self.now_ms.saturating_add(ttl.max(MIN_TTL_MS)));
+            self.tools.relist_at = Some(self.now_ms.saturating_add(ttl.max(MIN_TTL_MS)));
         }
         self.after_listing();
     }
 
     pub(super) fn after_listing(&mut self) {
-        if core::mem::take(&mut self.relist_requested) && self.phase == Phase::Ready {
+        if core::mem::take(&mut self.tools.relist_requested) && self.phase == Phase::Ready {
             self.start_listing(false);
         }
     }
@@ -194,7 +235,7 @@ impl Client {
     /// same: the manager's rules changed, and a server's tools are filtered as
     /// its list arrives.
     pub fn relist(&mut self) {
-        self.tools_fingerprint = None;
+        self.tools.fingerprint = None;
         self.on_list_changed();
     }
 
@@ -203,8 +244,8 @@ impl Client {
         match self.phase {
             // The first listing has not started; it will see the new list.
             Phase::Discovering | Phase::Initializing | Phase::Failed => {}
-            Phase::Listing => self.relist_requested = true,
-            Phase::Ready if self.listing.is_some() => self.relist_requested = true,
+            Phase::Listing => self.tools.relist_requested = true,
+            Phase::Ready if self.tools.listing.is_some() => self.tools.relist_requested = true,
             Phase::Ready => self.start_listing(false),
         }
     }
@@ -212,8 +253,8 @@ impl Client {
     /// A `ttlMs` hint passed: the list is stale, list again.
     pub(super) fn relist_if_stale(&mut self, now_ms: u64) {
         if self.phase == Phase::Ready
-            && self.listing.is_none()
-            && self.relist_at.is_some_and(|t| t <= now_ms)
+            && self.tools.listing.is_none()
+            && self.tools.relist_at.is_some_and(|t| t <= now_ms)
         {
             self.start_listing(false);
         }

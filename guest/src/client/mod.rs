@@ -51,6 +51,13 @@
 //!
 //! # Layout
 //!
+//! A concept with state of its own keeps it in a struct in its module, owned by
+//! [`Client`]: the tool list in `listing::ToolList`, input requests in
+//! `elicitation::Inputs`, subscriptions and the listen stream in
+//! `subscriptions::Subscriptions`, roots in `roots::Roots`, calls running as
+//! tasks in `tasks::Tasks`. What every request shares (ids, the requests in
+//! flight and when the next is due) stays on `Client`.
+//!
 //! | module | MCP concept |
 //! |---|---|
 //! | [`handshake`] | `initialize` / `notifications/initialized` (legacy era) |
@@ -80,7 +87,6 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::config::Limits;
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message, RpcError};
 use crate::methods;
@@ -120,9 +126,7 @@ pub use request::{Offers, Request};
 pub use tasks::TaskStatus;
 
 use calls::PendingCall;
-use elicitation::{InputRound, InputWait};
 use handshake::client_info;
-use listing::Listing;
 use request::PendingRequest;
 use wire::RequestMeta;
 
@@ -141,15 +145,8 @@ pub struct Client {
     due_from: u64,
     protocol_version: Option<String>,
     server_info: ServerInfo,
-    listing: Option<Listing>,
-    /// What the tool list may hold (the server's `limits`).
-    limits: Limits,
-    relist_requested: bool,
-    /// A fingerprint of the last tool list reported, to report changes only
-    /// (a copy of the list would double the memory a large list takes).
-    tools_fingerprint: Option<u64>,
-    /// The `x-mcp-header` annotations of the listed tools that have any, by tool.
-    param_headers: BTreeMap<String, Vec<(String, String)>>,
+    /// The tool list: its listing in progress, its limits, its changes (see `listing`).
+    tools: listing::ToolList,
     abandoned: VecDeque<Id>,
     stats: Stats,
     outbox: Vec<Outgoing>,
@@ -158,41 +155,18 @@ pub struct Client {
     now_ms: u64,
     /// When an unanswered `server/discover` gives way to `initialize`.
     probe_deadline: Option<u64>,
-    /// The server's `tools.listChanged` capability.
-    list_changed: bool,
-    /// When the tool list goes stale (`ttlMs`), if no subscription keeps it fresh.
-    relist_at: Option<u64>,
-    /// When a `subscriptions/listen` that failed in transit is opened again.
-    relisten_at: Option<u64>,
-    /// Listens in a row that failed in transit since the last acknowledged one.
-    listen_failures: u32,
-    /// Whether the embedder answers input requests (elicitation).
-    input_requests: bool,
-    /// Whether the embedder takes URL-mode elicitations.
-    url_elicitation: bool,
-    /// Whether the embedder answers sampling requests.
-    sampling: bool,
-    /// Input requests waiting for the embedder, by key.
-    inputs: BTreeMap<u64, InputWait>,
-    next_input: u64,
-    /// 2026-07-28 calls waiting for input before their retry, by call handle.
-    rounds: BTreeMap<u64, InputRound>,
+    /// Input requests: what is offered, what waits for the embedder (see `elicitation`).
+    input: elicitation::Inputs,
     /// The optional capabilities the server declared (resources, prompts, …).
     offers: Offers,
-    /// The roots the server gets (see `roots`).
-    roots: Vec<crate::roots::Root>,
-    /// Whether `initialize` declared the `roots` capability (2025 sessions).
-    roots_offered: bool,
+    /// The roots the server gets, and whether they were offered (see `roots`).
+    roots: roots::Roots,
     /// The capabilities the server answered, for [`Client::known`].
     capabilities_seen: Option<Value>,
     /// Whether the session was resumed from a [`KnownServer`].
     resumed: bool,
-    /// Whether `subscriptions/listen` may be opened (see [`Client::forgo_subscriptions`]).
-    may_listen: bool,
-    /// The resources followed (see `subscriptions`).
-    subscriptions: alloc::collections::BTreeSet<String>,
-    /// The open `subscriptions/listen` (2026-07-28), by request id.
-    listen_id: Option<Id>,
+    /// The resources followed and the `subscriptions/listen` stream (see `subscriptions`).
+    subscriptions: subscriptions::Subscriptions,
     /// The log level asked for (2026-07-28: sent in every request's `_meta`;
     /// see [`Request::SetLogLevel`]).
     log_level: Option<String>,
@@ -344,35 +318,19 @@ impl Client {
             due_from: u64::MAX,
             protocol_version: None,
             server_info: ServerInfo::default(),
-            listing: None,
-            limits: Limits::DEFAULT,
-            relist_requested: false,
-            tools_fingerprint: None,
-            param_headers: BTreeMap::new(),
+            tools: listing::ToolList::default(),
             abandoned: VecDeque::new(),
             stats: Stats::default(),
             outbox: Vec::new(),
             events: Vec::new(),
             now_ms: 0,
             probe_deadline: None,
-            list_changed: false,
-            relist_at: None,
-            relisten_at: None,
-            listen_failures: 0,
-            input_requests: false,
-            url_elicitation: false,
-            sampling: false,
-            inputs: BTreeMap::new(),
-            next_input: 1,
-            rounds: BTreeMap::new(),
+            input: elicitation::Inputs::default(),
             offers: Offers::default(),
-            roots: Vec::new(),
-            roots_offered: false,
+            roots: roots::Roots::default(),
             capabilities_seen: None,
             resumed: false,
-            may_listen: true,
-            subscriptions: alloc::collections::BTreeSet::new(),
-            listen_id: None,
+            subscriptions: subscriptions::Subscriptions::default(),
             log_level: None,
             tasks: tasks::Tasks::default(),
         }
@@ -422,7 +380,7 @@ impl Client {
             .values()
             .filter(|p| p.deadline_ms().is_some())
             .count()
-            + self.rounds.len()
+            + self.input.rounds.len()
             + self.tasks.len()
     }
 
@@ -430,7 +388,7 @@ impl Client {
     /// counting them, so asking after every call that ends does not walk the other
     /// calls (with a thousand in flight, that was 2 % of the HTTP gateway's time).
     pub fn calls_in_flight(&self) -> bool {
-        !self.rounds.is_empty()
+        !self.input.rounds.is_empty()
             || !self.tasks.is_empty()
             || self.pending.values().any(|p| p.deadline_ms().is_some())
     }
@@ -531,7 +489,7 @@ impl Client {
 
     fn fail(&mut self, message: String) {
         self.phase = Phase::Failed;
-        self.listing = None;
+        self.tools.listing = None;
         let mut waiting = Vec::new();
         self.pending.retain(|_, p| match p {
             Pending::Call(_)
@@ -545,7 +503,7 @@ impl Client {
             }
             _ => false,
         });
-        self.listen_id = None;
+        self.subscriptions.listen_id = None;
         for r in waiting {
             let why = format!("{}: {message}", r.label(&self.server));
             self.finish(r.call, Err(CallError::ServerUnavailable(why)), false);
@@ -592,10 +550,10 @@ impl Client {
     fn on_request(&mut self, r: jsonrpc::Request) {
         let text = match r.method.as_str() {
             methods::PING => jsonrpc::result_response(&r.id, &serde_json::Map::new()),
-            methods::ELICITATION_CREATE if self.elicits() => {
+            methods::ELICITATION_CREATE if self.input.elicits() => {
                 return self.on_elicitation_request(r);
             }
-            methods::ROOTS_LIST if self.roots_offered && self.era == Era::Legacy => {
+            methods::ROOTS_LIST if self.roots.offered && self.era == Era::Legacy => {
                 return self.on_roots_request(&r);
             }
             methods::SAMPLING_CREATE_MESSAGE => return self.on_sampling_request(r),
@@ -739,14 +697,14 @@ impl Client {
             }
             Some(Pending::TaskCancel) => {}
             Some(Pending::ListTools) => {
-                let initial = self.listing.as_ref().is_none_or(|l| l.initial);
+                let initial = self.tools.listing.as_ref().is_none_or(|l| l.initial);
                 if initial {
                     self.fail(format!(
                         "server `{}` answered tools/list with a {too_large}",
                         self.server
                     ));
                 } else {
-                    self.listing = None;
+                    self.tools.listing = None;
                     self.warn(format!(
                         "server `{}` answered tools/list with a {too_large}; keeping its previous tools",
                         self.server

@@ -346,7 +346,7 @@ impl Client {
         };
         r.bytes += raw.get().len();
         r.items.extend(page.items);
-        let max_bytes = self.limits.max_list_bytes;
+        let max_bytes = self.tools.limits.max_list_bytes;
         if r.bytes > max_bytes {
             let why = format!(
                 "{label}: the listing passed the server's maxListBytes of {} after {} items; raise `limits.maxListBytes` in its entry to list it",

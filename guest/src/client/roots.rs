@@ -17,26 +17,35 @@ use crate::jsonrpc;
 use crate::methods;
 use crate::roots::{self, Root};
 
+/// The roots of one session.
+#[derive(Debug, Default)]
+pub(super) struct Roots {
+    /// The roots the server gets.
+    pub(super) list: Vec<Root>,
+    /// Whether `initialize` declared the `roots` capability (2025 sessions).
+    pub(super) offered: bool,
+}
+
 impl Client {
     /// The roots the server is told about when the session starts. Call before
     /// [`Client::detect`] / [`Client::begin`].
     pub fn set_initial_roots(&mut self, roots: Vec<Root>) {
-        self.roots = roots;
+        self.roots.list = roots;
     }
 
     /// The server's roots changed (the embedder's, or a reload). Returns true when
     /// the server can learn of them only in a new session: a 2025 server
     /// initialized without the `roots` capability, which now has roots.
     pub fn set_roots(&mut self, roots: Vec<Root>) -> bool {
-        if roots == self.roots {
+        if roots == self.roots.list {
             return false;
         }
-        self.roots = roots;
+        self.roots.list = roots;
         if self.era == Era::Stateless {
             return false;
         }
-        if !self.roots_offered {
-            return !self.roots.is_empty();
+        if !self.roots.offered {
+            return !self.roots.list.is_empty();
         }
         if self.protocol_version.is_some() {
             self.notify::<()>(methods::ROOTS_LIST_CHANGED, None);
@@ -46,21 +55,21 @@ impl Client {
 
     /// The roots the server gets now.
     pub fn roots(&self) -> &[Root] {
-        &self.roots
+        &self.roots.list
     }
 
     /// The `roots` capability for the era in use, when there is one to declare.
     pub(super) fn roots_capability(&self) -> Option<serde_json::Value> {
         match self.era {
-            Era::Stateless if !self.roots.is_empty() => Some(serde_json::json!({})),
-            Era::Legacy if self.roots_offered => Some(serde_json::json!({"listChanged": true})),
+            Era::Stateless if !self.roots.list.is_empty() => Some(serde_json::json!({})),
+            Era::Legacy if self.roots.offered => Some(serde_json::json!({"listChanged": true})),
             _ => None,
         }
     }
 
     /// A 2025 server's `roots/list` (only when the capability was declared).
     pub(super) fn on_roots_request(&mut self, r: &jsonrpc::Request) {
-        let result = roots::list_result(&self.roots);
+        let result = roots::list_result(&self.roots.list);
         self.respond(jsonrpc::result_response(&r.id, &result));
     }
 }

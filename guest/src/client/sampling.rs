@@ -20,7 +20,7 @@ impl Client {
     /// `sampling/createMessage` requests become [`ClientEvent::InputRequested`]
     /// with `sampling` set. Call before the session starts.
     pub fn enable_sampling(&mut self) {
-        self.sampling = true;
+        self.input.sampling = true;
     }
 
     /// Answers a sampling request: an accepted answer must be a
@@ -32,7 +32,7 @@ impl Client {
             InputAnswer::Accept(text) => Some(sampling::result(text)?),
             InputAnswer::Decline | InputAnswer::Cancel | InputAnswer::Unanswerable(_) => None,
         };
-        let Some(wait) = self.inputs.remove(&key) else {
+        let Some(wait) = self.input.waiting.remove(&key) else {
             return Ok(());
         };
         // Who refused, in words that are true: a person (through the embedder),
@@ -67,7 +67,7 @@ impl Client {
                 let Some(call) = wait.call else {
                     return Ok(());
                 };
-                let Some(round) = self.rounds.remove(&call) else {
+                let Some(round) = self.input.rounds.remove(&call) else {
                     return Ok(());
                 };
                 let text = format!(
@@ -85,13 +85,14 @@ impl Client {
     /// deadline: the server is told nobody answered.
     pub(super) fn expire_inputs(&mut self, now_ms: u64) {
         let expired: Vec<u64> = self
-            .inputs
+            .input
+            .waiting
             .iter()
             .filter(|(_, w)| w.deadline_ms.is_some_and(|d| d <= now_ms))
             .map(|(k, _)| *k)
             .collect();
         for key in expired {
-            let Some(wait) = self.inputs.remove(&key) else {
+            let Some(wait) = self.input.waiting.remove(&key) else {
                 continue;
             };
             if let InputTarget::Request(id) = &wait.to {
@@ -119,7 +120,7 @@ impl Client {
     /// A 2025 server's `sampling/createMessage`: put to the embedder when it opted
     /// in, refused with the reason when it did not or the request is malformed.
     pub(super) fn on_sampling_request(&mut self, r: jsonrpc::Request) {
-        if !self.sampling {
+        if !self.input.sampling {
             return self.respond(jsonrpc::error_response(
                 &r.id,
                 &RpcError::new(

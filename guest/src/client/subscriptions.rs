@@ -54,6 +54,34 @@ pub(super) const RELISTEN_MAX_MS: u64 = 60_000;
 /// The `_meta` key that tags a listen stream's notifications with its id.
 const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
+/// What the session follows: the resources, and the one `subscriptions/listen`
+/// stream (2026-07-28) with its reopening after failures in transit.
+#[derive(Debug)]
+pub(super) struct Subscriptions {
+    /// The resources followed.
+    pub(super) resources: BTreeSet<String>,
+    /// Whether `subscriptions/listen` may be opened (see [`Client::forgo_subscriptions`]).
+    pub(super) may_listen: bool,
+    /// The open `subscriptions/listen` (2026-07-28), by request id.
+    pub(super) listen_id: Option<Id>,
+    /// When a `subscriptions/listen` that failed in transit is opened again.
+    pub(super) relisten_at: Option<u64>,
+    /// Listens in a row that failed in transit since the last acknowledged one.
+    pub(super) listen_failures: u32,
+}
+
+impl Default for Subscriptions {
+    fn default() -> Subscriptions {
+        Subscriptions {
+            resources: BTreeSet::new(),
+            may_listen: true,
+            listen_id: None,
+            relisten_at: None,
+            listen_failures: 0,
+        }
+    }
+}
+
 /// An open `subscriptions/listen` (2026-07-28).
 #[derive(Debug, Default)]
 pub(super) struct Listen {
@@ -66,23 +94,23 @@ pub(super) struct Listen {
 impl Client {
     /// The resources this client follows (kept across sessions by the manager).
     pub fn subscriptions(&self) -> &BTreeSet<String> {
-        &self.subscriptions
+        &self.subscriptions.resources
     }
 
     /// The resources a new session of the server follows once it is ready;
     /// call before the session starts.
     pub fn set_initial_subscriptions(&mut self, uris: BTreeSet<String>) {
-        self.subscriptions = uris;
+        self.subscriptions.resources = uris;
     }
 
     /// A subscribe or unsubscribe the server took: the set follows.
     pub(super) fn subscribed(&mut self, request: &Request) {
         match request {
             Request::Subscribe { uri } => {
-                self.subscriptions.insert(uri.clone());
+                self.subscriptions.resources.insert(uri.clone());
             }
             Request::Unsubscribe { uri } => {
-                self.subscriptions.remove(uri);
+                self.subscriptions.resources.remove(uri);
             }
             _ => {}
         }
@@ -92,23 +120,23 @@ impl Client {
     /// again to what an earlier session followed (2025).
     pub(super) fn on_ready(&mut self) {
         if self.era == Era::Stateless {
-            if self.may_listen {
+            if self.subscriptions.may_listen {
                 self.listen(Vec::new());
             }
             return;
         }
         if !self.offers.subscribe {
-            if !self.subscriptions.is_empty() {
+            if !self.subscriptions.resources.is_empty() {
                 self.warn(format!(
                     "server `{}` no longer declares resources.subscribe; its subscriptions to {} resources were dropped",
                     self.server,
-                    self.subscriptions.len()
+                    self.subscriptions.resources.len()
                 ));
-                self.subscriptions.clear();
+                self.subscriptions.resources.clear();
             }
             return;
         }
-        let uris: Vec<String> = self.subscriptions.iter().cloned().collect();
+        let uris: Vec<String> = self.subscriptions.resources.iter().cloned().collect();
         for uri in uris {
             self.request(
                 methods::RESOURCES_SUBSCRIBE,
@@ -122,7 +150,7 @@ impl Client {
     /// The answer to a `resources/subscribe` sent again after a reconnect.
     pub(super) fn on_resubscribed(&mut self, uri: String, outcome: Result<Box<RawValue>, Failure>) {
         if let Err(e) = outcome {
-            self.subscriptions.remove(&uri);
+            self.subscriptions.resources.remove(&uri);
             self.warn(format!(
                 "server `{}` refused the subscription to {uri} again after reconnecting ({e}); it is dropped",
                 self.server
@@ -132,12 +160,13 @@ impl Client {
 
     /// The filter the next listen asks for.
     fn filter(&self) -> ListenFilter {
-        let subscribe = self.offers.subscribe && !self.subscriptions.is_empty();
+        let subscribe = self.offers.subscribe && !self.subscriptions.resources.is_empty();
         ListenFilter {
-            tools_list_changed: self.list_changed,
+            tools_list_changed: self.tools.list_changed,
             prompts_list_changed: self.offers.prompts_list_changed,
             resources_list_changed: self.offers.resources_list_changed,
-            resource_subscriptions: subscribe.then(|| self.subscriptions.iter().cloned().collect()),
+            resource_subscriptions: subscribe
+                .then(|| self.subscriptions.resources.iter().cloned().collect()),
         }
     }
 
@@ -146,8 +175,8 @@ impl Client {
     /// acknowledgement.
     fn listen(&mut self, waiting: Vec<PendingRequest>) {
         let filter = self.filter();
-        let old = self.listen_id.take();
-        self.relisten_at = None;
+        let old = self.subscriptions.listen_id.take();
+        self.subscriptions.relisten_at = None;
         if filter.is_empty() {
             for r in waiting {
                 self.finish(r.call, Ok(empty()), true);
@@ -164,7 +193,7 @@ impl Client {
                 Some(&params),
                 Pending::Listen(Listen { tools, waiting }),
             );
-            self.listen_id = Some(id);
+            self.subscriptions.listen_id = Some(id);
         }
         if let Some(old) = old
             && let Some(Pending::Listen(listen)) = self.pending.remove(&old)
@@ -183,7 +212,7 @@ impl Client {
     /// A subscribe or unsubscribe in the 2026-07-28 era: the set changes and a
     /// new listen carries it.
     pub(super) fn listen_for(&mut self, r: PendingRequest) {
-        if !self.may_listen {
+        if !self.subscriptions.may_listen {
             let why = format!(
                 "server `{}` is reached by a client that lives for one exchange; it cannot follow resources",
                 self.server
@@ -192,13 +221,15 @@ impl Client {
         }
         match &r.request {
             Request::Subscribe { uri } => {
-                if self.subscriptions.contains(uri) && self.listen_id.is_some() {
+                if self.subscriptions.resources.contains(uri)
+                    && self.subscriptions.listen_id.is_some()
+                {
                     return self.finish(r.call, Ok(empty()), true);
                 }
-                self.subscriptions.insert(uri.clone());
+                self.subscriptions.resources.insert(uri.clone());
             }
             Request::Unsubscribe { uri } => {
-                if !self.subscriptions.remove(uri) {
+                if !self.subscriptions.resources.remove(uri) {
                     return self.finish(r.call, Ok(empty()), true);
                 }
             }
@@ -210,7 +241,7 @@ impl Client {
     /// `notifications/subscriptions/acknowledged`: the listen it names is open,
     /// with the filter the server honours.
     fn on_acknowledged(&mut self, params: &Value) {
-        let Some(id) = self.listen_id.clone() else {
+        let Some(id) = self.subscriptions.listen_id.clone() else {
             return;
         };
         if subscription_of(params).is_some_and(|s| s != id) {
@@ -220,7 +251,7 @@ impl Client {
             return;
         };
         let waiting = core::mem::take(&mut listen.waiting);
-        self.listen_failures = 0;
+        self.subscriptions.listen_failures = 0;
         let honoured: BTreeSet<&str> = params
             .pointer("/notifications/resourceSubscriptions")
             .and_then(Value::as_array)
@@ -243,7 +274,7 @@ impl Client {
             self.finish(r.call, outcome, true);
         }
         for uri in refused {
-            self.subscriptions.remove(&uri);
+            self.subscriptions.resources.remove(&uri);
         }
     }
 
@@ -255,9 +286,9 @@ impl Client {
         listen: Listen,
         outcome: Result<Box<RawValue>, Failure>,
     ) {
-        let current = self.listen_id.as_ref() == Some(id);
+        let current = self.subscriptions.listen_id.as_ref() == Some(id);
         if current {
-            self.listen_id = None;
+            self.subscriptions.listen_id = None;
         }
         let why = match &outcome {
             Err(e) => format!("the server refused subscriptions/listen ({e})"),
@@ -266,7 +297,7 @@ impl Client {
         let had_waiting = !listen.waiting.is_empty();
         for r in listen.waiting {
             if let Request::Subscribe { uri } = &r.request {
-                self.subscriptions.remove(uri);
+                self.subscriptions.resources.remove(uri);
             }
             let e = CallError::Protocol(format!("{}: {why}", r.label(&self.server)));
             self.finish(r.call, Err(e), true);
@@ -287,26 +318,26 @@ impl Client {
     /// The current listen failed in transit (`why`): it is opened again later.
     fn relisten_later(&mut self, why: &str) {
         let delay = RELISTEN_FIRST_MS
-            .saturating_mul(1 << self.listen_failures.min(16))
+            .saturating_mul(1 << self.subscriptions.listen_failures.min(16))
             .min(RELISTEN_MAX_MS);
-        if self.listen_failures == 0 {
+        if self.subscriptions.listen_failures == 0 {
             self.warn(format!(
                 "server `{}` lost its subscriptions/listen stream ({why}); listening again in {}",
                 self.server,
                 format_ms(delay)
             ));
         }
-        self.listen_failures = self.listen_failures.saturating_add(1);
-        self.relisten_at = Some(self.now_ms.saturating_add(delay));
+        self.subscriptions.listen_failures = self.subscriptions.listen_failures.saturating_add(1);
+        self.subscriptions.relisten_at = Some(self.now_ms.saturating_add(delay));
     }
 
     /// Opens the listen again once its delay has passed (see [`Client::relisten_later`]).
     pub(super) fn relisten_if_due(&mut self, now_ms: u64) {
-        if self.relisten_at.is_none_or(|t| t > now_ms) {
+        if self.subscriptions.relisten_at.is_none_or(|t| t > now_ms) {
             return;
         }
-        self.relisten_at = None;
-        if self.phase == Phase::Ready && self.listen_id.is_none() {
+        self.subscriptions.relisten_at = None;
+        if self.phase == Phase::Ready && self.subscriptions.listen_id.is_none() {
             self.listen(Vec::new());
         }
     }
@@ -327,7 +358,7 @@ impl Client {
         // reports it too.
         if let Some(s) = subscription_of(params)
             && self.era == Era::Stateless
-            && self.listen_id.as_ref() != Some(&s)
+            && self.subscriptions.listen_id.as_ref() != Some(&s)
         {
             return true;
         }
@@ -382,14 +413,14 @@ impl Client {
     /// (`listen` replaces the one before): found by its id, not by walking every
     /// request in flight on every turn.
     fn open_listen(&self) -> Option<&Listen> {
-        match self.pending.get(self.listen_id.as_ref()?) {
+        match self.pending.get(self.subscriptions.listen_id.as_ref()?) {
             Some(Pending::Listen(listen)) => Some(listen),
             _ => None,
         }
     }
 
     fn open_listen_mut(&mut self) -> Option<&mut Listen> {
-        match self.pending.get_mut(self.listen_id.as_ref()?) {
+        match self.pending.get_mut(self.subscriptions.listen_id.as_ref()?) {
             Some(Pending::Listen(listen)) => Some(listen),
             _ => None,
         }

@@ -30,6 +30,34 @@ use crate::permissions::Rule;
 /// The schema of an approval's answer.
 const APPROVAL_SCHEMA: &str = r#"{"type":"object","properties":{"approve":{"type":"string","enum":["once","session"],"default":"once","title":"Approve this call once, or every call of this tool for the rest of the session"}}}"#;
 
+/// The approvals of one manager: whether they are asked, the calls waiting for
+/// one, the tools approved for the session.
+#[derive(Default)]
+pub(super) struct Approvals {
+    /// Whether `ask` rules are asked.
+    pub(super) enabled: bool,
+    /// Calls waiting for an approval, by input request id.
+    pub(super) waiting: BTreeMap<u64, Pending>,
+    /// Tools approved for the session, as (profile, registry name).
+    pub(super) session: alloc::collections::BTreeSet<(Option<String>, String)>,
+}
+
+impl Approvals {
+    /// Whether a call of `tool` (registry name) with `profile` was approved for
+    /// the session.
+    pub(super) fn approved_for_session(&self, tool: &str, profile: Option<&str>) -> bool {
+        !self.session.is_empty()
+            && self
+                .session
+                .contains(&(profile.map(String::from), tool.to_string()))
+    }
+
+    /// The nearest deadline of a call waiting for its approval.
+    pub(super) fn next_deadline(&self) -> Option<u64> {
+        self.waiting.values().map(|p| p.deadline_ms).min()
+    }
+}
+
 /// A call waiting for its approval.
 pub(super) struct Pending {
     pub call: u64,
@@ -84,31 +112,21 @@ impl<P: Platform> Manager<P> {
     /// Offers approvals for `ask` rules to the embedder as input requests (see
     /// [`crate::manager::approvals`](self)); without it, such calls are refused.
     pub fn enable_approvals(&mut self) {
-        self.approvals_enabled = true;
-    }
-
-    /// Whether a call of `tool` (registry name) with `profile` was approved for
-    /// the session.
-    pub(super) fn approved_for_session(&self, tool: &str, profile: Option<&str>) -> bool {
-        !self.session_approvals.is_empty()
-            && self
-                .session_approvals
-                .contains(&(profile.map(String::from), tool.to_string()))
+        self.approvals.enabled = true;
     }
 
     /// Asks for the approval of a call an `ask` rule covers: the call waits
     /// until it is answered, times out or is cancelled.
     pub(super) fn ask_approval(&mut self, pending: Pending) -> Result<u64, CallError> {
         let tool = &pending.tool.name;
-        if !self.approvals_enabled {
+        if !self.approvals.enabled {
             return Err(CallError::Denied(format!(
                 "{tool} needs approval ({}), but nobody can be asked: the embedder does not \
                  answer approvals",
                 pending.rule
             )));
         }
-        let id = self.next_input;
-        self.next_input += 1;
+        let id = self.input.next_id();
         let server = self.slots[pending.slot].config.name.clone();
         let request = InputRequest {
             id,
@@ -130,7 +148,7 @@ impl<P: Platform> Manager<P> {
         self.events.push(Event::InputRequested(request));
         let call = pending.call;
         self.calls.insert(call, pending.slot);
-        self.approvals.insert(id, pending);
+        self.approvals.waiting.insert(id, pending);
         Ok(call)
     }
 
@@ -141,7 +159,7 @@ impl<P: Platform> Manager<P> {
         id: u64,
         answer: &InputAnswer,
     ) -> Option<Result<(), String>> {
-        let pending = self.approvals.get(&id)?;
+        let pending = self.approvals.waiting.get(&id)?;
         let verdict = match verdict(answer) {
             Ok(v) => v,
             Err(e) => {
@@ -149,7 +167,7 @@ impl<P: Platform> Manager<P> {
                 return Some(Err(format!("approval {id} for {tool}: {e}")));
             }
         };
-        let pending = self.approvals.remove(&id)?;
+        let pending = self.approvals.waiting.remove(&id)?;
         self.calls.remove(&pending.call);
         let tool = pending.tool.name.clone();
         if let Some(flight) = self.flight.get_mut(&pending.call) {
@@ -169,7 +187,8 @@ impl<P: Platform> Manager<P> {
             }
             Verdict::Once | Verdict::Session => {
                 if verdict == Verdict::Session {
-                    self.session_approvals
+                    self.approvals
+                        .session
                         .insert((pending.profile.clone(), tool.clone()));
                 }
                 let now = self.platform.now_ms();
@@ -197,13 +216,14 @@ impl<P: Platform> Manager<P> {
     pub(super) fn cancel_approval(&mut self, call: u64) -> bool {
         let Some(id) = self
             .approvals
+            .waiting
             .iter()
             .find(|(_, p)| p.call == call)
             .map(|(id, _)| *id)
         else {
             return false;
         };
-        self.approvals.remove(&id);
+        self.approvals.waiting.remove(&id);
         self.events.push(Event::InputWithdrawn(id));
         self.note_approval(call, "withdrawn");
         self.complete(call, Err(CallError::Cancelled));
@@ -212,17 +232,18 @@ impl<P: Platform> Manager<P> {
 
     /// Fails the calls whose timeout passed before they were approved.
     pub(super) fn expire_approvals(&mut self, now: u64) {
-        if self.approvals.values().all(|p| p.deadline_ms > now) {
+        if self.approvals.waiting.values().all(|p| p.deadline_ms > now) {
             return;
         }
         let expired: Vec<u64> = self
             .approvals
+            .waiting
             .iter()
             .filter(|(_, p)| p.deadline_ms <= now)
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
-            let Some(p) = self.approvals.remove(&id) else {
+            let Some(p) = self.approvals.waiting.remove(&id) else {
                 continue;
             };
             self.events.push(Event::InputWithdrawn(id));
@@ -239,7 +260,7 @@ impl<P: Platform> Manager<P> {
 
     /// Fails every call waiting for an approval with `why` (shut down, reloaded).
     pub(super) fn withdraw_approvals(&mut self, why: &str) {
-        for (id, p) in core::mem::take(&mut self.approvals) {
+        for (id, p) in core::mem::take(&mut self.approvals.waiting) {
             self.events.push(Event::InputWithdrawn(id));
             self.note_approval(p.call, "withdrawn");
             let message = format!("{} is unavailable: {why}", p.tool.name);
@@ -252,11 +273,6 @@ impl<P: Platform> Manager<P> {
         if let Some(flight) = self.flight.get_mut(&call) {
             flight.approval = Some(how);
         }
-    }
-
-    /// The nearest approval deadline.
-    pub(super) fn next_approval_deadline(&self) -> Option<u64> {
-        self.approvals.values().map(|p| p.deadline_ms).min()
     }
 }
 

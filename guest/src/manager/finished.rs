@@ -14,6 +14,17 @@ use super::call_counts::CallOutcome;
 use super::*;
 use crate::audit::AuditRecord;
 
+/// What the audit trail records, as the configuration and the embedder set it.
+#[derive(Default)]
+pub(super) struct Audit {
+    /// The configuration's `audit` object.
+    pub(super) settings: crate::audit::Settings,
+    /// Whether every call's end queues an [`Event::Audit`].
+    pub(super) events: bool,
+    /// Whether audit records carry the arguments.
+    pub(super) arguments: bool,
+}
+
 /// A call in flight, as its end needs to know it.
 pub(super) struct Flight {
     /// The configured server name.
@@ -59,13 +70,13 @@ impl<P: Platform> Manager<P> {
             c.outcome = Ok(result);
         }
         let outcome = CallOutcome::of(&c.outcome);
-        let duration_ms = if self.audit_events || self.call_counts.is_some() {
+        let duration_ms = if self.audit.events || self.call_counts.is_some() {
             self.platform.now_ms().saturating_sub(flight.started_ms)
         } else {
             0
         };
         self.count_call(&flight.server, &flight.tool.def.name, outcome, duration_ms);
-        if self.audit_events {
+        if self.audit.events {
             let rule = flight.decision.rule().to_string();
             self.events.push(Event::Audit(AuditRecord {
                 call: Some(c.call),
@@ -103,7 +114,7 @@ impl<P: Platform> Manager<P> {
             };
             self.count_call(server, own, outcome, 0);
         }
-        if !self.audit_events {
+        if !self.audit.events {
             return;
         }
         let (decision, rule) = match &attempt.decision {
@@ -124,7 +135,7 @@ impl<P: Platform> Manager<P> {
             outcome: outcome.as_str().to_string(),
             duration_ms: 0,
             // As the caller gave them: they may not have been valid JSON.
-            arguments: self.audit_arguments.then(|| arguments.to_string()),
+            arguments: self.audit.arguments.then(|| arguments.to_string()),
         }));
     }
 }

@@ -89,8 +89,8 @@ impl<P: Platform> Manager<P> {
             parsed.permissions != self.permissions || !self.claude_settings.is_empty();
         self.permissions = parsed.permissions;
         self.output = parsed.output;
-        self.config_roots = parsed.roots;
-        if parsed.audit != self.audit {
+        self.roots.configured = parsed.roots;
+        if parsed.audit != self.audit.settings {
             report.issues.push(ConfigIssue {
                 server: None,
                 field: Some("audit".into()),
@@ -101,7 +101,7 @@ impl<P: Platform> Manager<P> {
         }
         self.apply_options();
         self.rule_warnings.clear();
-        self.session_approvals.clear();
+        self.approvals.session.clear();
         // What becomes of each old slot, decided before anything moves. Lookups
         // by name go through maps: a configuration may hold 10,000 entries.
         let fates: Vec<Fate> = {
@@ -195,7 +195,7 @@ impl<P: Platform> Manager<P> {
                     slot.config = new;
                     // A reload closes the circuit, as the docs of `Restarts` say.
                     if slot.state == ServerState::Failed {
-                        slot.failures = 0;
+                        slot.restarts.failures = 0;
                     }
                     moved_to[i] = Some(slots.len());
                     slots.push(slot);
@@ -255,7 +255,7 @@ impl<P: Platform> Manager<P> {
             .into_iter()
             .filter_map(|(call, i)| Some((call, moved_to.get(i).copied().flatten()?)))
             .collect();
-        self.inputs = core::mem::take(&mut self.inputs)
+        self.input.waiting = core::mem::take(&mut self.input.waiting)
             .into_iter()
             .filter_map(|(id, (i, key))| Some((id, (moved_to.get(i).copied().flatten()?, key))))
             .collect();
@@ -570,12 +570,12 @@ mod tests {
     fn a_reload_closes_the_circuit_of_an_unchanged_failed_server() {
         let mut m = started(platform(&["a"]), &[("a", "a-server", json!({}))]);
         m.slots[0].state = ServerState::Failed;
-        m.slots[0].failures = super::super::CIRCUIT_THRESHOLD;
+        m.slots[0].restarts.failures = super::super::CIRCUIT_THRESHOLD;
         let report = m
             .reload_config("c.json", &text(&[("a", "a-server", json!({}))]))
             .unwrap();
         assert_eq!(report.unchanged, ["a"]);
-        assert_eq!(m.slots[0].failures, 0);
+        assert_eq!(m.slots[0].restarts.failures, 0);
         assert!(!report.changed());
     }
 

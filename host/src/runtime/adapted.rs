@@ -5,121 +5,15 @@
 //! The conversion and the mapping are the guest's (`registry.adapted-tools`,
 //! `registry.start-adapted-call`); this file carries them.
 
-use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 
 use super::{CallOptions, Runtime};
-use crate::bindings::registry;
 use crate::driver::Job;
-use crate::types::{CallError, CallResult};
+use crate::types::{AdaptedTools, CallError, CallResult};
 
 /// The dialects, as every surface names them.
 pub const DIALECTS: [&str; 5] = ["mcp", "openai", "openai-strict", "anthropic", "gemini"];
-
-/// Every tool of the registry in one dialect.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct AdaptedTools {
-    /// The dialect.
-    pub dialect: String,
-    /// The tools that could be represented, ordered by registry name.
-    pub tools: Vec<AdaptedTool>,
-    /// The tools that could not, and why.
-    pub refused: Vec<AdapterRefusal>,
-}
-
-/// One tool in a provider's dialect.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[non_exhaustive]
-pub struct AdaptedTool {
-    /// The name the provider sees; a call by it maps back
-    /// ([`Runtime::call_adapted_tool`]).
-    pub name: String,
-    /// The registry name (`mcp__{server}__{tool}`).
-    pub registry_name: String,
-    /// The provider's definition: MCP `Tool`, Chat Completions function tool,
-    /// Anthropic tool or Gemini `FunctionDeclaration`, keys in the server's order.
-    pub definition: Box<RawValue>,
-    /// The OpenAI Responses API's flat function tool (`openai`, `openai-strict`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub responses_definition: Option<Box<RawValue>>,
-    /// What the conversion lost.
-    pub adapter_notes: Vec<AdapterNote>,
-}
-
-/// One thing a conversion lost.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct AdapterNote {
-    /// `dropped`, `widened`, `narrowed`, `recursion-cut`, `size-cut`, `renamed`,
-    /// `collision` or `ambiguous`.
-    pub kind: String,
-    /// Where, as a JSON pointer into the tool's MCP definition.
-    pub pointer: String,
-    /// What was lost.
-    pub lost: String,
-}
-
-/// A tool that cannot be represented in the dialect.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct AdapterRefusal {
-    /// The registry name.
-    pub name: String,
-    /// Where the obstacle is, as a JSON pointer into the tool's definition.
-    pub pointer: String,
-    /// Why.
-    pub reason: String,
-}
-
-/// JSON text the guest made; a guest that sent something else is a bug, kept
-/// visible as a JSON string rather than a panic.
-fn raw(text: String) -> Box<RawValue> {
-    RawValue::from_string(text).unwrap_or_else(|e| {
-        serde_json::value::to_raw_value(&format!("not JSON: {e}")).expect("a string serialises")
-    })
-}
-
-impl AdaptedTools {
-    pub(crate) fn new(dialect: String) -> AdaptedTools {
-        AdaptedTools {
-            dialect,
-            tools: Vec::new(),
-            refused: Vec::new(),
-        }
-    }
-
-    /// Adds a page read from the guest.
-    pub(crate) fn extend(&mut self, page: registry::AdaptedPage) {
-        self.tools.extend(page.tools.into_iter().map(|t| {
-            AdaptedTool {
-                name: t.name,
-                registry_name: t.registry_name,
-                definition: raw(t.definition),
-                responses_definition: t.responses_definition.map(raw),
-                adapter_notes: t
-                    .notes
-                    .into_iter()
-                    .map(|n| AdapterNote {
-                        kind: n.kind,
-                        pointer: n.pointer,
-                        lost: n.lost,
-                    })
-                    .collect(),
-            }
-        }));
-        self.refused
-            .extend(page.refused.into_iter().map(|r| AdapterRefusal {
-                name: r.name,
-                pointer: r.pointer,
-                reason: r.reason,
-            }));
-    }
-}
 
 impl Runtime {
     /// Every tool in the registry in the model provider's `dialect` (one of

@@ -10,9 +10,7 @@
 //! | [`stock`] | the stock `wasi:http` component on runtimes nobody here wrote |
 //! | [`conformance`], [`conformance_server`] | the official MCP conformance suite, client and server scenarios |
 //! | [`fixture_server`], [`peers`] | the fixture server and the pinned peers behave as the tests assume |
-//!
-//! Tests that measure or change the whole process stay binaries of their own:
-//! `tests/tests/limits.rs` (peak memory, descriptors) and `tests/tests/subreaper.rs`.
+//! | [`limits`], [`subreaper`] | what belongs to the whole process (peak memory, descriptors, the subreaper), each test alone in a child of this binary |
 //!
 //! Run one module with a filter: `cargo test --workspace --test all e2e::security::`.
 
@@ -23,9 +21,11 @@ mod e2e;
 mod fixture_server;
 mod gateway;
 mod import;
+mod limits;
 mod oauth_login;
 mod peers;
 mod stock;
+mod subreaper;
 
 // The tests of `e2e` and `gateway` name their shared helpers from the crate root
 // (`crate::call`, `crate::cli`), as when each was a binary of its own; both

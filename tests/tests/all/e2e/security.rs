@@ -246,7 +246,7 @@ async fn a_redirect_to_another_servers_stand_in_is_refused() {
     runtime.shutdown().await;
 }
 
-/// The variable the finding-6 test puts in URLs, and its value.
+/// The variable the secret-in-the-URL test puts in URLs, and its value.
 const SECRET_VAR: &str = "MCPBOX_TEST_API_KEY";
 const SECRET: &str = "s3cret-7d41b9e2";
 
@@ -267,8 +267,11 @@ const SECRET: &str = "s3cret-7d41b9e2";
 /// this process would race the other tests' threads).
 #[test]
 fn a_secret_in_the_url_reaches_its_server_and_no_output() {
-    if std::env::var(SECRET_VAR).as_deref() != Ok(SECRET) {
-        rerun_with_secret("a_secret_in_the_url_reaches_its_server_and_no_output");
+    if !mcpbox_tests::process::alone_in_a_process(
+        module_path!(),
+        "a_secret_in_the_url_reaches_its_server_and_no_output",
+        &[(SECRET_VAR, SECRET)],
+    ) {
         return;
     }
     tokio::runtime::Builder::new_multi_thread()
@@ -276,30 +279,6 @@ fn a_secret_in_the_url_reaches_its_server_and_no_output() {
         .build()
         .unwrap()
         .block_on(secret_in_the_url());
-}
-
-/// Runs test `name` of this module alone in a child of this test binary, with
-/// the secret set, and fails unless it ran and passed.
-fn rerun_with_secret(name: &str) {
-    // A test's full name is its module path without the crate's name.
-    let (_, module) = module_path!().split_once("::").unwrap();
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            &format!("{module}::{name}"),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(SECRET_VAR, SECRET)
-        .output()
-        .expect("the test binary runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("test result: ok. 1 passed"), "{text}");
 }
 
 async fn secret_in_the_url() {

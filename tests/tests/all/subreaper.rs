@@ -1,6 +1,7 @@
-//! `Options::subreaper`: this test binary is its own process, because being the
-//! subreaper of its descendants is an attribute of the whole process (the e2e
-//! tests run in one that is not).
+//! `Options::subreaper`: each test runs alone in a process of its own (a child of
+//! the test binary, [`mcpbox_tests::process::alone_in_a_process`]), because being
+//! the subreaper of its descendants is an attribute of the whole process (the
+//! other tests run in one that is not).
 
 use std::time::Duration;
 
@@ -21,17 +22,32 @@ async fn pids_of(runtime: &mcpbox::Runtime) -> Value {
     serde_json::from_str(&result.text).unwrap()
 }
 
-/// One test at a time: a runtime's shutdown kills the adopted orphans only when
-/// no other runtime of the process relies on the subreaper.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Runs `body` in a child of the test binary that runs test `name` alone: a
+/// runtime's shutdown kills the adopted orphans only when no other runtime of the
+/// process relies on the subreaper.
+fn alone<F: std::future::Future<Output = ()>>(name: &str, body: impl FnOnce() -> F) {
+    if mcpbox_tests::process::alone_in_a_process(module_path!(), name, &[]) {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(body());
+    }
+}
 
 /// With the subreaper on, a server's grandchild that left
 /// the process group with `setsid` and an empty environment (so no marker leads
 /// to it) is reparented to this process, and the runtime's shutdown kills and
 /// reaps it: no process and no zombie is left.
-#[tokio::test(flavor = "multi_thread")]
-async fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environment() {
-    let _alone = ONE_AT_A_TIME.lock().await;
+#[test]
+fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environment() {
+    alone(
+        "the_subreaper_stops_and_reaps_descendants_that_cleared_their_environment",
+        the_subreaper_stops_and_reaps_descendants_that_cleared_their_environment_alone,
+    );
+}
+
+async fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environment_alone() {
     let fixture = env!("CARGO_BIN_EXE_fixture-server");
     let config = json!({ "mcpServers": { "p": {
         "command": fixture, "args": ["--spawn-child", "--escapee-clean-env"],
@@ -74,9 +90,15 @@ async fn the_subreaper_stops_and_reaps_descendants_that_cleared_their_environmen
 /// it while the runtime runs on: the marked daemon it started (outside its
 /// process group) is found in this process's tree of children, not in all of
 /// `/proc`, and killed.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree() {
-    let _alone = ONE_AT_A_TIME.lock().await;
+#[test]
+fn a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree() {
+    alone(
+        "a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree",
+        a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree_alone,
+    );
+}
+
+async fn a_crashed_servers_marked_daemon_is_found_in_the_subreapers_tree_alone() {
     let fixture = env!("CARGO_BIN_EXE_fixture-server");
     let config = json!({ "mcpServers": {
         "p": { "command": fixture, "args": ["--spawn-child", "--escapee"] },

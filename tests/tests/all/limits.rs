@@ -1,4 +1,5 @@
-//! Resource bounds, measured in a process of their own so that no other test
+//! Resource bounds, measured in a process of their own (a child of the test
+//! binary, [`mcpbox_tests::process::alone_in_a_process`]) so that no other test
 //! disturbs the numbers: peak memory with a 400 MB `state.json` and on a 100 MB
 //! line, memory under a flood of notifications, zombies and file descriptors
 //! after 1,000 server life cycles, and memory over 100,000 calls through one
@@ -70,8 +71,19 @@ fn zombies() -> usize {
         .count()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn resource_bounds() {
+#[test]
+fn resource_bounds() {
+    if mcpbox_tests::process::alone_in_a_process(module_path!(), "resource_bounds", &[]) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(resource_bounds_alone());
+    }
+}
+
+async fn resource_bounds_alone() {
     huge_state_file().await;
     hundred_megabyte_line().await;
     notification_flood().await;
