@@ -181,7 +181,7 @@ struct Batch {
 impl Batch {
     /// Takes a job that a step does (a call, a request, an answer, a
     /// downstream client's message or departure); gives back any other.
-    fn add(&mut self, job: Job) -> Result<(), Job> {
+    fn add(&mut self, job: Job) -> Option<Job> {
         let (job, reply) = match job {
             Job::Call {
                 tool,
@@ -227,11 +227,11 @@ impl Batch {
                 (turns::Job::ExchangeClosed(exchange), StepReply::None)
             }
             Job::SessionClosed(session) => (turns::Job::SessionClosed(session), StepReply::None),
-            other => return Err(other),
+            other => return Some(other),
         };
         self.jobs.push(job);
         self.replies.push(reply);
-        Ok(())
+        None
     }
 
     fn cancel(&mut self, call: u64) {
@@ -547,7 +547,7 @@ impl Driver {
                 match self.jobs.try_recv() {
                     Ok(job) => {
                         self.wake.take();
-                        let Err(job) = batch.add(job) else {
+                        let Some(job) = batch.add(job) else {
                             continue;
                         };
                         // Jobs before it go first.
