@@ -23,7 +23,7 @@ use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
     clock_reusable,
 };
-use registry::take_signals;
+use registry::{take_signals, template};
 
 mod registry;
 mod wasi_http;
@@ -209,12 +209,27 @@ impl Platform for Host {
                 cwd,
                 sandbox,
             } => {
+                let invalid =
+                    |e: String| TransportError::InvalidEndpoint(format!("server `{server}`: {e}"));
                 let endpoint = types::StdioEndpoint {
-                    command: command.clone(),
-                    args: args.clone(),
-                    env: to_wit_pairs(env),
-                    cwd: cwd.clone(),
-                    sandbox: sandbox.as_ref().map(to_wit_sandbox),
+                    command: template(command, "command").map_err(invalid)?,
+                    args: args
+                        .iter()
+                        .enumerate()
+                        .map(|(i, a)| template(a, &format!("args[{i}]")))
+                        .collect::<Result<_, _>>()
+                        .map_err(invalid)?,
+                    cwd: cwd
+                        .as_deref()
+                        .map(|c| template(c, "cwd"))
+                        .transpose()
+                        .map_err(invalid)?,
+                    env: to_wit_pairs(env, "env").map_err(invalid)?,
+                    sandbox: sandbox
+                        .as_ref()
+                        .map(to_wit_sandbox)
+                        .transpose()
+                        .map_err(invalid)?,
                 };
                 return transport::Connection::open(server, &endpoint)
                     .map(|conn| {
@@ -230,9 +245,11 @@ impl Platform for Host {
             Endpoint::Http { url, headers } => (Kind::Streamable, url, headers),
             Endpoint::Sse { url, headers } => (Kind::LegacySse, url, headers),
         };
+        let invalid =
+            |e: String| TransportError::InvalidEndpoint(format!("server `{server}`: {e}"));
         let endpoint = types::HttpEndpoint {
-            url: url.clone(),
-            headers: to_wit_pairs(headers),
+            url: template(url, "url").map_err(invalid)?,
+            headers: to_wit_pairs(headers, "headers").map_err(invalid)?,
         };
         let grant = remote::Grant::open(server, &endpoint).map_err(from_wit_error)?;
         let target = Target::granted(server, url, &grant.url(), Box::new(GrantHandle(grant)));
@@ -328,21 +345,30 @@ impl Platform for Host {
     }
 }
 
-fn to_wit_pairs(pairs: &[Pair]) -> Vec<types::Pair> {
+/// `env` or `headers` entries as templates; `field` is the block's name.
+fn to_wit_pairs(pairs: &[Pair], field: &str) -> Result<Vec<types::TemplatePair>, String> {
     pairs
         .iter()
-        .map(|p| types::Pair {
-            name: p.name.clone(),
-            value: p.value.clone(),
+        .map(|p| {
+            Ok(types::TemplatePair {
+                name: p.name.clone(),
+                value: template(&p.value, &format!("{field}.{}", p.name))?,
+            })
         })
         .collect()
 }
 
-fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> types::Sandbox {
+fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> Result<types::Sandbox, String> {
     use crate::sandbox::Network;
-    types::Sandbox {
-        read: s.read.clone(),
-        write: s.write.clone(),
+    let paths = |key: &str, list: &[String]| {
+        list.iter()
+            .enumerate()
+            .map(|(i, p)| template(p, &format!("sandbox.{key}[{i}]")))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(types::Sandbox {
+        read: paths("read", &s.read)?,
+        write: paths("write", &s.write)?,
         network: match &s.network {
             Network::None => types::NetworkGrant::None,
             Network::All => types::NetworkGrant::All,
@@ -353,7 +379,7 @@ fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> types::Sandbox {
         },
         env: s.env.clone(),
         require: s.require,
-    }
+    })
 }
 
 fn from_wit_error(e: types::TransportError) -> TransportError {

@@ -26,6 +26,7 @@
 //! | [`budget`] | what the guest may build from a text it is handed: values counted, memory checked, before parsing |
 //! | [`methods`] | MCP method names, one constant each |
 //! | [`config`] | `.mcp.json` text → server entries, with precise issues; `config::types` is the leaf every module reading a part of it shares |
+//! | [`variables`] | the `${VAR}` grammar, parsed once: configuration text split into literals and references that hosts resolve |
 //! | [`naming`] | `mcp__{server}__{tool}` names, sanitised and at most 64 characters |
 //! | [`schema`] | checking call arguments against a tool's `inputSchema` (with a small ECMA-262 matcher for `pattern`) |
 //! | [`adapter`] | tools in each model provider's dialect (OpenAI, Anthropic, Gemini), with what the conversion lost, and arguments mapped back |
@@ -71,6 +72,7 @@ pub mod sampling;
 pub mod sandbox;
 pub mod schema;
 pub mod transport;
+pub mod variables;
 
 #[cfg(all(target_arch = "wasm32", not(feature = "stock")))]
 mod component;

@@ -65,6 +65,8 @@ pub struct Sim {
     scheduled: Vec<(u64, Output)>,
     /// Everything the guest sent, in order.
     pub received: Vec<(Value, SendMeta)>,
+    /// The same, as the guest wrote it.
+    pub texts: Vec<String>,
     diagnostics: Diagnostics,
     closed: Option<String>,
     /// The guest dropped its connection handle.
@@ -110,6 +112,7 @@ impl Connection for FakeConn {
         }
         let value: Value = serde_json::from_str(message).expect("the guest sends JSON");
         sim.received.push((value.clone(), meta.clone()));
+        sim.texts.push(message.to_string());
         let Sim {
             behaviour,
             scheduled,
@@ -276,6 +279,7 @@ impl Platform for FakePlatform {
             behaviour,
             scheduled: Vec::new(),
             received: Vec::new(),
+            texts: Vec::new(),
             diagnostics: Diagnostics::default(),
             closed: None,
             dropped: false,

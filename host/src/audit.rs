@@ -11,6 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::bindings::wit::Template;
 use crate::types::AuditRecord;
 
 /// An open audit trail.
@@ -57,9 +58,10 @@ impl AuditLog {
 }
 
 /// The configuration's `audit.file` as a path: `${VAR}` resolved from the host's
-/// environment, a relative path taken from the configuration file's directory.
-pub(crate) fn resolve_path(origin: &str, written: &str) -> Result<PathBuf, String> {
-    let resolved = crate::transport::endpoint::interpolate(written, "audit.file", &|name| {
+/// environment (the guest split the text), a relative path taken from the
+/// configuration file's directory.
+pub(crate) fn resolve_path(origin: &str, written: &Template) -> Result<PathBuf, String> {
+    let resolved = crate::transport::endpoint::resolve(written, "audit.file", &|name| {
         std::env::var(name).ok()
     })?;
     let path = PathBuf::from(resolved);
@@ -77,6 +79,10 @@ pub(crate) fn resolve_path(origin: &str, written: &str) -> Result<PathBuf, Strin
 mod tests {
     use super::*;
 
+    fn template(text: &str) -> Template {
+        crate::transport::endpoint::parse(text, "audit.file").unwrap()
+    }
+
     #[test]
     fn relative_paths_are_taken_from_the_configuration_file() {
         let dir = std::env::temp_dir().join(format!("mcpbox-audit-{}", std::process::id()));
@@ -85,19 +91,19 @@ mod tests {
         std::fs::write(&config, "{}").unwrap();
         let origin = config.display().to_string();
         assert_eq!(
-            resolve_path(&origin, "a.jsonl").unwrap(),
+            resolve_path(&origin, &template("a.jsonl")).unwrap(),
             dir.join("a.jsonl")
         );
         assert_eq!(
-            resolve_path(&origin, "/x/a.jsonl").unwrap(),
+            resolve_path(&origin, &template("/x/a.jsonl")).unwrap(),
             PathBuf::from("/x/a.jsonl")
         );
         assert_eq!(
-            resolve_path("inline text", "${MCPBOX_SURELY_UNSET:-b}.jsonl").unwrap(),
+            resolve_path("inline text", &template("${MCPBOX_SURELY_UNSET:-b}.jsonl")).unwrap(),
             PathBuf::from("b.jsonl")
         );
         assert!(
-            resolve_path(&origin, "${MCPBOX_SURELY_UNSET}")
+            resolve_path(&origin, &template("${MCPBOX_SURELY_UNSET}"))
                 .unwrap_err()
                 .contains("audit.file")
         );

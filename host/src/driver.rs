@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use wasmtime::Store;
 use wasmtime::component::Resource;
 
@@ -147,7 +147,7 @@ pub(crate) struct Published {
     pub issues: Arc<std::sync::Mutex<Vec<crate::types::ConfigIssue>>>,
     pub servers: watch::Sender<Arc<Vec<ServerStatus>>>,
     pub tools: watch::Sender<Arc<Vec<Tool>>>,
-    pub events: broadcast::Sender<Event>,
+    pub events: crate::runtime::Events,
     /// `Some(reason)` once the driver has stopped.
     pub stopped: watch::Sender<Option<String>>,
 }

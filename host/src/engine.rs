@@ -274,6 +274,7 @@ pub(crate) fn load_component(
         // end, and checks the header and engine compatibility again.
         #[allow(unsafe_code)]
         if let Ok(component) = unsafe { Component::deserialize_file(engine, &path) } {
+            no_huge_pages(&component);
             return Ok(component);
         }
     }
@@ -308,6 +309,33 @@ pub(crate) fn load_component(
     let component = compile()?;
     let _ = store(&component, &dir, &name, &key);
     Ok(component)
+}
+
+/// Keeps the kernel from mapping a component loaded from its file 2 MiB at a
+/// time. The file was written in one piece, so its page-cache folios are large,
+/// and Linux maps such a folio whole (a PMD) on the first fault in it when the
+/// mapping is aligned for it: a cold `mcpbox tools` had 2 MiB of the guest's
+/// code resident for the few hundred KiB it runs. Refused huge pages, a fault
+/// maps what fault-around maps (docs/PERFORMANCE.md, "A cold process").
+fn no_huge_pages(component: &Component) {
+    #[cfg(target_os = "linux")]
+    {
+        let image = component.image_range();
+        // SAFETY: advice about the pages of a mapping wasmtime made for this
+        // component and keeps while it lives; MADV_NOHUGEPAGE changes how the
+        // pages are mapped, never what they hold. A kernel without it refuses
+        // the advice, which changes nothing.
+        #[allow(unsafe_code)]
+        let _ = unsafe {
+            rustix::mm::madvise(
+                image.start.cast_mut().cast(),
+                image.end as usize - image.start as usize,
+                rustix::mm::Advice::LinuxNoHugepage,
+            )
+        };
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = component;
 }
 
 fn store(
@@ -462,6 +490,41 @@ mod tests {
         // SAFETY: written by `store` just now, in a private temporary directory.
         let loaded = unsafe { Component::deserialize_file(&engine, &file) };
         assert!(loaded.is_ok(), "{:?}", loaded.err());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A component mapped from its cached file refuses huge pages (`nh` in
+    /// its mapping's `VmFlags`), so a fault in its code maps 64 KiB, not 2 MiB.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_component_mapped_from_its_file_refuses_huge_pages() {
+        let engine = engine().unwrap();
+        let (root, dirs) = temp_dirs("no-huge-pages");
+        load(&dirs);
+        #[allow(unsafe_code)]
+        // SAFETY: written by `store` just now, in a private temporary directory.
+        let component = unsafe { Component::deserialize_file(&engine, cwasm(&dirs)) }.unwrap();
+        no_huge_pages(&component);
+        let start = component.image_range().start as usize;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut here = false;
+        let mut flags = None;
+        for line in smaps.lines() {
+            let range = line.split(' ').next().and_then(|r| r.split_once('-'));
+            if let Some((from, to)) = range
+                && let (Ok(from), Ok(to)) = (
+                    usize::from_str_radix(from, 16),
+                    usize::from_str_radix(to, 16),
+                )
+            {
+                here = (from..to).contains(&start);
+            } else if here && let Some(f) = line.strip_prefix("VmFlags:") {
+                flags = Some(f.to_owned());
+            }
+        }
+        let flags = flags.expect("the component's mapping is in /proc/self/smaps");
+        assert!(flags.split_whitespace().any(|f| f == "nh"), "{flags}");
+        drop(component);
         std::fs::remove_dir_all(&root).unwrap();
     }
 

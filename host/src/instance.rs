@@ -401,8 +401,11 @@ impl Factory {
                 .call_audit_file(&mut store)
                 .await
                 .map_err(trapped("reading the audit settings"))?
-                .map(|written| crate::audit::resolve_path(&self.origin, &written))
-                .transpose()
+                .and_then(|written| {
+                    written
+                        .map(|written| crate::audit::resolve_path(&self.origin, &written))
+                        .transpose()
+                })
                 .map_err(|message| Error::Config {
                     origin: self.origin.clone(),
                     message,

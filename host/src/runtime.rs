@@ -479,7 +479,7 @@ pub(crate) struct Inner {
     wake: Arc<Wake>,
     servers: watch::Receiver<Arc<Vec<ServerStatus>>>,
     tools: watch::Receiver<Arc<Vec<Tool>>>,
-    events: broadcast::Sender<Event>,
+    events: Events,
     stopped: watch::Receiver<Option<String>>,
     /// The problems of the configuration last applied.
     /// Shared with the driver, which sets it before it announces a reload.
@@ -510,6 +510,41 @@ pub(crate) struct Inner {
 /// (whose answer is as large) worked, 40 MB ran the guest out of memory, which
 /// traps it and restarts every server. 1/16 (16 MiB) leaves room for that.
 const ARGUMENTS_SHARE: usize = 16;
+
+/// How many events a subscriber may fall behind before it misses some
+/// (`RecvError::Lagged`).
+const EVENTS_BUFFER: usize = 1024;
+
+/// The registry's events, on a broadcast channel made at the first
+/// subscription: an event sent before anyone subscribed reaches nobody either
+/// way, and the channel's [`EVENTS_BUFFER`] slots, written when it is made, cost
+/// a cold `mcpbox tools` 68 of its 880 page faults (docs/PERFORMANCE.md, "A cold
+/// process").
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Events(Arc<std::sync::OnceLock<broadcast::Sender<Event>>>);
+
+impl Events {
+    /// Sends `event` to every subscriber; how many it reached (none before the
+    /// first subscription: it is dropped).
+    pub fn send(&self, event: Event) -> usize {
+        self.0
+            .get()
+            .and_then(|sender| sender.send(event).ok())
+            .unwrap_or(0)
+    }
+
+    /// A receiver of every event sent from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.0
+            .get_or_init(|| broadcast::channel(EVENTS_BUFFER).0)
+            .subscribe()
+    }
+
+    /// How many receivers there are.
+    pub fn receiver_count(&self) -> usize {
+        self.0.get().map_or(0, broadcast::Sender::receiver_count)
+    }
+}
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -599,7 +634,7 @@ impl Runtime {
         };
         let wake = Arc::new(Wake::default());
         let diagnostics = DiagnosticsMap::default();
-        let (events_tx, _) = broadcast::channel(1024);
+        let events_tx = Events::default();
         let oauth = Arc::new(OAuth::new(
             &text,
             options.token_store.clone(),

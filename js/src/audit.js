@@ -14,19 +14,19 @@ import { closeSync, openSync, statSync, writeSync } from 'node:fs';
 import { dirname, isAbsolute, join } from 'node:path';
 
 import { makeDirs } from './blobs.js';
-import { interpolate } from './endpoint.js';
+import { resolve } from './endpoint.js';
 
 /**
- * The configuration's `audit.file` as a path: `${VAR}` resolved from the environment, a
+ * The configuration's `audit.file` (a `Template` the guest split) as a path: `${VAR}` resolved from the environment, a
  * relative path taken from the configuration file's directory (when `origin` names a
  * file). Throws an `EndpointError` naming `audit.file` for an unset variable.
  *
  * @param {string} origin
- * @param {string} written
+ * @param {import('./endpoint.js').Template} written
  * @returns {string}
  */
 export function resolveAuditPath(origin, written) {
-  const path = interpolate(written, 'audit.file', (name) => process.env[name]);
+  const path = resolve(written, 'audit.file', (name) => process.env[name]);
   if (isAbsolute(path)) {
     return path;
   }

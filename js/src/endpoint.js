@@ -1,8 +1,9 @@
 // Turning the guest's endpoint description into something the host can start.
 //
-// The guest passes configuration text as written, `${VAR}` references included. They
-// are resolved here, in the host, so secrets kept in the environment never enter the
-// sandbox. The child's environment is built here too: a small allowlist of the ambient
+// The guest passes configuration text as templates: the text as written, split into
+// literals and `${VAR}` references (the grammar is the guest's, guest/src/variables.rs).
+// They are resolved here, in the host, by looking each name up, so secrets kept in the
+// environment never enter the sandbox. The child's environment is built here too: a small allowlist of the ambient
 // environment plus the server's explicit `env`, so credentials in the host's
 // environment never reach a server by accident. A port of
 // host/src/transport/endpoint.rs: same allowlist, same syntax, same messages.
@@ -41,21 +42,21 @@ export class EndpointError extends Error {}
 
 /**
  * Resolves a stdio endpoint (`{command, args, env: [{name, value}], cwd}` as the guest
- * sends it) against `lookup`, the host's environment in production.
+ * sends it, each text a `Template`) against `lookup`, the host's environment in production.
  *
- * @param {{command: string, args: string[], env: {name: string, value: string}[], cwd?: string, sandbox?: {env?: string[]}}} ep
+ * @param {{command: Template, args: Template[], env: {name: string, value: Template}[], cwd?: Template, sandbox?: {env?: string[]}}} ep
  * @param {(name: string) => string | undefined} lookup
  * @returns {{command: string, args: string[], env: Record<string, string>, cwd?: string}}
  *   `env` is the child's complete environment.
  * @throws {EndpointError}
  */
 export function resolveStdio(ep, lookup) {
-  const command = interpolate(ep.command, 'command', lookup);
+  const command = resolve(ep.command, 'command', lookup);
   if (command.trim() === '') {
     throw new EndpointError('`command` is empty');
   }
-  const args = ep.args.map((a, i) => interpolate(a, `args[${i}]`, lookup));
-  const cwd = ep.cwd == null ? undefined : interpolate(ep.cwd, 'cwd', lookup);
+  const args = ep.args.map((a, i) => resolve(a, `args[${i}]`, lookup));
+  const cwd = ep.cwd == null ? undefined : resolve(ep.cwd, 'cwd', lookup);
 
   const env = {};
   // A sandbox's `env` names the only ambient variables that pass.
@@ -67,7 +68,7 @@ export function resolveStdio(ep, lookup) {
   }
   for (const pair of ep.env) {
     // Explicit configuration wins over the ambient allowlist.
-    env[pair.name] = interpolate(pair.value, `env.${pair.name}`, lookup);
+    env[pair.name] = resolve(pair.value, `env.${pair.name}`, lookup);
   }
   return { command, args, env, cwd };
 }
@@ -78,12 +79,12 @@ export function placeholder(n) {
 }
 
 /**
- * Resolves a remote endpoint (`{url, headers: [{name, value}]}`) against `lookup`:
+ * Resolves a remote endpoint (`{url, headers: [{name, value}]}`, each text a `Template`) against `lookup`:
  * `${VAR}` in the URL and the header values. The URL must resolve to http:// or
  * https://. The resolved values stay in the host; the guest sees the URL's path and
  * query with a placeholder for each reference.
  *
- * @param {{url: string, headers: {name: string, value: string}[]}} ep
+ * @param {{url: Template, headers: {name: string, value: Template}[]}} ep
  * @param {(name: string) => string | undefined} lookup
  * @returns {{url: string, headers: [string, string][], pathWithPlaceholders: string | null, values: string[]}}
  *   `pathWithPlaceholders` is the configured path and query, each reference replaced
@@ -108,9 +109,9 @@ export function resolveHttp(ep, lookup) {
   const lower = url.replace(/[A-Z]/g, (c) => c.toLowerCase());
   if (!(lower.startsWith('http://') || lower.startsWith('https://'))) {
     // As configured: a resolved value may be a secret.
-    throw new EndpointError(`\`url\` must start with http:// or https:// (got ${debugString(ep.url)})`);
+    throw new EndpointError(`\`url\` must start with http:// or https:// (got ${debugString(ep.url.configured)})`);
   }
-  const headers = ep.headers.map((p) => [p.name, interpolate(p.value, `headers.${p.name}`, lookup)]);
+  const headers = ep.headers.map((p) => [p.name, resolve(p.value, `headers.${p.name}`, lookup)]);
   return { url, headers, pathWithPlaceholders: pathAndQuery(tokenized), values };
 }
 
@@ -133,47 +134,43 @@ function pathAndQuery(text) {
 }
 
 /**
- * Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in error
- * messages. `$` not followed by `{` is kept as it is.
+ * Configuration text as the guest hands it over (the WIT `template`): `configured` is
+ * the text as written, `parts` its literals and `${VAR}` references in order.
  *
- * @param {string} text
+ * @typedef {{configured: string, parts: Array<{tag: 'literal', val: string} | {tag: 'variable', val: {name: string, fallback?: string}}>}} Template
+ */
+
+/**
+ * `template` with every reference resolved. `field` names the place in error messages.
+ *
+ * @param {Template} template
  * @param {string} field
  * @param {(name: string) => string | undefined} lookup
  * @returns {string}
  * @throws {EndpointError}
  */
-export function interpolate(text, field, lookup) {
-  return pieces(text, field, lookup)
+export function resolve(template, field, lookup) {
+  return pieces(template, field, lookup)
     .map((p) => p.value ?? p.text)
     .join('');
 }
 
 /**
- * `text` split into written text (`{ text }`) and resolved references (`{ value }`).
+ * The parts of `template`, the references resolved: written text (`{ text }`) and
+ * values (`{ value }`).
  *
  * @returns {Array<{text: string} | {value: string}>}
  * @throws {EndpointError}
  */
-function pieces(text, field, lookup) {
-  const out = [];
-  let rest = text;
-  for (let start = rest.indexOf('${'); start !== -1; start = rest.indexOf('${')) {
-    out.push({ text: rest.slice(0, start) });
-    const after = rest.slice(start + 2);
-    const end = after.indexOf('}');
-    if (end === -1) {
-      throw new EndpointError(`\`${field}\` has an unclosed \`\${\` in ${debugString(text)}`);
+function pieces(template, field, lookup) {
+  return template.parts.map((part) => {
+    if (part.tag === 'literal') {
+      return { text: part.val };
     }
-    const reference = after.slice(0, end);
-    const split = reference.indexOf(':-');
-    const name = split === -1 ? reference : reference.slice(0, split);
-    const fallback = split === -1 ? undefined : reference.slice(split + 2);
-    if (!/^[A-Za-z0-9_]+$/.test(name)) {
-      throw new EndpointError(`\`${field}\` has an invalid variable reference \`\${${reference}}\``);
-    }
+    const { name, fallback } = part.val;
     let value = lookup(name);
     // Like the shell: `:-` also replaces a variable that is set but empty.
-    if (fallback !== undefined && (value === undefined || value === '')) {
+    if (fallback != null && (value === undefined || value === '')) {
       value = fallback;
     }
     if (value === undefined) {
@@ -181,11 +178,8 @@ function pieces(text, field, lookup) {
         `\`${field}\` uses \${${name}}, which is not set; set ${name} in the environment or write \${${name}:-default}`,
       );
     }
-    out.push({ value });
-    rest = after.slice(end + 1);
-  }
-  out.push({ text: rest });
-  return out;
+    return { value };
+  });
 }
 
 /** `text` quoted the way Rust's `{:?}` quotes a string, so messages match the wasmtime host. */

@@ -96,7 +96,8 @@ export class Grants {
    * `lookup` (the host's environment in production).
    *
    * @param {string} server
-   * @param {{url: string, headers: {name: string, value: string}[]}} endpoint as configured
+   * @param {{url: import('./endpoint.js').Template, headers: {name: string, value: import('./endpoint.js').Template}[]}} endpoint
+   *   as configured, each text split by the guest
    * @returns {{tag: 'ok', val: {authority: string, url: string}} | {tag: 'err', val: {tag: string, val: string}}}
    *   the WIT `result<grant, transport-error>`, the grant as its authority and stand-in URL
    */
@@ -105,7 +106,7 @@ export class Grants {
       // The URL as configured, before `${VAR}` resolution: no secret goes in a message.
       return err(
         'denied',
-        `server \`${server}\`: the policy does not allow network connections, so ${endpoint.url} was not contacted (allow them with \`allowNetwork: true\`)`,
+        `server \`${server}\`: the policy does not allow network connections, so ${endpoint.url.configured} was not contacted (allow them with \`allowNetwork: true\`)`,
       );
     }
     const invalid = (text) => err('invalid-endpoint', `server \`${server}\`: ${text}`);
@@ -122,7 +123,7 @@ export class Grants {
     try {
       url = new URL(spec.url);
     } catch {
-      return invalid(`\`url\` ${debugString(endpoint.url)} is not a URL: ${urlProblem(spec.url)}`);
+      return invalid(`\`url\` ${debugString(endpoint.url.configured)} is not a URL: ${urlProblem(spec.url)}`);
     }
     for (const [name, value] of spec.headers) {
       if (!TOKEN.test(name)) {
@@ -142,7 +143,7 @@ export class Grants {
       // Normalised as the guest will send it (`wasi:http` takes path-with-query as is).
       standIn = new URL(written);
     } catch {
-      return invalid(`\`url\` ${debugString(endpoint.url)} has a path that is not valid: ${urlProblem(written)}`);
+      return invalid(`\`url\` ${debugString(endpoint.url.configured)} has a path that is not valid: ${urlProblem(written)}`);
     }
     const granted = new Granted(server, url, spec.headers, `${standIn.pathname}${standIn.search}`, spec.values);
     this.#byAuthority.set(authority, granted);

@@ -11,39 +11,39 @@ import { resolveHttp } from '../src/endpoint.js';
 import { Grants } from '../src/remote.js';
 import { HttpExchanges, READ_AHEAD, errorCode } from '../src/wasi_http.js';
 
-import { freePort, within } from './support.js';
+import { freePort, ref, tpl, within } from './support.js';
 
 const env = (name) => ({ HOME: '/home/me', API_TOKEN: 'secret', API_KEY: 's3cret', KEY: 's3cret' })[name];
 
-const ep = (url, headers = [{ name: 'Authorization', value: 'Bearer ${API_KEY}' }]) => ({ url, headers });
+const ep = (url, headers = [{ name: 'Authorization', value: tpl`Bearer ${ref('API_KEY')}` }]) => ({ url, headers });
 
 test('the guest sees placeholders for references in the URL', () => {
-  const spec = resolveHttp(ep('https://h.example/api/${API_TOKEN}/mcp?key=${API_TOKEN}&x=1#f', []), env);
+  const spec = resolveHttp(ep(tpl`https://h.example/api/${ref('API_TOKEN')}/mcp?key=${ref('API_TOKEN')}&x=1#f`, []), env);
   assert.equal(spec.url, 'https://h.example/api/secret/mcp?key=secret&x=1#f');
   assert.equal(spec.pathWithPlaceholders, '/api/mcpbox-ref-0/mcp?key=mcpbox-ref-1&x=1');
   assert.deepEqual(spec.values, ['secret', 'secret']);
-  assert.equal(resolveHttp(ep('http://${HOME}:1', []), env).pathWithPlaceholders, '/');
-  assert.equal(resolveHttp(ep('http://h?q=${API_TOKEN}', []), env).pathWithPlaceholders, '/?q=mcpbox-ref-0');
-  const port = resolveHttp(ep('http://127.0.0.1:${PORT:-8080}/mcp'), env);
+  assert.equal(resolveHttp(ep(tpl`http://${ref('HOME')}:1`, []), env).pathWithPlaceholders, '/');
+  assert.equal(resolveHttp(ep(tpl`http://h?q=${ref('API_TOKEN')}`, []), env).pathWithPlaceholders, '/?q=mcpbox-ref-0');
+  const port = resolveHttp(ep(tpl`http://127.0.0.1:${ref('PORT', '8080')}/mcp`), env);
   assert.equal(port.url, 'http://127.0.0.1:8080/mcp');
   assert.deepEqual(port.values, ['8080']);
   assert.deepEqual(port.headers, [['Authorization', 'Bearer s3cret']]);
   // The origin itself from a variable: nothing of the URL is shown.
-  const hidden = resolveHttp(ep('${URL:-http://x.example/secret-path}', []), env);
+  const hidden = resolveHttp(ep(tpl`${ref('URL', 'http://x.example/secret-path')}`, []), env);
   assert.equal(hidden.url, 'http://x.example/secret-path');
   assert.equal(hidden.pathWithPlaceholders, null);
   // A URL that does not resolve to http(s) is named as configured.
   assert.throws(
-    () => resolveHttp(ep('${API_TOKEN}', []), env),
+    () => resolveHttp(ep(tpl`${ref('API_TOKEN')}`, []), env),
     (e) => e.message.includes('${API_TOKEN}') && !e.message.includes('secret'),
   );
-  assert.throws(() => resolveHttp(ep('ftp://x', []), env), /http:\/\//);
-  assert.throws(() => resolveHttp(ep('https://x', [{ name: 'X-Key', value: '${NOPE}' }]), env), /headers\.X-Key/);
+  assert.throws(() => resolveHttp(ep(tpl`ftp://x`, []), env), /http:\/\//);
+  assert.throws(() => resolveHttp(ep(tpl`https://x`, [{ name: 'X-Key', value: tpl`${ref('NOPE')}` }]), env), /headers\.X-Key/);
 });
 
 test('the guest gets a stand-in and the host keeps the values', () => {
   const grants = new Grants({ allowNetwork: true });
-  const opened = grants.open('x', ep('https://h.example/a/mcp?key=${API_KEY}'), env);
+  const opened = grants.open('x', ep(tpl`https://h.example/a/mcp?key=${ref('API_KEY')}`), env);
   assert.deepEqual(opened, {
     tag: 'ok',
     val: { authority: 'g0.mcpbox.internal', url: 'http://g0.mcpbox.internal/a/mcp?key=mcpbox-ref-0' },
@@ -59,34 +59,34 @@ test('the guest gets a stand-in and the host keeps the values', () => {
   assert.ok(!grants.sameOrigin('g0.mcpbox.internal', 'http://h.example/a'));
   assert.ok(!grants.sameOrigin('g0.mcpbox.internal', 'https://evil.example/a'));
   // Each grant its own authority; a dropped one names nothing.
-  const other = grants.open('y', ep('http://127.0.0.1:1/'), env);
+  const other = grants.open('y', ep(tpl`http://127.0.0.1:1/`), env);
   assert.equal(other.val.authority, 'g1.mcpbox.internal');
   grants.drop('g0.mcpbox.internal');
   assert.equal(grants.get('g0.mcpbox.internal'), undefined);
   assert.ok(!grants.sameOrigin('g0.mcpbox.internal', 'https://h.example/'));
   // Normalised as a URL parser writes it.
-  assert.equal(grants.open('z', ep('http://h.example'), env).val.url, 'http://g2.mcpbox.internal/');
-  assert.equal(grants.open('z', ep('http://${HOME}:1/x'), env).val.url, 'http://g3.mcpbox.internal/x');
+  assert.equal(grants.open('z', ep(tpl`http://h.example`), env).val.url, 'http://g2.mcpbox.internal/');
+  assert.equal(grants.open('z', ep(tpl`http://${ref('HOME')}:1/x`), env).val.url, 'http://g3.mcpbox.internal/x');
 });
 
 test('denials and errors name the URL as configured', () => {
   const url = 'https://h.example/mcp?key=${API_KEY}';
-  const denied = new Grants({ allowNetwork: false }).open('x', ep(url), env);
+  const denied = new Grants({ allowNetwork: false }).open('x', ep(tpl`https://h.example/mcp?key=${ref('API_KEY')}`), env);
   assert.equal(denied.val.tag, 'denied');
   assert.ok(denied.val.val.includes(url) && denied.val.val.includes('server `x`'), denied.val.val);
   const grants = new Grants({ allowNetwork: true });
-  const bad = grants.open('x', ep('${API_KEY}'), env);
+  const bad = grants.open('x', ep(tpl`${ref('API_KEY')}`), env);
   assert.equal(bad.val.tag, 'invalid-endpoint');
   assert.ok(bad.val.val.includes('${API_KEY}') && !bad.val.val.includes('s3cret'), bad.val.val);
-  assert.deepEqual(grants.open('p', ep('http://127.0.0.1:${PORT:-99999}/mcp', []), env).val, {
+  assert.deepEqual(grants.open('p', ep(tpl`http://127.0.0.1:${ref('PORT', '99999')}/mcp`, []), env).val, {
     tag: 'invalid-endpoint',
     val: 'server `p`: `url` "http://127.0.0.1:${PORT:-99999}/mcp" is not a URL: invalid port number',
   });
-  assert.deepEqual(grants.open('n', ep('http://h/', [{ name: 'X A', value: 'v' }]), env).val, {
+  assert.deepEqual(grants.open('n', ep(tpl`http://h/`, [{ name: 'X A', value: tpl`v` }]), env).val, {
     tag: 'invalid-endpoint',
     val: 'server `n`: `headers.X A` is not a valid header name',
   });
-  assert.match(grants.open('v', ep('http://h/', [{ name: 'X-A', value: 'a\u0001b' }]), env).val.val, /cannot be sent/);
+  assert.match(grants.open('v', ep(tpl`http://h/`, [{ name: 'X-A', value: tpl`a\u0001b` }]), env).val.val, /cannot be sent/);
 });
 
 /** The hook over `grants`; resolves the driver's messages for exchange 1 until it is over. */
@@ -130,7 +130,7 @@ test('a granted request goes to the configured URL with its headers, and nowhere
   const grants = new Grants({ allowNetwork: true });
   const { val } = grants.open(
     's',
-    ep(`http://127.0.0.1:${port}/mcp?key=\${KEY}`, [{ name: 'Authorization', value: 'Bearer ${KEY}' }]),
+    ep(tpl`http://127.0.0.1:${port}/mcp?key=${ref('KEY')}`, [{ name: 'Authorization', value: tpl`Bearer ${ref('KEY')}` }]),
     env,
   );
   const { over } = exchange(grants, {
@@ -164,7 +164,7 @@ test('a granted request goes to the configured URL with its headers, and nowhere
 test('nothing listening is connection-refused; a broken answer is connection-terminated', async (t) => {
   const grants = new Grants({ allowNetwork: true });
   const port = await freePort();
-  const gone = grants.open('gone', ep(`http://127.0.0.1:${port}/mcp`, []), env).val;
+  const gone = grants.open('gone', ep(tpl`http://127.0.0.1:${port}/mcp`, []), env).val;
   const refused = await exchange(grants, { authority: gone.authority, pathWithQuery: '/mcp' }).over;
   assert.deepEqual(refused, [{ t: 'http-fail', ex: 1, code: { tag: 'connection-refused' } }]);
 
@@ -175,7 +175,7 @@ test('nothing listening is connection-refused; a broken answer is connection-ter
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => server.close());
-  const cut = grants.open('cut', ep(`http://127.0.0.1:${server.address().port}/`, []), env).val;
+  const cut = grants.open('cut', ep(tpl`http://127.0.0.1:${server.address().port}/`, []), env).val;
   const broken = await exchange(grants, { authority: cut.authority, pathWithQuery: '/' }).over;
   assert.equal(broken[0].t, 'http-head');
   assert.deepEqual(broken.at(-1), { t: 'http-end', ex: 1, error: { tag: 'connection-terminated' } });
@@ -194,7 +194,7 @@ test('an answer is read at most READ_AHEAD bytes ahead of the guest', async (t) 
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   t.after(() => server.close());
   const grants = new Grants({ allowNetwork: true });
-  const { val } = grants.open('big', ep(`http://127.0.0.1:${server.address().port}/`, []), env);
+  const { val } = grants.open('big', ep(tpl`http://127.0.0.1:${server.address().port}/`, []), env);
   let delivered = 0;
   const pauses = [];
   let done;

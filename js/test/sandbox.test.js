@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { resolveStdio } from '../src/endpoint.js';
-import { assertConnected, call, nextEvent, npmBin, open, ready, status, within } from './support.js';
+import { assertConnected, call, nextEvent, npmBin, open, ready, status, tpl, within } from './support.js';
 
 function filesystemEntry(sandbox) {
   return { command: npmBin('mcp-server-filesystem'), args: ['/tmp'], sandbox };
@@ -44,7 +44,7 @@ test('"require": false runs the real filesystem server unconfined, with a warnin
 
 test("a sandbox's env grant names the only ambient variables that pass", () => {
   const env = { PATH: '/bin', HOME: '/home/me', API_TOKEN: 'secret' };
-  const ep = { command: 'x', args: [], env: [{ name: 'TOKEN', value: 'given' }], sandbox: { env: ['HOME', 'API_TOKEN'] } };
+  const ep = { command: tpl`x`, args: [], env: [{ name: 'TOKEN', value: tpl`given` }], sandbox: { env: ['HOME', 'API_TOKEN'] } };
   assert.deepEqual(resolveStdio(ep, (n) => env[n]).env, { HOME: '/home/me', API_TOKEN: 'secret', TOKEN: 'given' });
   assert.deepEqual(resolveStdio({ ...ep, sandbox: undefined }, (n) => env[n]).env, {
     PATH: '/bin',

@@ -15,6 +15,48 @@ import { fileURLToPath } from 'node:url';
 
 import { McpBox } from '../src/index.js';
 
+/**
+ * A WIT `template` as the guest hands it over (the guest alone parses `${VAR}`), written
+ * as a tagged template: each `${ref('NAME')}` or `${ref('NAME', 'fallback')}` is a
+ * reference, the rest literal text.
+ */
+export function tpl(strings, ...values) {
+  const parts = [];
+  let configured = '';
+  let literal = '';
+  const flush = () => {
+    if (literal !== '') {
+      parts.push({ tag: 'literal', val: literal });
+      literal = '';
+    }
+  };
+  strings.forEach((text, i) => {
+    literal += text;
+    configured += text;
+    if (i >= values.length) {
+      return;
+    }
+    const value = values[i];
+    if (typeof value !== 'object') {
+      // An ordinary interpolation (a port): literal text.
+      literal += String(value);
+      configured += String(value);
+      return;
+    }
+    flush();
+    const { name, fallback } = value;
+    parts.push({ tag: 'variable', val: { name, fallback } });
+    configured += fallback === undefined ? `\${${name}}` : `\${${name}:-${fallback}}`;
+  });
+  flush();
+  return { configured, parts };
+}
+
+/** A reference in a `tpl` template. */
+export function ref(name, fallback) {
+  return { name, fallback };
+}
+
 /** Generous, like the wasmtime host's tests: they check behaviour, not speed. */
 export const PATIENCE_MS = 60_000;
 

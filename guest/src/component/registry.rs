@@ -357,8 +357,10 @@ impl wit::Guest for super::Component {
         Ok(())
     }
 
-    fn audit_file() -> Option<String> {
+    fn audit_file() -> Result<Option<types::Template>, String> {
         with(|m| m.audit_file().map(String::from))
+            .map(|written| template(&written, "audit.file"))
+            .transpose()
     }
 
     fn start() {
@@ -493,4 +495,25 @@ impl wit::Guest for super::Component {
     fn reconnect(server: String) -> Result<(), String> {
         with(|m| m.reconnect(&server))
     }
+}
+
+/// `text` as a WIT template: the `${VAR}` grammar is parsed in the guest
+/// ([`crate::variables`]), and the host only looks the names up. `field` names
+/// it in errors. Here because both components (`component`, `stock::component`)
+/// share this file.
+pub(super) fn template(text: &str, field: &str) -> Result<types::Template, String> {
+    use crate::variables::Part;
+    let parts = crate::variables::parse(text, field)?
+        .into_iter()
+        .map(|part| match part {
+            Part::Literal(text) => types::TemplatePart::Literal(text),
+            Part::Variable { name, fallback } => {
+                types::TemplatePart::Variable(types::VariableReference { name, fallback })
+            }
+        })
+        .collect();
+    Ok(types::Template {
+        configured: text.to_owned(),
+        parts,
+    })
 }

@@ -42,6 +42,29 @@ use super::{Gateway, Origin, Signal, Target, json_text, tool_error};
 const MAX_ROUNDS: usize = 1024;
 
 /// A request sent to a 2025 client.
+/// The gateway's input rounds: requests it sent downstream clients (elicitation,
+/// approvals) awaiting their answers, and 2026-07-28 `input_required` rounds
+/// awaiting their retry.
+#[derive(Debug, Default)]
+pub(super) struct InputRounds {
+    /// Requests sent to downstream clients, by id text.
+    pub(super) asked: BTreeMap<String, Asked>,
+    /// 2026-07-28 `input_required` rounds waiting for a retry, by `requestState`.
+    pub(super) rounds: BTreeMap<String, Round>,
+    /// The serial of the next request id or round the gateway makes up.
+    pub(super) next: u64,
+}
+
+impl InputRounds {
+    /// None asked yet; serials start at 1.
+    pub(super) fn new() -> InputRounds {
+        InputRounds {
+            next: 1,
+            ..InputRounds::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(super) enum Asked {
     /// An upstream input request (the manager's input id), on `exchange`;
@@ -194,9 +217,9 @@ impl Gateway {
             // so, a 2026-07-28 call ends saying so.
             let (requests, refused): (Vec<_>, Vec<_>) = requests
                 .into_iter()
-                .partition(|r| c.origin.can_take(&self.sessions, r));
+                .partition(|r| c.origin.can_take(&self.sessions.open, r));
             for r in refused {
-                let why = c.origin.why_not(&self.sessions, &r);
+                let why = c.origin.why_not(&self.sessions.open, &r);
                 let _ = m.answer_input(r.id, &InputAnswer::Unanswerable(why));
             }
             if requests.is_empty() {
@@ -229,7 +252,7 @@ impl Gateway {
                     let request = input_request(&r);
                     let method = request["method"].as_str().unwrap_or(METHOD).to_string();
                     let id = self.send_request(exchange, &method, &request["params"]);
-                    self.asked.insert(
+                    self.input.asked.insert(
                         id,
                         Asked::Input {
                             input: r.id,
@@ -245,8 +268,8 @@ impl Gateway {
     /// Sends a request (`elicitation/create`, `sampling/createMessage`) to a
     /// 2025 client on `exchange`; returns its id text.
     fn send_request(&mut self, exchange: u64, method: &str, params: &Value) -> String {
-        let id = Id::String(format!("mcpbox-{}", self.next_request));
-        self.next_request += 1;
+        let id = Id::String(format!("mcpbox-{}", self.input.next));
+        self.input.next += 1;
         self.out.push(Signal::Message {
             target: Target::Exchange(exchange),
             text: jsonrpc::request(&id, method, Some(params)),
@@ -257,12 +280,13 @@ impl Gateway {
     /// An upstream input request was withdrawn; true if it was the gateway's.
     pub(super) fn withdraw_input(&mut self, input: u64) -> bool {
         let asked = self
+            .input
             .asked
             .iter()
             .find(|(_, a)| matches!(a, Asked::Input { input: i, .. } if *i == input))
             .map(|(id, a)| (id.clone(), a.clone()));
         if let Some((id, Asked::Input { exchange, .. })) = asked {
-            self.asked.remove(&id);
+            self.input.asked.remove(&id);
             let params = json!({"requestId": serde_json::from_str::<Value>(&id).unwrap_or(Value::Null),
                 "reason": "the upstream server no longer needs the answer"});
             self.out.push(Signal::Message {
@@ -271,7 +295,8 @@ impl Gateway {
             });
             return true;
         }
-        self.rounds
+        self.input
+            .rounds
             .values_mut()
             .any(|r| r.keys.values().any(|i| *i == input))
     }
@@ -287,7 +312,7 @@ impl Gateway {
         rule: String,
     ) {
         let _ = m;
-        if !origin.can_elicit(&self.sessions) {
+        if !origin.can_elicit(&self.sessions.open) {
             let text = tool_error(&format!(
                 "{} needs the user's approval (the permission rule {rule} asks first), and this client cannot \
                  be asked: it did not declare the elicitation capability. Allow the tool in the \
@@ -325,7 +350,9 @@ impl Gateway {
             return;
         };
         let id = self.send_request(exchange, METHOD, &params);
-        self.asked.insert(id, Asked::Approval(Box::new(approval)));
+        self.input
+            .asked
+            .insert(id, Asked::Approval(Box::new(approval)));
     }
 
     /// Answers `origin` with an `input_required` result and keeps the round.
@@ -337,21 +364,22 @@ impl Gateway {
         keys: BTreeMap<String, u64>,
         asks: serde_json::Map<String, Value>,
     ) {
-        let serial = self.next_request;
-        self.next_request += 1;
+        let serial = self.input.next;
+        self.input.next += 1;
         let token = self.token(serial);
         let result =
             json!({"resultType": "input_required", "inputRequests": asks, "requestState": token});
-        if self.rounds.len() >= MAX_ROUNDS
+        if self.input.rounds.len() >= MAX_ROUNDS
             && let Some(oldest) = self
+                .input
                 .rounds
                 .iter()
                 .min_by_key(|(_, r)| r.serial)
                 .map(|(t, _)| t.clone())
         {
-            self.rounds.remove(&oldest);
+            self.input.rounds.remove(&oldest);
         }
-        self.rounds.insert(
+        self.input.rounds.insert(
             token,
             Round {
                 subject,
@@ -380,7 +408,7 @@ impl Gateway {
 
     /// A call ended: a round waiting for its retry keeps the answer for it.
     pub(super) fn forget_rounds_of(&mut self, call: u64) {
-        self.rounds.retain(|_, r| {
+        self.input.rounds.retain(|_, r| {
             !matches!(r.subject, Subject::Call(c) if c == call) || r.outcome.is_some()
         });
     }
@@ -388,6 +416,7 @@ impl Gateway {
     /// Keeps the answer of a call that ended while its client was to retry.
     pub(super) fn park_outcome(&mut self, call: u64, outcome: Result<String, Refusal>) -> bool {
         let round = self
+            .input
             .rounds
             .values_mut()
             .find(|r| matches!(r.subject, Subject::Call(c) if c == call));
@@ -415,7 +444,7 @@ impl Gateway {
                 Err(invalid("inputResponses without a requestState")),
             );
         };
-        let Some(round) = self.rounds.get(state) else {
+        let Some(round) = self.input.rounds.get(state) else {
             return self.answer(
                 &origin,
                 Err(invalid(
@@ -436,7 +465,7 @@ impl Gateway {
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
-        let Some(round) = self.rounds.remove(state) else {
+        let Some(round) = self.input.rounds.remove(state) else {
             return;
         };
         if let Some(outcome) = round.outcome {
@@ -485,7 +514,7 @@ impl Gateway {
 
     /// A 2025 client answered a request of the gateway.
     pub(super) fn on_response<P: Platform>(&mut self, m: &mut Manager<P>, r: jsonrpc::Response) {
-        let Some(asked) = self.asked.remove(&r.id.to_json()) else {
+        let Some(asked) = self.input.asked.remove(&r.id.to_json()) else {
             return;
         };
         let result: Value = match &r.outcome {
@@ -522,7 +551,7 @@ impl Gateway {
     /// Drops the approvals whose origin matches; returns their origins.
     pub(super) fn forget_asks(&mut self, gone: impl Fn(&Origin) -> bool) -> Vec<Origin> {
         let mut origins = Vec::new();
-        self.asked.retain(|_, a| match a {
+        self.input.asked.retain(|_, a| match a {
             Asked::Approval(ap) if gone(&ap.origin) => {
                 origins.push(ap.origin.clone());
                 false

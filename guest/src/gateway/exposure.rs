@@ -50,6 +50,25 @@ impl Naming {
     }
 }
 
+/// What the gateway serves, per profile (`None`: no profile): the exposures
+/// built from the registry, the tools served before whose server is gone, the
+/// search indexes, and the registry generations they were last compared and
+/// warned about.
+#[derive(Debug, Default)]
+pub(super) struct Served {
+    /// The served tools per profile, rebuilt when the registry changes.
+    pub(super) exposures: BTreeMap<Option<String>, Rc<Exposure>>,
+    /// Tools each profile served before whose server is gone, by served name.
+    pub(super) retired: BTreeMap<Option<String>, BTreeMap<String, Exposed>>,
+    /// Search indexes per profile.
+    pub(super) indexes: BTreeMap<Option<String>, Rc<super::search::Index>>,
+    /// The registry generation the sessions were last compared against.
+    pub(super) seen_generation: u64,
+    /// The registry generation whose tools refused by the schema dialect were
+    /// last warned about (see `tools.rs`).
+    pub(super) refusals_warned: u64,
+}
+
 /// One tool as served.
 #[derive(Debug, Clone)]
 pub struct Exposed {

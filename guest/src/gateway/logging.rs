@@ -45,7 +45,7 @@ impl Gateway {
     fn wanted_rank(&self, origin: &Origin) -> Option<u8> {
         match &origin.stateless {
             Some(meta) => meta.log_level,
-            None => Some(self.sessions.get(&origin.session?)?.log_level),
+            None => Some(self.sessions.open.get(&origin.session?)?.log_level),
         }
     }
 
@@ -97,7 +97,7 @@ impl Gateway {
                 told.extend(call.origin.session);
             }
         }
-        for (id, session) in &self.sessions {
+        for (id, session) in &self.sessions.open {
             if session.initialized
                 && level >= session.log_level
                 && !told.contains(id)

@@ -86,6 +86,7 @@ use crate::transport::{Pair, Platform};
 
 use exposure::{Exposure, Naming};
 use lifecycle::{Refusal, RequestMeta};
+use tools::Params;
 
 /// JSON-RPC: the text is not JSON.
 const PARSE_ERROR: i64 = -32700;
@@ -231,6 +232,19 @@ struct Session {
     notified: u64,
 }
 
+/// The gateway's 2025-era sessions: every open one by handle, the next handle's
+/// sequence number, and the stdio client's.
+#[derive(Debug, Default)]
+struct Sessions {
+    open: BTreeMap<u64, Session>,
+    /// The sequence number of the next handle made (see `handle`).
+    next: u64,
+    /// The session of the stdio client. On stdio the connection is the session:
+    /// lines that follow `initialize` belong to it even when the host hands them in
+    /// before it saw the session open.
+    stdio: Option<u64>,
+}
+
 /// Where a downstream request came from and how to answer it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Origin {
@@ -336,37 +350,21 @@ struct Exchange {
 pub struct Gateway {
     options: ServeOptions,
     serving: bool,
-    sessions: BTreeMap<u64, Session>,
-    next_session: u64,
+    /// 2025-era sessions.
+    sessions: Sessions,
     exchanges: BTreeMap<u64, Exchange>,
     /// Manager call → the downstream call it serves.
     calls: BTreeMap<u64, DownCall>,
     /// `tools/list` requests held while servers start.
     held: Vec<(Origin, Option<String>)>,
     /// `tools/call` requests for tools not listed yet, held while servers start.
-    held_calls: Vec<(Origin, Value)>,
-    /// The served tools per profile, rebuilt when the registry changes.
-    exposures: BTreeMap<Option<String>, Rc<Exposure>>,
-    /// Tools each profile served before whose server is gone, by served name.
-    retired: BTreeMap<Option<String>, BTreeMap<String, exposure::Exposed>>,
-    /// Search indexes per profile.
-    indexes: BTreeMap<Option<String>, Rc<search::Index>>,
-    /// The registry generation the sessions were last compared against.
-    seen_generation: u64,
-    /// Requests sent to downstream clients (elicitation), by id text.
-    asked: BTreeMap<String, elicitation::Asked>,
-    /// 2026-07-28 `input_required` rounds waiting for a retry, by `requestState`.
-    rounds: BTreeMap<String, elicitation::Round>,
-    next_request: u64,
+    held_calls: Vec<(Origin, Params)>,
+    /// What is served per profile (see `exposure::Served`).
+    served: exposure::Served,
+    /// Requests sent to downstream clients and 2026-07-28 input rounds.
+    input: elicitation::InputRounds,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
-    /// The registry generation whose tools refused by the schema dialect were
-    /// last warned about (see `tools.rs`).
-    refusals_warned: u64,
-    /// The session of the stdio client. On stdio the connection is the session:
-    /// lines that follow `initialize` belong to it even when the host hands them in
-    /// before it saw the session open.
-    stdio_session: Option<u64>,
     out: Vec<Signal>,
     /// Manager requests (resources, prompts, completions) → the downstream
     /// request each serves.
@@ -379,10 +377,8 @@ pub struct Gateway {
     /// Resource, prompt and completion requests held while servers start:
     /// (origin, method, params).
     held_requests: Vec<(Origin, String, Value)>,
-    /// Resource URI → the clients subscribed to it (see `subscriptions`).
-    subscribed: BTreeMap<String, alloc::collections::BTreeSet<subscriptions::Holder>>,
-    /// Manager requests that subscribe or unsubscribe upstream.
-    upstream: BTreeMap<u64, subscriptions::Upstream>,
+    /// Resource subscriptions, held and in flight upstream.
+    subscriptions: subscriptions::Subscriptions,
     /// Messages of exchanges not handled yet, oldest first.
     backlog: VecDeque<Backlog>,
 }
@@ -396,8 +392,11 @@ impl Gateway {
     /// A gateway that serves nobody yet.
     pub fn new() -> Gateway {
         Gateway {
-            next_session: 1,
-            next_request: 1,
+            sessions: Sessions {
+                next: 1,
+                ..Sessions::default()
+            },
+            input: elicitation::InputRounds::new(),
             ..Gateway::default()
         }
     }
@@ -406,9 +405,9 @@ impl Gateway {
     /// afresh. The rules themselves (`permissions`, `profiles`) are the
     /// manager's ([`crate::permissions`]): the gateway asks it per tool.
     pub fn configure(&mut self) {
-        self.exposures.clear();
-        self.retired.clear();
-        self.indexes.clear();
+        self.served.exposures.clear();
+        self.served.retired.clear();
+        self.served.indexes.clear();
     }
 
     /// Starts serving. `Err` when `profile` (the stdio client's) is not configured.
@@ -423,7 +422,7 @@ impl Gateway {
         }
         self.options = options;
         self.serving = true;
-        self.exposures.clear();
+        self.served.exposures.clear();
         Ok(())
     }
 
@@ -448,7 +447,7 @@ impl Gateway {
             text,
         } = inbound;
         let session = match (session, kind) {
-            (None, TransportKind::Stdio) => self.stdio_session,
+            (None, TransportKind::Stdio) => self.sessions.stdio,
             (session, _) => session,
         };
         // A session the host kept across a restart of the guest: reopened.
@@ -560,7 +559,7 @@ impl Gateway {
     /// 2026-07-28 has none), and only up to [`MAX_BATCH`] messages.
     fn check_batch(&self, session: Option<u64>, len: usize) -> Result<(), Refusal> {
         let version = session
-            .and_then(|s| self.sessions.get(&s))
+            .and_then(|s| self.sessions.open.get(&s))
             .map(|s| s.protocol_version);
         if version != Some(BATCH_VERSION) {
             let why = match version {
@@ -630,10 +629,10 @@ impl Gateway {
         profile: Option<String>,
     ) {
         if let Some(handle) = session
-            && !self.sessions.contains_key(&handle)
+            && !self.sessions.open.contains_key(&handle)
             && let Some(facts) = handle::decode(handle)
         {
-            self.sessions.insert(
+            self.sessions.open.insert(
                 handle,
                 Session {
                     profile,
@@ -646,9 +645,9 @@ impl Gateway {
                     notified: 0,
                 },
             );
-            self.next_session = self.next_session.max(handle::sequence(handle) + 1);
+            self.sessions.next = self.sessions.next.max(handle::sequence(handle) + 1);
             if kind == TransportKind::Stdio {
-                self.stdio_session = Some(handle);
+                self.sessions.stdio = Some(handle);
             }
         }
         self.out.push(Signal::End {
@@ -716,10 +715,10 @@ impl Gateway {
     /// The client ended its session (HTTP `DELETE`, or stdin closed): its calls
     /// are cancelled and the session is forgotten.
     pub fn session_closed<P: Platform>(&mut self, m: &mut Manager<P>, session: u64) {
-        if self.stdio_session == Some(session) {
-            self.stdio_session = None;
+        if self.sessions.stdio == Some(session) {
+            self.sessions.stdio = None;
         }
-        if self.sessions.remove(&session).is_none() {
+        if self.sessions.open.remove(&session).is_none() {
             return;
         }
         self.release_all(m, subscriptions::Holder::Session(session));
@@ -761,7 +760,7 @@ impl Gateway {
             && events.is_empty()
             && self.calls.is_empty()
             && self.requests.is_empty()
-            && self.upstream.is_empty()
+            && self.subscriptions.upstream.is_empty()
         {
             let warnings = self.take_warnings().into_iter().map(Event::Warning);
             return (finished, warnings.collect());
@@ -788,7 +787,7 @@ impl Gateway {
                 self.call_finished(c);
             } else if self.requests.contains_key(&c.call) {
                 self.request_done(c);
-            } else if self.upstream.contains_key(&c.call) {
+            } else if self.subscriptions.upstream.contains_key(&c.call) {
                 self.upstream_done(m, c);
             } else {
                 theirs.push(c);
@@ -830,7 +829,7 @@ impl Gateway {
                 self.release_held(m);
             }
             self.pump(m);
-            if m.tools_generation() != self.seen_generation {
+            if m.tools_generation() != self.served.seen_generation {
                 self.tools_changed(m);
             }
         }
@@ -839,11 +838,11 @@ impl Gateway {
     }
 
     fn on_request<P: Platform>(&mut self, m: &mut Manager<P>, ctx: &Context, r: jsonrpc::Request) {
-        let params: Value = r
-            .params
-            .as_ref()
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-            .unwrap_or_else(|| json!({}));
+        let params = if r.method == methods::TOOLS_CALL {
+            Params::of_call(r.params.as_deref())
+        } else {
+            Params::read(r.params.as_deref())
+        };
         let mut origin = Origin {
             exchange: Some(ctx.exchange),
             session: ctx.session,
@@ -862,7 +861,7 @@ impl Gateway {
         let method = r.method.as_str();
         // A 2025 session's requests are that session's, whatever they claim.
         if let Some(s) = ctx.session {
-            let Some(session) = self.sessions.get(&s) else {
+            let Some(session) = self.sessions.open.get(&s) else {
                 return self.answer(
                     &origin,
                     Err(Refusal::new(
@@ -922,9 +921,9 @@ impl Gateway {
             elicitation,
             sampling,
         };
-        let id = handle::encode(self.next_session, &facts);
-        self.next_session += 1;
-        self.sessions.insert(
+        let id = handle::encode(self.sessions.next, &facts);
+        self.sessions.next += 1;
+        self.sessions.open.insert(
             id,
             Session {
                 profile: ctx.profile.clone(),
@@ -940,7 +939,7 @@ impl Gateway {
             x.session = Some(id);
         }
         if ctx.kind == TransportKind::Stdio {
-            self.stdio_session = Some(id);
+            self.sessions.stdio = Some(id);
         }
         self.out.push(Signal::SessionOpened {
             exchange: ctx.exchange,
@@ -960,13 +959,14 @@ impl Gateway {
         m: &mut Manager<P>,
         origin: Origin,
         method: &str,
-        params: Value,
+        params: Params,
     ) {
         match method {
             methods::PING => self.answer(&origin, Ok("{}".into())),
             methods::INITIALIZE => {
                 let version = self
                     .sessions
+                    .open
                     .get(&origin.session.unwrap_or_default())
                     .map_or("2025-11-25", |s| s.protocol_version);
                 self.answer(
@@ -981,7 +981,8 @@ impl Gateway {
                 let level = params.get("level").and_then(Value::as_str);
                 match level.and_then(logging::rank) {
                     Some(rank) => {
-                        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+                        if let Some(s) = origin.session.and_then(|s| self.sessions.open.get_mut(&s))
+                        {
                             s.log_level = rank;
                         }
                         self.answer(&origin, Ok("{}".into()));
@@ -1011,7 +1012,7 @@ impl Gateway {
         m: &mut Manager<P>,
         origin: Origin,
         method: &str,
-        params: Value,
+        params: Params,
     ) {
         match method {
             methods::SERVER_DISCOVER => {
@@ -1022,8 +1023,11 @@ impl Gateway {
             // Held while servers start: what it can honour (resource
             // subscriptions) depends on what they offer.
             methods::SUBSCRIPTIONS_LISTEN if m.starting() => {
-                self.held_requests
-                    .push((origin, methods::SUBSCRIPTIONS_LISTEN.into(), params));
+                self.held_requests.push((
+                    origin,
+                    methods::SUBSCRIPTIONS_LISTEN.into(),
+                    params.value,
+                ));
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
             other if self.beyond_tools(m, &origin, other, &params) => {}
@@ -1050,7 +1054,7 @@ impl Gateway {
             .unwrap_or(Value::Null);
         match n.method.as_str() {
             methods::INITIALIZED => {
-                if let Some(s) = ctx.session.and_then(|s| self.sessions.get_mut(&s)) {
+                if let Some(s) = ctx.session.and_then(|s| self.sessions.open.get_mut(&s)) {
                     s.initialized = true;
                 }
             }
@@ -1171,7 +1175,7 @@ impl Gateway {
     fn exposure<P: Platform>(&mut self, m: &Manager<P>, profile: Option<&str>) -> Rc<Exposure> {
         let generation = m.tools_generation();
         let key = profile.map(String::from);
-        if let Some(e) = self.exposures.get(&key)
+        if let Some(e) = self.served.exposures.get(&key)
             && e.generation == generation
         {
             return e.clone();
@@ -1185,13 +1189,13 @@ impl Gateway {
             self.options.max_name_len,
         );
         // A clash is reported once per registry change, not per profile.
-        if key.is_none() || self.exposures.is_empty() {
+        if key.is_none() || self.served.exposures.is_empty() {
             self.warnings.extend(warnings);
         }
         // Tools that left (their server failed) are kept by name: a call to one
         // goes to the manager, which restarts the server or says why it cannot.
-        if let Some(old) = self.exposures.get(&key) {
-            let retired = self.retired.entry(key.clone()).or_default();
+        if let Some(old) = self.served.exposures.get(&key) {
+            let retired = self.served.retired.entry(key.clone()).or_default();
             for t in &old.tools {
                 if exposure.get(&t.name).is_none() {
                     retired.insert(t.name.clone(), t.clone());
@@ -1200,13 +1204,16 @@ impl Gateway {
             retired.retain(|name, _| exposure.get(name).is_none());
         }
         let exposure = Rc::new(exposure);
-        self.exposures.insert(key, exposure.clone());
+        self.served.exposures.insert(key, exposure.clone());
         exposure
     }
 
     /// A tool `profile` served before and no longer lists (its server is gone).
     fn retired(&self, profile: Option<&str>, name: &str) -> Option<&exposure::Exposed> {
-        self.retired.get(&profile.map(String::from))?.get(name)
+        self.served
+            .retired
+            .get(&profile.map(String::from))?
+            .get(name)
     }
 }
 

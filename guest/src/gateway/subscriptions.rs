@@ -29,6 +29,7 @@
 
 use crate::methods;
 use crate::prelude::*;
+use alloc::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
@@ -63,6 +64,16 @@ pub(super) enum Holder {
     Session(u64),
     /// A 2026-07-28 listen, by its exchange (`resourceSubscriptions`).
     Listen(u64),
+}
+
+/// The gateway's resource subscriptions: who holds each URI, and the upstream
+/// subscribes and unsubscribes in flight.
+#[derive(Debug, Default)]
+pub(super) struct Subscriptions {
+    /// Resource URI → the clients subscribed to it.
+    pub(super) holders: BTreeMap<String, BTreeSet<Holder>>,
+    /// Manager requests that subscribe or unsubscribe upstream.
+    pub(super) upstream: BTreeMap<u64, Upstream>,
 }
 
 /// An upstream subscribe or unsubscribe of the gateway's.
@@ -219,7 +230,7 @@ impl Gateway {
         holder: Holder,
         origin: Option<Origin>,
     ) {
-        if let Some(holders) = self.subscribed.get_mut(&uri) {
+        if let Some(holders) = self.subscriptions.holders.get_mut(&uri) {
             holders.insert(holder);
             if let Some(origin) = origin {
                 self.answer(&origin, Ok("{}".into()));
@@ -229,7 +240,7 @@ impl Gateway {
         let request = Request::Subscribe { uri: uri.clone() };
         match m.start_request(None, request, CallOptions::default()) {
             Ok(call) => {
-                self.upstream.insert(
+                self.subscriptions.upstream.insert(
                     call,
                     Upstream {
                         uri: uri.clone(),
@@ -239,7 +250,11 @@ impl Gateway {
                 );
                 // A listen holds at once: its acknowledgement is sent already.
                 if matches!(holder, Holder::Listen(_)) {
-                    self.subscribed.entry(uri).or_default().insert(holder);
+                    self.subscriptions
+                        .holders
+                        .entry(uri)
+                        .or_default()
+                        .insert(holder);
                 }
             }
             Err(e) => match origin {
@@ -253,17 +268,17 @@ impl Gateway {
 
     /// `holder` no longer holds `uri`; the last one out unsubscribes upstream.
     fn release<P: Platform>(&mut self, m: &mut Manager<P>, uri: &str, holder: Holder) {
-        let Some(holders) = self.subscribed.get_mut(uri) else {
+        let Some(holders) = self.subscriptions.holders.get_mut(uri) else {
             return;
         };
         holders.remove(&holder);
         if !holders.is_empty() {
             return;
         }
-        self.subscribed.remove(uri);
+        self.subscriptions.holders.remove(uri);
         let request = Request::Unsubscribe { uri: uri.into() };
         if let Ok(call) = m.start_request(None, request, CallOptions::default()) {
-            self.upstream.insert(
+            self.subscriptions.upstream.insert(
                 call,
                 Upstream {
                     uri: uri.into(),
@@ -277,7 +292,8 @@ impl Gateway {
     /// Every subscription of a client that went away.
     pub(super) fn release_all<P: Platform>(&mut self, m: &mut Manager<P>, holder: Holder) {
         let uris: Vec<String> = self
-            .subscribed
+            .subscriptions
+            .holders
             .iter()
             .filter(|(_, h)| h.contains(&holder))
             .map(|(uri, _)| uri.clone())
@@ -289,7 +305,7 @@ impl Gateway {
 
     /// An upstream subscribe or unsubscribe of the gateway's completed.
     pub(super) fn upstream_done<P: Platform>(&mut self, m: &mut Manager<P>, c: FinishedCall) {
-        let Some(up) = self.upstream.remove(&c.call) else {
+        let Some(up) = self.subscriptions.upstream.remove(&c.call) else {
             return;
         };
         if up.unsubscribe {
@@ -298,14 +314,20 @@ impl Gateway {
         match (c.outcome, up.waiting) {
             (Ok(_), Some((origin, holder))) => {
                 let alive = match holder {
-                    Holder::Session(s) => self.sessions.contains_key(&s),
+                    Holder::Session(s) => self.sessions.open.contains_key(&s),
                     Holder::Listen(x) => self.exchanges.contains_key(&x),
                 };
                 if alive {
-                    self.subscribed.entry(up.uri).or_default().insert(holder);
-                } else if !self.subscribed.contains_key(&up.uri) {
+                    self.subscriptions
+                        .holders
+                        .entry(up.uri)
+                        .or_default()
+                        .insert(holder);
+                } else if !self.subscriptions.holders.contains_key(&up.uri) {
                     // Its client left meanwhile: nobody holds it.
-                    self.subscribed.insert(up.uri.clone(), Default::default());
+                    self.subscriptions
+                        .holders
+                        .insert(up.uri.clone(), Default::default());
                     self.release(m, &up.uri, holder);
                 }
                 self.answer(&origin, Ok("{}".into()));
@@ -322,14 +344,14 @@ impl Gateway {
 
     /// `notifications/resources/updated` from upstream, to each holder of the URI.
     pub(super) fn resource_updated(&mut self, uri: &str) {
-        let Some(holders) = self.subscribed.get(uri) else {
+        let Some(holders) = self.subscriptions.holders.get(uri) else {
             return;
         };
         let mut out = Vec::new();
         for holder in holders {
             match *holder {
                 Holder::Session(s) => {
-                    if self.sessions.get(&s).is_some_and(|s| s.initialized) {
+                    if self.sessions.open.get(&s).is_some_and(|s| s.initialized) {
                         out.push(Signal::Message {
                             target: Target::Session(s),
                             text: jsonrpc::notification(
@@ -365,6 +387,7 @@ impl Gateway {
         };
         let sessions: Vec<u64> = self
             .sessions
+            .open
             .iter()
             .filter(|(_, s)| s.initialized)
             .map(|(id, _)| *id)
@@ -395,16 +418,17 @@ impl Gateway {
 
     /// The registry changed: tell every client whose served list changed.
     pub(super) fn tools_changed<P: Platform>(&mut self, m: &Manager<P>) {
-        self.seen_generation = m.tools_generation();
+        self.served.seen_generation = m.tools_generation();
         let sessions: Vec<(u64, Option<String>)> = self
             .sessions
+            .open
             .iter()
             .filter(|(_, s)| s.initialized)
             .map(|(id, s)| (*id, s.profile.clone()))
             .collect();
         for (id, profile) in sessions {
             let fingerprint = self.exposure(m, profile.as_deref()).fingerprint;
-            let Some(s) = self.sessions.get_mut(&id) else {
+            let Some(s) = self.sessions.open.get_mut(&id) else {
                 continue;
             };
             if s.notified != fingerprint {

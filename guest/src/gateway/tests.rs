@@ -340,6 +340,64 @@ fn a_2026_client_discovers_and_calls_without_a_session() {
     );
 }
 
+/// A `tools/call`'s arguments reach the server as the client wrote them: not
+/// parsed into a `Value` and written again, which turned an integer past 2^64
+/// into a float and `1.50` into `1.5`. Absent or null arguments are `{}`;
+/// arguments that are not an object are refused, as before.
+#[test]
+fn call_arguments_reach_the_server_as_the_client_wrote_them() {
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["read"]));
+    let mut rig = Rig::new(p, &["fs"]);
+    rig.settle();
+    let session = rig.initialize(json!({}));
+    let arguments = r#"{"text": "caf\u00e9",  "n": 123456789012345678901234567890, "x": 1.50}"#;
+    let sent = |rig: &mut Rig, id: u64, params: &str| -> Vec<Value> {
+        let exchange = rig.next_exchange;
+        rig.next_exchange += 1;
+        rig.g.receive(
+            &mut rig.m,
+            Inbound {
+                session: Some(session),
+                exchange,
+                kind: TransportKind::Stdio,
+                profile: None,
+                headers: Vec::new(),
+                text: format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#
+                ),
+            },
+        );
+        let out = rig.g.take_signals();
+        rig.answer_of(exchange, out).0
+    };
+    let answer = sent(
+        &mut rig,
+        1,
+        &format!(r#"{{"name": "fs__read", "arguments": {arguments}}}"#),
+    );
+    assert_eq!(texts(&answer[0]["result"]), "café");
+    let sim = rig.m.platform().sim("fs");
+    let upstream = sim.borrow().texts.last().cloned().unwrap();
+    assert!(
+        upstream.contains(&format!(r#""arguments":{arguments}"#)),
+        "{upstream}"
+    );
+    for (id, params) in [
+        (2, r#"{"name": "fs__read"}"#),
+        (3, r#"{"arguments": null, "name": "fs__read"}"#),
+    ] {
+        sent(&mut rig, id, params);
+        let upstream = sim.borrow().texts.last().cloned().unwrap();
+        assert!(upstream.contains(r#""arguments":{}"#), "{upstream}");
+    }
+    let answer = sent(&mut rig, 4, r#"{"name": "fs__read", "arguments": "{}"}"#);
+    assert_eq!(
+        answer[0]["error"]["message"],
+        "Invalid params: `arguments` must be an object"
+    );
+}
+
 #[test]
 fn lists_are_paged_with_stable_cursors_and_held_while_servers_start() {
     let mut p = FakePlatform::new();
@@ -1364,7 +1422,7 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     let mut gone = upstream_sent(&rig, "resources/unsubscribe");
     gone.sort();
     assert_eq!(gone, ["res://a", "res://b"]);
-    assert!(rig.g.subscribed.is_empty());
+    assert!(rig.g.subscriptions.holders.is_empty());
 
     // A 2026-07-28 client has no resources/subscribe.
     let (x, out) = rig.send_with(
@@ -1375,7 +1433,7 @@ fn resource_subscriptions_are_shared_upstream_and_dropped_with_their_last_holder
     );
     let (messages, _) = rig.answer_of(x, out);
     assert_eq!(messages[0]["error"]["code"], -32601, "{messages:?}");
-    assert!(rig.g.subscribed.is_empty());
+    assert!(rig.g.subscriptions.holders.is_empty());
 }
 
 /// Every upstream page is listed, and the whole is served in pages of the
@@ -1638,7 +1696,7 @@ fn a_session_is_reopened_in_a_new_gateway_from_its_handle() {
         "2025-03-26",
         json!({"elicitation": {}, "sampling": {"tools": {}}}),
     );
-    let before = rig.g.sessions.get(&s).cloned().unwrap();
+    let before = rig.g.sessions.open.get(&s).cloned().unwrap();
     // A new instance: a fresh gateway over a fresh manager.
     let mut p = FakePlatform::new();
     p.serve("fs", || McpServer::with_tools(&["read"]));
@@ -1660,7 +1718,7 @@ fn a_session_is_reopened_in_a_new_gateway_from_its_handle() {
             status: 202
         }]
     );
-    let after = fresh.g.sessions.get(&s).cloned().unwrap();
+    let after = fresh.g.sessions.open.get(&s).cloned().unwrap();
     assert_eq!(after.protocol_version, "2025-03-26");
     assert!(after.elicitation && after.sampling.declared && after.sampling.tools);
     assert!(after.initialized);

@@ -8,8 +8,10 @@
 //! that lists at once gets the whole list rather than a list_changed later; so is
 //! a `search_tools` call (search mode), and a call of a tool not listed yet.
 //!
-//! `tools/call` goes to the manager under the registry name; its result goes back
-//! as the server sent it (`content`, `structuredContent`, `isError`). Failures
+//! `tools/call` goes to the manager under the registry name, its `arguments` as
+//! the client wrote them (read once, to check them against the schema; never
+//! re-encoded); its result goes back as the server sent it (`content`,
+//! `structuredContent`, `isError`). Failures
 //! without a tool result (a server that is gone, a timeout) become tool errors
 //! the model can read; an unknown name is a JSON-RPC error.
 //!
@@ -25,7 +27,9 @@
 use crate::prelude::*;
 use alloc::rc::Rc;
 
-use serde_json::{Value, json};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
 
 use crate::adapter::{AdaptedTool, Dialect};
 use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
@@ -48,6 +52,83 @@ const LIST_TTL_MS: u64 = 300_000;
 pub const SEARCH_TOOLS: &str = "search_tools";
 /// The search mode's tool that calls a tool found by `search_tools`.
 pub const CALL_TOOL: &str = "call_tool";
+
+/// A request's params as the gateway reads them: a `Value`, but for the
+/// `arguments` of a `tools/call`, which stay the text the client wrote. They pass
+/// to the server as they came: parsed into a `Value` and written again, they cost
+/// a second parse and an encoding per call, and changed on the way (an integer
+/// past 2^64 became a float, `1.50` became `1.5`).
+#[derive(Debug)]
+pub(super) struct Params {
+    /// Every member but a `tools/call`'s `arguments`.
+    pub value: Value,
+    /// A `tools/call`'s `arguments`, as written.
+    pub arguments: Option<Box<RawValue>>,
+}
+
+impl core::ops::Deref for Params {
+    type Target = Value;
+    fn deref(&self) -> &Value {
+        &self.value
+    }
+}
+
+impl Params {
+    /// The params of a request other than `tools/call`; `{}` when absent or not JSON.
+    pub fn read(raw: Option<&RawValue>) -> Params {
+        Params {
+            value: raw
+                .and_then(|p| serde_json::from_str(p.get()).ok())
+                .unwrap_or_else(|| json!({})),
+            arguments: None,
+        }
+    }
+
+    /// The params of a `tools/call`, its `arguments` kept as written; `{}` when
+    /// absent or not a JSON object.
+    pub fn of_call(raw: Option<&RawValue>) -> Params {
+        Params::of_call_text(raw.map_or("", RawValue::get))
+    }
+
+    /// [`Params::of_call`] of a text.
+    fn of_call_text(text: &str) -> Params {
+        match serde_json::from_str::<Split>(text).ok() {
+            Some(Split(members, arguments)) => Params {
+                value: Value::Object(members),
+                arguments,
+            },
+            None => Params::read(None),
+        }
+    }
+}
+
+/// An object's members read as `Value`s, but `arguments` kept raw.
+struct Split(Map<String, Value>, Option<Box<RawValue>>);
+
+impl<'de> Deserialize<'de> for Split {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Split, D::Error> {
+        struct Members;
+        impl<'de> Visitor<'de> for Members {
+            type Value = Split;
+            fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Split, A::Error> {
+                let (mut members, mut arguments) = (Map::new(), None);
+                // A repeated key counts at its last value, as a `Value` reads it.
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "arguments" {
+                        arguments = Some(map.next_value::<Box<RawValue>>()?);
+                    } else {
+                        members.insert(key, map.next_value::<Value>()?);
+                    }
+                }
+                Ok(Split(members, arguments))
+            }
+        }
+        d.deserialize_map(Members)
+    }
+}
 
 /// A tool definition as `tools/list` serves it, schemas as the server sent them.
 fn tool_json(name: &str, def: &ToolDef) -> String {
@@ -178,7 +259,7 @@ impl Gateway {
         cursor: Option<&str>,
     ) -> Result<String, Refusal> {
         let exposure = self.exposure(m, origin.profile.as_deref());
-        if let Some(s) = origin.session.and_then(|s| self.sessions.get_mut(&s)) {
+        if let Some(s) = origin.session.and_then(|s| self.sessions.open.get_mut(&s)) {
             s.notified = exposure.fingerprint;
         }
         if self.options.tool_search {
@@ -241,10 +322,10 @@ impl Gateway {
     /// Says once per registry generation which tools the schema dialect cannot
     /// represent and so are not served.
     fn warn_refused(&mut self, generation: u64, adaptation: &crate::adapter::Adaptation) {
-        if self.refusals_warned == generation {
+        if self.served.refusals_warned == generation {
             return;
         }
-        self.refusals_warned = generation;
+        self.served.refusals_warned = generation;
         for refusal in &adaptation.refused {
             self.warnings.push(format!("gateway: {refusal}"));
         }
@@ -254,7 +335,7 @@ impl Gateway {
         &mut self,
         m: &mut Manager<P>,
         origin: Origin,
-        params: Value,
+        params: Params,
     ) {
         let progress_token = params
             .get("_meta")
@@ -262,14 +343,15 @@ impl Gateway {
             .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
             .cloned();
         if params.get("requestState").is_some() || params.get("inputResponses").is_some() {
-            return self.retry(m, origin, params, progress_token);
+            return self.retry(m, origin, params.value, progress_token);
         }
         let Some(mut name) = params.get("name").and_then(Value::as_str).map(String::from) else {
             return self.answer(&origin, Err(invalid("tools/call needs a `name` string")));
         };
-        let mut arguments = match params.get("arguments") {
-            None | Some(Value::Null) => "{}".to_string(),
-            Some(a @ Value::Object(_)) => a.to_string(),
+        // A raw value's text starts at its first byte: `{` is an object.
+        let mut arguments: String = match params.arguments.as_deref().map(RawValue::get) {
+            None | Some("null") => "{}".into(),
+            Some(a) if a.starts_with('{') => a.into(),
             Some(_) => return self.answer(&origin, Err(invalid("`arguments` must be an object"))),
         };
         let exposure = self.exposure(m, origin.profile.as_deref());
@@ -285,16 +367,16 @@ impl Gateway {
                     return self.answer(&origin, result);
                 }
                 CALL_TOOL => {
-                    let inner: Value = serde_json::from_str(&arguments).unwrap_or(Value::Null);
+                    let inner = Params::of_call_text(&arguments);
                     let Some(n) = inner.get("name").and_then(Value::as_str) else {
                         let text =
                             tool_error("call_tool needs the `name` of a tool search_tools found");
                         return self.answer(&origin, Ok(text));
                     };
                     name = n.to_string();
-                    arguments = match inner.get("arguments") {
-                        None | Some(Value::Null) => "{}".to_string(),
-                        Some(a) => a.to_string(),
+                    arguments = match inner.arguments.as_deref().map(RawValue::get) {
+                        None | Some("null") => "{}".into(),
+                        Some(a) => a.into(),
                     };
                 }
                 _ => {}
@@ -425,11 +507,11 @@ impl Gateway {
             });
         let exposure = self.exposure(m, origin.profile.as_deref());
         let key = origin.profile.clone();
-        let index = match self.indexes.get(&key) {
+        let index = match self.served.indexes.get(&key) {
             Some(i) if i.fingerprint == exposure.fingerprint => i.clone(),
             _ => {
                 let i = Rc::new(Index::build(&exposure));
-                self.indexes.insert(key, i.clone());
+                self.served.indexes.insert(key, i.clone());
                 i
             }
         };

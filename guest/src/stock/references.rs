@@ -6,12 +6,12 @@
 //! component and the network: the component writes the request itself, so it
 //! must hold the value. The platform still owns the secret (it sets the
 //! instance's environment from its secret store; nothing is baked into the
-//! component), and messages still name the URL as configured. The rules are the
-//! host's (`host/src/transport/endpoint.rs`): the same syntax, the shell's `:-`,
-//! and errors that name the field and the variable; the tests below are the
-//! host's cases.
+//! component), and messages still name the URL as configured. The grammar is the
+//! guest's one ([`crate::variables`]); only the lookup and the message for an
+//! unset variable (which names the runtime's fix) are the stock component's.
 
 use crate::prelude::*;
+use crate::variables::{self, Part};
 
 /// Expands the references in `text`; `field` names it in errors.
 pub fn interpolate(
@@ -20,45 +20,23 @@ pub fn interpolate(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            return Err(format!("`{field}` has an unclosed `${{` in {text:?}"));
-        };
-        let reference = &after[..end];
-        let (name, default) = match reference.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
-            None => (reference, None),
-        };
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!(
-                "`{field}` has an invalid variable reference `${{{reference}}}`"
-            ));
-        }
-        // Like the shell: `:-` also replaces a variable that is set but empty.
-        let value = match default {
-            Some(default) => Some(
-                lookup(name)
-                    .filter(|v| !v.is_empty())
-                    .unwrap_or_else(|| default.to_string()),
-            ),
-            None => lookup(name),
-        };
-        match value {
-            Some(value) => out.push_str(&value),
-            None => {
-                return Err(format!(
-                    "`{field}` uses ${{{name}}}, which is not set; pass {name} to the \
-                     component's environment (wasmtime serve --env {name}) or write \
-                     ${{{name}:-default}}"
-                ));
+    for part in variables::parse(text, field)? {
+        match part {
+            Part::Literal(text) => out.push_str(&text),
+            Part::Variable { name, fallback } => {
+                match variables::value_of(lookup(&name), fallback.as_deref()) {
+                    Some(value) => out.push_str(&value),
+                    None => {
+                        return Err(format!(
+                            "`{field}` uses ${{{name}}}, which is not set; pass {name} to the \
+                             component's environment (wasmtime serve --env {name}) or write \
+                             ${{{name}:-default}}"
+                        ));
+                    }
+                }
             }
         }
-        rest = &after[end + 1..];
     }
-    out.push_str(rest);
     Ok(out)
 }
 

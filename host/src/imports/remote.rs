@@ -117,14 +117,14 @@ pub(crate) fn open(
             "server `{server}`: the policy does not allow network connections, so {} was not \
              contacted (allow them with `Policy::allow_network`, or run the CLI without \
              `--no-network`)",
-            ep.url
+            ep.url.configured
         )));
     }
     let invalid =
         |e: String| wit::TransportError::InvalidEndpoint(format!("server `{server}`: {e}"));
     let spec = endpoint::resolve_http(ep, lookup).map_err(invalid)?;
     let url = Url::parse(&spec.url)
-        .map_err(|e| invalid(format!("`url` {:?} is not a URL: {e}", ep.url)))?;
+        .map_err(|e| invalid(format!("`url` {:?} is not a URL: {e}", ep.url.configured)))?;
     let mut headers = HeaderMap::new();
     for (name, value) in &spec.headers {
         let header = HeaderName::from_bytes(name.as_bytes())
@@ -147,7 +147,7 @@ pub(crate) fn open(
     let stand_in = Url::parse(&format!("http://{authority}{path}")).map_err(|e| {
         invalid(format!(
             "`url` {:?} has a path that is not valid: {e}",
-            ep.url
+            ep.url.configured
         ))
     })?;
     let stand_in_path = match stand_in.query() {
@@ -158,7 +158,7 @@ pub(crate) fn open(
         authority.clone(),
         Arc::new(Granted {
             server: server.to_owned(),
-            configured: ep.url.clone(),
+            configured: ep.url.configured.clone(),
             url,
             headers,
             stand_in_path,
@@ -241,13 +241,7 @@ mod tests {
     }
 
     fn ep(url: &str) -> wit::HttpEndpoint {
-        wit::HttpEndpoint {
-            url: url.into(),
-            headers: vec![wit::Pair {
-                name: "Authorization".into(),
-                value: "Bearer ${API_KEY}".into(),
-            }],
-        }
+        crate::transport::endpoint::http_endpoint(url, &[("Authorization", "Bearer ${API_KEY}")])
     }
 
     #[test]

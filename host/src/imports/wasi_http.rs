@@ -243,7 +243,6 @@ mod tests {
     use http_body_util::{BodyExt, Empty};
 
     use super::*;
-    use crate::bindings::wit;
     use crate::store::{HostState, Policy};
 
     fn request(uri: &str, headers: &[(&str, &str)]) -> http::Request<WasiBody> {
@@ -304,13 +303,10 @@ mod tests {
             1 << 20,
             Default::default(),
         );
-        let ep = wit::HttpEndpoint {
-            url: format!("http://127.0.0.1:{port}/mcp?key=${{KEY}}"),
-            headers: vec![wit::Pair {
-                name: "Authorization".into(),
-                value: "Bearer ${KEY}".into(),
-            }],
-        };
+        let ep = crate::transport::endpoint::http_endpoint(
+            &format!("http://127.0.0.1:{port}/mcp?key=${{KEY}}"),
+            &[("Authorization", "Bearer ${KEY}")],
+        );
         let lookup = |name: &str| (name == "KEY").then(|| "s3cret".to_owned());
         super::super::remote::open(&mut state, "s", &ep, &lookup).unwrap();
         let request = request(
@@ -368,12 +364,8 @@ mod tests {
             1 << 20,
             Default::default(),
         );
-        let endpoint = |url: String, header: &str| wit::HttpEndpoint {
-            url,
-            headers: vec![wit::Pair {
-                name: "Authorization".into(),
-                value: header.into(),
-            }],
+        let endpoint = |url: String, header: &str| {
+            crate::transport::endpoint::http_endpoint(&url, &[("Authorization", header)])
         };
         let mut handed = Vec::new();
         for url in [

@@ -70,7 +70,6 @@ use oauth2::TokenResponse as _;
 use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use rmcp::transport::auth::AuthError;
-use tokio::sync::broadcast;
 
 pub use store::TokenStore;
 
@@ -169,7 +168,7 @@ fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url, flow::Resolved),
         error("is not a remote server of this configuration (OAuth is for `http` and `sse` servers with a `url`)".to_owned())
     })?;
     let endpoint = crate::bindings::wit::HttpEndpoint {
-        url: entry.url.clone(),
+        url: crate::transport::endpoint::parse(&entry.url, "url").map_err(error)?,
         headers: Vec::new(),
     };
     let spec =
@@ -193,7 +192,7 @@ pub(crate) struct OAuth {
     store: TokenStore,
     on_demand: bool,
     timeout: Duration,
-    events: broadcast::Sender<Event>,
+    events: crate::runtime::Events,
     /// The remote entries of every configuration applied, by name and URL as
     /// configured: a reload adds its own, and servers still running from an
     /// earlier one (an entry the reload could not apply) keep theirs.
@@ -223,7 +222,7 @@ impl OAuth {
         store: TokenStore,
         on_demand: bool,
         timeout: Duration,
-        events: broadcast::Sender<Event>,
+        events: crate::runtime::Events,
     ) -> OAuth {
         OAuth {
             store,
@@ -829,7 +828,6 @@ mod tests {
     use wasmtime_wasi_http::{WasiBody, WasiHttpHooks};
 
     use super::*;
-    use crate::bindings::wit;
     use crate::store::{HostState, Policy};
 
     const TOKEN: &str = "tok-SECRET-5a1b";
@@ -941,10 +939,7 @@ mod tests {
         let (mut state, oauth, mut seen_events) = runtime_state(&config, store);
         let mut handed = String::new();
         for (name, url) in [("with", &url), ("without", &other), ("expired", &stale)] {
-            let ep = wit::HttpEndpoint {
-                url: url.clone(),
-                headers: Vec::new(),
-            };
+            let ep = crate::transport::endpoint::http_endpoint(url, &[]);
             let grant = crate::imports::remote::open(&mut state, name, &ep, &|_| None).unwrap();
             let stand_in = format!("{grant:?}");
             handed.push_str(&stand_in);
@@ -1002,8 +997,13 @@ mod tests {
     fn runtime_state(
         config: &str,
         store: TokenStore,
-    ) -> (HostState, Arc<OAuth>, broadcast::Receiver<Event>) {
-        let (events, seen) = broadcast::channel(16);
+    ) -> (
+        HostState,
+        Arc<OAuth>,
+        tokio::sync::broadcast::Receiver<Event>,
+    ) {
+        let events = crate::runtime::Events::default();
+        let seen = events.subscribe();
         let oauth = Arc::new(OAuth::new(
             config,
             store,
@@ -1057,10 +1057,7 @@ mod tests {
         bound.dpop_key = Some(key.pem().to_owned());
         store.put(&url, bound).unwrap();
         let (mut state, oauth, _) = runtime_state(&config, store);
-        let ep = wit::HttpEndpoint {
-            url: url.clone(),
-            headers: Vec::new(),
-        };
+        let ep = crate::transport::endpoint::http_endpoint(&url, &[]);
         crate::imports::remote::open(&mut state, "bound", &ep, &|_| None).unwrap();
         let first = exchange(&mut state, "http://g0.mcpbox.internal/mcp?tenant=7").await;
         let second = exchange(&mut state, "http://g0.mcpbox.internal/mcp?tenant=7").await;
@@ -1127,10 +1124,7 @@ mod tests {
         broken.dpop_key = Some("-----BEGIN PRIVATE KEY-----\nKEY-SECRET\n".to_owned());
         store.put(&url, broken).unwrap();
         let (mut state, oauth, _) = runtime_state(&config, store);
-        let ep = wit::HttpEndpoint {
-            url: url.clone(),
-            headers: Vec::new(),
-        };
+        let ep = crate::transport::endpoint::http_endpoint(&url, &[]);
         crate::imports::remote::open(&mut state, "k", &ep, &|_| None).unwrap();
         let answer = exchange(&mut state, "http://g0.mcpbox.internal/mcp").await;
         assert!(answer.contains("401"), "{answer}");

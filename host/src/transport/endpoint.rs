@@ -1,8 +1,9 @@
 //! Turning the guest's endpoint description into something the host can open.
 //!
-//! The guest passes configuration text as written, `${VAR}` references included.
-//! They are resolved here, in the host, so secrets kept in the environment never
-//! enter the sandbox. The child's environment is built here too: a small
+//! The guest passes configuration text as templates: the text as written, split
+//! into literals and `${VAR}` references (the grammar is the guest's,
+//! `guest/src/variables.rs`). They are resolved here, in the host, by looking
+//! each name up, so secrets kept in the environment never enter the sandbox. The child's environment is built here too: a small
 //! allowlist of the ambient environment plus the server's explicit `env`, so
 //! credentials in the host's environment never leak to a server by accident.
 
@@ -72,7 +73,7 @@ pub(crate) fn resolve_stdio(
     ep: &wit::StdioEndpoint,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<StdioSpec, String> {
-    let command = interpolate(&ep.command, "command", lookup)?;
+    let command = resolve(&ep.command, "command", lookup)?;
     if command.trim().is_empty() {
         return Err("`command` is empty".into());
     }
@@ -80,12 +81,12 @@ pub(crate) fn resolve_stdio(
         .args
         .iter()
         .enumerate()
-        .map(|(i, a)| interpolate(a, &format!("args[{i}]"), lookup))
+        .map(|(i, a)| resolve(a, &format!("args[{i}]"), lookup))
         .collect::<Result<Vec<_>, _>>()?;
     let cwd = ep
         .cwd
-        .as_deref()
-        .map(|c| interpolate(c, "cwd", lookup).map(PathBuf::from))
+        .as_ref()
+        .map(|c| resolve(c, "cwd", lookup).map(PathBuf::from))
         .transpose()?;
 
     // A sandbox's `env` names the only ambient variables that pass.
@@ -98,7 +99,7 @@ pub(crate) fn resolve_stdio(
         .filter_map(|name| lookup(name).map(|v| (name.to_owned(), v)))
         .collect();
     for pair in &ep.env {
-        let value = interpolate(&pair.value, &format!("env.{}", pair.name), lookup)?;
+        let value = resolve(&pair.value, &format!("env.{}", pair.name), lookup)?;
         // Explicit configuration wins over the ambient allowlist.
         env.retain(|(name, _)| name != &pair.name);
         env.push((pair.name.clone(), value));
@@ -107,11 +108,11 @@ pub(crate) fn resolve_stdio(
         .sandbox
         .as_ref()
         .map(|s| {
-            let paths = |key: &str, list: &[String]| {
+            let paths = |key: &str, list: &[wit::Template]| {
                 list.iter()
                     .enumerate()
                     .map(|(i, p)| {
-                        interpolate(p, &format!("sandbox.{key}[{i}]"), lookup).map(PathBuf::from)
+                        resolve(p, &format!("sandbox.{key}[{i}]"), lookup).map(PathBuf::from)
                     })
                     .collect::<Result<Vec<_>, _>>()
             };
@@ -198,14 +199,14 @@ pub(crate) fn resolve_http(
         // As configured: a resolved value may be a secret.
         return Err(format!(
             "`url` must start with http:// or https:// (got {:?})",
-            ep.url
+            ep.url.configured
         ));
     }
     let headers = ep
         .headers
         .iter()
         .map(|p| {
-            let value = interpolate(&p.value, &format!("headers.{}", p.name), lookup)?;
+            let value = resolve(&p.value, &format!("headers.{}", p.name), lookup)?;
             Ok((p.name.clone(), value))
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -240,24 +241,83 @@ enum Piece<'a> {
     Value(String),
 }
 
-/// Splits `text` into written text and resolved `${VAR}` / `${VAR:-default}`
-/// references. `field` names the place in error messages.
+/// The parts of `template` with each reference resolved. `field` names the
+/// place in error messages.
 fn pieces<'a>(
-    text: &'a str,
+    template: &'a wit::Template,
     field: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<Piece<'a>>, String> {
-    let mut out = Vec::new();
+    template
+        .parts
+        .iter()
+        .map(|part| match part {
+            wit::TemplatePart::Literal(text) => Ok(Piece::Text(text)),
+            wit::TemplatePart::Variable(reference) => {
+                let name = &reference.name;
+                // Like the shell: `:-` also replaces a variable that is set but empty.
+                let value = match &reference.fallback {
+                    Some(fallback) => Some(
+                        lookup(name)
+                            .filter(|v| !v.is_empty())
+                            .unwrap_or_else(|| fallback.clone()),
+                    ),
+                    None => lookup(name),
+                };
+                value.map(Piece::Value).ok_or_else(|| {
+                    format!(
+                        "`{field}` uses ${{{name}}}, which is not set; set {name} in the environment or write ${{{name}:-default}}"
+                    )
+                })
+            }
+        })
+        .collect()
+}
+
+/// `template` with every reference resolved. `field` names the place in error
+/// messages.
+pub(crate) fn resolve(
+    template: &wit::Template,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(template.configured.len());
+    for piece in pieces(template, field, lookup)? {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Value(v) => out.push_str(&v),
+        }
+    }
+    Ok(out)
+}
+
+/// Expands `${VAR}` and `${VAR:-default}` in configuration text the host reads
+/// itself: the `oauth` fields (`super::super::oauth`) and trust's listing
+/// (`crate::trust`), which do not come from the guest yet. Everything the guest
+/// hands over arrives as a template instead ([`resolve`]). `field` names the
+/// place in error messages; `$` not followed by `{` is kept as it is.
+pub(crate) fn interpolate(
+    text: &str,
+    field: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
+    resolve(&parse(text, field)?, field, lookup)
+}
+
+/// `text` split as the guest splits it (`guest/src/variables.rs`), for
+/// [`interpolate`] and for tests that build endpoints by hand.
+pub(crate) fn parse(text: &str, field: &str) -> Result<wit::Template, String> {
+    let mut parts = Vec::new();
     let mut rest = text;
     while let Some(start) = rest.find("${") {
-        out.push(Piece::Text(&rest[..start]));
+        parts.push(wit::TemplatePart::Literal(rest[..start].to_owned()));
         let after = &rest[start + 2..];
         let Some(end) = after.find('}') else {
             return Err(format!("`{field}` has an unclosed `${{` in {text:?}"));
         };
         let reference = &after[..end];
-        let (name, default) = match reference.split_once(":-") {
-            Some((name, default)) => (name, Some(default)),
+        let (name, fallback) = match reference.split_once(":-") {
+            Some((name, fallback)) => (name, Some(fallback.to_owned())),
             None => (reference, None),
         };
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -265,44 +325,33 @@ fn pieces<'a>(
                 "`{field}` has an invalid variable reference `${{{reference}}}`"
             ));
         }
-        // Like the shell: `:-` also replaces a variable that is set but empty.
-        let value = match default {
-            Some(default) => Some(
-                lookup(name)
-                    .filter(|v| !v.is_empty())
-                    .unwrap_or_else(|| default.to_owned()),
-            ),
-            None => lookup(name),
-        };
-        match value {
-            Some(value) => out.push(Piece::Value(value)),
-            None => {
-                return Err(format!(
-                    "`{field}` uses ${{{name}}}, which is not set; set {name} in the environment or write ${{{name}:-default}}"
-                ));
-            }
-        }
+        parts.push(wit::TemplatePart::Variable(wit::VariableReference {
+            name: name.to_owned(),
+            fallback,
+        }));
         rest = &after[end + 1..];
     }
-    out.push(Piece::Text(rest));
-    Ok(out)
+    parts.push(wit::TemplatePart::Literal(rest.to_owned()));
+    Ok(wit::Template {
+        configured: text.to_owned(),
+        parts,
+    })
 }
 
-/// Expands `${VAR}` and `${VAR:-default}` in `text`. `field` names the place in
-/// error messages. `$` not followed by `{` is kept as it is.
-pub(crate) fn interpolate(
-    text: &str,
-    field: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    for piece in pieces(text, field, lookup)? {
-        match piece {
-            Piece::Text(t) => out.push_str(t),
-            Piece::Value(v) => out.push_str(&v),
-        }
+/// An HTTP endpoint as the guest would hand it over, for tests.
+#[cfg(test)]
+pub(crate) fn http_endpoint(url: &str, headers: &[(&str, &str)]) -> wit::HttpEndpoint {
+    let template = |text: &str| parse(text, "test").unwrap();
+    wit::HttpEndpoint {
+        url: template(url),
+        headers: headers
+            .iter()
+            .map(|(name, value)| wit::TemplatePair {
+                name: (*name).to_owned(),
+                value: template(value),
+            })
+            .collect(),
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -351,13 +400,10 @@ mod tests {
 
     #[test]
     fn http_endpoints_resolve_url_and_headers() {
-        let ep = wit::HttpEndpoint {
-            url: "http://127.0.0.1:${PORT:-8080}/mcp".into(),
-            headers: vec![wit::Pair {
-                name: "Authorization".into(),
-                value: "Bearer ${API_TOKEN}".into(),
-            }],
-        };
+        let ep = http_endpoint(
+            "http://127.0.0.1:${PORT:-8080}/mcp",
+            &[("Authorization", "Bearer ${API_TOKEN}")],
+        );
         let spec = resolve_http(&ep, &env).unwrap();
         assert_eq!(spec.url, "http://127.0.0.1:8080/mcp");
         assert_eq!(spec.path_with_placeholders.as_deref(), Some("/mcp"));
@@ -370,31 +416,19 @@ mod tests {
             !format!("{spec:?}").contains("secret"),
             "Debug hides header values"
         );
-        let missing = wit::HttpEndpoint {
-            url: "https://x".into(),
-            headers: vec![wit::Pair {
-                name: "X-Key".into(),
-                value: "${NOPE}".into(),
-            }],
-        };
+        let missing = http_endpoint("https://x", &[("X-Key", "${NOPE}")]);
         assert!(
             resolve_http(&missing, &env)
                 .unwrap_err()
                 .contains("headers.X-Key")
         );
-        let ftp = wit::HttpEndpoint {
-            url: "ftp://x".into(),
-            headers: vec![],
-        };
+        let ftp = http_endpoint("ftp://x", &[]);
         assert!(resolve_http(&ftp, &env).unwrap_err().contains("http://"));
     }
 
     #[test]
     fn the_guest_sees_placeholders_for_references_in_the_url() {
-        let ep = |url: &str| wit::HttpEndpoint {
-            url: url.into(),
-            headers: vec![],
-        };
+        let ep = |url: &str| http_endpoint(url, &[]);
         let spec = resolve_http(
             &ep("https://h.example/api/${API_TOKEN}/mcp?key=${API_TOKEN}&x=1#f"),
             &env,
@@ -437,17 +471,18 @@ mod tests {
 
     #[test]
     fn child_env_is_allowlist_plus_explicit() {
+        let template = |text: &str| parse(text, "test").unwrap();
         let ep = wit::StdioEndpoint {
-            command: "srv".into(),
-            args: vec!["--home=${HOME}".into()],
+            command: template("srv"),
+            args: vec![template("--home=${HOME}")],
             env: vec![
-                wit::Pair {
+                wit::TemplatePair {
                     name: "TOKEN".into(),
-                    value: "${API_TOKEN}".into(),
+                    value: template("${API_TOKEN}"),
                 },
-                wit::Pair {
+                wit::TemplatePair {
                     name: "PATH".into(),
-                    value: "/opt/bin".into(),
+                    value: template("/opt/bin"),
                 },
             ],
             cwd: None,

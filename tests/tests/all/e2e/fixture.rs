@@ -307,11 +307,12 @@ async fn a_broken_server_does_not_stop_the_others() {
         "missing": { "command": "/nonexistent/mcp-server" },
         "dies": fixture_entry(&["--exit-on-init", "7"]),
         "needs_var": { "command": fixture(), "env": { "TOKEN": "${MCPBOX_TEST_SURELY_UNSET}" } },
+        "bad_ref": { "command": fixture(), "args": ["--x", "${NOT A NAME}"] },
     }))
     .await;
     let servers = ready(&runtime).await;
     assert_connected(&servers, "good");
-    for name in ["missing", "dies", "needs_var"] {
+    for name in ["missing", "dies", "needs_var", "bad_ref"] {
         assert_eq!(status(&servers, name).state, ServerState::Failed, "{name}");
     }
     let missing = status(&servers, "missing")
@@ -331,6 +332,18 @@ async fn a_broken_server_does_not_stop_the_others() {
     assert!(
         needs_var.contains("MCPBOX_TEST_SURELY_UNSET"),
         "{needs_var}"
+    );
+    // A malformed reference is the guest's to find (it alone parses `${VAR}`),
+    // named with the server and the field.
+    let bad_ref = status(&servers, "bad_ref")
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        bad_ref.contains(
+            "server `bad_ref`: `args[1]` has an invalid variable reference `${NOT A NAME}`"
+        ),
+        "{bad_ref}"
     );
 
     let r = call(&runtime, "mcp__good__echo", json!({"text": "still here"}))
