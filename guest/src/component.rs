@@ -47,6 +47,7 @@ mod bindings {
 
 use bindings::exports::mcpbox::runtime::gateway as wit_gateway;
 use bindings::exports::mcpbox::runtime::registry as wit;
+use bindings::exports::mcpbox::runtime::turns as wit_turns;
 use bindings::mcpbox::runtime::{blobs, control, pins, remote, state, transport, types};
 use bindings::wasi::clocks::monotonic_clock;
 use bindings::wasi::io::poll;
@@ -68,6 +69,10 @@ struct StdioConnection {
     /// Declared before the connection so it is dropped first: a pollable must not
     /// outlive the resource it was made from.
     pollable: core::cell::OnceCell<poll::Pollable>,
+    /// The host's number for it, asked for at its first `turns.step`.
+    id: core::cell::OnceCell<u64>,
+    /// How it closed, once a step said so: said again on every `receive`.
+    closed: Option<TransportError>,
     conn: transport::Connection,
 }
 
@@ -75,14 +80,51 @@ impl StdioConnection {
     fn pollable(&self) -> &poll::Pollable {
         self.pollable.get_or_init(|| self.conn.subscribe())
     }
+
+    fn id(&self) -> u64 {
+        *self.id.get_or_init(|| self.conn.id())
+    }
+}
+
+impl Drop for StdioConnection {
+    fn drop(&mut self) {
+        if let Some(id) = self.id.get() {
+            STEP.with(|s| s.forget(*id));
+        }
+    }
 }
 
 impl Connection for StdioConnection {
     fn send(&mut self, message: &str, _meta: &SendMeta) -> Result<(), TransportError> {
+        if STEP.with(|s| s.active) {
+            let id = self.id();
+            STEP.with(|s| s.queue(id, message));
+            return Ok(());
+        }
         self.conn.send(message).map_err(from_wit_error)
     }
 
     fn receive(&mut self) -> Result<Vec<String>, TransportError> {
+        if let Some(e) = &self.closed {
+            return Err(e.clone());
+        }
+        if STEP.with(|s| s.active) {
+            let id = self.id();
+            match STEP.with(|s| s.take(id)) {
+                Some(Err(e)) => {
+                    if matches!(e, TransportError::Closed(_)) {
+                        self.closed = Some(e.clone());
+                    }
+                    return Err(e);
+                }
+                Some(Ok(messages)) => return Ok(messages),
+                // Nothing handed in: the host read the pipe when it gathered
+                // the step's input. Only after the guest blocked in this step
+                // may more be waiting on the host's side.
+                None if !STEP.with(|s| s.blocked) => return Ok(Vec::new()),
+                None => {}
+            }
+        }
         self.conn.receive().map_err(from_wit_error)
     }
 
@@ -194,6 +236,8 @@ impl Platform for Host {
                     .map(|conn| {
                         HostConnection::Stdio(StdioConnection {
                             pollable: core::cell::OnceCell::new(),
+                            id: core::cell::OnceCell::new(),
+                            closed: None,
                             conn,
                         })
                     })
@@ -216,7 +260,10 @@ impl Platform for Host {
     }
 
     fn now_ms(&self) -> u64 {
-        monotonic_clock::now() / 1_000_000
+        match STEP.with(|s| s.now_ms) {
+            Some(now) => now,
+            None => monotonic_clock::now() / 1_000_000,
+        }
     }
 
     fn memo_get(&self, key: &str) -> Option<String> {
@@ -256,6 +303,26 @@ impl Platform for Host {
     }
 
     fn block(&mut self, conns: &[&HostConnection], now_ms: u64, deadline_ms: u64) -> Woken {
+        // Blocking inside a step: what the step queued goes out first, and
+        // from now on the clock and the connections are read through imports.
+        if STEP.with(|s| s.active) {
+            for (id, messages) in STEP.with(Step::take_outgoing) {
+                for conn in conns {
+                    if let HostConnection::Stdio(c) = conn
+                        && c.id.get() == Some(&id)
+                    {
+                        for m in &messages {
+                            // A failed send shows as the connection closing.
+                            let _ = c.conn.send(m);
+                        }
+                    }
+                }
+            }
+            STEP.with(|s| {
+                s.blocked = true;
+                s.now_ms = None;
+            });
+        }
         let kept = self.clock.as_ref().map(|(at, _)| *at);
         if !kept.is_some_and(|at| clock_reusable(at, now_ms, deadline_ms)) {
             // Dropped before a new one is made.
@@ -379,8 +446,157 @@ fn with_both<R>(f: impl FnOnce(&mut Manager<Host>, &mut Gateway) -> R) -> R {
     with(|m| f(m, gateway))
 }
 
-/// The exported interfaces: `registry` (in [`registry`]) and `gateway`.
+/// What a `turns.step` hands in and takes out, beside the manager: the
+/// messages each stdio connection received, those it is to send, and the
+/// step's time. Outside a step (the `registry` exports) it is inactive and the
+/// connections use their imports.
+#[derive(Default)]
+struct Step {
+    active: bool,
+    /// The guest blocked on its own pollables in this step: the clock and the
+    /// connections are read through imports from then on.
+    blocked: bool,
+    /// The step's time (ms), until the guest blocks.
+    now_ms: Option<u64>,
+    /// By connection: what arrived, as `receive` results, oldest first.
+    inbox: alloc::collections::BTreeMap<
+        u64,
+        alloc::collections::VecDeque<Result<Vec<String>, TransportError>>,
+    >,
+    /// By connection: what to write, in order.
+    outbox: alloc::collections::BTreeMap<u64, Vec<String>>,
+}
+
+impl Step {
+    fn queue(&mut self, id: u64, message: &str) {
+        self.outbox.entry(id).or_default().push(message.to_owned());
+    }
+
+    fn take(&mut self, id: u64) -> Option<Result<Vec<String>, TransportError>> {
+        self.inbox.get_mut(&id)?.pop_front()
+    }
+
+    fn take_outgoing(&mut self) -> alloc::collections::BTreeMap<u64, Vec<String>> {
+        core::mem::take(&mut self.outbox)
+    }
+
+    /// A connection was dropped: what it had not taken goes with it.
+    fn forget(&mut self, id: u64) {
+        self.inbox.remove(&id);
+        self.outbox.remove(&id);
+    }
+}
+
+/// The instance's step state; never re-entered (see `Global`).
+struct StepCell(RefCell<Option<Step>>);
+
+// SAFETY: as for `Global`.
+#[allow(unsafe_code)]
+unsafe impl Sync for StepCell {}
+
+impl StepCell {
+    fn with<R>(&self, f: impl FnOnce(&mut Step) -> R) -> R {
+        f(self.0.borrow_mut().get_or_insert_with(Step::default))
+    }
+}
+
+static STEP: StepCell = StepCell(RefCell::new(None));
+
+/// The exported interfaces: `registry` (in [`registry`]), `turns` and `gateway`.
 struct Component;
+
+/// The exported `turns` interface: one entry per turn of a host that waits on
+/// its stdio servers itself. The jobs and the wait are the `registry` exports'
+/// own, called here in order.
+impl wit_turns::Guest for Component {
+    fn step(input: wit_turns::TurnInput) -> wit_turns::TurnOutput {
+        use wit::Guest as _;
+        use wit_gateway::Guest as _;
+        let mut signals = Vec::new();
+        STEP.with(|s| {
+            s.active = true;
+            s.blocked = false;
+            s.now_ms = Some(input.now / 1_000_000);
+            for arrival in input.arrived {
+                let queue = s.inbox.entry(arrival.connection).or_default();
+                if !arrival.messages.is_empty() {
+                    queue.push_back(Ok(arrival.messages));
+                }
+                if let Some(e) = arrival.error {
+                    queue.push_back(Err(from_wit_error(e)));
+                }
+            }
+        });
+        let jobs = input
+            .jobs
+            .into_iter()
+            .map(|job| match job {
+                wit_turns::Job::Call(c) => wit_turns::JobOutcome::Started(match c.dialect {
+                    None => Component::start_call(c.tool, c.arguments, c.options),
+                    Some(d) => Component::start_adapted_call(d, c.tool, c.arguments, c.options),
+                }),
+                wit_turns::Job::Request(r) => wit_turns::JobOutcome::Started(
+                    Component::start_request(r.server, r.request, r.options),
+                ),
+                wit_turns::Job::Cancel(call) => {
+                    Component::cancel(call);
+                    wit_turns::JobOutcome::Cancelled
+                }
+                wit_turns::Job::AnswerInput(a) => {
+                    wit_turns::JobOutcome::Answered(Component::answer_input(a.id, a.answer))
+                }
+                wit_turns::Job::Downstream(inbound) => {
+                    signals.extend(Component::receive(inbound));
+                    wit_turns::JobOutcome::Signalled
+                }
+                wit_turns::Job::ExchangeClosed(exchange) => {
+                    signals.extend(Component::exchange_closed(exchange));
+                    wit_turns::JobOutcome::Signalled
+                }
+                wit_turns::Job::SessionClosed(session) => {
+                    signals.extend(Component::session_closed(session));
+                    wit_turns::JobOutcome::Signalled
+                }
+            })
+            .collect();
+        let mut turn = Component::wait(input.timeout_ms);
+        if !signals.is_empty() {
+            signals.append(&mut turn.downstream);
+            turn.downstream = signals;
+        }
+        let (deadline_ms, blocking) = with_both(|m, g| {
+            // Work the gateway can do at once makes the next step due now.
+            let deadline = if g.busy(m) {
+                Some(0)
+            } else {
+                m.next_deadline()
+            };
+            let blocking = m.connections().any(|c| match c {
+                HostConnection::Remote(r) => r.port().waiting(),
+                HostConnection::Stdio(_) => false,
+            });
+            (deadline, blocking)
+        });
+        let outgoing = STEP.with(|s| {
+            s.active = false;
+            s.now_ms = None;
+            s.take_outgoing()
+        });
+        wit_turns::TurnOutput {
+            jobs,
+            outgoing: outgoing
+                .into_iter()
+                .map(|(connection, messages)| wit_turns::Outgoing {
+                    connection,
+                    messages,
+                })
+                .collect(),
+            turn,
+            deadline: deadline_ms.map(|ms| ms.saturating_mul(1_000_000)),
+            blocking,
+        }
+    }
+}
 
 /// The exported `gateway` interface.
 impl wit_gateway::Guest for Component {

@@ -1064,7 +1064,14 @@ impl<P: Platform> Manager<P> {
         self.sync_statuses();
     }
 
-    fn next_deadline(&self) -> Option<u64> {
+    /// The live connections, for a platform that asks what they wait on.
+    pub fn connections(&self) -> impl Iterator<Item = &P::Conn> {
+        self.slots.iter().filter_map(|s| s.conn.as_ref())
+    }
+
+    /// The nearest instant (ms) at which something is due: a timeout, a
+    /// connection's deadline, a restart, an approval's expiry.
+    pub fn next_deadline(&self) -> Option<u64> {
         self.slots
             .iter()
             .flat_map(|s| {

@@ -25,6 +25,7 @@ mod generated {
 
 pub(crate) use generated::exports::mcpbox::runtime::gateway;
 pub(crate) use generated::exports::mcpbox::runtime::registry;
+pub(crate) use generated::exports::mcpbox::runtime::turns;
 pub(crate) use generated::mcpbox::runtime::{
     blobs, control, pins, remote, state, transport, types as wit,
 };

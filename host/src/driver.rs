@@ -1,10 +1,15 @@
 //! The driver task: the one owner of the guest's store.
 //!
 //! A WASI 0.2 store runs one export at a time, so every caller talks to the
-//! guest through this task. Callers queue [`Job`]s and raise the wake signal;
-//! the driver takes the jobs, then calls the guest's `wait`, which polls every
-//! connection, the nearest deadline and the wake signal at once, so a new job
-//! is picked up within microseconds even while the guest is blocked.
+//! guest through this task. Callers queue [`Job`]s and raise the wake signal.
+//! A turn is one guest entry, `turns.step`: the driver hands over the queued
+//! jobs, what every stdio connection received and the time, and takes back
+//! what to write to the pipes, the turn's results and the guest's next
+//! deadline; then it waits on the child pipes, the wake signal and that
+//! deadline itself. While the guest waits on remote servers (`wasi:http`
+//! pollables only it holds) its steps block instead, polling the connections,
+//! the deadline and the wake signal at once, so a new job is picked up within
+//! microseconds either way.
 //! Server status and the tool list are republished as snapshots whenever the
 //! guest reports a change, so reading them never has to enter the guest.
 
@@ -14,17 +19,20 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 use wasmtime::Store;
+use wasmtime::component::Resource;
 
 use crate::audit::AuditLog;
-use crate::bindings::{Mcpbox, gateway, registry, wit};
+use crate::bindings::{Mcpbox, gateway, registry, turns, wit};
 use crate::instance::{self, Factory};
 use crate::metrics::Monitor;
 use crate::store::{HostState, Wake};
+use crate::transport::Connection;
 use crate::transport::descendants::Subreaper;
 use crate::types::{CallError, Event, InputAnswer, ReloadReport, ServerState, ServerStatus, Tool};
 
-/// The longest the guest blocks in `wait` without a reason to return. Only
-/// bounds how soon a caller that gave up on a call gets that call cancelled.
+/// The longest a turn waits (the driver between steps, or a step that blocks)
+/// without a reason to return. Only bounds how soon a caller that gave up on a
+/// call gets that call cancelled.
 const IDLE_WAIT_MS: u64 = 1_000;
 
 /// How often the driver looks for calls whose callers gave up (see
@@ -146,9 +154,101 @@ pub(crate) struct Published {
 
 /// A job's reply held over a trap (see `Driver::interrupted`).
 enum Interrupted {
-    Call(CallReply),
     Other(oneshot::Sender<Result<(), String>>),
     Reload(oneshot::Sender<Result<ReloadReport, String>>),
+    /// The replies of a step's jobs.
+    Step(Vec<StepReply>),
+}
+
+/// Where the outcome of one job of a step goes.
+enum StepReply {
+    Call(CallReply),
+    Input(oneshot::Sender<Result<(), String>>),
+    /// A cancel: nobody waits for it.
+    None,
+}
+
+/// The embedder's jobs for the next `turns.step`, with their replies, in order.
+#[derive(Default)]
+struct Batch {
+    jobs: Vec<turns::Job>,
+    replies: Vec<StepReply>,
+    /// How the downstream messages among the jobs came, by exchange: a session
+    /// that one of them opens is remembered so (see `Serving::sessions`).
+    inbounds: HashMap<u64, (gateway::TransportKind, Option<String>)>,
+}
+
+impl Batch {
+    /// Takes a job that a step does (a call, a request, an answer, a
+    /// downstream client's message or departure); gives back any other.
+    fn add(&mut self, job: Job) -> Option<Job> {
+        let (job, reply) = match job {
+            Job::Call {
+                tool,
+                dialect,
+                arguments,
+                timeout,
+                reply,
+            } => (
+                turns::Job::Call(turns::CallJob {
+                    tool,
+                    dialect,
+                    arguments,
+                    options: call_options(timeout),
+                }),
+                StepReply::Call(reply),
+            ),
+            Job::Request {
+                server,
+                request,
+                timeout,
+                reply,
+            } => (
+                turns::Job::Request(turns::RequestJob {
+                    server,
+                    request,
+                    options: call_options(timeout),
+                }),
+                StepReply::Call(reply),
+            ),
+            Job::AnswerInput { id, answer, reply } => (
+                turns::Job::AnswerInput(turns::AnswerJob {
+                    id,
+                    answer: (&answer).into(),
+                }),
+                StepReply::Input(reply),
+            ),
+            Job::Downstream(inbound) => {
+                self.inbounds
+                    .insert(inbound.exchange, (inbound.kind, inbound.profile.clone()));
+                (turns::Job::Downstream(inbound), StepReply::None)
+            }
+            Job::ExchangeClosed(exchange) => {
+                (turns::Job::ExchangeClosed(exchange), StepReply::None)
+            }
+            Job::SessionClosed(session) => (turns::Job::SessionClosed(session), StepReply::None),
+            other => return Some(other),
+        };
+        self.jobs.push(job);
+        self.replies.push(reply);
+        None
+    }
+
+    fn cancel(&mut self, call: u64) {
+        self.jobs.push(turns::Job::Cancel(call));
+        self.replies.push(StepReply::None);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+}
+
+fn call_options(timeout: Option<Duration>) -> registry::CallOptions {
+    registry::CallOptions {
+        // A timeout past u64 milliseconds (585 million years) is no timeout.
+        timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+    }
 }
 
 pub(crate) struct Driver {
@@ -167,6 +267,11 @@ pub(crate) struct Driver {
     traps: Vec<Instant>,
     /// When `cancel_abandoned` last looked at every pending call.
     last_abandon_scan: Instant,
+    /// The guest waits on pollables of its own (remote servers), so its
+    /// steps block as `registry.wait` does instead of the driver waiting.
+    blocking: bool,
+    /// The guest's next deadline (its monotonic clock, ns), from the last step.
+    deadline: Option<u64>,
     /// The audit trail's file, when one is named.
     audit: Option<Arc<AuditLog>>,
     /// The gateway's options, where its signals go and its sessions, once serving.
@@ -206,6 +311,8 @@ impl Driver {
             interrupted: None,
             traps: Vec::new(),
             last_abandon_scan: Instant::now(),
+            blocking: false,
+            deadline: None,
             audit: None,
             serving: None,
             subreaper,
@@ -396,14 +503,24 @@ impl Driver {
             let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
         }
         match self.interrupted.take() {
-            Some(Interrupted::Call(reply)) => {
-                let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
-            }
             Some(Interrupted::Other(reply)) => {
                 let _ = reply.send(Err(reason.to_owned()));
             }
             Some(Interrupted::Reload(reply)) => {
                 let _ = reply.send(Err(reason.to_owned()));
+            }
+            Some(Interrupted::Step(replies)) => {
+                for reply in replies {
+                    match reply {
+                        StepReply::Call(reply) => {
+                            let _ = reply.send(Err(CallError::Runtime(reason.to_owned())));
+                        }
+                        StepReply::Input(reply) => {
+                            let _ = reply.send(Err(reason.to_owned()));
+                        }
+                        StepReply::None => {}
+                    }
+                }
             }
             None => {}
         }
@@ -411,15 +528,32 @@ impl Driver {
 
     /// Runs the guest until a shutdown (returning its reply, if a caller asked
     /// for it) or a trap.
+    ///
+    /// One turn: the queued jobs, what every stdio connection received and the
+    /// time go into one `turns.step`, which returns what to write, the turn's
+    /// results and the guest's next deadline; then the driver waits on the
+    /// child pipes, the job queue and that deadline itself. While the guest has
+    /// pollables of its own (remote servers), its steps block instead.
     async fn serve(&mut self) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
+        // A new instance knows nothing yet: its first step says.
+        self.blocking = false;
+        self.deadline = None;
         loop {
-            // One budget covers a whole turn of the loop: the jobs, the wait and
+            // One budget covers a whole turn of the loop: the jobs, the step and
             // the snapshots. A guest stuck in a loop traps instead of hanging.
             instance::budget(&mut self.store, IDLE_WAIT_MS);
+            let mut batch = Batch::default();
             loop {
                 match self.jobs.try_recv() {
                     Ok(job) => {
                         self.wake.take();
+                        let Some(job) = batch.add(job) else {
+                            continue;
+                        };
+                        // Jobs before it go first.
+                        if !batch.is_empty() {
+                            self.step(std::mem::take(&mut batch), 0).await?;
+                        }
                         if let Some(done) = self.handle(job).await? {
                             self.shutdown().await?;
                             return Ok(Some(done));
@@ -427,29 +561,195 @@ impl Driver {
                     }
                     Err(mpsc::error::TryRecvError::Empty) => break,
                     Err(mpsc::error::TryRecvError::Disconnected) => {
+                        self.step(batch, 0).await?;
                         self.shutdown().await?;
                         return Ok(None);
                     }
                 }
             }
-            self.cancel_abandoned().await?;
-
-            let turn = self
-                .guest
-                .mcpbox_runtime_registry()
-                .call_wait(&mut self.store, IDLE_WAIT_MS)
-                .await?;
-            // A tool result does not depend on any server's status: answer it at
-            // once, before the snapshots the events may call for. Failures are
-            // answered after the events are published, so a caller whose call
-            // failed because its server died also sees that server failed.
-            self.forward(turn.downstream);
-            let (results, failures): (Vec<_>, Vec<_>) =
-                turn.finished.into_iter().partition(|c| c.outcome.is_ok());
-            self.answer(results);
-            self.publish(turn.events).await?;
-            self.answer(failures);
+            self.cancel_abandoned(&mut batch);
+            let timeout = if self.blocking { IDLE_WAIT_MS } else { 0 };
+            self.step(batch, timeout).await?;
+            if !self.blocking {
+                self.idle().await?;
+            }
         }
+    }
+
+    /// One `turns.step`: the batch's jobs and what the stdio connections
+    /// received go in; what to write goes out to the pipes, and the turn's
+    /// results to their callers.
+    async fn step(&mut self, batch: Batch, timeout_ms: u64) -> wasmtime::Result<()> {
+        if let Some(serving) = self.serving.as_mut() {
+            for job in &batch.jobs {
+                match job {
+                    turns::Job::Downstream(inbound) => {
+                        serving.through = serving.through.max(inbound.exchange);
+                    }
+                    turns::Job::SessionClosed(session) => {
+                        serving.sessions.remove(session);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let arrived = self.gather();
+        let now = self.now()?;
+        let input = turns::TurnInput {
+            now,
+            jobs: batch.jobs,
+            arrived,
+            timeout_ms,
+        };
+        self.entered();
+        let output = match self
+            .guest
+            .mcpbox_runtime_turns()
+            .call_step(&mut self.store, &input)
+            .await
+        {
+            Ok(output) => output,
+            Err(trap) => {
+                self.interrupted = Some(Interrupted::Step(batch.replies));
+                return Err(trap);
+            }
+        };
+        self.write(output.outgoing);
+        self.blocking = output.blocking;
+        self.deadline = output.deadline;
+        // Calls that did not start (refused, unknown) are answered after the
+        // turn's events are out: a refusal's audit record comes first.
+        let mut refused = Vec::new();
+        for (reply, outcome) in batch.replies.into_iter().zip(output.jobs) {
+            match (reply, outcome) {
+                (StepReply::Call(reply), turns::JobOutcome::Started(Ok(call))) => {
+                    self.pending.insert(call, reply);
+                }
+                (StepReply::Call(reply), turns::JobOutcome::Started(Err(e))) => {
+                    refused.push((reply, e));
+                }
+                (StepReply::Input(reply), turns::JobOutcome::Answered(result)) => {
+                    // A rejected answer leaves the request open: say so with the error.
+                    let _ = reply.send(result);
+                }
+                _ => {}
+            }
+        }
+        let turn = output.turn;
+        // A session opens on the exchange of its `initialize`, at once.
+        if let Some(serving) = self.serving.as_mut() {
+            for signal in &turn.downstream {
+                if let wit::DownstreamSignal::SessionOpened(o) = signal
+                    && let Some(how) = batch.inbounds.get(&o.exchange)
+                {
+                    serving.sessions.insert(o.session, how.clone());
+                }
+            }
+        }
+        // A tool result does not depend on any server's status: answer it at
+        // once, before the snapshots the events may call for. Failures are
+        // answered after the events are published, so a caller whose call
+        // failed because its server died also sees that server failed.
+        self.forward(turn.downstream);
+        let (results, failures): (Vec<_>, Vec<_>) =
+            turn.finished.into_iter().partition(|c| c.outcome.is_ok());
+        self.answer(results);
+        self.publish(turn.events).await?;
+        self.answer(failures);
+        for (reply, e) in refused {
+            let _ = reply.send(Err(e.into()));
+        }
+        Ok(())
+    }
+
+    /// Counts one entry into the guest (see `Runtime::guest_crossings`).
+    fn entered(&self) {
+        self.store.data().crossed();
+    }
+
+    /// The guest's monotonic clock, as `wasi:clocks/monotonic-clock.now` reads it.
+    fn now(&mut self) -> wasmtime::Result<u64> {
+        use wasmtime_wasi::clocks::WasiClocksView as _;
+        use wasmtime_wasi::p2::bindings::clocks::monotonic_clock::Host as _;
+        self.store.data_mut().clocks().now()
+    }
+
+    /// What every stdio connection received since the last step, read without waiting.
+    fn gather(&mut self) -> Vec<turns::Arrival> {
+        let state = self.store.data_mut();
+        let live: BTreeMap<u32, u64> = state
+            .connections
+            .iter()
+            .map(|(id, rep)| (*rep, *id))
+            .collect();
+        let mut arrived = Vec::new();
+        for (entry, connection) in state.table.iter_entries(live) {
+            if let Some(conn) = entry.ok().and_then(|e| e.downcast_mut::<Connection>())
+                && let Some((messages, error)) = conn.gather()
+            {
+                arrived.push(turns::Arrival {
+                    connection,
+                    messages,
+                    error,
+                });
+            }
+        }
+        arrived
+    }
+
+    /// Writes what a step returned for the stdio connections.
+    fn write(&mut self, outgoing: Vec<turns::Outgoing>) {
+        let state = self.store.data_mut();
+        for out in outgoing {
+            // A connection the guest dropped in the same step takes nothing.
+            let Some(&rep) = state.connections.get(&out.connection) else {
+                continue;
+            };
+            if let Ok(conn) = state
+                .table
+                .get_mut(&Resource::<Connection>::new_borrow(rep))
+            {
+                conn.write(&out.messages);
+            }
+        }
+    }
+
+    /// Waits until a stdio connection has something, a job is queued, or the
+    /// guest's deadline (or [`IDLE_WAIT_MS`], for `cancel_abandoned`) comes.
+    async fn idle(&mut self) -> wasmtime::Result<()> {
+        let now = self.now()?;
+        let mut sleep = Duration::from_millis(IDLE_WAIT_MS);
+        if let Some(deadline) = self.deadline {
+            sleep = sleep.min(Duration::from_nanos(deadline.saturating_sub(now)));
+        }
+        if sleep.is_zero() {
+            return Ok(());
+        }
+        let state = self.store.data_mut();
+        let live: BTreeMap<u32, ()> = state.connections.values().map(|rep| (*rep, ())).collect();
+        let mut ready = Vec::new();
+        for (entry, ()) in state.table.iter_entries(live) {
+            if let Some(conn) = entry.ok().and_then(|e| e.downcast_mut::<Connection>()) {
+                if conn.has_more() {
+                    return Ok(());
+                }
+                ready.push(wasmtime_wasi::p2::Pollable::ready(conn));
+            }
+        }
+        let any = std::future::poll_fn(|cx| {
+            for f in &mut ready {
+                if f.as_mut().poll(cx).is_ready() {
+                    return std::task::Poll::Ready(());
+                }
+            }
+            std::task::Poll::Pending
+        });
+        tokio::select! {
+            () = self.wake.ready() => {}
+            () = any => {}
+            () = tokio::time::sleep(sleep) => {}
+        }
+        Ok(())
     }
 
     /// Hands the gateway's signals to the serving transport.
@@ -544,81 +844,20 @@ impl Driver {
 
     /// Handles one job; returns the shutdown reply when the job asks to stop.
     async fn handle(&mut self, job: Job) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
+        if !matches!(job, Job::Shutdown { .. }) {
+            self.entered();
+        }
         match job {
-            Job::Call {
-                tool,
-                dialect,
-                arguments,
-                timeout,
-                reply,
-            } => {
-                let options = registry::CallOptions {
-                    // A timeout past u64 milliseconds (585 million years) is no timeout.
-                    timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-                };
-                let registry = self.guest.mcpbox_runtime_registry();
-                let started = match dialect {
-                    None => {
-                        registry
-                            .call_start_call(&mut self.store, &tool, &arguments, options)
-                            .await
-                    }
-                    Some(dialect) => {
-                        registry
-                            .call_start_adapted_call(
-                                &mut self.store,
-                                &dialect,
-                                &tool,
-                                &arguments,
-                                options,
-                            )
-                            .await
-                    }
-                };
-                match started {
-                    Ok(Ok(call)) => {
-                        self.pending.insert(call, reply);
-                    }
-                    Ok(Err(e)) => {
-                        // A refusal's audit record is out (and in the audit file)
-                        // before the caller hears of it.
-                        self.publish_events().await?;
-                        let _ = reply.send(Err(e.into()));
-                    }
-                    Err(trap) => {
-                        // Not in `pending` yet: answered with the others in `run`.
-                        self.interrupted = Some(Interrupted::Call(reply));
-                        return Err(trap);
-                    }
-                }
-                Ok(None)
-            }
-            Job::Request {
-                server,
-                request,
-                timeout,
-                reply,
-            } => {
-                let options = registry::CallOptions {
-                    timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-                };
-                let started = self
-                    .guest
-                    .mcpbox_runtime_registry()
-                    .call_start_request(&mut self.store, server.as_deref(), &request, options)
-                    .await;
-                match started {
-                    Ok(Ok(call)) => {
-                        self.pending.insert(call, reply);
-                    }
-                    Ok(Err(e)) => {
-                        let _ = reply.send(Err(e.into()));
-                    }
-                    Err(trap) => {
-                        self.interrupted = Some(Interrupted::Call(reply));
-                        return Err(trap);
-                    }
-                }
+            job @ (Job::Call { .. }
+            | Job::Request { .. }
+            | Job::AnswerInput { .. }
+            | Job::Downstream(_)
+            | Job::ExchangeClosed(_)
+            | Job::SessionClosed(_)) => {
+                let mut batch = Batch::default();
+                // Taken: it is one of the jobs a step does.
+                let _ = batch.add(job);
+                self.step(batch, 0).await?;
                 Ok(None)
             }
             Job::AdaptedTools { dialect, reply } => {
@@ -630,23 +869,6 @@ impl Driver {
                 Ok(None)
             }
             Job::Shutdown { reply } => Ok(Some(reply)),
-            Job::AnswerInput { id, answer, reply } => {
-                let registry = self.guest.mcpbox_runtime_registry();
-                match registry
-                    .call_answer_input(&mut self.store, id, &(&answer).into())
-                    .await
-                {
-                    Ok(result) => {
-                        // A rejected answer leaves the request open: say so with the error.
-                        let _ = reply.send(result);
-                        Ok(None)
-                    }
-                    Err(trap) => {
-                        self.interrupted = Some(Interrupted::Other(reply));
-                        Err(trap)
-                    }
-                }
-            }
             Job::Reload {
                 origin,
                 text,
@@ -714,44 +936,6 @@ impl Driver {
                     }
                 }
             }
-            Job::Downstream(inbound) => {
-                if let Some(serving) = self.serving.as_mut() {
-                    serving.through = serving.through.max(inbound.exchange);
-                }
-                let gateway = self.guest.mcpbox_runtime_gateway();
-                let signals = gateway.call_receive(&mut self.store, &inbound).await?;
-                // A session opens on the exchange of its `initialize`, at once.
-                if let Some(serving) = self.serving.as_mut() {
-                    for signal in &signals {
-                        if let wit::DownstreamSignal::SessionOpened(o) = signal {
-                            serving
-                                .sessions
-                                .insert(o.session, (inbound.kind, inbound.profile.clone()));
-                        }
-                    }
-                }
-                self.forward(signals);
-                Ok(None)
-            }
-            Job::ExchangeClosed(exchange) => {
-                let gateway = self.guest.mcpbox_runtime_gateway();
-                let signals = gateway
-                    .call_exchange_closed(&mut self.store, exchange)
-                    .await?;
-                self.forward(signals);
-                Ok(None)
-            }
-            Job::SessionClosed(session) => {
-                if let Some(serving) = self.serving.as_mut() {
-                    serving.sessions.remove(&session);
-                }
-                let gateway = self.guest.mcpbox_runtime_gateway();
-                let signals = gateway
-                    .call_session_closed(&mut self.store, session)
-                    .await?;
-                self.forward(signals);
-                Ok(None)
-            }
             Job::SetRoots { roots, reply } => {
                 let registry = self.guest.mcpbox_runtime_registry();
                 let wit: Option<Vec<_>> =
@@ -795,17 +979,18 @@ impl Driver {
         }
     }
 
-    /// Cancels calls whose callers stopped waiting (dropped the future).
+    /// Cancels calls whose callers stopped waiting (dropped the future), in
+    /// the next step.
     ///
     /// Looks at most once per [`ABANDON_SCAN`]: with a thousand calls in flight a
     /// scan on every turn of the loop cost a few percent of the whole runtime's CPU.
-    async fn cancel_abandoned(&mut self) -> wasmtime::Result<()> {
+    fn cancel_abandoned(&mut self, batch: &mut Batch) {
         if self.pending.is_empty() || self.last_abandon_scan.elapsed() < ABANDON_SCAN {
-            return Ok(());
+            return;
         }
         self.last_abandon_scan = Instant::now();
         if !self.pending.values().any(|reply| reply.is_closed()) {
-            return Ok(());
+            return;
         }
         let abandoned: Vec<u64> = self
             .pending
@@ -815,12 +1000,8 @@ impl Driver {
             .collect();
         for call in abandoned {
             self.pending.remove(&call);
-            self.guest
-                .mcpbox_runtime_registry()
-                .call_cancel(&mut self.store, call)
-                .await?;
+            batch.cancel(call);
         }
-        Ok(())
     }
 
     async fn shutdown(&mut self) -> wasmtime::Result<()> {
@@ -834,6 +1015,9 @@ impl Driver {
     }
 
     async fn publish_snapshots(&mut self) -> wasmtime::Result<()> {
+        // `servers`, then the tools' pages: counted as two.
+        self.entered();
+        self.entered();
         let servers = self
             .guest
             .mcpbox_runtime_registry()

@@ -112,6 +112,8 @@ pub(crate) struct Factory {
     supervisors: Arc<Supervisors>,
     /// Where servers run and keep private files, for every instance.
     places: Arc<crate::transport::places::Places>,
+    /// The boundary crossings the host counts, over every instance.
+    crossings: Arc<std::sync::atomic::AtomicU64>,
     origin: String,
     text: String,
     /// Whether servers may ask for input (`registry.enable-input-requests`).
@@ -202,6 +204,7 @@ impl Factory {
             embedder: EmbedderSettings::default(),
             supervisors: Arc::default(),
             places: Arc::default(),
+            crossings: Arc::default(),
             origin,
             text,
             input_requests: false,
@@ -295,6 +298,12 @@ impl Factory {
         self.supervisors.clone()
     }
 
+    /// The boundary crossings the host counts, over every instance made by
+    /// this factory (see `Runtime::guest_crossings`).
+    pub fn crossings(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        self.crossings.clone()
+    }
+
     /// Keeps the guest's `state` entries in `state_store` (in memory only by default).
     pub fn with_state_store(mut self, state_store: Arc<StateStore>) -> Factory {
         self.state_store = state_store;
@@ -322,6 +331,7 @@ impl Factory {
         state.results = self.results.clone();
         state.supervisors = self.supervisors.clone();
         state.places = self.places.clone();
+        state.crossings = self.crossings.clone();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
         budget(&mut store, 0);

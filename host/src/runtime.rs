@@ -500,6 +500,8 @@ pub(crate) struct Inner {
     startup_warnings: Vec<String>,
     /// The counts of `Options::metrics`, when on.
     monitor: Option<Arc<Monitor>>,
+    /// The boundary crossings the host counts (see `Runtime::guest_crossings`).
+    crossings: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The arguments of one call may take up this fraction of the guest's memory
@@ -700,6 +702,7 @@ impl Runtime {
         let (tools_tx, tools_rx) = watch::channel(Arc::new(started.tools));
         let (stopped_tx, stopped_rx) = watch::channel(None);
         let issues = Arc::new(std::sync::Mutex::new(started.issues));
+        let crossings = factory.crossings();
         let published = Published {
             issues: issues.clone(),
             servers: servers_tx,
@@ -737,6 +740,7 @@ impl Runtime {
                 memory_limit: options.memory_limit,
                 startup_warnings,
                 monitor,
+                crossings,
             }),
         };
         #[cfg(feature = "watch")]
@@ -1196,6 +1200,22 @@ impl Runtime {
                 self.stop_reason()
             ))
         })
+    }
+
+    /// How many times the component boundary was crossed since the runtime
+    /// opened, as the host counts them: the driver's entries into the guest
+    /// (one step per turn, which takes every queued job, what every stdio
+    /// server sent and the time; one per other job, such as a reload; two per
+    /// republished snapshot) and the guest's calls of the stdio `transport`
+    /// imports (`send`, `receive`, `subscribe`), which a step makes
+    /// unnecessary. A sequential call to a stdio server costs two: the step
+    /// that sends it and the step that takes its answer. For tests and
+    /// benchmarks of the boundary's cost (the clock and `poll`, which
+    /// wasmtime-wasi implements, are not counted).
+    pub fn guest_crossings(&self) -> u64 {
+        self.inner
+            .crossings
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Queues a job for the driver and wakes it.

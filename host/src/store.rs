@@ -132,6 +132,14 @@ pub(crate) struct HostState {
     pub supervisors: Arc<crate::transport::stdio::Supervisors>,
     /// Where its stdio servers run and keep private files (shared by its instances).
     pub places: Arc<crate::transport::places::Places>,
+    /// The live stdio connections: their number (`connection.id`) and where
+    /// the table keeps them, for the driver to read and wait on between steps.
+    pub connections: BTreeMap<u64, u32>,
+    /// The number the last connection got.
+    pub last_connection_id: u64,
+    /// The boundary crossings the host counts: the driver's entries into the
+    /// guest and the guest's calls of `transport` (`Runtime::guest_crossings`).
+    pub crossings: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl HostState {
@@ -143,6 +151,17 @@ impl HostState {
                 .unwrap_or_else(|p| p.into_inner())
                 .extend(warnings);
         }
+    }
+
+    /// Counts one crossing (see `crossings`).
+    pub fn crossed(&self) {
+        self.crossings.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A number no other connection of this store had.
+    pub fn next_connection_id(&mut self) -> u64 {
+        self.last_connection_id += 1;
+        self.last_connection_id
     }
 
     /// Takes the queued warnings.
@@ -178,6 +197,9 @@ impl HostState {
             grants: crate::imports::remote::Grants::default(),
             supervisors: Arc::default(),
             places: Arc::default(),
+            connections: BTreeMap::new(),
+            last_connection_id: 0,
+            crossings: Arc::default(),
         }
     }
 }

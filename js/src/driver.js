@@ -365,7 +365,7 @@ export function createDriver(hub, options) {
   class Connection {
     /** @private use `Connection.open` */
     constructor(id) {
-      this.id = id;
+      this.handle = id;
       this.inbox = hub.inbox(id);
       /** Set once `closed` was returned: `send` fails with it from then on. */
       this.closed = null;
@@ -386,7 +386,7 @@ export function createDriver(hub, options) {
       if (this.closed !== null) {
         throw new ResultError({ tag: 'closed', val: this.closed });
       }
-      hub.post({ t: 'send', conn: this.id, message });
+      hub.post({ t: 'send', conn: this.handle, message });
     }
 
     /**
@@ -396,9 +396,9 @@ export function createDriver(hub, options) {
     receive() {
       hub.drain();
       const result = this.#take();
-      if (hub.paused.has(this.id) && this.inbox.length === 0) {
-        hub.paused.delete(this.id);
-        hub.post({ t: 'taken', conn: this.id, count: this.taken });
+      if (hub.paused.has(this.handle) && this.inbox.length === 0) {
+        hub.paused.delete(this.handle);
+        hub.post({ t: 'taken', conn: this.handle, count: this.taken });
       }
       if (result instanceof ResultError) {
         throw result;
@@ -438,14 +438,22 @@ export function createDriver(hub, options) {
       return new ConnectionPollable(this);
     }
 
+    /**
+     * The host's number for the connection (`turns.step` names it so). This host
+     * drives the guest with `registry.wait` and never calls `turns.step`.
+     */
+    id() {
+      return BigInt(this.handle);
+    }
+
     diagnostics() {
-      return hub.request({ t: 'diag', conn: this.id });
+      return hub.request({ t: 'diag', conn: this.handle });
     }
 
     [symbolDispose]() {
-      live.delete(this.id);
-      hub.drop(this.id);
-      hub.post({ t: 'close', conn: this.id });
+      live.delete(this.handle);
+      hub.drop(this.handle);
+      hub.post({ t: 'close', conn: this.handle });
     }
   }
 

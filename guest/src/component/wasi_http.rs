@@ -105,6 +105,22 @@ enum Stage {
 }
 
 impl WasiHttp {
+    /// Whether an exchange waits for something (what [`Self::pollables`]
+    /// would give), without subscribing to anything. For `turns.step`, which
+    /// the stock component does not export.
+    #[cfg_attr(feature = "stock", allow(dead_code))]
+    pub fn waiting(&self) -> bool {
+        self.exchanges.values().any(|ex| {
+            matches!(
+                &ex.upload,
+                Some(Upload {
+                    stream: Some(_),
+                    ..
+                })
+            ) || !matches!(ex.stage, Stage::Done)
+        })
+    }
+
     /// The pollables of every exchange that waits for something.
     pub fn pollables<'a>(&'a self, out: &mut Vec<&'a Pollable>) {
         for ex in self.exchanges.values() {

@@ -59,6 +59,8 @@ pub(crate) struct Diagnostics {
 /// A live connection, stored in the store's resource table.
 #[derive(Debug)]
 pub struct Connection {
+    /// The host's number for it (`connection.id`), set when the table takes it.
+    id: u64,
     /// The child's pipes, read and written in place.
     pipes: Box<stdio::Pipes>,
     /// Items read or taken off the inbound queue but not yet by `receive`.
@@ -70,7 +72,46 @@ pub struct Connection {
     _process: stdio::ProcessGuard,
 }
 
+/// What one stdio connection received since the last turn, for
+/// `turns.step`: the messages, then at most one error that came after them.
+pub(crate) type Arrival = (Vec<String>, Option<wit::TransportError>);
+
 impl Connection {
+    /// What arrived since the last call (or `receive`), read without waiting;
+    /// `None` when nothing did. How the connection closed is said once.
+    pub(crate) fn gather(&mut self) -> Option<Arrival> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let (messages, error) = match self.receive() {
+            Ok(messages) => {
+                // An error that came right after the messages goes with them.
+                let error = match self.stash.front() {
+                    Some(Inbound::Message(_)) | None => None,
+                    Some(_) => self.receive().err(),
+                };
+                (messages, error)
+            }
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        (!messages.is_empty() || error.is_some()).then_some((messages, error))
+    }
+
+    /// Whether [`Connection::gather`] has something at once (more than one
+    /// batch arrived).
+    pub(crate) fn has_more(&self) -> bool {
+        self.closed.is_none() && !self.stash.is_empty()
+    }
+
+    /// Writes messages the guest's step returned, one line each; never blocks
+    /// (what the pipe does not take waits for the next turn). A connection
+    /// that closed drops them: the guest hears it closed.
+    pub(crate) fn write(&mut self, messages: &[String]) {
+        if self.closed.is_none() {
+            self.pipes.send_all(messages);
+        }
+    }
+
     fn send(&mut self, message: String) -> Result<(), wit::TransportError> {
         if let Some(reason) = &self.closed {
             return Err(wit::TransportError::Closed(reason.clone()));
@@ -165,6 +206,7 @@ fn open(
         &state.supervisors,
     )?;
     Ok(Connection {
+        id: 0,
         pipes: Box::new(spawned.pipes),
         stash: VecDeque::new(),
         closed: None,
@@ -277,7 +319,13 @@ impl transport::HostConnection for HostState {
         endpoint: wit::StdioEndpoint,
     ) -> wasmtime::Result<Result<Resource<Connection>, wit::TransportError>> {
         match open(self, &server, endpoint) {
-            Ok(connection) => Ok(Ok(self.table.push(connection)?)),
+            Ok(mut connection) => {
+                connection.id = self.next_connection_id();
+                let id = connection.id;
+                let resource = self.table.push(connection)?;
+                self.connections.insert(id, resource.rep());
+                Ok(Ok(resource))
+            }
             Err(e) => Ok(Err(e)),
         }
     }
@@ -287,6 +335,7 @@ impl transport::HostConnection for HostState {
         this: Resource<Connection>,
         message: String,
     ) -> wasmtime::Result<Result<(), wit::TransportError>> {
+        self.crossed();
         Ok(self.table.get_mut(&this)?.send(message))
     }
 
@@ -294,10 +343,12 @@ impl transport::HostConnection for HostState {
         &mut self,
         this: Resource<Connection>,
     ) -> wasmtime::Result<Result<Vec<String>, wit::TransportError>> {
+        self.crossed();
         Ok(self.table.get_mut(&this)?.receive())
     }
 
     fn subscribe(&mut self, this: Resource<Connection>) -> wasmtime::Result<Resource<DynPollable>> {
+        self.crossed();
         subscribe(&mut self.table, this)
     }
 
@@ -305,8 +356,13 @@ impl transport::HostConnection for HostState {
         Ok(self.table.get(&this)?.diagnostics())
     }
 
+    fn id(&mut self, this: Resource<Connection>) -> wasmtime::Result<u64> {
+        Ok(self.table.get(&this)?.id)
+    }
+
     fn drop(&mut self, this: Resource<Connection>) -> wasmtime::Result<()> {
-        self.table.delete(this)?;
+        let connection = self.table.delete(this)?;
+        self.connections.remove(&connection.id);
         Ok(())
     }
 }

@@ -395,6 +395,19 @@ impl Pipes {
         Ok(())
     }
 
+    /// Sends messages that a step returned together: one write for all of
+    /// them (what the pipe does not take goes out as it makes room).
+    pub(crate) fn send_all(&mut self, messages: &[String]) {
+        if self.write_error.is_some() {
+            return;
+        }
+        for message in messages {
+            self.backlog.extend_from_slice(message.as_bytes());
+            self.backlog.push(b'\n');
+        }
+        self.flush();
+    }
+
     /// Writes what the backlog holds until the pipe is full.
     fn flush(&mut self) {
         while let Some(stdin) = &self.stdin {

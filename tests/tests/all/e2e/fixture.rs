@@ -38,6 +38,36 @@ async fn echo_round_trip_and_status() {
     runtime.shutdown().await;
 }
 
+/// A sequential call to a stdio server is two turns, each one entry into the
+/// guest: the step that sends the request and the step that takes the answer.
+/// The driver hands the guest what arrived and writes what it returned, so the
+/// guest calls none of the `transport` imports (`send`, `receive`, `subscribe`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequential_call_crosses_into_the_guest_twice() {
+    const CALLS: u64 = 50;
+    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+    assert_connected(&ready(&runtime).await, "fx");
+    call(&runtime, "mcp__fx__echo", json!({"text": "warm"}))
+        .await
+        .unwrap();
+    let before = runtime.guest_crossings();
+    for i in 0..CALLS {
+        let text = format!("hello {i}");
+        let result = call(&runtime, "mcp__fx__echo", json!({ "text": text }))
+            .await
+            .unwrap();
+        assert_eq!(result.text, text);
+    }
+    let crossings = runtime.guest_crossings() - before;
+    // A few more for a turn the idle timer or a partly read line may add.
+    assert!(
+        crossings <= 2 * CALLS + CALLS / 10,
+        "{crossings} crossings for {CALLS} sequential calls, expected {}",
+        2 * CALLS
+    );
+    runtime.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn negotiates_down_to_2024_11_05_and_rejects_unknown_versions() {
     let runtime = open(json!({
