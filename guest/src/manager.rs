@@ -1039,6 +1039,7 @@ impl<P: Platform> Manager<P> {
     /// with `server-unavailable`. Kept tool lists are dropped: nothing restarts a
     /// server that was shut down except `start` or `reconnect`.
     pub fn shutdown(&mut self) {
+        self.save_pins();
         self.withdraw_approvals("mcpbox was shut down before the call was approved");
         for i in 0..self.slots.len() {
             let slot = &mut self.slots[i];
@@ -1178,6 +1179,7 @@ impl<P: Platform> Manager<P> {
         }
         self.expire_approvals(now);
         self.sync_statuses();
+        self.save_pins();
         now
     }
 
@@ -1451,6 +1453,12 @@ impl<P: Platform> Manager<P> {
             offered.push(def);
         }
         slot.tools = registry::prepare(segment, offered);
+    }
+
+    /// Hands the pins to the platform to keep, when they changed: once per
+    /// round and at start, not once per tool list, as every save writes all
+    /// of them (thousands of servers starting would cost a square).
+    fn save_pins(&mut self) {
         if let Some(text) = self.pins.take_changed() {
             self.platform.save_pins(&text);
         }
