@@ -8,14 +8,14 @@
 //!
 //! The pins sit beside the trusted configurations ([`crate::trust`]), in
 //! `pinned-tools.json` (0600) in the configuration directory, under the same
-//! rules ([`crate::user_files`]): a directory or file others could write is not
+//! rules (`user_files`): a directory or file others could write is not
 //! used. The file maps a configuration's canonical path to
 //! `{"pins": TEXT, "acceptPending": BOOL}`; [`accept`] sets `acceptPending`,
 //! and the guest's next save clears it, having made the changes it held back
 //! the pinned definitions. Writers take `pinned-tools.lock` first, so two
 //! mcpbox processes never lose each other's pins. The file stays small: a
 //! configuration file that no longer exists loses its entry at the next save,
-//! and past [`MAX_CONFIGS`] the one saved longest ago makes way (its tools are
+//! and past `MAX_CONFIGS` configurations the one saved longest ago makes way (its tools are
 //! then pinned afresh, as new).
 //!
 //! A configuration given as text (not a file), or a runtime without a
