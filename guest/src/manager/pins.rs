@@ -284,10 +284,13 @@ impl Pins {
 
 /// SHA-256 of `bytes`, in hex.
 fn digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut hex = String::with_capacity(64);
+    for b in Sha256::digest(bytes) {
+        hex.push(HEX[usize::from(b >> 4)].into());
+        hex.push(HEX[usize::from(b & 15)].into());
+    }
+    hex
 }
 
 /// `json` in a canonical form: object keys sorted, no whitespace; without the
@@ -300,40 +303,9 @@ fn canonical(json: &str, drop_title: bool) -> String {
     if drop_title && let Some(fields) = value.as_object_mut() {
         fields.remove("title");
     }
-    let mut out = String::with_capacity(json.len());
-    write_canonical(&value, &mut out);
-    out
-}
-
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Object(fields) => {
-            let mut keys: Vec<&String> = fields.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (n, key) in keys.into_iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                out.push_str(&serde_json::to_string(key).unwrap_or_default());
-                out.push(':');
-                write_canonical(&fields[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (n, item) in items.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&serde_json::to_string(other).unwrap_or_default()),
-    }
+    // serde_json's objects are ordered maps here (no `preserve_order`), so its
+    // compact output has every object's keys sorted: the canonical form.
+    serde_json::to_string(&value).unwrap_or_else(|_| json.to_string())
 }
 
 #[cfg(test)]
