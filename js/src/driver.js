@@ -356,6 +356,17 @@ export function createDriver(hub, options) {
     subscribeDuration: (duration) => new ClockPollable(process.hrtime.bigint() + duration),
   };
 
+  // --- wasi:clocks/wall-clock ----------------------------------------------------
+
+  const wallClock = {
+    /** The date (a task's `createdAt`), from `Date.now()`. */
+    now: () => {
+      const ms = Date.now();
+      return { seconds: BigInt(Math.floor(ms / 1000)), nanoseconds: (ms % 1000) * 1_000_000 };
+    },
+    resolution: () => ({ seconds: 0n, nanoseconds: 1_000_000 }),
+  };
+
   // --- mcpbox:runtime/transport -------------------------------------------------------
 
   /**
@@ -503,6 +514,7 @@ export function createDriver(hub, options) {
     },
     'wasi:io/poll': { Pollable, poll: (list) => hub.poll(list) },
     'wasi:clocks/monotonic-clock': monotonicClock,
+    'wasi:clocks/wall-clock': wallClock,
     ...http.imports,
   };
 
