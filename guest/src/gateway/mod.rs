@@ -671,7 +671,6 @@ impl Gateway {
     /// ([`Signal::End`]), except in a 2025 HTTP session, whose client may resume
     /// the stream (`Last-Event-ID`): those run on.
     pub fn exchange_closed<P: Platform>(&mut self, m: &mut Manager<P>, exchange: u64) {
-        self.task_exchange_closed(exchange);
         let Some(x) = self.exchanges.get(&exchange) else {
             return;
         };
@@ -679,6 +678,7 @@ impl Gateway {
             return;
         }
         let listened = x.listen.is_some();
+        self.task_exchange_closed(exchange);
         self.exchanges.remove(&exchange);
         // Over: the host forgets it too.
         self.out.push(Signal::End {
