@@ -61,10 +61,12 @@
 //! # State
 //!
 //! Each concept keeps its state in a struct beside its methods, owned by the
-//! manager: input requests in `inputs`, approvals in `approvals`, a server's
-//! failures and backoff in `restarts` (one per server), roots in `roots`, the
-//! audit trail's settings and each call's end in `finished`, call counts in
-//! `call_counts`, requests beyond tools in `request`.
+//! manager: the calls in flight (their handles, their slots, what their end
+//! needs) in `calls`, input requests in `inputs`, approvals in `approvals`, the
+//! permission rules and the settings files they came from in `permissions`, a
+//! server's failures and backoff in `restarts` (one per server), roots in
+//! `roots`, the audit trail's settings and each call's end in `finished`, call
+//! counts in `call_counts`, requests beyond tools in `request`.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -317,30 +319,22 @@ pub struct Manager<P: Platform> {
     /// The registry in each dialect asked for, with the generation it was made
     /// from (see [`adapted`]).
     adaptations: BTreeMap<crate::adapter::Dialect, (u64, Rc<crate::adapter::Adaptation>)>,
-    /// Calls in flight → the slot that runs them.
-    calls: BTreeMap<u64, usize>,
-    next_call: u64,
+    /// Calls in flight: their handles, their slots, what their end needs (see
+    /// `calls`).
+    calls: calls::Calls,
     finished: Vec<FinishedCall>,
     events: Vec<Event>,
     /// Input requests: what servers are offered, what waits for an answer (see
     /// "Input requests").
     input: inputs::Inputs,
-    /// The configuration's permission rules.
-    permissions: Permissions,
-    /// The Claude Code settings files read since the last load (origin, value):
-    /// a reload re-reads the configuration's rules and adds theirs again.
-    claude_settings: Vec<(String, serde_json::Value)>,
+    /// The permission rules and what they were built from (see `permissions`).
+    rules: permissions::Rules,
     /// The gateway serves this registry ([`Manager::serve_downstream`]).
     serving: bool,
     /// The manager lives for one exchange ([`Manager::short_lived`]).
     short_lived: bool,
-    /// Warnings about rules naming unlisted tools, already given.
-    rule_warnings: alloc::collections::BTreeSet<String>,
     /// Approvals of calls `ask` rules cover (see "Approvals").
     approvals: approvals::Approvals,
-    /// Calls started and not yet completed, with what their end needs to know
-    /// (see `finished`).
-    flight: BTreeMap<u64, finished::Flight>,
     /// How results are limited (the configuration's `output`, the embedder's
     /// overrides).
     output: crate::output::Settings,
@@ -415,18 +409,14 @@ impl<P: Platform> Manager<P> {
             registry: Registry::new(),
             registry_stale: false,
             adaptations: BTreeMap::new(),
-            calls: BTreeMap::new(),
-            next_call: 1,
+            calls: calls::Calls::default(),
             finished: Vec::new(),
             events: Vec::new(),
             input: Default::default(),
-            permissions: Permissions::default(),
-            claude_settings: Vec::new(),
+            rules: Default::default(),
             serving: false,
             short_lived: false,
-            rule_warnings: Default::default(),
             approvals: Default::default(),
-            flight: BTreeMap::new(),
             output: Default::default(),
             call_counts: None,
             audit: Default::default(),
@@ -457,13 +447,13 @@ impl<P: Platform> Manager<P> {
         let mut warnings = Vec::new();
         self.pins = pins::Pins::load(self.platform.load_pins(), &mut warnings);
         self.events.extend(warnings.into_iter().map(Event::Warning));
-        self.permissions = parsed.permissions;
-        self.claude_settings.clear();
+        self.rules.permissions = parsed.permissions;
+        self.rules.claude_settings.clear();
         self.output = parsed.output;
         self.audit.settings = parsed.audit;
         self.roots.configured = parsed.roots;
         self.apply_options();
-        self.rule_warnings.clear();
+        self.rules.warned.clear();
         self.approvals.session.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
@@ -497,9 +487,8 @@ impl<P: Platform> Manager<P> {
         };
         let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
         let mut issues = Vec::new();
-        self.permissions
-            .add_claude_settings(origin, &value, &servers, &mut issues);
-        self.claude_settings.push((origin.to_string(), value));
+        self.rules
+            .add_claude_settings(origin, value, &servers, &mut issues);
         self.invalidate_registry();
         issues
     }
@@ -774,7 +763,10 @@ impl<P: Platform> Manager<P> {
             }
         };
         let server = self.slots[i].config.name.clone();
-        let mut decision = self.permissions.decide(&server, &found.def.name, profile);
+        let mut decision = self
+            .rules
+            .permissions
+            .decide(&server, &found.def.name, profile);
         if let (Decision::Allow(_), Some(change)) =
             (&decision, self.slots[i].asking.get(&found.def.name))
         {
@@ -797,7 +789,7 @@ impl<P: Platform> Manager<P> {
         let timeout_ms = options
             .timeout_ms
             .unwrap_or(self.slots[i].config.tool_timeout_ms);
-        let call = self.next_call;
+        let call = self.calls.peek_next();
         let mut flight = finished::Flight {
             server: server.clone(),
             tool: found.clone(),
@@ -827,13 +819,13 @@ impl<P: Platform> Manager<P> {
                     rule,
                     profile: profile.map(String::from),
                 })?;
-                self.flight.insert(call, flight);
-                self.next_call += 1;
+                self.calls.flight.insert(call, flight);
+                self.calls.take_next();
                 return Ok(call);
             }
         }
         // Noted before sending: a call may complete within `dispatch`.
-        self.flight.insert(call, flight);
+        self.calls.flight.insert(call, flight);
         let sent = self.dispatch(
             call,
             i,
@@ -845,10 +837,10 @@ impl<P: Platform> Manager<P> {
             options.log_level,
         );
         if sent.is_err() {
-            self.flight.remove(&call);
+            self.calls.flight.remove(&call);
         }
         sent?;
-        self.next_call += 1;
+        self.calls.take_next();
         Ok(call)
     }
 
@@ -884,7 +876,7 @@ impl<P: Platform> Manager<P> {
                 deadline_ms,
                 log_level,
             );
-            self.calls.insert(call, i);
+            self.calls.route(call, i);
             self.flush(i);
             self.process(i);
             self.sync_statuses();
@@ -909,7 +901,7 @@ impl<P: Platform> Manager<P> {
             deadline_ms,
             log_level,
         });
-        self.calls.insert(call, i);
+        self.calls.route(call, i);
         Ok(())
     }
 
@@ -945,7 +937,7 @@ impl<P: Platform> Manager<P> {
         if self.cancel_approval(call) || self.cancel_fanout(call) {
             return;
         }
-        let Some(&i) = self.calls.get(&call) else {
+        let Some(i) = self.calls.slot_of(call) else {
             return;
         };
         let held = &mut self.slots[i].held;
@@ -1089,7 +1081,7 @@ impl<P: Platform> Manager<P> {
     }
 
     fn complete(&mut self, call: u64, outcome: Result<CallResult, CallError>) {
-        self.calls.remove(&call);
+        self.calls.end(call);
         self.finished.push(FinishedCall { call, outcome });
     }
 
@@ -1316,7 +1308,7 @@ impl<P: Platform> Manager<P> {
                     if matches!(c.outcome, Err(CallError::Protocol(_))) {
                         self.forget_known(i);
                     }
-                    self.calls.remove(&c.call);
+                    self.calls.end(c.call);
                     self.finished.push(c);
                 }
                 ClientEvent::Log { level, message } => self.events.push(Event::Log(LogEntry {
@@ -1407,8 +1399,8 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         let server = &slot.config.name;
         let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
-        for warning in self.permissions.unknown_tools(server, &names) {
-            if self.rule_warnings.insert(warning.clone()) {
+        for warning in self.rules.permissions.unknown_tools(server, &names) {
+            if self.rules.first_warning(&warning) {
                 self.events.push(Event::Warning(warning));
             }
         }
@@ -1420,7 +1412,7 @@ impl<P: Platform> Manager<P> {
         let mut offered = Vec::with_capacity(defs.len());
         for def in defs {
             let name = naming::tool_name(segment, &def.name);
-            match self.permissions.decide(server, &def.name, None) {
+            match self.rules.permissions.decide(server, &def.name, None) {
                 Decision::Deny(rule) => {
                     slot.denied.insert(
                         name,
@@ -1486,7 +1478,7 @@ impl<P: Platform> Manager<P> {
     /// The configuration's permission rules, for callers that filter by profile
     /// (the gateway).
     pub fn permissions(&self) -> &Permissions {
-        &self.permissions
+        &self.rules.permissions
     }
 
     /// Why the tool of registry name `tool` is held back by its server's
@@ -1511,7 +1503,8 @@ impl<P: Platform> Manager<P> {
     pub fn decide(&self, tool: &str, profile: Option<&str>) -> Option<Decision> {
         let entry = self.registry.get(tool)?;
         Some(
-            self.permissions
+            self.rules
+                .permissions
                 .decide(&entry.server, &entry.tool.def.name, profile),
         )
     }
@@ -1716,9 +1709,11 @@ pub use reload::ReloadReport;
 mod adapted;
 mod approvals;
 pub mod call_counts;
+mod calls;
 mod finished;
 mod inputs;
 mod logging;
+mod permissions;
 pub mod pins;
 mod prompts;
 mod request;
