@@ -62,7 +62,8 @@
 //!
 //! Each concept keeps its state in a struct beside its methods, owned by the
 //! manager: the calls in flight (their handles, their slots, what their end
-//! needs) in `calls`, input requests in `inputs`, approvals in `approvals`, the
+//! needs) in `calls`, the registry (rebuilt when stale, and its adapted forms)
+//! in `published`, input requests in `inputs`, approvals in `approvals`, the
 //! permission rules and the settings files they came from in `permissions`, a
 //! server's failures and backoff in `restarts` (one per server), roots in
 //! `roots`, the audit trail's settings and each call's end in `finished`, call
@@ -310,15 +311,9 @@ pub struct Manager<P: Platform> {
     /// The tool definitions pinned when first seen (see [`pins`]).
     pins: pins::Pins,
     slots: Vec<Slot<P::Conn>>,
-    registry: Registry,
-    /// A server's tools or state changed since the registry was last rebuilt. The
-    /// rebuild waits for the end of the round (or for a reader): one rebuild for
-    /// the thousands of servers that connect or fail in one round, not one each,
-    /// which made starting a large configuration quadratic.
-    registry_stale: bool,
-    /// The registry in each dialect asked for, with the generation it was made
-    /// from (see [`adapted`]).
-    adaptations: BTreeMap<crate::adapter::Dialect, (u64, Rc<crate::adapter::Adaptation>)>,
+    /// The registry, whether it waits for a rebuild, and its adaptations (see
+    /// `published`).
+    registry: published::Published,
     /// Calls in flight: their handles, their slots, what their end needs (see
     /// `calls`).
     calls: calls::Calls,
@@ -368,7 +363,7 @@ impl<P: Platform> fmt::Debug for Manager<P> {
         f.debug_struct("Manager")
             .field("origin", &self.origin)
             .field("servers", &self.servers())
-            .field("tools", &self.registry.len())
+            .field("tools", &self.registry.current.len())
             .field("calls", &self.calls.len())
             .finish_non_exhaustive()
     }
@@ -406,9 +401,7 @@ impl<P: Platform> Manager<P> {
             origin: String::new(),
             pins: pins::Pins::default(),
             slots: Vec::new(),
-            registry: Registry::new(),
-            registry_stale: false,
-            adaptations: BTreeMap::new(),
+            registry: Default::default(),
             calls: calls::Calls::default(),
             finished: Vec::new(),
             events: Vec::new(),
@@ -461,7 +454,7 @@ impl<P: Platform> Manager<P> {
         self.sync_registry();
         // Loading is not a state change: statuses are reported from `start` on.
         for slot in &mut self.slots {
-            slot.reported = Some(Reported::now(slot, &self.registry));
+            slot.reported = Some(Reported::now(slot, &self.registry.current));
         }
         Ok(parsed.issues)
     }
@@ -614,22 +607,28 @@ impl<P: Platform> Manager<P> {
 
     /// Every configured server, in configuration order.
     pub fn servers(&self) -> Vec<ServerStatus> {
-        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
+        debug_assert!(
+            !self.registry.is_stale(),
+            "every public call leaves it rebuilt"
+        );
         self.slots
             .iter()
-            .map(|s| status_of(s, &self.registry))
+            .map(|s| status_of(s, &self.registry.current))
             .collect()
     }
 
     /// Every tool, ordered by name.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
-        self.registry.tools()
+        debug_assert!(
+            !self.registry.is_stale(),
+            "every public call leaves it rebuilt"
+        );
+        self.registry.current.tools()
     }
 
     /// Changes whenever the registry is rebuilt (see [`Registry::generation`]).
     pub fn tools_generation(&self) -> u64 {
-        self.registry.generation()
+        self.registry.current.generation()
     }
 
     /// Whether any server is still starting (connecting or listing its tools).
@@ -640,8 +639,11 @@ impl<P: Platform> Manager<P> {
     /// Every tool, ordered by name, without copying: for the `tools` export,
     /// which copies each field once into its own result.
     pub fn tool_entries(&self) -> &[registry::Entry] {
-        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
-        self.registry.entries()
+        debug_assert!(
+            !self.registry.is_stale(),
+            "every public call leaves it rebuilt"
+        );
+        self.registry.current.entries()
     }
 
     /// Ignored-message counters of a server's current session.
@@ -719,7 +721,7 @@ impl<P: Platform> Manager<P> {
         attempt: &mut finished::Attempt,
     ) -> Result<u64, CallError> {
         self.sync_registry();
-        let (i, found) = match self.registry.get(tool) {
+        let (i, found) = match self.registry.current.get(tool) {
             Some(entry) => {
                 let Some(i) = self
                     .slots
@@ -749,7 +751,7 @@ impl<P: Platform> Manager<P> {
                 }
                 // The registry says which server owns a name it does not offer: the
                 // same rule that decides collisions, whatever state the servers are in.
-                let owner = self.registry.kept(tool).and_then(|entry| {
+                let owner = self.registry.current.kept(tool).and_then(|entry| {
                     let i = self
                         .slots
                         .iter()
@@ -926,7 +928,7 @@ impl<P: Platform> Manager<P> {
             Some(slot) => unavailable(tool, slot, self.platform.now_ms()),
             None => CallError::UnknownTool(format!(
                 "no tool named `{tool}` ({} tools available)",
-                self.registry.len()
+                self.registry.current.len()
             )),
         }
     }
@@ -1127,6 +1129,7 @@ impl<P: Platform> Manager<P> {
             let server = &self.slots[i].config.name;
             let entry = self
                 .registry
+                .current
                 .get(&h.name)
                 .filter(|e| *e.server == **server)
                 .cloned();
@@ -1501,7 +1504,7 @@ impl<P: Platform> Manager<P> {
     /// What the permission rules say about the tool of registry name `tool` for
     /// a caller using `profile`; `None` when no such tool is offered.
     pub fn decide(&self, tool: &str, profile: Option<&str>) -> Option<Decision> {
-        let entry = self.registry.get(tool)?;
+        let entry = self.registry.current.get(tool)?;
         Some(
             self.rules
                 .permissions
@@ -1540,12 +1543,12 @@ impl<P: Platform> Manager<P> {
     }
 
     fn invalidate_registry(&mut self) {
-        self.registry_stale = true;
+        self.registry.invalidate();
     }
 
     /// Rebuilds the registry if a server's tools or state changed since.
     fn sync_registry(&mut self) {
-        if core::mem::take(&mut self.registry_stale) {
+        if self.registry.take_stale() {
             self.rebuild_registry();
         }
     }
@@ -1569,7 +1572,7 @@ impl<P: Platform> Manager<P> {
                 })
             })
             .collect();
-        let warnings = self.registry.rebuild(&sources);
+        let warnings = self.registry.current.rebuild(&sources);
         self.events.extend(warnings.into_iter().map(Event::Warning));
     }
 
@@ -1577,10 +1580,10 @@ impl<P: Platform> Manager<P> {
     fn sync_statuses(&mut self) {
         self.sync_registry();
         for slot in &mut self.slots {
-            if status_is_current(slot, &self.registry) {
+            if status_is_current(slot, &self.registry.current) {
                 continue;
             }
-            let now = Reported::now(slot, &self.registry);
+            let now = Reported::now(slot, &self.registry.current);
             if slot.reported.as_ref().map(|r| &r.status) != Some(&now.status) {
                 self.events.push(Event::Status(now.status.clone()));
             }
@@ -1716,6 +1719,7 @@ mod logging;
 mod permissions;
 pub mod pins;
 mod prompts;
+mod published;
 mod request;
 mod resources;
 mod restarts;

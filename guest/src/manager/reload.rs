@@ -217,7 +217,7 @@ impl<P: Platform> Manager<P> {
                         report.added.push(name);
                     }
                     // Report its state from the first change on, like `load_config`.
-                    slot.reported = Some(super::Reported::now(&slot, &self.registry));
+                    slot.reported = Some(super::Reported::now(&slot, &self.registry.current));
                     if slot.config.enabled {
                         to_open.push(slots.len());
                     }
@@ -237,7 +237,7 @@ impl<P: Platform> Manager<P> {
         for (i, slot) in old.into_iter().enumerate() {
             if let Some(slot) = slot {
                 report.removed.push(slot.config.name.clone());
-                let mut status = super::status_of(&slot, &self.registry);
+                let mut status = super::status_of(&slot, &self.registry.current);
                 status.state = ServerState::Closed;
                 status.tool_count = 0;
                 status.error = Some(format!(
