@@ -2,9 +2,11 @@
 //! Claude Code settings' added, the settings files read since the last load (a
 //! reload resolves them again against the new servers), and the warnings about
 //! rules naming unlisted tools already given. What the rules decide is
-//! [`crate::permissions`]'s; the tools they deny are kept on each slot.
+//! [`crate::permissions`]'s; the tools they deny are kept on each slot. The
+//! manager's questions to them (`decide`, `denied_by`) and the loading of a
+//! Claude Code settings file are here too.
 
-use crate::prelude::*;
+use super::*;
 use alloc::collections::BTreeSet;
 
 use serde_json::Value;
@@ -56,6 +58,60 @@ impl Rules {
     /// Whether `warning` is given for the first time; notes it.
     pub(super) fn first_warning(&mut self, warning: &str) -> bool {
         self.warned.insert(warning.to_string())
+    }
+}
+
+impl<P: Platform> Manager<P> {
+    /// Adds the permission rules of a Claude Code settings file (its text;
+    /// `origin` names it) to the configuration's (see
+    /// [`Permissions::add_claude_settings`]). Kept until the next
+    /// [`Manager::load_config`], which drops them: a host reads the file again
+    /// after each load. A reload ([`Manager::reload_config`]) keeps them, resolved
+    /// against the new servers. Text that is not JSON is one issue; nothing changes.
+    pub fn load_claude_settings(&mut self, origin: &str, text: &str) -> Vec<ConfigIssue> {
+        let value: serde_json::Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) => {
+                return vec![ConfigIssue {
+                    server: None,
+                    field: None,
+                    message: format!(
+                        "{origin}: not valid JSON ({e}); its permissions are not read"
+                    ),
+                }];
+            }
+        };
+        let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
+        let mut issues = Vec::new();
+        self.rules
+            .add_claude_settings(origin, value, &servers, &mut issues);
+        self.invalidate_registry();
+        issues
+    }
+
+    /// The configuration's permission rules, for callers that filter by profile
+    /// (the gateway).
+    pub fn permissions(&self) -> &Permissions {
+        &self.rules.permissions
+    }
+
+    /// The rule that keeps the tool of registry name `tool` out of the registry,
+    /// when one does (a `deny` rule, or `enabledTools` / `disabledTools`).
+    pub fn denied_by(&self, tool: &str) -> Option<Rc<crate::permissions::Rule>> {
+        self.slots
+            .iter()
+            .find_map(|s| Some(s.denied.get(tool)?.rule.clone()))
+    }
+
+    /// What the permission rules say about the tool of registry name `tool` for
+    /// a caller using `profile`; `None` when no such tool is offered.
+    pub fn decide(&self, tool: &str, profile: Option<&str>) -> Option<Decision> {
+        let entry = self.registry.current.get(tool)?;
+        Some(
+            self.rules
+                .permissions
+                .decide(&entry.server, &entry.tool.def.name, profile),
+        )
     }
 }
 

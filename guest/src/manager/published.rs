@@ -4,8 +4,10 @@
 //! `adapted`). A server's tools or state changing only marks it stale: the
 //! rebuild waits for the end of the round (or for a reader), one rebuild for
 //! the thousands of servers that connect or fail in one round, not one each,
-//! which made starting a large configuration quadratic.
+//! which made starting a large configuration quadratic. The rebuild from the
+//! servers' slots and the manager's readers of the registry are here too.
 
+use super::*;
 use alloc::collections::BTreeMap;
 use alloc::rc::Rc;
 
@@ -47,6 +49,66 @@ impl Published {
     /// Whether a change waits for a rebuild.
     pub(super) fn is_stale(&self) -> bool {
         self.stale
+    }
+}
+
+impl<P: Platform> Manager<P> {
+    /// Every tool, ordered by name.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        debug_assert!(
+            !self.registry.is_stale(),
+            "every public call leaves it rebuilt"
+        );
+        self.registry.current.tools()
+    }
+
+    /// Changes whenever the registry is rebuilt (see [`Registry::generation`]).
+    pub fn tools_generation(&self) -> u64 {
+        self.registry.current.generation()
+    }
+
+    /// Every tool, ordered by name, without copying: for the `tools` export,
+    /// which copies each field once into its own result.
+    pub fn tool_entries(&self) -> &[registry::Entry] {
+        debug_assert!(
+            !self.registry.is_stale(),
+            "every public call leaves it rebuilt"
+        );
+        self.registry.current.entries()
+    }
+
+    pub(super) fn invalidate_registry(&mut self) {
+        self.registry.invalidate();
+    }
+
+    /// Rebuilds the registry if a server's tools or state changed since.
+    pub(super) fn sync_registry(&mut self) {
+        if self.registry.take_stale() {
+            self.rebuild_registry();
+        }
+    }
+
+    pub(super) fn rebuild_registry(&mut self) {
+        let sources: Vec<Source<'_>> = self
+            .slots
+            .iter()
+            .filter_map(|s| {
+                let standing = match s.state {
+                    ServerState::Connected => Standing::Connected,
+                    ServerState::Starting => Standing::Starting,
+                    _ if s.tools.is_empty() => return None,
+                    _ => Standing::Kept,
+                };
+                Some(Source {
+                    server: &s.config.name,
+                    segment: s.config.name_segment(),
+                    tools: &s.tools,
+                    standing,
+                })
+            })
+            .collect();
+        let warnings = self.registry.current.rebuild(&sources);
+        self.events.extend(warnings.into_iter().map(Event::Warning));
     }
 }
 
