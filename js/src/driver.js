@@ -4,8 +4,8 @@
 // A WASI 0.2 component runs one export at a time, so, as in the wasmtime host's driver
 // task, one owner runs it: callers queue jobs; the driver takes them, then calls the
 // guest's `wait`, which polls every connection, the nearest deadline and the wake
-// signal at once. Two hubs carry messages between the driver and the host's side
-// (processes, pipes, sockets, callers: index.js, transport.js, wasi_http.js):
+// signal at once. Two hubs (hub.js) carry messages between the driver and the host's
+// side (processes, pipes, sockets, callers: index.js, transport.js, wasi_http.js):
 //
 // - on the caller's thread (driver_main.js, the default), a turn of the guest runs from
 //   the event loop whenever something arrives for it, and `poll` never blocks: when
@@ -16,14 +16,11 @@
 //   rings after every message (channel.js), so the caller's event loop never runs guest
 //   code.
 //
-// The imports the guest needs are implemented here, thinly: `wasi:io/poll` over the
-// hub's `poll`, `wasi:clocks/monotonic-clock` over `process.hrtime`,
-// `mcpbox:runtime/control.wake-signal` over the job queue, and
-// `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
-// framing) the host side does (transport.js, stdio.js). The remote imports
-// (`remote.grant`, `wasi:http`) are proxies too, in http_imports.js.
-// `mcpbox:runtime/blobs` writes over the result directory (blobs.js), and the audit
-// trail's file (audit.js) is written here too, as the guest's `audit` events come out.
+// The imports the guest needs are in imports/, a file per WIT interface as in the
+// wasmtime host's host/src/imports/ (imports/index.js has the table): thin proxies of
+// the host side's, over the hub (hub.js). This file is the loop: instances, their jobs
+// and turns, what they publish, and the audit trail's file (audit.js), written here as
+// the guest's `audit` events come out.
 //
 // A guest that traps (anything escaping an export call) is replaced, as driver.rs
 // does: the trapped instance's connections are closed (its servers stop), a fresh
@@ -36,134 +33,14 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
-import { Results } from './blobs.js';
-import { httpImports } from './http_imports.js';
+import { guestImports } from './imports/index.js';
 import { formatBytes, watchRealloc } from './limits.js';
-import { StateStore } from './state.js';
 
 /**
  * The longest the guest waits in one `wait` with nothing to do. Jobs ring the wake
  * signal, so this only bounds how long the driver sleeps between idle turns.
  */
 const IDLE_WAIT_MS = 60_000n;
-/**
- * At most this many messages are handed over per `receive`, so one busy server cannot
- * starve the others of the guest's attention.
- */
-const RECEIVE_BATCH = 256;
-
-const symbolDispose = Symbol.dispose || Symbol.for('dispose');
-
-/** A first-in first-out queue with O(1) `shift`. */
-export class Queue {
-  #items = [];
-  #head = 0;
-
-  get length() {
-    return this.#items.length - this.#head;
-  }
-
-  push(item) {
-    this.#items.push(item);
-  }
-
-  /** Puts an item back at the front. */
-  unshift(item) {
-    if (this.#head > 0) {
-      this.#head -= 1;
-      this.#items[this.#head] = item;
-    } else {
-      this.#items.unshift(item);
-    }
-  }
-
-  shift() {
-    if (this.#head === this.#items.length) {
-      return undefined;
-    }
-    const item = this.#items[this.#head];
-    this.#items[this.#head] = undefined;
-    this.#head += 1;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-}
-
-/**
- * What arrives from the host side, sorted as it comes: callers' jobs, each server's
- * items, the answers to HTTP exchanges. Each thread's hub extends it with how messages
- * travel (`drain`, `post`, `request`) and how the guest waits (`poll`).
- */
-export class Hub {
-  /** Callers' jobs, in order. */
-  jobs = new Queue();
-  /** @type {Map<number, Queue>} items from each server, by connection id */
-  #inboxes = new Map();
-  /** Connections the guest dropped: items still in flight for them are discarded. */
-  #dropped = new Set();
-  /** Connections whose server the host stopped reading until the guest takes its items. */
-  paused = new Set();
-  /** Takes the `http-…` messages (set by the driver: http_imports.js's `receive`). */
-  http = null;
-
-  /** Sorts one message from the host side; false when it is not one of these. */
-  accept(msg) {
-    switch (msg.t) {
-      case 'job':
-        this.jobs.push(msg.job);
-        return true;
-      case 'in':
-        if (!this.#dropped.has(msg.conn)) {
-          const inbox = this.inbox(msg.conn);
-          for (const item of msg.items) {
-            inbox.push(item);
-          }
-          if (msg.paused) {
-            this.paused.add(msg.conn);
-          }
-        }
-        return true;
-      case 'http-head':
-      case 'http-fail':
-      case 'http-data':
-      case 'http-end':
-        this.http(msg);
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  /** The items received from connection `conn` and not yet taken. */
-  inbox(conn) {
-    let inbox = this.#inboxes.get(conn);
-    if (inbox === undefined) {
-      inbox = new Queue();
-      this.#inboxes.set(conn, inbox);
-    }
-    return inbox;
-  }
-
-  /** Forgets a connection the guest dropped. */
-  drop(conn) {
-    this.#inboxes.delete(conn);
-    this.#dropped.add(conn);
-    this.paused.delete(conn);
-  }
-}
-
-/**
- * The error case of an import's `result`, as jco's glue expects it: thrown, with the
- * WIT value as `payload`. (Not an `Error`: jco turns a thrown `Error` into a trap.)
- */
-class ResultError {
-  constructor(payload) {
-    this.payload = payload;
-  }
-}
 
 /** Whether `path` is a file. */
 function isFile(path) {
@@ -264,247 +141,17 @@ function allAdaptedTools(registry, dialect) {
  *   (resolves with it) or traps (rejects with the `Trap`)
  */
 export function createDriver(hub, options) {
-  const { modules, glueUrl, cacheDir, inputRequests, sampling, urlElicitation, approvals, memoryLimit, embedder, maxMessageBytes } =
-    options;
-  const resultsOptions = options.results;
+  const { modules, glueUrl, inputRequests, sampling, urlElicitation, approvals, memoryLimit, embedder } = options;
   /** The configuration a fresh instance loads: the one last applied (a reload changes it). */
   let { origin, configText } = options;
   /** The embedder's roots as last set (`null`: the configuration's), for a guest that replaces a trapped one. */
   let roots = options.roots ?? null;
 
-  /**
-   * The connections the current guest instance holds open, by id. When the instance
-   * traps nobody drops them, so the driver closes them (stopping their servers) before
-   * a fresh instance opens its own.
-   */
-  const live = new Set();
-
-  /**
-   * Closes every connection the trapped instance left open, which stops its servers, and
-   * ends its HTTP exchanges and grants.
-   */
-  function closeLive() {
-    for (const id of live) {
-      hub.drop(id);
-      hub.post({ t: 'close', conn: id });
-    }
-    live.clear();
-    http.closeAll();
-  }
-
-  // --- wasi:io/poll -------------------------------------------------------------
-
-  /** `wasi:io/poll.pollable`: level-triggered readiness of one source. */
-  class Pollable {
-    /** Whether the source is ready now. */
-    ready() {
-      return false;
-    }
-
-    /** Blocks until ready (a hub on the caller's thread refuses to). */
-    block() {
-      hub.poll([this]);
-    }
-  }
-
-  /** Ready once the monotonic clock reaches `instant` (nanoseconds). */
-  class ClockPollable extends Pollable {
-    constructor(instant) {
-      super();
-      this.instant = instant;
-    }
-
-    ready() {
-      return process.hrtime.bigint() >= this.instant;
-    }
-  }
-
-  /** Ready while a connection has something for `receive` (messages or an error). */
-  class ConnectionPollable extends Pollable {
-    constructor(connection) {
-      super();
-      this.inbox = connection.inbox;
-    }
-
-    ready() {
-      hub.drain();
-      return this.inbox.length > 0;
-    }
-  }
-
-  /** `control.wake-signal`: ready while callers have queued jobs the driver has not taken. */
-  class WakePollable extends Pollable {
-    wake = true;
-
-    ready() {
-      hub.drain();
-      return hub.jobs.length > 0;
-    }
-  }
-
-  /** The remote imports (`remote.grant`, `wasi:http`), proxies of the host side's. */
-  const http = httpImports(hub, Pollable);
-  hub.http = http.receive;
-
-  // --- wasi:clocks/monotonic-clock ------------------------------------------------
-
-  const monotonicClock = {
-    /** Nanoseconds on the host's monotonic clock (the same clock in every thread). */
-    now: () => process.hrtime.bigint(),
-    resolution: () => 1n,
-    subscribeInstant: (when) => new ClockPollable(when),
-    subscribeDuration: (duration) => new ClockPollable(process.hrtime.bigint() + duration),
-  };
-
-  // --- mcpbox:runtime/transport -------------------------------------------------------
-
-  /**
-   * `transport.connection`: the guest's handle on one server. The server itself lives on
-   * the host side; this side keeps what it has received until the guest takes it.
-   */
-  class Connection {
-    /** @private use `Connection.open` */
-    constructor(id) {
-      this.handle = id;
-      this.inbox = hub.inbox(id);
-      /** Set once `closed` was returned: `send` fails with it from then on. */
-      this.closed = null;
-      /** Items taken by the guest, reported to the host when it paused reading. */
-      this.taken = 0;
-    }
-
-    static open(server, endpoint) {
-      const result = hub.request({ t: 'open', server, endpoint });
-      if (result.tag !== 'ok') {
-        throw new ResultError(result.val);
-      }
-      live.add(result.val);
-      return new Connection(result.val);
-    }
-
-    send(message) {
-      if (this.closed !== null) {
-        throw new ResultError({ tag: 'closed', val: this.closed });
-      }
-      hub.post({ t: 'send', conn: this.handle, message });
-    }
-
-    /**
-     * Takes what arrived, in order: messages first; an error (`too-large` once per
-     * oversized message, `closed` for good) only when no message precedes it.
-     */
-    receive() {
-      hub.drain();
-      const result = this.#take();
-      if (hub.paused.has(this.handle) && this.inbox.length === 0) {
-        hub.paused.delete(this.handle);
-        hub.post({ t: 'taken', conn: this.handle, count: this.taken });
-      }
-      if (result instanceof ResultError) {
-        throw result;
-      }
-      return result;
-    }
-
-    /** The messages to return, or the error to throw. */
-    #take() {
-      const messages = [];
-      while (messages.length < RECEIVE_BATCH) {
-        const item = this.inbox.shift();
-        if (item === undefined) {
-          break;
-        }
-        this.taken += 1;
-        if (item.message !== undefined) {
-          messages.push(item.message);
-        } else if (messages.length > 0) {
-          // Deliver what came before the error first; the error comes next time.
-          this.inbox.unshift(item);
-          this.taken -= 1;
-          break;
-        } else if (item.tooLarge !== undefined) {
-          return new ResultError({ tag: 'too-large', val: item.tooLarge });
-        } else {
-          this.closed = item.closed;
-          this.inbox.unshift(item);
-          this.taken -= 1;
-          return new ResultError({ tag: 'closed', val: item.closed });
-        }
-      }
-      return messages;
-    }
-
-    subscribe() {
-      return new ConnectionPollable(this);
-    }
-
-    /**
-     * The host's number for the connection (`turns.step` names it so). This host
-     * drives the guest with `registry.wait` and never calls `turns.step`.
-     */
-    id() {
-      return BigInt(this.handle);
-    }
-
-    diagnostics() {
-      return hub.request({ t: 'diag', conn: this.handle });
-    }
-
-    [symbolDispose]() {
-      live.delete(this.handle);
-      hub.drop(this.handle);
-      hub.post({ t: 'close', conn: this.handle });
-    }
-  }
-
-  // --- the imports ------------------------------------------------------------------
-
-  /** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
-  const stateStore = new StateStore(cacheDir);
-
-  /** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
-  const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
+  /** The guest's imports, one set for every instance of this runtime (imports/index.js). */
+  const { imports, closeAll } = guestImports(hub, options);
 
   /** The audit trail's file, once the first instance has named it (kept across restarts). */
   let auditLog = null;
-  /** The guest's pinned tool definitions (`mcpbox:runtime/pins`), kept across restarts. */
-  let pinsKept = undefined;
-
-  /**
-   * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
-   * looks interfaces up without their `@version`, although its .d.ts names them with it.)
-   */
-  const imports = {
-    'mcpbox:runtime/transport': { Connection, maxMessageBytes: () => BigInt(maxMessageBytes) },
-    'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
-    // `state`: what the guest remembers about servers (their MCP era), across runs and
-    // shared with the wasmtime host (state.js).
-    'mcpbox:runtime/state': {
-      get: (key) => stateStore.get(key),
-      set: (key, value) => stateStore.set(key, value),
-    },
-    // `pins`: the tool definitions the guest pinned when it first saw them. This host keeps
-    // them for the driver's life (across guest restarts), not across runs: the wasmtime host
-    // keeps them per configuration file (host/src/pins.rs).
-    'mcpbox:runtime/pins': {
-      load: () => pinsKept,
-      save: (text) => {
-        pinsKept = { pins: text, acceptPending: false };
-      },
-    },
-    'mcpbox:runtime/blobs': {
-      write: (server, name, _mimeType, data) => {
-        const written = results.write(server, name, data);
-        if (written.err !== undefined) {
-          throw new ResultError(written.err);
-        }
-        return written.ok;
-      },
-    },
-    'wasi:io/poll': { Pollable, poll: (list) => hub.poll(list) },
-    'wasi:clocks/monotonic-clock': monotonicClock,
-    ...http.imports,
-  };
 
   /**
    * With `claudeSettings`, adds the permission rules of `.claude/settings.json` and
@@ -887,7 +534,7 @@ export function createDriver(hub, options) {
         trap = error;
       }
       // The dead instance's servers stop first: the new one starts its own.
-      closeLive();
+      closeAll();
       const now = process.hrtime.bigint();
       traps = traps.filter((t) => now - t < TRAP_WINDOW_NS);
       traps.push(now);
@@ -902,7 +549,7 @@ export function createDriver(hub, options) {
         ({ session } = await Session.start(instantiate));
       } catch (error) {
         const cause = error?.config ?? (error instanceof Error ? error.message : String(error));
-        closeLive();
+        closeAll();
         return `the guest failed (${trap.text}) and could not be restarted: ${cause}`;
       }
       // The calls in flight fail with the new instance's snapshots and the warning (as
@@ -928,7 +575,7 @@ export function createDriver(hub, options) {
       } catch (error) {
         reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
       }
-      closeLive();
+      closeAll();
       try {
         auditLog?.close();
       } catch {

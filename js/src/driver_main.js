@@ -20,7 +20,8 @@
 // the runtime. `thread: 'worker'` (driver_worker.js) keeps the caller's loop free of
 // both, for four thread crossings per call.
 
-import { createDriver, Hub } from './driver.js';
+import { createDriver } from './driver.js';
+import { Hub } from './hub.js';
 
 /** What the driver posts for callers: delivered after the turn, never inside the guest. */
 const TO_CALLERS = new Set(['loaded', 'update', 'adapted', 'reconnected', 'reloaded', 'answered', 'roots-set', 'stopped']);

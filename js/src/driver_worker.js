@@ -11,7 +11,8 @@
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
-import { createDriver, Hub } from './driver.js';
+import { createDriver } from './driver.js';
+import { Hub } from './hub.js';
 
 /** The worker's side of the channel: a `MessagePort` and the doorbell. */
 class WorkerHub extends Hub {

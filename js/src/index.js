@@ -14,9 +14,11 @@
 // # Layout
 //
 // - index.js (this file): the API. It runs on the caller's thread and never blocks.
-// - driver.js: the guest, its imports and the loop that runs it, on either thread:
-//   driver_main.js runs it in turns from this thread's event loop (the default),
-//   driver_worker.js on a worker thread of its own (`thread: 'worker'`).
+// - driver.js: the guest and the loop that runs it, on either thread: driver_main.js
+//   runs it in turns from this thread's event loop (the default), driver_worker.js on a
+//   worker thread of its own (`thread: 'worker'`); hub.js: what travels between the
+//   driver and this thread.
+// - imports/: the guest's imports, a file per WIT interface (imports/index.js).
 // - channel.js: how a worker driver and this thread talk (a MessagePort and a shared
 //   doorbell).
 // - transport.js, stdio.js: server processes, on this thread's event loop.
