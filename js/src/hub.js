@@ -43,6 +43,17 @@ export class Queue {
 }
 
 /**
+ * What one connection received and the guest has not taken yet, in order: items
+ * `{ message }`, `{ tooLarge }` or `{ closed }` (stdio.js).
+ */
+class Inbox extends Queue {
+  /** Items the guest has taken in all, reported to the host side when it paused reading. */
+  taken = 0;
+  /** Why the connection closed, once the guest was told (it stays told). */
+  closed = null;
+}
+
+/**
  * What arrives from the host side, sorted as it comes: callers' jobs, each server's
  * items, the answers to HTTP exchanges. Each thread's hub extends it with how messages
  * travel (`drain`, `post`, `request`) and how the guest waits (`poll`).
@@ -50,7 +61,7 @@ export class Queue {
 export class Hub {
   /** Callers' jobs, in order. */
   jobs = new Queue();
-  /** @type {Map<number, Queue>} items from each server, by connection id */
+  /** @type {Map<number, Inbox>} items from each server, by connection id */
   #inboxes = new Map();
   /** Connections the guest dropped: items still in flight for them are discarded. */
   #dropped = new Set();
@@ -58,9 +69,17 @@ export class Hub {
   paused = new Set();
   /** Takes the `http-…` messages (set by imports/index.js: http_imports.js's `receive`). */
   http = null;
+  /** Set by every message sorted: the driver clears it when a turn gathers its input. */
+  fresh = false;
+  /**
+   * Entries into the guest and its calls of the `transport` imports that move messages
+   * (`McpBox.guestCrossings`), counted on the driver's side and posted with every update.
+   */
+  crossings = 0;
 
   /** Sorts one message from the host side; false when it is not one of these. */
   accept(msg) {
+    this.fresh = true;
     switch (msg.t) {
       case 'job':
         this.jobs.push(msg.job);
@@ -91,10 +110,80 @@ export class Hub {
   inbox(conn) {
     let inbox = this.#inboxes.get(conn);
     if (inbox === undefined) {
-      inbox = new Queue();
+      inbox = new Inbox();
       this.#inboxes.set(conn, inbox);
     }
     return inbox;
+  }
+
+  /**
+   * Takes what connection `conn` received, as `transport.receive` returns it: the
+   * messages, in order, up to `max`; or, when no message precedes it, the error
+   * (`too-large` once per oversized message, `closed` for good). Tells the host side how
+   * many items the guest has taken once the inbox of a connection it paused is empty.
+   *
+   * @returns {{messages: string[], error: object | null}}
+   */
+  take(conn, max) {
+    const inbox = this.inbox(conn);
+    const messages = [];
+    let error = null;
+    while (messages.length < max) {
+      const item = inbox.shift();
+      if (item === undefined) {
+        break;
+      }
+      if (item.message !== undefined) {
+        messages.push(item.message);
+        inbox.taken += 1;
+        continue;
+      }
+      if (messages.length > 0) {
+        // Deliver what came before the error first; the error comes next time.
+        inbox.unshift(item);
+      } else if (item.tooLarge !== undefined) {
+        inbox.taken += 1;
+        error = { tag: 'too-large', val: item.tooLarge };
+      } else {
+        // Closed for good: said again on every `receive`.
+        inbox.closed = item.closed;
+        inbox.unshift(item);
+        error = { tag: 'closed', val: item.closed };
+      }
+      break;
+    }
+    if (this.paused.has(conn) && inbox.length === 0) {
+      this.paused.delete(conn);
+      this.post({ t: 'taken', conn, count: inbox.taken });
+    }
+    return { messages, error };
+  }
+
+  /**
+   * What every connection received since the guest last took from it, for
+   * `turns.step`'s `arrived`: per connection the messages, or an error no message
+   * precedes (what follows an error waits for the next step: `unread`). A connection
+   * the guest knows closed is left out.
+   */
+  arrivals() {
+    const arrived = [];
+    for (const [conn, inbox] of this.#inboxes) {
+      if (inbox.length > 0 && inbox.closed === null) {
+        const { messages, error } = this.take(conn, Infinity);
+        arrived.push({ connection: BigInt(conn), messages, error: error ?? undefined });
+      }
+    }
+    return arrived;
+  }
+
+  /** Whether a connection holds items `arrivals` has not handed over yet. */
+  unread() {
+    for (const inbox of this.#inboxes.values()) {
+      if (inbox.length > 0 && inbox.closed === null) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** Forgets a connection the guest dropped. */

@@ -644,6 +644,8 @@ export class McpBox extends EventEmitter {
   #servers = Object.freeze([]);
   #tools = Object.freeze([]);
   #issues = Object.freeze([]);
+  /** The driver's count of guest crossings, as of its last update (`guestCrossings`). */
+  #crossings = 0;
   /** @type {string | null} why the runtime stopped, once it has */
   #stopped = null;
   /** @type {Promise<void>} resolves once the driver and every server have stopped */
@@ -762,6 +764,18 @@ export class McpBox extends EventEmitter {
   /** Every tool in the registry, ordered by name. */
   tools() {
     return this.#tools;
+  }
+
+  /**
+   * How many times the driver has entered the guest (an export call) and the guest has
+   * called the `transport` imports that move messages (`send`, `receive`, `subscribe`),
+   * as of the driver's last update: a sequential call to a stdio server costs two, the
+   * step that sends it and the step that takes its answer. For tests and benchmarks of
+   * the boundary's cost, as the wasmtime host's `Runtime::guest_crossings` (the clock
+   * and `poll` are not counted).
+   */
+  guestCrossings() {
+    return this.#crossings;
   }
 
   /**
@@ -1451,7 +1465,8 @@ export class McpBox extends EventEmitter {
     }
   }
 
-  #update({ servers, tools, events, done }) {
+  #update({ servers, tools, events, done, crossings }) {
+    this.#crossings = crossings;
     // Snapshots before answers and events, so that a caller whose call failed because
     // its server died also sees that server failed.
     if (tools !== undefined) {

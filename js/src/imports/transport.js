@@ -50,11 +50,8 @@ export function transport(hub, Pollable, maxMessageBytes) {
     /** @private use `Connection.open` */
     constructor(id) {
       this.handle = id;
+      /** What it received, and whether the guest was told it closed. */
       this.inbox = hub.inbox(id);
-      /** Set once `closed` was returned: `send` fails with it from then on. */
-      this.closed = null;
-      /** Items taken by the guest, reported to the host when it paused reading. */
-      this.taken = 0;
     }
 
     static open(server, endpoint) {
@@ -67,65 +64,34 @@ export function transport(hub, Pollable, maxMessageBytes) {
     }
 
     send(message) {
-      if (this.closed !== null) {
-        throw new ResultError({ tag: 'closed', val: this.closed });
+      hub.crossings += 1;
+      if (this.inbox.closed !== null) {
+        throw new ResultError({ tag: 'closed', val: this.inbox.closed });
       }
       hub.post({ t: 'send', conn: this.handle, message });
     }
 
     /**
      * Takes what arrived, in order: messages first; an error (`too-large` once per
-     * oversized message, `closed` for good) only when no message precedes it.
+     * oversized message, `closed` for good) only when no message precedes it. (A step
+     * hands the same over in `arrived`, hub.js's `arrivals`.)
      */
     receive() {
+      hub.crossings += 1;
       hub.drain();
-      const result = this.#take();
-      if (hub.paused.has(this.handle) && this.inbox.length === 0) {
-        hub.paused.delete(this.handle);
-        hub.post({ t: 'taken', conn: this.handle, count: this.taken });
-      }
-      if (result instanceof ResultError) {
-        throw result;
-      }
-      return result;
-    }
-
-    /** The messages to return, or the error to throw. */
-    #take() {
-      const messages = [];
-      while (messages.length < RECEIVE_BATCH) {
-        const item = this.inbox.shift();
-        if (item === undefined) {
-          break;
-        }
-        this.taken += 1;
-        if (item.message !== undefined) {
-          messages.push(item.message);
-        } else if (messages.length > 0) {
-          // Deliver what came before the error first; the error comes next time.
-          this.inbox.unshift(item);
-          this.taken -= 1;
-          break;
-        } else if (item.tooLarge !== undefined) {
-          return new ResultError({ tag: 'too-large', val: item.tooLarge });
-        } else {
-          this.closed = item.closed;
-          this.inbox.unshift(item);
-          this.taken -= 1;
-          return new ResultError({ tag: 'closed', val: item.closed });
-        }
+      const { messages, error } = hub.take(this.handle, RECEIVE_BATCH);
+      if (error !== null) {
+        throw new ResultError(error);
       }
       return messages;
     }
 
     subscribe() {
+      hub.crossings += 1;
       return new ConnectionPollable(this);
     }
 
-    /**
-     * The host's number for the connection (`turns.step` names it so). This host
-     * drives the guest with `registry.wait` and never calls `turns.step`.
-     */
+    /** The host's number for the connection: how `turns.step` names it. */
     id() {
       return BigInt(this.handle);
     }
