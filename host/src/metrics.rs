@@ -14,6 +14,12 @@
 //! writes them in the Prometheus text format with the `prometheus-client` crate's
 //! encoder (a collector over the snapshot), so the format's escaping and naming
 //! rules are the crate's, not ours.
+//!
+//! For the dashboard it also keeps, bounded, what a page opened later could not
+//! have seen: each server's calls second by second over the last
+//! [`TIMELINE_SECONDS`] (a count and a latency histogram per second that had
+//! calls: [`Monitor::timeline`]), each server's latest [`LOG_LINES`] log messages
+//! (`notifications/message`), and the `ask` approvals waiting for an answer.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -25,7 +31,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::bindings::registry::{CallCount as WitCallCount, CallOutcome};
-use crate::types::{AuditRecord, Event, ServerState, ServerStatus};
+use crate::types::{AuditRecord, Event, InputRequest, ServerState, ServerStatus};
 
 /// The upper bounds, in seconds, of the call latency histogram's buckets (the
 /// last, `+Inf`, is implicit). Audit records count whole milliseconds, so a call
@@ -36,6 +42,30 @@ pub const LATENCY_BUCKETS: [f64; 15] = [
 
 /// How many recent calls the monitor keeps for the dashboard.
 pub(crate) const RECENT_CALLS: usize = 200;
+
+/// How many seconds of each server's calls the monitor keeps for the dashboard's chart.
+pub(crate) const TIMELINE_SECONDS: u64 = 300;
+
+/// How many log messages (`notifications/message`) of each server the monitor keeps.
+pub(crate) const LOG_LINES: usize = 200;
+
+/// One second of a server's calls: when (Unix seconds), how many ended, and
+/// their durations in the buckets of [`LATENCY_BUCKETS`] (per bucket, the last `+Inf`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Second {
+    pub at: u64,
+    pub calls: u64,
+    pub buckets: [u64; LATENCY_BUCKETS.len() + 1],
+}
+
+/// A log message a server sent, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct LogLine {
+    /// When it arrived (RFC 3339, milliseconds).
+    pub time: String,
+    pub level: String,
+    pub message: String,
+}
 
 /// The numbers of a running runtime at one moment (see
 /// [`Runtime::metrics`](crate::Runtime::metrics)); the same numbers `/metrics`
@@ -171,6 +201,12 @@ struct Book {
     keys: Vec<usize>,
     recent: VecDeque<AuditRecord>,
     guest_restarts: u64,
+    /// Each server's calls by second, the latest [`TIMELINE_SECONDS`].
+    timeline: HashMap<String, VecDeque<Second>>,
+    /// Each server's latest log messages.
+    logs: HashMap<String, VecDeque<LogLine>>,
+    /// Approvals (input requests of `ask` rules) waiting for an answer, by id.
+    approvals: std::collections::BTreeMap<u64, InputRequest>,
 }
 
 /// Counts what the driver publishes (see the module docs). Shared by the driver,
@@ -197,9 +233,64 @@ impl Monitor {
     /// Takes note of an event the driver is about to publish (calls go to
     /// [`Monitor::call`]).
     pub fn observe(&self, event: &Event) {
-        if let Event::Status(status) = event {
-            self.status(status);
+        match event {
+            Event::Status(status) => self.status(status),
+            Event::Log {
+                server,
+                level,
+                message,
+            } => {
+                let mut book = self.book();
+                let lines = book.logs.entry(server.clone()).or_default();
+                if lines.len() == LOG_LINES {
+                    lines.pop_front();
+                }
+                lines.push_back(LogLine {
+                    time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                    level: level.clone(),
+                    message: message.clone(),
+                });
+            }
+            Event::InputRequested(r) if r.approval.is_some() => {
+                self.book().approvals.insert(r.id, r.clone());
+            }
+            Event::InputWithdrawn(id) | Event::InputAnswered(id) => {
+                self.book().approvals.remove(id);
+            }
+            _ => {}
         }
+    }
+
+    /// The approvals waiting for an answer, oldest first.
+    pub fn approvals(&self) -> Vec<InputRequest> {
+        self.book().approvals.values().cloned().collect()
+    }
+
+    /// A server's latest log messages, oldest first.
+    pub fn logs(&self, server: &str) -> Vec<LogLine> {
+        self.book()
+            .logs
+            .get(server)
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Each server's calls by second over the last [`TIMELINE_SECONDS`], oldest
+    /// first; seconds without calls are left out.
+    pub fn timeline(&self) -> std::collections::BTreeMap<String, Vec<Second>> {
+        let now = unix_seconds();
+        self.book()
+            .timeline
+            .iter()
+            .map(|(server, seconds)| {
+                let kept = seconds
+                    .iter()
+                    .filter(|s| s.at + TIMELINE_SECONDS > now)
+                    .cloned()
+                    .collect();
+                (server.clone(), kept)
+            })
+            .collect()
     }
 
     /// The guest was replaced; these are the new instance's servers. Its keys
@@ -295,6 +386,30 @@ impl Monitor {
         entry.buckets[bucket] += 1;
         entry.sum_seconds += seconds;
         entry.count += 1;
+        let at = unix_seconds();
+        if !book.timeline.contains_key(&entry.server) {
+            book.timeline.insert(entry.server.clone(), VecDeque::new());
+        }
+        let Some(timeline) = book.timeline.get_mut(&entry.server) else {
+            return;
+        };
+        if timeline.back().is_none_or(|s| s.at != at) {
+            while timeline
+                .front()
+                .is_some_and(|s| s.at + TIMELINE_SECONDS <= at)
+            {
+                timeline.pop_front();
+            }
+            timeline.push_back(Second {
+                at,
+                calls: 0,
+                buckets: [0; LATENCY_BUCKETS.len() + 1],
+            });
+        }
+        if let Some(second) = timeline.back_mut() {
+            second.calls += 1;
+            second.buckets[bucket] += 1;
+        }
     }
 
     /// Keeps a call's audit record among the recent calls (taken by value: the
@@ -380,6 +495,13 @@ impl Monitor {
             guest_restarts: book.guest_restarts,
         }
     }
+}
+
+/// Now, in whole seconds since the Unix epoch.
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The `Content-Type` of [`MetricsSnapshot::prometheus_text`] (text format 0.0.4).
