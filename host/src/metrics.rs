@@ -187,6 +187,8 @@ struct ToolBook {
     buckets: [u64; LATENCY_BUCKETS.len() + 1],
     sum_seconds: f64,
     count: u64,
+    /// Its server's place in [`Book::timeline`].
+    line: usize,
 }
 
 #[derive(Debug, Default)]
@@ -201,8 +203,9 @@ struct Book {
     keys: Vec<usize>,
     recent: VecDeque<AuditRecord>,
     guest_restarts: u64,
-    /// Each server's calls by second, the latest [`TIMELINE_SECONDS`].
-    timeline: HashMap<String, VecDeque<Second>>,
+    /// Each server's calls by second, the latest [`TIMELINE_SECONDS`]: found
+    /// by a tool's `line`, so that counting a call hashes no name.
+    timeline: Vec<(String, VecDeque<Second>)>,
     /// Each server's latest log messages.
     logs: HashMap<String, VecDeque<LogLine>>,
     /// Approvals (input requests of `ask` rules) waiting for an answer, by id.
@@ -357,6 +360,13 @@ impl Monitor {
                 .by_name
                 .entry((names.server, names.tool))
                 .or_insert_with_key(|(server, tool)| {
+                    let line = match book.timeline.iter().position(|(s, _)| s == server) {
+                        Some(line) => line,
+                        None => {
+                            book.timeline.push((server.clone(), VecDeque::new()));
+                            book.timeline.len() - 1
+                        }
+                    };
                     book.tools.push(ToolBook {
                         server: server.clone(),
                         tool: tool.clone(),
@@ -364,6 +374,7 @@ impl Monitor {
                         buckets: [0; LATENCY_BUCKETS.len() + 1],
                         sum_seconds: 0.0,
                         count: 0,
+                        line,
                     });
                     book.tools.len() - 1
                 });
@@ -387,10 +398,7 @@ impl Monitor {
         entry.sum_seconds += seconds;
         entry.count += 1;
         let at = unix_seconds();
-        if !book.timeline.contains_key(&entry.server) {
-            book.timeline.insert(entry.server.clone(), VecDeque::new());
-        }
-        let Some(timeline) = book.timeline.get_mut(&entry.server) else {
+        let Some((_, timeline)) = book.timeline.get_mut(entry.line) else {
             return;
         };
         if timeline.back().is_none_or(|s| s.at != at) {
@@ -694,6 +702,62 @@ mod tests {
             duration_ms: 0,
             arguments: None,
         }
+    }
+
+    #[test]
+    fn calls_by_second_log_messages_and_waiting_approvals_are_kept_bounded() {
+        let m = Monitor::new(&[]);
+        m.count(count(0, Some(("a", "x")), CallOutcome::Ok, 3));
+        m.count(count(1, Some(("a", "y")), CallOutcome::Denied, 70));
+        m.count(count(2, Some(("b", "x")), CallOutcome::Ok, 0));
+        let timeline = m.timeline();
+        let a = &timeline["a"];
+        assert_eq!(a.iter().map(|s| s.calls).sum::<u64>(), 2);
+        // 3 ms is in the (2.5, 5] bucket, 70 ms in (50, 100].
+        let buckets = a.iter().fold([0; LATENCY_BUCKETS.len() + 1], |mut sum, s| {
+            for (t, n) in sum.iter_mut().zip(s.buckets) {
+                *t += n;
+            }
+            sum
+        });
+        assert_eq!((buckets[2], buckets[6]), (1, 1), "{buckets:?}");
+        assert_eq!(timeline["b"].iter().map(|s| s.calls).sum::<u64>(), 1);
+
+        for i in 0..LOG_LINES + 5 {
+            m.observe(&Event::Log {
+                server: "a".into(),
+                level: "info".into(),
+                message: format!("line {i}"),
+            });
+        }
+        let logs = m.logs("a");
+        assert_eq!(logs.len(), LOG_LINES);
+        assert_eq!(logs[0].message, "line 5");
+        assert!(m.logs("b").is_empty());
+
+        let request = |id, approval: bool| InputRequest {
+            id,
+            server: "a".into(),
+            tool: Some("mcp__a__x".into()),
+            message: "Allow?".into(),
+            requested_schema: serde_json::json!({}),
+            approval: approval.then(|| crate::types::ApprovalRequest {
+                rule: "`mcp__a__x` (permissions.ask[0])".into(),
+                arguments: serde_json::json!({}),
+            }),
+        };
+        m.observe(&Event::InputRequested(request(1, true)));
+        m.observe(&Event::InputRequested(request(2, false)));
+        m.observe(&Event::InputRequested(request(3, true)));
+        let waiting = |m: &Monitor| m.approvals().iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(
+            waiting(&m),
+            [1, 3],
+            "a server's own input request is no approval"
+        );
+        m.observe(&Event::InputAnswered(1));
+        m.observe(&Event::InputWithdrawn(3));
+        assert!(waiting(&m).is_empty());
     }
 
     #[test]

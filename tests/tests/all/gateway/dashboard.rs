@@ -400,6 +400,77 @@ fn the_dashboard_calls_tools_under_the_rules_and_answers_approvals() {
     );
 }
 
+/// A client of `/mcp` asked to approve a call (a 2026-07-28 client gets
+/// `input_required`) is not the only one who may answer: the dashboard is
+/// offered the same approval, and when it answers first the client's retry gets
+/// the call's answer; when the client answers first, the page sees it go.
+#[test]
+fn the_dashboard_answers_the_approvals_of_the_gateways_clients() {
+    let config = config(false, json!({"permissions": {"ask": ["mcp__fx__add"]}}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url).to_owned();
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "up"})), "up");
+    let mut events = Events::open(&base, &[AUTHORIZATION]);
+    assert_eq!(events.next()["type"], "hello");
+    let mut meta = crate::gateway::meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let body = |id: u64, retry: Option<&str>| {
+        let mut params = json!({"name": "fx__add", "arguments": {"a": 20, "b": 22}, "_meta": meta});
+        if let Some(state) = retry {
+            params["requestState"] = json!(state);
+            params["inputResponses"] = json!({});
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    };
+    let post = |body: String| {
+        let r = http(&gateway.url, "POST", &mcp_headers("fx__add"), &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.messages()[0]["result"].clone()
+    };
+
+    let asked = post(body(1, None));
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let offered = events.until(|e| e["type"] == "approval");
+    let id = offered["approval"]["id"].as_u64().unwrap();
+    assert_eq!(offered["approval"]["tool"], "mcp__fx__add", "{offered}");
+    assert_eq!(
+        offered["approval"]["approval"]["arguments"],
+        json!({"a": 20, "b": 22})
+    );
+    let waiting = get_json(&format!("{base}/api/approvals"), &[AUTHORIZATION]);
+    assert_eq!(waiting["approvals"][0]["id"], id, "{waiting}");
+    act(
+        &format!("{base}/api/approvals/{id}"),
+        &json!({"answer": "once"}),
+    );
+    events.until(|e| e["type"] == "approvalEnded" && e["id"] == id);
+    let result = post(body(2, Some(&state)));
+    assert_eq!(text(&result), "42", "{result}");
+
+    // The client answers first: the page's question goes.
+    let asked = post(body(3, None));
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let id = events.until(|e| e["type"] == "approval")["approval"]["id"].clone();
+    let mut retry: Value = serde_json::from_str(&body(4, Some(&state))).unwrap();
+    retry["params"]["inputResponses"] = json!({"approve": {"action": "accept"}});
+    let r = http(
+        &gateway.url,
+        "POST",
+        &mcp_headers("fx__add"),
+        &retry.to_string(),
+    );
+    assert_eq!(text(&r.messages()[0]["result"]), "42", "{}", r.body);
+    events.until(|e| e["type"] == "approvalEnded" && e["id"] == id);
+    let r = http(
+        &format!("{base}/api/approvals/{id}"),
+        "POST",
+        &ACTION,
+        r#"{"answer":"once"}"#,
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+}
+
 /// A server's log messages and stderr, and its calls second by second for the
 /// chart, are kept for a page that opens later.
 #[test]
