@@ -21,6 +21,7 @@
 //! | [`lifecycle`] | `initialize` and sessions (2025-11-25 and older); `server/discover`, per-request `_meta` and headers (2026-07-28) |
 //! | `exchanges` | exchanges (one POST, one stdio line) until every request in them is answered, and the backlog of a batch |
 //! | `held` | requests held while servers start |
+//! | [`http`] | the Streamable HTTP endpoint's rules: paths, token, `Origin`, which `mcp-*` headers pass, SSE framing, session ids behind a trait |
 //! | `handle` | a 2025 session's handle: what it negotiated, kept by the host across a restart of the guest |
 //! | `tools` | `tools/list` with pagination, `tools/call` bridged to the registry |
 //! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
@@ -59,6 +60,7 @@
 //! `handle`): what was in flight is lost, no session is.
 
 pub mod exposure;
+pub mod http;
 pub mod lifecycle;
 pub mod logging;
 pub mod sampling;
