@@ -88,6 +88,7 @@ mod tests {
             id: Id::Other(exchange.to_string()),
             stateless: None,
             profile: None,
+            task: None,
         }
     }
 
