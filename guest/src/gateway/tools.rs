@@ -40,6 +40,7 @@ use crate::registry::{TaskSupport, ToolDef};
 use crate::transport::Platform;
 
 use super::exposure::Exposed;
+use super::held::HeldRequest;
 use super::lifecycle::Refusal;
 use super::search::{self, Index};
 use super::{DownCall, FLUSH_BYTES, Gateway, Origin, call_error, json_text, tool_error};
@@ -228,7 +229,7 @@ impl Gateway {
             Some(_) => return self.answer(&origin, Err(invalid("cursor must be a string"))),
         };
         if m.starting() {
-            self.held.push((origin, cursor));
+            self.held.hold(HeldRequest::List(origin, cursor));
             return;
         }
         let page = self.tools_page(m, &origin, cursor.as_deref());
@@ -241,21 +242,21 @@ impl Gateway {
     /// lists are not all built at once.
     pub(super) fn release_held<P: Platform>(&mut self, m: &mut Manager<P>) {
         let full = |g: &Gateway| g.out_bytes() >= FLUSH_BYTES;
-        while !full(self) && !self.held.is_empty() {
-            let (origin, cursor) = self.held.remove(0);
-            let page = self.tools_page(m, &origin, cursor.as_deref());
-            self.answer(&origin, page);
-        }
-        while !full(self) && !self.held_calls.is_empty() {
-            let (origin, params) = self.held_calls.remove(0);
-            self.call_tool(m, origin, params);
-        }
-        while !full(self) && !self.held_requests.is_empty() {
-            let (origin, method, params) = self.held_requests.remove(0);
-            if method == methods::SUBSCRIPTIONS_LISTEN {
-                self.listen(m, origin, &params);
-            } else {
-                self.beyond_tools(m, &origin, &method, &params);
+        while !full(self) {
+            match self.held.release() {
+                None => return,
+                Some(HeldRequest::List(origin, cursor)) => {
+                    let page = self.tools_page(m, &origin, cursor.as_deref());
+                    self.answer(&origin, page);
+                }
+                Some(HeldRequest::Call(origin, params)) => self.call_tool(m, origin, params),
+                Some(HeldRequest::Other(origin, method, params)) => {
+                    if method == methods::SUBSCRIPTIONS_LISTEN {
+                        self.listen(m, origin, &params);
+                    } else {
+                        self.beyond_tools(m, &origin, &method, &params);
+                    }
+                }
             }
         }
     }
@@ -372,7 +373,7 @@ impl Gateway {
                 SEARCH_TOOLS => {
                     if m.starting() {
                         // As `tools/list`: the servers still starting may list the tool.
-                        self.held_calls.push((origin, params));
+                        self.held.hold(HeldRequest::Call(origin, params));
                         return;
                     }
                     let result = self.search(m, &origin, &arguments);
@@ -401,7 +402,7 @@ impl Gateway {
         let Some(exposed) = known else {
             if m.starting() {
                 // Its server may still be listing it: wait for the servers.
-                self.held_calls.push((origin, params));
+                self.held.hold(HeldRequest::Call(origin, params));
                 return;
             }
             // Denied by the profile, or kept out of the registry by the rules
