@@ -235,16 +235,8 @@ pub(super) async fn act(shared: &Arc<Shared>, req: Request<Incoming>) -> Respons
     let Some(action) = action(&req) else {
         return plain(StatusCode::NOT_FOUND, "not found");
     };
-    let json = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    if !json {
-        return plain(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported media type: send application/json",
-        );
+    if let Some(refusal) = super::http::not_json(&req) {
+        return refusal;
     }
     let limit = shared.options.max_body_bytes;
     let timeout = shared.options.read_timeout;
