@@ -35,7 +35,7 @@ use rmcp::transport::auth::{
 
 use super::OAuthError;
 use super::callback::Callback;
-use super::config::OAuthConfig;
+use super::config::{OAuthConfig, Setting};
 use super::dpop::{self, DpopKey, TokenEndpointClient};
 use super::net;
 use super::store::{Record, TokenStore};
@@ -272,16 +272,11 @@ pub(crate) async fn from_record(
     Ok(Authorized { manager, dpop })
 }
 
-/// `${VAR}` (the whole value) from the environment, else the value itself.
-fn resolve_secret(target: &Target<'_>, value: &str) -> Result<String, OAuthError> {
-    match value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) {
-        Some(var) => std::env::var(var).map_err(|_| {
-            target.error(format!(
-                "`oauth.clientSecret` refers to ${{{var}}}, which is not set in the environment"
-            ))
-        }),
-        None => Ok(value.to_owned()),
-    }
+/// The client secret with its `${VAR}` references resolved from the environment.
+fn resolve_secret(target: &Target<'_>, value: &Setting) -> Result<String, OAuthError> {
+    value
+        .resolve("oauth.clientSecret", &|n| std::env::var(n).ok())
+        .map_err(|e| target.error(e))
 }
 
 /// Runs one authorization for `target`: `challenge` is the server's
