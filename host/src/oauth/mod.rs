@@ -71,6 +71,7 @@ use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use rmcp::transport::auth::AuthError;
 
+pub(crate) use flow::references;
 pub use store::TokenStore;
 
 use crate::Event;
@@ -209,7 +210,7 @@ fn entry(
             .map_err(error)?;
     let url = Url::parse(&spec.url)
         .map_err(|e| error(format!("`url` {:?} is not a URL: {e}", entry.url)))?;
-    let resolved = flow::Resolved::new(&entry.url, &spec.values);
+    let resolved = flow::Resolved::new(&entry.template, &spec.values);
     Ok((entry, url, resolved))
 }
 
@@ -364,7 +365,7 @@ impl OAuth {
                     name: granted.server.clone(),
                     configured: granted.configured.clone(),
                     url: granted.url.clone(),
-                    resolved: flow::Resolved::new(&granted.configured, &granted.values),
+                    resolved: flow::Resolved::of(&granted.references, &granted.values),
                     oauth,
                     manager: tokio::sync::Mutex::new(Loaded::NotYet),
                     flow: tokio::sync::Mutex::new(()),
@@ -1190,6 +1191,7 @@ mod tests {
             headers: HeaderMap::new(),
             stand_in_path: "/mcp".into(),
             values: Vec::new(),
+            references: Vec::new(),
         };
         let auth = oauth.for_grant(&granted).unwrap();
         flow::ensure_crypto_provider();
