@@ -371,6 +371,9 @@ pub struct Gateway {
     input: elicitation::InputRounds,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
+    /// Events for the host: its approvals offered and withdrawn (see
+    /// `elicitation`), passed on with the manager's by [`Gateway::absorb`].
+    host_events: Vec<Event>,
     out: Vec<Signal>,
     /// Manager requests (resources, prompts, completions) → the downstream
     /// request each serves.
@@ -847,6 +850,7 @@ impl Gateway {
             }
         }
         for_host.extend(self.take_warnings().into_iter().map(Event::Warning));
+        for_host.append(&mut self.host_events);
         (theirs, for_host)
     }
 

@@ -44,6 +44,9 @@ use super::lifecycle::Refusal;
 use super::search::{self, Index};
 use super::{DownCall, FLUSH_BYTES, Gateway, Origin, call_error, json_text, tool_error};
 
+/// A call that could not start: its origin and the answer it is owed.
+pub(super) type NotStarted = (Origin, Result<String, Refusal>);
+
 /// How long a 2026-07-28 client may keep a tool list without asking again, when
 /// it does not listen for changes.
 const LIST_TTL_MS: u64 = 300_000;
@@ -438,6 +441,22 @@ impl Gateway {
         arguments: &str,
         progress_token: Option<Value>,
     ) {
+        if let Err(refused) = self.begin_call(m, origin, exposed, arguments, progress_token) {
+            let (origin, outcome) = *refused;
+            self.answer(&origin, outcome);
+        }
+    }
+
+    /// Starts the manager call as [`Gateway::start_call`] does, returning its id,
+    /// or the origin and the answer it is owed when it could not start.
+    pub(super) fn begin_call<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        exposed: &Exposed,
+        arguments: &str,
+        progress_token: Option<Value>,
+    ) -> Result<u64, Box<NotStarted>> {
         let tool = &exposed.entry.tool.name;
         let profile = origin.profile.as_deref();
         // Written by a model under the served schemas: the server's own expect
@@ -480,8 +499,9 @@ impl Gateway {
                         self.calls.insert(call, down);
                     }
                 }
+                Ok(call)
             }
-            Err(e) => self.answer(&origin, call_error(e)),
+            Err(e) => Err(Box::new((origin, call_error(e)))),
         }
     }
 

@@ -852,6 +852,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
     if let Some(refused) = refusal(&shared, req.headers(), !page) {
         return refused;
     }
+    if shared.options.dashboard && dashboard::is_action(&req) {
+        return dashboard::act(&shared, req).await;
+    }
     if shared.options.dashboard
         && let Some(response) = dashboard::handle(&shared, &req)
     {
