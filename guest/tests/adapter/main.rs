@@ -22,13 +22,9 @@
 mod corpus;
 mod properties;
 
-// The differential tests' schema and instance generators.
-#[allow(dead_code)]
-#[path = "../differential/patterns.rs"]
-mod patterns;
-#[allow(dead_code)]
-#[path = "../differential/schemas.rs"]
-mod schemas;
+// The differential tests' schema and instance generators (both are modules of
+// the guest's unit tests, src/lib.rs).
+use crate::differential_tests::schemas;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -17,8 +17,8 @@
 //! `documented_differences_*` below, so the table cannot outlive the code.
 
 mod fuzzing;
-mod patterns;
-mod schemas;
+pub(crate) mod patterns;
+pub(crate) mod schemas;
 
 use arbitrary::Unstructured;
 use mcpbox_guest::schema::{Pattern, Validator};
