@@ -19,6 +19,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::transport::Diagnostics;
+use crate::transport::readiness::Readiness;
 
 /// The diagnostics of each server's latest connection, by server name. Shared
 /// with [`crate::Runtime`], so reading them never has to enter the guest.
@@ -66,13 +67,33 @@ pub(crate) struct Wake {
     queued: AtomicUsize,
     closed: AtomicBool,
     notify: Notify,
+    /// The driver thread's poll, woken while it sleeps; also where stdio
+    /// connections register their pipes. None only in tests of single imports.
+    readiness: Option<Arc<Readiness>>,
 }
 
 impl Wake {
+    /// A wake signal for a driver that waits on `readiness`.
+    pub fn new(readiness: Arc<Readiness>) -> Self {
+        Wake {
+            readiness: Some(readiness),
+            ..Wake::default()
+        }
+    }
+
+    /// The driver thread's poll, for connections to register with.
+    pub fn readiness(&self) -> Option<&Arc<Readiness>> {
+        self.readiness.as_ref()
+    }
+
     /// A job was queued.
     pub fn add(&self) {
         self.queued.fetch_add(1, Ordering::SeqCst);
+        // The guest's `wake-signal`, while a step blocks in its `poll`.
         self.notify.notify_waiters();
+        if let Some(readiness) = &self.readiness {
+            readiness.job_queued();
+        }
     }
 
     /// The driver took a job.
@@ -84,6 +105,9 @@ impl Wake {
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
+        if let Some(readiness) = &self.readiness {
+            readiness.nudge();
+        }
     }
 
     /// Returns once work is queued or the runtime is closing.
@@ -101,7 +125,7 @@ impl Wake {
         }
     }
 
-    fn pending(&self) -> bool {
+    pub fn pending(&self) -> bool {
         self.queued.load(Ordering::SeqCst) > 0 || self.closed.load(Ordering::SeqCst)
     }
 }
