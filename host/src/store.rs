@@ -60,8 +60,10 @@ impl Default for Policy {
 
 /// Ready while the embedder has queued work for the guest.
 ///
-/// A counter of queued jobs plus a `Notify`: the driver decrements as it takes
-/// jobs, senders increment before notifying, so no wake-up is ever lost.
+/// A counter of queued jobs, a `Notify` (the guest's `wake-signal`, while a
+/// step blocks in its `poll`) and the driver thread's waker: the driver
+/// decrements as it takes jobs, senders increment before waking, so no wake-up
+/// is ever lost.
 #[derive(Debug, Default)]
 pub(crate) struct Wake {
     queued: AtomicUsize,
