@@ -316,7 +316,6 @@ impl Driver {
         jobs: mpsc::UnboundedReceiver<Job>,
         wake: Arc<Wake>,
         published: Published,
-        subreaper: Option<Subreaper>,
         (waiter, readiness): (Waiter, Arc<Readiness>),
     ) -> Self {
         Driver {
@@ -340,9 +339,15 @@ impl Driver {
             deadline: None,
             audit: None,
             serving: None,
-            subreaper,
+            subreaper: None,
             monitor: None,
         }
+    }
+
+    /// Releases `subreaper`, this runtime's use of the option, when it stops.
+    pub fn with_subreaper(mut self, subreaper: Option<Subreaper>) -> Self {
+        self.subreaper = subreaper;
+        self
     }
 
     /// Counts the events it publishes in `monitor` (`Options::metrics`).

@@ -722,9 +722,9 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
-            subreaper,
             (waiter, readiness),
         )
+        .with_subreaper(subreaper)
         .with_audit(started.audit)
         .with_monitor(monitor.clone());
         // Its own thread, waiting on the pipes itself; inside the embedder's

@@ -589,10 +589,11 @@ impl Pipes {
             // step blocks): copies of the pipes' descriptors are watched by
             // tokio's reactor for as long.
             let backlog = self.written < self.backlog.len();
-            let stdin = match self.stdin.as_ref().filter(|_| backlog) {
-                Some(stdin) => Some(stdin.as_fd().try_clone_to_owned()),
-                None => None,
-            };
+            let stdin = self
+                .stdin
+                .as_ref()
+                .filter(|_| backlog)
+                .map(|stdin| stdin.as_fd().try_clone_to_owned());
             let writable = async {
                 match stdin {
                     Some(fd) => {
