@@ -49,7 +49,7 @@ use bindings::exports::mcpbox::runtime::gateway as wit_gateway;
 use bindings::exports::mcpbox::runtime::registry as wit;
 use bindings::exports::mcpbox::runtime::turns as wit_turns;
 use bindings::mcpbox::runtime::{blobs, control, pins, remote, state, transport, types};
-use bindings::wasi::clocks::monotonic_clock;
+use bindings::wasi::clocks::{monotonic_clock, wall_clock};
 use bindings::wasi::io::poll;
 
 /// The platform the real component runs on: host imports only.
@@ -264,6 +264,11 @@ impl Platform for Host {
             Some(now) => now,
             None => monotonic_clock::now() / 1_000_000,
         }
+    }
+
+    fn wall_clock_ms(&self) -> Option<u64> {
+        let now = wall_clock::now();
+        Some(now.seconds * 1000 + u64::from(now.nanoseconds / 1_000_000))
     }
 
     fn memo_get(&self, key: &str) -> Option<String> {

@@ -61,10 +61,13 @@
 //! # State
 //!
 //! Each concept keeps its state in a struct beside its methods, owned by the
-//! manager: input requests in `inputs`, approvals in `approvals`, a server's
-//! failures and backoff in `restarts` (one per server), roots in `roots`, the
-//! audit trail's settings and each call's end in `finished`, call counts in
-//! `call_counts`, requests beyond tools in `request`.
+//! manager: the calls in flight (their handles, their slots, what their end
+//! needs) in `calls`, the registry (rebuilt when stale, and its adapted forms)
+//! in `published`, input requests in `inputs`, approvals in `approvals`, the
+//! permission rules and the settings files they came from in `permissions`, a
+//! server's failures and backoff in `restarts` (one per server), roots in
+//! `roots`, the audit trail's settings and each call's end in `finished`, call
+//! counts in `call_counts`, requests beyond tools in `request`.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -77,7 +80,7 @@ use crate::client::{
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::naming;
-use crate::permissions::{Decision, Permissions, Rule};
+use crate::permissions::{Decision, Rule};
 use crate::registry::{self, Registry, Source, Standing, Tool, ToolInfo};
 use crate::roots::Root;
 use crate::transport::{Connection, Endpoint, Platform, TransportError, Woken, format_ms};
@@ -308,39 +311,25 @@ pub struct Manager<P: Platform> {
     /// The tool definitions pinned when first seen (see [`pins`]).
     pins: pins::Pins,
     slots: Vec<Slot<P::Conn>>,
-    registry: Registry,
-    /// A server's tools or state changed since the registry was last rebuilt. The
-    /// rebuild waits for the end of the round (or for a reader): one rebuild for
-    /// the thousands of servers that connect or fail in one round, not one each,
-    /// which made starting a large configuration quadratic.
-    registry_stale: bool,
-    /// The registry in each dialect asked for, with the generation it was made
-    /// from (see [`adapted`]).
-    adaptations: BTreeMap<crate::adapter::Dialect, (u64, Rc<crate::adapter::Adaptation>)>,
-    /// Calls in flight → the slot that runs them.
-    calls: BTreeMap<u64, usize>,
-    next_call: u64,
+    /// The registry, whether it waits for a rebuild, and its adaptations (see
+    /// `published`).
+    registry: published::Published,
+    /// Calls in flight: their handles, their slots, what their end needs (see
+    /// `calls`).
+    calls: calls::Calls,
     finished: Vec<FinishedCall>,
     events: Vec<Event>,
     /// Input requests: what servers are offered, what waits for an answer (see
     /// "Input requests").
     input: inputs::Inputs,
-    /// The configuration's permission rules.
-    permissions: Permissions,
-    /// The Claude Code settings files read since the last load (origin, value):
-    /// a reload re-reads the configuration's rules and adds theirs again.
-    claude_settings: Vec<(String, serde_json::Value)>,
+    /// The permission rules and what they were built from (see `permissions`).
+    rules: permissions::Rules,
     /// The gateway serves this registry ([`Manager::serve_downstream`]).
     serving: bool,
     /// The manager lives for one exchange ([`Manager::short_lived`]).
     short_lived: bool,
-    /// Warnings about rules naming unlisted tools, already given.
-    rule_warnings: alloc::collections::BTreeSet<String>,
     /// Approvals of calls `ask` rules cover (see "Approvals").
     approvals: approvals::Approvals,
-    /// Calls started and not yet completed, with what their end needs to know
-    /// (see `finished`).
-    flight: BTreeMap<u64, finished::Flight>,
     /// How results are limited (the configuration's `output`, the embedder's
     /// overrides).
     output: crate::output::Settings,
@@ -374,7 +363,7 @@ impl<P: Platform> fmt::Debug for Manager<P> {
         f.debug_struct("Manager")
             .field("origin", &self.origin)
             .field("servers", &self.servers())
-            .field("tools", &self.registry.len())
+            .field("tools", &self.registry.current.len())
             .field("calls", &self.calls.len())
             .finish_non_exhaustive()
     }
@@ -412,21 +401,15 @@ impl<P: Platform> Manager<P> {
             origin: String::new(),
             pins: pins::Pins::default(),
             slots: Vec::new(),
-            registry: Registry::new(),
-            registry_stale: false,
-            adaptations: BTreeMap::new(),
-            calls: BTreeMap::new(),
-            next_call: 1,
+            registry: Default::default(),
+            calls: calls::Calls::default(),
             finished: Vec::new(),
             events: Vec::new(),
             input: Default::default(),
-            permissions: Permissions::default(),
-            claude_settings: Vec::new(),
+            rules: Default::default(),
             serving: false,
             short_lived: false,
-            rule_warnings: Default::default(),
             approvals: Default::default(),
-            flight: BTreeMap::new(),
             output: Default::default(),
             call_counts: None,
             audit: Default::default(),
@@ -457,13 +440,13 @@ impl<P: Platform> Manager<P> {
         let mut warnings = Vec::new();
         self.pins = pins::Pins::load(self.platform.load_pins(), &mut warnings);
         self.events.extend(warnings.into_iter().map(Event::Warning));
-        self.permissions = parsed.permissions;
-        self.claude_settings.clear();
+        self.rules.permissions = parsed.permissions;
+        self.rules.claude_settings.clear();
         self.output = parsed.output;
         self.audit.settings = parsed.audit;
         self.roots.configured = parsed.roots;
         self.apply_options();
-        self.rule_warnings.clear();
+        self.rules.warned.clear();
         self.approvals.session.clear();
         // Fresh slots: every failure count is 0 and every circuit closed.
         self.slots = parsed.servers.into_iter().map(Slot::new).collect();
@@ -471,37 +454,9 @@ impl<P: Platform> Manager<P> {
         self.sync_registry();
         // Loading is not a state change: statuses are reported from `start` on.
         for slot in &mut self.slots {
-            slot.reported = Some(Reported::now(slot, &self.registry));
+            slot.reported = Some(Reported::now(slot, &self.registry.current));
         }
         Ok(parsed.issues)
-    }
-
-    /// Adds the permission rules of a Claude Code settings file (its text;
-    /// `origin` names it) to the configuration's (see
-    /// [`Permissions::add_claude_settings`]). Kept until the next
-    /// [`Manager::load_config`], which drops them: a host reads the file again
-    /// after each load. A reload ([`Manager::reload_config`]) keeps them, resolved
-    /// against the new servers. Text that is not JSON is one issue; nothing changes.
-    pub fn load_claude_settings(&mut self, origin: &str, text: &str) -> Vec<ConfigIssue> {
-        let value: serde_json::Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(e) => {
-                return vec![ConfigIssue {
-                    server: None,
-                    field: None,
-                    message: format!(
-                        "{origin}: not valid JSON ({e}); its permissions are not read"
-                    ),
-                }];
-            }
-        };
-        let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
-        let mut issues = Vec::new();
-        self.permissions
-            .add_claude_settings(origin, &value, &servers, &mut issues);
-        self.claude_settings.push((origin.to_string(), value));
-        self.invalidate_registry();
-        issues
     }
 
     /// Starts every enabled server that is not already starting or connected.
@@ -625,34 +580,19 @@ impl<P: Platform> Manager<P> {
 
     /// Every configured server, in configuration order.
     pub fn servers(&self) -> Vec<ServerStatus> {
-        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
+        debug_assert!(
+            !self.registry.is_stale(),
+            "every public call leaves it rebuilt"
+        );
         self.slots
             .iter()
-            .map(|s| status_of(s, &self.registry))
+            .map(|s| status_of(s, &self.registry.current))
             .collect()
-    }
-
-    /// Every tool, ordered by name.
-    pub fn tools(&self) -> Vec<ToolInfo> {
-        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
-        self.registry.tools()
-    }
-
-    /// Changes whenever the registry is rebuilt (see [`Registry::generation`]).
-    pub fn tools_generation(&self) -> u64 {
-        self.registry.generation()
     }
 
     /// Whether any server is still starting (connecting or listing its tools).
     pub fn starting(&self) -> bool {
         self.slots.iter().any(|s| s.state == ServerState::Starting)
-    }
-
-    /// Every tool, ordered by name, without copying: for the `tools` export,
-    /// which copies each field once into its own result.
-    pub fn tool_entries(&self) -> &[registry::Entry] {
-        debug_assert!(!self.registry_stale, "every public call leaves it rebuilt");
-        self.registry.entries()
     }
 
     /// Ignored-message counters of a server's current session.
@@ -662,22 +602,6 @@ impl<P: Platform> Manager<P> {
             .find(|s| s.config.name == server)
             .and_then(|s| s.client.as_ref())
             .map(Client::stats)
-    }
-
-    /// Starts a call. Errors known at once return here; the result arrives
-    /// through [`Manager::wait`].
-    ///
-    /// A tool of a server that was lost is recognised by the server's last tool
-    /// list: the call restarts the server when its backoff has passed and waits
-    /// for it, or fails at once with `server-unavailable` (see "Restarts").
-    /// A tool the permission rules deny fails with `denied`, naming the rule.
-    pub fn start_call(
-        &mut self,
-        tool: &str,
-        arguments: &str,
-        options: CallOptions,
-    ) -> Result<u64, CallError> {
-        self.start_call_as(tool, arguments, options, None)
     }
 
     /// [`Manager::start_call_as`] for a call whose `ask` rule someone already
@@ -698,268 +622,6 @@ impl<P: Platform> Manager<P> {
             self.audit_refusal(tool, arguments, profile, attempt, e);
         }
         started
-    }
-
-    /// [`Manager::start_call`] for a caller that uses the permission profile
-    /// `profile` (see [`crate::permissions`]): the call must pass the profile's
-    /// rules as well as the top-level ones.
-    pub fn start_call_as(
-        &mut self,
-        tool: &str,
-        arguments: &str,
-        options: CallOptions,
-        profile: Option<&str>,
-    ) -> Result<u64, CallError> {
-        let mut attempt = finished::Attempt::default();
-        let started = self.begin_call(tool, arguments, options, profile, None, &mut attempt);
-        if let Err(e) = &started {
-            self.audit_refusal(tool, arguments, profile, attempt, e);
-        }
-        started
-    }
-
-    /// [`Manager::start_call_as`], noting what it decided in `attempt` for the
-    /// audit record of a call refused at once.
-    fn begin_call(
-        &mut self,
-        tool: &str,
-        arguments: &str,
-        options: CallOptions,
-        profile: Option<&str>,
-        approved: Option<&'static str>,
-        attempt: &mut finished::Attempt,
-    ) -> Result<u64, CallError> {
-        self.sync_registry();
-        let (i, found) = match self.registry.get(tool) {
-            Some(entry) => {
-                let Some(i) = self
-                    .slots
-                    .iter()
-                    .position(|s| *s.config.name == *entry.server)
-                else {
-                    return Err(CallError::UnknownTool(format!("no tool named `{tool}`")));
-                };
-                (i, entry.tool.clone())
-            }
-            None => {
-                // A tool the rules deny, one of a lost server's kept tools, or unknown.
-                let refused = self
-                    .slots
-                    .iter()
-                    .find_map(|s| Some((s.config.name.clone(), s.denied.get(tool)?.clone())));
-                if let Some((server, refused)) = refused {
-                    attempt.server = Some(server);
-                    attempt.denied_tool = Some(refused.own);
-                    attempt.decision = Some(Decision::Deny(refused.rule.clone()));
-                    return Err(denied(tool, &refused.rule));
-                }
-                if let Some(change) = self.slots.iter().find_map(|s| s.blocked.get(tool)) {
-                    attempt.server = Some(change.server.clone());
-                    attempt.denied_tool = Some(change.tool.clone());
-                    return Err(CallError::Denied(change.reason()));
-                }
-                // The registry says which server owns a name it does not offer: the
-                // same rule that decides collisions, whatever state the servers are in.
-                let owner = self.registry.kept(tool).and_then(|entry| {
-                    let i = self
-                        .slots
-                        .iter()
-                        .position(|s| *s.config.name == *entry.server)?;
-                    Some((i, entry.tool.clone()))
-                });
-                match owner {
-                    Some(owner) => owner,
-                    None => return Err(self.missing_tool(tool)),
-                }
-            }
-        };
-        let server = self.slots[i].config.name.clone();
-        let mut decision = self.permissions.decide(&server, &found.def.name, profile);
-        if let (Decision::Allow(_), Some(change)) =
-            (&decision, self.slots[i].asking.get(&found.def.name))
-        {
-            decision = Decision::Ask(Rc::new(Rule {
-                source: format!("mcpServers.{server}.onToolChange"),
-                text: change.reason(),
-                origin: self.origin.clone(),
-            }));
-        }
-        attempt.server = Some(server.clone());
-        attempt.tool = Some(found.clone());
-        attempt.decision = Some(decision.clone());
-        if let Decision::Deny(rule) = &decision {
-            return Err(denied(tool, rule));
-        }
-        let (arguments, warning) = found.check_arguments(&server, arguments);
-        self.events.extend(warning.map(Event::Warning));
-        let arguments = arguments.map_err(CallError::InvalidArguments)?;
-        let now = self.platform.now_ms();
-        let timeout_ms = options
-            .timeout_ms
-            .unwrap_or(self.slots[i].config.tool_timeout_ms);
-        let call = self.next_call;
-        let mut flight = finished::Flight {
-            server: server.clone(),
-            tool: found.clone(),
-            decision: decision.clone(),
-            profile: profile.map(String::from),
-            approval: None,
-            started_ms: now,
-            arguments: self.audit.arguments.then(|| arguments.get().to_string()),
-        };
-        if let Decision::Ask(rule) = decision {
-            if let Some(by) = approved {
-                flight.approval = Some(by);
-            } else if self.approvals.approved_for_session(tool, profile) {
-                flight.approval = Some("session-earlier");
-            } else {
-                if !self.approvals.enabled {
-                    attempt.approval = Some("nobody");
-                }
-                self.ask_approval(approvals::Pending {
-                    call,
-                    slot: i,
-                    tool: found,
-                    arguments,
-                    timeout_ms,
-                    deadline_ms: now.saturating_add(timeout_ms),
-                    log_level: options.log_level,
-                    rule,
-                    profile: profile.map(String::from),
-                })?;
-                self.flight.insert(call, flight);
-                self.next_call += 1;
-                return Ok(call);
-            }
-        }
-        // Noted before sending: a call may complete within `dispatch`.
-        self.flight.insert(call, flight);
-        let sent = self.dispatch(
-            call,
-            i,
-            &found,
-            arguments,
-            timeout_ms,
-            now,
-            now.saturating_add(timeout_ms),
-            options.log_level,
-        );
-        if sent.is_err() {
-            self.flight.remove(&call);
-        }
-        sent?;
-        self.next_call += 1;
-        Ok(call)
-    }
-
-    /// Sends call `call` of `tool` on slot `i`, or holds it until the server is
-    /// (re)connected, restarting it if it may be. Err, with nothing started,
-    /// when the server cannot take the call. `now` is the caller's reading of
-    /// the clock (one less boundary crossing per call than reading it again).
-    #[allow(clippy::too_many_arguments)]
-    fn dispatch(
-        &mut self,
-        call: u64,
-        i: usize,
-        tool: &Rc<Tool>,
-        arguments: Box<RawValue>,
-        timeout_ms: u64,
-        now: u64,
-        deadline_ms: u64,
-        log_level: Option<&'static str>,
-    ) -> Result<(), CallError> {
-        let slot = &mut self.slots[i];
-        let restart = slot.state == ServerState::Failed
-            && slot.restartable()
-            && matches!(slot.restarts.gate(now), Gate::Open);
-        // A kept name of a server that is restarting: the registry gave it to this server.
-        let holds = slot.state == ServerState::Starting;
-        if let (ServerState::Connected, Some(client)) = (slot.state, slot.client.as_mut()) {
-            client.start_call_until(
-                call,
-                &tool.name,
-                &tool.def.name,
-                arguments,
-                timeout_ms,
-                deadline_ms,
-                log_level,
-            );
-            self.calls.insert(call, i);
-            self.flush(i);
-            self.process(i);
-            self.sync_statuses();
-            return Ok(());
-        }
-        if restart {
-            self.open(i);
-            self.sync_statuses();
-            let slot = &self.slots[i];
-            if slot.state != ServerState::Starting {
-                return Err(unavailable(&tool.name, slot, now));
-            }
-        } else if !holds {
-            // A restart under way (`holds`) is waited for with the calls already waiting.
-            return Err(unavailable(&tool.name, slot, now));
-        }
-        self.slots[i].held.push(Held {
-            call,
-            name: tool.name.clone(),
-            arguments,
-            timeout_ms,
-            deadline_ms,
-            log_level,
-        });
-        self.calls.insert(call, i);
-        Ok(())
-    }
-
-    /// An unknown name may belong to a server that is not connected: say so, since
-    /// "no such tool" would send the caller looking in the wrong place. A server
-    /// whose last tool list is known does not claim names outside that list, unless
-    /// it is starting: then a name it could claim waits for its new list (see
-    /// [`crate::registry`]).
-    fn missing_tool(&self, tool: &str) -> CallError {
-        if let Some(refused) = self.slots.iter().find_map(|s| s.denied.get(tool)) {
-            return denied(tool, &refused.rule);
-        }
-        if let Some(change) = self.slots.iter().find_map(|s| s.blocked.get(tool)) {
-            return CallError::Denied(change.reason());
-        }
-        let owner = self.slots.iter().find(|s| {
-            s.state != ServerState::Connected
-                && (s.tools.is_empty() || s.state == ServerState::Starting)
-                && tool.starts_with(&naming::space(s.config.name_segment()))
-        });
-        match owner {
-            Some(slot) => unavailable(tool, slot, self.platform.now_ms()),
-            None => CallError::UnknownTool(format!(
-                "no tool named `{tool}` ({} tools available)",
-                self.registry.len()
-            )),
-        }
-    }
-
-    /// Cancels a call in flight; it completes with `cancelled`. Unknown or
-    /// finished calls are ignored.
-    pub fn cancel(&mut self, call: u64) {
-        if self.cancel_approval(call) || self.cancel_fanout(call) {
-            return;
-        }
-        let Some(&i) = self.calls.get(&call) else {
-            return;
-        };
-        let held = &mut self.slots[i].held;
-        if let Some(pos) = held.iter().position(|h| h.call == call) {
-            held.remove(pos);
-            self.complete(call, Err(CallError::Cancelled));
-            return;
-        }
-        if let Some(client) = self.slots[i].client.as_mut() {
-            client.cancel(call);
-        }
-        self.flush(i);
-        self.process(i);
-        self.sync_statuses();
     }
 
     /// Drives every connection until a call completes, an event is queued, the
@@ -1088,11 +750,6 @@ impl<P: Platform> Manager<P> {
             .min()
     }
 
-    fn complete(&mut self, call: u64, outcome: Result<CallResult, CallError>) {
-        self.calls.remove(&call);
-        self.finished.push(FinishedCall { call, outcome });
-    }
-
     /// Completes every held call of slot `i` with `server-unavailable`, with the
     /// text `why(name)` after "{name} is unavailable: ".
     fn fail_held(&mut self, i: usize, why: impl Fn(&str) -> String) {
@@ -1135,6 +792,7 @@ impl<P: Platform> Manager<P> {
             let server = &self.slots[i].config.name;
             let entry = self
                 .registry
+                .current
                 .get(&h.name)
                 .filter(|e| *e.server == **server)
                 .cloned();
@@ -1316,7 +974,7 @@ impl<P: Platform> Manager<P> {
                     if matches!(c.outcome, Err(CallError::Protocol(_))) {
                         self.forget_known(i);
                     }
-                    self.calls.remove(&c.call);
+                    self.calls.end(c.call);
                     self.finished.push(c);
                 }
                 ClientEvent::Log { level, message } => self.events.push(Event::Log(LogEntry {
@@ -1407,8 +1065,8 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         let server = &slot.config.name;
         let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
-        for warning in self.permissions.unknown_tools(server, &names) {
-            if self.rule_warnings.insert(warning.clone()) {
+        for warning in self.rules.permissions.unknown_tools(server, &names) {
+            if self.rules.first_warning(&warning) {
                 self.events.push(Event::Warning(warning));
             }
         }
@@ -1420,7 +1078,7 @@ impl<P: Platform> Manager<P> {
         let mut offered = Vec::with_capacity(defs.len());
         for def in defs {
             let name = naming::tool_name(segment, &def.name);
-            match self.permissions.decide(server, &def.name, None) {
+            match self.rules.permissions.decide(server, &def.name, None) {
                 Decision::Deny(rule) => {
                     slot.denied.insert(
                         name,
@@ -1483,12 +1141,6 @@ impl<P: Platform> Manager<P> {
         self.short_lived = true;
     }
 
-    /// The configuration's permission rules, for callers that filter by profile
-    /// (the gateway).
-    pub fn permissions(&self) -> &Permissions {
-        &self.permissions
-    }
-
     /// Why the tool of registry name `tool` is held back by its server's
     /// `onToolChange: "block"` (see [`pins`]), if it is.
     pub fn blocked_by(&self, tool: &str) -> Option<String> {
@@ -1496,24 +1148,6 @@ impl<P: Platform> Manager<P> {
             .iter()
             .find_map(|s| s.blocked.get(tool))
             .map(pins::ToolChange::reason)
-    }
-
-    /// The rule that keeps the tool of registry name `tool` out of the registry,
-    /// when one does (a `deny` rule, or `enabledTools` / `disabledTools`).
-    pub fn denied_by(&self, tool: &str) -> Option<Rc<crate::permissions::Rule>> {
-        self.slots
-            .iter()
-            .find_map(|s| Some(s.denied.get(tool)?.rule.clone()))
-    }
-
-    /// What the permission rules say about the tool of registry name `tool` for
-    /// a caller using `profile`; `None` when no such tool is offered.
-    pub fn decide(&self, tool: &str, profile: Option<&str>) -> Option<Decision> {
-        let entry = self.registry.get(tool)?;
-        Some(
-            self.permissions
-                .decide(&entry.server, &entry.tool.def.name, profile),
-        )
     }
 
     fn connection_lost(&mut self, i: usize, error: &TransportError) {
@@ -1546,48 +1180,14 @@ impl<P: Platform> Manager<P> {
         self.invalidate_registry();
     }
 
-    fn invalidate_registry(&mut self) {
-        self.registry_stale = true;
-    }
-
-    /// Rebuilds the registry if a server's tools or state changed since.
-    fn sync_registry(&mut self) {
-        if core::mem::take(&mut self.registry_stale) {
-            self.rebuild_registry();
-        }
-    }
-
-    fn rebuild_registry(&mut self) {
-        let sources: Vec<Source<'_>> = self
-            .slots
-            .iter()
-            .filter_map(|s| {
-                let standing = match s.state {
-                    ServerState::Connected => Standing::Connected,
-                    ServerState::Starting => Standing::Starting,
-                    _ if s.tools.is_empty() => return None,
-                    _ => Standing::Kept,
-                };
-                Some(Source {
-                    server: &s.config.name,
-                    segment: s.config.name_segment(),
-                    tools: &s.tools,
-                    standing,
-                })
-            })
-            .collect();
-        let warnings = self.registry.rebuild(&sources);
-        self.events.extend(warnings.into_iter().map(Event::Warning));
-    }
-
     /// Queues a status event for every server whose status changed.
     fn sync_statuses(&mut self) {
         self.sync_registry();
         for slot in &mut self.slots {
-            if status_is_current(slot, &self.registry) {
+            if status_is_current(slot, &self.registry.current) {
                 continue;
             }
-            let now = Reported::now(slot, &self.registry);
+            let now = Reported::now(slot, &self.registry.current);
             if slot.reported.as_ref().map(|r| &r.status) != Some(&now.status) {
                 self.events.push(Event::Status(now.status.clone()));
             }
@@ -1716,11 +1316,14 @@ pub use reload::ReloadReport;
 mod adapted;
 mod approvals;
 pub mod call_counts;
+mod calls;
 mod finished;
 mod inputs;
 mod logging;
+mod permissions;
 pub mod pins;
 mod prompts;
+mod published;
 mod request;
 mod resources;
 mod restarts;

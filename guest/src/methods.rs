@@ -70,6 +70,8 @@ pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 pub const TASKS_GET: &str = "tasks/get";
 /// A task's result, once it is done; waits until then (2025-11-25 tasks).
 pub const TASKS_RESULT: &str = "tasks/result";
+/// The tasks of a session (2025-11-25 tasks).
+pub const TASKS_LIST: &str = "tasks/list";
 /// Cancels a task (2025-11-25 tasks).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
 /// A task's status changed (2025-11-25 tasks; a server may send it, or not).

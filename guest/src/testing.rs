@@ -302,6 +302,11 @@ impl Platform for FakePlatform {
         self.clock.get()
     }
 
+    /// The fake clock, read as ms after 2026-01-01T00:00:00Z.
+    fn wall_clock_ms(&self) -> Option<u64> {
+        Some(1_767_225_600_000 + self.clock.get())
+    }
+
     fn memo_get(&self, key: &str) -> Option<String> {
         self.memo.get(key).cloned()
     }

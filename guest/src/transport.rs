@@ -309,6 +309,12 @@ pub trait Platform {
     fn open(&mut self, server: &str, endpoint: &Endpoint) -> Result<Self::Conn, TransportError>;
     /// Monotonic time in milliseconds; only differences are meaningful.
     fn now_ms(&self) -> u64;
+    /// The date, as milliseconds since the Unix epoch (`wasi:clocks/wall-clock`),
+    /// for what the protocol stamps with a date (a task's `createdAt`); none on a
+    /// platform without a wall clock.
+    fn wall_clock_ms(&self) -> Option<u64> {
+        None
+    }
     /// Blocks until a connection in `conns` is ready, `deadline_ms` is reached, or the
     /// embedder's wake signal is ready, whichever comes first. `now_ms` is the
     /// caller's last reading of [`Platform::now_ms`]. A platform may wake early

@@ -416,6 +416,7 @@ mod tests {
             "mcpbox:runtime/",
             "wasi:io/",
             "wasi:clocks/monotonic-clock@",
+            "wasi:clocks/wall-clock@",
             "wasi:http/types@",
             "wasi:http/outgoing-handler@",
         ];

@@ -30,8 +30,9 @@
 // | `close`   | `conn`                                  | the guest dropped the connection     |
 // | `taken`   | `conn`, `count`                         | items taken from a paused connection |
 // | `loaded`  | `issues`, `servers`, `tools` or `error` | the configuration was read           |
-// | `update`  | `events`, `done`, `servers?`, `tools?`  | after each `wait`: events, finished  |
-// |           |                                         | calls, snapshots when they changed   |
+// | `update`  | `events`, `done`, `servers?`, `tools?`, | after each step: events, finished    |
+// |           | `crossings`                             | calls, snapshots when they changed,  |
+// |           |                                         | the count of guest crossings         |
 // | `reconnected` | `id`, `error`                       | answers a `reconnect` job (`error`: null or why) |
 // | `stopped` | `reason`                                | the driver ended; nothing follows    |
 // | `grant`, `http`, … | see http_imports.js            | grants and HTTP requests             |

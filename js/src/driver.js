@@ -2,28 +2,32 @@
 // whichever thread the embedder chose (`McpBox.open`'s `thread` option).
 //
 // A WASI 0.2 component runs one export at a time, so, as in the wasmtime host's driver
-// task, one owner runs it: callers queue jobs; the driver takes them, then calls the
-// guest's `wait`, which polls every connection, the nearest deadline and the wake
-// signal at once. Two hubs carry messages between the driver and the host's side
-// (processes, pipes, sockets, callers: index.js, transport.js, wasi_http.js):
+// task, one owner runs it: callers queue jobs; a turn hands them to the guest's
+// `turns.step` with what every server sent since the last turn, writes the lines the
+// step returns and publishes its finished calls and events; the next turn comes when
+// something arrives or at the step's deadline. A sequential call enters the guest twice
+// (the step that sends it, the step that takes its answer) and crosses back into the
+// host for nothing. While the guest waits on a remote server (the step says
+// `blocking`), the next step has a timeout, in which it polls as `registry.wait` does:
+// every connection, the nearest deadline and the wake signal at once. Work that has no
+// step job (a reconnect, a reload, roots, adapted tools, shutdown) calls `registry`
+// between steps. Two hubs (hub.js) carry messages between the driver and the host's
+// side (processes, pipes, sockets, callers: index.js, transport.js, wasi_http.js):
 //
 // - on the caller's thread (driver_main.js, the default), a turn of the guest runs from
 //   the event loop whenever something arrives for it, and `poll` never blocks: when
 //   nothing is ready it reports the wake signal, the contract's own way for a host to
 //   get its turn back, and the next turn is scheduled for the nearest deadline. A call
 //   crosses no thread;
-// - on a worker thread (driver_worker.js), `poll` blocks on a doorbell the host side
-//   rings after every message (channel.js), so the caller's event loop never runs guest
-//   code.
+// - on a worker thread (driver_worker.js), the thread sleeps between turns, and `poll`
+//   blocks, on a doorbell the host side rings after every message (channel.js), so the
+//   caller's event loop never runs guest code.
 //
-// The imports the guest needs are implemented here, thinly: `wasi:io/poll` over the
-// hub's `poll`, `wasi:clocks/monotonic-clock` over `process.hrtime`,
-// `mcpbox:runtime/control.wake-signal` over the job queue, and
-// `mcpbox:runtime/transport.connection` as a proxy whose real work (processes, pipes,
-// framing) the host side does (transport.js, stdio.js). The remote imports
-// (`remote.grant`, `wasi:http`) are proxies too, in http_imports.js.
-// `mcpbox:runtime/blobs` writes over the result directory (blobs.js), and the audit
-// trail's file (audit.js) is written here too, as the guest's `audit` events come out.
+// The imports the guest needs are in imports/, a file per WIT interface as in the
+// wasmtime host's host/src/imports/ (imports/index.js has the table): thin proxies of
+// the host side's, over the hub (hub.js). This file is the loop: instances, their jobs
+// and turns, what they publish, and the audit trail's file (audit.js), written here as
+// the guest's `audit` events come out.
 //
 // A guest that traps (anything escaping an export call) is replaced, as driver.rs
 // does: the trapped instance's connections are closed (its servers stop), a fresh
@@ -36,134 +40,15 @@ import { readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 import { AuditLog, auditRecord, resolveAuditPath } from './audit.js';
-import { Results } from './blobs.js';
-import { httpImports } from './http_imports.js';
+import { guestImports } from './imports/index.js';
 import { formatBytes, watchRealloc } from './limits.js';
-import { StateStore } from './state.js';
 
 /**
- * The longest the guest waits in one `wait` with nothing to do. Jobs ring the wake
- * signal, so this only bounds how long the driver sleeps between idle turns.
+ * The longest the guest waits in one step that may block (while it waits on remote
+ * servers) with nothing to do. Jobs ring the wake signal, so this only bounds how long
+ * the driver sleeps between idle turns.
  */
 const IDLE_WAIT_MS = 60_000n;
-/**
- * At most this many messages are handed over per `receive`, so one busy server cannot
- * starve the others of the guest's attention.
- */
-const RECEIVE_BATCH = 256;
-
-const symbolDispose = Symbol.dispose || Symbol.for('dispose');
-
-/** A first-in first-out queue with O(1) `shift`. */
-export class Queue {
-  #items = [];
-  #head = 0;
-
-  get length() {
-    return this.#items.length - this.#head;
-  }
-
-  push(item) {
-    this.#items.push(item);
-  }
-
-  /** Puts an item back at the front. */
-  unshift(item) {
-    if (this.#head > 0) {
-      this.#head -= 1;
-      this.#items[this.#head] = item;
-    } else {
-      this.#items.unshift(item);
-    }
-  }
-
-  shift() {
-    if (this.#head === this.#items.length) {
-      return undefined;
-    }
-    const item = this.#items[this.#head];
-    this.#items[this.#head] = undefined;
-    this.#head += 1;
-    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
-      this.#items = this.#items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-}
-
-/**
- * What arrives from the host side, sorted as it comes: callers' jobs, each server's
- * items, the answers to HTTP exchanges. Each thread's hub extends it with how messages
- * travel (`drain`, `post`, `request`) and how the guest waits (`poll`).
- */
-export class Hub {
-  /** Callers' jobs, in order. */
-  jobs = new Queue();
-  /** @type {Map<number, Queue>} items from each server, by connection id */
-  #inboxes = new Map();
-  /** Connections the guest dropped: items still in flight for them are discarded. */
-  #dropped = new Set();
-  /** Connections whose server the host stopped reading until the guest takes its items. */
-  paused = new Set();
-  /** Takes the `http-…` messages (set by the driver: http_imports.js's `receive`). */
-  http = null;
-
-  /** Sorts one message from the host side; false when it is not one of these. */
-  accept(msg) {
-    switch (msg.t) {
-      case 'job':
-        this.jobs.push(msg.job);
-        return true;
-      case 'in':
-        if (!this.#dropped.has(msg.conn)) {
-          const inbox = this.inbox(msg.conn);
-          for (const item of msg.items) {
-            inbox.push(item);
-          }
-          if (msg.paused) {
-            this.paused.add(msg.conn);
-          }
-        }
-        return true;
-      case 'http-head':
-      case 'http-fail':
-      case 'http-data':
-      case 'http-end':
-        this.http(msg);
-        return true;
-      default:
-        return false;
-    }
-  }
-
-  /** The items received from connection `conn` and not yet taken. */
-  inbox(conn) {
-    let inbox = this.#inboxes.get(conn);
-    if (inbox === undefined) {
-      inbox = new Queue();
-      this.#inboxes.set(conn, inbox);
-    }
-    return inbox;
-  }
-
-  /** Forgets a connection the guest dropped. */
-  drop(conn) {
-    this.#inboxes.delete(conn);
-    this.#dropped.add(conn);
-    this.paused.delete(conn);
-  }
-}
-
-/**
- * The error case of an import's `result`, as jco's glue expects it: thrown, with the
- * WIT value as `payload`. (Not an `Error`: jco turns a thrown `Error` into a trap.)
- */
-class ResultError {
-  constructor(payload) {
-    this.payload = payload;
-  }
-}
 
 /** Whether `path` is a file. */
 function isFile(path) {
@@ -198,11 +83,11 @@ function runtimeError(message) {
 export class Trap {
   /**
    * @param {unknown} error what escaped the export call
-   * @param {object | null} job the job being handled, unless already answered
+   * @param {object[]} jobs the jobs being handled, unless already answered
    * @param {number} memoryBytes the guest's linear memory when it trapped
    * @param {number} memoryLimit its limit
    */
-  constructor(error, job, memoryBytes, memoryLimit) {
+  constructor(error, jobs, memoryBytes, memoryLimit) {
     let text = error instanceof Error ? error.message : String(error);
     // A trap in `cabi_realloc` says itself when the limit caused it (limits.js); a
     // guest allocation elsewhere cannot be told apart from a panic, so give the numbers.
@@ -212,8 +97,40 @@ export class Trap {
         "McpBox.open's `memoryLimit` option raises it)";
     }
     this.text = text;
-    this.job = job;
+    this.jobs = jobs;
   }
+}
+
+/**
+ * A caller's job as a `turns.step` job, or null for a job the driver does with
+ * `registry`'s exports between steps (and a cancel of a call with no handle yet).
+ *
+ * @param {object} job
+ * @param {Map<number, bigint>} handles the guest's handles of the calls in flight
+ */
+function toStepJob(job, handles) {
+  switch (job.kind) {
+    case 'call':
+      return {
+        tag: 'call',
+        val: { tool: job.tool, dialect: job.dialect, arguments: job.arguments, options: callOptions(job) },
+      };
+    case 'request':
+      return { tag: 'request', val: { server: job.server ?? undefined, request: job.request, options: callOptions(job) } };
+    case 'cancel': {
+      const handle = handles.get(job.id);
+      return handle === undefined ? null : { tag: 'cancel', val: handle };
+    }
+    case 'answer':
+      return { tag: 'answer-input', val: { id: BigInt(job.input), answer: job.answer } };
+    default:
+      return null;
+  }
+}
+
+/** A call's or request's `call-options`. */
+function callOptions(job) {
+  return { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
 }
 
 /** Tools read from the guest per `tools` call (the WIT's `tools` is paged). */
@@ -264,247 +181,17 @@ function allAdaptedTools(registry, dialect) {
  *   (resolves with it) or traps (rejects with the `Trap`)
  */
 export function createDriver(hub, options) {
-  const { modules, glueUrl, cacheDir, inputRequests, sampling, urlElicitation, approvals, memoryLimit, embedder, maxMessageBytes } =
-    options;
-  const resultsOptions = options.results;
+  const { modules, glueUrl, inputRequests, sampling, urlElicitation, approvals, memoryLimit, embedder } = options;
   /** The configuration a fresh instance loads: the one last applied (a reload changes it). */
   let { origin, configText } = options;
   /** The embedder's roots as last set (`null`: the configuration's), for a guest that replaces a trapped one. */
   let roots = options.roots ?? null;
 
-  /**
-   * The connections the current guest instance holds open, by id. When the instance
-   * traps nobody drops them, so the driver closes them (stopping their servers) before
-   * a fresh instance opens its own.
-   */
-  const live = new Set();
-
-  /**
-   * Closes every connection the trapped instance left open, which stops its servers, and
-   * ends its HTTP exchanges and grants.
-   */
-  function closeLive() {
-    for (const id of live) {
-      hub.drop(id);
-      hub.post({ t: 'close', conn: id });
-    }
-    live.clear();
-    http.closeAll();
-  }
-
-  // --- wasi:io/poll -------------------------------------------------------------
-
-  /** `wasi:io/poll.pollable`: level-triggered readiness of one source. */
-  class Pollable {
-    /** Whether the source is ready now. */
-    ready() {
-      return false;
-    }
-
-    /** Blocks until ready (a hub on the caller's thread refuses to). */
-    block() {
-      hub.poll([this]);
-    }
-  }
-
-  /** Ready once the monotonic clock reaches `instant` (nanoseconds). */
-  class ClockPollable extends Pollable {
-    constructor(instant) {
-      super();
-      this.instant = instant;
-    }
-
-    ready() {
-      return process.hrtime.bigint() >= this.instant;
-    }
-  }
-
-  /** Ready while a connection has something for `receive` (messages or an error). */
-  class ConnectionPollable extends Pollable {
-    constructor(connection) {
-      super();
-      this.inbox = connection.inbox;
-    }
-
-    ready() {
-      hub.drain();
-      return this.inbox.length > 0;
-    }
-  }
-
-  /** `control.wake-signal`: ready while callers have queued jobs the driver has not taken. */
-  class WakePollable extends Pollable {
-    wake = true;
-
-    ready() {
-      hub.drain();
-      return hub.jobs.length > 0;
-    }
-  }
-
-  /** The remote imports (`remote.grant`, `wasi:http`), proxies of the host side's. */
-  const http = httpImports(hub, Pollable);
-  hub.http = http.receive;
-
-  // --- wasi:clocks/monotonic-clock ------------------------------------------------
-
-  const monotonicClock = {
-    /** Nanoseconds on the host's monotonic clock (the same clock in every thread). */
-    now: () => process.hrtime.bigint(),
-    resolution: () => 1n,
-    subscribeInstant: (when) => new ClockPollable(when),
-    subscribeDuration: (duration) => new ClockPollable(process.hrtime.bigint() + duration),
-  };
-
-  // --- mcpbox:runtime/transport -------------------------------------------------------
-
-  /**
-   * `transport.connection`: the guest's handle on one server. The server itself lives on
-   * the host side; this side keeps what it has received until the guest takes it.
-   */
-  class Connection {
-    /** @private use `Connection.open` */
-    constructor(id) {
-      this.handle = id;
-      this.inbox = hub.inbox(id);
-      /** Set once `closed` was returned: `send` fails with it from then on. */
-      this.closed = null;
-      /** Items taken by the guest, reported to the host when it paused reading. */
-      this.taken = 0;
-    }
-
-    static open(server, endpoint) {
-      const result = hub.request({ t: 'open', server, endpoint });
-      if (result.tag !== 'ok') {
-        throw new ResultError(result.val);
-      }
-      live.add(result.val);
-      return new Connection(result.val);
-    }
-
-    send(message) {
-      if (this.closed !== null) {
-        throw new ResultError({ tag: 'closed', val: this.closed });
-      }
-      hub.post({ t: 'send', conn: this.handle, message });
-    }
-
-    /**
-     * Takes what arrived, in order: messages first; an error (`too-large` once per
-     * oversized message, `closed` for good) only when no message precedes it.
-     */
-    receive() {
-      hub.drain();
-      const result = this.#take();
-      if (hub.paused.has(this.handle) && this.inbox.length === 0) {
-        hub.paused.delete(this.handle);
-        hub.post({ t: 'taken', conn: this.handle, count: this.taken });
-      }
-      if (result instanceof ResultError) {
-        throw result;
-      }
-      return result;
-    }
-
-    /** The messages to return, or the error to throw. */
-    #take() {
-      const messages = [];
-      while (messages.length < RECEIVE_BATCH) {
-        const item = this.inbox.shift();
-        if (item === undefined) {
-          break;
-        }
-        this.taken += 1;
-        if (item.message !== undefined) {
-          messages.push(item.message);
-        } else if (messages.length > 0) {
-          // Deliver what came before the error first; the error comes next time.
-          this.inbox.unshift(item);
-          this.taken -= 1;
-          break;
-        } else if (item.tooLarge !== undefined) {
-          return new ResultError({ tag: 'too-large', val: item.tooLarge });
-        } else {
-          this.closed = item.closed;
-          this.inbox.unshift(item);
-          this.taken -= 1;
-          return new ResultError({ tag: 'closed', val: item.closed });
-        }
-      }
-      return messages;
-    }
-
-    subscribe() {
-      return new ConnectionPollable(this);
-    }
-
-    /**
-     * The host's number for the connection (`turns.step` names it so). This host
-     * drives the guest with `registry.wait` and never calls `turns.step`.
-     */
-    id() {
-      return BigInt(this.handle);
-    }
-
-    diagnostics() {
-      return hub.request({ t: 'diag', conn: this.handle });
-    }
-
-    [symbolDispose]() {
-      live.delete(this.handle);
-      hub.drop(this.handle);
-      hub.post({ t: 'close', conn: this.handle });
-    }
-  }
-
-  // --- the imports ------------------------------------------------------------------
-
-  /** The `mcpbox:runtime/state` store: `state.json` in the cache directory, as in the wasmtime host. */
-  const stateStore = new StateStore(cacheDir);
-
-  /** The `mcpbox:runtime/blobs` directory, shared by every instance of this runtime. */
-  const results = new Results(resultsOptions.dir, resultsOptions.maxFileBytes, resultsOptions.maxTotalBytes);
+  /** The guest's imports, one set for every instance of this runtime (imports/index.js). */
+  const { imports, closeAll } = guestImports(hub, options);
 
   /** The audit trail's file, once the first instance has named it (kept across restarts). */
   let auditLog = null;
-  /** The guest's pinned tool definitions (`mcpbox:runtime/pins`), kept across restarts. */
-  let pinsKept = undefined;
-
-  /**
-   * Everything the guest imports. (`mcpbox:runtime/types` has no functions. jco's glue
-   * looks interfaces up without their `@version`, although its .d.ts names them with it.)
-   */
-  const imports = {
-    'mcpbox:runtime/transport': { Connection, maxMessageBytes: () => BigInt(maxMessageBytes) },
-    'mcpbox:runtime/control': { wakeSignal: () => new WakePollable() },
-    // `state`: what the guest remembers about servers (their MCP era), across runs and
-    // shared with the wasmtime host (state.js).
-    'mcpbox:runtime/state': {
-      get: (key) => stateStore.get(key),
-      set: (key, value) => stateStore.set(key, value),
-    },
-    // `pins`: the tool definitions the guest pinned when it first saw them. This host keeps
-    // them for the driver's life (across guest restarts), not across runs: the wasmtime host
-    // keeps them per configuration file (host/src/pins.rs).
-    'mcpbox:runtime/pins': {
-      load: () => pinsKept,
-      save: (text) => {
-        pinsKept = { pins: text, acceptPending: false };
-      },
-    },
-    'mcpbox:runtime/blobs': {
-      write: (server, name, _mimeType, data) => {
-        const written = results.write(server, name, data);
-        if (written.err !== undefined) {
-          throw new ResultError(written.err);
-        }
-        return written.ok;
-      },
-    },
-    'wasi:io/poll': { Pollable, poll: (list) => hub.poll(list) },
-    'wasi:clocks/monotonic-clock': monotonicClock,
-    ...http.imports,
-  };
 
   /**
    * With `claudeSettings`, adds the permission rules of `.claude/settings.json` and
@@ -583,11 +270,30 @@ export function createDriver(hub, options) {
     return out;
   }
 
+  /** An export interface of the guest whose every call counts as a crossing (`hub.crossings`). */
+  function counted(exports) {
+    const out = {};
+    for (const [name, f] of Object.entries(exports)) {
+      out[name] =
+        typeof f === 'function'
+          ? (...args) => {
+              hub.crossings += 1;
+              return f(...args);
+            }
+          : f;
+    }
+    return out;
+  }
+
   /** One guest instance, configured and started, and the calls it runs. */
   class Session {
     /** @private use `Session.start` */
-    constructor(registry, memoryBytes) {
+    constructor(registry, turns, memoryBytes) {
       this.registry = registry;
+      /** The `turns` export: every turn is a `step`. */
+      this.turns = turns;
+      /** The last step said the guest waits on pollables of its own (remote servers). */
+      this.blocking = false;
       this.memoryBytes = memoryBytes;
       /** Calls started in the guest: guest handle → caller's id, and back. */
       this.callers = new Map();
@@ -602,7 +308,10 @@ export function createDriver(hub, options) {
     static async start(instantiate) {
       const watch = watchRealloc(memoryLimit);
       const guest = await instantiate((name) => modules[name], imports, watch.instantiateCore);
-      const registry = guest.registry;
+      const registry = counted(guest.registry);
+      if (typeof guest.turns?.step !== 'function') {
+        throw new Error('this guest component has no `turns.step` (it was built from an older WIT)');
+      }
       let issues;
       try {
         issues = registry.loadConfig(origin, configText);
@@ -637,7 +346,7 @@ export function createDriver(hub, options) {
         auditArguments: embedder.auditArguments ?? undefined,
       });
       registry.start();
-      return { session: new Session(registry, watch.memoryBytes), issues };
+      return { session: new Session(registry, counted(guest.turns), watch.memoryBytes), issues };
     }
 
     /** Publishes a turn's finished calls and events (taken from the guest when not given). */
@@ -658,7 +367,7 @@ export function createDriver(hub, options) {
       }
       // Snapshots travel with the events and finished calls that caused them, so a caller
       // whose call failed because its server died also sees that server failed.
-      const update = { t: 'update', events, done };
+      const update = { t: 'update', events, done, crossings: hub.crossings };
       if (changed) {
         update.tools = allTools(this.registry);
         update.servers = this.registry.servers();
@@ -667,56 +376,59 @@ export function createDriver(hub, options) {
     }
 
     /**
-     * One turn: takes the callers' jobs, then lets the guest `wait` for what its servers
-     * sent, and publishes what came of it. Returns why the runtime stopped, once a job
-     * shut it down; throws a `Trap` when the guest trapped.
+     * One turn: hands the callers' jobs and what the servers sent to the guest's
+     * `turns.step`, writes what it returns and publishes what came of it. Returns why the
+     * runtime stopped, once a job shut it down; otherwise when the next turn is due:
+     * `deadline` (monotonic nanoseconds, or null), `again` when it is due at once, and
+     * `polled` when the guest waited itself (so a hub on the caller's thread knows what
+     * its `poll` noted). Throws a `Trap` when the guest trapped.
      */
     turn() {
-      let job = null;
+      let jobs = [];
       try {
         return this.#turn((j) => {
-          job = j;
+          jobs = j;
         });
       } catch (error) {
-        throw new Trap(error, job, this.memoryBytes(), memoryLimit);
+        throw new Trap(error, jobs, this.memoryBytes(), memoryLimit);
       }
     }
 
     #turn(handling) {
       const registry = this.registry;
       hub.drain();
-      const refused = [];
+      hub.fresh = false;
+      /** Jobs for the next step, in order, with the callers' jobs they came from. */
+      let batch = [];
+      const step = (timeoutMs) => {
+        const jobs = batch;
+        batch = [];
+        handling(jobs.map((b) => b.job));
+        const out = this.#step(jobs, timeoutMs);
+        handling([]);
+        return out;
+      };
       for (let job = hub.jobs.shift(); job !== undefined; job = hub.jobs.shift()) {
-        handling(job);
+        const stepped = toStepJob(job, this.handles);
+        if (stepped !== null) {
+          batch.push({ job, stepped });
+          continue;
+        }
+        if (job.kind === 'cancel') {
+          // Of a call in this batch, or of a call that already ended: the first needs
+          // the batch's step for its handle.
+          if (batch.some((b) => b.job.id === job.id)) {
+            step(0n);
+            hub.jobs.unshift(job);
+          }
+          continue;
+        }
+        // The jobs before it come first.
+        if (batch.length > 0) {
+          step(0n);
+        }
+        handling([job]);
         switch (job.kind) {
-          case 'call': {
-            const callOptions = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
-            try {
-              const handle =
-                job.dialect === undefined
-                  ? registry.startCall(job.tool, job.arguments, callOptions)
-                  : registry.startAdaptedCall(job.dialect, job.tool, job.arguments, callOptions);
-              this.callers.set(handle, job.id);
-              this.handles.set(job.id, handle);
-            } catch (error) {
-              refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
-            }
-            break;
-          }
-          case 'request': {
-            const callOptions = { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
-            try {
-              if (typeof registry.startRequest !== 'function') {
-                throw new Error('this guest component has no `start-request` (it was built from an older WIT)');
-              }
-              const handle = registry.startRequest(job.server ?? undefined, job.request, callOptions);
-              this.callers.set(handle, job.id);
-              this.handles.set(job.id, handle);
-            } catch (error) {
-              refused.push({ id: job.id, outcome: { tag: 'err', val: payloadOf(error) } });
-            }
-            break;
-          }
           case 'adapted-tools': {
             let result = null;
             let error = null;
@@ -729,13 +441,6 @@ export function createDriver(hub, options) {
               error = payloadOf(e);
             }
             hub.post({ t: 'adapted', id: job.id, result, error });
-            break;
-          }
-          case 'cancel': {
-            const handle = this.handles.get(job.id);
-            if (handle !== undefined) {
-              registry.cancel(handle);
-            }
             break;
           }
           case 'reconnect': {
@@ -787,18 +492,6 @@ export function createDriver(hub, options) {
             hub.post({ t: 'roots-set', id: job.id, error });
             break;
           }
-          case 'answer': {
-            let error = null;
-            try {
-              registry.answerInput(BigInt(job.input), job.answer);
-            } catch (e) {
-              error = payloadOf(e);
-            }
-            // The retry or response it caused is on its way; events follow from `wait`.
-            this.publish([]);
-            hub.post({ t: 'answered', id: job.id, error });
-            break;
-          }
           case 'shutdown': {
             try {
               registry.shutdown();
@@ -813,44 +506,91 @@ export function createDriver(hub, options) {
           default:
             throw new Error(`mcpbox driver: unknown job ${JSON.stringify(job.kind)}`);
         }
-        handling(null);
+        handling([]);
       }
-      if (refused.length > 0) {
-        // With their audit records: out (and in the audit file) before the callers hear.
-        this.publish([], { refused });
-      }
-      const turn = registry.wait(IDLE_WAIT_MS);
-      this.publish(turn.finished, { events: turn.events });
-      return undefined;
+      // While the guest waits on its own pollables (remote servers) its step gets a
+      // timeout, in which it polls them as `registry.wait` does; otherwise this host waits
+      // for the next turn. A step that did not poll and left the guest waiting is followed
+      // by one that does at once: what the guest waits for may have come already (an
+      // answer's body, with its head), and nothing else would start a turn for it.
+      const polled = this.blocking;
+      const out = step(polled ? IDLE_WAIT_MS : 0n);
+      this.blocking = out.blocking;
+      return { deadline: out.deadline ?? null, again: hub.unread() || (out.blocking && !polled), polled };
     }
 
     /**
-     * The outcomes that fail every call in flight, and the call in hand, with `message`:
-     * the guest that held them is gone.
+     * One `turns.step`: `batch`'s jobs and what every connection received in, the lines
+     * to write out (posted at once), the turn published, the outcomes of the jobs
+     * answered. Returns the step's output.
      */
-    failures(job, message) {
+    #step(batch, timeoutMs) {
+      const out = this.turns.step({
+        now: process.hrtime.bigint(),
+        jobs: batch.map((b) => b.stepped),
+        arrived: hub.arrivals(),
+        timeoutMs,
+      });
+      for (const { connection, messages } of out.outgoing) {
+        const conn = Number(connection);
+        for (const message of messages) {
+          hub.post({ t: 'send', conn, message });
+        }
+      }
+      const refused = [];
+      const answered = [];
+      batch.forEach(({ job }, i) => {
+        const outcome = out.jobs[i];
+        if (outcome.tag === 'started') {
+          if (outcome.val.tag === 'ok') {
+            this.callers.set(outcome.val.val, job.id);
+            this.handles.set(job.id, outcome.val.val);
+          } else {
+            refused.push({ id: job.id, outcome: { tag: 'err', val: outcome.val.val } });
+          }
+        } else if (outcome.tag === 'answered') {
+          answered.push({ t: 'answered', id: job.id, error: outcome.val.tag === 'err' ? outcome.val.val : null });
+        }
+      });
+      // The refused calls' audit records go out (and into the audit file) with them.
+      this.publish(out.turn.finished, { events: out.turn.events, refused });
+      for (const msg of answered) {
+        hub.post(msg);
+      }
+      return out;
+    }
+
+    /**
+     * The outcomes that fail every call in flight, and the calls in hand, with
+     * `message`: the guest that held them is gone.
+     */
+    failures(jobs, message) {
       const done = [...this.handles.keys()].map((id) => ({ id, outcome: runtimeError(message) }));
       this.callers.clear();
       this.handles.clear();
-      if (job?.kind === 'call' && !done.some((d) => d.id === job.id)) {
-        done.push({ id: job.id, outcome: runtimeError(message) });
+      for (const job of jobs) {
+        if ((job.kind === 'call' || job.kind === 'request') && !done.some((d) => d.id === job.id)) {
+          done.push({ id: job.id, outcome: runtimeError(message) });
+        }
       }
       return done;
     }
   }
 
-  /** Answers a reconnect, input answer or reload that was in hand when the guest trapped. */
-  function refuseJob(job, message) {
-    if (job?.kind === 'reconnect') {
-      hub.post({ t: 'reconnected', id: job.id, error: message });
-    } else if (job?.kind === 'roots') {
-      hub.post({ t: 'roots-set', id: job.id, error: message });
-    } else if (job?.kind === 'answer') {
-      hub.post({ t: 'answered', id: job.id, error: message });
-    } else if (job?.kind === 'adapted-tools') {
-      hub.post({ t: 'adapted', id: job.id, result: null, error: message });
-    } else if (job?.kind === 'reload') {
-      hub.post({ t: 'reloaded', id: job.id, report: null, error: message });
+  /** Answers the reconnects, input answers and reloads in hand when the guest trapped. */
+  function refuseJobs(jobs, message) {
+    for (const job of jobs) {
+      if (job.kind === 'reconnect') {
+        hub.post({ t: 'reconnected', id: job.id, error: message });
+      } else if (job.kind === 'roots') {
+        hub.post({ t: 'roots-set', id: job.id, error: message });
+      } else if (job.kind === 'answer') {
+        hub.post({ t: 'answered', id: job.id, error: message });
+      } else if (job.kind === 'adapted-tools') {
+        hub.post({ t: 'adapted', id: job.id, result: null, error: message });
+      } else if (job.kind === 'reload') {
+        hub.post({ t: 'reloaded', id: job.id, report: null, error: message });
+      }
     }
   }
 
@@ -887,7 +627,7 @@ export function createDriver(hub, options) {
         trap = error;
       }
       // The dead instance's servers stop first: the new one starts its own.
-      closeLive();
+      closeAll();
       const now = process.hrtime.bigint();
       traps = traps.filter((t) => now - t < TRAP_WINDOW_NS);
       traps.push(now);
@@ -902,7 +642,7 @@ export function createDriver(hub, options) {
         ({ session } = await Session.start(instantiate));
       } catch (error) {
         const cause = error?.config ?? (error instanceof Error ? error.message : String(error));
-        closeLive();
+        closeAll();
         return `the guest failed (${trap.text}) and could not be restarted: ${cause}`;
       }
       // The calls in flight fail with the new instance's snapshots and the warning (as
@@ -910,12 +650,13 @@ export function createDriver(hub, options) {
       // readiness waits for the new instance's servers.
       hub.post({
         t: 'update',
+        crossings: hub.crossings,
         events: [{ tag: 'warning', val: why }],
-        done: failed.failures(trap.job, why),
+        done: failed.failures(trap.jobs, why),
         servers: session.registry.servers(),
         tools: allTools(session.registry),
       });
-      refuseJob(trap.job, why);
+      refuseJobs(trap.jobs, why);
     }
   }
 
@@ -928,7 +669,7 @@ export function createDriver(hub, options) {
       } catch (error) {
         reason = `the guest failed: ${error instanceof Error ? error.message : String(error)}`;
       }
-      closeLive();
+      closeAll();
       try {
         auditLog?.close();
       } catch {

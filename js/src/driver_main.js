@@ -1,16 +1,17 @@
 // The driver on the caller's thread (`McpBox.open`'s default, `thread: 'main'`): the
 // guest runs in turns from the event loop, so a call crosses no thread.
 //
-// A turn runs (from `setImmediate`) when something arrives for the guest: a caller's
-// job, a server's items, an HTTP answer; and (from a timer) at the guest's nearest
-// deadline. `poll` never blocks: when nothing in its list is ready it notes the nearest
-// clock instant and reports the wake signal ready, which the guest's `wait` takes as
-// "the host has work" and returns: the contract's own way for a host to get its turn
-// back. The guest polls nowhere else (`block` would freeze this thread, so it throws).
+// A turn (one `turns.step`, driver.js) runs (from `setImmediate`) when something arrives
+// for the guest: a caller's job, a server's items, an HTTP answer; and (from a timer) at
+// the step's deadline. A step polls only while the guest waits on a remote server, and
+// `poll` never blocks: when nothing in its list is ready it notes the nearest clock
+// instant and reports the wake signal ready, which the guest takes as "the host has
+// work" and returns: the contract's own way for a host to get its turn back. The guest
+// polls nowhere else (`block` would freeze this thread, so it throws).
 //
 // What the driver posts for the host side's transport (`send`, `close`, `taken`, the
-// HTTP requests) is handled at once, inside the import call, so a request reaches its
-// server before the turn ends. What it posts for callers (snapshots, outcomes, events,
+// HTTP requests) is handled at once, inside the turn, so a request reaches its server
+// before the turn ends. What it posts for callers (snapshots, outcomes, events,
 // `stopped`) is delivered as a microtask, after the turn: an embedder's event listener
 // never runs inside the guest, and one that throws cannot trap it. The host answers
 // `request`s (`open`, `diag`, the grants) synchronously.
@@ -20,7 +21,8 @@
 // the runtime. `thread: 'worker'` (driver_worker.js) keeps the caller's loop free of
 // both, for four thread crossings per call.
 
-import { createDriver, Hub } from './driver.js';
+import { createDriver } from './driver.js';
+import { Hub } from './hub.js';
 
 /** What the driver posts for callers: delivered after the turn, never inside the guest. */
 const TO_CALLERS = new Set(['loaded', 'update', 'adapted', 'reconnected', 'reloaded', 'answered', 'roots-set', 'stopped']);
@@ -135,22 +137,26 @@ class MainHub extends Hub {
       return;
     }
     this.#nextWake = null;
-    let stopped;
+    let next;
     try {
-      stopped = serving.session.turn();
+      next = serving.session.turn();
     } catch (error) {
       this.#finish();
       serving.reject(error);
       return;
     }
-    if (stopped !== undefined) {
+    if (typeof next === 'string') {
       this.#finish();
-      serving.resolve(stopped);
-    } else if (this.#nextWake === null) {
-      // `wait` returned with news before it ran out of things to do: go on at once.
+      serving.resolve(next);
+    } else if (next.again || (next.polled && this.#nextWake === null)) {
+      // Items wait that the step could not take, or a step that polled returned with
+      // news before it ran out of things to do: go on at once.
       this.#schedule();
     } else {
-      this.#wakeAt(this.#nextWake);
+      const at = [this.#nextWake, next.deadline].filter((t) => t !== null);
+      if (at.length > 0) {
+        this.#wakeAt(at.reduce((a, b) => (a < b ? a : b)));
+      }
     }
   };
 

@@ -3,15 +3,17 @@
 //
 // This thread never returns to its event loop after start-up: it reads the main
 // thread's messages with `receiveMessageOnPort` and sleeps in `Atomics.wait` on the
-// doorbell the main thread rings after every message (channel.js), which is why `poll`
-// can block here without losing an event. A call crosses the thread four times (the
+// doorbell the main thread rings after every message (channel.js), between steps
+// (`idle`) and in `poll` alike, which is why either can block here without losing an
+// event. A call crosses the thread four times (the
 // job, the request to the server, its answer, the outcome), which is what the main
 // thread's driver (driver_main.js) saves.
 
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 
 import { Doorbell } from './channel.js';
-import { createDriver, Hub } from './driver.js';
+import { createDriver } from './driver.js';
+import { Hub } from './hub.js';
 
 /** The worker's side of the channel: a `MessagePort` and the doorbell. */
 class WorkerHub extends Hub {
@@ -69,6 +71,27 @@ class WorkerHub extends Hub {
   }
 
   /**
+   * Blocks until the main thread posts something for the guest or the monotonic clock
+   * reaches `deadline` (nanoseconds; null: no deadline).
+   *
+   * @param {bigint | null} deadline
+   */
+  idle(deadline) {
+    for (;;) {
+      const seen = this.bell.seen();
+      this.drain();
+      if (this.fresh) {
+        return;
+      }
+      const timeoutMs = deadline === null ? Infinity : Number(deadline - process.hrtime.bigint()) / 1e6;
+      if (timeoutMs <= 0) {
+        return;
+      }
+      this.bell.sleep(seen, timeoutMs);
+    }
+  }
+
+  /**
    * `wasi:io/poll.poll`: blocks until at least one pollable is ready and returns the
    * indices of every ready one. Sleeps on the doorbell, bounded by the nearest clock
    * pollable, and re-checks after every ring.
@@ -104,12 +127,16 @@ class WorkerHub extends Hub {
 
 const { port, bell, ...options } = workerData;
 const hub = new WorkerHub(port, new Doorbell(bell));
-// Turns run back to back: each blocks in `poll` until there is something to do.
+// Turns run back to back: between two, this thread sleeps until something arrives or
+// the guest's deadline passes (a step that polled has waited already).
 await createDriver(hub, options).run(async (session) => {
   for (;;) {
-    const stopped = session.turn();
-    if (stopped !== undefined) {
-      return stopped;
+    const next = session.turn();
+    if (typeof next === 'string') {
+      return next;
+    }
+    if (!next.again && !next.polled) {
+      hub.idle(next.deadline);
     }
   }
 });

@@ -2,7 +2,7 @@
 // (grants), `wasi:http/outgoing-handler`, the `wasi:http/types` functions the guest
 // calls, and the `wasi:io/streams` and `wasi:io/error` ones they need.
 //
-// They are proxies, as `transport.connection` is in driver.js: grants are kept and
+// They are proxies, as `transport.connection` is in imports/transport.js: grants are kept and
 // requests sent on the host side (remote.js, wasi_http.js), which owns the
 // environment (`${VAR}` values never reach the guest) and the sockets. A request is
 // posted when the guest hands it to `handle` (so the host side maps it to its grant

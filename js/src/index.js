@@ -14,9 +14,11 @@
 // # Layout
 //
 // - index.js (this file): the API. It runs on the caller's thread and never blocks.
-// - driver.js: the guest, its imports and the loop that runs it, on either thread:
-//   driver_main.js runs it in turns from this thread's event loop (the default),
-//   driver_worker.js on a worker thread of its own (`thread: 'worker'`).
+// - driver.js: the guest and the loop that runs it, on either thread: driver_main.js
+//   runs it in turns from this thread's event loop (the default), driver_worker.js on a
+//   worker thread of its own (`thread: 'worker'`); hub.js: what travels between the
+//   driver and this thread.
+// - imports/: the guest's imports, a file per WIT interface (imports/index.js).
 // - channel.js: how a worker driver and this thread talk (a MessagePort and a shared
 //   doorbell).
 // - transport.js, stdio.js: server processes, on this thread's event loop.
@@ -642,6 +644,8 @@ export class McpBox extends EventEmitter {
   #servers = Object.freeze([]);
   #tools = Object.freeze([]);
   #issues = Object.freeze([]);
+  /** The driver's count of guest crossings, as of its last update (`guestCrossings`). */
+  #crossings = 0;
   /** @type {string | null} why the runtime stopped, once it has */
   #stopped = null;
   /** @type {Promise<void>} resolves once the driver and every server have stopped */
@@ -760,6 +764,18 @@ export class McpBox extends EventEmitter {
   /** Every tool in the registry, ordered by name. */
   tools() {
     return this.#tools;
+  }
+
+  /**
+   * How many times the driver has entered the guest (an export call) and the guest has
+   * called the `transport` imports that move messages (`send`, `receive`, `subscribe`),
+   * as of the driver's last update: a sequential call to a stdio server costs two, the
+   * step that sends it and the step that takes its answer. For tests and benchmarks of
+   * the boundary's cost, as the wasmtime host's `Runtime::guest_crossings` (the clock
+   * and `poll` are not counted).
+   */
+  guestCrossings() {
+    return this.#crossings;
   }
 
   /**
@@ -1449,7 +1465,8 @@ export class McpBox extends EventEmitter {
     }
   }
 
-  #update({ servers, tools, events, done }) {
+  #update({ servers, tools, events, done, crossings }) {
+    this.#crossings = crossings;
     // Snapshots before answers and events, so that a caller whose call failed because
     // its server died also sees that server failed.
     if (tools !== undefined) {

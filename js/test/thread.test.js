@@ -3,7 +3,8 @@
 // so the worker driver (driver_worker.js) stays tested too: a stdio server and its
 // diagnostics (a request the host answers), a spawn failure, many calls at once, a
 // timeout (the main driver's timer) and an abort, a remote server (grants and
-// `wasi:http`), and a trapped guest replaced.
+// `wasi:http`), a trapped guest replaced, and the two guest entries of a sequential
+// call (`turns.step`).
 
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -35,6 +36,24 @@ for (const thread of ['main', 'worker']) {
     const error = await callError(box, 'mcp__fx__crash', { code: 3 });
     assert.equal(error.kind, 'server-unavailable', error.message);
     assert.equal(error.message, 'server `fx` exited (exit code 3); last stderr: fixture: crashing with exit code 3, as asked');
+  });
+
+  // As the wasmtime host's `a_sequential_call_crosses_into_the_guest_twice`: the step
+  // that sends the request and the step that takes the answer, and none of the
+  // `transport` imports (the driver hands the guest what arrived and writes what it
+  // returned).
+  test(`thread ${thread}: a sequential call crosses into the guest twice`, async (t) => {
+    const CALLS = 50;
+    const box = await open(t, { fx: fixtureEntry() }, { thread });
+    assertConnected(await ready(box), 'fx');
+    assert.equal((await call(box, 'mcp__fx__echo', { text: 'warm' })).text, 'warm');
+    const before = box.guestCrossings();
+    for (let i = 0; i < CALLS; i++) {
+      assert.equal((await call(box, 'mcp__fx__echo', { text: `hello ${i}` })).text, `hello ${i}`);
+    }
+    const crossings = box.guestCrossings() - before;
+    // A few more for a turn a timer or a partly read line may add.
+    assert.ok(crossings >= 2 * CALLS && crossings <= 2 * CALLS + CALLS / 10, `${crossings} crossings for ${CALLS} calls`);
   });
 
   test(`thread ${thread}: a timeout and an abort cancel on the server`, async (t) => {

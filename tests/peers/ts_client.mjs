@@ -9,12 +9,16 @@
 // It connects, lists every tool (following nextCursor), makes each --call in turn and
 // prints one JSON line: {"protocolVersion", "tools": [names], "calls": [CallToolResult]}.
 // With --approve it declares the elicitation capability and accepts every question
-// with {"approve": true} (and the defaults of other fields). --stdio takes the rest of
+// with {"approve": true} (and the defaults of other fields, or the first option of a
+// required choice without one). --stdio takes the rest of
 // the command line; --token sends `Authorization: Bearer TOKEN` over HTTP. With MCPBOX_TEST_SAMPLE=TEXT in its environment it declares the
 // sampling capability and answers every sampling/createMessage with TEXT, from the
 // model "ts-client", saying how many messages and tools it was given. With
 // MCPBOX_TEST_ACCEPT=empty, --approve accepts with {} instead (as a client that shows
 // only yes and no does); with MCPBOX_TEST_ACCEPT=no, with {"approve": false}.
+// With MCPBOX_TEST_TASKS=1 (v1 only) every call runs as a task
+// (`client.experimental.tasks.callToolStream` with `task: {ttl}`), and the report adds
+// "tasks": per call, the task's id and each status it was seen in.
 
 const argv = process.argv.slice(2);
 let sdk = 'v2';
@@ -63,6 +67,11 @@ if (approve) {
         for (const [key, spec] of Object.entries(schema.properties ?? {})) {
             if (key === 'approve') content[key] = accept !== 'no';
             else if ('default' in spec) content[key] = spec.default;
+            // A required choice without a default: its first option.
+            else if ((schema.required ?? []).includes(key)) {
+                const first = spec.oneOf?.[0]?.const ?? spec.enum?.[0];
+                if (first !== undefined) content[key] = first;
+            }
         }
         return { action: 'accept', content };
     };
@@ -100,11 +109,34 @@ do {
 } while (cursor);
 
 const results = [];
-for (const [name, args] of calls) results.push(await client.callTool({ name, arguments: args }));
+const tasks = [];
+for (const [name, args] of calls) {
+    if (process.env.MCPBOX_TEST_TASKS !== '1') {
+        results.push(await client.callTool({ name, arguments: args }));
+        continue;
+    }
+    const seen = { taskId: null, statuses: [] };
+    const stream = client.experimental.tasks.callToolStream({ name, arguments: args }, undefined, {
+        task: { ttl: 60000 },
+    });
+    for await (const message of stream) {
+        if (message.type === 'taskCreated') {
+            seen.taskId = message.task.taskId;
+            seen.statuses.push(message.task.status);
+        } else if (message.type === 'taskStatus') {
+            seen.statuses.push(message.task.status);
+        } else if (message.type === 'result') {
+            results.push(message.result);
+        } else if (message.type === 'error') {
+            results.push({ isError: true, content: [{ type: 'text', text: `stream error: ${message.error}` }] });
+        }
+    }
+    tasks.push(seen);
+}
 
 const protocolVersion =
     typeof client.getNegotiatedProtocolVersion === 'function'
         ? client.getNegotiatedProtocolVersion()
         : transport.protocolVersion;
-console.log(JSON.stringify({ protocolVersion, tools, calls: results }));
+console.log(JSON.stringify({ protocolVersion, tools, calls: results, tasks }));
 await client.close();

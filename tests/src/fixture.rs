@@ -76,20 +76,3 @@ macro_rules! fixture_server {
         env!("CARGO_BIN_EXE_fixture-server")
     };
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_names_share_seventy_characters_and_overflow_when_namespaced() {
-        let shared = LONG_NAME_A
-            .chars()
-            .zip(LONG_NAME_B.chars())
-            .take_while(|(a, b)| a == b)
-            .count();
-        assert!(shared >= 70, "only {shared} shared characters");
-        assert!(format!("mcp__fixture__{LONG_NAME_B}").len() > 64);
-        assert_ne!(LONG_NAME_A, LONG_NAME_B);
-    }
-}

@@ -37,12 +37,16 @@
 //! every read; `tests/tests/all/fixture_server.rs` and `tests/tests/all/peers.rs` use
 //! it to pin down what the servers do before mcpbox's own tests rely on it.
 //!
+//! [`compiled_guest::seed`] gives a test's fresh cache directory the guest compiled
+//! once per test process, so each such test does not compile it again.
+//!
 //! [`process`] has the child-process guard ([`process::ChildGuard`]: killed and
 //! reaped when dropped, killed at a deadline) and [`process::eventually`], the one
 //! way a test polls for something with a deadline.
 
 #![deny(missing_docs)]
 
+pub mod compiled_guest;
 pub mod conformance;
 pub mod fixture;
 pub mod gateway;

@@ -1,8 +1,10 @@
 //! `tools/call`: starting a call with its progress token and deadline, reading
 //! its result (`content`, `structuredContent`, `isError`, `resultType`), and
-//! completing it, or every call at once when the connection is lost.
+//! completing it, or every call at once when the connection is lost. Every
+//! request in flight, calls or not, is kept by its JSON-RPC id in [`Slots`].
 
 use crate::prelude::*;
+use alloc::collections::{BTreeMap, VecDeque};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -13,6 +15,94 @@ use super::{Client, ClientEvent, Outgoing, Pending, ResultKind, result_kind};
 use crate::jsonrpc::{self, Id};
 use crate::methods;
 use crate::transport::Failure;
+
+/// How many abandoned request ids are remembered to drop their late answers.
+pub(super) const ABANDONED_MEMORY: usize = 1024;
+
+/// The requests in flight, by JSON-RPC id: calls and every other request the
+/// session waits an answer to, the id the next one gets, and the ids given up
+/// on (see `cancellation`), whose late answers are dropped quietly.
+#[derive(Debug)]
+pub(super) struct Slots {
+    next_id: i64,
+    /// What each request in flight is, by its id.
+    pub(super) pending: BTreeMap<Id, Pending>,
+    /// Requests given up on, oldest first (at most [`ABANDONED_MEMORY`] once
+    /// cancelled or timed out).
+    pub(super) abandoned: VecDeque<Id>,
+}
+
+impl Default for Slots {
+    fn default() -> Slots {
+        Slots {
+            next_id: 1,
+            pending: BTreeMap::new(),
+            abandoned: VecDeque::new(),
+        }
+    }
+}
+
+impl Slots {
+    /// The id of the next request.
+    pub(super) fn next_id(&mut self) -> Id {
+        let id = Id::Number(self.next_id);
+        self.next_id += 1;
+        id
+    }
+
+    /// The id of call `call`'s `tools/call`, if it is in flight.
+    pub(super) fn call_id(&self, call: u64) -> Option<Id> {
+        self.pending
+            .iter()
+            .find(|(_, p)| matches!(p, Pending::Call(c) if c.call == call))
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Calls and requests in flight, those with a deadline.
+    #[cfg(test)]
+    pub(super) fn with_deadline(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|p| p.deadline_ms().is_some())
+            .count()
+    }
+
+    /// Whether a call or request with a deadline is in flight.
+    pub(super) fn any_with_deadline(&self) -> bool {
+        self.pending.values().any(|p| p.deadline_ms().is_some())
+    }
+
+    /// The nearest deadline of the calls and requests in flight, exactly
+    /// (`u64::MAX`: none).
+    pub(super) fn due(&self) -> u64 {
+        self.pending
+            .values()
+            .filter_map(Pending::deadline_ms)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Remembers a request given up on, forgetting the oldest past
+    /// [`ABANDONED_MEMORY`].
+    pub(super) fn remember_abandoned(&mut self, id: Id) {
+        if self.abandoned.len() == ABANDONED_MEMORY {
+            self.abandoned.pop_front();
+        }
+        self.abandoned.push_back(id);
+    }
+
+    /// Whether `id` is a request given up on; forgets it. A late answer to one is
+    /// expected, not news.
+    pub(super) fn forget_abandoned(&mut self, id: &Id) -> bool {
+        match self.abandoned.iter().position(|a| a == id) {
+            Some(pos) => {
+                self.abandoned.remove(pos);
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// Options for one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -168,8 +258,7 @@ impl Client {
         input_responses: Option<&serde_json::Map<String, Value>>,
         request_state: Option<&Value>,
     ) {
-        let id = Id::Number(self.next_id);
-        self.next_id += 1;
+        let id = self.slots.next_id();
         let params = CallParams {
             name: &call.tool,
             arguments: &call.arguments,
@@ -187,8 +276,8 @@ impl Client {
             meta.param_headers = param_headers(annotated, call.arguments.get());
         }
         self.outbox.push(Outgoing { text, meta });
-        self.due_by(call.deadline_ms);
-        self.pending.insert(id, Pending::Call(call));
+        self.deadlines.due_by(call.deadline_ms);
+        self.slots.pending.insert(id, Pending::Call(call));
     }
 
     /// A call is over: reports it and withdraws whatever input it still waits for.
@@ -205,7 +294,7 @@ impl Client {
         // Requests tied to no known call end with the last call in flight.
         if !self.calls_in_flight() {
             // Nothing in `pending` has a deadline now.
-            self.due_from = u64::MAX;
+            self.deadlines.none_due();
             self.withdraw_inputs(None, connected);
         }
     }
@@ -213,8 +302,8 @@ impl Client {
     /// Completes every call in flight with `error(name)`, for a lost connection
     /// or a shutdown. Nothing is sent: the connection is gone.
     pub fn abort_calls(&mut self, error: impl Fn(&str) -> CallError) {
-        let pending = core::mem::take(&mut self.pending);
-        self.due_from = u64::MAX;
+        let pending = core::mem::take(&mut self.slots.pending);
+        self.deadlines.none_due();
         let rounds = core::mem::take(&mut self.input.rounds);
         self.abort_tasks(&error);
         let mut calls = Vec::new();
@@ -352,5 +441,85 @@ pub(super) fn tool_error(text: String) -> CallResult {
         content: format!(r#"[{{"type":"text","text":{quoted}}}]"#),
         text,
         structured_content: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{feed, ready, sent};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn slots_number_requests_and_remember_a_bounded_number_given_up_on() {
+        let mut slots = Slots::default();
+        assert_eq!(slots.next_id(), Id::Number(1));
+        assert_eq!(slots.next_id(), Id::Number(2));
+        for n in 0..=ABANDONED_MEMORY as i64 {
+            slots.remember_abandoned(Id::Number(n));
+        }
+        assert_eq!(slots.abandoned.len(), ABANDONED_MEMORY);
+        // The oldest was forgotten to make room; the newest is forgotten once.
+        assert!(!slots.forget_abandoned(&Id::Number(0)));
+        assert!(slots.forget_abandoned(&Id::Number(ABANDONED_MEMORY as i64)));
+        assert!(!slots.forget_abandoned(&Id::Number(ABANDONED_MEMORY as i64)));
+        assert_eq!(slots.due(), u64::MAX);
+        assert!(!slots.any_with_deadline());
+    }
+
+    #[test]
+    fn responses_match_ids_exactly() {
+        let mut c = ready(&["echo"]);
+        c.start_call(9, "mcp__demo__echo", "echo", "{}", 1000, 0);
+        let out = sent(&mut c);
+        let id = out[0].0["id"].as_i64().unwrap();
+        // Same digits as a string: not an answer. Ignored and counted.
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {"content": []}}),
+            0,
+        );
+        assert_eq!(c.stats().unknown_responses, 1);
+        assert_eq!(c.pending_calls(), 1);
+        assert!(c.calls_in_flight());
+        assert!(
+            matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("matches no request"))
+        );
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
+            0,
+        );
+        assert_eq!(c.stats().unknown_responses, 2);
+        assert!(c.take_events().is_empty(), "only the first is warned about");
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
+            0,
+        );
+        assert_eq!(c.pending_calls(), 0);
+        assert!(!c.calls_in_flight());
+        assert!(matches!(
+            &c.take_events()[..],
+            [ClientEvent::Finished(FinishedCall {
+                call: 9,
+                outcome: Ok(_)
+            })]
+        ));
+    }
+
+    #[test]
+    fn abort_completes_every_call() {
+        let mut c = ready(&["a"]);
+        c.start_call(1, "mcp__demo__a", "a", "{}", 1000, 0);
+        c.start_call(2, "mcp__demo__a", "a", "{}", 1000, 0);
+        c.abort_calls(|name| CallError::ServerUnavailable(format!("{name}: gone")));
+        let events = c.take_events();
+        assert_eq!(events.len(), 2);
+        assert!(
+            matches!(&events[0], ClientEvent::Finished(FinishedCall { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
+        );
+        assert_eq!(c.pending_calls(), 0);
+        assert!(!c.calls_in_flight());
     }
 }

@@ -71,7 +71,7 @@ impl Client {
         self.era = Era::Stateless;
         self.phase = Phase::Discovering;
         self.protocol_version = Some(STATELESS_VERSION.to_string());
-        self.probe_deadline = Some(self.now_ms.saturating_add(PROBE_TIMEOUT_MS));
+        self.deadlines.probe = Some(self.now_ms.saturating_add(PROBE_TIMEOUT_MS));
         let params = MetaOnly {
             meta: self.request_meta(None),
         };
@@ -87,7 +87,7 @@ impl Client {
         if self.phase != Phase::Discovering {
             return;
         }
-        self.probe_deadline = None;
+        self.deadlines.probe = None;
         let raw = match outcome {
             Ok(raw) => raw,
             Err(Failure::Rpc(e))
@@ -131,16 +131,17 @@ impl Client {
     /// probe after all and then refuse `initialize` on that connection, so a
     /// refused `initialize` probes once more.
     pub(super) fn expire_probe(&mut self, now_ms: u64) {
-        if self.phase == Phase::Discovering && self.probe_deadline.is_some_and(|d| d <= now_ms) {
-            self.probe_deadline = None;
+        if self.phase == Phase::Discovering && self.deadlines.probe.is_some_and(|d| d <= now_ms) {
+            self.deadlines.probe = None;
             let probe = self
+                .slots
                 .pending
                 .iter()
                 .find(|(_, p)| matches!(p, Pending::Discover { .. }))
                 .map(|(id, _)| id.clone());
             if let Some(id) = probe {
-                self.pending.remove(&id);
-                self.abandoned.push_back(id);
+                self.slots.pending.remove(&id);
+                self.slots.abandoned.push_back(id);
             }
             self.initialize(true);
         }

@@ -349,6 +349,7 @@ impl Client {
     /// which call a server's request is for, and with one it can only be that one.
     pub(super) fn only_call(&self) -> Option<(u64, String)> {
         let mut calls = self
+            .slots
             .pending
             .values()
             .filter_map(|p| match p {

@@ -55,8 +55,11 @@
 //! [`Client`]: the tool list in `listing::ToolList`, input requests in
 //! `elicitation::Inputs`, subscriptions and the listen stream in
 //! `subscriptions::Subscriptions`, roots in `roots::Roots`, calls running as
-//! tasks in `tasks::Tasks`, the skills listed and loaded in `skills::Skills`. What every request shares (ids, the requests in
-//! flight and when the next is due) stays on `Client`.
+//! tasks in `tasks::Tasks`, the skills listed and loaded in `skills::Skills`,
+//! the requests in flight by id (and the ids given up on) in `calls::Slots`,
+//! the bound on their deadlines and the era probe's timeout in
+//! `deadlines::Deadlines`. What every concept shares (the server's name, the
+//! era and phase, the outbox, the events, the clock) stays on `Client`.
 //!
 //! | module | MCP concept |
 //! |---|---|
@@ -82,7 +85,6 @@
 //! | [`wire`] | the serde shapes of params and results |
 
 use crate::prelude::*;
-use alloc::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -138,25 +140,19 @@ pub struct Client {
     server: String,
     era: Era,
     phase: Phase,
-    next_id: i64,
-    pending: BTreeMap<Id, Pending>,
-    /// No call or request in `pending` is due before this time (`u64::MAX`:
-    /// none is waiting). A lower bound, lowered as they are queued and made
-    /// exact again when [`Client::tick`] looks at them: with a thousand calls in
-    /// flight, `tick` and `next_deadline` walked them all on every turn.
-    due_from: u64,
+    /// The requests in flight by id, and those given up on (see `calls`).
+    slots: calls::Slots,
+    /// The calls' bound and the probe's timeout (see `deadlines`).
+    deadlines: deadlines::Deadlines,
     protocol_version: Option<String>,
     server_info: ServerInfo,
     /// The tool list: its listing in progress, its limits, its changes (see `listing`).
     tools: listing::ToolList,
-    abandoned: VecDeque<Id>,
     stats: Stats,
     outbox: Vec<Outgoing>,
     events: Vec<ClientEvent>,
     /// The latest time seen, for work scheduled from inside message handling.
     now_ms: u64,
-    /// When an unanswered `server/discover` gives way to `initialize`.
-    probe_deadline: Option<u64>,
     /// Input requests: what is offered, what waits for the embedder (see `elicitation`).
     input: elicitation::Inputs,
     /// The optional capabilities the server declared (resources, prompts, …).
@@ -317,18 +313,15 @@ impl Client {
             server: server.to_string(),
             era: Era::Legacy,
             phase: Phase::Initializing,
-            next_id: 1,
-            pending: BTreeMap::new(),
-            due_from: u64::MAX,
+            slots: calls::Slots::default(),
+            deadlines: deadlines::Deadlines::default(),
             protocol_version: None,
             server_info: ServerInfo::default(),
             tools: listing::ToolList::default(),
-            abandoned: VecDeque::new(),
             stats: Stats::default(),
             outbox: Vec::new(),
             events: Vec::new(),
             now_ms: 0,
-            probe_deadline: None,
             input: elicitation::Inputs::default(),
             offers: Offers::default(),
             roots: roots::Roots::default(),
@@ -381,21 +374,14 @@ impl Client {
     /// [`Client::calls_in_flight`].
     #[cfg(test)]
     pub fn pending_calls(&self) -> usize {
-        self.pending
-            .values()
-            .filter(|p| p.deadline_ms().is_some())
-            .count()
-            + self.input.rounds.len()
-            + self.tasks.len()
+        self.slots.with_deadline() + self.input.rounds.len() + self.tasks.len()
     }
 
     /// Whether any call is in flight (waiting for input included), without
     /// counting them, so asking after every call that ends does not walk the other
     /// calls (with a thousand in flight, that was 2 % of the HTTP gateway's time).
     pub fn calls_in_flight(&self) -> bool {
-        !self.input.rounds.is_empty()
-            || !self.tasks.is_empty()
-            || self.pending.values().any(|p| p.deadline_ms().is_some())
+        !self.input.rounds.is_empty() || !self.tasks.is_empty() || self.slots.any_with_deadline()
     }
 
     /// Takes the messages to send, oldest first.
@@ -461,8 +447,7 @@ impl Client {
         params: Option<&P>,
         pending: Pending,
     ) -> Id {
-        let id = Id::Number(self.next_id);
-        self.next_id += 1;
+        let id = self.slots.next_id();
         let method = meta.method.as_deref().unwrap_or_default();
         let text = jsonrpc::request(&id, method, params);
         let meta = SendMeta {
@@ -471,9 +456,9 @@ impl Client {
         };
         self.outbox.push(Outgoing { text, meta });
         if let Some(deadline) = pending.deadline_ms() {
-            self.due_by(deadline);
+            self.deadlines.due_by(deadline);
         }
-        self.pending.insert(id.clone(), pending);
+        self.slots.pending.insert(id.clone(), pending);
         id
     }
 
@@ -496,7 +481,7 @@ impl Client {
         self.phase = Phase::Failed;
         self.tools.listing = None;
         let mut waiting = Vec::new();
-        self.pending.retain(|_, p| match p {
+        self.slots.pending.retain(|_, p| match p {
             Pending::Call(_)
             | Pending::Request(_)
             | Pending::TaskGet(_)
@@ -636,8 +621,8 @@ impl Client {
     }
 
     fn on_answer(&mut self, id: Id, outcome: Result<Box<RawValue>, Failure>) {
-        let Some(pending) = self.pending.remove(&id) else {
-            if self.forget_abandoned(&id) {
+        let Some(pending) = self.slots.pending.remove(&id) else {
+            if self.slots.forget_abandoned(&id) {
                 return;
             }
             self.stats.unknown_responses += 1;
@@ -670,7 +655,7 @@ impl Client {
         self.now_ms = now_ms;
         let too_large = format!("message too large ({} bytes > cap {})", o.size, o.cap);
         let id = o.id().as_deref().map(Id::from_json);
-        match id.as_ref().and_then(|id| self.pending.remove(id)) {
+        match id.as_ref().and_then(|id| self.slots.pending.remove(id)) {
             Some(Pending::Call(c)) => {
                 let why = format!("{}: the server's answer was dropped: {too_large}", c.name);
                 self.finish(c.call, Err(CallError::Protocol(why)), true);

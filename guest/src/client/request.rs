@@ -448,13 +448,14 @@ impl Client {
     /// Fails every request whose deadline passed; returns nothing, like `tick`.
     pub(super) fn expire_requests(&mut self, now_ms: u64) {
         let expired: Vec<Id> = self
+            .slots
             .pending
             .iter()
             .filter(|(_, p)| matches!(p, Pending::Request(r) if r.deadline_ms <= now_ms))
             .map(|(id, _)| id.clone())
             .collect();
         for id in expired {
-            let Some(Pending::Request(r)) = self.pending.remove(&id) else {
+            let Some(Pending::Request(r)) = self.slots.pending.remove(&id) else {
                 continue;
             };
             let after = format_ms(r.timeout_ms);
@@ -470,6 +471,7 @@ impl Client {
     /// Cancels request `call`; false if it is not in flight here.
     pub(super) fn cancel_request(&mut self, call: u64) -> bool {
         let id = self
+            .slots
             .pending
             .iter()
             .find(|(_, p)| matches!(p, Pending::Request(r) if r.call == call))
@@ -477,7 +479,7 @@ impl Client {
         let Some(id) = id else {
             return self.cancel_listen_wait(call);
         };
-        self.pending.remove(&id);
+        self.slots.pending.remove(&id);
         self.abandon(id, "cancelled by the caller");
         self.events.push(ClientEvent::Finished(FinishedCall {
             call,

@@ -196,7 +196,7 @@ impl Client {
             self.subscriptions.listen_id = Some(id);
         }
         if let Some(old) = old
-            && let Some(Pending::Listen(listen)) = self.pending.remove(&old)
+            && let Some(Pending::Listen(listen)) = self.slots.pending.remove(&old)
         {
             self.abandon(
                 old,
@@ -247,7 +247,7 @@ impl Client {
         if subscription_of(params).is_some_and(|s| s != id) {
             return;
         }
-        let Some(Pending::Listen(listen)) = self.pending.get_mut(&id) else {
+        let Some(Pending::Listen(listen)) = self.slots.pending.get_mut(&id) else {
             return;
         };
         let waiting = core::mem::take(&mut listen.waiting);
@@ -413,14 +413,22 @@ impl Client {
     /// (`listen` replaces the one before): found by its id, not by walking every
     /// request in flight on every turn.
     fn open_listen(&self) -> Option<&Listen> {
-        match self.pending.get(self.subscriptions.listen_id.as_ref()?) {
+        match self
+            .slots
+            .pending
+            .get(self.subscriptions.listen_id.as_ref()?)
+        {
             Some(Pending::Listen(listen)) => Some(listen),
             _ => None,
         }
     }
 
     fn open_listen_mut(&mut self) -> Option<&mut Listen> {
-        match self.pending.get_mut(self.subscriptions.listen_id.as_ref()?) {
+        match self
+            .slots
+            .pending
+            .get_mut(self.subscriptions.listen_id.as_ref()?)
+        {
             Some(Pending::Listen(listen)) => Some(listen),
             _ => None,
         }

@@ -6,14 +6,14 @@ use crate::elicitation::InputAnswer;
 use serde_json::json;
 use serde_json::value::RawValue;
 
-fn sent(c: &mut Client) -> Vec<(Value, SendMeta)> {
+pub(super) fn sent(c: &mut Client) -> Vec<(Value, SendMeta)> {
     c.take_outbox()
         .into_iter()
         .map(|o| (serde_json::from_str(&o.text).unwrap(), o.meta))
         .collect()
 }
 
-fn feed(c: &mut Client, v: Value, now: u64) {
+pub(super) fn feed(c: &mut Client, v: Value, now: u64) {
     c.handle_text(&v.to_string(), now);
 }
 
@@ -39,7 +39,7 @@ fn tool(name: &str) -> Value {
 }
 
 /// A client through the handshake and a one-page listing of `tools`.
-fn ready(tools: &[&str]) -> Client {
+pub(super) fn ready(tools: &[&str]) -> Client {
     legacy_ready_from(Client::new("demo"), "2025-06-18", tools).0
 }
 
@@ -260,47 +260,6 @@ fn tools_keep_exact_schema_text() {
 }
 
 #[test]
-fn responses_match_ids_exactly() {
-    let mut c = ready(&["echo"]);
-    c.start_call(9, "mcp__demo__echo", "echo", "{}", 1000, 0);
-    let out = sent(&mut c);
-    let id = out[0].0["id"].as_i64().unwrap();
-    // Same digits as a string: not an answer. Ignored and counted.
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": id.to_string(), "result": {"content": []}}),
-        0,
-    );
-    assert_eq!(c.stats().unknown_responses, 1);
-    assert_eq!(c.pending_calls(), 1);
-    assert!(c.calls_in_flight());
-    assert!(
-        matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("matches no request"))
-    );
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
-        0,
-    );
-    assert_eq!(c.stats().unknown_responses, 2);
-    assert!(c.take_events().is_empty(), "only the first is warned about");
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
-        0,
-    );
-    assert_eq!(c.pending_calls(), 0);
-    assert!(!c.calls_in_flight());
-    assert!(matches!(
-        &c.take_events()[..],
-        [ClientEvent::Finished(FinishedCall {
-            call: 9,
-            outcome: Ok(_)
-        })]
-    ));
-}
-
-#[test]
 fn invalid_messages_are_ignored_and_counted() {
     let mut c = ready(&[]);
     c.handle_text("garbage", 0);
@@ -398,124 +357,6 @@ fn error_answers_and_malformed_results_are_protocol_errors() {
     assert!(
         matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 2, outcome: Err(CallError::Protocol(m)) }) if m.contains("malformed"))
     );
-}
-
-/// Calls in flight are looked at by `tick` only once one may be due (the bound
-/// in `due_from`): a later call with a shorter timeout lowers it, and a call that
-/// ends leaves it early until a tick finds nothing due.
-#[test]
-fn every_call_times_out_on_time_among_many() {
-    let mut c = ready(&["slow"]);
-    c.start_call(1, "mcp__demo__slow", "slow", "{}", 10_000, 0);
-    c.start_call(2, "mcp__demo__slow", "slow", "{}", 1_000, 100);
-    c.start_call(3, "mcp__demo__slow", "slow", "{}", 5_000, 200);
-    let ids: Vec<Value> = sent(&mut c)
-        .into_iter()
-        .map(|(m, _)| m["id"].clone())
-        .collect();
-    assert_eq!(c.next_deadline(), Some(1_100));
-    c.tick(1_099);
-    assert!(c.take_events().is_empty());
-    c.tick(1_100);
-    let events = c.take_events();
-    assert!(
-        matches!(
-            &events[..],
-            [ClientEvent::Finished(FinishedCall {
-                call: 2,
-                outcome: Err(CallError::Timeout(_))
-            })]
-        ),
-        "{events:?}"
-    );
-    assert_eq!(c.next_deadline(), Some(5_200));
-    // Call 3 is answered: the bound stays at its deadline until a tick.
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": ids[2], "result": {"content": []}}),
-        3_000,
-    );
-    assert_eq!(c.take_events().len(), 1);
-    assert_eq!(c.next_deadline(), Some(5_200));
-    c.tick(5_200);
-    assert!(c.take_events().is_empty(), "nothing was due at 5.2 s");
-    assert_eq!(c.next_deadline(), Some(10_000));
-    c.tick(10_000);
-    let events = c.take_events();
-    assert!(
-        matches!(
-            &events[..],
-            [ClientEvent::Finished(FinishedCall {
-                call: 1,
-                outcome: Err(CallError::Timeout(_))
-            })]
-        ),
-        "{events:?}"
-    );
-    assert!(!c.calls_in_flight());
-    assert_eq!(c.next_deadline(), None);
-}
-
-#[test]
-fn timeouts_cancel_and_progress_extends() {
-    let mut c = ready(&["slow"]);
-    c.start_call(5, "mcp__demo__slow", "slow", "{}", 1000, 100);
-    let id = sent(&mut c)[0].0["id"].clone();
-    assert_eq!(c.next_deadline(), Some(1100));
-    // Progress at 900 moves the deadline to 1900.
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": id, "progress": 1}}),
-        900,
-    );
-    // And is reported, for the gateway to pass on.
-    assert_eq!(
-        c.take_events(),
-        vec![ClientEvent::Progress(Progress {
-            call: 5,
-            progress: json!(1),
-            total: None,
-            message: None
-        })]
-    );
-    // The next deadline stays the old one, a bound, until a tick then finds
-    // nothing due and makes it exact.
-    assert_eq!(c.next_deadline(), Some(1100));
-    c.tick(1100);
-    assert!(c.take_events().is_empty());
-    assert!(sent(&mut c).is_empty());
-    assert_eq!(c.next_deadline(), Some(1900));
-    // A token of the wrong type does not.
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": id.to_string(), "progress": 2}}),
-        1500,
-    );
-    assert_eq!(c.next_deadline(), Some(1900));
-    c.tick(1899);
-    assert!(c.take_events().is_empty());
-    c.tick(1900);
-    let out = sent(&mut c);
-    assert_eq!(out[0].0["method"], "notifications/cancelled");
-    assert_eq!(out[0].0["params"]["requestId"], id);
-    assert_eq!(out[0].0["params"]["reason"], "timed out after 1s");
-    assert_eq!(
-        c.take_events(),
-        vec![ClientEvent::Finished(FinishedCall {
-            call: 5,
-            outcome: Err(CallError::Timeout(
-                "mcp__demo__slow timed out after 1s; the server was told to cancel it".into()
-            ))
-        })]
-    );
-    // The late answer is dropped quietly, not counted as unknown.
-    feed(
-        &mut c,
-        json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
-        2000,
-    );
-    assert!(c.take_events().is_empty());
-    assert_eq!(c.stats().unknown_responses, 0);
 }
 
 #[test]
@@ -637,21 +478,6 @@ fn oversized_answers_fail_their_request() {
     assert!(
         matches!(&c.take_events()[..], [ClientEvent::Warning(w)] if w.contains("message too large (5 bytes > cap 4)"))
     );
-}
-
-#[test]
-fn abort_completes_every_call() {
-    let mut c = ready(&["a"]);
-    c.start_call(1, "mcp__demo__a", "a", "{}", 1000, 0);
-    c.start_call(2, "mcp__demo__a", "a", "{}", 1000, 0);
-    c.abort_calls(|name| CallError::ServerUnavailable(format!("{name}: gone")));
-    let events = c.take_events();
-    assert_eq!(events.len(), 2);
-    assert!(
-        matches!(&events[0], ClientEvent::Finished(FinishedCall { call: 1, outcome: Err(CallError::ServerUnavailable(m)) }) if m == "mcp__demo__a: gone")
-    );
-    assert_eq!(c.pending_calls(), 0);
-    assert!(!c.calls_in_flight());
 }
 
 fn discover_result(list_changed: bool) -> Value {

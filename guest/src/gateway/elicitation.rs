@@ -208,6 +208,20 @@ impl Gateway {
             let Some(c) = self.calls.get_mut(&call) else {
                 continue;
             };
+            if let Some(task) = c.task.clone() {
+                // A downstream task's call: asked on a `tasks/result` stream.
+                let (requests, refused): (Vec<_>, Vec<_>) = requests
+                    .into_iter()
+                    .partition(|r| c.origin.can_take(&self.sessions.open, r));
+                for r in refused {
+                    let why = c.origin.why_not(&self.sessions.open, &r);
+                    let _ = m.answer_input(r.id, &InputAnswer::Unanswerable(why));
+                }
+                if !requests.is_empty() {
+                    self.task_inputs(m, &task, requests);
+                }
+                continue;
+            }
             if c.origin.exchange.is_none() {
                 // Waiting for a 2026-07-28 retry: asked with the next round.
                 c.queued.extend(requests);
@@ -267,7 +281,7 @@ impl Gateway {
 
     /// Sends a request (`elicitation/create`, `sampling/createMessage`) to a
     /// 2025 client on `exchange`; returns its id text.
-    fn send_request(&mut self, exchange: u64, method: &str, params: &Value) -> String {
+    pub(super) fn send_request(&mut self, exchange: u64, method: &str, params: &Value) -> String {
         let id = Id::String(format!("mcpbox-{}", self.input.next));
         self.input.next += 1;
         self.out.push(Signal::Message {
@@ -531,11 +545,13 @@ impl Gateway {
                 if m.answer_input(input, &answer).is_err() {
                     let _ = m.answer_input(input, &InputAnswer::Decline);
                 }
+                self.task_input_done(m, input);
             }
             Asked::Input { input, .. } => {
                 if m.answer_input(input, &answer_of(&result)).is_err() {
                     let _ = m.answer_input(input, &InputAnswer::Cancel);
                 }
+                self.task_input_done(m, input);
             }
             Asked::Approval(a) => {
                 if approved(&result) {
@@ -565,7 +581,7 @@ impl Gateway {
 /// The request (method and params) that puts an upstream input request to a
 /// client: `sampling/createMessage` ([`sampling::create_message`]), or
 /// `elicitation/create`.
-fn input_request(r: &InputRequest) -> Value {
+pub(super) fn input_request(r: &InputRequest) -> Value {
     match &r.sampling {
         Some(params) => sampling::create_message(params),
         None => elicitation_request(&r.message, &r.requested_schema),

@@ -215,7 +215,7 @@ pub fn server_info() -> Value {
 
 /// The `initialize` result for a client offered `version`.
 pub fn initialize_result(version: &str) -> Value {
-    json!({
+    let mut result = json!({
         "protocolVersion": version,
         "capabilities": {
             "tools": {"listChanged": true},
@@ -226,7 +226,14 @@ pub fn initialize_result(version: &str) -> Value {
         },
         "serverInfo": server_info(),
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
-    })
+    });
+    // Tasks came with 2025-11-25: the gateway keeps its clients' (see tasks.rs).
+    if version == super::tasks::TASKS_VERSION {
+        result["capabilities"]["tasks"] = json!({
+            "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
+        });
+    }
+    result
 }
 
 /// The `server/discover` result.

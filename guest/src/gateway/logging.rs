@@ -117,8 +117,19 @@ impl Gateway {
         let Some(call) = self.calls.get(&p.call) else {
             return;
         };
-        let (Some(token), Some(exchange)) = (&call.progress_token, call.origin.exchange) else {
+        let Some(token) = &call.progress_token else {
             return;
+        };
+        // A task's progress goes to its session's stream: the call's exchange
+        // was answered with the task.
+        let target = match (
+            call.origin.exchange,
+            call.task.is_some(),
+            call.origin.session,
+        ) {
+            (Some(exchange), _, _) => Target::Exchange(exchange),
+            (None, true, Some(session)) => Target::Session(session),
+            _ => return,
         };
         let mut params = json!({"progressToken": token, "progress": p.progress});
         if let Some(total) = &p.total {
@@ -128,7 +139,7 @@ impl Gateway {
             params["message"] = Value::String(message.clone());
         }
         self.out.push(Signal::Message {
-            target: Target::Exchange(exchange),
+            target,
             text: jsonrpc::notification(methods::PROGRESS, Some(&params)),
         });
     }

@@ -25,6 +25,7 @@
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
 //! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create`, or `input_required` |
 //! | [`sampling`] | an upstream `sampling/createMessage` forwarded to a client that declared `sampling`, its result passed back |
+//! | `tasks` | task-augmented `tools/call` (2025-11-25): the gateway's tasks, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` |
 //! | `subscriptions` | list changes (tools, resources, prompts) and resource subscriptions: `notifications/*/list_changed`, `resources/subscribe` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
 //! | `resources` | resources, prompts and completions of every server, aggregated and passed through |
@@ -65,6 +66,7 @@ mod elicitation;
 mod handle;
 mod resources;
 mod subscriptions;
+mod tasks;
 mod tools;
 
 #[cfg(test)]
@@ -255,6 +257,8 @@ struct Origin {
     /// The request's `_meta` facts, for a 2026-07-28 request.
     stateless: Option<RequestMeta>,
     profile: Option<String>,
+    /// A `tools/call` to run as a task (see `tasks`): the `ttl` it keeps.
+    task: Option<u64>,
 }
 
 impl Origin {
@@ -321,6 +325,8 @@ struct DownCall {
     cancelled: bool,
     /// Input requests that came while the call waited for a 2026-07-28 retry.
     queued: Vec<InputRequest>,
+    /// The downstream task it runs (see `tasks`): its answer goes there.
+    task: Option<String>,
 }
 
 /// The messages of an exchange not handled yet (see [`FLUSH_BYTES`]).
@@ -381,6 +387,8 @@ pub struct Gateway {
     subscriptions: subscriptions::Subscriptions,
     /// Messages of exchanges not handled yet, oldest first.
     backlog: VecDeque<Backlog>,
+    /// Downstream clients' tasks.
+    tasks: tasks::Tasks,
 }
 
 /// The text of a JSON value, for building messages around raw JSON.
@@ -533,6 +541,7 @@ impl Gateway {
                     id: Id::Other("null".into()),
                     stateless: None,
                     profile: None,
+                    task: None,
                 };
                 self.answer(&origin, Err(Refusal::new(code, why).status(400)));
             }
@@ -550,6 +559,7 @@ impl Gateway {
             id: Id::Other("null".into()),
             stateless: None,
             profile: None,
+            task: None,
         };
         self.answer(&origin, Err(refusal));
     }
@@ -668,6 +678,7 @@ impl Gateway {
             return;
         }
         let listened = x.listen.is_some();
+        self.task_exchange_closed(exchange);
         self.exchanges.remove(&exchange);
         // Over: the host forgets it too.
         self.out.push(Signal::End {
@@ -723,6 +734,7 @@ impl Gateway {
         }
         self.release_all(m, subscriptions::Holder::Session(session));
         self.cancel_from(m, |o| o.session == Some(session));
+        self.session_tasks_closed(session);
         self.forget_asks(|o| o.session == Some(session));
         self.backlog.retain(|b| b.ctx.session != Some(session));
         let here = |o: &Origin| o.session == Some(session);
@@ -784,7 +796,7 @@ impl Gateway {
         let mut theirs = Vec::new();
         for c in finished {
             if self.calls.contains_key(&c.call) {
-                self.call_finished(c);
+                self.call_finished(m, c);
             } else if self.requests.contains_key(&c.call) {
                 self.request_done(c);
             } else if self.subscriptions.upstream.contains_key(&c.call) {
@@ -798,6 +810,7 @@ impl Gateway {
             match event {
                 Event::InputRequested(r) if self.owns_input(&r) => inputs.push(r),
                 Event::InputWithdrawn(id) if self.withdraw_input(id) => {}
+                Event::TaskStatus(_, ref s) if self.upstream_task_status(m, s) => {}
                 Event::ResourceUpdated(u) => {
                     if self.serving {
                         self.resource_updated(&u.uri);
@@ -849,6 +862,7 @@ impl Gateway {
             id: r.id,
             stateless: None,
             profile: ctx.profile.clone(),
+            task: None,
         };
         if let Some(p) = &ctx.profile
             && let Err(why) = check_profile(m.permissions(), p)
@@ -976,6 +990,9 @@ impl Gateway {
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
+            other if tasks::is_task_method(other) && self.has_tasks(&origin) => {
+                self.task_request(m, origin, other, &params)
+            }
             other if self.beyond_tools(m, &origin, other, &params) => {}
             methods::LOGGING_SET_LEVEL => {
                 let level = params.get("level").and_then(Value::as_str);

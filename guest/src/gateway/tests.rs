@@ -1837,3 +1837,277 @@ fn a_schema_dialect_serves_converted_schemas_and_leaves_out_what_it_cannot_repre
     let (r, _) = rig.request(Some(s), call(3, "fs__read", json!({"text": "hi"})));
     assert_eq!(texts(&r["result"]), "hi");
 }
+
+/// The first message on exchange `x` (of what came at once, then turns) that
+/// `wanted` picks.
+fn message_on(rig: &mut Rig, x: u64, out: Vec<Signal>, wanted: impl Fn(&Value) -> bool) -> Value {
+    let mut pending = out;
+    for _ in 0..20 {
+        let found = pending.iter().find_map(|sig| match sig {
+            Signal::Message {
+                target: Target::Exchange(e),
+                text,
+            } if *e == x => Some(serde_json::from_str::<Value>(text).unwrap()).filter(&wanted),
+            _ => None,
+        });
+        if let Some(found) = found {
+            return found;
+        }
+        pending = rig.turn();
+    }
+    panic!("nothing wanted reached exchange {x}")
+}
+
+/// `tools/call` of `name` as a task.
+fn task_call(id: i64, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments, "task": {"ttl": 60000}}})
+}
+
+fn task_request(id: i64, method: &str, task: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {"taskId": task}})
+}
+
+/// The `notifications/tasks/status` a session's stream got: (status, message).
+fn task_statuses(rig: &Rig, session: u64) -> Vec<(String, Option<String>)> {
+    rig.standalone(session)
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/tasks/status")
+        .map(|m| {
+            let p = &m["params"];
+            (
+                p["status"].as_str().unwrap().to_string(),
+                p["statusMessage"].as_str().map(String::from),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_2025_11_25_client_runs_calls_as_tasks_of_its_own_session() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || {
+        let s = McpServer::with_tools(&["plain", "slow"]).on_call(|params, id, out| {
+            let text = params["arguments"]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            out.reply(
+                5000,
+                id,
+                json!({"content": [{"type": "text", "text": text}]}),
+            );
+        });
+        s.tools.borrow_mut()[1]["execution"] = json!({"taskSupport": "optional"});
+        s
+    });
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let s = rig.initialize_as("2025-11-25", json!({}));
+    let (list, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    );
+    let tools = &list["result"]["tools"];
+    assert!(tools[0].get("execution").is_none(), "{tools}");
+    assert_eq!(tools[1]["execution"], json!({"taskSupport": "optional"}));
+
+    // Answered at once with the task; the call runs on.
+    let (r, _) = rig.request(Some(s), task_call(2, "a__slow", json!({"text": "report"})));
+    let task = &r["result"]["task"];
+    let id = task["taskId"].clone();
+    assert_eq!(task["status"], "working");
+    assert_eq!(task["ttl"], 60000);
+    assert!(
+        task["createdAt"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-01-01T"),
+        "{task}"
+    );
+    let (r, _) = rig.request(Some(s), task_request(3, "tasks/get", &id));
+    assert_eq!(r["result"]["status"], "working");
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/list"}),
+    );
+    assert_eq!(r["result"]["tasks"][0]["taskId"], id);
+    // Another session does not see it.
+    let other = rig.initialize_as("2025-11-25", json!({}));
+    let (r, _) = rig.request(Some(other), task_request(5, "tasks/get", &id));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let (r, _) = rig.request(
+        Some(other),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/list"}),
+    );
+    assert_eq!(r["result"]["tasks"], json!([]));
+
+    // tasks/result waits for the end, and names its task.
+    let (r, _) = rig.request(Some(s), task_request(7, "tasks/result", &id));
+    assert_eq!(texts(&r["result"]), "report");
+    assert_eq!(
+        r["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id
+    );
+    assert_eq!(task_statuses(&rig, s), [("completed".to_string(), None)]);
+    let (r, _) = rig.request(Some(s), task_request(8, "tasks/get", &id));
+    assert_eq!(r["result"]["status"], "completed");
+    let (r, _) = rig.request(Some(s), task_request(9, "tasks/cancel", &id));
+    assert_eq!(r["error"]["code"], -32602, "a finished task: {r}");
+
+    // A forbidden tool is not run as a task.
+    let (r, _) = rig.request(Some(s), task_call(10, "a__plain", json!({"text": "x"})));
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+
+    // Cancelled: the call ends upstream, tasks/result says so.
+    let (r, _) = rig.request(Some(s), task_call(11, "a__slow", json!({"text": "never"})));
+    let id = r["result"]["task"]["taskId"].clone();
+    let (r, _) = rig.request(Some(s), task_request(12, "tasks/cancel", &id));
+    assert_eq!(r["result"]["status"], "cancelled");
+    let (r, _) = rig.request(Some(s), task_request(13, "tasks/result", &id));
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cancelled"),
+        "{r}"
+    );
+    let cancelled = rig
+        .m
+        .platform()
+        .sim("a")
+        .borrow()
+        .sent("notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "the upstream call was cancelled");
+
+    // An older session has no tasks.
+    let old = rig.initialize(json!({}));
+    let (list, _) = rig.request(
+        Some(old),
+        json!({"jsonrpc": "2.0", "id": 14, "method": "tools/list"}),
+    );
+    assert!(list["result"]["tools"][1].get("execution").is_none());
+    let (r, _) = rig.request(Some(old), task_request(15, "tasks/get", &id));
+    assert_eq!(r["error"]["code"], -32601);
+}
+
+#[test]
+fn a_tasks_input_requests_go_out_on_its_tasks_result_stream() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || {
+        let s = McpServer::with_tools(&["ask"]);
+        s.tools.borrow_mut()[0]["execution"] = json!({"taskSupport": "optional"});
+        Asking(s)
+    });
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let s = rig.initialize_as("2025-11-25", json!({"elicitation": {}}));
+    let (r, _) = rig.request(Some(s), task_call(1, "a__ask", json!({})));
+    let id = r["result"]["task"]["taskId"].clone();
+    while task_statuses(&rig, s).is_empty() {
+        rig.turn();
+    }
+    assert_eq!(
+        task_statuses(&rig, s),
+        [("input_required".to_string(), None)]
+    );
+    let (x, out) = rig.send(Some(s), task_request(2, "tasks/result", &id));
+    let question = message_on(&mut rig, x, out, |m| m["method"] == "elicitation/create");
+    assert_eq!(question["params"]["message"], "Sure?");
+    assert_eq!(
+        question["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        id
+    );
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"ok": true}}}),
+    );
+    let (messages, _) = rig.answer_of(x, Vec::new());
+    let result = messages.last().unwrap();
+    assert_eq!(result["id"], 2);
+    assert_eq!(
+        texts(&result["result"]),
+        r#"{"action":"accept","content":{"ok":true}}"#
+    );
+    let statuses: Vec<String> = task_statuses(&rig, s).into_iter().map(|(s, _)| s).collect();
+    assert_eq!(statuses, ["input_required", "working", "completed"]);
+}
+
+/// A 2025-11-25 server whose `research` tool requires a task: created at once,
+/// `working` with a message, then `completed` at the second `tasks/get`.
+struct Researching {
+    server: McpServer,
+    polls: u32,
+}
+
+impl Behaviour for Researching {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        let id = &m["id"];
+        let task = |status: &str, message: &str| {
+            json!({"taskId": "up-1", "status": status, "statusMessage": message,
+                "createdAt": "2025-11-25T00:00:00Z", "lastUpdatedAt": "2025-11-25T00:00:00Z",
+                "ttl": 60000, "pollInterval": 100})
+        };
+        match m["method"].as_str() {
+            Some("tools/call") => {
+                assert!(m["params"]["task"].is_object(), "called as a task: {m}");
+                out.reply(0, id, json!({"task": task("working", "Gathering")}));
+            }
+            Some("tasks/get") => {
+                self.polls += 1;
+                let state = if self.polls < 2 {
+                    task("working", "Writing")
+                } else {
+                    task("completed", "Done")
+                };
+                out.reply(0, id, state);
+            }
+            Some("tasks/result") => {
+                out.reply(
+                    0,
+                    id,
+                    json!({"content": [{"type": "text", "text": "# Report"}]}),
+                );
+            }
+            _ => self.server.on_message(m, out),
+        }
+    }
+}
+
+#[test]
+fn a_tool_that_requires_a_task_upstream_serves_plain_calls_and_tasks() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || {
+        let server = McpServer::with_tools(&["research"]);
+        server.tools.borrow_mut()[0]["execution"] = json!({"taskSupport": "required"});
+        Researching { server, polls: 0 }
+    });
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    // A client without tasks gets the result: the gateway polled for it.
+    let old = rig.initialize(json!({}));
+    let (r, _) = rig.request(Some(old), call(1, "a__research", json!({})));
+    assert_eq!(texts(&r["result"]), "# Report", "{r}");
+
+    // A 2025-11-25 client sees it as optional, and may run it as a task whose
+    // status carries the upstream task's messages.
+    let s = rig.initialize_as("2025-11-25", json!({}));
+    let (list, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    );
+    assert_eq!(
+        list["result"]["tools"][0]["execution"],
+        json!({"taskSupport": "optional"})
+    );
+    let (r, _) = rig.request(Some(s), call(3, "a__research", json!({})));
+    assert_eq!(texts(&r["result"]), "# Report", "a plain call: {r}");
+    let (r, _) = rig.request(Some(s), task_call(4, "a__research", json!({})));
+    let id = r["result"]["task"]["taskId"].clone();
+    let (r, _) = rig.request(Some(s), task_request(5, "tasks/result", &id));
+    assert_eq!(texts(&r["result"]), "# Report");
+    let messages: Vec<Option<String>> =
+        task_statuses(&rig, s).into_iter().map(|(_, m)| m).collect();
+    assert!(messages.contains(&Some("Gathering".into())), "{messages:?}");
+    assert_eq!(task_statuses(&rig, s).last().unwrap().0, "completed");
+}

@@ -36,7 +36,7 @@ use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
 use crate::jsonrpc::INVALID_PARAMS;
 use crate::manager::Manager;
 use crate::methods;
-use crate::registry::ToolDef;
+use crate::registry::{TaskSupport, ToolDef};
 use crate::transport::Platform;
 
 use super::exposure::Exposed;
@@ -130,8 +130,10 @@ impl<'de> Deserialize<'de> for Split {
     }
 }
 
-/// A tool definition as `tools/list` serves it, schemas as the server sent them.
-fn tool_json(name: &str, def: &ToolDef) -> String {
+/// A tool definition as `tools/list` serves it, schemas as the server sent them;
+/// with `tasks` (a 2025-11-25 session), `execution.taskSupport` says whether the
+/// gateway takes it as a task (see `tasks`).
+fn tool_json(name: &str, def: &ToolDef, tasks: bool) -> String {
     let mut s = format!(r#"{{"name":{}"#, json_text(&name));
     if let Some(title) = &def.title {
         s.push_str(&format!(r#","title":{}"#, json_text(title)));
@@ -145,6 +147,9 @@ fn tool_json(name: &str, def: &ToolDef) -> String {
     }
     if let Some(annotations) = &def.annotations {
         s.push_str(&format!(r#","annotations":{annotations}"#));
+    }
+    if tasks && def.task_support != TaskSupport::Forbidden {
+        s.push_str(r#","execution":{"taskSupport":"optional"}"#);
     }
     s.push('}');
     s
@@ -287,12 +292,13 @@ impl Gateway {
             }
             _ => None,
         };
+        let tasks = self.has_tasks(origin);
         let mut text = String::from(r#"{"tools":["#);
         let mut first = true;
         for t in &exposure.tools[start..end] {
             let def = &t.entry.tool.def;
             let json = match adaptation.as_ref().and_then(|a| a.get(&t.entry.tool.name)) {
-                None => tool_json(&t.name, def),
+                None => tool_json(&t.name, def, tasks),
                 Some(Ok(adapted)) => adapted_tool_json(&t.name, def, adapted),
                 // Not served: the provider would refuse the whole request for it.
                 Some(Err(_)) => continue,
@@ -334,9 +340,12 @@ impl Gateway {
     pub(super) fn call_tool<P: Platform>(
         &mut self,
         m: &mut Manager<P>,
-        origin: Origin,
+        mut origin: Origin,
         params: Params,
     ) {
+        if self.has_tasks(&origin) {
+            origin.task = super::tasks::requested(params.get("task"));
+        }
         let progress_token = params
             .get("_meta")
             .and_then(|meta| meta.get("progressToken"))
@@ -411,6 +420,9 @@ impl Gateway {
             let refusal = Refusal::new(INVALID_PARAMS, format!("Unknown tool: {name}"));
             return self.answer(&origin, Err(refusal));
         };
+        if let Err(refusal) = self.check_task(&origin, &exposed) {
+            return self.answer(&origin, Err(refusal));
+        }
         if let Some(rule) = exposed.ask.clone() {
             return self.ask_approval(m, origin, exposed, arguments, progress_token, rule);
         }
@@ -452,24 +464,29 @@ impl Gateway {
         };
         match started {
             Ok(call) => {
-                self.calls.insert(
-                    call,
-                    DownCall {
-                        origin,
-                        progress_token,
-                        server: exposed.entry.server.clone(),
-                        served: exposed.name.clone(),
-                        cancelled: false,
-                        queued: Vec::new(),
-                    },
-                );
+                let ttl = origin.task;
+                let down = DownCall {
+                    origin,
+                    progress_token,
+                    server: exposed.entry.server.clone(),
+                    served: exposed.name.clone(),
+                    cancelled: false,
+                    queued: Vec::new(),
+                    task: None,
+                };
+                match ttl {
+                    Some(ttl) => self.task_started(m, call, down, ttl),
+                    None => {
+                        self.calls.insert(call, down);
+                    }
+                }
             }
             Err(e) => self.answer(&origin, call_error(e)),
         }
     }
 
     /// A manager call of the gateway finished.
-    pub(super) fn call_finished(&mut self, c: FinishedCall) {
+    pub(super) fn call_finished<P: Platform>(&mut self, m: &Manager<P>, c: FinishedCall) {
         let Some(call) = self.calls.remove(&c.call) else {
             return;
         };
@@ -478,6 +495,9 @@ impl Gateway {
             Err(CallError::Cancelled) => None,
             Err(e) => Some(call_error(e)),
         };
+        if let Some(task) = &call.task {
+            return self.task_finished(m, task, outcome);
+        }
         if call.origin.exchange.is_none() {
             // Its client is to retry a 2026-07-28 round: the round keeps the answer.
             if let Some(outcome) = outcome {
@@ -523,7 +543,7 @@ impl Gateway {
         let mut listed = Vec::new();
         for (at, _) in &hits {
             let t = &exposure.tools[*at];
-            listed.push(tool_json(&t.name, &t.entry.tool.def));
+            listed.push(tool_json(&t.name, &t.entry.tool.def, false));
         }
         let tools = format!("[{}]", listed.join(","));
         let text = if hits.is_empty() {

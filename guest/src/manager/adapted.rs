@@ -17,19 +17,20 @@ impl<P: Platform> Manager<P> {
     /// be represented, and the ones that could not with why.
     pub fn adapted_tools(&mut self, dialect: Dialect) -> Rc<Adaptation> {
         self.sync_registry();
-        let generation = self.registry.generation();
-        if let Some((made, adaptation)) = self.adaptations.get(&dialect)
+        let generation = self.registry.current.generation();
+        if let Some((made, adaptation)) = self.registry.adaptations.get(&dialect)
             && *made == generation
         {
             return adaptation.clone();
         }
-        let entries = self.registry.entries();
+        let entries = self.registry.current.entries();
         let adaptation = Rc::new(adapter::adapt_converted(
             dialect,
             entries.iter().map(|e| e.tool.name.as_str()),
             entries.iter().map(|e| e.tool.adapted(dialect)),
         ));
-        self.adaptations
+        self.registry
+            .adaptations
             .insert(dialect, (generation, adaptation.clone()));
         adaptation
     }
@@ -62,7 +63,12 @@ impl<P: Platform> Manager<P> {
         {
             return arguments.to_string();
         }
-        let Some(entry) = self.registry.get(name).or_else(|| self.registry.kept(name)) else {
+        let Some(entry) = self
+            .registry
+            .current
+            .get(name)
+            .or_else(|| self.registry.current.kept(name))
+        else {
             return arguments.to_string();
         };
         let Ok(value) = serde_json::from_str::<serde_json::Value>(arguments) else {

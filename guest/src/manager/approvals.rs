@@ -147,7 +147,7 @@ impl<P: Platform> Manager<P> {
         };
         self.events.push(Event::InputRequested(request));
         let call = pending.call;
-        self.calls.insert(call, pending.slot);
+        self.calls.route(call, pending.slot);
         self.approvals.waiting.insert(id, pending);
         Ok(call)
     }
@@ -168,9 +168,9 @@ impl<P: Platform> Manager<P> {
             }
         };
         let pending = self.approvals.waiting.remove(&id)?;
-        self.calls.remove(&pending.call);
+        self.calls.end(pending.call);
         let tool = pending.tool.name.clone();
-        if let Some(flight) = self.flight.get_mut(&pending.call) {
+        if let Some(flight) = self.calls.flight.get_mut(&pending.call) {
             flight.approval = Some(match verdict {
                 Verdict::Once => "once",
                 Verdict::Session => "session",
@@ -270,7 +270,7 @@ impl<P: Platform> Manager<P> {
 
     /// Notes how call `call`'s approval ended, for its audit record.
     fn note_approval(&mut self, call: u64, how: &'static str) {
-        if let Some(flight) = self.flight.get_mut(&call) {
+        if let Some(flight) = self.calls.flight.get_mut(&call) {
             flight.approval = Some(how);
         }
     }

@@ -3,7 +3,7 @@
 //! and, when audit events are on, its [`AuditRecord`] is queued; when call counts
 //! are on, its [`super::call_counts::CallCount`].
 //!
-//! Each call started is noted in `Manager::flight` with what its end needs: its
+//! Each call started is noted in `calls::Calls::flight` with what its end needs: its
 //! server (by name: a configuration loaded meanwhile renumbers the slots) and
 //! tool, what the permission rules decided, how an approval was answered, when
 //! it started, and its arguments when the audit trail records them. A call
@@ -54,7 +54,7 @@ pub(super) struct Attempt {
 impl<P: Platform> Manager<P> {
     /// Limits a completed call's result and queues its audit record and count.
     pub(super) fn finish(&mut self, mut c: FinishedCall) -> FinishedCall {
-        let Some(flight) = self.flight.remove(&c.call) else {
+        let Some(flight) = self.calls.flight.remove(&c.call) else {
             return c;
         };
         if let Ok(result) = c.outcome {

@@ -21,8 +21,7 @@ impl<P: Platform> Manager<P> {
             )));
             return;
         }
-        let call = self.next_call;
-        self.next_call += 1;
+        let call = self.calls.take_next();
         let timeout = slot.config.tool_timeout_ms;
         self.requests
             .quiet
@@ -31,7 +30,7 @@ impl<P: Platform> Manager<P> {
         if let Some(client) = self.slots[i].client.as_mut() {
             client.start_request(call, Request::SetLogLevel { level }, timeout, now);
         }
-        self.calls.insert(call, i);
+        self.calls.route(call, i);
         self.flush(i);
     }
 }

@@ -86,8 +86,8 @@ impl<P: Platform> Manager<P> {
         // The rules and limits apply from the next call on; calls in flight keep
         // the decision they started with. Approvals "for the session" end here.
         let rules_changed =
-            parsed.permissions != self.permissions || !self.claude_settings.is_empty();
-        self.permissions = parsed.permissions;
+            parsed.permissions != self.rules.permissions || !self.rules.claude_settings.is_empty();
+        self.rules.permissions = parsed.permissions;
         self.output = parsed.output;
         self.roots.configured = parsed.roots;
         if parsed.audit != self.audit.settings {
@@ -100,7 +100,7 @@ impl<P: Platform> Manager<P> {
             });
         }
         self.apply_options();
-        self.rule_warnings.clear();
+        self.rules.warned.clear();
         self.approvals.session.clear();
         // What becomes of each old slot, decided before anything moves. Lookups
         // by name go through maps: a configuration may hold 10,000 entries.
@@ -217,7 +217,7 @@ impl<P: Platform> Manager<P> {
                         report.added.push(name);
                     }
                     // Report its state from the first change on, like `load_config`.
-                    slot.reported = Some(super::Reported::now(&slot, &self.registry));
+                    slot.reported = Some(super::Reported::now(&slot, &self.registry.current));
                     if slot.config.enabled {
                         to_open.push(slots.len());
                     }
@@ -237,7 +237,7 @@ impl<P: Platform> Manager<P> {
         for (i, slot) in old.into_iter().enumerate() {
             if let Some(slot) = slot {
                 report.removed.push(slot.config.name.clone());
-                let mut status = super::status_of(&slot, &self.registry);
+                let mut status = super::status_of(&slot, &self.registry.current);
                 status.state = ServerState::Closed;
                 status.tool_count = 0;
                 status.error = Some(format!(
@@ -251,10 +251,7 @@ impl<P: Platform> Manager<P> {
         // Calls and input requests follow their slot to its new index; those of
         // closed slots completed above.
         self.slots = slots;
-        self.calls = core::mem::take(&mut self.calls)
-            .into_iter()
-            .filter_map(|(call, i)| Some((call, moved_to.get(i).copied().flatten()?)))
-            .collect();
+        self.calls.renumber(&moved_to);
         self.input.waiting = core::mem::take(&mut self.input.waiting)
             .into_iter()
             .filter_map(|(id, (i, key))| Some((id, (moved_to.get(i).copied().flatten()?, key))))
@@ -263,10 +260,8 @@ impl<P: Platform> Manager<P> {
         // Claude Code settings read at load keep applying, resolved against the
         // new servers.
         let servers: Vec<_> = self.slots.iter().map(|s| s.config.clone()).collect();
-        for (settings, value) in &self.claude_settings {
-            self.permissions
-                .add_claude_settings(settings, value, &servers, &mut report.issues);
-        }
+        self.rules
+            .readd_claude_settings(&servers, &mut report.issues);
         self.rebuild_registry();
         if rules_changed {
             // A server's tools are filtered as its list arrives: the servers that

@@ -134,8 +134,7 @@ impl<P: Platform> Manager<P> {
                     .collect()
             }
         };
-        let call = self.next_call;
-        self.next_call += 1;
+        let call = self.calls.take_next();
         let now = self.platform.now_ms();
         if server.is_some() && request.list_key().is_none() {
             let i = targets[0];
@@ -168,8 +167,7 @@ impl<P: Platform> Manager<P> {
         };
         let mut parts = Vec::new();
         for &i in &targets {
-            let part = self.next_call;
-            self.next_call += 1;
+            let part = self.calls.take_next();
             fanout
                 .answers
                 .push((self.slots[i].config.name.to_string(), part, None));
@@ -198,7 +196,7 @@ impl<P: Platform> Manager<P> {
         if let Some(client) = self.slots[i].client.as_mut() {
             client.start_request(call, request, timeout, now);
         }
-        self.calls.insert(call, i);
+        self.calls.route(call, i);
         self.flush(i);
         self.process(i);
         self.sync_statuses();

@@ -1335,8 +1335,9 @@ fn hangup_and_quit_to_the_cli_stop_every_server_process() {
 }
 
 /// mcpbox without `MCPBOX_TRUST_ALL`, with its own (fresh) configuration and
-/// cache directories.
+/// cache directories, the guest's compiled component already in them.
 fn untrusting(config_dir: &Path) -> Command {
+    mcpbox_tests::compiled_guest::seed(&config_dir.with_extension("cache"), config_dir);
     let mut command = Command::new(mcpbox_tests::mcpbox_program());
     command
         .env_remove("MCPBOX_TRUST_ALL")

@@ -43,8 +43,8 @@ const THROUGH_GATEWAY_FAILS: &[(&str, &str, &str)] = &[];
 
 /// What the upstream lacks for the tasks extension's scenarios.
 const NO_TASKS_EXTENSION: &str = "conformance_server.mjs (TypeScript SDK v2) offers no io.modelcontextprotocol/tasks extension and none of the scenario's fixtures \
-    (greet, slow_compute, failing_job, …); mcpbox's gateway does not serve that extension \
-    either yet";
+    (greet, slow_compute, failing_job, …); mcpbox's gateway serves 2025-11-25 tasks but not \
+    that 2026-07-28 extension yet";
 
 /// Extension scenarios that fail directly: (scenario, what the upstream lacks).
 /// The skills scenarios pass directly and through the gateway with their checks

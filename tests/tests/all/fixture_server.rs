@@ -375,3 +375,16 @@ fn bad_flags_exit_with_a_usage_error() {
     assert_eq!(fixture.wait_exit().code(), Some(2));
     assert!(fixture.stderr_line().contains("--bogus"));
 }
+
+#[test]
+fn long_names_share_seventy_characters_and_overflow_when_namespaced() {
+    use mcpbox_tests::fixture::{LONG_NAME_A, LONG_NAME_B};
+    let shared = LONG_NAME_A
+        .chars()
+        .zip(LONG_NAME_B.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    assert!(shared >= 70, "only {shared} shared characters");
+    assert!(format!("mcp__fixture__{LONG_NAME_B}").len() > 64);
+    assert_ne!(LONG_NAME_A, LONG_NAME_B);
+}

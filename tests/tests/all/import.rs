@@ -25,6 +25,13 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// Gives `home` the guest mcpbox compiled once for this test process, where
+/// mcpbox looks for it by default (`~/.cache/mcpbox`, its key in
+/// `~/.config/mcpbox`), so each world's first run does not compile it again.
+fn seed_compiled_guest(home: &Path) {
+    mcpbox_tests::compiled_guest::seed(&home.join(".cache/mcpbox"), &home.join(".config/mcpbox"));
+}
+
 /// A home and a project directory, fresh for one test.
 struct World {
     home: PathBuf,
@@ -42,6 +49,7 @@ impl World {
         };
         std::fs::create_dir_all(&world.home).unwrap();
         std::fs::create_dir_all(&world.project).unwrap();
+        seed_compiled_guest(&world.home);
         world
     }
 
@@ -1119,6 +1127,7 @@ impl Installs {
             root,
         };
         std::fs::create_dir_all(&installs.home).unwrap();
+        seed_compiled_guest(&installs.home);
 
         // A failed step whose registry answers is a failure of the test; one
         // whose registry does not is a skip.

@@ -5,8 +5,9 @@
 //! after 1,000 server life cycles, and memory over 100,000 calls through one
 //! runtime.
 //!
-//! The steps run in order inside one test because they read process-wide
-//! counters (`VmHWM`, `VmRSS`, `/proc/self/fd`).
+//! Each test runs in a process of its own because it reads process-wide
+//! counters (`VmHWM`, `VmRSS`, `/proc/self/fd`); so they run side by side with
+//! the others.
 
 use std::time::{Duration, Instant};
 
@@ -71,25 +72,59 @@ fn zombies() -> usize {
         .count()
 }
 
-#[test]
-fn resource_bounds() {
-    if mcpbox_tests::process::alone_in_a_process(module_path!(), "resource_bounds", &[]) {
+/// Runs `step` alone in a child process of the test binary, on a runtime of
+/// its own: the step reads its process's counters, which no other test moves.
+fn alone<F: std::future::Future<Output = ()>>(name: &str, step: impl FnOnce() -> F) {
+    if mcpbox_tests::process::alone_in_a_process(module_path!(), name, &[]) {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(4)
             .enable_all()
             .build()
             .unwrap()
-            .block_on(resource_bounds_alone());
+            .block_on(step());
     }
 }
 
-async fn resource_bounds_alone() {
-    huge_state_file().await;
-    hundred_megabyte_line().await;
-    notification_flood().await;
-    life_cycles().await;
-    soak().await;
-    crash_with_calls_in_flight().await;
+#[test]
+fn a_huge_state_file_is_not_read() {
+    alone("a_huge_state_file_is_not_read", huge_state_file);
+}
+
+#[test]
+fn a_hundred_megabyte_line_is_refused_within_bounded_memory() {
+    alone(
+        "a_hundred_megabyte_line_is_refused_within_bounded_memory",
+        hundred_megabyte_line,
+    );
+}
+
+#[test]
+fn a_notification_flood_does_not_grow_memory() {
+    alone(
+        "a_notification_flood_does_not_grow_memory",
+        notification_flood,
+    );
+}
+
+#[test]
+fn a_thousand_server_life_cycles_leave_no_zombie_and_no_descriptor() {
+    alone(
+        "a_thousand_server_life_cycles_leave_no_zombie_and_no_descriptor",
+        life_cycles,
+    );
+}
+
+#[test]
+fn a_hundred_thousand_calls_do_not_grow_memory() {
+    alone("a_hundred_thousand_calls_do_not_grow_memory", soak);
+}
+
+#[test]
+fn calls_in_flight_on_a_crashing_server_fail_promptly() {
+    alone(
+        "calls_in_flight_on_a_crashing_server_fail_promptly",
+        crash_with_calls_in_flight,
+    );
 }
 
 /// A 400 MB `state.json` in the cache directory is not

@@ -9,7 +9,7 @@
 //! | [`cli`], [`import`], [`oauth_login`] | the `mcpbox` program as a user runs it |
 //! | [`stock`] | the stock `wasi:http` component on runtimes nobody here wrote |
 //! | [`conformance`], [`conformance_server`] | the official MCP conformance suite, client and server scenarios |
-//! | [`fixture_server`], [`peers`] | the fixture server and the pinned peers behave as the tests assume |
+//! | [`fixture_server`], [`peers`], [`helpers`] | the fixture server, the pinned peers and the helpers of `mcpbox_tests` behave as the tests assume |
 //! | [`limits`], [`subreaper`] | what belongs to the whole process (peak memory, descriptors, the subreaper), each test alone in a child of this binary |
 //!
 //! Run one module with a filter: `cargo test --workspace --test all e2e::security::`.
@@ -20,6 +20,7 @@ mod conformance_server;
 mod e2e;
 mod fixture_server;
 mod gateway;
+mod helpers;
 mod import;
 mod limits;
 mod oauth_login;

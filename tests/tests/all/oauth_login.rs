@@ -99,6 +99,7 @@ impl Setup {
     /// A configuration whose server `demo` is `entry`.
     fn with_server(entry: serde_json::Value) -> Setup {
         let dir = tempfile::tempdir().unwrap();
+        mcpbox_tests::compiled_guest::seed(&dir.path().join("cache"), &dir.path().join("config"));
         let config = serde_json::json!({"mcpServers": {"demo": entry}});
         std::fs::write(dir.path().join("mcp.json"), config.to_string()).unwrap();
         Setup { dir }
@@ -663,6 +664,7 @@ fn servers_shows_needs_login_with_the_command() {
         }
     });
     let dir = tempfile::tempdir().unwrap();
+    mcpbox_tests::compiled_guest::seed(&dir.path().join("cache"), &dir.path().join("config"));
     let config = serde_json::json!({"mcpServers": {"locked": {
         "type": "http", "url": format!("http://127.0.0.1:{port}/mcp")
     }}});
