@@ -1182,12 +1182,26 @@ impl Runtime {
         let (reply, done) = oneshot::channel();
         self.submit(Job::AnswerInput { id, answer, reply })
             .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
-        done.await.unwrap_or_else(|_| {
+        let answered = done.await.unwrap_or_else(|_| {
             Err(format!(
                 "the mcpbox runtime stopped: {}",
                 self.stop_reason()
             ))
-        })
+        });
+        if answered.is_ok() {
+            let event = Event::InputAnswered(id);
+            if let Some(monitor) = &self.inner.monitor {
+                monitor.observe(&event);
+            }
+            let _ = self.inner.events.send(event);
+        }
+        answered
+    }
+
+    /// The monitor of [`Options::metrics`] (the dashboard's approvals, log
+    /// messages and call timeline), when metrics are on.
+    pub(crate) fn monitor(&self) -> Option<&Monitor> {
+        self.inner.monitor.as_deref()
     }
 
     /// Sets the directories servers may work in (MCP roots), replacing those of

@@ -500,7 +500,12 @@ impl wit::Guest for super::Component {
             wit::InputAnswer::Decline => InputAnswer::Decline,
             wit::InputAnswer::Cancel => InputAnswer::Cancel,
         };
-        with(|m| m.answer_input(id, &answer))
+        // The gateway's approvals of its clients' calls are offered to the host
+        // too; the rest are the manager's.
+        with_both(|m, g| {
+            g.answer_approval(m, id, &answer)
+                .unwrap_or_else(|| m.answer_input(id, &answer))
+        })
     }
 
     fn shutdown() {
