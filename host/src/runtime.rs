@@ -488,6 +488,9 @@ pub(crate) struct Inner {
     issues: Arc<std::sync::Mutex<Vec<ConfigIssue>>>,
     diagnostics: DiagnosticsMap,
     oauth: Arc<OAuth>,
+    /// Bare instances of the runtime's guest, to describe configuration text
+    /// for OAuth before a reload applies it.
+    describer: crate::describe::Describer,
     /// Where the configuration comes from, for `reload`.
     config: ConfigSource,
     /// What a configuration read again from the file must pass (`Options::reload_check`).
@@ -653,7 +656,6 @@ impl Runtime {
         let diagnostics = DiagnosticsMap::default();
         let events_tx = Events::default();
         let oauth = Arc::new(OAuth::new(
-            &text,
             options.token_store.clone(),
             options.authorize_on_demand,
             options.authorization_timeout,
@@ -708,6 +710,7 @@ impl Runtime {
         let (stopped_tx, stopped_rx) = watch::channel(None);
         let issues = Arc::new(std::sync::Mutex::new(started.issues));
         let crossings = factory.crossings();
+        let describer = factory.describer();
         let published = Published {
             issues: issues.clone(),
             servers: servers_tx,
@@ -746,6 +749,7 @@ impl Runtime {
                 issues,
                 diagnostics,
                 oauth,
+                describer,
                 config: options.config.clone(),
                 reload_check: options.reload_check.clone(),
                 reloading: tokio::sync::Mutex::new(()),
@@ -871,7 +875,11 @@ impl Runtime {
         let _one_at_a_time = self.inner.reloading.lock().await;
         // Before the guest starts the new servers: their requests find their
         // `oauth` fields, and tokens bound to the URL each is configured with.
-        self.inner.oauth.learn(&text);
+        // Described by a bare instance of the runtime's guest: the reload
+        // itself reports what it refuses.
+        if let Ok(Ok(described)) = self.inner.describer.describe(&origin, &text).await {
+            self.inner.oauth.learn(&described);
+        }
         let (reply, answer) = oneshot::channel();
         let stopped =
             |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));
