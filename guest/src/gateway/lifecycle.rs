@@ -222,7 +222,9 @@ pub fn initialize_result(version: &str) -> Value {
             "logging": {},
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
-            "completions": {}
+            "completions": {},
+            // Skills pass through as resources do (see resources.rs).
+            "extensions": {"io.modelcontextprotocol/skills": {}}
         },
         "serverInfo": server_info(),
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
@@ -245,7 +247,8 @@ pub fn discover_result() -> Value {
             "tools": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
-            "completions": {}
+            "completions": {},
+            "extensions": {"io.modelcontextprotocol/skills": {}}
         },
         // The gateway's capabilities never change while it runs; the answer is
         // the same for every client.
