@@ -162,10 +162,18 @@ pub fn check_stateless(
         }
         _ => {}
     }
+    // Only these name what they are about in `Mcp-Name` (SEP-2243); `skills/get`
+    // has a `uri` and no such header.
+    let named = [
+        methods::TOOLS_CALL,
+        methods::RESOURCES_READ,
+        methods::PROMPTS_GET,
+    ];
     let name = params
         .get("name")
         .or_else(|| params.get("uri"))
-        .and_then(Value::as_str);
+        .and_then(Value::as_str)
+        .filter(|_| named.contains(&method));
     match (header(headers, "mcp-name"), name) {
         (Some(h), name) if name != Some(h) => {
             return Err(mismatch(format!(

@@ -103,10 +103,14 @@ impl Rig {
                 value: value.as_str().unwrap_or_default().into(),
             };
             headers.push(pair("Mcp-Method", &message["method"]));
-            if message["params"]["name"].is_string() {
-                headers.push(pair("Mcp-Name", &message["params"]["name"]));
-            } else if message["params"]["uri"].is_string() {
-                headers.push(pair("Mcp-Name", &message["params"]["uri"]));
+            match message["method"].as_str() {
+                Some("tools/call" | "prompts/get") => {
+                    headers.push(pair("Mcp-Name", &message["params"]["name"]));
+                }
+                Some("resources/read") => {
+                    headers.push(pair("Mcp-Name", &message["params"]["uri"]));
+                }
+                _ => {}
             }
         }
         self.g.receive(
