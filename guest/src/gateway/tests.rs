@@ -2224,9 +2224,12 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     );
     let s = rig.initialize(json!({}));
     let sent = |rig: &Rig, server: &str| {
-        let sim = rig.m.platform().sim(server);
-        let sent = sim.borrow().sent("skills/get").len();
-        sent
+        rig.m
+            .platform()
+            .sim(server)
+            .borrow()
+            .sent("skills/get")
+            .len()
     };
 
     // Before any list, a get asks every server offering skills.
