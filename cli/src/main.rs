@@ -586,9 +586,14 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
     }
     options = options.claude_settings(cli.claude_settings);
     // `call` answers approvals itself (a prompt, `--yes`, or a refusal that says why),
-    // and shows the URLs servers ask the user to open.
+    // and shows the URLs servers ask the user to open. The dashboard answers the
+    // approvals of the calls made from its page (`serve` asks them already:
+    // input requests imply approvals).
     options = options
-        .approvals(matches!(cli.command, Command::Call { .. }))
+        .approvals(matches!(
+            cli.command,
+            Command::Call { .. } | Command::Dashboard { .. }
+        ))
         .url_elicitation(matches!(cli.command, Command::Call { .. }));
     // The CLI starts no processes but servers: it can reap every orphan.
     options = options.subreaper(true);

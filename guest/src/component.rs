@@ -24,7 +24,7 @@ use crate::transport::{
     Connection, Diagnostics, Endpoint, Oversized, Pair, Platform, SendMeta, TransportError, Woken,
     clock_reusable,
 };
-use registry::{take_signals, template};
+use registry::{take_signals, to_wit_http, to_wit_stdio};
 
 mod registry;
 mod wasi_http;
@@ -212,26 +212,8 @@ impl Platform for Host {
             } => {
                 let invalid =
                     |e: String| TransportError::InvalidEndpoint(format!("server `{server}`: {e}"));
-                let endpoint = types::StdioEndpoint {
-                    command: template(command, "command").map_err(invalid)?,
-                    args: args
-                        .iter()
-                        .enumerate()
-                        .map(|(i, a)| template(a, &format!("args[{i}]")))
-                        .collect::<Result<_, _>>()
-                        .map_err(invalid)?,
-                    cwd: cwd
-                        .as_deref()
-                        .map(|c| template(c, "cwd"))
-                        .transpose()
-                        .map_err(invalid)?,
-                    env: to_wit_pairs(env, "env").map_err(invalid)?,
-                    sandbox: sandbox
-                        .as_ref()
-                        .map(to_wit_sandbox)
-                        .transpose()
-                        .map_err(invalid)?,
-                };
+                let endpoint = to_wit_stdio(command, args, env, cwd.as_deref(), sandbox.as_ref())
+                    .map_err(invalid)?;
                 return transport::Connection::open(server, &endpoint)
                     .map(|conn| {
                         HostConnection::Stdio(StdioConnection {
@@ -248,10 +230,7 @@ impl Platform for Host {
         };
         let invalid =
             |e: String| TransportError::InvalidEndpoint(format!("server `{server}`: {e}"));
-        let endpoint = types::HttpEndpoint {
-            url: template(url, "url").map_err(invalid)?,
-            headers: to_wit_pairs(headers, "headers").map_err(invalid)?,
-        };
+        let endpoint = to_wit_http(url, headers).map_err(invalid)?;
         let grant = remote::Grant::open(server, &endpoint).map_err(from_wit_error)?;
         let target = Target::granted(server, url, &grant.url(), Box::new(GrantHandle(grant)));
         let cap = usize::try_from(transport::max_message_bytes()).unwrap_or(usize::MAX);
@@ -360,42 +339,6 @@ impl Platform for Host {
 }
 
 /// `env` or `headers` entries as templates; `field` is the block's name.
-fn to_wit_pairs(pairs: &[Pair], field: &str) -> Result<Vec<types::TemplatePair>, String> {
-    pairs
-        .iter()
-        .map(|p| {
-            Ok(types::TemplatePair {
-                name: p.name.clone(),
-                value: template(&p.value, &format!("{field}.{}", p.name))?,
-            })
-        })
-        .collect()
-}
-
-fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> Result<types::Sandbox, String> {
-    use crate::sandbox::Network;
-    let paths = |key: &str, list: &[String]| {
-        list.iter()
-            .enumerate()
-            .map(|(i, p)| template(p, &format!("sandbox.{key}[{i}]")))
-            .collect::<Result<Vec<_>, _>>()
-    };
-    Ok(types::Sandbox {
-        read: paths("read", &s.read)?,
-        write: paths("write", &s.write)?,
-        network: match &s.network {
-            Network::None => types::NetworkGrant::None,
-            Network::All => types::NetworkGrant::All,
-            Network::Ports { connect, bind } => types::NetworkGrant::Ports(types::PortGrant {
-                connect: connect.clone(),
-                bind: bind.clone(),
-            }),
-        },
-        env: s.env.clone(),
-        require: s.require,
-    })
-}
-
 fn from_wit_error(e: types::TransportError) -> TransportError {
     use types::TransportError as W;
     match e {

@@ -22,6 +22,7 @@ use alloc::collections::BTreeMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+pub mod describe;
 pub(crate) mod types;
 
 use types::Json;

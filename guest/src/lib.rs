@@ -92,5 +92,21 @@ mod prelude {
 #[cfg(test)]
 mod testing;
 
+// The tests of `tests/`: the adapters on real schemas and the differential tests
+// against boon and regress. Compiled into this crate's unit-test program, where
+// they name the crate `mcpbox_guest` as any user of it would, rather than as
+// integration tests: each of those is a program of its own that needs this crate
+// built once more for the host, as a library, a minute of compiling on two cores
+// (`autotests = false` in Cargo.toml). The fuzz targets include the generators
+// from the same files.
+#[cfg(test)]
+extern crate self as mcpbox_guest;
+#[cfg(test)]
+#[path = "../tests/adapter/main.rs"]
+mod adapter_tests;
+#[cfg(test)]
+#[path = "../tests/differential/main.rs"]
+mod differential_tests;
+
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;

@@ -217,6 +217,12 @@ impl Factory {
         })
     }
 
+    /// Bare instances of the same guest, to describe configuration text
+    /// (`registry.describe-config`) beside the running one.
+    pub fn describer(&self) -> crate::describe::Describer {
+        crate::describe::Describer::new(self.engine.clone(), self.pre.clone())
+    }
+
     /// Lets `ask` rules be asked (approvals) in every instance made from now on.
     pub fn with_approvals(mut self, enabled: bool) -> Factory {
         self.approvals = enabled;
@@ -353,6 +359,16 @@ impl Factory {
                 origin: self.origin.clone(),
                 message,
             })?;
+        // What the configuration's remote servers need for OAuth, as this
+        // guest reads it, before any of them starts.
+        if let Some(oauth) = &self.oauth
+            && let Ok(described) = registry
+                .call_describe_config(&mut store, &self.origin, &self.text)
+                .await
+                .map_err(trapped("describing the configuration"))?
+        {
+            oauth.learn(&described);
+        }
         if self.embedder.claude_settings {
             let files = claude_settings_files(&self.origin);
             if files.is_empty() {

@@ -81,6 +81,7 @@ mod audit;
 mod bindings;
 #[cfg(feature = "client-configs")]
 pub mod client_configs;
+mod describe;
 mod driver;
 mod engine;
 mod gateway;

@@ -14,6 +14,12 @@
 //! writes them in the Prometheus text format with the `prometheus-client` crate's
 //! encoder (a collector over the snapshot), so the format's escaping and naming
 //! rules are the crate's, not ours.
+//!
+//! For the dashboard it also keeps, bounded, what a page opened later could not
+//! have seen: each server's calls second by second over the last
+//! [`TIMELINE_SECONDS`] (a count and a latency histogram per second that had
+//! calls: [`Monitor::timeline`]), each server's latest [`LOG_LINES`] log messages
+//! (`notifications/message`), and the `ask` approvals waiting for an answer.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -25,7 +31,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::bindings::registry::{CallCount as WitCallCount, CallOutcome};
-use crate::types::{AuditRecord, Event, ServerState, ServerStatus};
+use crate::types::{AuditRecord, Event, InputRequest, ServerState, ServerStatus};
 
 /// The upper bounds, in seconds, of the call latency histogram's buckets (the
 /// last, `+Inf`, is implicit). Audit records count whole milliseconds, so a call
@@ -36,6 +42,30 @@ pub const LATENCY_BUCKETS: [f64; 15] = [
 
 /// How many recent calls the monitor keeps for the dashboard.
 pub(crate) const RECENT_CALLS: usize = 200;
+
+/// How many seconds of each server's calls the monitor keeps for the dashboard's chart.
+pub(crate) const TIMELINE_SECONDS: u64 = 300;
+
+/// How many log messages (`notifications/message`) of each server the monitor keeps.
+pub(crate) const LOG_LINES: usize = 200;
+
+/// One second of a server's calls: when (Unix seconds), how many ended, and
+/// their durations in the buckets of [`LATENCY_BUCKETS`] (per bucket, the last `+Inf`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct Second {
+    pub at: u64,
+    pub calls: u64,
+    pub buckets: [u64; LATENCY_BUCKETS.len() + 1],
+}
+
+/// A log message a server sent, as the dashboard shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub(crate) struct LogLine {
+    /// When it arrived (RFC 3339, milliseconds).
+    pub time: String,
+    pub level: String,
+    pub message: String,
+}
 
 /// The numbers of a running runtime at one moment (see
 /// [`Runtime::metrics`](crate::Runtime::metrics)); the same numbers `/metrics`
@@ -157,6 +187,8 @@ struct ToolBook {
     buckets: [u64; LATENCY_BUCKETS.len() + 1],
     sum_seconds: f64,
     count: u64,
+    /// Its server's place in [`Book::timeline`].
+    line: usize,
 }
 
 #[derive(Debug, Default)]
@@ -171,6 +203,13 @@ struct Book {
     keys: Vec<usize>,
     recent: VecDeque<AuditRecord>,
     guest_restarts: u64,
+    /// Each server's calls by second, the latest [`TIMELINE_SECONDS`]: found
+    /// by a tool's `line`, so that counting a call hashes no name.
+    timeline: Vec<(String, VecDeque<Second>)>,
+    /// Each server's latest log messages.
+    logs: HashMap<String, VecDeque<LogLine>>,
+    /// Approvals (input requests of `ask` rules) waiting for an answer, by id.
+    approvals: std::collections::BTreeMap<u64, InputRequest>,
 }
 
 /// Counts what the driver publishes (see the module docs). Shared by the driver,
@@ -197,9 +236,64 @@ impl Monitor {
     /// Takes note of an event the driver is about to publish (calls go to
     /// [`Monitor::call`]).
     pub fn observe(&self, event: &Event) {
-        if let Event::Status(status) = event {
-            self.status(status);
+        match event {
+            Event::Status(status) => self.status(status),
+            Event::Log {
+                server,
+                level,
+                message,
+            } => {
+                let mut book = self.book();
+                let lines = book.logs.entry(server.clone()).or_default();
+                if lines.len() == LOG_LINES {
+                    lines.pop_front();
+                }
+                lines.push_back(LogLine {
+                    time: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+                    level: level.clone(),
+                    message: message.clone(),
+                });
+            }
+            Event::InputRequested(r) if r.approval.is_some() => {
+                self.book().approvals.insert(r.id, r.clone());
+            }
+            Event::InputWithdrawn(id) | Event::InputAnswered(id) => {
+                self.book().approvals.remove(id);
+            }
+            _ => {}
         }
+    }
+
+    /// The approvals waiting for an answer, oldest first.
+    pub fn approvals(&self) -> Vec<InputRequest> {
+        self.book().approvals.values().cloned().collect()
+    }
+
+    /// A server's latest log messages, oldest first.
+    pub fn logs(&self, server: &str) -> Vec<LogLine> {
+        self.book()
+            .logs
+            .get(server)
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Each server's calls by second over the last [`TIMELINE_SECONDS`], oldest
+    /// first; seconds without calls are left out.
+    pub fn timeline(&self) -> std::collections::BTreeMap<String, Vec<Second>> {
+        let now = unix_seconds();
+        self.book()
+            .timeline
+            .iter()
+            .map(|(server, seconds)| {
+                let kept = seconds
+                    .iter()
+                    .filter(|s| s.at + TIMELINE_SECONDS > now)
+                    .cloned()
+                    .collect();
+                (server.clone(), kept)
+            })
+            .collect()
     }
 
     /// The guest was replaced; these are the new instance's servers. Its keys
@@ -266,6 +360,13 @@ impl Monitor {
                 .by_name
                 .entry((names.server, names.tool))
                 .or_insert_with_key(|(server, tool)| {
+                    let line = match book.timeline.iter().position(|(s, _)| s == server) {
+                        Some(line) => line,
+                        None => {
+                            book.timeline.push((server.clone(), VecDeque::new()));
+                            book.timeline.len() - 1
+                        }
+                    };
                     book.tools.push(ToolBook {
                         server: server.clone(),
                         tool: tool.clone(),
@@ -273,6 +374,7 @@ impl Monitor {
                         buckets: [0; LATENCY_BUCKETS.len() + 1],
                         sum_seconds: 0.0,
                         count: 0,
+                        line,
                     });
                     book.tools.len() - 1
                 });
@@ -295,6 +397,27 @@ impl Monitor {
         entry.buckets[bucket] += 1;
         entry.sum_seconds += seconds;
         entry.count += 1;
+        let at = unix_seconds();
+        let Some((_, timeline)) = book.timeline.get_mut(entry.line) else {
+            return;
+        };
+        if timeline.back().is_none_or(|s| s.at != at) {
+            while timeline
+                .front()
+                .is_some_and(|s| s.at + TIMELINE_SECONDS <= at)
+            {
+                timeline.pop_front();
+            }
+            timeline.push_back(Second {
+                at,
+                calls: 0,
+                buckets: [0; LATENCY_BUCKETS.len() + 1],
+            });
+        }
+        if let Some(second) = timeline.back_mut() {
+            second.calls += 1;
+            second.buckets[bucket] += 1;
+        }
     }
 
     /// Keeps a call's audit record among the recent calls (taken by value: the
@@ -380,6 +503,13 @@ impl Monitor {
             guest_restarts: book.guest_restarts,
         }
     }
+}
+
+/// Now, in whole seconds since the Unix epoch.
+fn unix_seconds() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The `Content-Type` of [`MetricsSnapshot::prometheus_text`] (text format 0.0.4).
@@ -572,6 +702,62 @@ mod tests {
             duration_ms: 0,
             arguments: None,
         }
+    }
+
+    #[test]
+    fn calls_by_second_log_messages_and_waiting_approvals_are_kept_bounded() {
+        let m = Monitor::new(&[]);
+        m.count(count(0, Some(("a", "x")), CallOutcome::Ok, 3));
+        m.count(count(1, Some(("a", "y")), CallOutcome::Denied, 70));
+        m.count(count(2, Some(("b", "x")), CallOutcome::Ok, 0));
+        let timeline = m.timeline();
+        let a = &timeline["a"];
+        assert_eq!(a.iter().map(|s| s.calls).sum::<u64>(), 2);
+        // 3 ms is in the (2.5, 5] bucket, 70 ms in (50, 100].
+        let buckets = a.iter().fold([0; LATENCY_BUCKETS.len() + 1], |mut sum, s| {
+            for (t, n) in sum.iter_mut().zip(s.buckets) {
+                *t += n;
+            }
+            sum
+        });
+        assert_eq!((buckets[2], buckets[6]), (1, 1), "{buckets:?}");
+        assert_eq!(timeline["b"].iter().map(|s| s.calls).sum::<u64>(), 1);
+
+        for i in 0..LOG_LINES + 5 {
+            m.observe(&Event::Log {
+                server: "a".into(),
+                level: "info".into(),
+                message: format!("line {i}"),
+            });
+        }
+        let logs = m.logs("a");
+        assert_eq!(logs.len(), LOG_LINES);
+        assert_eq!(logs[0].message, "line 5");
+        assert!(m.logs("b").is_empty());
+
+        let request = |id, approval: bool| InputRequest {
+            id,
+            server: "a".into(),
+            tool: Some("mcp__a__x".into()),
+            message: "Allow?".into(),
+            requested_schema: serde_json::json!({}),
+            approval: approval.then(|| crate::types::ApprovalRequest {
+                rule: "`mcp__a__x` (permissions.ask[0])".into(),
+                arguments: serde_json::json!({}),
+            }),
+        };
+        m.observe(&Event::InputRequested(request(1, true)));
+        m.observe(&Event::InputRequested(request(2, false)));
+        m.observe(&Event::InputRequested(request(3, true)));
+        let waiting = |m: &Monitor| m.approvals().iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(
+            waiting(&m),
+            [1, 3],
+            "a server's own input request is no approval"
+        );
+        m.observe(&Event::InputAnswered(1));
+        m.observe(&Event::InputWithdrawn(3));
+        assert!(waiting(&m).is_empty());
     }
 
     #[test]

@@ -488,6 +488,9 @@ pub(crate) struct Inner {
     issues: Arc<std::sync::Mutex<Vec<ConfigIssue>>>,
     diagnostics: DiagnosticsMap,
     oauth: Arc<OAuth>,
+    /// Bare instances of the runtime's guest, to describe configuration text
+    /// for OAuth before a reload applies it.
+    describer: crate::describe::Describer,
     /// Where the configuration comes from, for `reload`.
     config: ConfigSource,
     /// What a configuration read again from the file must pass (`Options::reload_check`).
@@ -648,7 +651,6 @@ impl Runtime {
         let diagnostics = DiagnosticsMap::default();
         let events_tx = Events::default();
         let oauth = Arc::new(OAuth::new(
-            &text,
             options.token_store.clone(),
             options.authorize_on_demand,
             options.authorization_timeout,
@@ -703,6 +705,7 @@ impl Runtime {
         let (stopped_tx, stopped_rx) = watch::channel(None);
         let issues = Arc::new(std::sync::Mutex::new(started.issues));
         let crossings = factory.crossings();
+        let describer = factory.describer();
         let published = Published {
             issues: issues.clone(),
             servers: servers_tx,
@@ -734,6 +737,7 @@ impl Runtime {
                 issues,
                 diagnostics,
                 oauth,
+                describer,
                 config: options.config.clone(),
                 reload_check: options.reload_check.clone(),
                 reloading: tokio::sync::Mutex::new(()),
@@ -859,7 +863,11 @@ impl Runtime {
         let _one_at_a_time = self.inner.reloading.lock().await;
         // Before the guest starts the new servers: their requests find their
         // `oauth` fields, and tokens bound to the URL each is configured with.
-        self.inner.oauth.learn(&text);
+        // Described by a bare instance of the runtime's guest: the reload
+        // itself reports what it refuses.
+        if let Ok(Ok(described)) = self.inner.describer.describe(&origin, &text).await {
+            self.inner.oauth.learn(&described);
+        }
         let (reply, answer) = oneshot::channel();
         let stopped =
             |reason: String| Error::Guest(format!("the mcpbox runtime stopped: {reason}"));
@@ -1170,12 +1178,26 @@ impl Runtime {
         let (reply, done) = oneshot::channel();
         self.submit(Job::AnswerInput { id, answer, reply })
             .map_err(|reason| format!("the mcpbox runtime stopped: {reason}"))?;
-        done.await.unwrap_or_else(|_| {
+        let answered = done.await.unwrap_or_else(|_| {
             Err(format!(
                 "the mcpbox runtime stopped: {}",
                 self.stop_reason()
             ))
-        })
+        });
+        if answered.is_ok() {
+            let event = Event::InputAnswered(id);
+            if let Some(monitor) = &self.inner.monitor {
+                monitor.observe(&event);
+            }
+            let _ = self.inner.events.send(event);
+        }
+        answered
+    }
+
+    /// The monitor of [`Options::metrics`] (the dashboard's approvals, log
+    /// messages and call timeline), when metrics are on.
+    pub(crate) fn monitor(&self) -> Option<&Monitor> {
+        self.inner.monitor.as_deref()
     }
 
     /// Sets the directories servers may work in (MCP roots), replacing those of

@@ -33,9 +33,13 @@
 //! directory, as `{"trusted": [{"path": …, "sha256": …}]}`.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::bindings::wit;
+use crate::describe::{ServerDescription, ServerReach};
 
 use crate::user_files::{Refused, UserDir};
 
@@ -88,6 +92,8 @@ pub struct ConfigFile {
     /// Its contents (empty when the file does not exist).
     pub text: String,
     sha256: [u8; 32],
+    /// What it names, once asked ([`servers`](ConfigFile::servers)).
+    described: OnceLock<Described>,
 }
 
 impl ConfigFile {
@@ -111,6 +117,7 @@ impl ConfigFile {
             canonical,
             sha256: Sha256::digest(text.as_bytes()).into(),
             text,
+            described: OnceLock::new(),
         })
     }
 
@@ -123,6 +130,7 @@ impl ConfigFile {
             canonical: std::fs::canonicalize(&self.path).ok(),
             sha256: Sha256::digest(text.as_bytes()).into(),
             text,
+            described: OnceLock::new(),
         }
     }
 
@@ -131,70 +139,70 @@ impl ConfigFile {
         hex(&self.sha256)
     }
 
+    /// What the configuration names, as the guest reads it (`crate::describe`):
+    /// asked of a bare guest instance once, the first time it is needed.
+    fn described(&self) -> &Described {
+        self.described.get_or_init(|| {
+            if self.text.trim().is_empty() {
+                return Ok(Ok(Vec::new()));
+            }
+            let origin = self.path.display().to_string();
+            crate::describe::Describer::embedded()
+                .and_then(|guest| guest.describe_blocking(&origin, &self.text))
+                .map_err(|e| e.to_string())
+        })
+    }
+
     /// What the configuration would start, one line per server as configured
-    /// (before `${VAR}` resolution) and in the file's order: `name: runs `command
-    /// args…` in DIR` (where it runs: see `transport::places`), with its sandbox and
-    /// every automatic grant when it has one, or `name: connects to url`. Empty only when it starts nothing: it names no server, or
-    /// it is not JSON (the guest refuses it whole). JSON this cannot list (say,
-    /// servers in a `mcpServers` that is not an object) gives one line saying so,
-    /// never an empty list; entries holding values a `serde_json::Value` cannot
-    /// (`1e999`, nesting deeper than 128 levels), which the guest reads and starts,
-    /// are listed as written.
+    /// (before `${VAR}` resolution) and in the file's order, as the guest reads
+    /// it: `name: runs `command args…` in DIR` (where it runs: see
+    /// `transport::places`), with its sandbox and every automatic grant when it
+    /// has one, or `name: connects to url`; an entry with a problem (it does not
+    /// start) as written, with the problem. Empty only when it starts nothing: it
+    /// names no server, or the guest refuses it whole (not JSON). When the guest
+    /// cannot be asked, one line saying so, never an empty list. Entries holding
+    /// values a `serde_json::Value` cannot (`1e999`, nesting deeper than 128
+    /// levels) are listed as the guest reads and starts them.
     pub fn servers(&self) -> Vec<String> {
-        // Text that is not JSON at all starts nothing: the guest refuses it whole,
-        // saying where it breaks.
-        if serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_err() {
-            return Vec::new();
-        }
-        let top: Top = match serde_json::from_str(&self.text) {
-            Ok(top) => top,
+        let servers = match self.described() {
+            Ok(Ok(servers)) => servers,
+            // Refused whole (not JSON): the guest says where it breaks when it loads.
+            Ok(Err(_)) => return Vec::new(),
             Err(e) => {
                 return vec![format!(
                     "(servers this check cannot list: {e}; read the file before you trust it)"
                 )];
             }
         };
-        // As the guest reads it: `mcpServers` wins over VS Code's `servers`.
-        let Some(Entries(servers)) = top.mcp_servers.or(top.servers) else {
-            return Vec::new();
-        };
         servers
             .iter()
-            .map(|(name, raw)| {
-                let entry = match serde_json::from_str::<Value>(raw.get()) {
-                    Ok(entry) => entry,
-                    Err(e) => return format!("{name}: (cannot be shown here: {e}) {}", raw.get()),
-                };
-                let field = |key: &str| entry.get(key).and_then(Value::as_str);
-                let what = if let Some(command) = field("command") {
-                    let args = entry
-                        .get("args")
-                        .and_then(Value::as_array)
-                        .map(|args| {
-                            args.iter()
-                                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
-                                .collect::<Vec<_>>()
-                                .join(" ")
-                        })
-                        .unwrap_or_default();
-                    let mut what = format!(
-                        "runs `{}` in {}",
-                        format!("{command} {args}").trim_end(),
-                        self.working_dir(field("cwd"))
-                    );
-                    if let Some(sandbox) = entry.get("sandbox").filter(|s| s.is_object()) {
-                        what.push_str(&format!(
-                            ", sandboxed ({})",
-                            self.sandbox_of(command, field("cwd"), sandbox)
-                        ));
+            .map(|server| {
+                let what = match &server.reach {
+                    ServerReach::Stdio(stdio) => {
+                        let args: Vec<&str> =
+                            stdio.args.iter().map(|a| a.configured.as_str()).collect();
+                        let cwd = stdio.cwd.as_ref().map(|c| c.configured.as_str());
+                        let mut what = format!(
+                            "runs `{}` in {}",
+                            format!("{} {}", stdio.command.configured, args.join(" ")).trim_end(),
+                            self.working_dir(cwd)
+                        );
+                        if let Some(sandbox) = &stdio.sandbox {
+                            what.push_str(&format!(
+                                ", sandboxed ({})",
+                                self.sandbox_of(&stdio.command, stdio.cwd.as_ref(), sandbox)
+                            ));
+                        }
+                        what
                     }
-                    what
-                } else if let Some(url) = field("url") {
-                    format!("connects to {url}")
-                } else {
-                    entry.to_string()
+                    ServerReach::Remote(remote) => {
+                        format!("connects to {}", remote.endpoint.url.configured)
+                    }
+                    ServerReach::Unreadable(entry) => {
+                        format!("{} (does not start: {})", entry.written, entry.why)
+                    }
                 };
-                format!("{name}: {what}")
+                format!("{}: {what}", server.name)
             })
             .collect()
     }
@@ -220,40 +228,51 @@ impl ConfigFile {
         }
     }
 
-    /// A stdio entry's `sandbox` (an object) in words: its grants as written, then
-    /// what the host adds without asking, found as it will be when the server
-    /// starts (the program on this environment's `PATH`).
-    fn sandbox_of(&self, command: &str, cwd: Option<&str>, sandbox: &Value) -> String {
-        let list = |key: &str| {
-            let items: Vec<String> = sandbox
-                .get(key)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
+    /// A stdio entry's `sandbox` in words: its grants as written, then what the
+    /// host adds without asking, found as it will be when the server starts (the
+    /// program on this environment's `PATH`).
+    fn sandbox_of(
+        &self,
+        command: &wit::Template,
+        cwd: Option<&wit::Template>,
+        sandbox: &wit::Sandbox,
+    ) -> String {
+        let list = |items: &[wit::Template]| {
             if items.is_empty() {
                 "nothing".to_owned()
             } else {
+                let items: Vec<&str> = items.iter().map(|t| t.configured.as_str()).collect();
                 items.join(", ")
             }
         };
-        let network = match sandbox.get("network") {
-            None | Some(Value::Null) => "false".to_owned(),
-            Some(v) => v.to_string(),
+        let ports = |ports: &[u16]| {
+            let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+            format!("[{}]", ports.join(","))
+        };
+        let network = match &sandbox.network {
+            wit::NetworkGrant::None => "false".to_owned(),
+            wit::NetworkGrant::All => "true".to_owned(),
+            wit::NetworkGrant::Ports(grant) => {
+                let mut members = Vec::new();
+                if !grant.connect.is_empty() {
+                    members.push(format!("\"connect\":{}", ports(&grant.connect)));
+                }
+                if !grant.bind.is_empty() {
+                    members.push(format!("\"bind\":{}", ports(&grant.bind)));
+                }
+                format!("{{{}}}", members.join(","))
+            }
         };
         let mut text = format!(
             "read {}; write {}; network: {network}",
-            list("read"),
-            list("write")
+            list(&sandbox.read),
+            list(&sandbox.write)
         );
         #[cfg(target_os = "linux")]
         {
             let lookup = |name: &str| std::env::var(name).ok();
-            let resolve = |text: &str, field: &str| {
-                crate::transport::endpoint::interpolate(text, field, &lookup).ok()
+            let resolve = |template: &wit::Template, field: &str| {
+                crate::transport::endpoint::resolve(template, field, &lookup).ok()
             };
             let env: Vec<(String, String)> = ["PATH", "HOME"]
                 .iter()
@@ -271,7 +290,7 @@ impl ConfigFile {
                 .unwrap_or_default();
             text.push_str("; ");
             text.push_str(&crate::transport::sandbox::describe_automatic(&automatic));
-            if crate::transport::sandbox::runs_npx(command) {
+            if crate::transport::sandbox::runs_npx(&command.configured) {
                 text.push_str("; also write: a private npm cache of its own");
             }
         }
@@ -280,88 +299,21 @@ impl ConfigFile {
         text
     }
 
-    /// The environment variables its `${VAR}` references would hand to servers:
-    /// those written in the text, and those its JSON strings spell with escapes
-    /// (`"\u0024{KEY}"` is `${KEY}` once decoded) in entries [`servers`](Self::servers)
-    /// can show (one it cannot show is listed as written, escapes and all).
+    /// The environment variables its `${VAR}` references would hand to servers,
+    /// sorted: those of every entry [`servers`](Self::servers) lists, as the
+    /// guest finds them (references spelled with escapes, `"\u0024{KEY}"`,
+    /// included once decoded).
     pub fn variables(&self) -> Vec<String> {
-        let mut names = Vec::new();
-        variables_in(&self.text, &mut names);
-        if let Ok(top) = serde_json::from_str::<Top>(&self.text)
-            && let Some(Entries(servers)) = top.mcp_servers.or(top.servers)
-        {
-            for (_, raw) in servers {
-                if let Ok(entry) = serde_json::from_str::<Value>(raw.get()) {
-                    strings_in(&entry, &mut |s| variables_in(s, &mut names));
-                }
-            }
-        }
-        names.sort();
-        names.dedup();
-        names
-    }
-}
-
-/// The two places a configuration lists its servers; everything else is skipped.
-#[derive(serde::Deserialize)]
-struct Top {
-    #[serde(rename = "mcpServers")]
-    mcp_servers: Option<Entries>,
-    servers: Option<Entries>,
-}
-
-/// Server entries in the file's order (`serde_json`'s map sorts its keys), each
-/// kept as written.
-struct Entries(Vec<(String, Box<serde_json::value::RawValue>)>);
-
-impl<'de> serde::Deserialize<'de> for Entries {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Entries;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object mapping server names to entries")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Entries, A::Error> {
-                let mut entries = Vec::new();
-                while let Some(entry) = map.next_entry()? {
-                    entries.push(entry);
-                }
-                Ok(Entries(entries))
-            }
-        }
-        deserializer.deserialize_map(Visit)
-    }
-}
-
-/// Adds the names of the `${VAR}` and `${VAR:-default}` references in `text`.
-fn variables_in(text: &str, names: &mut Vec<String>) {
-    for rest in text.split("${").skip(1) {
-        let Some(end) = rest.find(['}', ':']) else {
-            continue;
-        };
-        let name = &rest[..end];
-        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            names.push(name.to_owned());
+        match self.described() {
+            Ok(Ok(servers)) => crate::describe::variables(servers),
+            _ => Vec::new(),
         }
     }
 }
 
-/// Calls `f` on every string in `value`, keys included.
-fn strings_in(value: &Value, f: &mut impl FnMut(&str)) {
-    match value {
-        Value::String(s) => f(s),
-        Value::Array(items) => items.iter().for_each(|v| strings_in(v, f)),
-        Value::Object(members) => members.iter().for_each(|(k, v)| {
-            f(k);
-            strings_in(v, f);
-        }),
-        _ => {}
-    }
-}
+/// What `describe-config` said of a file: its entries, `Ok(Err)` when the guest
+/// refuses the text whole, `Err` when the guest could not be asked.
+type Described = Result<Result<Vec<ServerDescription>, String>, String>;
 
 /// Why a configuration may start its servers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -384,29 +336,34 @@ pub fn check(
     config: &ConfigFile,
     config_dir: Option<&Path>,
 ) -> Result<Option<Trusted>, TrustError> {
-    if config.servers().is_empty() {
+    if config.text.trim().is_empty() {
         return Ok(Some(Trusted::NothingToStart));
     }
     if is_bundled_demo(config) {
         return Ok(Some(Trusted::BundledDemo));
     }
-    let Some(dir) = config_dir else {
-        return Ok(None);
-    };
-    if let (Some(canonical), Ok(own)) = (&config.canonical, std::fs::canonicalize(dir))
-        && canonical.parent() == Some(own.as_path())
-        && let Some(name) = canonical.file_name().and_then(|n| n.to_str())
-        && let Ok(user) = UserDir::open(&own)
-        && matches!(user.read(name, config.text.len() as u64), Ok(Some(bytes)) if bytes == config.text.as_bytes())
-    {
-        return Ok(Some(Trusted::UsersOwn));
+    if let Some(dir) = config_dir {
+        if let (Some(canonical), Ok(own)) = (&config.canonical, std::fs::canonicalize(dir))
+            && canonical.parent() == Some(own.as_path())
+            && let Some(name) = canonical.file_name().and_then(|n| n.to_str())
+            && let Ok(user) = UserDir::open(&own)
+            && matches!(user.read(name, config.text.len() as u64), Ok(Some(bytes)) if bytes == config.text.as_bytes())
+        {
+            return Ok(Some(Trusted::UsersOwn));
+        }
+        // Nothing remembered yet, or nowhere to remember: not trusted by the store.
+        if let Ok(store) = Store::open(dir)
+            && store.contains(config)
+        {
+            return Ok(Some(Trusted::Remembered));
+        }
     }
-    let store = match Store::open(dir) {
-        Ok(store) => store,
-        // Nothing remembered yet, or nowhere to remember: not trusted.
-        Err(_) => return Ok(None),
-    };
-    Ok(store.contains(config).then_some(Trusted::Remembered))
+    // Last, since only this asks the guest (a bare instance): a file trusted
+    // by its bytes, as every `call` of a trusted project is, makes none.
+    if config.servers().is_empty() {
+        return Ok(Some(Trusted::NothingToStart));
+    }
+    Ok(None)
 }
 
 /// Remembers that the user trusts `config` as it is now, in `config_dir`.
@@ -524,8 +481,9 @@ mod tests {
     }
 
     /// A value a `serde_json::Value` cannot hold (`1e999`, nesting deeper than 128
-    /// levels) made the whole file unreadable to this check, which then took it for
-    /// one that names no server, while the guest read it and started its servers.
+    /// levels) made the whole file unreadable to a check of the host's own, which
+    /// then took it for one that names no server, while the guest read it and
+    /// started its servers. The guest's description lists them as they start.
     #[test]
     fn what_serde_json_cannot_hold_is_still_asked_about() {
         let dir = temp("unholdable");
@@ -545,14 +503,8 @@ mod tests {
         assert_eq!(check(&config, Some(&dir.join("config"))).unwrap(), None);
         let servers = config.servers();
         assert_eq!(servers.len(), 2, "{servers:?}");
-        assert!(
-            servers[0].starts_with("big: (cannot be shown here: "),
-            "{servers:?}"
-        );
-        assert!(
-            servers[1].starts_with("deep: (cannot be shown here: "),
-            "{servers:?}"
-        );
+        assert!(servers[0].starts_with("big: runs `run` in "), "{servers:?}");
+        assert_eq!(servers[1], "deep: connects to https://x.example/");
         // Spelled with an escape, a variable is still named.
         std::fs::write(
             &path,
@@ -560,6 +512,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ConfigFile::read(&path).unwrap().variables(), ["KEY"]);
+        // An entry that does not load is shown as written, with why.
+        std::fs::write(
+            &path,
+            r#"{"mcpServers": {"a": {"command": "run", "args": [7]}}}"#,
+        )
+        .unwrap();
+        let servers = ConfigFile::read(&path).unwrap().servers();
+        assert!(
+            servers[0].starts_with(r#"a: {"command": "run", "args": [7]} (does not start: "#)
+                && servers[0].contains("args[0]"),
+            "{servers:?}"
+        );
         // Text that is not JSON starts nothing (the guest refuses it whole).
         std::fs::write(&path, r#"{"mcpServers": {"a": {"command": "run"}"#).unwrap();
         assert!(ConfigFile::read(&path).unwrap().servers().is_empty());

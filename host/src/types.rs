@@ -192,6 +192,12 @@ pub enum Event {
     /// (its call ended, or the server withdrew it).
     #[doc(alias = "elicitation")]
     InputWithdrawn(u64),
+    /// The input request (or approval) of this id was answered with
+    /// [`Runtime::answer_input`](crate::Runtime::answer_input): the first answer
+    /// wins, and whoever else shows the request (another page of the dashboard)
+    /// learns here that it needs no answer any more.
+    #[doc(alias = "elicitation")]
+    InputAnswered(u64),
     /// A server asks the embedder's model for a message during a call: MCP
     /// sampling (`sampling/createMessage`; in 2026-07-28 inside an
     /// `input_required` result). Only with

@@ -21,9 +21,9 @@
 // their paths in js/gen/test-binaries.json. It asks for them as scripts/test does
 // (`cargo build --workspace --bin mcpbox`, then `cargo test --workspace --no-run`,
 // which builds the fixture server for the integration tests), so that after
-// scripts/test this is a no-op: other package selections or a build without the
-// test profile's dev-dependencies would resolve features differently and rebuild
-// wasmtime's dependents.
+// scripts/test this is a no-op: another package selection would resolve features
+// differently and rebuild wasmtime's dependents (tests/Cargo.toml says how the two
+// commands are kept resolving alike).
 //
 // Usage: node scripts/build.js [--with-test-binaries]
 

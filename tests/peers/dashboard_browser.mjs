@@ -14,8 +14,12 @@
 // reports (an inline script or style the policy does not allow) fails the run.
 //
 // The page must show `slow` starting (○), then connected (●) once the gate opens;
-// a call to fx__echo appear with its outcome and duration; a crash of `fx` turn its
-// row red (✗) with the reason. A screenshot is kept after each step in SHOTS_DIR.
+// a call to fx__echo appear with its outcome and duration; its form call a tool
+// (fx's echo), and a call an `ask` rule holds (fx's add) wait for an approval the
+// page answers, approved once then denied; fx's log message appear in its log,
+// and its calls in the chart; a crash of `fx` turn its row red (✗) with the
+// reason. A screenshot is kept after each step in SHOTS_DIR, and `dashboard.png`
+// (for docs/gateway.md) with an approval waiting.
 // With --load-only it only measures how long the page takes to show every tool
 // (for the 10,000-tool measurement) and prints {"loadMs": N, "tools": N}.
 // Prints one JSON line on success; exits non-zero with the reason otherwise.
@@ -143,7 +147,61 @@ try {
     }
     shown.push(await shot("3-call"));
 
-    // 4. fx crashes: its row turns red, with the reason.
+    // 4. Try a tool: the form built from fx's echo's input schema calls it.
+    const echo = page.locator('#tools details[data-tool="mcp__fx__echo"]');
+    await echo.locator("summary").click();
+    await echo.locator('input[data-field="text"]').fill("from the form");
+    await echo.locator("button.call").click();
+    const echoed = echo.locator('pre.result[data-outcome="ok"]');
+    await echoed.waitFor({ timeout: STEP_MS });
+    if ((await echoed.textContent()) !== "from the form") throw new Error("the form's call answered " + await echoed.textContent());
+    await page.locator('#calls tr[data-tool="echo"]').nth(1).waitFor({ timeout: STEP_MS });
+
+    // 5. fx's add is under an `ask` rule: the form's call waits for an approval,
+    // which the page shows and answers.
+    const add = page.locator('#tools details[data-tool="mcp__fx__add"]');
+    await add.locator("summary").click();
+    const askAndAnswer = async (a, b, answer) => {
+      await add.locator('input[data-field="a"]').fill(String(a));
+      await add.locator('input[data-field="b"]').fill(String(b));
+      await add.locator("button.call").click();
+      const pending = page.locator("#approvals li", { hasText: "mcp__fx__add" });
+      await pending.waitFor({ timeout: STEP_MS });
+      const args = JSON.parse(await pending.locator("pre").textContent());
+      if (args.a !== a || args.b !== b) throw new Error("the approval shows " + JSON.stringify(args));
+      if (!(await add.locator(".status").textContent()).includes("calling")) throw new Error("the call did not wait");
+      return async () => {
+        await pending.locator(`button[data-answer="${answer}"]`).click();
+        await pending.waitFor({ state: "detached", timeout: STEP_MS });
+      };
+    };
+    // Its log message and the calls so far are kept for the log and the chart.
+    await call("fx__log", { text: "a log line from the browser test" });
+    await page.locator("#log-server").selectOption("fx");
+    await page.locator("#log .message", { hasText: "a log line from the browser test" }).waitFor({ timeout: STEP_MS });
+    await page.locator("#log .stderr", { hasText: "a log line from the browser test" }).waitFor({ timeout: STEP_MS });
+    await page.locator('.chart[data-chart="fx"] svg rect.bar').first().waitFor({ timeout: STEP_MS });
+    // A flat line has no height, which Playwright counts as hidden: attached is enough.
+    const p95 = page.locator('.chart[data-chart="fx"] svg polyline.p95');
+    await p95.waitFor({ state: "attached", timeout: STEP_MS });
+    if (!/^[\d.]+,[\d.]+ /.test(await p95.getAttribute("points"))) throw new Error("no p95 line");
+    const approve = await askAndAnswer(2, 3, "once");
+    const docs = join(shots, "dashboard.png");
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: docs, fullPage: false });
+    shown.push(docs);
+    await approve();
+    const sum = add.locator('pre.result[data-outcome="ok"]');
+    await sum.waitFor({ timeout: STEP_MS });
+    if (!(await sum.textContent()).startsWith("5")) throw new Error("the approved call answered " + await sum.textContent());
+    const deny = await askAndAnswer(4, 4, "deny");
+    await deny();
+    const denied = add.locator('pre.result[data-outcome="denied"]');
+    await denied.waitFor({ timeout: STEP_MS });
+    if (!(await denied.textContent()).includes("was not approved")) throw new Error("the denial reads " + await denied.textContent());
+    shown.push(await shot("5-approvals"));
+
+    // 6. fx crashes: its row turns red, with the reason.
     await call("fx__crash", {});
     const fx = page.locator('tr[data-server="fx"][data-state="failed"]');
     await fx.waitFor({ timeout: STEP_MS });
@@ -155,7 +213,7 @@ try {
     await page.locator('#calls tr[data-tool="crash"]').waitFor({ timeout: STEP_MS });
     // Its tools left with it.
     await page.locator('#tools details[data-tool="mcp__fx__echo"]').waitFor({ state: "detached", timeout: STEP_MS });
-    shown.push(await shot("4-crashed"));
+    shown.push(await shot("6-crashed"));
 
     if (errors.length) throw new Error("the page threw: " + errors.join("; "));
     console.log(JSON.stringify({ ok: true, screenshots: shown }));

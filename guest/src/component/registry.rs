@@ -15,12 +15,14 @@
 use crate::adapter::{Adaptation, Dialect, UnknownDialect};
 use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
 use crate::config::ConfigIssue;
+use crate::config::describe::{Description, OAuthFields, Reach};
 use crate::elicitation::{InputAnswer, InputRequest};
 use crate::gateway::{Gateway, Signal, Target as DownstreamTarget};
 use crate::manager::call_counts::CallOutcome;
 use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
+use crate::transport::{Endpoint, Pair};
 
 use super::{types, wit, with, with_both};
 
@@ -500,7 +502,12 @@ impl wit::Guest for super::Component {
             wit::InputAnswer::Decline => InputAnswer::Decline,
             wit::InputAnswer::Cancel => InputAnswer::Cancel,
         };
-        with(|m| m.answer_input(id, &answer))
+        // The gateway's approvals of its clients' calls are offered to the host
+        // too; the rest are the manager's.
+        with_both(|m, g| {
+            g.answer_approval(m, id, &answer)
+                .unwrap_or_else(|| m.answer_input(id, &answer))
+        })
     }
 
     fn shutdown() {
@@ -509,6 +516,149 @@ impl wit::Guest for super::Component {
 
     fn reconnect(server: String) -> Result<(), String> {
         with(|m| m.reconnect(&server))
+    }
+
+    fn describe_config(
+        origin: String,
+        text: String,
+    ) -> Result<Vec<wit::ServerDescription>, String> {
+        Ok(crate::config::describe::describe(&origin, &text)?
+            .into_iter()
+            .map(to_wit_description)
+            .collect())
+    }
+}
+
+/// A described entry as the WIT carries it: its strings as templates.
+fn to_wit_description(d: Description) -> wit::ServerDescription {
+    let unreadable = |why: String| {
+        wit::ServerReach::Unreadable(wit::UnreadableEntry {
+            written: String::new(),
+            why,
+        })
+    };
+    let reach = match d.reach {
+        Reach::Loaded(endpoint, oauth) => match &endpoint {
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+                sandbox,
+            } => match to_wit_stdio(command, args, env, cwd.as_deref(), sandbox.as_ref()) {
+                Ok(stdio) => wit::ServerReach::Stdio(stdio),
+                Err(why) => unreadable(why),
+            },
+            Endpoint::Http { url, headers } | Endpoint::Sse { url, headers } => {
+                match to_wit_http(url, headers) {
+                    Ok(http) => wit::ServerReach::Remote(wit::RemoteDescription {
+                        transport: endpoint.kind().into(),
+                        endpoint: http,
+                        oauth: to_wit_oauth(*oauth),
+                    }),
+                    Err(why) => unreadable(why),
+                }
+            }
+        },
+        Reach::Unreadable { written, why } => {
+            wit::ServerReach::Unreadable(wit::UnreadableEntry { written, why })
+        }
+    };
+    wit::ServerDescription {
+        name: d.name,
+        enabled: d.enabled,
+        reach,
+        variables: d.variables,
+    }
+}
+
+/// A stdio endpoint as the WIT carries it, its strings as templates.
+pub(super) fn to_wit_stdio(
+    command: &str,
+    args: &[String],
+    env: &[Pair],
+    cwd: Option<&str>,
+    sandbox: Option<&crate::sandbox::Sandbox>,
+) -> Result<types::StdioEndpoint, String> {
+    Ok(types::StdioEndpoint {
+        command: template(command, "command")?,
+        args: args
+            .iter()
+            .enumerate()
+            .map(|(i, a)| template(a, &format!("args[{i}]")))
+            .collect::<Result<_, _>>()?,
+        cwd: cwd.map(|c| template(c, "cwd")).transpose()?,
+        env: to_wit_pairs(env, "env")?,
+        sandbox: sandbox.map(to_wit_sandbox).transpose()?,
+    })
+}
+
+/// An HTTP or SSE endpoint as the WIT carries it, its strings as templates.
+pub(super) fn to_wit_http(url: &str, headers: &[Pair]) -> Result<types::HttpEndpoint, String> {
+    Ok(types::HttpEndpoint {
+        url: template(url, "url")?,
+        headers: to_wit_pairs(headers, "headers")?,
+    })
+}
+
+fn to_wit_pairs(pairs: &[Pair], field: &str) -> Result<Vec<types::TemplatePair>, String> {
+    pairs
+        .iter()
+        .map(|p| {
+            Ok(types::TemplatePair {
+                name: p.name.clone(),
+                value: template(&p.value, &format!("{field}.{}", p.name))?,
+            })
+        })
+        .collect()
+}
+
+fn to_wit_sandbox(s: &crate::sandbox::Sandbox) -> Result<types::Sandbox, String> {
+    use crate::sandbox::Network;
+    let paths = |key: &str, list: &[String]| {
+        list.iter()
+            .enumerate()
+            .map(|(i, p)| template(p, &format!("sandbox.{key}[{i}]")))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(types::Sandbox {
+        read: paths("read", &s.read)?,
+        write: paths("write", &s.write)?,
+        network: match &s.network {
+            Network::None => types::NetworkGrant::None,
+            Network::All => types::NetworkGrant::All,
+            Network::Ports { connect, bind } => types::NetworkGrant::Ports(types::PortGrant {
+                connect: connect.clone(),
+                bind: bind.clone(),
+            }),
+        },
+        env: s.env.clone(),
+        require: s.require,
+    })
+}
+
+fn to_wit_oauth(o: OAuthFields) -> wit::OauthFields {
+    let t =
+        |value: Option<String>, field: &str| value.map(|v| template(&v, &format!("oauth.{field}")));
+    wit::OauthFields {
+        client_secret: t(o.client_secret, "clientSecret"),
+        private_key_file: t(o.private_key_file, "privateKeyFile"),
+        private_key: t(o.private_key, "privateKey"),
+        idp_id_token: t(o.idp_id_token, "idpIdToken"),
+        idp_token_endpoint: t(o.idp_token_endpoint, "idpTokenEndpoint"),
+        idp_issuer: t(o.idp_issuer, "idpIssuer"),
+        idp_client_secret: t(o.idp_client_secret, "idpClientSecret"),
+        identity_token_file: t(o.identity_token_file, "identityTokenFile"),
+        identity_token: t(o.identity_token, "identityToken"),
+        client_id: o.client_id,
+        callback_port: o.callback_port,
+        scopes: o.scopes,
+        client_metadata_url: o.client_metadata_url,
+        auth_server_metadata_url: o.auth_server_metadata_url,
+        grant_type: o.grant_type,
+        key_id: o.key_id,
+        algorithm: o.algorithm,
+        idp_client_id: o.idp_client_id,
     }
 }
 

@@ -20,6 +20,16 @@
 //!
 //! `requestState` tokens are unguessable (SHA-256 of the host's random secret and
 //! a counter), so one client cannot take over another's call by naming its round.
+//!
+//! An approval is also offered to the host, as the manager's own approvals are
+//! (an [`Event::InputRequested`] with `approval` set, under an id of the
+//! manager's numbering), so that the host's user can answer it too: the
+//! dashboard of `mcpbox serve --http`. The first answer wins. When the host
+//! answers first ([`Gateway::answer_approval`]), a 2025 client is told its
+//! question is void (`notifications/cancelled` for the `elicitation/create`) and
+//! gets the call's answer, and a 2026-07-28 client's retry gets it; when the
+//! client answers first, or goes away, the host's question is withdrawn
+//! ([`Event::InputWithdrawn`]).
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -27,9 +37,9 @@ use alloc::collections::BTreeMap;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::elicitation::{InputAnswer, InputRequest};
+use crate::elicitation::{self as input, InputAnswer, InputRequest};
 use crate::jsonrpc::{self, INVALID_PARAMS, Id};
-use crate::manager::Manager;
+use crate::manager::{Event, Manager};
 use crate::methods::{self, ELICITATION_CREATE as METHOD};
 use crate::transport::Platform;
 
@@ -86,6 +96,8 @@ pub(super) struct Approval {
     arguments: String,
     progress_token: Option<Value>,
     rule: String,
+    /// Its id among the host's input requests (see the module docs).
+    input: u64,
 }
 
 /// What a 2026-07-28 round is about.
@@ -325,7 +337,6 @@ impl Gateway {
         progress_token: Option<Value>,
         rule: String,
     ) {
-        let _ = m;
         if !origin.can_elicit(&self.sessions.open) {
             let text = tool_error(&format!(
                 "{} needs the user's approval (the permission rule {rule} asks first), and this client cannot \
@@ -341,7 +352,22 @@ impl Gateway {
             arguments,
             progress_token,
             rule,
+            input: m.new_input_id(),
         };
+        self.host_events.push(Event::InputRequested(InputRequest {
+            id: approval.input,
+            server: approval.exposed.entry.server.to_string(),
+            call: None,
+            tool: Some(approval.exposed.entry.tool.name.clone()),
+            message: approval_message(&approval),
+            requested_schema: approval_schema().to_string(),
+            approval: Some(input::Approval {
+                rule: approval.rule.clone(),
+                arguments: approval.arguments.clone(),
+            }),
+            sampling: None,
+            url: None,
+        }));
         let params = json!({"mode": "form", "message": approval_message(&approval),
             "requestedSchema": approval_schema()});
         if origin.stateless.is_some() {
@@ -390,8 +416,13 @@ impl Gateway {
                 .iter()
                 .min_by_key(|(_, r)| r.serial)
                 .map(|(t, _)| t.clone())
+            && let Some(Round {
+                subject: Subject::Approval(a),
+                outcome: None,
+                ..
+            }) = self.input.rounds.remove(&oldest)
         {
-            self.input.rounds.remove(&oldest);
+            self.host_events.push(Event::InputWithdrawn(a.input));
         }
         self.input.rounds.insert(
             token,
@@ -515,6 +546,7 @@ impl Gateway {
                 }
             }
             Subject::Approval(a) => {
+                self.host_events.push(Event::InputWithdrawn(a.input));
                 let yes = responses.get("approve").is_some_and(approved);
                 if yes {
                     let token = progress_token.or(a.progress_token.clone());
@@ -554,6 +586,7 @@ impl Gateway {
                 self.task_input_done(m, input);
             }
             Asked::Approval(a) => {
+                self.host_events.push(Event::InputWithdrawn(a.input));
                 if approved(&result) {
                     self.start_call(m, a.origin, &a.exposed, &a.arguments, a.progress_token);
                 } else {
@@ -567,14 +600,131 @@ impl Gateway {
     /// Drops the approvals whose origin matches; returns their origins.
     pub(super) fn forget_asks(&mut self, gone: impl Fn(&Origin) -> bool) -> Vec<Origin> {
         let mut origins = Vec::new();
+        let mut withdrawn = Vec::new();
         self.input.asked.retain(|_, a| match a {
             Asked::Approval(ap) if gone(&ap.origin) => {
                 origins.push(ap.origin.clone());
+                withdrawn.push(Event::InputWithdrawn(ap.input));
                 false
             }
             _ => true,
         });
+        self.host_events.extend(withdrawn);
         origins
+    }
+
+    /// The host answers approval `id` (see the module docs): `None` when it is
+    /// not one of the gateway's approvals waiting for an answer.
+    pub fn answer_approval<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        id: u64,
+        answer: &InputAnswer,
+    ) -> Option<Result<(), String>> {
+        let asked = self
+            .input
+            .asked
+            .iter()
+            .find(|(_, a)| matches!(a, Asked::Approval(ap) if ap.input == id))
+            .map(|(key, _)| key.clone());
+        let round = self
+            .input
+            .rounds
+            .iter()
+            .find(|(_, r)| {
+                r.outcome.is_none() && matches!(&r.subject, Subject::Approval(a) if a.input == id)
+            })
+            .map(|(token, _)| token.clone());
+        if asked.is_none() && round.is_none() {
+            return None;
+        }
+        let yes = match host_verdict(answer) {
+            Ok(yes) => yes,
+            Err(e) => return Some(Err(format!("approval {id}: {e}"))),
+        };
+        if let Some(key) = asked
+            && let Some(Asked::Approval(a)) = self.input.asked.remove(&key)
+        {
+            // The client's question is void: someone else answered it.
+            if let Some(exchange) = a.origin.exchange {
+                let params = json!({"requestId": serde_json::from_str::<Value>(&key).unwrap_or(Value::Null),
+                    "reason": "the call was answered elsewhere (the mcpbox dashboard)"});
+                self.out.push(Signal::Message {
+                    target: Target::Exchange(exchange),
+                    text: jsonrpc::notification(methods::CANCELLED, Some(&params)),
+                });
+            }
+            if yes {
+                self.start_call(
+                    m,
+                    a.origin.clone(),
+                    &a.exposed,
+                    &a.arguments,
+                    a.progress_token.clone(),
+                );
+            } else {
+                self.answer(&a.origin, Ok(not_approved(&a)));
+            }
+            return Some(Ok(()));
+        }
+        // A 2026-07-28 client: its retry of the round gets the call (or its answer).
+        let token = round?;
+        let Subject::Approval(a) = self.input.rounds.get(&token)?.subject.clone() else {
+            return None;
+        };
+        let outcome = if yes {
+            let mut origin = a.origin.clone();
+            // Nobody waits on an exchange until the client retries.
+            origin.exchange = None;
+            match self.begin_call(
+                m,
+                origin,
+                &a.exposed,
+                &a.arguments,
+                a.progress_token.clone(),
+            ) {
+                Ok(call) => {
+                    if let Some(r) = self.input.rounds.get_mut(&token) {
+                        r.subject = Subject::Call(call);
+                        r.keys.clear();
+                    }
+                    return Some(Ok(()));
+                }
+                Err(refused) => refused.1,
+            }
+        } else {
+            Ok(not_approved(&a))
+        };
+        if let Some(r) = self.input.rounds.get_mut(&token) {
+            r.outcome = Some(outcome);
+        }
+        Some(Ok(()))
+    }
+}
+
+/// Whether the host's answer approves the call: `accept` (with `{}`, or with
+/// `approve` `once` or `session`, as the manager's approvals take it, or `true`,
+/// as this question's schema has it), unless `approve` is `false`; decline and
+/// cancel are no. An approval for the session approves this call once: the
+/// gateway's clients are each asked their own.
+fn host_verdict(answer: &InputAnswer) -> Result<bool, String> {
+    let text = match answer {
+        InputAnswer::Accept(text) => text,
+        _ => return Ok(false),
+    };
+    let text = if text.trim().is_empty() { "{}" } else { text };
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| format!("the accepted answer is not valid JSON: {e}"))?;
+    let Some(fields) = value.as_object() else {
+        return Err("an accepted answer must be a JSON object like {\"approve\": \"once\"}".into());
+    };
+    match fields.get("approve") {
+        None | Some(Value::Bool(true)) => Ok(true),
+        Some(Value::Bool(false)) => Ok(false),
+        Some(v) if v == "once" || v == "session" => Ok(true),
+        Some(other) => Err(format!(
+            "/approve must be \"once\", \"session\" or a boolean, but is {other}"
+        )),
     }
 }
 

@@ -9,7 +9,7 @@
 //! sequence number and, in its low bits, the facts its `initialize` settled: the
 //! protocol version and the client's elicitation and sampling capabilities. (The
 //! stock component, which has no host to keep sessions, carries the same facts in
-//! the session id the client holds; see `stock::session`.) Only the host hands in
+//! the session id the client holds; see `http::CarriedSessions`.) Only the host hands in
 //! handles, and only those the gateway gave: a client never sees one.
 
 use crate::client::SUPPORTED_VERSIONS;

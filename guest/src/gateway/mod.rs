@@ -19,6 +19,9 @@
 //! | module | MCP concept |
 //! |---|---|
 //! | [`lifecycle`] | `initialize` and sessions (2025-11-25 and older); `server/discover`, per-request `_meta` and headers (2026-07-28) |
+//! | `exchanges` | exchanges (one POST, one stdio line) until every request in them is answered, and the backlog of a batch |
+//! | `held` | requests held while servers start |
+//! | [`http`] | the Streamable HTTP endpoint's rules: paths, token, `Origin`, which `mcp-*` headers pass, SSE framing, session ids behind a trait |
 //! | `handle` | a 2025 session's handle: what it negotiated, kept by the host across a restart of the guest |
 //! | `tools` | `tools/list` with pagination, `tools/call` bridged to the registry |
 //! | [`exposure`] | served names (`{server}__{tool}`, conditional prefix), profiles applied |
@@ -37,7 +40,8 @@
 //! one is answered the gateway ends the exchange ([`Signal::End`]), so the host can
 //! close that POST's SSE stream. An exchange of notifications and responses only
 //! ends at once with status 202. A `subscriptions/listen` request is never
-//! answered: its exchange stays open until the client goes away.
+//! answered: its exchange stays open until the client goes away. The bookkeeping
+//! is `exchanges.rs`'s, with its tests.
 //!
 //! # What one client may cost the others
 //!
@@ -57,13 +61,16 @@
 //! `handle`): what was in flight is lost, no session is.
 
 pub mod exposure;
+pub mod http;
 pub mod lifecycle;
 pub mod logging;
 pub mod sampling;
 pub mod search;
 
 mod elicitation;
+mod exchanges;
 mod handle;
+mod held;
 mod resources;
 mod subscriptions;
 mod tasks;
@@ -75,7 +82,10 @@ mod tests;
 use crate::prelude::*;
 use crate::{budget, methods};
 use alloc::collections::{BTreeMap, VecDeque};
+
 use alloc::rc::Rc;
+use exchanges::Exchanges;
+use held::{Held, HeldRequest};
 
 use serde_json::{Value, json};
 
@@ -329,28 +339,6 @@ struct DownCall {
     task: Option<String>,
 }
 
-/// The messages of an exchange not handled yet (see [`FLUSH_BYTES`]).
-#[derive(Debug)]
-struct Backlog {
-    ctx: Context,
-    rest: VecDeque<Message>,
-}
-
-/// An exchange with requests not yet answered.
-#[derive(Debug, Clone)]
-struct Exchange {
-    session: Option<u64>,
-    kind: TransportKind,
-    /// Requests not answered yet.
-    open: usize,
-    /// Whether anything was answered (for the status of an empty exchange).
-    answered: bool,
-    /// The HTTP status of the first error with one.
-    status: Option<u16>,
-    /// The `subscriptions/listen` it carries.
-    listen: Option<subscriptions::Listen>,
-}
-
 /// The server side of one guest instance.
 #[derive(Debug, Default)]
 pub struct Gateway {
@@ -358,19 +346,21 @@ pub struct Gateway {
     serving: bool,
     /// 2025-era sessions.
     sessions: Sessions,
-    exchanges: BTreeMap<u64, Exchange>,
+    /// Exchanges in flight, and the backlog of their messages.
+    exchanges: Exchanges,
     /// Manager call → the downstream call it serves.
     calls: BTreeMap<u64, DownCall>,
-    /// `tools/list` requests held while servers start.
-    held: Vec<(Origin, Option<String>)>,
-    /// `tools/call` requests for tools not listed yet, held while servers start.
-    held_calls: Vec<(Origin, Params)>,
+    /// Requests held while servers start.
+    held: Held,
     /// What is served per profile (see `exposure::Served`).
     served: exposure::Served,
     /// Requests sent to downstream clients and 2026-07-28 input rounds.
     input: elicitation::InputRounds,
     /// Warnings for the host (name clashes), taken with [`Gateway::take_warnings`].
     warnings: Vec<String>,
+    /// Events for the host: its approvals offered and withdrawn (see
+    /// `elicitation`), passed on with the manager's by [`Gateway::absorb`].
+    host_events: Vec<Event>,
     out: Vec<Signal>,
     /// Manager requests (resources, prompts, completions) → the downstream
     /// request each serves.
@@ -383,13 +373,8 @@ pub struct Gateway {
     /// Served prompt name → (server, the prompt's own name), from the lists
     /// served.
     served_prompts: BTreeMap<String, (String, String)>,
-    /// Resource, prompt and completion requests held while servers start:
-    /// (origin, method, params).
-    held_requests: Vec<(Origin, String, Value)>,
     /// Resource subscriptions, held and in flight upstream.
     subscriptions: subscriptions::Subscriptions,
-    /// Messages of exchanges not handled yet, oldest first.
-    backlog: VecDeque<Backlog>,
     /// Downstream clients' tasks.
     tasks: tasks::Tasks,
 }
@@ -465,14 +450,7 @@ impl Gateway {
         if text.trim().is_empty() {
             return self.reopen(session, exchange, kind, profile);
         }
-        self.exchanges.entry(exchange).or_insert(Exchange {
-            session,
-            kind,
-            open: 0,
-            answered: false,
-            status: None,
-            listen: None,
-        });
+        self.exchanges.begin(exchange, session, kind);
         let ctx = Context {
             exchange,
             session,
@@ -506,9 +484,7 @@ impl Gateway {
             .iter()
             .filter(|m| matches!(m, Message::Request(_) | Message::Invalid(_)))
             .count();
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
-            x.open += requests;
-        }
+        self.exchanges.expect(exchange, requests);
         self.run(m, ctx, messages.into());
     }
 
@@ -520,7 +496,7 @@ impl Gateway {
         while let Some(message) = rest.pop_front() {
             self.handle(m, &ctx, message);
             if !rest.is_empty() && self.out_bytes() >= FLUSH_BYTES {
-                self.backlog.push_back(Backlog { ctx, rest });
+                self.exchanges.defer(ctx, rest);
                 return;
             }
         }
@@ -553,9 +529,7 @@ impl Gateway {
 
     /// Refuses a whole exchange's text with one error (id `null`).
     fn refuse_whole(&mut self, ctx: &Context, refusal: Refusal) {
-        if let Some(x) = self.exchanges.get_mut(&ctx.exchange) {
-            x.open += 1;
-        }
+        self.exchanges.expect(ctx.exchange, 1);
         let origin = Origin {
             exchange: Some(ctx.exchange),
             session: ctx.session,
@@ -612,17 +586,13 @@ impl Gateway {
     /// anything: a batch's messages not handled yet, or held requests that can be
     /// answered now. The host's loop then does not block.
     pub fn busy<P: Platform>(&self, m: &Manager<P>) -> bool {
-        !self.backlog.is_empty() || (self.holding() && !m.starting())
-    }
-
-    fn holding(&self) -> bool {
-        !self.held.is_empty() || !self.held_calls.is_empty() || !self.held_requests.is_empty()
+        self.exchanges.deferring() || (self.held.any() && !m.starting())
     }
 
     /// Goes on with the backlog, within this turn's [`FLUSH_BYTES`].
     fn pump<P: Platform>(&mut self, m: &mut Manager<P>) {
         while self.out_bytes() < FLUSH_BYTES {
-            let Some(Backlog { ctx, rest }) = self.backlog.pop_front() else {
+            let Some(exchanges::Backlog { ctx, rest }) = self.exchanges.next_deferred() else {
                 return;
             };
             self.run(m, ctx, rest);
@@ -691,11 +661,9 @@ impl Gateway {
         if listened {
             self.release_all(m, subscriptions::Holder::Listen(exchange));
         }
-        self.backlog.retain(|b| b.ctx.exchange != exchange);
-        let here = |o: &Origin| o.exchange == Some(exchange);
-        self.held.retain(|(o, _)| !here(o));
-        self.held_calls.retain(|(o, _)| !here(o));
-        self.held_requests.retain(|(o, _, _)| !here(o));
+        self.exchanges
+            .forget_deferred(|ctx| ctx.exchange == exchange);
+        self.held.forget(|o| o.exchange == Some(exchange));
         self.cancel_from(m, |o| o.exchange == Some(exchange));
         self.forget_asks(|o| o.exchange == Some(exchange));
     }
@@ -739,18 +707,10 @@ impl Gateway {
         self.cancel_from(m, |o| o.session == Some(session));
         self.session_tasks_closed(session);
         self.forget_asks(|o| o.session == Some(session));
-        self.backlog.retain(|b| b.ctx.session != Some(session));
-        let here = |o: &Origin| o.session == Some(session);
-        self.held.retain(|(o, _)| !here(o));
-        self.held_calls.retain(|(o, _)| !here(o));
-        self.held_requests.retain(|(o, _, _)| !here(o));
-        let exchanges: Vec<u64> = self
-            .exchanges
-            .iter()
-            .filter(|(_, x)| x.session == Some(session))
-            .map(|(id, _)| *id)
-            .collect();
-        for x in exchanges {
+        self.exchanges
+            .forget_deferred(|ctx| ctx.session == Some(session));
+        self.held.forget(|o| o.session == Some(session));
+        for x in self.exchanges.of_session(session) {
             if self
                 .exchanges
                 .remove(&x)
@@ -841,7 +801,7 @@ impl Gateway {
         if self.serving {
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
-            if self.holding() && !m.starting() {
+            if self.held.any() && !m.starting() {
                 self.release_held(m);
             }
             self.pump(m);
@@ -850,6 +810,7 @@ impl Gateway {
             }
         }
         for_host.extend(self.take_warnings().into_iter().map(Event::Warning));
+        for_host.append(&mut self.host_events);
         (theirs, for_host)
     }
 
@@ -1043,7 +1004,7 @@ impl Gateway {
             // Held while servers start: what it can honour (resource
             // subscriptions) depends on what they offer.
             methods::SUBSCRIPTIONS_LISTEN if m.starting() => {
-                self.held_requests.push((
+                self.held.hold(HeldRequest::Other(
                     origin,
                     methods::SUBSCRIPTIONS_LISTEN.into(),
                     params.value,
@@ -1158,13 +1119,7 @@ impl Gateway {
             target: Target::Exchange(exchange),
             text,
         });
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
-            x.open = x.open.saturating_sub(1);
-            x.answered = true;
-            if x.status.is_none() {
-                x.status = status;
-            }
-        }
+        self.exchanges.answered(exchange, status);
         self.maybe_end(exchange);
     }
 
@@ -1173,22 +1128,15 @@ impl Gateway {
         let Some(exchange) = origin.exchange else {
             return;
         };
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
-            x.open = x.open.saturating_sub(1);
-        }
+        self.exchanges.unanswered(exchange);
         self.maybe_end(exchange);
     }
 
+    /// Ends `exchange` when nothing in it waits for an answer ([`exchanges`]).
     fn maybe_end(&mut self, exchange: u64) {
-        let Some(x) = self.exchanges.get(&exchange) else {
-            return;
-        };
-        if x.open > 0 || x.listen.is_some() {
-            return;
+        if let Some(status) = self.exchanges.end_if_done(exchange) {
+            self.out.push(Signal::End { exchange, status });
         }
-        let status = x.status.unwrap_or(if x.answered { 200 } else { 202 });
-        self.exchanges.remove(&exchange);
-        self.out.push(Signal::End { exchange, status });
     }
 
     /// The served tools of `profile`, built afresh when the registry changed.

@@ -117,8 +117,11 @@ impl Gateway {
         };
         // As `tools/list` is: a client that asks at once gets every server's answer.
         if m.starting() {
-            self.held_requests
-                .push((origin.clone(), method.to_string(), params.clone()));
+            self.held.hold(super::held::HeldRequest::Other(
+                origin.clone(),
+                method.to_string(),
+                params.clone(),
+            ));
             return true;
         }
         let (method, server, request) = match method {

@@ -102,7 +102,7 @@ impl Gateway {
             return self.answer(&origin, Err(refusal));
         };
         // Its client may have gone while it was held.
-        let Some(exchange) = origin.exchange.filter(|x| self.exchanges.contains_key(x)) else {
+        let Some(exchange) = origin.exchange.filter(|x| self.exchanges.contains(x)) else {
             return;
         };
         let id: Value = serde_json::from_str(&origin.id.to_json()).unwrap_or(Value::Null);
@@ -315,7 +315,7 @@ impl Gateway {
             (Ok(_), Some((origin, holder))) => {
                 let alive = match holder {
                     Holder::Session(s) => self.sessions.open.contains_key(&s),
-                    Holder::Listen(x) => self.exchanges.contains_key(&x),
+                    Holder::Listen(x) => self.exchanges.contains(&x),
                 };
                 if alive {
                     self.subscriptions

@@ -17,6 +17,8 @@ struct Rig {
     next_exchange: u64,
     /// Every signal seen, in order.
     seen: Vec<Signal>,
+    /// Every event for the host, in order.
+    host: Vec<crate::manager::Event>,
 }
 
 fn config(servers: &[&str], extra: &str) -> String {
@@ -55,6 +57,7 @@ impl Rig {
             g,
             next_exchange: 1,
             seen: Vec::new(),
+            host: Vec::new(),
         }
     }
 
@@ -74,7 +77,8 @@ impl Rig {
     fn turn(&mut self) -> Vec<Signal> {
         let done = self.m.wait(if self.g.busy(&self.m) { 0 } else { 600_000 });
         let events = self.m.events();
-        let (theirs, _) = self.g.absorb(&mut self.m, done, events);
+        let (theirs, host) = self.g.absorb(&mut self.m, done, events);
+        self.host.extend(host);
         assert!(theirs.is_empty(), "finished calls for the host: {theirs:?}");
         let out = self.g.take_signals();
         self.seen.extend(out.clone());
@@ -760,6 +764,125 @@ fn ask_rules_become_questions_and_deny_rules_hide_tools() {
             .as_str()
             .unwrap()
             .contains("no profile named `nope`")
+    );
+}
+
+/// The approval the host was offered last, by id; panics when there is none.
+fn offered(rig: &mut Rig) -> u64 {
+    rig.turn();
+    rig.host
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            crate::manager::Event::InputRequested(r) if r.approval.is_some() => Some(r.id),
+            _ => None,
+        })
+        .expect("an approval offered to the host")
+}
+
+#[test]
+fn the_host_answers_a_clients_approval_first_or_sees_it_withdrawn() {
+    use crate::elicitation::InputAnswer;
+    use crate::manager::Event;
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["write"]));
+    let rules = r#", "permissions": {"ask": ["mcp__fs__write"]}"#;
+    let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
+    rig.settle();
+    let s = rig.initialize(json!({"elicitation": {}}));
+    let question = |out: &[Signal]| -> Value {
+        out.iter()
+            .find_map(|sig| match sig {
+                Signal::Message { text, .. } => serde_json::from_str::<Value>(text)
+                    .ok()
+                    .filter(|v| v["method"] == "elicitation/create"),
+                _ => None,
+            })
+            .expect("an elicitation/create")
+    };
+
+    // A 2025 client is asked; the host answers first: the client's question is
+    // void, and the call's answer comes to it.
+    let (x, out) = rig.send(Some(s), call(1, "fs__write", json!({"text": "go"})));
+    let asked = question(&out);
+    let id = offered(&mut rig);
+    let once = InputAnswer::Accept(r#"{"approve":"once"}"#.into());
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), Some(Ok(())));
+    let out = rig.g.take_signals();
+    let cancelled = out
+        .iter()
+        .find_map(|sig| match sig {
+            Signal::Message { text, .. } => serde_json::from_str::<Value>(text)
+                .ok()
+                .filter(|v| v["method"] == "notifications/cancelled"),
+            _ => None,
+        })
+        .expect("the client's question withdrawn");
+    assert_eq!(cancelled["params"]["requestId"], asked["id"]);
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(texts(&messages.last().unwrap()["result"]), "go");
+    // The first answer won: the host's second is not the gateway's any more, and
+    // the client's late answer changes nothing.
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), None);
+    rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}),
+    );
+
+    // The host denies: the client gets the refusal.
+    let (x, out) = rig.send(Some(s), call(2, "fs__write", json!({"text": "no"})));
+    question(&out);
+    let id = offered(&mut rig);
+    assert_eq!(
+        rig.g.answer_approval(&mut rig.m, id, &InputAnswer::Decline),
+        Some(Ok(()))
+    );
+    let out = rig.g.take_signals();
+    let (messages, _) = rig.answer_of(x, out);
+    assert!(texts(&messages.last().unwrap()["result"]).contains("was not run"));
+
+    // The client answers first: the host's question is withdrawn.
+    let (x, out) = rig.send(Some(s), call(3, "fs__write", json!({"text": "client"})));
+    let asked = question(&out);
+    let id = offered(&mut rig);
+    let (_, out) = rig.send(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}),
+    );
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(texts(&messages.last().unwrap()["result"]), "client");
+    assert!(
+        rig.host.contains(&Event::InputWithdrawn(id)),
+        "{:?}",
+        rig.host
+    );
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), None);
+
+    // A 2026-07-28 client got `input_required`; the host approves, and the
+    // client's retry gets the call's answer.
+    let meta = stateless_meta(json!({"elicitation": {}}));
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "fs__write", "arguments": {"text": "later"}, "_meta": meta}}),
+    );
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let state = r["result"]["requestState"].as_str().unwrap().to_string();
+    let id = offered(&mut rig);
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), Some(Ok(())));
+    rig.settle();
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+            "name": "fs__write", "arguments": {"text": "later"}, "_meta": meta,
+            "inputResponses": {}, "requestState": state}}),
+    );
+    assert_eq!(texts(&r["result"]), "later", "{r}");
+    let sim = rig.m.platform().sim("fs");
+    assert_eq!(
+        sim.borrow().sent("tools/call").len(),
+        3,
+        "the approved calls ran"
     );
 }
 

@@ -40,9 +40,13 @@ use crate::registry::{TaskSupport, ToolDef};
 use crate::transport::Platform;
 
 use super::exposure::Exposed;
+use super::held::HeldRequest;
 use super::lifecycle::Refusal;
 use super::search::{self, Index};
 use super::{DownCall, FLUSH_BYTES, Gateway, Origin, call_error, json_text, tool_error};
+
+/// A call that could not start: its origin and the answer it is owed.
+pub(super) type NotStarted = (Origin, Result<String, Refusal>);
 
 /// How long a 2026-07-28 client may keep a tool list without asking again, when
 /// it does not listen for changes.
@@ -225,7 +229,7 @@ impl Gateway {
             Some(_) => return self.answer(&origin, Err(invalid("cursor must be a string"))),
         };
         if m.starting() {
-            self.held.push((origin, cursor));
+            self.held.hold(HeldRequest::List(origin, cursor));
             return;
         }
         let page = self.tools_page(m, &origin, cursor.as_deref());
@@ -238,21 +242,21 @@ impl Gateway {
     /// lists are not all built at once.
     pub(super) fn release_held<P: Platform>(&mut self, m: &mut Manager<P>) {
         let full = |g: &Gateway| g.out_bytes() >= FLUSH_BYTES;
-        while !full(self) && !self.held.is_empty() {
-            let (origin, cursor) = self.held.remove(0);
-            let page = self.tools_page(m, &origin, cursor.as_deref());
-            self.answer(&origin, page);
-        }
-        while !full(self) && !self.held_calls.is_empty() {
-            let (origin, params) = self.held_calls.remove(0);
-            self.call_tool(m, origin, params);
-        }
-        while !full(self) && !self.held_requests.is_empty() {
-            let (origin, method, params) = self.held_requests.remove(0);
-            if method == methods::SUBSCRIPTIONS_LISTEN {
-                self.listen(m, origin, &params);
-            } else {
-                self.beyond_tools(m, &origin, &method, &params);
+        while !full(self) {
+            match self.held.release() {
+                None => return,
+                Some(HeldRequest::List(origin, cursor)) => {
+                    let page = self.tools_page(m, &origin, cursor.as_deref());
+                    self.answer(&origin, page);
+                }
+                Some(HeldRequest::Call(origin, params)) => self.call_tool(m, origin, params),
+                Some(HeldRequest::Other(origin, method, params)) => {
+                    if method == methods::SUBSCRIPTIONS_LISTEN {
+                        self.listen(m, origin, &params);
+                    } else {
+                        self.beyond_tools(m, &origin, &method, &params);
+                    }
+                }
             }
         }
     }
@@ -369,7 +373,7 @@ impl Gateway {
                 SEARCH_TOOLS => {
                     if m.starting() {
                         // As `tools/list`: the servers still starting may list the tool.
-                        self.held_calls.push((origin, params));
+                        self.held.hold(HeldRequest::Call(origin, params));
                         return;
                     }
                     let result = self.search(m, &origin, &arguments);
@@ -398,7 +402,7 @@ impl Gateway {
         let Some(exposed) = known else {
             if m.starting() {
                 // Its server may still be listing it: wait for the servers.
-                self.held_calls.push((origin, params));
+                self.held.hold(HeldRequest::Call(origin, params));
                 return;
             }
             // Denied by the profile, or kept out of the registry by the rules
@@ -438,6 +442,22 @@ impl Gateway {
         arguments: &str,
         progress_token: Option<Value>,
     ) {
+        if let Err(refused) = self.begin_call(m, origin, exposed, arguments, progress_token) {
+            let (origin, outcome) = *refused;
+            self.answer(&origin, outcome);
+        }
+    }
+
+    /// Starts the manager call as [`Gateway::start_call`] does, returning its id,
+    /// or the origin and the answer it is owed when it could not start.
+    pub(super) fn begin_call<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        exposed: &Exposed,
+        arguments: &str,
+        progress_token: Option<Value>,
+    ) -> Result<u64, Box<NotStarted>> {
         let tool = &exposed.entry.tool.name;
         let profile = origin.profile.as_deref();
         // Written by a model under the served schemas: the server's own expect
@@ -480,8 +500,9 @@ impl Gateway {
                         self.calls.insert(call, down);
                     }
                 }
+                Ok(call)
             }
-            Err(e) => self.answer(&origin, call_error(e)),
+            Err(e) => Err(Box::new((origin, call_error(e)))),
         }
     }
 

@@ -52,6 +52,13 @@ impl Inputs {
 }
 
 impl<P: Platform> Manager<P> {
+    /// An id for an input request someone else asks (the gateway's approvals of
+    /// its clients' calls), numbered with the manager's own so that the host
+    /// tells them apart.
+    pub(crate) fn new_input_id(&mut self) -> u64 {
+        self.input.next_id()
+    }
+
     /// Offers every server started from now on the `elicitation` capability: their
     /// requests for input become [`Event::InputRequested`]. Call before `start`; a
     /// server already connected keeps what it was offered until it reconnects.

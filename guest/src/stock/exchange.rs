@@ -7,12 +7,13 @@
 //! and does no MCP work (no configuration read, no server contacted); it needs
 //! no token and says nothing a caller could use.
 //!
-//! Any other request is checked as the host checks it (the path `/mcp` or
-//! `/mcp/PROFILE`, the bearer token, the `Origin`), then a fresh [`Manager`] loads
+//! Any other request is checked by the gateway's HTTP rules
+//! ([`crate::gateway::http`]: the path `/mcp` or `/mcp/PROFILE`, the bearer
+//! token, the `Origin`), then a fresh [`Manager`] loads
 //! the configuration and connects every server (those the instance knows from an
 //! earlier request start ready: see [`super::known`]), a fresh [`Gateway`] gets the
 //! message (after the replayed `initialize` of a 2025 session, see
-//! [`super::session`]), and the manager is driven until the gateway ends the
+//! [`CarriedSessions`]), and the manager is driven until the gateway ends the
 //! exchange. The answer goes out as JSON when it is one message complete at once,
 //! else as an SSE stream that starts with the first message (progress and log
 //! lines before the result, a `subscriptions/listen` stream). Nothing here knows
@@ -21,12 +22,16 @@
 use crate::prelude::*;
 
 use crate::gateway::exposure::Naming;
+use crate::gateway::http::{
+    self, Access, CarriedSessions, Named, Refused, Route, SESSION_HEADER, SessionIds, sse_event,
+};
 use crate::gateway::{Gateway, Inbound, ServeOptions, Signal, Target, TransportKind};
 use crate::manager::{Event, Manager, ServerState};
-use crate::transport::{Pair, Platform};
+use crate::transport::Platform;
 
 use super::Settings;
-use super::session;
+
+pub use crate::gateway::http::HttpRequest;
 
 /// The exchange number of the replayed `initialize` of a 2025 session.
 const REPLAY: u64 = 1;
@@ -36,28 +41,6 @@ const REQUEST: u64 = 2;
 const UNKNOWN_SESSION: u64 = u64::MAX;
 /// How long one `wait` may block; the manager's own timeouts end every call.
 const WAIT_MS: u64 = 60_000;
-
-/// An HTTP request as the runtime handed it over, its body read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpRequest {
-    /// `GET`, `POST`, …
-    pub method: String,
-    /// The path and query.
-    pub path: String,
-    /// Header names (lowercase) and values.
-    pub headers: Vec<(String, String)>,
-    /// The body.
-    pub body: Vec<u8>,
-}
-
-impl HttpRequest {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 /// Where the response goes.
 pub trait Responder {
@@ -76,12 +59,10 @@ pub fn handle<P: Platform>(
     request: &HttpRequest,
     out: &mut dyn Responder,
 ) {
-    if request.method == "GET" && is_health(&request.path) {
-        return plain(out, 200, "ok\n");
-    }
-    let profile = match route(&request.path) {
-        Ok(profile) => profile,
-        Err(()) => {
+    let profile = match http::route(&request.method, &request.path) {
+        Route::Health => return plain(out, 200, "ok\n"),
+        Route::Mcp(profile) => profile,
+        Route::NotFound => {
             return plain(
                 out,
                 404,
@@ -89,12 +70,13 @@ pub fn handle<P: Platform>(
             );
         }
     };
-    if let Some(refusal) = check_access(settings, request) {
-        if refusal.1 == NO_TOKEN {
+    if let Err(refused) = access(settings).check(request) {
+        let (status, text) = refusal(refused);
+        if refused == Refused::NoTokenSet {
             // The operator's mistake, not the client's: the platform's log says so.
             out.log(&format!("mcpbox: {NO_TOKEN}"));
         }
-        return plain(out, refusal.0, refusal.1);
+        return plain(out, status, text);
     }
     if settings.token.is_none() {
         out.log(
@@ -104,7 +86,7 @@ pub fn handle<P: Platform>(
     }
     match request.method.as_str() {
         "POST" => {}
-        // A 2025 session lives in its id (see `session`): nothing to forget.
+        // A 2025 session lives in its id (see `CarriedSessions`): nothing to forget.
         "DELETE" => return out.head(204, &[]),
         _ => {
             out.head(
@@ -177,11 +159,14 @@ pub fn handle<P: Platform>(
     m.serve_downstream();
     m.start();
 
-    let session = request.header("mcp-session-id").map(|id| {
-        session::replay(id)
-            .and_then(|init| reopen(&mut m, &mut g, profile.clone(), init))
-            .unwrap_or(UNKNOWN_SESSION)
-    });
+    let session = request
+        .header(SESSION_HEADER)
+        .map(|id| match CarriedSessions.resolve(id) {
+            Named::Replay(init) => {
+                reopen(&mut m, &mut g, profile.clone(), init).unwrap_or(UNKNOWN_SESSION)
+            }
+            Named::Unknown => UNKNOWN_SESSION,
+        });
     g.receive(
         &mut m,
         Inbound {
@@ -189,15 +174,7 @@ pub fn handle<P: Platform>(
             exchange: REQUEST,
             kind: TransportKind::Http,
             profile,
-            headers: request
-                .headers
-                .iter()
-                .filter(|(n, _)| n.starts_with("mcp-"))
-                .map(|(n, v)| Pair {
-                    name: n.clone(),
-                    value: v.clone(),
-                })
-                .collect(),
+            headers: request.mcp_headers(),
             text: text.to_string(),
         },
     );
@@ -250,7 +227,7 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
                 } => pending.push(text),
                 Signal::SessionOpened {
                     exchange: REQUEST, ..
-                } => session_id = session::initialize_params(text).map(|p| session::id_for(&p)),
+                } => session_id = CarriedSessions.issue(text),
                 Signal::End {
                     exchange: REQUEST,
                     status,
@@ -281,7 +258,7 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
         log_events(events, out);
         signals = g.take_signals();
     };
-    let session = session_id.map(|id| ("mcp-session-id", id));
+    let session = session_id.map(|id| (SESSION_HEADER, id));
     match (streaming, pending.len()) {
         (false, 0) => out.head(status, session.as_slice()),
         (false, 1) => {
@@ -324,22 +301,9 @@ fn sse_headers(session: Option<&str>) -> Vec<(&'static str, String)> {
         ("cache-control", "no-cache".to_string()),
     ];
     if let Some(id) = session {
-        headers.push(("mcp-session-id", id.to_string()));
+        headers.push((SESSION_HEADER, id.to_string()));
     }
     headers
-}
-
-/// One SSE `message` event; a line break in the JSON becomes another `data:` line.
-fn sse_event(message: &str) -> Vec<u8> {
-    let mut event = String::with_capacity(message.len() + 24);
-    event.push_str("event: message\n");
-    for line in message.lines() {
-        event.push_str("data: ");
-        event.push_str(line);
-        event.push('\n');
-    }
-    event.push('\n');
-    event.into_bytes()
 }
 
 fn plain(out: &mut dyn Responder, status: u16, text: &str) {
@@ -350,74 +314,35 @@ fn plain(out: &mut dyn Responder, status: u16, text: &str) {
     out.body(text.as_bytes());
 }
 
-/// Whether `path` is the health check's (`/health`, any query).
-fn is_health(path: &str) -> bool {
-    path.split(['?', '#']).next() == Some("/health")
-}
-
-/// The profile a path names: `/mcp` none, `/mcp/NAME` that one.
-fn route(path: &str) -> Result<Option<String>, ()> {
-    let path = path.split(['?', '#']).next().unwrap_or_default();
-    match path.trim_end_matches('/') {
-        "/mcp" => Ok(None),
-        other => match other.strip_prefix("/mcp/") {
-            Some(name) if !name.is_empty() && !name.contains('/') => Ok(Some(name.to_string())),
-            _ => Err(()),
-        },
-    }
-}
-
 /// Why every request is refused while the component has no token.
 const NO_TOKEN: &str = "MCPBOX_TOKEN is not set, and without a bearer token this gateway \
     answers no request: set MCPBOX_TOKEN (clients send `Authorization: Bearer …`), or \
     MCPBOX_INSECURE_NO_TOKEN=1 to let anyone who can reach it call every tool";
 
-/// The bearer token and the `Origin` (DNS rebinding), as `mcpbox serve --http`
-/// checks them: the refusal when one fails. The token is required, as there:
-/// the component cannot tell who can reach it (`wasmtime serve` listens on
-/// every interface unless told otherwise, and loopback is shared by every user
-/// of a machine), so without `MCPBOX_TOKEN` it refuses every request unless
-/// `MCPBOX_INSECURE_NO_TOKEN` says to serve anyone.
-fn check_access(settings: &Settings, request: &HttpRequest) -> Option<(u16, &'static str)> {
-    match &settings.token {
-        Some(token) => {
-            let given = request
-                .header("authorization")
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .unwrap_or_default();
-            if !same(given.as_bytes(), token.as_bytes()) {
-                return Some((401, "a bearer token is required (MCPBOX_TOKEN)"));
-            }
-        }
-        None if !settings.insecure_no_token => return Some((401, NO_TOKEN)),
-        None => {}
+/// Who may use the component, from its settings. The token is required, as
+/// by `mcpbox serve --http`: the component cannot tell who can reach it
+/// (`wasmtime serve` listens on every interface unless told otherwise, and
+/// loopback is shared by every user of a machine), so without `MCPBOX_TOKEN` it
+/// refuses every request unless `MCPBOX_INSECURE_NO_TOKEN` says to serve anyone.
+fn access(settings: &Settings) -> Access {
+    Access {
+        token: settings.token.clone(),
+        insecure_no_token: settings.insecure_no_token,
+        allowed_origins: settings.allowed_origins.clone(),
     }
-    if let Some(origin) = request.header("origin") {
-        let listed = settings.allowed_origins.iter().any(|o| o == origin);
-        if !listed && !is_loopback_origin(origin) {
-            return Some((
-                403,
-                "forbidden: this Origin is not allowed (DNS rebinding protection; \
-                 list it in MCPBOX_ALLOWED_ORIGINS)",
-            ));
-        }
-    }
-    None
 }
 
-/// Whether `origin` (`scheme://host[:port]`) names a loopback host.
-fn is_loopback_origin(origin: &str) -> bool {
-    let authority = origin.split_once("://").map_or("", |(_, rest)| rest);
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    matches!(host, "localhost" | "127.0.0.1" | "::1")
-}
-
-/// Compares in time that does not depend on where the texts differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The status and text of a refusal.
+fn refusal(refused: Refused) -> (u16, &'static str) {
+    match refused {
+        Refused::NoTokenSet => (401, NO_TOKEN),
+        Refused::Token => (401, "a bearer token is required (MCPBOX_TOKEN)"),
+        Refused::Origin => (
+            403,
+            "forbidden: this Origin is not allowed (DNS rebinding protection; \
+             list it in MCPBOX_ALLOWED_ORIGINS)",
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -425,92 +350,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_name_the_profile() {
-        assert_eq!(route("/mcp"), Ok(None));
-        assert_eq!(route("/mcp/?x=1"), Ok(None));
-        assert_eq!(route("/mcp/ops"), Ok(Some("ops".into())));
-        assert_eq!(route("/"), Err(()));
-        assert_eq!(route("/mcp/a/b"), Err(()));
-        assert_eq!(route("/mcpx"), Err(()));
-        assert!(is_health("/health") && is_health("/health?from=lb"));
-        assert!(!is_health("/health/x") && !is_health("/mcp") && !is_health("/"));
-    }
-
-    fn request(headers: &[(&str, &str)]) -> HttpRequest {
-        HttpRequest {
-            method: "POST".into(),
-            path: "/mcp".into(),
-            headers: headers
-                .iter()
-                .map(|(n, v)| (n.to_string(), v.to_string()))
-                .collect(),
-            body: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn the_token_and_the_origin_are_checked() {
+    fn settings_become_the_access_rules_and_refusals_say_what_to_set() {
         let settings = Settings {
             token: Some("s3cret".into()),
             allowed_origins: vec!["https://app.example".into()],
             ..Settings::default()
         };
-        assert_eq!(check_access(&settings, &request(&[])).unwrap().0, 401);
-        assert_eq!(
-            check_access(&settings, &request(&[("authorization", "Bearer nope")]))
-                .unwrap()
-                .0,
-            401
-        );
-        let ok = ("authorization", "Bearer s3cret");
-        assert_eq!(check_access(&settings, &request(&[ok])), None);
-        for origin in [
-            "http://localhost:3000",
-            "http://127.0.0.1",
-            "http://[::1]:8080",
-            "https://app.example",
-        ] {
-            assert_eq!(
-                check_access(&settings, &request(&[ok, ("origin", origin)])),
-                None,
-                "{origin}"
-            );
-        }
-        assert_eq!(
-            check_access(
-                &settings,
-                &request(&[ok, ("origin", "https://evil.example")])
-            )
-            .unwrap()
-            .0,
-            403
-        );
-    }
-
-    #[test]
-    fn without_a_token_nothing_is_served_unless_told_to() {
-        let none = Settings::default();
-        let refused = check_access(&none, &request(&[("authorization", "Bearer x")])).unwrap();
-        assert_eq!(refused, (401, NO_TOKEN));
-        let open = Settings {
-            insecure_no_token: true,
-            ..Settings::default()
-        };
-        assert_eq!(check_access(&open, &request(&[])), None);
-        // The flag does not lift a token that is set.
-        let both = Settings {
-            token: Some("s3cret".into()),
-            insecure_no_token: true,
-            ..Settings::default()
-        };
-        assert_eq!(check_access(&both, &request(&[])).unwrap().0, 401);
-    }
-
-    #[test]
-    fn sse_events_keep_line_breaks_inside_data_lines() {
-        assert_eq!(
-            sse_event("{\n\"a\":1}"),
-            b"event: message\ndata: {\ndata: \"a\":1}\n\n".to_vec()
-        );
+        let rules = access(&settings);
+        assert_eq!(rules.token.as_deref(), Some("s3cret"));
+        assert_eq!(rules.allowed_origins, ["https://app.example"]);
+        assert!(!rules.insecure_no_token);
+        assert_eq!(refusal(Refused::NoTokenSet), (401, NO_TOKEN));
+        assert!(refusal(Refused::Token).1.contains("MCPBOX_TOKEN"));
+        let (status, text) = refusal(Refused::Origin);
+        assert_eq!(status, 403);
+        assert!(text.contains("MCPBOX_ALLOWED_ORIGINS"), "{text}");
     }
 }

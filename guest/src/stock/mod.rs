@@ -37,7 +37,8 @@
 //! - **2026-07-28** needs nothing more: every request carries its own `_meta`.
 //! - **2025 sessions** are carried by the client: the `Mcp-Session-Id` the stock
 //!   component gives out is the `initialize` request's parameters (version and
-//!   capabilities) in base64url ([`session`]), and each later request replays that
+//!   capabilities) in base64url ([`CarriedSessions`](crate::gateway::http::CarriedSessions)),
+//!   and each later request replays that
 //!   `initialize` into its fresh gateway before its own message. Any instance can
 //!   answer any request of the session. What a session kept in memory is not kept:
 //!   `logging/setLevel` applies to its own request only, there is no standalone
@@ -61,7 +62,6 @@
 pub mod exchange;
 pub mod known;
 pub mod references;
-pub mod session;
 
 #[cfg(all(target_arch = "wasm32", feature = "stock"))]
 mod component;

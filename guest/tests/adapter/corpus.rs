@@ -1,6 +1,6 @@
 //! The corpus in every dialect, and the providers' SDKs on the result.
 
-use crate::{Tool, corpus};
+use super::{Tool, corpus};
 use mcpbox_guest::adapter::{self, Dialect, NoteKind, ToolInput};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -68,7 +68,7 @@ fn every_corpus_tool_converts_in_every_dialect() {
             // Every converted schema is one the guest's validator compiles.
             if let Some(p) = &adapted.parameters {
                 let schema = if dialect == Dialect::Gemini {
-                    crate::properties::gemini_as_json_schema(
+                    super::properties::gemini_as_json_schema(
                         &serde_json::from_str(p.get()).unwrap(),
                     )
                     .to_string()

@@ -13,8 +13,8 @@
 //! differential tests hold to boon. Gemini's `Schema`s are read as JSON Schema
 //! for it (`nullable` as a `null` type).
 
-use crate::corpus;
-use crate::schemas::Generator;
+use super::corpus;
+use super::schemas::Generator;
 use arbitrary::Unstructured;
 use mcpbox_guest::adapter::{
     self, Dialect, NoteKind, ToolInput, map_arguments_back, map_arguments_forward,

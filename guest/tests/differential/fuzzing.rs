@@ -1,7 +1,7 @@
 //! One fuzzer input, for the fuzz target `differential` and the replay of its
 //! corpus: the first byte chooses the comparison, the rest drives it.
 
-use crate::{patterns, schemas};
+use super::{patterns, schemas};
 use arbitrary::Unstructured;
 
 /// Runs one input; `Err` is a disagreement docs/testing.md does not document.

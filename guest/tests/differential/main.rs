@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! MCPBOX_DIFF_CASES=1000000 MCPBOX_DIFF_SEED=$RANDOM \
-//!   cargo test --release -p mcpbox-guest --test differential -- --nocapture
+//!   cargo test --release -p mcpbox-guest --lib differential_tests -- --nocapture
 //! ```
 //!
 //! Every difference docs/testing.md lists under "Documented differences" is pinned by

@@ -19,7 +19,7 @@
 //! way, and strings avoid the characters where it does not (see
 //! `patterns::Dialect::BOON`); `tests/differential/main.rs` pins those differences.
 
-use crate::patterns::{self, Dialect, PLAIN_ALPHABET, Re, chance};
+use super::patterns::{self, Dialect, PLAIN_ALPHABET, Re, chance};
 use arbitrary::{Result, Unstructured};
 use mcpbox_guest::schema::Validator;
 use serde_json::{Map, Value, json};

@@ -5,17 +5,26 @@
 //! |---|---|
 //! | `GET /` | the page |
 //! | `GET /api/servers` | every server: state, tools, protocol version, uptime, restarts, last error |
-//! | `GET /api/servers/{name}` | one server, with its tools and stderr tail |
+//! | `GET /api/servers/{name}` | one server, with its tools, stderr tail and log messages |
 //! | `GET /api/tools` | every tool with its description and schemas |
 //! | `GET /api/calls` | the latest calls (their audit records) |
+//! | `GET /api/timeline` | each server's calls second by second, for the chart |
+//! | `GET /api/approvals` | the `ask` approvals waiting for an answer |
 //! | `GET /api/events` | live events, as Server-Sent Events |
 //! | `GET /metrics` | the Prometheus text format |
+//! | `POST /api/servers/{name}/reconnect` | connects a server afresh |
+//! | `POST /api/tools/{name}/call` | calls a tool, as any caller of the runtime does |
+//! | `POST /api/approvals/{id}` | answers an approval: once, for the session, or deny |
 //!
 //! Everything here reads what the runtime already publishes (its server and tool
-//! snapshots, its events, the counts of `Options::metrics`): the dashboard adds
-//! no state of its own. The page is plain HTML and JavaScript with no build step
-//! and no framework: a table of servers, a list of calls and a list of tools
-//! is all it draws.
+//! snapshots, its events, the counts and bounded tails of `Options::metrics`):
+//! the dashboard adds no state of its own. Its actions are the runtime's own
+//! (`Runtime::reconnect`, `Runtime::call_tool`, `Runtime::answer_input`), so a
+//! call from the page meets the permission rules as any call does: a `deny` rule
+//! refuses it, an `ask` rule holds it until someone answers its approval (the
+//! page, or another page: the first answer wins). The page is plain HTML and
+//! JavaScript with no build step and no framework: tables, lists, a form built
+//! from a tool's input schema and a chart drawn as inline SVG.
 //!
 //! The page is served with a strict `Content-Security-Policy`: its own inline
 //! script and style (allowed by their SHA-256, computed from the page as built
@@ -29,7 +38,7 @@ use std::sync::{Arc, LazyLock};
 
 use base64::Engine;
 use bytes::Bytes;
-use http_body_util::{Either, Full};
+use http_body_util::{BodyExt, Either, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -40,9 +49,9 @@ use tokio::sync::broadcast;
 use super::http::{
     Guard, Item, ResponseBody, Shared, SseBody, Stream, percent_decode, plain, sse, stream,
 };
-use crate::Runtime;
-use crate::metrics::{MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics};
-use crate::types::{Event, ServerState, ServerStatus};
+use crate::metrics::{LATENCY_BUCKETS, MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics};
+use crate::types::{CallError, Event, InputAnswer, ServerState, ServerStatus};
+use crate::{CallOptions, Runtime};
 
 /// The page, with its script and style inline.
 const PAGE: &str = include_str!("dashboard.html");
@@ -109,7 +118,8 @@ pub(super) fn handle(
     if req.method() != Method::GET {
         let mut r = plain(
             StatusCode::METHOD_NOT_ALLOWED,
-            "the dashboard answers GET only (and POST /api/servers/{name}/reconnect)",
+            "the dashboard answers GET only (and POST to /api/servers/{name}/reconnect, \
+             /api/tools/{name}/call and /api/approvals/{id})",
         );
         r.headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("GET"));
@@ -153,6 +163,18 @@ pub(super) fn handle(
         // with their schemas are megabytes).
         "/api/tools" => list_body("tools", &runtime.tools()),
         "/api/calls" => list_body("calls", &runtime.recent_calls()),
+        "/api/timeline" => match runtime.monitor() {
+            Some(monitor) => json_body(&json!({
+                "seconds": crate::metrics::TIMELINE_SECONDS,
+                "bucketsMs": LATENCY_BUCKETS.iter().map(|b| b * 1000.0).collect::<Vec<_>>(),
+                "servers": monitor.timeline(),
+            })),
+            None => metrics_off(),
+        },
+        "/api/approvals" => match runtime.monitor() {
+            Some(monitor) => list_body("approvals", &monitor.approvals()),
+            None => metrics_off(),
+        },
         "/api/events" => events(shared),
         _ => match path.strip_prefix("/api/servers/") {
             Some(name) if !name.is_empty() && !name.contains('/') => {
@@ -161,10 +183,182 @@ pub(super) fn handle(
             _ => plain(
                 StatusCode::NOT_FOUND,
                 "not found: the dashboard's API is /api/servers, /api/servers/{name}, \
-                 /api/tools, /api/calls and /api/events",
+                 /api/tools, /api/calls, /api/timeline, /api/approvals and /api/events",
             ),
         },
     })
+}
+
+fn metrics_off() -> Response<ResponseBody> {
+    plain(
+        StatusCode::NOT_FOUND,
+        "metrics are off: open the runtime with Options::metrics(true) \
+         (`mcpbox serve --http` and `mcpbox dashboard` do)",
+    )
+}
+
+/// What a dashboard action is, from its method and path.
+enum Action {
+    /// `POST /api/tools/{name}/call`
+    Call(String),
+    /// `POST /api/approvals/{id}`
+    Answer(String),
+}
+
+fn action(req: &Request<Incoming>) -> Option<Action> {
+    if req.method() != Method::POST {
+        return None;
+    }
+    let path = req.uri().path();
+    let one = |s: &str| (!s.is_empty() && !s.contains('/')).then(|| percent_decode(s));
+    if let Some(name) = path
+        .strip_prefix("/api/tools/")
+        .and_then(|rest| rest.strip_suffix("/call"))
+    {
+        return one(name).map(Action::Call);
+    }
+    path.strip_prefix("/api/approvals/")
+        .and_then(one)
+        .map(Action::Answer)
+}
+
+/// Whether the request is one of the actions that read a body (a tool call,
+/// an approval's answer): [`act`] answers those.
+pub(super) fn is_action(req: &Request<Incoming>) -> bool {
+    action(req).is_some()
+}
+
+/// Answers an action (see [`is_action`]). It passed the token and Origin checks
+/// of every request but the page (`http::handle`), as a `/mcp` request does; its
+/// body must be JSON, within the size and time limits of `/mcp`'s.
+pub(super) async fn act(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<ResponseBody> {
+    let Some(action) = action(&req) else {
+        return plain(StatusCode::NOT_FOUND, "not found");
+    };
+    if let Some(refusal) = super::http::not_json(&req) {
+        return refusal;
+    }
+    let limit = shared.options.max_body_bytes;
+    let timeout = shared.options.read_timeout;
+    let body =
+        match tokio::time::timeout(timeout, Limited::new(req.into_body(), limit).collect()).await {
+            Err(_) => {
+                return plain(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &format!(
+                        "the request body did not arrive within {}s",
+                        timeout.as_secs_f64()
+                    ),
+                );
+            }
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                return plain(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    &format!("the request body is over the limit of {limit} bytes"),
+                );
+            }
+            Ok(Err(_)) => {
+                return plain(
+                    StatusCode::BAD_REQUEST,
+                    "the request body could not be read",
+                );
+            }
+            Ok(Ok(body)) => body.to_bytes(),
+        };
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                &format!("the request body is not JSON: {e}"),
+            );
+        }
+    };
+    match action {
+        Action::Call(name) => call(&shared.runtime, &name, value).await,
+        Action::Answer(id) => answer(&shared.runtime, &id, &value).await,
+    }
+}
+
+/// `POST /api/tools/{name}/call` with the arguments (a JSON object) as the body:
+/// `200 {result}` with the tool's result (`isError` set when the tool failed),
+/// or `200 {error: {kind, message}}` when it produced none (`denied` by a rule or
+/// an approval refused, `invalid-arguments`, `unknown-tool`, …). The answer waits
+/// for the call, approval included (and for the tool, while its server is still
+/// starting); a client that goes away cancels it.
+async fn call(runtime: &Runtime, name: &str, arguments: Value) -> Response<ResponseBody> {
+    if !matches!(arguments, Value::Object(_)) {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            &format!(
+                "the body of POST /api/tools/{name}/call is the call's arguments, a JSON \
+                 object (`{{}}` for none)"
+            ),
+        );
+    }
+    // A tool of a server still starting is waited for, as a client's
+    // `tools/list` waits for the servers starting.
+    let _ = runtime.wait_for_tool(name).await;
+    match runtime
+        .call_tool(name, arguments, CallOptions::default())
+        .await
+    {
+        Ok(result) => json_body(&json!({"result": result})),
+        Err(e) => {
+            let kind = match &e {
+                CallError::UnknownTool(_) => "unknown-tool",
+                CallError::InvalidArguments(_) => "invalid-arguments",
+                CallError::ServerUnavailable(_) => "server-unavailable",
+                CallError::Timeout(_) => "timeout",
+                CallError::Cancelled => "cancelled",
+                CallError::Protocol(_) => "protocol",
+                CallError::Denied(_) => "denied",
+                _ => "runtime",
+            };
+            json_body(&json!({"error": {"kind": kind, "message": e.to_string()}}))
+        }
+    }
+}
+
+/// `POST /api/approvals/{id}` with `{"answer": "once" | "session" | "deny"}`:
+/// answers the approval (`Runtime::answer_input`); `200 {answered}`. `404` when no
+/// approval of that id waits: answered already (the first answer wins) or
+/// withdrawn (its call ended).
+async fn answer(runtime: &Runtime, id: &str, body: &Value) -> Response<ResponseBody> {
+    let answer = match body.get("answer").and_then(Value::as_str) {
+        Some("once") => InputAnswer::approve_once(),
+        Some("session") => InputAnswer::approve_for_session(),
+        Some("deny") => InputAnswer::Decline,
+        _ => {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "the body of POST /api/approvals/{id} is {{\"answer\": \"once\"}}, \
+                     {{\"answer\": \"session\"}} or {{\"answer\": \"deny\"}}, not {body}"
+                ),
+            );
+        }
+    };
+    let gone = || {
+        plain(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "no approval {id} is waiting: it was answered already, or its call ended \
+                 (GET /api/approvals lists those that wait)"
+            ),
+        )
+    };
+    let Some(id) = id.parse::<u64>().ok().filter(|id| {
+        runtime
+            .monitor()
+            .is_some_and(|m| m.approvals().iter().any(|a| a.id == *id))
+    }) else {
+        return gone();
+    };
+    match runtime.answer_input(id, answer).await {
+        Ok(()) => json_body(&json!({"answered": id})),
+        Err(_) => gone(),
+    }
 }
 
 /// `POST /api/servers/{name}/reconnect`: connects the server afresh and forgives
@@ -261,13 +455,15 @@ fn server_detail(runtime: &Runtime, name: &str) -> Response<ResponseBody> {
     v["tools"] = json!(tools);
     let diagnostics = runtime.diagnostics(name).unwrap_or_default();
     v["stderrTail"] = json!(diagnostics.stderr_tail);
+    v["log"] = json!(runtime.monitor().map(|m| m.logs(name)).unwrap_or_default());
     v["exitStatus"] = json!(diagnostics.exit_status);
     v["sandbox"] = json!(diagnostics.sandbox);
     json_body(&v)
 }
 
-/// An event as the page gets it, or `None` for those it does not show (input
-/// requests and authorization URLs are for the embedder's user, not a status page).
+/// An event as the page gets it, or `None` for those it does not show (a server's
+/// input requests and authorization URLs are for the embedder's user, not a
+/// status page; approvals of `ask` rules are for whoever answers first).
 fn event_json(runtime: &Runtime, event: &Event) -> Option<Value> {
     Some(match event {
         Event::Status(s) => {
@@ -297,6 +493,12 @@ fn event_json(runtime: &Runtime, event: &Event) -> Option<Value> {
             json!({"type": "reloadFailed", "origin": origin, "error": error})
         }
         Event::Stopped(reason) => json!({"type": "stopped", "reason": reason}),
+        Event::InputRequested(r) if r.approval.is_some() => {
+            json!({"type": "approval", "approval": r})
+        }
+        Event::InputWithdrawn(id) | Event::InputAnswered(id) => {
+            json!({"type": "approvalEnded", "id": id})
+        }
         _ => return None,
     })
 }

@@ -852,6 +852,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Respons
     if let Some(refused) = refusal(&shared, req.headers(), !page) {
         return refused;
     }
+    if shared.options.dashboard && dashboard::is_action(&req) {
+        return dashboard::act(&shared, req).await;
+    }
     if shared.options.dashboard
         && let Some(response) = dashboard::handle(&shared, &req)
     {
@@ -1033,21 +1036,29 @@ fn session_header(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
-async fn post(
-    shared: Arc<Shared>,
-    req: Request<Incoming>,
-    profile: Option<String>,
-) -> Response<ResponseBody> {
+/// The `415` for a body that is not declared `application/json`, which `/mcp`
+/// and the dashboard's actions both require.
+pub(super) fn not_json(req: &Request<Incoming>) -> Option<Response<ResponseBody>> {
     let json = req
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("application/json"));
-    if !json {
-        return plain(
+    (!json).then(|| {
+        plain(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported media type: send application/json",
-        );
+        )
+    })
+}
+
+async fn post(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+    profile: Option<String>,
+) -> Response<ResponseBody> {
+    if let Some(refusal) = not_json(&req) {
+        return refusal;
     }
     let session_id = session_header(req.headers());
     let limit = shared.options.max_body_bytes;

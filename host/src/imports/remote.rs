@@ -37,6 +37,8 @@ pub(crate) struct Granted {
     pub stand_in_path: String,
     /// The value of each placeholder, by number.
     pub values: Vec<String>,
+    /// The reference each value replaced, as written (`${NAME}`), by number.
+    pub references: Vec<String>,
 }
 
 impl std::fmt::Debug for Granted {
@@ -163,6 +165,7 @@ pub(crate) fn open(
             headers,
             stand_in_path,
             values: spec.values,
+            references: crate::oauth::references(&ep.url),
         }),
     );
     Ok(Grant {

@@ -62,10 +62,10 @@ fn key_pem(target: &Target<'_>) -> Result<Vec<u8>, OAuthError> {
             "`oauth.privateKeyFile` and `oauth.privateKey` are both set; keep one (the file \
              holds the PEM, or `privateKey` names the variable that does)",
         )),
-        (Some(path), None) => {
+        (Some(setting), None) => {
             let field = "`oauth.privateKeyFile`";
-            let mut resolved = crate::transport::endpoint::interpolate(path, field, &env)
-                .map_err(|e| target.error(e))?;
+            let path = setting.configured();
+            let mut resolved = setting.resolve(field, &env).map_err(|e| target.error(e))?;
             if let (Some(rest), Some(home)) = (resolved.strip_prefix("~/"), env("HOME")) {
                 resolved = format!("{home}/{rest}");
             }
@@ -76,11 +76,10 @@ fn key_pem(target: &Target<'_>) -> Result<Vec<u8>, OAuthError> {
                 ))
             })
         }
-        (None, Some(pem)) => {
-            crate::transport::endpoint::interpolate(pem, "`oauth.privateKey`", &env)
-                .map(String::into_bytes)
-                .map_err(|e| target.error(e))
-        }
+        (None, Some(pem)) => pem
+            .resolve("`oauth.privateKey`", &env)
+            .map(String::into_bytes)
+            .map_err(|e| target.error(e)),
         (None, None) => Err(target.error(
             "`oauth.grantType` \"client_credentials\" needs `oauth.clientSecret`, or a private \
              key in `oauth.privateKeyFile` for `private_key_jwt`",
@@ -323,7 +322,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
     #[test]
     fn an_assertion_names_the_client_the_audience_and_the_key() {
         let oauth = OAuthConfig {
-            private_key: Some(P256.to_owned()),
+            private_key: Some(P256.into()),
             key_id: Some("key-1".to_owned()),
             ..OAuthConfig::default()
         };
@@ -382,7 +381,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
         }
         // Not a key at all: the error never shows the text.
         let oauth = OAuthConfig {
-            private_key: Some("not-a-PEM-SECRET".to_owned()),
+            private_key: Some("not-a-PEM-SECRET".into()),
             ..OAuthConfig::default()
         };
         let e = sign(
@@ -425,7 +424,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
             sent
         });
         let oauth = OAuthConfig {
-            private_key: Some(P256.to_owned()),
+            private_key: Some(P256.into()),
             ..OAuthConfig::default()
         };
         let url = Url::parse("http://127.0.0.1:1/mcp").unwrap();
@@ -463,7 +462,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
         let port = listener.local_addr().unwrap().port();
         let endpoint = format!("http://127.0.0.1:{port}/token");
         let oauth = OAuthConfig {
-            private_key: Some(P256.to_owned()),
+            private_key: Some(P256.into()),
             ..OAuthConfig::default()
         };
         let metadata = |issuer: &str| -> AuthorizationMetadata {
@@ -511,7 +510,7 @@ MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE9F4sI3OI9QFtclZyv/ptikWo07BE
     #[test]
     fn a_missing_key_file_names_the_field_and_the_path() {
         let oauth = OAuthConfig {
-            private_key_file: Some("/nonexistent/mcpbox-key.pem".to_owned()),
+            private_key_file: Some("/nonexistent/mcpbox-key.pem".into()),
             ..OAuthConfig::default()
         };
         let url = Url::parse("http://127.0.0.1:1/mcp").unwrap();

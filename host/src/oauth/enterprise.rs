@@ -27,7 +27,7 @@ use rmcp::transport::auth::enterprise::{
 use rmcp::transport::auth::{AuthorizationMetadata, OAuthTokenResponse, StoredCredentials};
 
 use super::OAuthError;
-use super::config::OAuthConfig;
+use super::config::{OAuthConfig, Setting};
 use super::flow::{Target, received_now};
 
 /// Whether `oauth` configures enterprise-managed authorization.
@@ -36,8 +36,9 @@ pub(crate) fn configured(oauth: &OAuthConfig) -> bool {
 }
 
 /// `${VAR}` references in `value` resolved from the host's environment.
-fn resolve(target: &Target<'_>, value: &str, field: &str) -> Result<String, OAuthError> {
-    crate::transport::endpoint::interpolate(value, field, &|n| std::env::var(n).ok())
+fn resolve(target: &Target<'_>, value: &Setting, field: &str) -> Result<String, OAuthError> {
+    value
+        .resolve(field, &|n| std::env::var(n).ok())
         .map_err(|e| target.error(e))
 }
 

@@ -35,7 +35,7 @@ use rmcp::transport::auth::{
 
 use super::OAuthError;
 use super::callback::Callback;
-use super::config::OAuthConfig;
+use super::config::{OAuthConfig, Setting};
 use super::dpop::{self, DpopKey, TokenEndpointClient};
 use super::net;
 use super::store::{Record, TokenStore};
@@ -77,23 +77,36 @@ pub(crate) struct Resolved {
     forms: Vec<(String, String)>,
 }
 
+/// The `${VAR}` references of `template` as written (`${NAME}`, or
+/// `${NAME:-fallback}`), in order: the guest's split, joined back.
+pub(crate) fn references(template: &crate::bindings::wit::Template) -> Vec<String> {
+    use crate::bindings::wit::TemplatePart;
+    template
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            TemplatePart::Literal(_) => None,
+            TemplatePart::Variable(v) => Some(match &v.fallback {
+                Some(fallback) => format!("${{{}:-{fallback}}}", v.name),
+                None => format!("${{{}}}", v.name),
+            }),
+        })
+        .collect()
+}
+
 /// No `${VAR}` values.
 #[cfg(test)]
 pub(crate) static NOTHING_RESOLVED: Resolved = Resolved { forms: Vec::new() };
 
 impl Resolved {
-    /// The values `values` of the references in the configured URL
-    /// `configured`, in order (as `endpoint::resolve_http` resolved them).
-    pub(crate) fn new(configured: &str, values: &[String]) -> Resolved {
-        let mut references = Vec::new();
-        let mut rest = configured;
-        while let Some(start) = rest.find("${") {
-            let Some(end) = rest[start..].find('}') else {
-                break;
-            };
-            references.push(&rest[start..start + end + 1]);
-            rest = &rest[start + end + 1..];
-        }
+    /// The values `values` of the references in the configured URL `url` (as
+    /// the guest split it), in order (as `endpoint::resolve_http` resolved them).
+    pub(crate) fn new(url: &crate::bindings::wit::Template, values: &[String]) -> Resolved {
+        Resolved::of(&references(url), values)
+    }
+
+    /// The values `values` of the references `references` (as written), in order.
+    pub(crate) fn of(references: &[String], values: &[String]) -> Resolved {
         let mut forms = Vec::new();
         for (value, reference) in values.iter().zip(references) {
             if value.is_empty() {
@@ -272,16 +285,11 @@ pub(crate) async fn from_record(
     Ok(Authorized { manager, dpop })
 }
 
-/// `${VAR}` (the whole value) from the environment, else the value itself.
-fn resolve_secret(target: &Target<'_>, value: &str) -> Result<String, OAuthError> {
-    match value.strip_prefix("${").and_then(|v| v.strip_suffix('}')) {
-        Some(var) => std::env::var(var).map_err(|_| {
-            target.error(format!(
-                "`oauth.clientSecret` refers to ${{{var}}}, which is not set in the environment"
-            ))
-        }),
-        None => Ok(value.to_owned()),
-    }
+/// The client secret with its `${VAR}` references resolved from the environment.
+fn resolve_secret(target: &Target<'_>, value: &Setting) -> Result<String, OAuthError> {
+    value
+        .resolve("oauth.clientSecret", &|n| std::env::var(n).ok())
+        .map_err(|e| target.error(e))
 }
 
 /// Runs one authorization for `target`: `challenge` is the server's
@@ -728,7 +736,8 @@ mod tests {
     fn messages_show_the_url_as_configured() {
         let configured = "https://u:${PASS}@${HOST}/a/${SEG}?key=${KEY}";
         let values = ["p@ss word", "Mcp.Example", "a b/c", "k&y=1"].map(str::to_owned);
-        let resolved = Resolved::new(configured, &values);
+        let url = crate::transport::endpoint::http_endpoint(configured, &[]).url;
+        let resolved = Resolved::new(&url, &values);
         let text = "failed for https://u:p%40ss%20word@mcp.example/a/a%20b/c?key=k&y=1 \
                     (resource=https%3A%2F%2Fmcp.example%2Fa%2Fa+b%2Fc)";
         let scrubbed = resolved.scrub(text);

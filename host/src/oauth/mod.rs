@@ -71,6 +71,7 @@ use reqwest::Url;
 use reqwest::header::{AUTHORIZATION, HeaderMap, WWW_AUTHENTICATE};
 use rmcp::transport::auth::AuthError;
 
+pub(crate) use flow::references;
 pub use store::TokenStore;
 
 use crate::Event;
@@ -126,7 +127,7 @@ pub async fn login(
     show: &(dyn Fn(&str) + Send + Sync),
     timeout: Duration,
 ) -> Result<Login, OAuthError> {
-    let (entry, url, resolved) = entry(text, server)?;
+    let (entry, url, resolved) = entry(&describe(text, server).await?, server)?;
     let target = flow::Target {
         name: server,
         configured: &entry.url,
@@ -144,7 +145,14 @@ pub async fn login(
 
 /// Forgets the tokens of `server` of the configuration `text`; whether there were any.
 pub fn logout(text: &str, server: &str, store: &TokenStore) -> Result<bool, OAuthError> {
-    let (entry, _, _) = entry(text, server)?;
+    let described = crate::describe::Describer::embedded()
+        .and_then(|guest| guest.describe_blocking("the configuration", text))
+        .map_err(|e| OAuthError {
+            server: server.to_owned(),
+            message: e.to_string(),
+        })?
+        .unwrap_or_default();
+    let (entry, _, _) = entry(&described, server)?;
     store.remove(&entry.url).map_err(|e| OAuthError {
         server: server.to_owned(),
         message: e.to_string(),
@@ -153,22 +161,48 @@ pub fn logout(text: &str, server: &str, store: &TokenStore) -> Result<bool, OAut
 
 /// Whether the store holds tokens for `server` of the configuration `text`.
 pub fn has_tokens(text: &str, server: &str, store: &TokenStore) -> bool {
-    config::remote_entries(text)
+    let described = crate::describe::Describer::embedded()
+        .and_then(|guest| guest.describe_blocking("the configuration", text));
+    let Ok(Ok(described)) = described else {
+        return false;
+    };
+    config::remote_entries(&described)
         .get(server)
         .is_some_and(|e| matches!(store.get(&e.url), Ok(Some(_))))
 }
 
+/// What the embedded guest reads in `text` (a bare instance: no runtime
+/// exists yet); text it refuses whole names no server.
+async fn describe(
+    text: &str,
+    server: &str,
+) -> Result<Vec<crate::describe::ServerDescription>, OAuthError> {
+    let error = |e: crate::Error| OAuthError {
+        server: server.to_owned(),
+        message: e.to_string(),
+    };
+    let guest = crate::describe::Describer::embedded().map_err(error)?;
+    Ok(guest
+        .describe("the configuration", text)
+        .await
+        .map_err(error)?
+        .unwrap_or_default())
+}
+
 /// The entry of `server` and its URL with `${VAR}` resolved.
-fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url, flow::Resolved), OAuthError> {
+fn entry(
+    described: &[crate::describe::ServerDescription],
+    server: &str,
+) -> Result<(RemoteEntry, Url, flow::Resolved), OAuthError> {
     let error = |message: String| OAuthError {
         server: server.to_owned(),
         message,
     };
-    let entry = config::remote_entries(text).remove(server).ok_or_else(|| {
+    let entry = config::remote_entries(described).remove(server).ok_or_else(|| {
         error("is not a remote server of this configuration (OAuth is for `http` and `sse` servers with a `url`)".to_owned())
     })?;
     let endpoint = crate::bindings::wit::HttpEndpoint {
-        url: crate::transport::endpoint::parse(&entry.url, "url").map_err(error)?,
+        url: entry.template.clone(),
         headers: Vec::new(),
     };
     let spec =
@@ -176,7 +210,7 @@ fn entry(text: &str, server: &str) -> Result<(RemoteEntry, Url, flow::Resolved),
             .map_err(error)?;
     let url = Url::parse(&spec.url)
         .map_err(|e| error(format!("`url` {:?} is not a URL: {e}", entry.url)))?;
-    let resolved = flow::Resolved::new(&entry.url, &spec.values);
+    let resolved = flow::Resolved::new(&entry.template, &spec.values);
     Ok((entry, url, resolved))
 }
 
@@ -216,9 +250,9 @@ impl std::fmt::Debug for OAuth {
 }
 
 impl OAuth {
-    /// The state for a runtime over the configuration `text`.
+    /// The state for a runtime; its configuration's remote entries come with
+    /// [`learn`](OAuth::learn) before its servers start.
     pub fn new(
-        text: &str,
         store: TokenStore,
         on_demand: bool,
         timeout: Duration,
@@ -229,20 +263,21 @@ impl OAuth {
             on_demand,
             timeout,
             events,
-            entries: Mutex::new(by_name_and_url(text)),
+            entries: Mutex::default(),
             servers: Mutex::default(),
             required: Mutex::default(),
             pending: Mutex::default(),
         }
     }
 
-    /// Takes in the remote entries of configuration text about to be applied
-    /// (a reload), so that the servers it starts get their `oauth` fields.
-    pub fn learn(&self, text: &str) {
+    /// Takes in the remote entries of a configuration about to be applied (as
+    /// the guest describes it: at a start, a restart after a trap, a reload),
+    /// so that the servers it starts get their `oauth` fields.
+    pub fn learn(&self, described: &[crate::describe::ServerDescription]) {
         self.entries
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend(by_name_and_url(text));
+            .extend(by_name_and_url(described));
     }
 
     /// Authorization URLs waiting for the user, by server.
@@ -330,7 +365,7 @@ impl OAuth {
                     name: granted.server.clone(),
                     configured: granted.configured.clone(),
                     url: granted.url.clone(),
-                    resolved: flow::Resolved::new(&granted.configured, &granted.values),
+                    resolved: flow::Resolved::of(&granted.references, &granted.values),
                     oauth,
                     manager: tokio::sync::Mutex::new(Loaded::NotYet),
                     flow: tokio::sync::Mutex::new(()),
@@ -353,8 +388,10 @@ impl OAuth {
 }
 
 /// Remote entries by name and URL as configured.
-fn by_name_and_url(text: &str) -> BTreeMap<(String, String), OAuthConfig> {
-    config::remote_entries(text)
+fn by_name_and_url(
+    described: &[crate::describe::ServerDescription],
+) -> BTreeMap<(String, String), OAuthConfig> {
+    config::remote_entries(described)
         .into_iter()
         .map(|(name, entry)| ((name, entry.url), entry.oauth))
         .collect()
@@ -1004,13 +1041,13 @@ mod tests {
     ) {
         let events = crate::runtime::Events::default();
         let seen = events.subscribe();
-        let oauth = Arc::new(OAuth::new(
-            config,
-            store,
-            false,
-            Duration::from_secs(1),
-            events,
-        ));
+        let oauth = Arc::new(OAuth::new(store, false, Duration::from_secs(1), events));
+        let described = crate::describe::Describer::embedded()
+            .unwrap()
+            .describe_blocking("test", config)
+            .unwrap()
+            .unwrap();
+        oauth.learn(&described);
         let mut state = HostState::new(
             Policy::default(),
             Default::default(),
@@ -1154,6 +1191,7 @@ mod tests {
             headers: HeaderMap::new(),
             stand_in_path: "/mcp".into(),
             values: Vec::new(),
+            references: Vec::new(),
         };
         let auth = oauth.for_grant(&granted).unwrap();
         flow::ensure_crypto_provider();

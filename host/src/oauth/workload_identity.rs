@@ -49,11 +49,12 @@ fn identity_token(target: &Target<'_>) -> Result<(String, &'static str), OAuthEr
                  (the file your platform writes the token to, or the variable that holds it)",
             ));
         }
-        (Some(path), None) => {
+        (Some(setting), None) => {
             let field = "`oauth.identityTokenFile`";
-            let mut resolved =
-                crate::transport::endpoint::interpolate(path, "oauth.identityTokenFile", &env)
-                    .map_err(|e| target.error(e))?;
+            let path = setting.configured();
+            let mut resolved = setting
+                .resolve("oauth.identityTokenFile", &env)
+                .map_err(|e| target.error(e))?;
             if let (Some(rest), Some(home)) = (resolved.strip_prefix("~/"), env("HOME")) {
                 resolved = format!("{home}/{rest}");
             }
@@ -67,7 +68,8 @@ fn identity_token(target: &Target<'_>) -> Result<(String, &'static str), OAuthEr
         }
         (None, Some(value)) => {
             let field = "`oauth.identityToken`";
-            let text = crate::transport::endpoint::interpolate(value, "oauth.identityToken", &env)
+            let text = value
+                .resolve("oauth.identityToken", &env)
                 .map_err(|e| target.error(e))?;
             (text, field)
         }
@@ -196,6 +198,7 @@ mod tests {
     use reqwest::Url;
 
     use super::*;
+    use crate::oauth::config::Setting;
 
     /// A JWT-shaped token, for these tests only (no signature is checked here).
     const JWT: &str = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.SECRETc2lnbmF0dXJl";
@@ -249,7 +252,7 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let endpoint = format!("http://127.0.0.1:{port}/token");
         let oauth = OAuthConfig {
-            identity_token: Some(JWT.to_owned()),
+            identity_token: Some(JWT.into()),
             ..OAuthConfig::default()
         };
         let remote = Url::parse("https://mcp.example.test/mcp").unwrap();
@@ -290,7 +293,7 @@ mod tests {
         let file = dir.path().join("token");
         std::fs::write(&file, format!("{JWT}\n")).unwrap();
         let oauth = OAuthConfig {
-            identity_token_file: Some(file.display().to_string()),
+            identity_token_file: Some(file.display().to_string().as_str().into()),
             scopes: vec!["mcp:read".into()],
             ..OAuthConfig::default()
         };
@@ -329,7 +332,7 @@ mod tests {
              {\"error\":\"invalid_grant\",\"error_description\":\"JWT has expired.\"}",
         );
         let oauth = OAuthConfig {
-            identity_token: Some(JWT.to_owned()),
+            identity_token: Some(JWT.into()),
             ..OAuthConfig::default()
         };
         let e = exchange(&target(&oauth, &url), "", &metadata(&endpoint))
@@ -371,7 +374,7 @@ mod tests {
             ),
             (
                 OAuthConfig {
-                    identity_token: Some("${MCPBOX_TEST_UNSET_IDENTITY_TOKEN}".into()),
+                    identity_token: Some(Setting::variable("MCPBOX_TEST_UNSET_IDENTITY_TOKEN")),
                     ..OAuthConfig::default()
                 },
                 "MCPBOX_TEST_UNSET_IDENTITY_TOKEN",

@@ -291,21 +291,9 @@ pub(crate) fn resolve(
     Ok(out)
 }
 
-/// Expands `${VAR}` and `${VAR:-default}` in configuration text the host reads
-/// itself: the `oauth` fields (`super::super::oauth`) and trust's listing
-/// (`crate::trust`), which do not come from the guest yet. Everything the guest
-/// hands over arrives as a template instead ([`resolve`]). `field` names the
-/// place in error messages; `$` not followed by `{` is kept as it is.
-pub(crate) fn interpolate(
-    text: &str,
-    field: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
-    resolve(&parse(text, field)?, field, lookup)
-}
-
-/// `text` split as the guest splits it (`guest/src/variables.rs`), for
-/// [`interpolate`] and for tests that build endpoints by hand.
+/// `text` split as the guest splits it (`guest/src/variables.rs`), for tests
+/// that build endpoints by hand: the host itself parses no `${VAR}`.
+#[cfg(test)]
 pub(crate) fn parse(text: &str, field: &str) -> Result<wit::Template, String> {
     let mut parts = Vec::new();
     let mut rest = text;
@@ -357,6 +345,15 @@ pub(crate) fn http_endpoint(url: &str, headers: &[(&str, &str)]) -> wit::HttpEnd
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `text` resolved as a template the guest split.
+    fn interpolate(
+        text: &str,
+        field: &str,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, String> {
+        resolve(&parse(text, field)?, field, lookup)
+    }
 
     fn env(name: &str) -> Option<String> {
         match name {

@@ -258,6 +258,265 @@ fn a_server_is_reconnected_from_the_dashboard_only_with_the_token_and_origin() {
     );
 }
 
+/// `POST` with a JSON body and the token, as the page sends its actions.
+const ACTION: [(&str, &str); 2] = [("Content-Type", "application/json"), AUTHORIZATION];
+
+fn act(url: &str, body: &Value) -> Value {
+    let r = http(url, "POST", &ACTION, &body.to_string());
+    assert_eq!(r.status, 200, "POST {url}: {}", r.body);
+    serde_json::from_str(&r.body).unwrap_or_else(|e| panic!("POST {url}: {e}: {}", r.body))
+}
+
+/// The dashboard's actions and the reads behind them are refused without the
+/// token, with another token, and from another site (a browser sends its Origin).
+#[test]
+fn the_dashboards_actions_are_refused_without_the_token_or_from_another_origin() {
+    let config = config(false, json!({"permissions": {"ask": ["mcp__fx__add"]}}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url);
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "hi"})), "hi");
+    let json = ("Content-Type", "application/json");
+    let actions = [
+        (
+            "POST",
+            format!("{base}/api/tools/mcp__fx__echo/call"),
+            r#"{"text":"x"}"#,
+        ),
+        (
+            "POST",
+            format!("{base}/api/approvals/1"),
+            r#"{"answer":"once"}"#,
+        ),
+        ("POST", format!("{base}/api/servers/fx/reconnect"), ""),
+        ("GET", format!("{base}/api/approvals"), ""),
+        ("GET", format!("{base}/api/timeline"), ""),
+        ("GET", format!("{base}/api/servers/fx"), ""),
+    ];
+    for (method, url, body) in &actions {
+        assert_eq!(
+            http(url, method, &[json], body).status,
+            401,
+            "{method} {url}"
+        );
+        let wrong = [json, ("Authorization", "Bearer nope")];
+        assert_eq!(
+            http(url, method, &wrong, body).status,
+            401,
+            "{method} {url}"
+        );
+        let evil = [json, AUTHORIZATION, ("Origin", "http://evil.example.com")];
+        let r = http(url, method, &evil, body);
+        assert_eq!(r.status, 403, "{method} {url}: {}", r.body);
+    }
+    // Nothing was called or answered: the only call is the one above.
+    let calls = get_json(&format!("{base}/api/calls"), &[AUTHORIZATION]);
+    assert_eq!(calls["calls"].as_array().unwrap().len(), 1, "{calls}");
+    // The page's own origin is let in.
+    let own = [json, AUTHORIZATION, ("Origin", base)];
+    let r = http(&actions[0].1, "POST", &own, actions[0].2);
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A body that is not JSON, or not the arguments object, says what it must be.
+    let r = http(&actions[0].1, "POST", &[AUTHORIZATION], actions[0].2);
+    assert_eq!(r.status, 415, "{}", r.body);
+    let r = http(&actions[0].1, "POST", &ACTION, "[1]");
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("a JSON object"), "{}", r.body);
+    let r = http(&actions[1].1, "POST", &ACTION, r#"{"answer":"maybe"}"#);
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains(r#"{"answer": "deny"}"#), "{}", r.body);
+}
+
+/// A tool called from the dashboard meets the permission rules as any call: a
+/// `deny` rule refuses it, an `ask` rule holds it until its approval is answered
+/// (once, or denied); the first answer wins, and the stream says it was answered.
+#[test]
+fn the_dashboard_calls_tools_under_the_rules_and_answers_approvals() {
+    let config = config(
+        false,
+        json!({"permissions": {"ask": ["mcp__fx__add"], "deny": ["mcp__fx__crash"]}}),
+    );
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url).to_owned();
+    let mut events = Events::open(&base, &[AUTHORIZATION]);
+    assert_eq!(events.next()["type"], "hello");
+    let tool = |name: &str| format!("{base}/api/tools/{name}/call");
+
+    let r = act(&tool("mcp__fx__echo"), &json!({"text": "from the page"}));
+    assert_eq!(r["result"]["text"], "from the page", "{r}");
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    let r = act(&tool("mcp__fx__crash"), &json!({}));
+    assert_eq!(r["error"]["kind"], "denied", "{r}");
+    let r = act(&tool("mcp__fx__echo"), &json!({"text": 3}));
+    assert_eq!(r["error"]["kind"], "invalid-arguments", "{r}");
+    let r = act(&tool("mcp__fx__nope"), &json!({}));
+    assert_eq!(r["error"]["kind"], "unknown-tool", "{r}");
+
+    // An `ask` rule holds the call until it is approved.
+    let url = tool("mcp__fx__add");
+    let held = std::thread::spawn(move || act(&url, &json!({"a": 1, "b": 2})));
+    let asked = events.until(|e| e["type"] == "approval");
+    let id = asked["approval"]["id"].as_u64().unwrap();
+    assert_eq!(asked["approval"]["tool"], "mcp__fx__add", "{asked}");
+    assert_eq!(
+        asked["approval"]["approval"]["arguments"],
+        json!({"a": 1, "b": 2})
+    );
+    let waiting = get_json(&format!("{base}/api/approvals"), &[AUTHORIZATION]);
+    assert_eq!(waiting["approvals"][0]["id"], id, "{waiting}");
+    assert!(
+        !held.is_finished(),
+        "the call did not wait for its approval"
+    );
+    let answer = format!("{base}/api/approvals/{id}");
+    assert_eq!(act(&answer, &json!({"answer": "once"}))["answered"], id);
+    let r = held.join().unwrap();
+    assert_eq!(r["result"]["text"], "3", "{r}");
+    let ended = events.until(|e| e["type"] == "approvalEnded");
+    assert_eq!(ended["id"], id);
+    // The first answer won: a second is told the approval no longer waits.
+    let r = http(&answer, "POST", &ACTION, r#"{"answer":"deny"}"#);
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.body.contains("answered already"), "{}", r.body);
+    let waiting = get_json(&format!("{base}/api/approvals"), &[AUTHORIZATION]);
+    assert_eq!(waiting["approvals"], json!([]), "{waiting}");
+
+    // Approved once means once: the next call asks again, and a denial refuses it.
+    let url = tool("mcp__fx__add");
+    let held = std::thread::spawn(move || act(&url, &json!({"a": 2, "b": 2})));
+    let asked = events.until(|e| e["type"] == "approval");
+    let id = asked["approval"]["id"].as_u64().unwrap();
+    act(
+        &format!("{base}/api/approvals/{id}"),
+        &json!({"answer": "deny"}),
+    );
+    let r = held.join().unwrap();
+    assert_eq!(r["error"]["kind"], "denied", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("was not approved"),
+        "{r}"
+    );
+}
+
+/// A client of `/mcp` asked to approve a call (a 2026-07-28 client gets
+/// `input_required`) is not the only one who may answer: the dashboard is
+/// offered the same approval, and when it answers first the client's retry gets
+/// the call's answer; when the client answers first, the page sees it go.
+#[test]
+fn the_dashboard_answers_the_approvals_of_the_gateways_clients() {
+    let config = config(false, json!({"permissions": {"ask": ["mcp__fx__add"]}}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url).to_owned();
+    assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "up"})), "up");
+    let mut events = Events::open(&base, &[AUTHORIZATION]);
+    assert_eq!(events.next()["type"], "hello");
+    let mut meta = crate::gateway::meta();
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({"elicitation": {}});
+    let body = |id: u64, retry: Option<&str>| {
+        let mut params = json!({"name": "fx__add", "arguments": {"a": 20, "b": 22}, "_meta": meta});
+        if let Some(state) = retry {
+            params["requestState"] = json!(state);
+            params["inputResponses"] = json!({});
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    };
+    let post = |body: String| {
+        let r = http(&gateway.url, "POST", &mcp_headers("fx__add"), &body);
+        assert_eq!(r.status, 200, "{}", r.body);
+        r.messages()[0]["result"].clone()
+    };
+
+    let asked = post(body(1, None));
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let offered = events.until(|e| e["type"] == "approval");
+    let id = offered["approval"]["id"].as_u64().unwrap();
+    assert_eq!(offered["approval"]["tool"], "mcp__fx__add", "{offered}");
+    assert_eq!(
+        offered["approval"]["approval"]["arguments"],
+        json!({"a": 20, "b": 22})
+    );
+    let waiting = get_json(&format!("{base}/api/approvals"), &[AUTHORIZATION]);
+    assert_eq!(waiting["approvals"][0]["id"], id, "{waiting}");
+    act(
+        &format!("{base}/api/approvals/{id}"),
+        &json!({"answer": "once"}),
+    );
+    events.until(|e| e["type"] == "approvalEnded" && e["id"] == id);
+    let result = post(body(2, Some(&state)));
+    assert_eq!(text(&result), "42", "{result}");
+
+    // The client answers first: the page's question goes.
+    let asked = post(body(3, None));
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let id = events.until(|e| e["type"] == "approval")["approval"]["id"].clone();
+    let mut retry: Value = serde_json::from_str(&body(4, Some(&state))).unwrap();
+    retry["params"]["inputResponses"] = json!({"approve": {"action": "accept"}});
+    let r = http(
+        &gateway.url,
+        "POST",
+        &mcp_headers("fx__add"),
+        &retry.to_string(),
+    );
+    assert_eq!(text(&r.messages()[0]["result"]), "42", "{}", r.body);
+    events.until(|e| e["type"] == "approvalEnded" && e["id"] == id);
+    let r = http(
+        &format!("{base}/api/approvals/{id}"),
+        "POST",
+        &ACTION,
+        r#"{"answer":"once"}"#,
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+}
+
+/// A server's log messages and stderr, and its calls second by second for the
+/// chart, are kept for a page that opens later.
+#[test]
+fn the_dashboard_keeps_each_servers_log_and_calls_over_time() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url);
+    assert_eq!(
+        call(&gateway.url, "fx__log", json!({"text": "a line to keep"})),
+        "logged"
+    );
+    for i in 0..5 {
+        assert_eq!(
+            call(&gateway.url, "fx__echo", json!({"text": i.to_string()})),
+            i.to_string()
+        );
+    }
+    let detail = get_json(&format!("{base}/api/servers/fx"), &[AUTHORIZATION]);
+    let log = detail["log"].as_array().unwrap();
+    assert!(
+        log.iter().any(|l| l["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("a line to keep")
+            && l["level"] == "info"),
+        "{detail}"
+    );
+    let stderr = detail["stderrTail"].as_array().unwrap();
+    assert!(stderr.iter().any(|l| l == "a line to keep"), "{detail}");
+    let timeline = get_json(&format!("{base}/api/timeline"), &[AUTHORIZATION]);
+    assert_eq!(timeline["seconds"], 300);
+    assert_eq!(timeline["bucketsMs"].as_array().unwrap().len(), 15);
+    let seconds = timeline["servers"]["fx"].as_array().unwrap();
+    let calls: u64 = seconds.iter().map(|s| s["calls"].as_u64().unwrap()).sum();
+    assert_eq!(calls, 6, "{timeline}");
+    for s in seconds {
+        let in_buckets: u64 = s["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap())
+            .sum();
+        assert_eq!(in_buckets, s["calls"].as_u64().unwrap(), "{s}");
+    }
+}
+
 #[test]
 fn the_dashboard_and_metrics_obey_the_http_safety_rules() {
     let config = config(false, json!({}));
@@ -587,7 +846,7 @@ impl Drop for Gate {
 }
 
 #[test]
-fn the_page_shows_servers_connect_calls_and_crashes_live_in_a_browser() {
+fn the_page_shows_servers_calls_approvals_logs_and_crashes_live_in_a_browser() {
     let Some(chromium) = chromium() else { return };
     let gate = Gate::new("slow");
     // `read` is the shell's own: the server entry's environment has no PATH to rely on.
@@ -596,10 +855,13 @@ fn the_page_shows_servers_connect_calls_and_crashes_live_in_a_browser() {
         gate.0.display(),
         crate::fixture()
     );
-    let config = ConfigFile::new(&json!({"mcpServers": {
-        "fx": {"command": crate::fixture(), "args": []},
-        "slow": {"command": "/bin/sh", "args": ["-c", script], "startupTimeoutMs": 120_000},
-    }}));
+    let config = ConfigFile::new(&json!({
+        "mcpServers": {
+            "fx": {"command": crate::fixture(), "args": []},
+            "slow": {"command": "/bin/sh", "args": ["-c", script], "startupTimeoutMs": 120_000},
+        },
+        "permissions": {"ask": ["mcp__fx__add"]},
+    }));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let shots = screenshots_dir();
     let mut node = Command::new("node");
@@ -621,4 +883,10 @@ fn the_page_shows_servers_connect_calls_and_crashes_live_in_a_browser() {
         );
     }
     eprintln!("dashboard screenshots: {}", shots.display());
+    // docs/gateway.md shows the page as this run saw it, with an approval waiting.
+    if std::env::var_os("MCPBOX_BLESS").is_some() {
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/dashboard.png");
+        std::fs::copy(shots.join("dashboard.png"), &docs).expect("copy the screenshot to docs/");
+        eprintln!("wrote {}", docs.display());
+    }
 }
