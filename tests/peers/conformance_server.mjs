@@ -14,7 +14,8 @@
 // template `test://template/{id}/data`), prompts (`test_simple_prompt`,
 // `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
 // `test_prompt_with_image`) and completions the resources-*, prompts-* and
-// completion-complete scenarios ask for. No resource subscriptions: mcpbox does not
+// completion-complete scenarios ask for, and a catalog of two skills (the SDK's skills
+// extension) for the sep-2640-skills-* scenarios. No resource subscriptions: mcpbox does not
 // pass them through yet, so resources-subscribe fails here directly too.
 
 import { createServer } from 'node:http';
@@ -28,6 +29,7 @@ import {
     fromJsonSchema,
     inputRequired
 } from '@modelcontextprotocol/server';
+import { SkillsExtension, memorySkillFiles } from '@modelcontextprotocol/server/ext/skills';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import * as z from 'zod';
 
@@ -74,6 +76,20 @@ async function elicit(ctx, params, finish) {
     return finish(await ctx.mcpReq.elicitInput(params));
 }
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// The skills the sep-2640-skills-* scenarios list, get and read, each with a
+// supporting file in a subdirectory (the directory scenario descends into the
+// first skill's), served under `skill://` by the SDK's catalog.
+const skills = await SkillsExtension.load(
+    memorySkillFiles({
+        'pdf-processing/SKILL.md':
+            '---\nname: pdf-processing\ndescription: Extract text and tables from PDF files.\n---\n\nRead references/FORMS.md for forms.\n',
+        'pdf-processing/references/FORMS.md': '# Forms\n\nFill each field in order.\n',
+        'code-review/SKILL.md': '---\nname: code-review\ndescription: Review a change for bugs and style.\n---\n\nRead the diff first.\n',
+        'code-review/references/STYLE.md': '# Style\n\nName things for what they do.\n'
+    }),
+    { strict: true }
+);
 
 function build() {
     const server = new McpServer(
@@ -304,6 +320,7 @@ function build() {
             { role: 'user', content: { type: 'text', text: 'Please analyze the image above.' } }
         ]
     }));
+    skills.attach(server);
     return server;
 }
 

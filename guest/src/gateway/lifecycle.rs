@@ -162,10 +162,18 @@ pub fn check_stateless(
         }
         _ => {}
     }
+    // Only these name what they are about in `Mcp-Name` (SEP-2243); `skills/get`
+    // has a `uri` and no such header.
+    let named = [
+        methods::TOOLS_CALL,
+        methods::RESOURCES_READ,
+        methods::PROMPTS_GET,
+    ];
     let name = params
         .get("name")
         .or_else(|| params.get("uri"))
-        .and_then(Value::as_str);
+        .and_then(Value::as_str)
+        .filter(|_| named.contains(&method));
     match (header(headers, "mcp-name"), name) {
         (Some(h), name) if name != Some(h) => {
             return Err(mismatch(format!(
@@ -222,7 +230,9 @@ pub fn initialize_result(version: &str) -> Value {
             "logging": {},
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
-            "completions": {}
+            "completions": {},
+            // Skills pass through as resources do (see resources.rs).
+            "extensions": {"io.modelcontextprotocol/skills": {}}
         },
         "serverInfo": server_info(),
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
@@ -245,7 +255,8 @@ pub fn discover_result() -> Value {
             "tools": {"listChanged": true},
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
-            "completions": {}
+            "completions": {},
+            "extensions": {"io.modelcontextprotocol/skills": {}}
         },
         // The gateway's capabilities never change while it runs; the answer is
         // the same for every client.

@@ -31,7 +31,7 @@
 //! | `tasks` | task-augmented `tools/call` (2025-11-25): the gateway's tasks, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` |
 //! | `subscriptions` | list changes (tools, resources, prompts) and resource subscriptions: `notifications/*/list_changed`, `resources/subscribe` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
-//! | `resources` | resources, prompts and completions of every server, aggregated and passed through |
+//! | `resources` | resources, prompts, completions and skills of every server, aggregated and passed through |
 //!
 //! # Exchanges and their end
 //!
@@ -367,6 +367,9 @@ pub struct Gateway {
     requests: BTreeMap<u64, resources::DownRequest>,
     /// Which server listed each resource template served, for completions.
     template_servers: BTreeMap<String, String>,
+    /// Which server listed each skill served (by `SKILL.md` URI), for
+    /// `skills/get`.
+    skill_servers: BTreeMap<String, String>,
     /// Served prompt name → (server, the prompt's own name), from the lists
     /// served.
     served_prompts: BTreeMap<String, (String, String)>,

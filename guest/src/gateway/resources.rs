@@ -1,6 +1,7 @@
-//! Resources, prompts and completions, aggregated from every upstream server and
-//! passed through (`resources/list`, `resources/templates/list`,
-//! `resources/read`, `prompts/list`, `prompts/get`, `completion/complete`).
+//! Resources, prompts, completions and skills, aggregated from every upstream
+//! server and passed through (`resources/list`, `resources/templates/list`,
+//! `resources/read`, `prompts/list`, `prompts/get`, `completion/complete`,
+//! `skills/list`, `skills/get`).
 //!
 //! # Names
 //!
@@ -17,6 +18,14 @@
 //!   `{server}__{prompt}`, and otherwise, with `conditional`, asked of every
 //!   server offering prompts: the first in configuration order that has it
 //!   answers.
+//! - **Skills keep their URIs**, as resources do (`skill://…/SKILL.md` is a
+//!   resource URI, and a skill's files are read with `resources/read`, which
+//!   goes to the first server that has the URI). `skills/list` holds every
+//!   server's skills, paged as the other lists; `skills/get` goes to the
+//!   server that listed the URI (known from the lists served), else to every
+//!   server offering skills, the first that has it answering; a URI no server
+//!   serves is `-32602`. The gateway checks no digest: entries and files pass
+//!   through unchanged, for the client to verify.
 //! - **Completions** follow their reference: a `ref/prompt` by its served name,
 //!   a `ref/resource` by the server that listed the template (known from the last
 //!   `resources/templates/list` served), else the first server offering
@@ -55,8 +64,8 @@ pub(super) struct DownRequest {
 
 impl Gateway {
     /// `resources/list`, `resources/templates/list`, `resources/read`,
-    /// `prompts/list`, `prompts/get`, `completion/complete`; false when `method`
-    /// is none of them.
+    /// `prompts/list`, `prompts/get`, `completion/complete`, `skills/list`,
+    /// `skills/get`; false when `method` is none of them.
     pub(super) fn beyond_tools<P: Platform>(
         &mut self,
         m: &mut Manager<P>,
@@ -74,6 +83,8 @@ impl Gateway {
             methods::COMPLETION_COMPLETE,
             methods::RESOURCES_SUBSCRIBE,
             methods::RESOURCES_UNSUBSCRIBE,
+            methods::SKILLS_LIST,
+            methods::SKILLS_GET,
         ];
         if !known.contains(&method) {
             return false;
@@ -88,6 +99,7 @@ impl Gateway {
             methods::RESOURCES_LIST,
             methods::RESOURCES_TEMPLATES_LIST,
             methods::PROMPTS_LIST,
+            methods::SKILLS_LIST,
         ];
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
@@ -142,6 +154,30 @@ impl Gateway {
                 }
             },
             methods::PROMPTS_LIST => (methods::PROMPTS_LIST, None, Request::ListPrompts),
+            methods::SKILLS_LIST => (methods::SKILLS_LIST, None, Request::ListSkills),
+            methods::SKILLS_GET => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                    self.answer(
+                        origin,
+                        Err(invalid("skills/get needs a `uri` string".into())),
+                    );
+                    return true;
+                };
+                if !m
+                    .servers()
+                    .iter()
+                    .any(|s| m.offers(&s.name).is_some_and(|o| o.skills))
+                {
+                    let why = format!("no server serves skill {uri}");
+                    self.answer(origin, Err(invalid(why)));
+                    return true;
+                }
+                (
+                    methods::SKILLS_GET,
+                    self.skill_servers.get(uri).cloned(),
+                    Request::GetSkill { uri: uri.into() },
+                )
+            }
             methods::PROMPTS_GET => {
                 let name = params
                     .get("name")
@@ -236,6 +272,8 @@ impl Gateway {
                 self.served_page("resourceTemplates", &result.content, "uriTemplate", start)
             }
             methods::PROMPTS_LIST => self.served_page("prompts", &result.content, "name", start),
+            methods::SKILLS_LIST => self.served_page("skills", &result.content, "skill", start),
+            methods::SKILLS_GET => format!(r#"{{"skill":{}}}"#, result.content),
             methods::RESOURCES_READ => format!(r#"{{"contents":{}}}"#, result.content),
             // Only the prompt: the upstream's `resultType` and `_meta` are its
             // own era's and its own server's, not the gateway's.
@@ -282,7 +320,8 @@ impl Gateway {
 
     /// A merged list as served: mcpbox's `server` and `registryName` fields
     /// taken off; a prompt renamed `{server}__{prompt}`; a template's server
-    /// remembered for completions (`key` says which field to act on).
+    /// remembered for completions, a skill's for `skills/get` (`key` says
+    /// which field to act on).
     fn served_items(&mut self, content: &str, key: &str) -> String {
         let items: Vec<Map<String, Value>> = serde_json::from_str(content).unwrap_or_default();
         let own = |item: &Map<String, Value>| {
@@ -319,6 +358,11 @@ impl Gateway {
                 "uriTemplate" => {
                     if let Some(t) = item.get("uriTemplate").and_then(Value::as_str) {
                         self.template_servers.insert(t.to_string(), server);
+                    }
+                }
+                "skill" => {
+                    if let Some(uri) = item.get("uri").and_then(Value::as_str) {
+                        self.skill_servers.insert(uri.to_string(), server);
                     }
                 }
                 _ => {}

@@ -107,8 +107,14 @@ impl Rig {
                 value: value.as_str().unwrap_or_default().into(),
             };
             headers.push(pair("Mcp-Method", &message["method"]));
-            if message["params"]["name"].is_string() {
-                headers.push(pair("Mcp-Name", &message["params"]["name"]));
+            match message["method"].as_str() {
+                Some("tools/call" | "prompts/get") => {
+                    headers.push(pair("Mcp-Name", &message["params"]["name"]));
+                }
+                Some("resources/read") => {
+                    headers.push(pair("Mcp-Name", &message["params"]["uri"]));
+                }
+                _ => {}
             }
         }
         self.g.receive(
@@ -2233,4 +2239,200 @@ fn a_tool_that_requires_a_task_upstream_serves_plain_calls_and_tasks() {
         task_statuses(&rig, s).into_iter().map(|(_, m)| m).collect();
     assert!(messages.contains(&Some("Gathering".into())), "{messages:?}");
     assert_eq!(task_statuses(&rig, s).last().unwrap().0, "completed");
+}
+
+/// A 2025 upstream serving skills (the skills extension): `skills/list` one
+/// skill a page, `skills/get` of its own (`-32602` for any other URI), and
+/// `resources/read` of their `SKILL.md` (`-32002` for any other URI).
+struct SkillServer {
+    inner: McpServer,
+    skills: Vec<&'static str>,
+}
+
+fn skill_uri(name: &str) -> String {
+    format!("skill://{name}/SKILL.md")
+}
+
+fn skill_md(name: &str) -> String {
+    format!("---\nname: {name}\ndescription: the {name} skill\n---\nDo {name}.\n")
+}
+
+fn skill_entry(name: &str) -> Value {
+    let uri = skill_uri(name);
+    let size = skill_md(name).len();
+    json!({"uri": uri, "frontmatter": {"name": name, "description": format!("the {name} skill")},
+           "resources": [{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}]})
+}
+
+impl SkillServer {
+    fn serving(skills: &[&'static str]) -> SkillServer {
+        SkillServer {
+            inner: McpServer::with_tools(&["x"]),
+            skills: skills.to_vec(),
+        }
+    }
+
+    fn own(&self, uri: &str) -> Option<&'static str> {
+        self.skills.iter().copied().find(|s| skill_uri(s) == uri)
+    }
+}
+
+impl Behaviour for SkillServer {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        let error = |code: i64, message: String| json!({"jsonrpc": "2.0", "id": m["id"], "error": {"code": code, "message": message}});
+        let uri = m["params"]["uri"].as_str().unwrap_or_default();
+        match m["method"].as_str() {
+            Some("initialize") => out.reply(
+                0,
+                &m["id"],
+                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "skills", "version": "1"},
+                       "capabilities": {"tools": {}, "resources": {},
+                                        "extensions": {"io.modelcontextprotocol/skills": {}}}}),
+            ),
+            Some("skills/list") => {
+                let start: usize = m["params"]["cursor"]
+                    .as_str()
+                    .and_then(|c| c.parse().ok())
+                    .unwrap_or(0);
+                let items: Vec<Value> = self
+                    .skills
+                    .iter()
+                    .skip(start)
+                    .take(1)
+                    .map(|s| skill_entry(s))
+                    .collect();
+                let mut result = json!({"skills": items});
+                if start + 1 < self.skills.len() {
+                    result["nextCursor"] = json!((start + 1).to_string());
+                }
+                out.reply(0, &m["id"], result);
+            }
+            Some("skills/get") => match self.own(uri) {
+                Some(s) => out.reply(0, &m["id"], json!({"skill": skill_entry(s)})),
+                None => out.later(0, error(-32602, format!("no skill {uri}"))),
+            },
+            Some("resources/read") => match self.own(uri) {
+                Some(s) => out.reply(
+                    0,
+                    &m["id"],
+                    json!({"contents": [{"uri": uri, "mimeType": "text/markdown", "text": skill_md(s)}]}),
+                ),
+                None => out.later(0, error(-32002, format!("no resource {uri}"))),
+            },
+            _ => self.inner.on_message(m, out),
+        }
+    }
+}
+
+/// Skills pass through as resources do: every server's skills in one list,
+/// served in pages, URIs kept; `skills/get` answered by the server that has
+/// the skill (asked alone once a list named it), `-32602` for a URI none has;
+/// a skill's `SKILL.md` read with `resources/read`; the extension declared in
+/// both eras, with the 2026-07-28 caching hints on its results.
+#[test]
+fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_them() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || SkillServer::serving(&["alpha", "beta"]));
+    p.serve("b", || SkillServer::serving(&["gamma"]));
+    let options = ServeOptions {
+        page_size: 2,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["a", "b"], "", options);
+    rig.settle();
+    let skills = json!({"io.modelcontextprotocol/skills": {}});
+    assert_eq!(
+        lifecycle::initialize_result("2025-11-25")["capabilities"]["extensions"],
+        skills
+    );
+    let s = rig.initialize(json!({}));
+    let sent = |rig: &Rig, server: &str| {
+        rig.m
+            .platform()
+            .sim(server)
+            .borrow()
+            .sent("skills/get")
+            .len()
+    };
+
+    // Before any list, a get asks every server offering skills.
+    let get = |id: i64, uri: &str| json!({"jsonrpc": "2.0", "id": id, "method": "skills/get", "params": {"uri": uri}});
+    let (r, _) = rig.request(Some(s), get(1, &skill_uri("alpha")));
+    assert_eq!(r["result"]["skill"], skill_entry("alpha"), "{r}");
+    assert_eq!((sent(&rig, "a"), sent(&rig, "b")), (1, 1));
+
+    let mut uris = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let (r, _) = rig.request(
+            Some(s),
+            json!({"jsonrpc": "2.0", "id": 10 + pages, "method": "skills/list", "params": params}),
+        );
+        pages += 1;
+        let items = r["result"]["skills"].as_array().expect("skills").clone();
+        assert!(items.len() <= 2, "{r}");
+        for item in &items {
+            assert_eq!(item.get("server"), None, "{item}");
+        }
+        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
+        match r["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+        assert!(pages < 10, "the cursor never ends");
+    }
+    assert_eq!(pages, 2);
+    assert_eq!(
+        uris,
+        [skill_uri("alpha"), skill_uri("beta"), skill_uri("gamma")]
+    );
+
+    // Listed: the get goes to the server that listed it, alone.
+    let (r, _) = rig.request(Some(s), get(2, &skill_uri("gamma")));
+    assert_eq!(r["result"]["skill"], skill_entry("gamma"), "{r}");
+    assert_eq!((sent(&rig, "a"), sent(&rig, "b")), (1, 2));
+
+    // A URI no server serves, and no URI at all: invalid params.
+    let (r, _) = rig.request(Some(s), get(3, "skill://nowhere/SKILL.md"));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "skills/get", "params": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
+    // The skill's files are resources.
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": skill_uri("gamma")}}),
+    );
+    assert_eq!(r["result"]["contents"][0]["text"], skill_md("gamma"), "{r}");
+
+    // 2026-07-28: declared in discover; results carry caching hints.
+    let meta = stateless_meta(json!({}));
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "server/discover", "params": {"_meta": meta}}),
+    );
+    assert_eq!(r["result"]["capabilities"]["extensions"], skills, "{r}");
+    for (id, method, params) in [
+        (7, "skills/list", json!({"_meta": meta})),
+        (
+            8,
+            "skills/get",
+            json!({"uri": skill_uri("beta"), "_meta": meta}),
+        ),
+    ] {
+        let (r, _) = rig.request(
+            None,
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        assert_eq!(r["result"]["ttlMs"], 0, "{r}");
+        assert_eq!(r["result"]["cacheScope"], "private", "{r}");
+    }
 }

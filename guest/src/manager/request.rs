@@ -21,7 +21,9 @@
 //!   URI` works without knowing the server, and a URI two servers have is read
 //!   from the first); when none has it, the error names each server's answer;
 //! - a prompt with no server is got as a read is: from the first server that
-//!   has it (the gateway, serving names without a server, needs it);
+//!   has it (the gateway, serving names without a server, needs it); so is a
+//!   skill's entry (`skills/get`), and when no server has it the request's
+//!   arguments are wrong (the extension's `-32602`);
 //! - a subscribe (unsubscribe) with no server goes to every connected server
 //!   that declared `resources.subscribe`, and holds when one of them took it;
 //! - completions and log levels need their server.
@@ -32,7 +34,7 @@
 //! A read's result passes [`crate::output::limit_contents`]: contents past
 //! the output limit go to host files, as large tool results do.
 
-use super::prompts::merge_prompt;
+use super::prompts::{merge_prompt, merge_skill};
 use super::resources::{merge_subscription, template_problem};
 use super::*;
 use crate::client::Request;
@@ -114,6 +116,7 @@ impl<P: Platform> Manager<P> {
                         request,
                         Request::ReadResource { .. }
                             | Request::GetPrompt { .. }
+                            | Request::GetSkill { .. }
                             | Request::Subscribe { .. }
                             | Request::Unsubscribe { .. }
                     )
@@ -285,6 +288,7 @@ impl<P: Platform> Manager<P> {
                 return merge_subscription(label, uri, answers);
             }
             Request::GetPrompt { name, .. } => return merge_prompt(name, answers),
+            Request::GetSkill { uri } => return merge_skill(uri, answers),
             Request::ReadResource { uri } => return self.merge_read(call, uri, answers),
             _ => {}
         }
