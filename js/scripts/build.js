@@ -18,12 +18,13 @@
 //
 // With --with-test-binaries it also builds what the tests and the benchmark run
 // against, the fixture server and the wasmtime host's CLI (`mcpbox`), and records
-// their paths in js/gen/test-binaries.json. It asks for them as scripts/test does
-// (`cargo build --workspace --bin mcpbox`, then `cargo test --workspace --no-run`,
-// which builds the fixture server for the integration tests), so that after
-// scripts/test this is a no-op: another package selection would resolve features
-// differently and rebuild wasmtime's dependents (tests/Cargo.toml says how the two
-// commands are kept resolving alike).
+// their paths in js/gen/test-binaries.json. It asks for them with
+// `cargo build --workspace --bin mcpbox`, then `cargo test --workspace --no-run`
+// (which builds the fixture server for the integration tests): after scripts/test,
+// which builds the same in one `cargo build --workspace --bin mcpbox --tests`, both
+// are no-ops. Another package selection would resolve features differently and
+// rebuild wasmtime's dependents (tests/Cargo.toml says how these commands are kept
+// resolving alike).
 //
 // Usage: node scripts/build.js [--with-test-binaries]
 
