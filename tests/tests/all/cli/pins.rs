@@ -44,9 +44,13 @@ fn listed(cfg: &Path, config_dir: &Path) -> bool {
         .any(|t| t["name"] == "mcp__fx__echo")
 }
 
-/// The `toolChanged` events `servers --watch --json` prints until its server is connected.
+/// The `toolChanged` events `servers --watch --json` prints until its server is
+/// connected, and in the moment after: the guest reports a changed tool when it
+/// compares the server's list with its pins, which may come in the turn after
+/// the one that reports the server connected.
 fn watched_changes(cfg: &Path, config_dir: &Path) -> Vec<Value> {
     use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
     let mut child = ChildGuard::spawn(
         mcpbox_command()
             .env("MCPBOX_CONFIG_DIR", config_dir)
@@ -58,15 +62,32 @@ fn watched_changes(cfg: &Path, config_dir: &Path) -> Vec<Value> {
             .stderr(Stdio::null()),
     )
     .kill_after(WATCHDOG);
+    let stdout = child.stdout.take().unwrap();
+    let (lines, events) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut changes = Vec::new();
-    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-        let Ok(event) = serde_json::from_str::<Value>(&line.unwrap()) else {
+    let mut connected_at: Option<Instant> = None;
+    loop {
+        let line = match connected_at {
+            None => events.recv().ok(),
+            Some(at) => events
+                .recv_timeout(Duration::from_secs(1).saturating_sub(at.elapsed()))
+                .ok(),
+        };
+        let Some(line) = line else { break };
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
             continue; // The snapshot before the events.
         };
         if event["event"] == "toolChanged" {
             changes.push(event);
         } else if event["event"] == "status" && event["server"]["state"] == "connected" {
-            break;
+            connected_at.get_or_insert_with(Instant::now);
         }
     }
     let _ = child.kill();
