@@ -647,12 +647,7 @@ impl Runtime {
         } else {
             None
         };
-        // The driver thread's poll: connections register their pipes with it
-        // from the first server's start on.
-        let (waiter, readiness) = crate::transport::readiness::Readiness::new()
-            .map_err(|e| Error::Guest(format!("the driver's poll could not be made: {e}")))?;
-        let readiness = Arc::new(readiness);
-        let wake = Arc::new(Wake::new(readiness.clone()));
+        let wake = Arc::new(Wake::default());
         let diagnostics = DiagnosticsMap::default();
         let events_tx = Events::default();
         let oauth = Arc::new(OAuth::new(
@@ -725,18 +720,11 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
-            (waiter, readiness),
+            subreaper,
         )
-        .with_subreaper(subreaper)
         .with_audit(started.audit)
         .with_monitor(monitor.clone());
-        // Its own thread, waiting on the pipes itself; inside the embedder's
-        // runtime for what runs there (see `crate::driver`).
-        let tokio = tokio::runtime::Handle::current();
-        std::thread::Builder::new()
-            .name("mcpbox-driver".into())
-            .spawn(move || tokio.block_on(driver.run()))
-            .map_err(|e| Error::Guest(format!("the driver's thread could not start: {e}")))?;
+        tokio::spawn(driver.run());
 
         let runtime = Runtime {
             inner: Arc::new(Inner {
