@@ -809,7 +809,7 @@ mod tests {
             format!("102030405.{tag}"),
             format!("+102030406.{tag}"),
             format!("0102030406.{tag}"),
-            id.to_uppercase().replacen('.', ".", 1),
+            id.to_uppercase(),
             format!("{id}0"),
             id[..id.len() - 2].to_string(),
             "mcpbox1.eyJ9".into(),
