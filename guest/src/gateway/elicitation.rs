@@ -147,7 +147,7 @@ fn approval_message(a: &Approval) -> String {
 }
 
 /// Reads an `ElicitResult`.
-fn answer_of(result: &Value) -> InputAnswer {
+pub(super) fn answer_of(result: &Value) -> InputAnswer {
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => InputAnswer::Accept(
             result

@@ -28,7 +28,7 @@
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
 //! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create`, or `input_required` |
 //! | [`sampling`] | an upstream `sampling/createMessage` forwarded to a client that declared `sampling`, its result passed back |
-//! | `tasks` | task-augmented `tools/call` (2025-11-25): the gateway's tasks, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` |
+//! | `tasks` | the gateway's tasks: task-augmented `tools/call` (2025-11-25: `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) and the `io.modelcontextprotocol/tasks` extension (2026-07-28: `tasks/get`, `tasks/update`, `tasks/cancel`) |
 //! | `subscriptions` | list changes (tools, resources, prompts) and resource subscriptions: `notifications/*/list_changed`, `resources/subscribe` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
 //! | `resources` | resources, prompts, completions and skills of every server, aggregated and passed through |
@@ -773,6 +773,7 @@ impl Gateway {
             match event {
                 Event::InputRequested(r) if self.owns_input(&r) => inputs.push(r),
                 Event::InputWithdrawn(id) if self.withdraw_input(id) => {}
+                Event::InputWithdrawn(id) if self.task_input_withdrawn(m, id) => {}
                 Event::TaskStatus(_, ref s) if self.upstream_task_status(m, s) => {}
                 Event::ResourceUpdated(u) => {
                     if self.serving {
@@ -1011,6 +1012,9 @@ impl Gateway {
                 ));
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
+            other if tasks::is_extension_method(other) => {
+                self.extension_task_request(m, origin, other, &params)
+            }
             other if self.beyond_tools(m, &origin, other, &params) => {}
             _ => self.answer(
                 &origin,
