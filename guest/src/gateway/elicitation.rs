@@ -540,6 +540,8 @@ impl Gateway {
                 if progress_token.is_some() {
                     c.progress_token = progress_token;
                 }
+                // The answered call may still become a task of its client.
+                Gateway::arm_task_after(m, c);
                 let queued = core::mem::take(&mut c.queued);
                 if !queued.is_empty() {
                     self.inputs_requested(m, queued);

@@ -337,6 +337,9 @@ struct DownCall {
     queued: Vec<InputRequest>,
     /// The downstream task it runs (see `tasks`): its answer goes there.
     task: Option<String>,
+    /// When a 2026-07-28 client that takes tasks gets one in place of the
+    /// result, should the call still run (see `tasks`).
+    task_after: Option<u64>,
 }
 
 /// The server side of one guest instance.
@@ -806,6 +809,7 @@ impl Gateway {
                 self.release_held(m);
             }
             self.pump(m);
+            self.promote_due(m);
             if m.tools_generation() != self.served.seen_generation {
                 self.tools_changed(m);
             }

@@ -40,10 +40,14 @@
 //!
 //! - Task creation is the gateway's choice: a `tools/call` from such a request
 //!   of a tool whose server runs it as a task (`execution.taskSupport` not
-//!   `forbidden`) is answered at once with a flat `CreateTaskResult`
-//!   (`resultType: "task"`, `taskId`, `status`, `ttlMs`, `pollIntervalMs`); a
-//!   `task` member in the request is not read. Without the extension the call
-//!   is answered plainly, a `required` one too (the gateway polls upstream on the
+//!   `forbidden`, which only a 2025-11-25 server says) is answered at once with
+//!   a flat `CreateTaskResult` (`resultType: "task"`, `taskId`, `status`,
+//!   `ttlMs`, `pollIntervalMs`); any other call that is still running after
+//!   [`TASK_AFTER_MS`] is answered with one then, in place of its result (a
+//!   quick call gets its result, and a call that asks for input first gets its
+//!   `input_required` round, the timer starting again with the retry). A `task`
+//!   member in the request is not read. Without the extension the call is
+//!   answered plainly, a `required` one too (the gateway polls upstream on the
 //!   client's behalf, so it can answer without a task).
 //! - `tasks/get` answers the task with what it ended with inlined: `result`
 //!   when `completed` (a tool result with `isError` included), `error` when
@@ -93,6 +97,9 @@ pub const DEFAULT_TTL_MS: u64 = 300_000;
 pub const MAX_TTL_MS: u64 = 3_600_000;
 /// The poll interval suggested to clients.
 pub const POLL_INTERVAL_MS: u64 = 1000;
+/// How long a 2026-07-28 call of a client that takes tasks runs before it is
+/// answered with a task in place of its result (an unsolicited task handle).
+pub const TASK_AFTER_MS: u64 = 500;
 /// The most tasks one session keeps.
 pub const MAX_TASKS_PER_SESSION: usize = 256;
 /// The most tasks the 2026-07-28 clients of one profile keep together (they
@@ -352,13 +359,10 @@ impl Gateway {
         }
         let owner = Owner::of(origin);
         let limit = owner.limit();
-        let (count, running) = self
-            .tasks
-            .open
-            .values()
-            .filter(|t| t.owner == owner)
-            .fold((0, 0), |(n, r), t| (n + 1, r + usize::from(!t.terminal())));
-        if count >= limit && running >= limit {
+        if !self.full(&owner) {
+            return Ok(());
+        }
+        {
             let who = if owner.extension() {
                 "the clients of this endpoint run"
             } else {
@@ -372,7 +376,60 @@ impl Gateway {
                 ),
             ));
         }
-        Ok(())
+    }
+
+    /// Whether `owner` keeps as many tasks as it may, all of them running.
+    fn full(&self, owner: &Owner) -> bool {
+        let (count, running) = self
+            .tasks
+            .open
+            .values()
+            .filter(|t| t.owner == *owner)
+            .fold((0, 0), |(n, r), t| (n + 1, r + usize::from(!t.terminal())));
+        count >= owner.limit() && running >= owner.limit()
+    }
+
+    /// Arms the timer of a 2026-07-28 call whose client takes tasks: past
+    /// [`TASK_AFTER_MS`] it is answered with a task ([`Gateway::promote_due`]).
+    pub(super) fn arm_task_after<P: Platform>(m: &mut Manager<P>, down: &mut DownCall) {
+        let takes_tasks = down
+            .origin
+            .stateless
+            .as_ref()
+            .is_some_and(|meta| meta.tasks);
+        if takes_tasks && down.task.is_none() && down.origin.exchange.is_some() {
+            let at = m.platform().now_ms().saturating_add(TASK_AFTER_MS);
+            down.task_after = Some(at);
+            m.wake_at(at);
+        }
+    }
+
+    /// The calls of 2026-07-28 clients that take tasks and ran past
+    /// [`TASK_AFTER_MS`] without an answer: each client gets a task in place of
+    /// the result (the extension lets the server decide), and the call goes on
+    /// as that task's.
+    pub(super) fn promote_due<P: Platform>(&mut self, m: &mut Manager<P>) {
+        let now = m.platform().now_ms();
+        let due: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.task_after.is_some_and(|at| at <= now))
+            .map(|(call, _)| *call)
+            .collect();
+        for call in due {
+            let Some(mut down) = self.calls.remove(&call) else {
+                continue;
+            };
+            down.task_after = None;
+            let waiting = down.task.is_none() && down.origin.exchange.is_some() && !down.cancelled;
+            if !waiting || self.full(&Owner::of(&down.origin)) {
+                // Its client is to retry an input round, or has all the tasks it
+                // may: it is answered as a plain call is.
+                self.calls.insert(call, down);
+                continue;
+            }
+            self.task_started(m, call, down, DEFAULT_TTL_MS);
+        }
     }
 
     /// Whether a 2026-07-28 request's `tools/call` of `exposed` is to run as

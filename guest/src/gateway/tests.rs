@@ -3013,3 +3013,126 @@ fn a_2026_tasks_status_goes_to_the_listens_that_named_it() {
     );
     assert!(on(&rig, other).is_empty(), "a listen that did not name it");
 }
+
+/// A server whose `ask` tool asks a question, then takes 5 s to answer.
+struct AskThenSlow(McpServer);
+
+impl Behaviour for AskThenSlow {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        if m["method"] == "tools/call" && m["params"]["name"] == "ask" {
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "id": format!("ask-{}", m["id"]), "method": "elicitation/create",
+                    "params": {"message": "Name?", "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}}}}),
+            );
+            return;
+        }
+        if m.get("method").is_none()
+            && let Some(call) = m["id"].as_str().and_then(|i| i.strip_prefix("ask-"))
+        {
+            let call: Value = serde_json::from_str(call).unwrap();
+            let text = format!(
+                "Hello, {}!",
+                m["result"]["content"]["name"].as_str().unwrap_or("?")
+            );
+            out.reply(
+                5000,
+                &call,
+                json!({"content": [{"type": "text", "text": text}]}),
+            );
+            return;
+        }
+        self.0.on_message(m, out);
+    }
+}
+
+/// A tool no server runs as a task still becomes one for a client that takes
+/// tasks, once it runs past TASK_AFTER_MS; a quick one is answered plainly. A
+/// call that asks first goes through an `input_required` round, and becomes a
+/// task after it, should it then run long.
+#[test]
+fn a_long_call_of_a_2026_client_that_takes_tasks_is_answered_with_a_task() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || {
+        McpServer::with_tools(&["quick", "long"]).on_call(|params, id, out| {
+            let delay = if params["name"] == "long" { 5000 } else { 10 };
+            out.reply(
+                delay,
+                id,
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            );
+        })
+    });
+    p.serve("b", || AskThenSlow(McpServer::with_tools(&["ask"])));
+    let mut rig = Rig::new(p, &["a", "b"]);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            1,
+            "tools/call",
+            json!({"name": "a__quick", "arguments": {}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let started = rig.m.platform().now_ms();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            2,
+            "tools/call",
+            json!({"name": "a__long", "arguments": {}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let waited = rig.m.platform().now_ms() - started;
+    assert!(
+        (tasks::TASK_AFTER_MS..5000).contains(&waited),
+        "answered after {waited} ms"
+    );
+    let done = poll_until(&mut rig, &r["result"]["taskId"], "completed", &meta);
+    assert_eq!(texts(&done["result"]), "done", "{done}");
+    // A client without the extension waits for the result.
+    let plain = stateless_meta(json!({}));
+    let (r, _) = rig.request(
+        None,
+        v2(
+            3,
+            "tools/call",
+            json!({"name": "a__long", "arguments": {}}),
+            &plain,
+        ),
+    );
+    assert_eq!(texts(&r["result"]), "done", "{r}");
+
+    // Asked first (no task yet), then long: a task after the retry.
+    let (r, _) = rig.request(
+        None,
+        v2(
+            4,
+            "tools/call",
+            json!({"name": "b__ask", "arguments": {}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    assert!(r["result"].get("taskId").is_none(), "{r}");
+    let key = r["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let retry = json!({"name": "b__ask", "arguments": {}, "requestState": r["result"]["requestState"],
+        "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}}});
+    let (r, _) = rig.request(None, v2(5, "tools/call", retry, &meta));
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    assert!(r["result"].get("requestState").is_none(), "{r}");
+    let done = poll_until(&mut rig, &r["result"]["taskId"], "completed", &meta);
+    assert_eq!(texts(&done["result"]), "Hello, Alice!", "{done}");
+}

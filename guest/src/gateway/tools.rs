@@ -490,7 +490,7 @@ impl Gateway {
         match started {
             Ok(call) => {
                 let ttl = origin.task;
-                let down = DownCall {
+                let mut down = DownCall {
                     origin,
                     progress_token,
                     server: exposed.entry.server.clone(),
@@ -498,10 +498,12 @@ impl Gateway {
                     cancelled: false,
                     queued: Vec::new(),
                     task: None,
+                    task_after: None,
                 };
                 match ttl {
                     Some(ttl) => self.task_started(m, call, down, ttl),
                     None => {
+                        Gateway::arm_task_after(m, &mut down);
                         self.calls.insert(call, down);
                     }
                 }
