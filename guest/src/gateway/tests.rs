@@ -2516,6 +2516,7 @@ fn a_2026_client_that_declares_the_tasks_extension_gets_tasks_it_polls() {
 
     // A tool that runs as a task: a flat CreateTaskResult at once, no `task`
     // wrapper, the extension's field names.
+    let started = rig.m.platform().now_ms();
     let (r, _) = rig.request(
         None,
         v2(
@@ -2527,6 +2528,7 @@ fn a_2026_client_that_declares_the_tasks_extension_gets_tasks_it_polls() {
     );
     let created = &r["result"];
     assert_eq!(created["resultType"], "task", "{r}");
+    assert_eq!(rig.m.platform().now_ms(), started, "at once");
     assert_eq!(created["status"], "working");
     assert_eq!(created["ttlMs"], tasks::DEFAULT_TTL_MS);
     assert_eq!(created["pollIntervalMs"], tasks::POLL_INTERVAL_MS);
