@@ -3130,6 +3130,10 @@ fn a_long_call_of_a_2026_client_that_takes_tasks_is_answered_with_a_task() {
         .next()
         .unwrap()
         .clone();
+    // The user takes a while: the first call's half second passes meanwhile.
+    let asked = rig.m.platform().now_ms();
+    rig.turn();
+    assert!(rig.m.platform().now_ms() >= asked + tasks::TASK_AFTER_MS);
     let retry = json!({"name": "b__ask", "arguments": {}, "requestState": r["result"]["requestState"],
         "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}}});
     let (r, _) = rig.request(None, v2(5, "tools/call", retry, &meta));
