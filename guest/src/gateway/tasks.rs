@@ -358,24 +358,21 @@ impl Gateway {
             ));
         }
         let owner = Owner::of(origin);
-        let limit = owner.limit();
         if !self.full(&owner) {
             return Ok(());
         }
-        {
-            let who = if owner.extension() {
-                "the clients of this endpoint run"
-            } else {
-                "this session runs"
-            };
-            return Err(Refusal::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!(
-                    "{who} {limit} tasks already, the most they may; \
-                     wait for one to end or cancel one"
-                ),
-            ));
-        }
+        let limit = owner.limit();
+        let who = if owner.extension() {
+            "the clients of this endpoint run"
+        } else {
+            "this session runs"
+        };
+        Err(Refusal::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!(
+                "{who} {limit} tasks already, the most allowed; wait for one to end or cancel one"
+            ),
+        ))
     }
 
     /// Whether `owner` keeps as many tasks as it may, all of them running.
