@@ -531,6 +531,7 @@ impl Gateway {
                         let _ = m.answer_input(*input, &InputAnswer::Cancel);
                     }
                 }
+                let keeps_tasks = self.options.keeps_tasks;
                 let Some(c) = self.calls.get_mut(&call) else {
                     let text =
                         tool_error("the call ended before the answers to its questions came");
@@ -541,7 +542,7 @@ impl Gateway {
                     c.progress_token = progress_token;
                 }
                 // The answered call may still become a task of its client.
-                Gateway::arm_task_after(m, c);
+                Gateway::arm_task_after(m, c, keeps_tasks);
                 let queued = core::mem::take(&mut c.queued);
                 if !queued.is_empty() {
                     self.inputs_requested(m, queued);

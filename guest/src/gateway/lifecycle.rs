@@ -243,8 +243,9 @@ pub fn server_info() -> Value {
     json!({"name": "mcpbox", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// The `initialize` result for a client offered `version`.
-pub fn initialize_result(version: &str) -> Value {
+/// The `initialize` result for a client offered `version`; `tasks`: the gateway
+/// keeps tasks (see `tasks.rs`).
+pub fn initialize_result(version: &str, tasks: bool) -> Value {
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": {
@@ -260,7 +261,7 @@ pub fn initialize_result(version: &str) -> Value {
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
     });
     // Tasks came with 2025-11-25: the gateway keeps its clients' (see tasks.rs).
-    if version == super::tasks::TASKS_VERSION {
+    if tasks && version == super::tasks::TASKS_VERSION {
         result["capabilities"]["tasks"] = json!({
             "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
         });
@@ -268,9 +269,10 @@ pub fn initialize_result(version: &str) -> Value {
     result
 }
 
-/// The `server/discover` result.
-pub fn discover_result() -> Value {
-    json!({
+/// The `server/discover` result; `tasks`: the gateway keeps tasks, and declares
+/// the tasks extension.
+pub fn discover_result(tasks: bool) -> Value {
+    let mut result = json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
         "capabilities": {
@@ -278,15 +280,19 @@ pub fn discover_result() -> Value {
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
             "completions": {},
-            // Tasks: the gateway keeps its clients' (see tasks.rs).
-            "extensions": {"io.modelcontextprotocol/skills": {}, TASKS_EXTENSION: {}}
+            "extensions": {"io.modelcontextprotocol/skills": {}}
         },
         // The gateway's capabilities never change while it runs; the answer is
         // the same for every client.
         "ttlMs": 3_600_000,
         "cacheScope": "public",
         "_meta": {META_SERVER_INFO: server_info()}
-    })
+    });
+    // Tasks: the gateway keeps its clients' (see tasks.rs).
+    if tasks {
+        result["capabilities"]["extensions"][TASKS_EXTENSION] = json!({});
+    }
+    result
 }
 
 #[cfg(test)]
@@ -369,9 +375,10 @@ mod tests {
                 .tasks
         );
         assert_eq!(
-            discover_result()["capabilities"]["extensions"][TASKS_EXTENSION],
+            discover_result(true)["capabilities"]["extensions"][TASKS_EXTENSION],
             json!({})
         );
+        assert!(discover_result(false)["capabilities"]["extensions"][TASKS_EXTENSION].is_null());
     }
 
     #[test]

@@ -156,6 +156,10 @@ pub struct ServeOptions {
     /// Schemas served in this provider dialect, arguments mapped back (see
     /// `tools.rs`); `None` serves them as the servers wrote them.
     pub schema_dialect: Option<crate::adapter::Dialect>,
+    /// The gateway outlives its exchanges, so it keeps tasks for its clients
+    /// (see `tasks`). False for an instance that lives for one request (the
+    /// stock component): a task would end with it, so none is offered.
+    pub keeps_tasks: bool,
 }
 
 impl Default for ServeOptions {
@@ -167,6 +171,7 @@ impl Default for ServeOptions {
             page_size: DEFAULT_PAGE_SIZE,
             secret: String::new(),
             schema_dialect: None,
+            keeps_tasks: true,
         }
     }
 }
@@ -932,7 +937,10 @@ impl Gateway {
         origin.session = Some(id);
         self.answer(
             &origin,
-            Ok(json_text(&lifecycle::initialize_result(version))),
+            Ok(json_text(&lifecycle::initialize_result(
+                version,
+                self.options.keeps_tasks,
+            ))),
         );
     }
 
@@ -952,10 +960,8 @@ impl Gateway {
                     .open
                     .get(&origin.session.unwrap_or_default())
                     .map_or("2025-11-25", |s| s.protocol_version);
-                self.answer(
-                    &origin,
-                    Ok(json_text(&lifecycle::initialize_result(version))),
-                );
+                let result = lifecycle::initialize_result(version, self.options.keeps_tasks);
+                self.answer(&origin, Ok(json_text(&result)));
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
@@ -1002,7 +1008,8 @@ impl Gateway {
     ) {
         match method {
             methods::SERVER_DISCOVER => {
-                self.answer(&origin, Ok(json_text(&lifecycle::discover_result())))
+                let result = lifecycle::discover_result(self.options.keeps_tasks);
+                self.answer(&origin, Ok(json_text(&result)))
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
@@ -1016,7 +1023,7 @@ impl Gateway {
                 ));
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
-            other if tasks::is_extension_method(other) => {
+            other if tasks::is_extension_method(other) && self.options.keeps_tasks => {
                 self.extension_task_request(m, origin, other, &params)
             }
             other if self.beyond_tools(m, &origin, other, &params) => {}

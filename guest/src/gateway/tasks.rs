@@ -335,7 +335,8 @@ const ACK: &str = r#"{"resultType":"complete"}"#;
 impl Gateway {
     /// Whether `origin` may make and use tasks: a 2025-11-25 session's request.
     pub(super) fn has_tasks(&self, origin: &Origin) -> bool {
-        origin.stateless.is_none()
+        self.options.keeps_tasks
+            && origin.stateless.is_none()
             && origin
                 .session
                 .and_then(|s| self.sessions.open.get(&s))
@@ -388,12 +389,17 @@ impl Gateway {
 
     /// Arms the timer of a 2026-07-28 call whose client takes tasks: past
     /// [`TASK_AFTER_MS`] it is answered with a task ([`Gateway::promote_due`]).
-    pub(super) fn arm_task_after<P: Platform>(m: &mut Manager<P>, down: &mut DownCall) {
-        let takes_tasks = down
-            .origin
-            .stateless
-            .as_ref()
-            .is_some_and(|meta| meta.tasks);
+    pub(super) fn arm_task_after<P: Platform>(
+        m: &mut Manager<P>,
+        down: &mut DownCall,
+        keeps_tasks: bool,
+    ) {
+        let takes_tasks = keeps_tasks
+            && down
+                .origin
+                .stateless
+                .as_ref()
+                .is_some_and(|meta| meta.tasks);
         if takes_tasks && down.task.is_none() && down.origin.exchange.is_some() {
             let at = m.platform().now_ms().saturating_add(TASK_AFTER_MS);
             down.task_after = Some(at);
@@ -432,8 +438,9 @@ impl Gateway {
     /// Whether a 2026-07-28 request's `tools/call` of `exposed` is to run as
     /// a task: the request declared the extension and the tool's server runs
     /// it as one.
-    pub(super) fn extension_task(origin: &Origin, exposed: &Exposed) -> bool {
-        origin.stateless.as_ref().is_some_and(|m| m.tasks)
+    pub(super) fn extension_task(&self, origin: &Origin, exposed: &Exposed) -> bool {
+        self.options.keeps_tasks
+            && origin.stateless.as_ref().is_some_and(|m| m.tasks)
             && exposed.entry.tool.def.task_support != TaskSupport::Forbidden
     }
 

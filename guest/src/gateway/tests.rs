@@ -2345,7 +2345,7 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     rig.settle();
     let skills = json!({"io.modelcontextprotocol/skills": {}});
     assert_eq!(
-        lifecycle::initialize_result("2025-11-25")["capabilities"]["extensions"],
+        lifecycle::initialize_result("2025-11-25", true)["capabilities"]["extensions"],
         skills
     );
     let s = rig.initialize(json!({}));
@@ -3141,4 +3141,45 @@ fn a_long_call_of_a_2026_client_that_takes_tasks_is_answered_with_a_task() {
     assert!(r["result"].get("requestState").is_none(), "{r}");
     let done = poll_until(&mut rig, &r["result"]["taskId"], "completed", &meta);
     assert_eq!(texts(&done["result"]), "Hello, Alice!", "{done}");
+}
+
+/// An instance that lives for one request (the stock component) keeps no
+/// tasks, so it offers none: no extension in `server/discover`, no `tasks` in a
+/// 2025-11-25 `initialize`, and a long call's client gets the result.
+#[test]
+fn a_gateway_that_cannot_keep_tasks_offers_none() {
+    let mut p = FakePlatform::new();
+    p.serve("a", task_server);
+    let options = ServeOptions {
+        keeps_tasks: false,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["a"], "", options);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(None, v2(1, "server/discover", json!({}), &meta));
+    assert!(
+        r["result"]["capabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_none(),
+        "{r}"
+    );
+    let (r, _) = rig.request(
+        None,
+        v2(
+            2,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "all of it"}}),
+            &meta,
+        ),
+    );
+    assert_eq!(texts(&r["result"]), "all of it", "{r}");
+    let (r, _) = rig.request(
+        None,
+        v2(3, "tasks/get", json!({"taskId": "mcpbox-task-x"}), &meta),
+    );
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let s = rig.initialize_as("2025-11-25", json!({}));
+    let (r, _) = rig.request(Some(s), task_call(4, "a__slow", json!({"text": "plain"})));
+    assert_eq!(texts(&r["result"]), "plain", "{r}");
 }

@@ -426,7 +426,7 @@ impl Gateway {
         };
         // A 2026-07-28 client that takes tasks gets one for a tool that runs as
         // one (the gateway's choice, as the extension has it).
-        if Gateway::extension_task(&origin, &exposed) {
+        if self.extension_task(&origin, &exposed) {
             origin.task = Some(super::tasks::DEFAULT_TTL_MS);
         }
         if let Err(refusal) = self.check_task(&origin, &exposed) {
@@ -503,7 +503,7 @@ impl Gateway {
                 match ttl {
                     Some(ttl) => self.task_started(m, call, down, ttl),
                     None => {
-                        Gateway::arm_task_after(m, &mut down);
+                        Gateway::arm_task_after(m, &mut down, self.options.keeps_tasks);
                         self.calls.insert(call, down);
                     }
                 }
