@@ -4,10 +4,10 @@
 //! nothing of tasks gets the report as a plain call's result, and one that runs
 //! its calls as tasks (the TypeScript SDK's `callToolStream`) gets a task of the
 //! gateway's, polled to the same report. A 2026-07-28 client that declares the
-//! `io.modelcontextprotocol/tasks` extension (no SDK here has a client for it:
-//! the test speaks it over HTTP, as the conformance runner does) gets the
-//! gateway's task in the extension's form, polls it with `tasks/get` and answers
-//! its question with `tasks/update`.
+//! `io.modelcontextprotocol/tasks` extension gets the gateway's task in the
+//! extension's form, polls it with `tasks/get` and answers its question with
+//! `tasks/update`: rmcp's client (the one here with that extension; the
+//! TypeScript SDK v2's has none), and the test itself over HTTP.
 
 use std::time::{Duration, Instant};
 
@@ -225,4 +225,108 @@ fn a_2026_client_with_the_tasks_extension_polls_the_report_and_answers_its_quest
         "{:?}",
         reports[1].1
     );
+}
+
+/// rmcp's client, which has the tasks extension (`call_tool_once`, `get_task`,
+/// `update_task`), in the 2026-07-28 era: the research query becomes a task of
+/// the gateway's, whose question it answers with `tasks/update`; a quick tool
+/// is answered plainly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rmcp_takes_the_gateways_tasks_in_the_2026_era() {
+    use rmcp::handler::client::ClientHandler;
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams,
+        Implementation, ProtocolVersion, TaskPayload, UpdateTaskParams,
+    };
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+
+    struct TaskTaker;
+
+    impl ClientHandler for TaskTaker {
+        fn get_info(&self) -> ClientConfig {
+            let capabilities: ClientCapabilities = serde_json::from_value(json!({
+                "elicitation": {"form": {}},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}
+            }))
+            .expect("client capabilities");
+            ClientConfig::new(capabilities, Implementation::new("rmcp-tasks", "1.0.0"))
+        }
+    }
+
+    // reqwest needs a process-wide TLS provider even for plain http://.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (command, args) = everything_command();
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "everything": {"command": command, "args": args},
+    }}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = TaskTaker
+        .serve_with_lifecycle(crate::rmcp_http(&gateway.url), lifecycle)
+        .await
+        .expect("rmcp connects");
+    let arguments = |v: Value| v.as_object().cloned().unwrap_or_default();
+
+    let quick = client
+        .call_tool_once(
+            CallToolRequestParams::new("everything__echo")
+                .with_arguments(arguments(json!({"message": "hi"}))),
+        )
+        .await
+        .expect("tools/call");
+    assert!(
+        matches!(quick, CallToolResponse::Complete(_)),
+        "a quick call is answered plainly: {quick:?}"
+    );
+
+    let (_, ambiguous) = calls()[1].clone();
+    let created = client
+        .call_tool_once(
+            CallToolRequestParams::new("everything__simulate-research-query")
+                .with_arguments(arguments(ambiguous)),
+        )
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Task(created) = created else {
+        panic!("a task: {created:?}");
+    };
+    let id = created.task.task_id.clone();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut asked = false;
+    let result = loop {
+        assert!(Instant::now() < deadline, "task {id} never ended");
+        let got = client
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .expect("tasks/get");
+        match got.task.payload {
+            TaskPayload::Completed { result } => break Value::Object(result),
+            TaskPayload::InputRequired { input_requests } => {
+                asked = true;
+                let answers = input_requests
+                    .iter()
+                    .map(|(key, request)| {
+                        let request = serde_json::to_value(request).expect("a request");
+                        (key.clone(), defaults(&request))
+                    })
+                    .collect();
+                client
+                    .update_task(UpdateTaskParams::new(id.clone(), answers))
+                    .await
+                    .expect("tasks/update");
+            }
+            TaskPayload::Working => {}
+            other => panic!("task {id} ended so: {other:?}"),
+        }
+        let interval = got.task.task.poll_interval_ms.unwrap_or(1000).min(1000);
+        tokio::time::sleep(Duration::from_millis(interval)).await;
+    };
+    assert!(asked, "the ambiguous query asks for a clarification");
+    assert!(
+        text(&result).contains("**Clarification**: technical"),
+        "{result}"
+    );
+    client.cancel().await.expect("close");
 }
