@@ -1041,7 +1041,7 @@ impl<P: Platform> Manager<P> {
     /// (in this run or a later one: the host stores it).
     fn remember_era(&mut self, i: usize) {
         let slot = &self.slots[i];
-        let Some(era) = slot.client.as_ref().map(Client::era) else {
+        let Some(era) = slot.client.as_ref().map(Client::era_to_remember) else {
             return;
         };
         let key = era_key(&slot.config.name, &slot.config.endpoint);
