@@ -167,6 +167,43 @@ impl Rig {
         (response, status)
     }
 
+    /// Follows a list method (`resources/list`, `skills/list`) of `session`
+    /// from its first page to the last, request ids from `first_id` on: every
+    /// item of `key`, and how many pages there were. Each page holds at most
+    /// `page_size` items; ten pages mean the cursor never ends.
+    fn list_all_pages(
+        &mut self,
+        session: u64,
+        method: &str,
+        key: &str,
+        page_size: usize,
+        first_id: i64,
+    ) -> (Vec<Value>, i64) {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let (r, _) = self.request(
+                Some(session),
+                json!({"jsonrpc": "2.0", "id": first_id + pages, "method": method, "params": params}),
+            );
+            pages += 1;
+            let page = r["result"][key].as_array().expect(key).clone();
+            assert!(page.len() <= page_size, "{r}");
+            items.extend(page);
+            match r["result"]["nextCursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+            assert!(pages < 10, "the cursor never ends");
+        }
+        (items, pages)
+    }
+
     /// A request on a fresh exchange: every message on it, in order, and the status.
     fn request_all(&mut self, session: Option<u64>, message: Value) -> (Vec<Value>, u16) {
         let (x, first) = self.send(session, message);
@@ -1578,31 +1615,8 @@ fn resource_lists_follow_every_upstream_page_and_are_served_in_pages() {
     let mut rig = Rig::with(p, &["res"], "", options);
     rig.settle();
     let s = rig.initialize(json!({}));
-    let mut uris = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let (r, _) = rig.request(
-            Some(s),
-            json!({"jsonrpc": "2.0", "id": pages, "method": "resources/list", "params": params}),
-        );
-        pages += 1;
-        let items = r["result"]["resources"]
-            .as_array()
-            .expect("resources")
-            .clone();
-        assert!(items.len() <= 2, "{r}");
-        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
-        match r["result"]["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-        assert!(pages < 10, "the cursor never ends");
-    }
+    let (items, pages) = rig.list_all_pages(s, "resources/list", "resources", 2, 0);
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
     assert_eq!(pages, 3);
     assert_eq!(
         uris,
@@ -2361,31 +2375,11 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     assert_eq!(r["result"]["skill"], skill_entry("alpha"), "{r}");
     assert_eq!((sent(&rig, "a"), sent(&rig, "b")), (1, 1));
 
-    let mut uris = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let (r, _) = rig.request(
-            Some(s),
-            json!({"jsonrpc": "2.0", "id": 10 + pages, "method": "skills/list", "params": params}),
-        );
-        pages += 1;
-        let items = r["result"]["skills"].as_array().expect("skills").clone();
-        assert!(items.len() <= 2, "{r}");
-        for item in &items {
-            assert_eq!(item.get("server"), None, "{item}");
-        }
-        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
-        match r["result"]["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-        assert!(pages < 10, "the cursor never ends");
+    let (items, pages) = rig.list_all_pages(s, "skills/list", "skills", 2, 10);
+    for item in &items {
+        assert_eq!(item.get("server"), None, "{item}");
     }
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
     assert_eq!(pages, 2);
     assert_eq!(
         uris,
