@@ -463,6 +463,13 @@ impl Options {
 pub struct CallOptions {
     /// Overrides the server's tool timeout.
     pub timeout: Option<Duration>,
+    /// Runs the call as a task (MCP 2025-11-25) when its tool allows one
+    /// (`execution.taskSupport: "optional"`); a tool that requires one runs as
+    /// one whatever this says. Either way the task's statuses arrive as
+    /// [`Event::TaskStatus`] while the call waits. A tool that takes no task, or a
+    /// 2026-07-28 server (whose tasks extension mcpbox does not run yet), fails
+    /// the call with [`CallError::InvalidArguments`].
+    pub task: bool,
 }
 
 /// A running mcpbox: the guest component, its servers and its tool registry.
@@ -1083,6 +1090,7 @@ impl Runtime {
             dialect: None,
             arguments,
             timeout: options.timeout,
+            task: options.task,
             reply,
         })
         .map_err(CallError::Runtime)?;

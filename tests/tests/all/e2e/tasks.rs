@@ -1,10 +1,12 @@
 //! Tasks (MCP 2025-11-25) against the reference server that uses them:
 //! server-everything's `simulate-research-query` requires a task
 //! (`execution.taskSupport: "required"`), reports its stages as task statuses,
-//! and, for an ambiguous query, asks for a clarification through `tasks/result`.
+//! and, for an ambiguous query, asks for a clarification through `tasks/result`;
+//! and against `tests/peers/task_server.mjs` (the same SDK's tasks), whose `count`
+//! runs as a task when the caller asks (`taskSupport: "optional"`).
 
 use mcpbox::{CallOptions, Event, InputAnswer, Options, Runtime};
-use mcpbox_tests::everything_command;
+use mcpbox_tests::{everything_command, task_server_command};
 use serde_json::json;
 
 use crate::{PATIENCE, assert_connected, next_event, ready};
@@ -110,6 +112,69 @@ async fn an_ambiguous_query_asks_for_clarification_while_its_task_waits() {
     assert!(
         result.text.contains("- **Clarification**: historical"),
         "{result:?}"
+    );
+    runtime.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_optional_tool_runs_as_a_task_when_the_caller_asks() {
+    let (command, args) = task_server_command();
+    let text = json!({"mcpServers": {"tasks": {"command": command, "args": args}}});
+    let runtime = Options::from_config_text("test.mcp.json", text.to_string())
+        .open()
+        .await
+        .expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "tasks");
+    let mut events = runtime.events();
+    let arguments = json!({"steps": 3, "ms": 150});
+    let as_task = CallOptions {
+        task: true,
+        ..CallOptions::default()
+    };
+    let result = tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool("mcp__tasks__count", arguments.clone(), as_task.clone()),
+    )
+    .await
+    .expect("the task ends in time")
+    .expect("the task gives a result");
+    assert_eq!(result.text, "counted to 3", "{result:?}");
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let Event::TaskStatus {
+            status, message, ..
+        } = event
+        {
+            seen.push(format!("{status}: {}", message.unwrap_or_default()));
+        }
+    }
+    assert!(
+        seen.contains(&"working: step 1 of 3".to_owned()),
+        "{seen:?}"
+    );
+    assert!(
+        seen.last().is_some_and(|s| s.starts_with("completed")),
+        "{seen:?}"
+    );
+
+    // Not asked: a plain call, with the same result and no task of the caller's.
+    let result = runtime
+        .call_tool("mcp__tasks__count", arguments, CallOptions::default())
+        .await
+        .expect("the plain call gives a result");
+    assert_eq!(result.text, "counted to 3", "{result:?}");
+    while let Ok(event) = events.try_recv() {
+        assert!(!matches!(event, Event::TaskStatus { .. }), "{event:?}");
+    }
+
+    // A tool that takes no task: refused, saying why, before anything is sent.
+    let refused = runtime
+        .call_tool("mcp__tasks__plain", json!({}), as_task)
+        .await
+        .expect_err("a tool that takes no task cannot run as one");
+    assert!(
+        refused.to_string().contains("cannot run as a task"),
+        "{refused}"
     );
     runtime.shutdown().await;
 }
