@@ -17,6 +17,7 @@ mod prompts;
 mod request;
 mod resources;
 mod skills;
+mod tasks;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::{Limits, Place, Results};
@@ -36,6 +37,7 @@ pub use completions::CompletionValues;
 pub use prompts::{GetPrompt, Prompt, PromptArgument, PromptMessage};
 pub use resources::{Resource, ResourceContents, ResourceRead, ResourceTemplate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
+pub use tasks::Task;
 
 /// Where the guest component comes from.
 #[derive(Debug, Clone)]

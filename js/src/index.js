@@ -967,6 +967,15 @@ export class McpBox extends EventEmitter {
   }
 
   /**
+   * The tasks (MCP 2025-11-25 `tasks/list`) of `server`, or of every server that
+   * declared `tasks.list`: each as the server lists it (`taskId`, `status`, maybe
+   * `statusMessage`, `createdAt`, `lastUpdatedAt`, `ttl`, `pollInterval`) with `server` added.
+   */
+  async listTasks(server = null, options = {}) {
+    return (await this.#request(server, { tag: 'list-tasks' }, 'tasks/list', options)).content;
+  }
+
+  /**
    * The skills (the `io.modelcontextprotocol/skills` extension) of `server`, or of
    * every server that serves them: each entry (`uri` of its SKILL.md,
    * `frontmatter`, `resources`) with `server` added. No skill file is read.

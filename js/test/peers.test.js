@@ -21,6 +21,7 @@ import {
   taskEntry,
   tsEntry,
   tsHttp,
+  within,
 } from './support.js';
 
 test('npm reference servers', async (t) => {
@@ -141,7 +142,7 @@ test("server-everything's research tool, which requires a task, runs to its repo
   assert.ok(statuses.includes('working: Gathering sources...'), statuses.join('\n'));
 });
 
-test('a tool that allows a task runs as one when the caller asks, and plainly otherwise', async (t) => {
+test('a tool that allows a task runs as one when the caller asks, and plainly otherwise; the tasks are listed', async (t) => {
   const box = await open(t, { tasks: taskEntry() });
   assertConnected(await ready(box), 'tasks');
   const statuses = [];
@@ -159,6 +160,11 @@ test('a tool that allows a task runs as one when the caller asks, and plainly ot
   const refused = await callError(box, 'mcp__tasks__plain', {}, { task: true });
   assert.equal(refused.kind, 'invalid-arguments');
   assert.match(refused.message, /cannot run as a task/);
+  // Both calls ran as tasks of the server (the SDK runs a plain call of the tool as
+  // one too), and it lists them.
+  const tasks = await within(box.listTasks('tasks'), 'tasks/list');
+  assert.equal(tasks.length, 2, JSON.stringify(tasks));
+  assert.ok(tasks.every((task) => task.server === 'tasks' && task.status === 'completed'), JSON.stringify(tasks));
 });
 
 test('a URL a server asks the user to open reaches the embedder, and only the action goes back', async (t) => {

@@ -450,7 +450,7 @@ mod tests {
         c.begin();
         sent(&mut c);
         let init = json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "s"},
-            "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}});
+            "capabilities": {"tools": {}, "tasks": {"list": {}, "requests": {"tools": {"call": {}}}}}});
         feed(
             &mut c,
             json!({"jsonrpc": "2.0", "id": 1, "result": init}),
@@ -606,6 +606,42 @@ mod tests {
                 && why.contains("without asking for a task"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn tasks_list_follows_every_page_and_lists_each_task() {
+        let (mut c, _) = running();
+        assert!(c.offers().tasks_list, "the server declared tasks.list");
+        c.take_events();
+        c.start_request(20, crate::client::Request::ListTasks, 10_000, 200);
+        let list = sent(&mut c).remove(0);
+        assert_eq!(list["method"], "tasks/list");
+        let page = json!({"tasks": [{"taskId": "t1", "status": "working"}], "nextCursor": "2"});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": list["id"], "result": page}),
+            210,
+        );
+        let next = sent(&mut c).remove(0);
+        assert_eq!(next["method"], "tasks/list");
+        assert_eq!(next["params"]["cursor"], "2");
+        let page = json!({"tasks": [{"taskId": "t0", "status": "completed"}]});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": next["id"], "result": page}),
+            220,
+        );
+        let events = c.take_events();
+        let Some(ClientEvent::Finished(FinishedCall {
+            call: 20,
+            outcome: Ok(listed),
+        })) = events.last()
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(listed.text, "t1\nt0");
+        let tasks: Value = serde_json::from_str(&listed.content).unwrap();
+        assert_eq!(tasks[1], json!({"taskId": "t0", "status": "completed"}));
     }
 
     #[test]

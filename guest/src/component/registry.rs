@@ -466,6 +466,7 @@ impl wit::Guest for super::Component {
                 skill: f.skill,
                 file: f.file,
             },
+            wit::ServerRequest::ListTasks => Request::ListTasks,
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
