@@ -2271,11 +2271,18 @@ fn skill_md(name: &str) -> String {
     format!("---\nname: {name}\ndescription: the {name} skill\n---\nDo {name}.\n")
 }
 
+/// A skill's entry; the skill named `dynamic` has generated files
+/// (`resources: "dynamic"`).
 fn skill_entry(name: &str) -> Value {
     let uri = skill_uri(name);
     let size = skill_md(name).len();
+    let resources = if name == "dynamic" {
+        json!("dynamic")
+    } else {
+        json!([{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}])
+    };
     json!({"uri": uri, "frontmatter": {"name": name, "description": format!("the {name} skill")},
-           "resources": [{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}]})
+           "resources": resources})
 }
 
 impl SkillServer {
@@ -2429,4 +2436,23 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
         assert_eq!(r["result"]["ttlMs"], 0, "{r}");
         assert_eq!(r["result"]["cacheScope"], "private", "{r}");
     }
+}
+
+/// A skill whose files are generated (`resources: "dynamic"`) cannot be loaded
+/// (nothing to verify), but it is described: listed, and got with `skills/get`,
+/// before and after a listing named it.
+#[test]
+fn a_dynamic_skill_is_listed_and_got_through_the_gateway() {
+    let mut p = FakePlatform::new();
+    p.serve("d", || SkillServer::serving(&["dynamic", "alpha"]));
+    let mut rig = Rig::new(p, &["d"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let get = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "skills/get", "params": {"uri": skill_uri("dynamic")}});
+    let (r, _) = rig.request(Some(s), get(1));
+    assert_eq!(r["result"]["skill"], skill_entry("dynamic"), "{r}");
+    let (items, _) = rig.list_all_pages(s, "skills/list", "skills", 50, 10);
+    assert_eq!(items[0], skill_entry("dynamic"));
+    let (r, _) = rig.request(Some(s), get(2));
+    assert_eq!(r["result"]["skill"], skill_entry("dynamic"), "{r}");
 }
