@@ -273,8 +273,8 @@ struct Held {
     timeout_ms: u64,
     /// The call fails if its server is not connected by then.
     deadline_ms: u64,
-    /// [`CallOptions::log_level`].
-    log_level: Option<&'static str>,
+    /// The caller's options ([`CallOptions::log_level`], [`CallOptions::task`]).
+    options: CallOptions,
 }
 
 impl<C> Slot<C> {
@@ -837,7 +837,7 @@ impl<P: Platform> Manager<P> {
                     arguments,
                     h.timeout_ms,
                     h.deadline_ms,
-                    h.log_level,
+                    h.options,
                 );
             }
         }

@@ -500,7 +500,7 @@ fn assert_stateless_meta(request: &Value) {
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({}),
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}}),
         "{request}"
     );
     assert_eq!(
@@ -926,7 +926,7 @@ fn legacy_elicitation_goes_to_the_embedder_and_back() {
     let (mut c, init) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"elicitation": {"form": {}}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     c.start_call(5, "mcp__demo__ask", "ask", "{}", 10_000, 0);
     let call_id = sent(&mut c)[0].0["id"].clone();
@@ -1045,7 +1045,7 @@ fn input_required_is_retried_with_the_answers_and_the_exact_state() {
     let (first, _) = sent(&mut c).remove(0);
     assert_eq!(
         first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     let state = json!("{\"nonce\":\"x y\"}");
     feed(
@@ -1320,7 +1320,7 @@ fn legacy_roots_are_declared_listed_and_announced_when_they_change() {
     let (init, _) = sent(&mut c).remove(0);
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"roots": {"listChanged": true}})
+        json!({"roots": {"listChanged": true}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     feed(
         &mut c,
@@ -1399,7 +1399,7 @@ fn a_stateless_roots_request_is_answered_without_asking_anyone() {
     let (first, _) = sent(&mut c).remove(0);
     assert_eq!(
         first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"roots": {}})
+        json!({"roots": {}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     feed(
         &mut c,
@@ -1472,7 +1472,7 @@ fn legacy_sampling_goes_to_the_embedder_and_back() {
     let (mut c, init) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"sampling": {"tools": {}}})
+        json!({"sampling": {"tools": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     c.start_call(7, "mcp__demo__ask", "ask", "{}", 10_000, 0);
     sent(&mut c);
@@ -1620,7 +1620,7 @@ fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
     let (first, _) = sent(&mut c).remove(0);
     assert_eq!(
         first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"sampling": {"tools": {}}})
+        json!({"sampling": {"tools": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     feed(
         &mut c,

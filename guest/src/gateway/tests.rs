@@ -170,6 +170,43 @@ impl Rig {
         (response, status)
     }
 
+    /// Follows a list method (`resources/list`, `skills/list`) of `session`
+    /// from its first page to the last, request ids from `first_id` on: every
+    /// item of `key`, and how many pages there were. Each page holds at most
+    /// `page_size` items; ten pages mean the cursor never ends.
+    fn list_all_pages(
+        &mut self,
+        session: u64,
+        method: &str,
+        key: &str,
+        page_size: usize,
+        first_id: i64,
+    ) -> (Vec<Value>, i64) {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let (r, _) = self.request(
+                Some(session),
+                json!({"jsonrpc": "2.0", "id": first_id + pages, "method": method, "params": params}),
+            );
+            pages += 1;
+            let page = r["result"][key].as_array().expect(key).clone();
+            assert!(page.len() <= page_size, "{r}");
+            items.extend(page);
+            match r["result"]["nextCursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+            assert!(pages < 10, "the cursor never ends");
+        }
+        (items, pages)
+    }
+
     /// A request on a fresh exchange: every message on it, in order, and the status.
     fn request_all(&mut self, session: Option<u64>, message: Value) -> (Vec<Value>, u16) {
         let (x, first) = self.send(session, message);
@@ -1581,31 +1618,8 @@ fn resource_lists_follow_every_upstream_page_and_are_served_in_pages() {
     let mut rig = Rig::with(p, &["res"], "", options);
     rig.settle();
     let s = rig.initialize(json!({}));
-    let mut uris = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let (r, _) = rig.request(
-            Some(s),
-            json!({"jsonrpc": "2.0", "id": pages, "method": "resources/list", "params": params}),
-        );
-        pages += 1;
-        let items = r["result"]["resources"]
-            .as_array()
-            .expect("resources")
-            .clone();
-        assert!(items.len() <= 2, "{r}");
-        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
-        match r["result"]["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-        assert!(pages < 10, "the cursor never ends");
-    }
+    let (items, pages) = rig.list_all_pages(s, "resources/list", "resources", 2, 0);
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
     assert_eq!(pages, 3);
     assert_eq!(
         uris,
@@ -2260,11 +2274,18 @@ fn skill_md(name: &str) -> String {
     format!("---\nname: {name}\ndescription: the {name} skill\n---\nDo {name}.\n")
 }
 
+/// A skill's entry; the skill named `dynamic` has generated files
+/// (`resources: "dynamic"`).
 fn skill_entry(name: &str) -> Value {
     let uri = skill_uri(name);
     let size = skill_md(name).len();
+    let resources = if name == "dynamic" {
+        json!("dynamic")
+    } else {
+        json!([{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}])
+    };
     json!({"uri": uri, "frontmatter": {"name": name, "description": format!("the {name} skill")},
-           "resources": [{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}]})
+           "resources": resources})
 }
 
 impl SkillServer {
@@ -2364,31 +2385,11 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     assert_eq!(r["result"]["skill"], skill_entry("alpha"), "{r}");
     assert_eq!((sent(&rig, "a"), sent(&rig, "b")), (1, 1));
 
-    let mut uris = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let (r, _) = rig.request(
-            Some(s),
-            json!({"jsonrpc": "2.0", "id": 10 + pages, "method": "skills/list", "params": params}),
-        );
-        pages += 1;
-        let items = r["result"]["skills"].as_array().expect("skills").clone();
-        assert!(items.len() <= 2, "{r}");
-        for item in &items {
-            assert_eq!(item.get("server"), None, "{item}");
-        }
-        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
-        match r["result"]["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-        assert!(pages < 10, "the cursor never ends");
+    let (items, pages) = rig.list_all_pages(s, "skills/list", "skills", 2, 10);
+    for item in &items {
+        assert_eq!(item.get("server"), None, "{item}");
     }
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
     assert_eq!(pages, 2);
     assert_eq!(
         uris,
@@ -2442,6 +2443,25 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
         assert_eq!(r["result"]["ttlMs"], 0, "{r}");
         assert_eq!(r["result"]["cacheScope"], "private", "{r}");
     }
+}
+
+/// A skill whose files are generated (`resources: "dynamic"`) cannot be loaded
+/// (nothing to verify), but it is described: listed, and got with `skills/get`,
+/// before and after a listing named it.
+#[test]
+fn a_dynamic_skill_is_listed_and_got_through_the_gateway() {
+    let mut p = FakePlatform::new();
+    p.serve("d", || SkillServer::serving(&["dynamic", "alpha"]));
+    let mut rig = Rig::new(p, &["d"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let get = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "skills/get", "params": {"uri": skill_uri("dynamic")}});
+    let (r, _) = rig.request(Some(s), get(1));
+    assert_eq!(r["result"]["skill"], skill_entry("dynamic"), "{r}");
+    let (items, _) = rig.list_all_pages(s, "skills/list", "skills", 50, 10);
+    assert_eq!(items[0], skill_entry("dynamic"));
+    let (r, _) = rig.request(Some(s), get(2));
+    assert_eq!(r["result"]["skill"], skill_entry("dynamic"), "{r}");
 }
 
 /// The `_meta` of a 2026-07-28 request that declares the tasks extension (and
