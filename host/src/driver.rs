@@ -54,6 +54,8 @@ pub(crate) enum Job {
         dialect: Option<String>,
         arguments: String,
         timeout: Option<Duration>,
+        /// The permission profile it is made under (`call-options.profile`).
+        profile: Option<String>,
         reply: CallReply,
     },
     /// Start a request beyond tools (`registry.start-request`); it completes
@@ -188,13 +190,14 @@ impl Batch {
                 dialect,
                 arguments,
                 timeout,
+                profile,
                 reply,
             } => (
                 turns::Job::Call(turns::CallJob {
                     tool,
                     dialect,
                     arguments,
-                    options: call_options(timeout),
+                    options: call_options(timeout, profile),
                 }),
                 StepReply::Call(reply),
             ),
@@ -207,7 +210,7 @@ impl Batch {
                 turns::Job::Request(turns::RequestJob {
                     server,
                     request,
-                    options: call_options(timeout),
+                    options: call_options(timeout, None),
                 }),
                 StepReply::Call(reply),
             ),
@@ -244,10 +247,11 @@ impl Batch {
     }
 }
 
-fn call_options(timeout: Option<Duration>) -> registry::CallOptions {
+fn call_options(timeout: Option<Duration>, profile: Option<String>) -> registry::CallOptions {
     registry::CallOptions {
         // A timeout past u64 milliseconds (585 million years) is no timeout.
         timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        profile,
     }
 }
 

@@ -398,11 +398,13 @@ impl wit::Guest for super::Component {
         arguments: String,
         options: wit::CallOptions,
     ) -> Result<u64, wit::CallError> {
+        let profile = options.profile;
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
-            log_level: None,
+            ..CallOptions::default()
         };
-        with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
+        with(|m| m.start_call_as(&tool, &arguments, options, profile.as_deref()))
+            .map_err(to_wit_call_error)
     }
 
     fn adapted_tools(dialect: String, start: u32, max: u32) -> Result<wit::AdaptedPage, String> {
@@ -426,11 +428,12 @@ impl wit::Guest for super::Component {
         let dialect: Dialect = dialect
             .parse()
             .map_err(|e: UnknownDialect| wit::CallError::InvalidArguments(e.to_string()))?;
+        let profile = options.profile;
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
-            log_level: None,
+            ..CallOptions::default()
         };
-        with(|m| m.start_adapted_call(dialect, &tool, &arguments, options))
+        with(|m| m.start_adapted_call_as(dialect, &tool, &arguments, options, profile.as_deref()))
             .map_err(to_wit_call_error)
     }
 
@@ -467,7 +470,7 @@ impl wit::Guest for super::Component {
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
-            log_level: None,
+            ..CallOptions::default()
         };
         with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
     }

@@ -400,6 +400,28 @@ fn the_dashboard_calls_tools_under_the_rules_and_answers_approvals() {
     );
 }
 
+/// A gateway started with `--profile` binds the page as it binds `/mcp`: the
+/// page calls what the profile allows, and nothing else.
+#[test]
+fn the_dashboards_calls_obey_the_profile_the_gateway_serves() {
+    let config = config(
+        false,
+        json!({"profiles": {"echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"}}}),
+    );
+    let gateway = serve_http(crate::cli(), &config.path, &["--profile", "echo-only"]);
+    let base = base(&gateway.url);
+    let tool = |name: &str| format!("{base}/api/tools/{name}/call");
+    let r = act(&tool("mcp__fx__echo"), &json!({"text": "allowed"}));
+    assert_eq!(r["result"]["text"], "allowed", "{r}");
+    // `/mcp` refuses `add` under the profile; so does the page.
+    let over_mcp = call(&gateway.url, "fx__add", json!({"a": 1, "b": 2}));
+    assert!(over_mcp.contains("echo-only"), "{over_mcp}");
+    let r = act(&tool("mcp__fx__add"), &json!({"a": 1, "b": 2}));
+    assert_eq!(r["error"]["kind"], "denied", "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("echo-only"), "{r}");
+}
+
 /// A client of `/mcp` asked to approve a call (a 2026-07-28 client gets
 /// `input_required`) is not the only one who may answer: the dashboard is
 /// offered the same approval, and when it answers first the client's retry gets
