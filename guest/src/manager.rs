@@ -74,8 +74,8 @@ use alloc::collections::BTreeMap;
 use core::fmt;
 
 use crate::client::{
-    CallError, CallOptions, CallResult, Client, ClientEvent, Era, FinishedCall, Phase, Progress,
-    Stats,
+    CallError, CallOptions, CallResult, Caller, Client, ClientEvent, Era, FinishedCall, Phase,
+    Progress, Stats,
 };
 use crate::config::{self, ConfigIssue, ServerConfig};
 use crate::elicitation::{InputAnswer, InputRequest};
@@ -275,6 +275,8 @@ struct Held {
     deadline_ms: u64,
     /// [`CallOptions::log_level`].
     log_level: Option<&'static str>,
+    /// [`CallOptions::caller`].
+    caller: Option<Caller>,
 }
 
 impl<C> Slot<C> {
@@ -822,6 +824,7 @@ impl<P: Platform> Manager<P> {
                     h.timeout_ms,
                     h.deadline_ms,
                     h.log_level,
+                    h.caller,
                 );
             }
         }

@@ -114,6 +114,26 @@ pub struct CallOptions {
     /// `logLevel` (the gateway passes its downstream client's on). A server of the
     /// `initialize` era has one level per session, set by `logging/setLevel`.
     pub log_level: Option<&'static str>,
+    /// Who the call is for, when that is not the embedder: what it can be asked
+    /// (see [`Caller`]).
+    pub caller: Option<Caller>,
+}
+
+/// What the one a call is made for can answer, when that is not the embedder
+/// (the gateway's downstream client). A 2026-07-28 server is sent the client
+/// capabilities of each request in its `_meta`: the call's request declares
+/// `elicitation` and `sampling` only where the caller declared them too (and
+/// the embedder enabled them), so that a server does not offer work that needs
+/// a question to a caller who cannot be asked. A server of the `initialize` era
+/// has one set of capabilities per session, declared in `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller declared form-mode elicitation.
+    pub elicitation: bool,
+    /// The caller declared `sampling`.
+    pub sampling: bool,
+    /// The caller declared `sampling.tools`.
+    pub sampling_tools: bool,
 }
 
 /// A tool result, as the server returned it.
@@ -185,6 +205,8 @@ pub(super) struct PendingCall {
     pub(super) deadline_ms: u64,
     /// [`CallOptions::log_level`].
     pub(super) log_level: Option<&'static str>,
+    /// [`CallOptions::caller`].
+    pub(super) caller: Option<Caller>,
     /// `input_required` answers so far.
     pub(super) rounds: u32,
 }
@@ -218,14 +240,24 @@ impl Client {
             return;
         };
         let deadline_ms = now_ms.saturating_add(timeout_ms);
-        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms, None);
+        self.start_call_until(
+            call,
+            name,
+            tool,
+            arguments,
+            timeout_ms,
+            deadline_ms,
+            None,
+            None,
+        );
     }
 
     /// Like [`Client::start_call`], with the arguments as the registry read them
     /// (`registry::check_arguments`: not read again here) and a first deadline
     /// set by the caller: a call that waited for its server to restart keeps the
     /// deadline it started with. Progress still pushes the deadline back by the
-    /// full `timeout_ms`. `log_level` is [`CallOptions::log_level`].
+    /// full `timeout_ms`. `log_level` is [`CallOptions::log_level`], `caller`
+    /// [`CallOptions::caller`].
     #[allow(clippy::too_many_arguments)]
     pub fn start_call_until(
         &mut self,
@@ -236,6 +268,7 @@ impl Client {
         timeout_ms: u64,
         deadline_ms: u64,
         log_level: Option<&'static str>,
+        caller: Option<Caller>,
     ) {
         let pending = PendingCall {
             call,
@@ -245,6 +278,7 @@ impl Client {
             timeout_ms,
             deadline_ms,
             log_level,
+            caller,
             rounds: 0,
         };
         self.send_call(pending, None, None);
@@ -267,7 +301,7 @@ impl Client {
             task: self.as_task(&call.tool).then_some(TaskParams {
                 ttl: super::tasks::TASK_TTL_MS,
             }),
-            meta: self.request_meta_logging(Some(&id), call.log_level),
+            meta: self.request_meta_for(Some(&id), call.log_level, call.caller),
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));

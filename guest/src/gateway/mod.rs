@@ -89,7 +89,7 @@ use held::{Held, HeldRequest};
 
 use serde_json::{Value, json};
 
-use crate::client::{CallError, FinishedCall};
+use crate::client::{CallError, Caller, FinishedCall};
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message};
 use crate::manager::{Event, Manager};
@@ -302,6 +302,17 @@ impl Origin {
                 .and_then(|s| sessions.get(&s))
                 .map(|s| s.sampling)
                 .unwrap_or_default(),
+        }
+    }
+
+    /// What the client can be asked, for the upstream request made for it (see
+    /// [`Caller`]).
+    fn caller(&self, sessions: &BTreeMap<u64, Session>) -> Caller {
+        let sampling = self.sampling(sessions);
+        Caller {
+            elicitation: self.can_elicit(sessions),
+            sampling: sampling.declared,
+            sampling_tools: sampling.tools,
         }
     }
 

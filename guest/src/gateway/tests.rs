@@ -1015,6 +1015,65 @@ fn a_2026_upstream_is_asked_for_the_logs_its_downstream_client_wants() {
 }
 
 #[test]
+fn a_2026_upstream_is_told_what_the_calling_client_can_be_asked() {
+    // A 2026-07-28 server reads the client's capabilities from each request's
+    // `_meta`: a forwarded call declares sampling and elicitation only where the
+    // downstream client that made it declared them.
+    let mut p = FakePlatform::new();
+    p.serve("new", || McpServer {
+        stateless: true,
+        ..McpServer::with_tools(&["echo"])
+    });
+    let mut rig = Rig::new(p, &["new"]);
+    rig.settle();
+    let sent_capabilities = |rig: &Rig| -> Vec<Value> {
+        let sim = rig.m.platform().sim("new");
+        let sent = sim.borrow().sent("tools/call");
+        sent.iter()
+            .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"].clone())
+            .collect()
+    };
+    let echo = |rig: &mut Rig, session: Option<u64>, id: i64, meta: Option<Value>| {
+        let mut message = call(id, "new__echo", json!({"text": "x"}));
+        if let Some(meta) = meta {
+            message["params"]["_meta"] = meta;
+        }
+        let (x, _) = rig.send(session, message);
+        let (messages, _) = rig.answer_of(x, Vec::new());
+        assert_eq!(messages.last().unwrap()["id"], json!(id), "{messages:?}");
+    };
+    // 2025 sessions: what each declared in `initialize`.
+    let able = rig.initialize(json!({"sampling": {"tools": {}}, "elicitation": {}}));
+    let mute = rig.initialize(json!({"roots": {}}));
+    echo(&mut rig, Some(able), 1, None);
+    echo(&mut rig, Some(mute), 2, None);
+    // 2026-07-28 requests: what each request's `_meta` declared.
+    echo(
+        &mut rig,
+        None,
+        3,
+        Some(stateless_meta(json!({"sampling": {}}))),
+    );
+    echo(&mut rig, None, 4, Some(stateless_meta(json!({}))));
+    assert_eq!(
+        sent_capabilities(&rig),
+        vec![
+            json!({"elicitation": {"form": {}}, "sampling": {"tools": {}}}),
+            json!({}),
+            json!({"sampling": {}}),
+            json!({}),
+        ]
+    );
+    // What the gateway asks for itself (its lists) declares what mcpbox can answer.
+    let sim = rig.m.platform().sim("new");
+    let listed = sim.borrow().sent("tools/list");
+    assert_eq!(
+        listed[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}, "sampling": {"tools": {}}})
+    );
+}
+
+#[test]
 fn a_client_that_goes_away_cancels_its_calls() {
     let mut p = FakePlatform::new();
     p.serve("slow", || {

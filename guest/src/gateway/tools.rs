@@ -471,9 +471,11 @@ impl Gateway {
             None => arguments,
         };
         // A 2026-07-28 server logs during a call only at the level the call asks for:
-        // ask for what this client wants to see (see logging.rs).
+        // ask for what this client wants to see (see logging.rs); and it is told,
+        // per request, what this client can be asked.
         let options = CallOptions {
             log_level: self.wanted_log_level(&origin),
+            caller: Some(origin.caller(&self.sessions.open)),
             ..CallOptions::default()
         };
         // An `ask` tool reaches here once this client approved the call.

@@ -69,6 +69,8 @@ pub(super) struct Pending {
     pub deadline_ms: u64,
     /// [`crate::client::CallOptions::log_level`].
     pub log_level: Option<&'static str>,
+    /// [`crate::client::CallOptions::caller`].
+    pub caller: Option<crate::client::Caller>,
     pub rule: Rc<Rule>,
     pub profile: Option<String>,
 }
@@ -201,6 +203,7 @@ impl<P: Platform> Manager<P> {
                     now,
                     pending.deadline_ms,
                     pending.log_level,
+                    pending.caller,
                 );
                 if let Err(e) = sent {
                     self.complete(pending.call, Err(e));

@@ -224,6 +224,7 @@ impl<P: Platform> Manager<P> {
                     timeout_ms,
                     deadline_ms: now.saturating_add(timeout_ms),
                     log_level: options.log_level,
+                    caller: options.caller,
                     rule,
                     profile: profile.map(String::from),
                 })?;
@@ -243,6 +244,7 @@ impl<P: Platform> Manager<P> {
             now,
             now.saturating_add(timeout_ms),
             options.log_level,
+            options.caller,
         );
         if sent.is_err() {
             self.calls.flight.remove(&call);
@@ -267,6 +269,7 @@ impl<P: Platform> Manager<P> {
         now: u64,
         deadline_ms: u64,
         log_level: Option<&'static str>,
+        caller: Option<Caller>,
     ) -> Result<(), CallError> {
         let slot = &mut self.slots[i];
         let restart = slot.state == ServerState::Failed
@@ -283,6 +286,7 @@ impl<P: Platform> Manager<P> {
                 timeout_ms,
                 deadline_ms,
                 log_level,
+                caller,
             );
             self.calls.route(call, i);
             self.flush(i);
@@ -308,6 +312,7 @@ impl<P: Platform> Manager<P> {
             timeout_ms,
             deadline_ms,
             log_level,
+            caller,
         });
         self.calls.route(call, i);
         Ok(())
