@@ -29,7 +29,10 @@
 //! question is void (`notifications/cancelled` for the `elicitation/create`) and
 //! gets the call's answer, and a 2026-07-28 client's retry gets it; when the
 //! client answers first, or goes away, the host's question is withdrawn
-//! ([`Event::InputWithdrawn`]).
+//! ([`Event::InputWithdrawn`]). The host's "approve for the session" approves
+//! the tool for the 2025 session that asked (its later calls of it are not
+//! asked again; other sessions still are); a 2026-07-28 client has no session,
+//! so for it that approves the one call.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -325,6 +328,15 @@ impl Gateway {
             .rounds
             .values_mut()
             .any(|r| r.keys.values().any(|i| *i == input))
+    }
+
+    /// Whether the host's user approved `exposed` for the session `origin`
+    /// belongs to (see [`Gateway::answer_approval`]).
+    pub(super) fn approved_for_session(&self, origin: &Origin, exposed: &Exposed) -> bool {
+        origin
+            .session
+            .and_then(|s| self.sessions.open.get(&s))
+            .is_some_and(|s| s.approved.contains(&exposed.entry.tool.name))
     }
 
     /// Holds a call an `ask` rule covers until the client approves it.
@@ -638,13 +650,21 @@ impl Gateway {
         if asked.is_none() && round.is_none() {
             return None;
         }
-        let yes = match host_verdict(answer) {
-            Ok(yes) => yes,
+        let (yes, for_session) = match host_verdict(answer) {
+            Ok(verdict) => verdict,
             Err(e) => return Some(Err(format!("approval {id}: {e}"))),
         };
         if let Some(key) = asked
             && let Some(Asked::Approval(a)) = self.input.asked.remove(&key)
         {
+            if for_session
+                && let Some(session) = a
+                    .origin
+                    .session
+                    .and_then(|s| self.sessions.open.get_mut(&s))
+            {
+                session.approved.insert(a.exposed.entry.tool.name.clone());
+            }
             // The client's question is void: someone else answered it.
             if let Some(exchange) = a.origin.exchange {
                 let params = json!({"requestId": serde_json::from_str::<Value>(&key).unwrap_or(Value::Null),
@@ -702,15 +722,15 @@ impl Gateway {
     }
 }
 
-/// Whether the host's answer approves the call: `accept` (with `{}`, or with
-/// `approve` `once` or `session`, as the manager's approvals take it, or `true`,
-/// as this question's schema has it), unless `approve` is `false`; decline and
-/// cancel are no. An approval for the session approves this call once: the
-/// gateway's clients are each asked their own.
-fn host_verdict(answer: &InputAnswer) -> Result<bool, String> {
+/// Whether the host's answer approves the call, and whether for the session:
+/// `accept` (with `{}`, or with `approve` `once` or `session`, as the manager's
+/// approvals take it, or `true`, as this question's schema has it), unless
+/// `approve` is `false`; decline and cancel are no. `session` approves the tool
+/// for the downstream session that asked, not for the gateway's other clients.
+fn host_verdict(answer: &InputAnswer) -> Result<(bool, bool), String> {
     let text = match answer {
         InputAnswer::Accept(text) => text,
-        _ => return Ok(false),
+        _ => return Ok((false, false)),
     };
     let text = if text.trim().is_empty() { "{}" } else { text };
     let value: Value = serde_json::from_str(text)
@@ -719,9 +739,10 @@ fn host_verdict(answer: &InputAnswer) -> Result<bool, String> {
         return Err("an accepted answer must be a JSON object like {\"approve\": \"once\"}".into());
     };
     match fields.get("approve") {
-        None | Some(Value::Bool(true)) => Ok(true),
-        Some(Value::Bool(false)) => Ok(false),
-        Some(v) if v == "once" || v == "session" => Ok(true),
+        None | Some(Value::Bool(true)) => Ok((true, false)),
+        Some(Value::Bool(false)) => Ok((false, false)),
+        Some(v) if v == "once" => Ok((true, false)),
+        Some(v) if v == "session" => Ok((true, true)),
         Some(other) => Err(format!(
             "/approve must be \"once\", \"session\" or a boolean, but is {other}"
         )),

@@ -81,7 +81,7 @@ mod tests;
 
 use crate::prelude::*;
 use crate::{budget, methods};
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use alloc::rc::Rc;
 use exchanges::Exchanges;
@@ -242,6 +242,9 @@ struct Session {
     log_level: u8,
     /// The exposure fingerprint the session last saw or was told about.
     notified: u64,
+    /// Tools (registry names) whose `ask` rule the host's user approved for this
+    /// session (the dashboard's "approve for the session"): not asked again here.
+    approved: BTreeSet<String>,
 }
 
 /// The gateway's 2025-era sessions: every open one by handle, the next handle's
@@ -637,6 +640,7 @@ impl Gateway {
                     log_level: 0,
                     // Nothing it saw: told the list changed at the next change.
                     notified: 0,
+                    approved: BTreeSet::new(),
                 },
             );
             self.sessions.next = self.sessions.next.max(handle::sequence(handle) + 1);
@@ -922,6 +926,7 @@ impl Gateway {
                 initialized: false,
                 log_level: 0,
                 notified,
+                approved: BTreeSet::new(),
             },
         );
         if let Some(x) = self.exchanges.get_mut(&ctx.exchange) {

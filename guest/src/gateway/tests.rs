@@ -887,6 +887,50 @@ fn the_host_answers_a_clients_approval_first_or_sees_it_withdrawn() {
 }
 
 #[test]
+fn the_hosts_approval_for_the_session_covers_that_session_only() {
+    use crate::elicitation::InputAnswer;
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["write"]));
+    let rules = r#", "permissions": {"ask": ["mcp__fs__write"]}"#;
+    let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
+    rig.settle();
+    let asks = |out: &[Signal]| {
+        out.iter().any(|sig| {
+            matches!(sig, Signal::Message { text, .. } if text.contains("elicitation/create"))
+        })
+    };
+    let first = rig.initialize(json!({"elicitation": {}}));
+    let other = rig.initialize(json!({"elicitation": {}}));
+    // The host approves the first session's call for the session.
+    let (x, out) = rig.send(Some(first), call(1, "fs__write", json!({"text": "a"})));
+    assert!(asks(&out));
+    let id = offered(&mut rig);
+    let session = InputAnswer::Accept(r#"{"approve":"session"}"#.into());
+    assert_eq!(
+        rig.g.answer_approval(&mut rig.m, id, &session),
+        Some(Ok(()))
+    );
+    let out = rig.g.take_signals();
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(texts(&messages.last().unwrap()["result"]), "a");
+    // That session's next call of the tool runs without a question.
+    let (x, out) = rig.send(Some(first), call(2, "fs__write", json!({"text": "b"})));
+    assert!(!asks(&out), "{out:?}");
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(texts(&messages.last().unwrap()["result"]), "b");
+    // Another session is still asked.
+    let (_, out) = rig.send(Some(other), call(3, "fs__write", json!({"text": "c"})));
+    assert!(asks(&out), "{out:?}");
+    // "once" approves the one call: that session's next is asked again.
+    let id = offered(&mut rig);
+    let once = InputAnswer::Accept(r#"{"approve":"once"}"#.into());
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), Some(Ok(())));
+    rig.settle();
+    let (_, out) = rig.send(Some(other), call(4, "fs__write", json!({"text": "d"})));
+    assert!(asks(&out), "{out:?}");
+}
+
+#[test]
 fn cancellation_progress_and_logs_pass_through() {
     let mut p = FakePlatform::new();
     p.serve("slow", || {

@@ -427,7 +427,9 @@ impl Gateway {
         if let Err(refusal) = self.check_task(&origin, &exposed) {
             return self.answer(&origin, Err(refusal));
         }
-        if let Some(rule) = exposed.ask.clone() {
+        if let Some(rule) = exposed.ask.clone()
+            && !self.approved_for_session(&origin, &exposed)
+        {
             return self.ask_approval(m, origin, exposed, arguments, progress_token, rule);
         }
         self.start_call(m, origin, &exposed, &arguments, progress_token);
