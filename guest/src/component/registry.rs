@@ -22,7 +22,7 @@ use crate::manager::call_counts::CallOutcome;
 use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
-use crate::transport::{Endpoint, Pair};
+use crate::transport::{Endpoint, Pair, Platform};
 
 use super::{types, wit, with, with_both};
 
@@ -478,8 +478,12 @@ impl wit::Guest for super::Component {
     fn wait(timeout_ms: u64) -> wit::Turn {
         let (finished, events, downstream) = with_both(|m, g| {
             // Work the gateway can do now (a batch's rest, held requests) does not
-            // wait for anything else.
-            let timeout_ms = if g.busy(m) { 0 } else { timeout_ms };
+            // wait for anything else; an approval that stops waiting wakes it.
+            let timeout_ms = match g.next_deadline() {
+                _ if g.busy(m) => 0,
+                Some(due) => timeout_ms.min(due.saturating_sub(m.platform().now_ms())),
+                None => timeout_ms,
+            };
             let (finished, events) = (m.wait(timeout_ms), m.events());
             // The gateway takes its own calls' ends and events.
             let (finished, events) = g.absorb(m, finished, events);

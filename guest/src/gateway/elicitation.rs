@@ -54,6 +54,12 @@ use super::{Gateway, Origin, Signal, Target, json_text, tool_error};
 /// Rounds kept waiting for a retry; the oldest goes when more wait.
 const MAX_ROUNDS: usize = 1024;
 
+/// How long a 2026-07-28 client's approval waits for an answer (its retry, or
+/// the host's): a person's time to answer, on the client or on the dashboard.
+/// The client gives no other sign that it went away: its request ended with
+/// the question.
+pub(super) const APPROVAL_WAIT_MS: u64 = 30 * 60_000;
+
 /// A request sent to a 2025 client.
 /// The gateway's input rounds: requests it sent downstream clients (elicitation,
 /// approvals) awaiting their answers, and 2026-07-28 `input_required` rounds
@@ -124,6 +130,9 @@ pub(super) struct Round {
     outcome: Option<Result<String, Refusal>>,
     /// When it was made, to drop the oldest first.
     serial: u64,
+    /// An approval's: when it stops waiting for an answer (see
+    /// [`Gateway::expire_rounds`]).
+    expires_ms: Option<u64>,
 }
 
 /// The requested schema of an approval.
@@ -272,7 +281,7 @@ impl Gateway {
                     asks.insert(key.clone(), input_request(r));
                     keys.insert(key, r.id);
                 }
-                self.input_required(&origin, Subject::Call(call), served, keys, asks);
+                self.input_required(m, &origin, Subject::Call(call), served, keys, asks);
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.origin.exchange = None;
                 }
@@ -391,6 +400,7 @@ impl Gateway {
             );
             let keys = [("approve".to_string(), 0)].into_iter().collect();
             return self.input_required(
+                m,
                 &origin,
                 Subject::Approval(Box::new(approval)),
                 served,
@@ -408,8 +418,9 @@ impl Gateway {
     }
 
     /// Answers `origin` with an `input_required` result and keeps the round.
-    fn input_required(
+    fn input_required<P: Platform>(
         &mut self,
+        m: &Manager<P>,
         origin: &Origin,
         subject: Subject,
         served: String,
@@ -419,6 +430,9 @@ impl Gateway {
         let serial = self.input.next;
         self.input.next += 1;
         let token = self.token(serial);
+        // A round of upstream questions ends with its call (its timeout).
+        let expires_ms = matches!(subject, Subject::Approval(_))
+            .then(|| m.platform().now_ms().saturating_add(APPROVAL_WAIT_MS));
         let result =
             json!({"resultType": "input_required", "inputRequests": asks, "requestState": token});
         if self.input.rounds.len() >= MAX_ROUNDS
@@ -444,6 +458,7 @@ impl Gateway {
                 keys,
                 outcome: None,
                 serial,
+                expires_ms,
             },
         );
         self.answer(origin, Ok(json_text(&result)));
@@ -461,6 +476,41 @@ impl Gateway {
             token.push_str(&format!("{b:02x}"));
         }
         token
+    }
+
+    /// A 2026-07-28 client's approval that waited [`APPROVAL_WAIT_MS`] for an
+    /// answer (the client's retry, or the host's) ends: the host's question is
+    /// withdrawn, and a late retry is told the call was not run.
+    pub(super) fn expire_rounds<P: Platform>(&mut self, m: &Manager<P>) {
+        let now = m.platform().now_ms();
+        for r in self.input.rounds.values_mut() {
+            let Subject::Approval(a) = &r.subject else {
+                continue;
+            };
+            if r.outcome.is_some() || r.expires_ms.is_none_or(|t| t > now) {
+                continue;
+            }
+            r.expires_ms = None;
+            self.host_events.push(Event::InputWithdrawn(a.input));
+            r.outcome = Some(Ok(tool_error(&format!(
+                "{} was not run: nobody approved it within {} minutes (the permission rule {} \
+                 asks first)",
+                a.exposed.name,
+                APPROVAL_WAIT_MS / 60_000,
+                a.rule
+            ))));
+        }
+    }
+
+    /// When the next approval of a 2026-07-28 client stops waiting (see
+    /// [`Gateway::expire_rounds`]).
+    pub(super) fn next_round_expiry(&self) -> Option<u64> {
+        self.input
+            .rounds
+            .values()
+            .filter(|r| r.outcome.is_none())
+            .filter_map(|r| r.expires_ms)
+            .min()
     }
 
     /// A call ended: a round waiting for its retry keeps the answer for it.

@@ -603,6 +603,13 @@ impl Gateway {
         self.exchanges.deferring() || (self.held.any() && !m.starting())
     }
 
+    /// When the gateway has something to do without any message: a 2026-07-28
+    /// client's approval that stops waiting. The host's loop wakes by then (with
+    /// the manager's [`Manager::next_deadline`]).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.next_round_expiry()
+    }
+
     /// Goes on with the backlog, within this turn's [`FLUSH_BYTES`].
     fn pump<P: Platform>(&mut self, m: &mut Manager<P>) {
         while self.out_bytes() < FLUSH_BYTES {
@@ -814,6 +821,7 @@ impl Gateway {
             self.inputs_requested(m, inputs);
         }
         if self.serving {
+            self.expire_rounds(m);
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
             if self.held.any() && !m.starting() {

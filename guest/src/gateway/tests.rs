@@ -75,7 +75,14 @@ impl Rig {
 
     /// One turn of the host's loop: the manager's wait, then the gateway.
     fn turn(&mut self) -> Vec<Signal> {
-        let done = self.m.wait(if self.g.busy(&self.m) { 0 } else { 600_000 });
+        // As the host's loop: no wait with work to do, and none past the
+        // gateway's own deadline.
+        let timeout = match self.g.next_deadline() {
+            _ if self.g.busy(&self.m) => 0,
+            Some(due) => due.saturating_sub(self.m.platform().now_ms()).min(600_000),
+            None => 600_000,
+        };
+        let done = self.m.wait(timeout);
         let events = self.m.events();
         let (theirs, host) = self.g.absorb(&mut self.m, done, events);
         self.host.extend(host);
@@ -884,6 +891,51 @@ fn the_host_answers_a_clients_approval_first_or_sees_it_withdrawn() {
         3,
         "the approved calls ran"
     );
+}
+
+#[test]
+fn a_2026_clients_approval_that_nobody_answers_leaves_the_host_in_time() {
+    // The client's request ended with its question; a client that never retries
+    // gives no other sign, so the question waits a bounded time.
+    use crate::manager::Event;
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["write"]));
+    let rules = r#", "permissions": {"ask": ["mcp__fs__write"]}"#;
+    let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
+    rig.settle();
+    let meta = stateless_meta(json!({"elicitation": {}}));
+    let ask = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fs__write", "arguments": {"text": "late"}, "_meta": meta}});
+    let (r, _) = rig.request(None, ask);
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let state = r["result"]["requestState"].as_str().unwrap().to_string();
+    let asked_at = rig.m.platform().now_ms();
+    let id = offered(&mut rig);
+    let withdrawn = |rig: &Rig| rig.host.contains(&Event::InputWithdrawn(id));
+    for _ in 0..20 {
+        if withdrawn(&rig) {
+            break;
+        }
+        rig.turn();
+    }
+    assert!(withdrawn(&rig), "{:?}", rig.host);
+    let waited = rig.m.platform().now_ms() - asked_at;
+    assert!(
+        (elicitation::APPROVAL_WAIT_MS..elicitation::APPROVAL_WAIT_MS + 1000).contains(&waited),
+        "withdrawn after {waited} ms"
+    );
+    // The host's late answer is not taken; the client's late retry is told.
+    let once = crate::elicitation::InputAnswer::Accept(r#"{"approve":"once"}"#.into());
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), None);
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "fs__write", "arguments": {"text": "late"}, "_meta": meta,
+            "inputResponses": {"approve": {"action": "accept"}}, "requestState": state}}),
+    );
+    assert!(texts(&r["result"]).contains("nobody approved it"), "{r}");
+    let sim = rig.m.platform().sim("fs");
+    assert!(sim.borrow().sent("tools/call").is_empty());
 }
 
 #[test]
