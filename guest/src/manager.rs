@@ -345,6 +345,8 @@ pub struct Manager<P: Platform> {
     requests: request::Requests,
     /// The roots servers get (see `roots`).
     roots: roots::Roots,
+    /// Instants (ms) to be woken at: timers of the gateway ([`Manager::wake_at`]).
+    wakes: alloc::collections::BTreeSet<u64>,
 }
 
 /// What the embedder sets over the configuration (`registry.set-options`).
@@ -418,7 +420,15 @@ impl<P: Platform> Manager<P> {
             options: EmbedderOptions::default(),
             requests: Default::default(),
             roots: Default::default(),
+            wakes: Default::default(),
         }
+    }
+
+    /// Asks [`Manager::wait`] to return by `at_ms` (monotonic): the gateway's
+    /// timers, which live beside the manager's own deadlines and so reach every
+    /// host that waits on them.
+    pub fn wake_at(&mut self, at_ms: u64) {
+        self.wakes.insert(at_ms);
     }
 
     /// The platform, for embedders and tests that drive it.
@@ -637,6 +647,10 @@ impl<P: Platform> Manager<P> {
             if !self.finished.is_empty() || !self.events.is_empty() {
                 break;
             }
+            if self.wakes.first().is_some_and(|w| *w <= now) {
+                self.wakes = self.wakes.split_off(&now.saturating_add(1));
+                break;
+            }
             if now >= until {
                 break;
             }
@@ -735,7 +749,8 @@ impl<P: Platform> Manager<P> {
     }
 
     /// The nearest instant (ms) at which something is due: a timeout, a
-    /// connection's deadline, a restart, an approval's expiry.
+    /// connection's deadline, a restart, an approval's expiry, a timer
+    /// ([`Manager::wake_at`]).
     pub fn next_deadline(&self) -> Option<u64> {
         self.slots
             .iter()
@@ -749,6 +764,7 @@ impl<P: Platform> Manager<P> {
             })
             .flatten()
             .chain(self.approvals.next_deadline())
+            .chain(self.wakes.first().copied())
             .min()
     }
 
@@ -1028,7 +1044,7 @@ impl<P: Platform> Manager<P> {
     /// (in this run or a later one: the host stores it).
     fn remember_era(&mut self, i: usize) {
         let slot = &self.slots[i];
-        let Some(era) = slot.client.as_ref().map(Client::era) else {
+        let Some(era) = slot.client.as_ref().map(Client::era_to_remember) else {
             return;
         };
         let key = era_key(&slot.config.name, &slot.config.endpoint);

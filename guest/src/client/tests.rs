@@ -707,7 +707,10 @@ fn a_silent_probe_gives_way_to_initialize() {
     c.tick(100 + PROBE_TIMEOUT_MS);
     let out = sent(&mut c);
     assert_eq!(out[0].0["method"], "initialize");
-    // A late answer to the probe is dropped quietly.
+    assert_eq!(c.era_to_remember(), Era::Legacy);
+    // A late answer to the probe changes nothing in this session, quietly, but
+    // it shows a server that was slow to start, not a legacy one: the next
+    // connection probes again instead of being told the server is legacy.
     feed(
         &mut c,
         json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(false)}),
@@ -717,6 +720,24 @@ fn a_silent_probe_gives_way_to_initialize() {
     assert_eq!(c.phase(), Phase::Initializing);
     assert_eq!(c.stats().unknown_responses, 0);
     assert!(c.take_events().is_empty());
+    assert_eq!(c.era_to_remember(), Era::Stateless);
+}
+
+#[test]
+fn a_late_refusal_of_the_probe_leaves_the_server_legacy() {
+    let mut c = Client::new("quiet");
+    c.detect(None, 0);
+    sent(&mut c);
+    c.tick(PROBE_TIMEOUT_MS);
+    assert_eq!(sent(&mut c)[0].0["method"], "initialize");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}),
+        PROBE_TIMEOUT_MS + 1,
+    );
+    assert_eq!(c.phase(), Phase::Initializing);
+    assert!(c.take_events().is_empty());
+    assert_eq!(c.era_to_remember(), Era::Legacy);
 }
 
 #[test]
