@@ -568,8 +568,8 @@ pub(super) struct Shared {
     /// Whether `/mcp` is served (`serve_http`) or only the dashboard (`serve_dashboard`).
     mcp: bool,
     /// The profile of `/mcp` (`ServeOptions::profile`); when set, the only one
-    /// `/mcp/{profile}` may name.
-    default_profile: Option<String>,
+    /// `/mcp/{profile}` may name, and the one the dashboard's calls are made under.
+    pub(super) default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
     loopback: bool,
     state: Mutex<State>,
