@@ -25,6 +25,12 @@
 //! | G3 | `tools/list` of 10,000 upstream tools | ms, peak RSS of the process in the middle |
 //! | G4 | `search_tools` over 10,000 tools (`serve --tool-search`, stdio) | ms for the first search (builds the index), µs per search after |
 //! | G5 | 2,000 sequential `ping`s (stdio routes) | µs per round trip, and the CPU of the middle per round trip |
+//! | G6 | 200 sequential `echo` calls from FastMCP's client (Python) to `@modelcontextprotocol/server-everything`, `direct` and `gw-stdio` | µs/call |
+//!
+//! G6 is the gateway as a user meets it: a real Python client
+//! (`tests/peers/fastmcp_echo_calls.py`, FastMCP pinned in
+//! `tests/peers/requirements.txt`) and a real Node server, both from
+//! `scripts/install-peers`; without them its row says so.
 //!
 //! G5 says what one turn of the process in the middle costs: the gateway
 //! answers `ping` itself (one wake-up, no upstream call), as rmcp's server in
@@ -96,6 +102,8 @@ const CONCURRENT_ROUNDS: usize = 3;
 const BIG_LIST: usize = 10_000;
 /// Timed searches (G4), after the first.
 const SEARCHES: usize = 200;
+/// Timed sequential calls from FastMCP's client (G6), after one untimed.
+const FASTMCP_CALLS: usize = 200;
 /// The longest a sample may take before it counts as hung.
 const PATIENCE: Duration = Duration::from_secs(180);
 
@@ -108,15 +116,18 @@ pub enum Workload {
     Search,
     /// Sequential `ping`s: the cost of one turn of the process in the middle.
     Ping,
+    /// Sequential `echo` calls from FastMCP's client to server-everything.
+    FastMcp,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 5] = [
+    pub const ALL: [Workload; 6] = [
         Workload::Sequential,
         Workload::Concurrent,
         Workload::BigList,
         Workload::Search,
         Workload::Ping,
+        Workload::FastMcp,
     ];
 
     pub fn id(self) -> &'static str {
@@ -126,6 +137,7 @@ impl Workload {
             Workload::BigList => "G3",
             Workload::Search => "G4",
             Workload::Ping => "G5",
+            Workload::FastMcp => "G6",
         }
     }
 
@@ -139,6 +151,7 @@ impl Workload {
     fn routes(self) -> &'static [Route] {
         match self {
             Workload::Search => &[Route::GwStdio],
+            Workload::FastMcp => &[Route::Direct, Route::GwStdio],
             Workload::Ping => &[
                 Route::Direct,
                 Route::GwStdio,
@@ -867,7 +880,58 @@ async fn search_big(c: &Connected, p: &Programs) -> Result<Metrics, BoxError> {
     ]))
 }
 
+/// G6: FastMCP's client (`tests/peers/fastmcp_echo_calls.py`) calling
+/// server-everything's `echo` over stdio, directly or through `mcpbox serve`:
+/// µs per call, as the client timed them.
+fn fastmcp(p: &Programs, route: Route) -> Result<Metrics, BoxError> {
+    let peers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/peers");
+    let python = peers.join(".venv/bin/python");
+    let everything = peers.join("node_modules/.bin/mcp-server-everything");
+    if !python.is_file() || !everything.is_file() {
+        return Err("the peers are not installed (scripts/install-peers)".into());
+    }
+    let mut command = Command::new(python);
+    command
+        .arg(peers.join("fastmcp_echo_calls.py"))
+        .arg(FASTMCP_CALLS.to_string());
+    match route {
+        Route::Direct => {
+            command.arg("echo").arg(&everything).arg("stdio");
+        }
+        Route::GwStdio => {
+            let config = p.work.join("gateway-everything.json");
+            let entry = json!({"mcpServers": {"everything": {
+                "command": everything, "args": ["stdio"]}}});
+            std::fs::write(&config, entry.to_string())?;
+            command
+                .arg("everything__echo")
+                .arg(&p.mcpbox)
+                .arg("--trust")
+                .arg("--config")
+                .arg(config)
+                .arg("serve");
+            with_bench_guest(&mut command);
+            command.env("MCPBOX_CACHE_DIR", &p.cache_dir);
+        }
+        other => return Err(format!("G6 does not run on {}", other.name()).into()),
+    }
+    let output = command.stdin(Stdio::null()).output()?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let last = stderr.lines().last().unwrap_or("no message");
+        return Err(format!("fastmcp_echo_calls.py failed: {last}").into());
+    }
+    let report: Value = serde_json::from_slice(&output.stdout)?;
+    let us = report["us_per_call"]
+        .as_f64()
+        .ok_or("fastmcp_echo_calls.py printed no us_per_call")?;
+    Ok(Metrics::from([("us_per_call", us)]))
+}
+
 async fn sample(p: &Programs, route: Route, workload: Workload) -> Result<Metrics, BoxError> {
+    if workload == Workload::FastMcp {
+        return fastmcp(p, route);
+    }
     let big = matches!(workload, Workload::BigList | Workload::Search);
     let extra: &[&str] = if workload == Workload::Search {
         &["--tool-search"]
@@ -881,6 +945,7 @@ async fn sample(p: &Programs, route: Route, workload: Workload) -> Result<Metric
         Workload::Concurrent => concurrent(c).await,
         Workload::BigList => big_list(&c).await,
         Workload::Search => search_big(&c, p).await,
+        Workload::FastMcp => fastmcp(p, route),
     }
 }
 
@@ -1000,6 +1065,10 @@ enum Target {
     },
     /// The gateway's medians (both transports) at most `value`.
     GatewayAtMost(f64),
+    /// No target: every route's median over `of`'s.
+    Ratios {
+        of: Route,
+    },
 }
 
 const ROWS: &[Row] = &[
@@ -1145,6 +1214,13 @@ const ROWS: &[Row] = &[
         unit: "µs/ping",
         target: Target::None,
     },
+    Row {
+        workload: Workload::FastMcp,
+        label: "G6 FastMCP client, echo",
+        metric: "us_per_call",
+        unit: "µs/call",
+        target: Target::Ratios { of: Route::Direct },
+    },
 ];
 
 /// Writes the gateway table (Markdown) to `out`; returns the labels of missed targets.
@@ -1204,6 +1280,7 @@ pub fn table(
         };
         let (ratios, target, met) = match row.target {
             Target::None => ("–".to_owned(), "–".to_owned(), None),
+            Target::Ratios { of } => (ratios_text(&medians, of), "–".to_owned(), None),
             Target::RatioAtMost { route, of, limit } => {
                 let r = ratio(route, of);
                 let text = ratios_text(&medians, of);

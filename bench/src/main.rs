@@ -50,6 +50,7 @@
 //! | G3  | tools/list of 10,000 upstream tools | ms, peak RSS of the gateway or proxy |
 //! | G4  | search_tools over 10,000 tools | ms (first), µs/search |
 //! | G5  | 2,000 sequential pings (what one turn of the gateway costs) | µs/ping, CPU of the middle |
+//! | G6  | 200 sequential `echo` calls from FastMCP's client (Python) to server-everything, direct and through `mcpbox serve` (stdio) | µs/call |
 //!
 //! `--gateway` runs only the G workloads (`--only G1,G2` picks some).
 //!
@@ -464,7 +465,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.markdown = Some(PathBuf::from(path));
             }
             "--help" | "-h" => {
-                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4,G5] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build] [--markdown PATH]".into());
+                return Err("usage: mcpbox-bench [--quick | --reps N] [--only W1,W1c,W2,W3,W4,W5,W6,H1,H2,H3,G1,G2,G3,G4,G5,G6] [--gateway] [--no-raw] [--policy] [--metrics] [--no-build] [--markdown PATH]".into());
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }

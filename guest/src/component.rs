@@ -544,7 +544,10 @@ impl wit_turns::Guest for Component {
             let deadline = if g.busy(m) {
                 Some(0)
             } else {
-                m.next_deadline()
+                match (m.next_deadline(), g.next_deadline()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
             };
             let blocking = m.connections().any(|c| match c {
                 HostConnection::Remote(r) => r.port().waiting(),

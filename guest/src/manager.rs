@@ -273,7 +273,8 @@ struct Held {
     timeout_ms: u64,
     /// The call fails if its server is not connected by then.
     deadline_ms: u64,
-    /// The caller's options ([`CallOptions::log_level`], [`CallOptions::task`]).
+    /// The caller's options ([`CallOptions::log_level`], [`CallOptions::task`],
+    /// [`CallOptions::caller`]).
     options: CallOptions,
 }
 

@@ -56,6 +56,8 @@ pub(crate) enum Job {
         timeout: Option<Duration>,
         /// Run it as a task when its tool allows one ([`crate::CallOptions::task`]).
         task: bool,
+        /// The permission profile it is made under (`call-options.profile`).
+        profile: Option<String>,
         reply: CallReply,
     },
     /// Start a request beyond tools (`registry.start-request`); it completes
@@ -198,13 +200,14 @@ impl Batch {
                 arguments,
                 timeout,
                 task,
+                profile,
                 reply,
             } => (
                 turns::Job::Call(turns::CallJob {
                     tool,
                     dialect,
                     arguments,
-                    options: call_options(timeout, task),
+                    options: call_options(timeout, task, profile),
                 }),
                 StepReply::Call(reply),
             ),
@@ -217,7 +220,7 @@ impl Batch {
                 turns::Job::Request(turns::RequestJob {
                     server,
                     request,
-                    options: call_options(timeout, false),
+                    options: call_options(timeout, false, None),
                 }),
                 StepReply::Call(reply),
             ),
@@ -254,11 +257,16 @@ impl Batch {
     }
 }
 
-fn call_options(timeout: Option<Duration>, task: bool) -> registry::CallOptions {
+fn call_options(
+    timeout: Option<Duration>,
+    task: bool,
+    profile: Option<String>,
+) -> registry::CallOptions {
     registry::CallOptions {
         // A timeout past u64 milliseconds (585 million years) is no timeout.
         timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         task,
+        profile,
     }
 }
 

@@ -1085,6 +1085,35 @@ impl Runtime {
         arguments: String,
         options: CallOptions,
     ) -> Result<CallResult, CallError> {
+        self.call_tool_json_as(name, arguments, options, None).await
+    }
+
+    /// Like [`call_tool`](Runtime::call_tool), under the permission profile
+    /// `profile` (`profiles` in the configuration): the call must pass that
+    /// profile's rules as well as the top-level ones, as a client of `mcpbox
+    /// serve --profile` does. An unknown profile is [`CallError::Denied`].
+    pub async fn call_tool_as(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+        profile: Option<&str>,
+    ) -> Result<CallResult, CallError> {
+        let arguments = match arguments {
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        self.call_tool_json_as(name, arguments, options, profile)
+            .await
+    }
+
+    async fn call_tool_json_as(
+        &self,
+        name: &str,
+        arguments: String,
+        options: CallOptions,
+        profile: Option<&str>,
+    ) -> Result<CallResult, CallError> {
         self.check_arguments_size(name, arguments.len())?;
         let (reply, answer) = oneshot::channel();
         self.submit(Job::Call {
@@ -1093,6 +1122,7 @@ impl Runtime {
             arguments,
             timeout: options.timeout,
             task: options.task,
+            profile: profile.map(str::to_owned),
             reply,
         })
         .map_err(CallError::Runtime)?;

@@ -109,7 +109,7 @@ test('a 2026-07-28 server on the TypeScript SDK v2, over stdio and HTTP', async 
     const s = status(servers, name);
     assert.equal(s.protocolVersion, '2026-07-28', JSON.stringify(s));
     assert.equal(s.serverName, 'ts-peer');
-    assert.equal(s.toolCount, 8);
+    assert.equal(s.toolCount, 9);
   }
   for (const server of ['ts', 'tshttp']) {
     const tool = (name) => `mcp__${server}__${name}`;

@@ -29,6 +29,9 @@
 //                             or over 2026-07-28 HTTP its response stream closed)
 //   waits()                   {"started": N, "cancelled": M} as text: the waits begun and
 //                             the waits cancelled so far
+//   capabilities()            the client capabilities this request came with, as JSON
+//                             text: a 2026-07-28 request's `_meta` ones, else those
+//                             the session's `initialize` declared
 //
 // Resources: `ts://readme` (text "ts-peer readme"), `ts://logo` (a 4-byte PNG-typed
 // blob: bytes 137 80 78 71), the template `ts://item/{id}` (text "item ID").
@@ -131,6 +134,18 @@ function build() {
                 });
             })
     );
+    server.registerTool('capabilities', { description: 'Says what the client declared.' }, async ctx => ({
+        content: [
+            {
+                type: 'text',
+                text: JSON.stringify(
+                    ctx.mcpReq.envelope?.['io.modelcontextprotocol/clientCapabilities'] ??
+                        server.server.getClientCapabilities() ??
+                        null
+                )
+            }
+        ]
+    }));
     server.registerTool('waits', { description: 'Counts waits begun and cancelled.' }, async () => ({
         content: [{ type: 'text', text: JSON.stringify({ started, cancelled }) }]
     }));

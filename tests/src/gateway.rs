@@ -317,6 +317,19 @@ impl RawRequest {
         }
     }
 
+    /// After [`RawRequest::first_event`]: the JSON-RPC messages of the rest of
+    /// the stream, read until the server closes it (each event's `data:` line).
+    pub fn rest_messages(self) -> Vec<Value> {
+        let mut raw = Vec::new();
+        let mut stream = self.stream;
+        let _ = stream.read_to_end(&mut raw);
+        String::from_utf8_lossy(&raw)
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect()
+    }
+
     /// Reads the whole response (the server closes the connection after it).
     pub fn response(self) -> HttpResponse {
         let mut raw = Vec::new();

@@ -119,6 +119,26 @@ pub struct CallOptions {
     /// anyway. A tool that does not take tasks, or a server that does not run
     /// them, fails the call saying so.
     pub task: bool,
+    /// Who the call is for, when that is not the embedder: what it can be asked
+    /// (see [`Caller`]).
+    pub caller: Option<Caller>,
+}
+
+/// What the one a call is made for can answer, when that is not the embedder
+/// (the gateway's downstream client). A 2026-07-28 server is sent the client
+/// capabilities of each request in its `_meta`: the call's request declares
+/// `elicitation` and `sampling` only where the caller declared them too (and
+/// the embedder enabled them), so that a server does not offer work that needs
+/// a question to a caller who cannot be asked. A server of the `initialize` era
+/// has one set of capabilities per session, declared in `initialize`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The caller declared form-mode elicitation.
+    pub elicitation: bool,
+    /// The caller declared `sampling`.
+    pub sampling: bool,
+    /// The caller declared `sampling.tools`.
+    pub sampling_tools: bool,
 }
 
 /// A tool result, as the server returned it.
@@ -192,6 +212,8 @@ pub(super) struct PendingCall {
     pub(super) log_level: Option<&'static str>,
     /// [`CallOptions::task`].
     pub(super) task: bool,
+    /// [`CallOptions::caller`].
+    pub(super) caller: Option<Caller>,
     /// `input_required` answers so far.
     pub(super) rounds: u32,
 }
@@ -241,8 +263,9 @@ impl Client {
     /// (`registry::check_arguments`: not read again here) and a first deadline
     /// set by the caller: a call that waited for its server to restart keeps the
     /// deadline it started with. Progress still pushes the deadline back by the
-    /// full `timeout_ms`; of `options`, [`CallOptions::log_level`] and
-    /// [`CallOptions::task`] are read here (the caller resolved the timeout).
+    /// full `timeout_ms`; of `options`, [`CallOptions::log_level`],
+    /// [`CallOptions::task`] and [`CallOptions::caller`] are read here (the
+    /// caller resolved the timeout).
     #[allow(clippy::too_many_arguments)]
     pub fn start_call_until(
         &mut self,
@@ -271,6 +294,7 @@ impl Client {
             deadline_ms,
             log_level: options.log_level,
             task: options.task,
+            caller: options.caller,
             rounds: 0,
         };
         self.send_call(pending, None, None);
@@ -293,7 +317,7 @@ impl Client {
             task: self.as_task(&call).then_some(TaskParams {
                 ttl: super::tasks::TASK_TTL_MS,
             }),
-            meta: self.request_meta_logging(Some(&id), call.log_level),
+            meta: self.request_meta_for(Some(&id), call.log_level, call.caller),
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));

@@ -8,7 +8,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::wire::{ClientInfo, InitializeParams, InitializeResult, text_of};
-use super::{Client, ClientEvent, Era, Pending, Phase, ServerInfo};
+use super::{Caller, Client, ClientEvent, Era, Pending, Phase, ServerInfo};
 use crate::methods;
 use crate::transport::Failure;
 
@@ -21,21 +21,42 @@ pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-
 impl Client {
     /// The client capabilities declared to the server.
     pub(super) fn capabilities(&self) -> serde_json::Map<String, Value> {
+        self.capabilities_for(None)
+    }
+
+    /// The client capabilities declared for a request made for `caller`: what
+    /// the embedder enabled, narrowed to what the caller declared (URL mode is
+    /// not passed on to a caller: only form questions are put to one).
+    pub(super) fn capabilities_for(
+        &self,
+        caller: Option<Caller>,
+    ) -> serde_json::Map<String, Value> {
         let mut capabilities = serde_json::Map::new();
         let mut modes = serde_json::Map::new();
-        if self.input.form {
+        if self.input.form && caller.is_none_or(|c| c.elicitation) {
             modes.insert("form".into(), serde_json::json!({}));
         }
-        if self.input.url {
+        if self.input.url && caller.is_none() {
             modes.insert("url".into(), serde_json::json!({}));
         }
         if !modes.is_empty() {
             capabilities.insert("elicitation".into(), Value::Object(modes));
         }
-        if self.input.sampling {
+        match caller {
             // Tool use in sampling (2025-11-25, 2026-07-28): the embedder gets the
             // `tools` and `toolChoice` the server sends and answers as it can.
-            capabilities.insert("sampling".into(), serde_json::json!({"tools": {}}));
+            None if self.input.sampling => {
+                capabilities.insert("sampling".into(), serde_json::json!({"tools": {}}));
+            }
+            Some(c) if self.input.sampling && c.sampling => {
+                let sampling = if c.sampling_tools {
+                    serde_json::json!({"tools": {}})
+                } else {
+                    serde_json::json!({})
+                };
+                capabilities.insert("sampling".into(), sampling);
+            }
+            _ => {}
         }
         if let Some(roots) = self.roots_capability() {
             capabilities.insert("roots".into(), roots);

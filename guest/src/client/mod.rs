@@ -121,7 +121,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use calls::{CallError, CallOptions, CallResult, FinishedCall};
+pub use calls::{CallError, CallOptions, CallResult, Caller, FinishedCall};
 pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
@@ -414,6 +414,17 @@ impl Client {
         progress_token: Option<&'a Id>,
         log_level: Option<&str>,
     ) -> RequestMeta<'a> {
+        self.request_meta_for(progress_token, log_level, None)
+    }
+
+    /// [`Client::request_meta_logging`] for a request made for `caller`: a
+    /// stateless server is sent the capabilities the caller has (see [`Caller`]).
+    fn request_meta_for<'a>(
+        &self,
+        progress_token: Option<&'a Id>,
+        log_level: Option<&str>,
+        caller: Option<Caller>,
+    ) -> RequestMeta<'a> {
         let stateless = self.era == Era::Stateless;
         let log_level = log_level
             .map(String::from)
@@ -421,7 +432,7 @@ impl Client {
         RequestMeta {
             progress_token,
             protocol_version: stateless.then_some(STATELESS_VERSION),
-            client_capabilities: stateless.then(|| self.capabilities()),
+            client_capabilities: stateless.then(|| self.capabilities_for(caller)),
             client_info: stateless.then(client_info),
             log_level: log_level.filter(|_| stateless),
         }

@@ -22,7 +22,7 @@ use crate::manager::call_counts::CallOutcome;
 use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, ServerStatus};
 use crate::prelude::*;
 use crate::registry::Entry;
-use crate::transport::{Endpoint, Pair};
+use crate::transport::{Endpoint, Pair, Platform};
 
 use super::{types, wit, with, with_both};
 
@@ -402,12 +402,14 @@ impl wit::Guest for super::Component {
         arguments: String,
         options: wit::CallOptions,
     ) -> Result<u64, wit::CallError> {
+        let profile = options.profile;
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
-            log_level: None,
             task: options.task,
+            ..CallOptions::default()
         };
-        with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
+        with(|m| m.start_call_as(&tool, &arguments, options, profile.as_deref()))
+            .map_err(to_wit_call_error)
     }
 
     fn adapted_tools(dialect: String, start: u32, max: u32) -> Result<wit::AdaptedPage, String> {
@@ -431,12 +433,13 @@ impl wit::Guest for super::Component {
         let dialect: Dialect = dialect
             .parse()
             .map_err(|e: UnknownDialect| wit::CallError::InvalidArguments(e.to_string()))?;
+        let profile = options.profile;
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
-            log_level: None,
             task: options.task,
+            ..CallOptions::default()
         };
-        with(|m| m.start_adapted_call(dialect, &tool, &arguments, options))
+        with(|m| m.start_adapted_call_as(dialect, &tool, &arguments, options, profile.as_deref()))
             .map_err(to_wit_call_error)
     }
 
@@ -474,8 +477,8 @@ impl wit::Guest for super::Component {
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
-            log_level: None,
             task: options.task,
+            ..CallOptions::default()
         };
         with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
     }
@@ -483,8 +486,12 @@ impl wit::Guest for super::Component {
     fn wait(timeout_ms: u64) -> wit::Turn {
         let (finished, events, downstream) = with_both(|m, g| {
             // Work the gateway can do now (a batch's rest, held requests) does not
-            // wait for anything else.
-            let timeout_ms = if g.busy(m) { 0 } else { timeout_ms };
+            // wait for anything else; an approval that stops waiting wakes it.
+            let timeout_ms = match g.next_deadline() {
+                _ if g.busy(m) => 0,
+                Some(due) => timeout_ms.min(due.saturating_sub(m.platform().now_ms())),
+                None => timeout_ms,
+            };
             let (finished, events) = (m.wait(timeout_ms), m.events());
             // The gateway takes its own calls' ends and events.
             let (finished, events) = g.absorb(m, finished, events);

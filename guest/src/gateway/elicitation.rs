@@ -29,7 +29,10 @@
 //! question is void (`notifications/cancelled` for the `elicitation/create`) and
 //! gets the call's answer, and a 2026-07-28 client's retry gets it; when the
 //! client answers first, or goes away, the host's question is withdrawn
-//! ([`Event::InputWithdrawn`]).
+//! ([`Event::InputWithdrawn`]). The host's "approve for the session" approves
+//! the tool for the 2025 session that asked (its later calls of it are not
+//! asked again; other sessions still are); a 2026-07-28 client has no session,
+//! so for it that approves the one call.
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
@@ -50,6 +53,12 @@ use super::{Gateway, Origin, Signal, Target, json_text, tool_error};
 
 /// Rounds kept waiting for a retry; the oldest goes when more wait.
 const MAX_ROUNDS: usize = 1024;
+
+/// How long a 2026-07-28 client's approval waits for an answer (its retry, or
+/// the host's): a person's time to answer, on the client or on the dashboard.
+/// The client gives no other sign that it went away: its request ended with
+/// the question.
+pub(super) const APPROVAL_WAIT_MS: u64 = 30 * 60_000;
 
 /// A request sent to a 2025 client.
 /// The gateway's input rounds: requests it sent downstream clients (elicitation,
@@ -121,6 +130,9 @@ pub(super) struct Round {
     outcome: Option<Result<String, Refusal>>,
     /// When it was made, to drop the oldest first.
     serial: u64,
+    /// An approval's: when it stops waiting for an answer (see
+    /// [`Gateway::expire_rounds`]).
+    expires_ms: Option<u64>,
 }
 
 /// The requested schema of an approval.
@@ -269,7 +281,7 @@ impl Gateway {
                     asks.insert(key.clone(), input_request(r));
                     keys.insert(key, r.id);
                 }
-                self.input_required(&origin, Subject::Call(call), served, keys, asks);
+                self.input_required(m, &origin, Subject::Call(call), served, keys, asks);
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.origin.exchange = None;
                 }
@@ -327,6 +339,15 @@ impl Gateway {
             .any(|r| r.keys.values().any(|i| *i == input))
     }
 
+    /// Whether the host's user approved `exposed` for the session `origin`
+    /// belongs to (see [`Gateway::answer_approval`]).
+    pub(super) fn approved_for_session(&self, origin: &Origin, exposed: &Exposed) -> bool {
+        origin
+            .session
+            .and_then(|s| self.sessions.open.get(&s))
+            .is_some_and(|s| s.approved.contains(&exposed.entry.tool.name))
+    }
+
     /// Holds a call an `ask` rule covers until the client approves it.
     pub(super) fn ask_approval<P: Platform>(
         &mut self,
@@ -379,6 +400,7 @@ impl Gateway {
             );
             let keys = [("approve".to_string(), 0)].into_iter().collect();
             return self.input_required(
+                m,
                 &origin,
                 Subject::Approval(Box::new(approval)),
                 served,
@@ -396,8 +418,9 @@ impl Gateway {
     }
 
     /// Answers `origin` with an `input_required` result and keeps the round.
-    fn input_required(
+    fn input_required<P: Platform>(
         &mut self,
+        m: &Manager<P>,
         origin: &Origin,
         subject: Subject,
         served: String,
@@ -407,6 +430,9 @@ impl Gateway {
         let serial = self.input.next;
         self.input.next += 1;
         let token = self.token(serial);
+        // A round of upstream questions ends with its call (its timeout).
+        let expires_ms = matches!(subject, Subject::Approval(_))
+            .then(|| m.platform().now_ms().saturating_add(APPROVAL_WAIT_MS));
         let result =
             json!({"resultType": "input_required", "inputRequests": asks, "requestState": token});
         if self.input.rounds.len() >= MAX_ROUNDS
@@ -432,6 +458,7 @@ impl Gateway {
                 keys,
                 outcome: None,
                 serial,
+                expires_ms,
             },
         );
         self.answer(origin, Ok(json_text(&result)));
@@ -449,6 +476,41 @@ impl Gateway {
             token.push_str(&format!("{b:02x}"));
         }
         token
+    }
+
+    /// A 2026-07-28 client's approval that waited [`APPROVAL_WAIT_MS`] for an
+    /// answer (the client's retry, or the host's) ends: the host's question is
+    /// withdrawn, and a late retry is told the call was not run.
+    pub(super) fn expire_rounds<P: Platform>(&mut self, m: &Manager<P>) {
+        let now = m.platform().now_ms();
+        for r in self.input.rounds.values_mut() {
+            let Subject::Approval(a) = &r.subject else {
+                continue;
+            };
+            if r.outcome.is_some() || r.expires_ms.is_none_or(|t| t > now) {
+                continue;
+            }
+            r.expires_ms = None;
+            self.host_events.push(Event::InputWithdrawn(a.input));
+            r.outcome = Some(Ok(tool_error(&format!(
+                "{} was not run: nobody approved it within {} minutes (the permission rule {} \
+                 asks first)",
+                a.exposed.name,
+                APPROVAL_WAIT_MS / 60_000,
+                a.rule
+            ))));
+        }
+    }
+
+    /// When the next approval of a 2026-07-28 client stops waiting (see
+    /// [`Gateway::expire_rounds`]).
+    pub(super) fn next_round_expiry(&self) -> Option<u64> {
+        self.input
+            .rounds
+            .values()
+            .filter(|r| r.outcome.is_none())
+            .filter_map(|r| r.expires_ms)
+            .min()
     }
 
     /// A call ended: a round waiting for its retry keeps the answer for it.
@@ -641,13 +703,21 @@ impl Gateway {
         if asked.is_none() && round.is_none() {
             return None;
         }
-        let yes = match host_verdict(answer) {
-            Ok(yes) => yes,
+        let (yes, for_session) = match host_verdict(answer) {
+            Ok(verdict) => verdict,
             Err(e) => return Some(Err(format!("approval {id}: {e}"))),
         };
         if let Some(key) = asked
             && let Some(Asked::Approval(a)) = self.input.asked.remove(&key)
         {
+            if for_session
+                && let Some(session) = a
+                    .origin
+                    .session
+                    .and_then(|s| self.sessions.open.get_mut(&s))
+            {
+                session.approved.insert(a.exposed.entry.tool.name.clone());
+            }
             // The client's question is void: someone else answered it.
             if let Some(exchange) = a.origin.exchange {
                 let params = json!({"requestId": serde_json::from_str::<Value>(&key).unwrap_or(Value::Null),
@@ -705,15 +775,15 @@ impl Gateway {
     }
 }
 
-/// Whether the host's answer approves the call: `accept` (with `{}`, or with
-/// `approve` `once` or `session`, as the manager's approvals take it, or `true`,
-/// as this question's schema has it), unless `approve` is `false`; decline and
-/// cancel are no. An approval for the session approves this call once: the
-/// gateway's clients are each asked their own.
-fn host_verdict(answer: &InputAnswer) -> Result<bool, String> {
+/// Whether the host's answer approves the call, and whether for the session:
+/// `accept` (with `{}`, or with `approve` `once` or `session`, as the manager's
+/// approvals take it, or `true`, as this question's schema has it), unless
+/// `approve` is `false`; decline and cancel are no. `session` approves the tool
+/// for the downstream session that asked, not for the gateway's other clients.
+fn host_verdict(answer: &InputAnswer) -> Result<(bool, bool), String> {
     let text = match answer {
         InputAnswer::Accept(text) => text,
-        _ => return Ok(false),
+        _ => return Ok((false, false)),
     };
     let text = if text.trim().is_empty() { "{}" } else { text };
     let value: Value = serde_json::from_str(text)
@@ -722,9 +792,10 @@ fn host_verdict(answer: &InputAnswer) -> Result<bool, String> {
         return Err("an accepted answer must be a JSON object like {\"approve\": \"once\"}".into());
     };
     match fields.get("approve") {
-        None | Some(Value::Bool(true)) => Ok(true),
-        Some(Value::Bool(false)) => Ok(false),
-        Some(v) if v == "once" || v == "session" => Ok(true),
+        None | Some(Value::Bool(true)) => Ok((true, false)),
+        Some(Value::Bool(false)) => Ok((false, false)),
+        Some(v) if v == "once" => Ok((true, false)),
+        Some(v) if v == "session" => Ok((true, true)),
         Some(other) => Err(format!(
             "/approve must be \"once\", \"session\" or a boolean, but is {other}"
         )),

@@ -82,7 +82,7 @@ mod tests;
 
 use crate::prelude::*;
 use crate::{budget, methods};
-use alloc::collections::{BTreeMap, VecDeque};
+use alloc::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use alloc::rc::Rc;
 use exchanges::Exchanges;
@@ -90,7 +90,7 @@ use held::{Held, HeldRequest};
 
 use serde_json::{Value, json};
 
-use crate::client::{CallError, FinishedCall};
+use crate::client::{CallError, Caller, FinishedCall};
 use crate::elicitation::InputRequest;
 use crate::jsonrpc::{self, Id, METHOD_NOT_FOUND, Message};
 use crate::manager::{Event, Manager};
@@ -248,6 +248,9 @@ struct Session {
     log_level: u8,
     /// The exposure fingerprint the session last saw or was told about.
     notified: u64,
+    /// Tools (registry names) whose `ask` rule the host's user approved for this
+    /// session (the dashboard's "approve for the session"): not asked again here.
+    approved: BTreeSet<String>,
 }
 
 /// The gateway's 2025-era sessions: every open one by handle, the next handle's
@@ -308,6 +311,17 @@ impl Origin {
                 .and_then(|s| sessions.get(&s))
                 .map(|s| s.sampling)
                 .unwrap_or_default(),
+        }
+    }
+
+    /// What the client can be asked, for the upstream request made for it (see
+    /// [`Caller`]).
+    fn caller(&self, sessions: &BTreeMap<u64, Session>) -> Caller {
+        let sampling = self.sampling(sessions);
+        Caller {
+            elicitation: self.can_elicit(sessions),
+            sampling: sampling.declared,
+            sampling_tools: sampling.tools,
         }
     }
 
@@ -598,6 +612,13 @@ impl Gateway {
         self.exchanges.deferring() || (self.held.any() && !m.starting())
     }
 
+    /// When the gateway has something to do without any message: a 2026-07-28
+    /// client's approval that stops waiting. The host's loop wakes by then (with
+    /// the manager's [`Manager::next_deadline`]).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.next_round_expiry()
+    }
+
     /// Goes on with the backlog, within this turn's [`FLUSH_BYTES`].
     fn pump<P: Platform>(&mut self, m: &mut Manager<P>) {
         while self.out_bytes() < FLUSH_BYTES {
@@ -635,6 +656,7 @@ impl Gateway {
                     log_level: 0,
                     // Nothing it saw: told the list changed at the next change.
                     notified: 0,
+                    approved: BTreeSet::new(),
                 },
             );
             self.sessions.next = self.sessions.next.max(handle::sequence(handle) + 1);
@@ -809,6 +831,7 @@ impl Gateway {
             self.inputs_requested(m, inputs);
         }
         if self.serving {
+            self.expire_rounds(m);
             // Held lists first: a client that gets the settled list needs no
             // list_changed for it.
             if self.held.any() && !m.starting() {
@@ -922,6 +945,7 @@ impl Gateway {
                 initialized: false,
                 log_level: 0,
                 notified,
+                approved: BTreeSet::new(),
             },
         );
         if let Some(x) = self.exchanges.get_mut(&ctx.exchange) {

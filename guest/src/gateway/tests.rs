@@ -75,7 +75,14 @@ impl Rig {
 
     /// One turn of the host's loop: the manager's wait, then the gateway.
     fn turn(&mut self) -> Vec<Signal> {
-        let done = self.m.wait(if self.g.busy(&self.m) { 0 } else { 600_000 });
+        // As the host's loop: no wait with work to do, and none past the
+        // gateway's own deadline.
+        let timeout = match self.g.next_deadline() {
+            _ if self.g.busy(&self.m) => 0,
+            Some(due) => due.saturating_sub(self.m.platform().now_ms()).min(600_000),
+            None => 600_000,
+        };
+        let done = self.m.wait(timeout);
         let events = self.m.events();
         let (theirs, host) = self.g.absorb(&mut self.m, done, events);
         self.host.extend(host);
@@ -927,6 +934,95 @@ fn the_host_answers_a_clients_approval_first_or_sees_it_withdrawn() {
 }
 
 #[test]
+fn a_2026_clients_approval_that_nobody_answers_leaves_the_host_in_time() {
+    // The client's request ended with its question; a client that never retries
+    // gives no other sign, so the question waits a bounded time.
+    use crate::manager::Event;
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["write"]));
+    let rules = r#", "permissions": {"ask": ["mcp__fs__write"]}"#;
+    let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
+    rig.settle();
+    let meta = stateless_meta(json!({"elicitation": {}}));
+    let ask = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "fs__write", "arguments": {"text": "late"}, "_meta": meta}});
+    let (r, _) = rig.request(None, ask);
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    let state = r["result"]["requestState"].as_str().unwrap().to_string();
+    let asked_at = rig.m.platform().now_ms();
+    let id = offered(&mut rig);
+    let withdrawn = |rig: &Rig| rig.host.contains(&Event::InputWithdrawn(id));
+    for _ in 0..20 {
+        if withdrawn(&rig) {
+            break;
+        }
+        rig.turn();
+    }
+    assert!(withdrawn(&rig), "{:?}", rig.host);
+    let waited = rig.m.platform().now_ms() - asked_at;
+    assert!(
+        (elicitation::APPROVAL_WAIT_MS..elicitation::APPROVAL_WAIT_MS + 1000).contains(&waited),
+        "withdrawn after {waited} ms"
+    );
+    // The host's late answer is not taken; the client's late retry is told.
+    let once = crate::elicitation::InputAnswer::Accept(r#"{"approve":"once"}"#.into());
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), None);
+    let (r, _) = rig.request(
+        None,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "fs__write", "arguments": {"text": "late"}, "_meta": meta,
+            "inputResponses": {"approve": {"action": "accept"}}, "requestState": state}}),
+    );
+    assert!(texts(&r["result"]).contains("nobody approved it"), "{r}");
+    let sim = rig.m.platform().sim("fs");
+    assert!(sim.borrow().sent("tools/call").is_empty());
+}
+
+#[test]
+fn the_hosts_approval_for_the_session_covers_that_session_only() {
+    use crate::elicitation::InputAnswer;
+    let mut p = FakePlatform::new();
+    p.serve("fs", || McpServer::with_tools(&["write"]));
+    let rules = r#", "permissions": {"ask": ["mcp__fs__write"]}"#;
+    let mut rig = Rig::with(p, &["fs"], rules, ServeOptions::default());
+    rig.settle();
+    let asks = |out: &[Signal]| {
+        out.iter().any(|sig| {
+            matches!(sig, Signal::Message { text, .. } if text.contains("elicitation/create"))
+        })
+    };
+    let first = rig.initialize(json!({"elicitation": {}}));
+    let other = rig.initialize(json!({"elicitation": {}}));
+    // The host approves the first session's call for the session.
+    let (x, out) = rig.send(Some(first), call(1, "fs__write", json!({"text": "a"})));
+    assert!(asks(&out));
+    let id = offered(&mut rig);
+    let session = InputAnswer::Accept(r#"{"approve":"session"}"#.into());
+    assert_eq!(
+        rig.g.answer_approval(&mut rig.m, id, &session),
+        Some(Ok(()))
+    );
+    let out = rig.g.take_signals();
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(texts(&messages.last().unwrap()["result"]), "a");
+    // That session's next call of the tool runs without a question.
+    let (x, out) = rig.send(Some(first), call(2, "fs__write", json!({"text": "b"})));
+    assert!(!asks(&out), "{out:?}");
+    let (messages, _) = rig.answer_of(x, out);
+    assert_eq!(texts(&messages.last().unwrap()["result"]), "b");
+    // Another session is still asked.
+    let (_, out) = rig.send(Some(other), call(3, "fs__write", json!({"text": "c"})));
+    assert!(asks(&out), "{out:?}");
+    // "once" approves the one call: that session's next is asked again.
+    let id = offered(&mut rig);
+    let once = InputAnswer::Accept(r#"{"approve":"once"}"#.into());
+    assert_eq!(rig.g.answer_approval(&mut rig.m, id, &once), Some(Ok(())));
+    rig.settle();
+    let (_, out) = rig.send(Some(other), call(4, "fs__write", json!({"text": "d"})));
+    assert!(asks(&out), "{out:?}");
+}
+
+#[test]
 fn cancellation_progress_and_logs_pass_through() {
     let mut p = FakePlatform::new();
     p.serve("slow", || {
@@ -1051,6 +1147,67 @@ fn a_2026_upstream_is_asked_for_the_logs_its_downstream_client_wants() {
             Value::Null,
             json!("error")
         ]
+    );
+}
+
+#[test]
+fn a_2026_upstream_is_told_what_the_calling_client_can_be_asked() {
+    // A 2026-07-28 server reads the client's capabilities from each request's
+    // `_meta`: a forwarded call declares sampling and elicitation only where the
+    // downstream client that made it declared them.
+    let mut p = FakePlatform::new();
+    p.serve("new", || McpServer {
+        stateless: true,
+        ..McpServer::with_tools(&["echo"])
+    });
+    let mut rig = Rig::new(p, &["new"]);
+    rig.settle();
+    let sent_capabilities = |rig: &Rig| -> Vec<Value> {
+        let sim = rig.m.platform().sim("new");
+        let sent = sim.borrow().sent("tools/call");
+        sent.iter()
+            .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"].clone())
+            .collect()
+    };
+    let echo = |rig: &mut Rig, session: Option<u64>, id: i64, meta: Option<Value>| {
+        let mut message = call(id, "new__echo", json!({"text": "x"}));
+        if let Some(meta) = meta {
+            message["params"]["_meta"] = meta;
+        }
+        let (x, _) = rig.send(session, message);
+        let (messages, _) = rig.answer_of(x, Vec::new());
+        assert_eq!(messages.last().unwrap()["id"], json!(id), "{messages:?}");
+    };
+    // 2025 sessions: what each declared in `initialize`.
+    let able = rig.initialize(json!({"sampling": {"tools": {}}, "elicitation": {}}));
+    let mute = rig.initialize(json!({"roots": {}}));
+    echo(&mut rig, Some(able), 1, None);
+    echo(&mut rig, Some(mute), 2, None);
+    // 2026-07-28 requests: what each request's `_meta` declared.
+    echo(
+        &mut rig,
+        None,
+        3,
+        Some(stateless_meta(json!({"sampling": {}}))),
+    );
+    echo(&mut rig, None, 4, Some(stateless_meta(json!({}))));
+    // mcpbox's own extensions go to the server whoever calls.
+    let skills = json!({"io.modelcontextprotocol/skills": {}});
+    assert_eq!(
+        sent_capabilities(&rig),
+        vec![
+            json!({"elicitation": {"form": {}}, "sampling": {"tools": {}}, "extensions": skills}),
+            json!({"extensions": skills}),
+            json!({"sampling": {}, "extensions": skills}),
+            json!({"extensions": skills}),
+        ]
+    );
+    // What the gateway asks for itself (its lists) declares what mcpbox can answer.
+    let sim = rig.m.platform().sim("new");
+    let listed = sim.borrow().sent("tools/list");
+    assert_eq!(
+        listed[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}}, "sampling": {"tools": {}}, "extensions": skills})
     );
 }
 

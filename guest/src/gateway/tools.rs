@@ -432,7 +432,9 @@ impl Gateway {
         if let Err(refusal) = self.check_task(&origin, &exposed) {
             return self.answer(&origin, Err(refusal));
         }
-        if let Some(rule) = exposed.ask.clone() {
+        if let Some(rule) = exposed.ask.clone()
+            && !self.approved_for_session(&origin, &exposed)
+        {
             return self.ask_approval(m, origin, exposed, arguments, progress_token, rule);
         }
         self.start_call(m, origin, &exposed, &arguments, progress_token);
@@ -476,9 +478,11 @@ impl Gateway {
             None => arguments,
         };
         // A 2026-07-28 server logs during a call only at the level the call asks for:
-        // ask for what this client wants to see (see logging.rs).
+        // ask for what this client wants to see (see logging.rs); and it is told,
+        // per request, what this client can be asked.
         let options = CallOptions {
             log_level: self.wanted_log_level(&origin),
+            caller: Some(origin.caller(&self.sessions.open)),
             ..CallOptions::default()
         };
         // An `ask` tool reaches here once this client approved the call.

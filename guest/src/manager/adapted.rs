@@ -87,7 +87,20 @@ impl<P: Platform> Manager<P> {
         arguments: &str,
         options: CallOptions,
     ) -> Result<u64, CallError> {
+        self.start_adapted_call_as(dialect, tool, arguments, options, None)
+    }
+
+    /// [`Manager::start_adapted_call`] under the permission profile `profile`
+    /// (see [`Manager::start_call_as`]).
+    pub fn start_adapted_call_as(
+        &mut self,
+        dialect: Dialect,
+        tool: &str,
+        arguments: &str,
+        options: CallOptions,
+        profile: Option<&str>,
+    ) -> Result<u64, CallError> {
         let (name, arguments) = self.map_adapted_call(dialect, tool, arguments);
-        self.start_call(&name, &arguments, options)
+        self.start_call_as(&name, &arguments, options, profile)
     }
 }

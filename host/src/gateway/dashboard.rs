@@ -19,10 +19,12 @@
 //! Everything here reads what the runtime already publishes (its server and tool
 //! snapshots, its events, the counts and bounded tails of `Options::metrics`):
 //! the dashboard adds no state of its own. Its actions are the runtime's own
-//! (`Runtime::reconnect`, `Runtime::call_tool`, `Runtime::answer_input`), so a
+//! (`Runtime::reconnect`, `Runtime::call_tool_as`, `Runtime::answer_input`), so a
 //! call from the page meets the permission rules as any call does: a `deny` rule
 //! refuses it, an `ask` rule holds it until someone answers its approval (the
-//! page, or another page: the first answer wins). The page is plain HTML and
+//! page, or another page: the first answer wins). A gateway started with
+//! `--profile` makes the page's calls under that profile, as it serves `/mcp`:
+//! the page cannot call what its clients may not. The page is plain HTML and
 //! JavaScript with no build step and no framework: tables, lists, a form built
 //! from a tool's input schema and a chart drawn as inline SVG.
 //!
@@ -281,7 +283,10 @@ pub(super) async fn act(shared: &Arc<Shared>, req: Request<Incoming>) -> Respons
         }
     };
     match action {
-        Action::Call(name) => call(&shared.runtime, &name, value).await,
+        Action::Call(name) => {
+            let profile = shared.default_profile.as_deref();
+            call(&shared.runtime, &name, value, profile).await
+        }
         Action::Answer(id) => answer(&shared.runtime, &id, &value).await,
     }
 }
@@ -291,8 +296,15 @@ pub(super) async fn act(shared: &Arc<Shared>, req: Request<Incoming>) -> Respons
 /// or `200 {error: {kind, message}}` when it produced none (`denied` by a rule or
 /// an approval refused, `invalid-arguments`, `unknown-tool`, …). The answer waits
 /// for the call, approval included (and for the tool, while its server is still
-/// starting); a client that goes away cancels it.
-async fn call(runtime: &Runtime, name: &str, arguments: Value) -> Response<ResponseBody> {
+/// starting); a client that goes away cancels it. A gateway started with a
+/// profile (`serve --profile`) binds the page too: its calls are made under that
+/// profile, as `/mcp`'s are.
+async fn call(
+    runtime: &Runtime,
+    name: &str,
+    arguments: Value,
+    profile: Option<&str>,
+) -> Response<ResponseBody> {
     if !matches!(arguments, Value::Object(_)) {
         return plain(
             StatusCode::BAD_REQUEST,
@@ -306,7 +318,7 @@ async fn call(runtime: &Runtime, name: &str, arguments: Value) -> Response<Respo
     // `tools/list` waits for the servers starting.
     let _ = runtime.wait_for_tool(name).await;
     match runtime
-        .call_tool(name, arguments, CallOptions::default())
+        .call_tool_as(name, arguments, CallOptions::default(), profile)
         .await
     {
         Ok(result) => json_body(&json!({"result": result})),

@@ -555,6 +555,9 @@ pub(super) struct Shared {
     pub(super) options: HttpOptions,
     /// Whether `/mcp` is served (`serve_http`) or only the dashboard (`serve_dashboard`).
     mcp: bool,
+    /// The profile of `/mcp` (`ServeOptions::profile`), the one the dashboard's
+    /// calls are made under (the guest's rules bind `/mcp/{profile}` to it).
+    pub(super) default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
     loopback: bool,
     state: Mutex<State>,
@@ -659,6 +662,7 @@ pub(super) async fn run(
     runtime: Runtime,
     feed: Option<mpsc::UnboundedReceiver<Downstream>>,
     options: HttpOptions,
+    default_profile: Option<String>,
     listener: TcpListener,
 ) -> Result<(), ServeError> {
     let local: SocketAddr = listener.local_addr()?;
@@ -694,6 +698,7 @@ pub(super) async fn run(
         runtime,
         options,
         mcp: feed.is_some(),
+        default_profile,
         loopback,
         state: Mutex::new(State::default()),
         next_exchange: AtomicU64::new(1),

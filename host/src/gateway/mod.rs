@@ -194,7 +194,7 @@ impl Runtime {
             loopback: listener.local_addr()?.ip().is_loopback(),
         };
         let feed = self.start_gateway(&options, Some(rules)).await?;
-        http::run(self.clone(), Some(feed), http, listener).await
+        http::run(self.clone(), Some(feed), http, options.profile, listener).await
     }
 
     /// Serves only the status dashboard (the page at `/`, `/api/…`, `/metrics`;
@@ -213,6 +213,6 @@ impl Runtime {
             dashboard: true,
             ..http
         };
-        http::run(self.clone(), None, http, listener).await
+        http::run(self.clone(), None, http, None, listener).await
     }
 }

@@ -76,6 +76,7 @@ impl Runtime {
             arguments,
             timeout: options.timeout,
             task: options.task,
+            profile: None,
             reply,
         })
         .map_err(CallError::Runtime)?;

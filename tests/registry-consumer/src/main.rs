@@ -69,7 +69,15 @@ mod consumer {
                 println!("tool {}", t.name);
             }
         }
-        let call = match registry::start_call(tool, arguments, CallOptions { timeout_ms: None }) {
+        let call = match registry::start_call(
+            tool,
+            arguments,
+            CallOptions {
+                timeout_ms: None,
+                task: false,
+                profile: None,
+            },
+        ) {
             Ok(call) => call,
             Err(why) => {
                 println!("call-error {why:?}");

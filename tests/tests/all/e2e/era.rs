@@ -109,7 +109,7 @@ async fn typescript_sdk_v2_server_speaks_2026_07_28() {
         let s = status(&servers, name);
         assert_eq!(s.protocol_version.as_deref(), Some("2026-07-28"), "{s:?}");
         assert_eq!(s.server_name.as_deref(), Some("ts-peer"), "{s:?}");
-        assert_eq!(s.tool_count, 8, "{s:?}");
+        assert_eq!(s.tool_count, 9, "{s:?}");
     }
     for server in ["ts", "tshttp"] {
         ts_peer_tools(&runtime, server).await;

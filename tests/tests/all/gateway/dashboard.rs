@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use mcpbox_tests::gateway::{
-    AUTHORIZATION, CLIENT_DEADLINE, ConfigFile, TOKEN, http, run_client, serve_http,
+    AUTHORIZATION, CLIENT_DEADLINE, ConfigFile, RawRequest, TOKEN, http, run_client, serve_http,
 };
 use mcpbox_tests::http::start_with;
 use mcpbox_tests::peers::{peers_dir, python_venv};
@@ -398,6 +398,94 @@ fn the_dashboard_calls_tools_under_the_rules_and_answers_approvals() {
             .contains("was not approved"),
         "{r}"
     );
+}
+
+/// The page's *approve for the session* on a `/mcp` client's question approves
+/// that tool for that client's session: its next call runs unasked, while
+/// another client's call of the same tool is still put to that client.
+#[test]
+fn the_dashboards_approval_for_the_session_covers_that_client_only() {
+    let config = config(false, json!({"permissions": {"ask": ["mcp__fx__add"]}}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let base = base(&gateway.url).to_owned();
+    let mut events = Events::open(&base, &[AUTHORIZATION]);
+    assert_eq!(events.next()["type"], "hello");
+    // Two 2025 clients that can be asked.
+    let session = || {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "1"}}});
+        let r = http(&gateway.url, "POST", &POST, &init.to_string());
+        let id = r.header("mcp-session-id").expect("a session").to_owned();
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let headers = [POST[0], POST[1], POST[2], ("Mcp-Session-Id", id.as_str())];
+        assert_eq!(
+            http(&gateway.url, "POST", &headers, &note.to_string()).status,
+            202
+        );
+        id
+    };
+    let (first, other) = (session(), session());
+    let add = |session: &str, id: u64| {
+        let headers = [POST[0], POST[1], POST[2], ("Mcp-Session-Id", session)];
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "fx__add", "arguments": {"a": 20, "b": 22}}});
+        RawRequest::send(&gateway.url, "POST", &headers, &call.to_string())
+    };
+    let asked = |request: &mut RawRequest| -> Value {
+        let (status, _, data) = request.first_event();
+        assert_eq!(status, 200);
+        serde_json::from_str(&data).unwrap()
+    };
+    let result = |request: RawRequest, id: u64, asked: bool| -> Value {
+        let messages = if asked {
+            request.rest_messages()
+        } else {
+            request.response().messages()
+        };
+        let answer = messages.iter().find(|m| m["id"] == id);
+        answer
+            .unwrap_or_else(|| panic!("no answer {id}: {messages:?}"))
+            .clone()
+    };
+
+    let mut request = add(&first, 1);
+    assert_eq!(asked(&mut request)["method"], "elicitation/create");
+    let id = events.until(|e| e["type"] == "approval")["approval"]["id"].clone();
+    act(
+        &format!("{base}/api/approvals/{id}"),
+        &json!({"answer": "session"}),
+    );
+    assert_eq!(text(&result(request, 1, true)["result"]), "42");
+    // The same session's next call is not asked.
+    let request = add(&first, 2);
+    let answer = result(request, 2, false);
+    assert_eq!(text(&answer["result"]), "42", "{answer}");
+    // Another client still is.
+    let mut request = add(&other, 3);
+    assert_eq!(asked(&mut request)["method"], "elicitation/create");
+}
+
+/// A gateway started with `--profile` binds the page as it binds `/mcp`: the
+/// page calls what the profile allows, and nothing else.
+#[test]
+fn the_dashboards_calls_obey_the_profile_the_gateway_serves() {
+    let config = config(
+        false,
+        json!({"profiles": {"echo-only": {"allow": ["mcp__fx__echo"], "default": "deny"}}}),
+    );
+    let gateway = serve_http(crate::cli(), &config.path, &["--profile", "echo-only"]);
+    let base = base(&gateway.url);
+    let tool = |name: &str| format!("{base}/api/tools/{name}/call");
+    let r = act(&tool("mcp__fx__echo"), &json!({"text": "allowed"}));
+    assert_eq!(r["result"]["text"], "allowed", "{r}");
+    // `/mcp` refuses `add` under the profile; so does the page.
+    let over_mcp = call(&gateway.url, "fx__add", json!({"a": 1, "b": 2}));
+    assert!(over_mcp.contains("echo-only"), "{over_mcp}");
+    let r = act(&tool("mcp__fx__add"), &json!({"a": 1, "b": 2}));
+    assert_eq!(r["error"]["kind"], "denied", "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("echo-only"), "{r}");
 }
 
 /// A client of `/mcp` asked to approve a call (a 2026-07-28 client gets

@@ -5,7 +5,7 @@
 
 use mcpbox_tests::everything_command;
 use mcpbox_tests::gateway::{
-    ConfigFile, SdkClient, Target, client_command, run_client, serve_http,
+    ConfigFile, SdkClient, Target, client_command, http, run_client, serve_http,
 };
 use serde_json::{Value, json};
 
@@ -146,4 +146,47 @@ async fn rmcp_answers_sampling_requests_through_the_gateway() {
     let http = serve_http(crate::cli(), &config.path, &[]);
     round(crate::rmcp_http(&http.url), "http").await;
     round(crate::rmcp_stdio(&config.path), "stdio").await;
+}
+
+/// A 2026-07-28 server (the TypeScript SDK v2 peer over HTTP) reads the client's
+/// capabilities from each request: a call forwarded by the gateway carries those
+/// of the downstream client that made it, so the server can tell a client that
+/// can answer a sampling request from one that cannot.
+#[test]
+fn a_2026_upstream_sees_the_capabilities_of_the_client_that_made_the_call() {
+    let upstream = mcpbox_tests::http::ts_http();
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "ts": {"type": "http", "url": upstream.url},
+    }}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let seen = |capabilities: Value| -> Value {
+        let mut meta = crate::meta();
+        meta["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "ts__capabilities", "arguments": {}, "_meta": meta}});
+        let r = http(&gateway.url, "POST", &crate::POST, &body.to_string());
+        let messages = r.messages();
+        serde_json::from_str(text(&messages[0]["result"]))
+            .unwrap_or_else(|_| panic!("ts__capabilities: {messages:?}"))
+    };
+    let sampler = seen(json!({"sampling": {}, "elicitation": {"form": {}}}));
+    assert_eq!(sampler["sampling"], json!({}), "{sampler}");
+    assert_eq!(sampler["elicitation"], json!({"form": {}}), "{sampler}");
+    let mute = seen(json!({}));
+    assert_eq!(mute.get("sampling"), None, "{mute}");
+    assert_eq!(mute.get("elicitation"), None, "{mute}");
+    // A 2025 session: what it declared in `initialize`.
+    let stdio = stdio_gateway(&config.path, &[]);
+    let mut peer = mcpbox_tests::stdio::StdioPeer::spawn(&stdio[0], &stdio[1..]);
+    let reply = peer.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"sampling": {"tools": {}}},
+               "clientInfo": {"name": "sampler", "version": "1"}}),
+    );
+    assert!(reply.get("result").is_some(), "{reply}");
+    peer.notify("notifications/initialized", json!({}));
+    let session: Value =
+        serde_json::from_str(text(&peer.call_tool("ts__capabilities", json!({})))).unwrap();
+    assert_eq!(session["sampling"], json!({"tools": {}}), "{session}");
+    assert_eq!(session.get("elicitation"), None, "{session}");
 }
