@@ -647,7 +647,12 @@ impl Runtime {
         } else {
             None
         };
-        let wake = Arc::new(Wake::default());
+        // The driver thread's poll: connections register their pipes with it
+        // from the first server's start on.
+        let (waiter, readiness) = crate::transport::readiness::Readiness::new()
+            .map_err(|e| Error::Guest(format!("the driver's poll could not be made: {e}")))?;
+        let readiness = Arc::new(readiness);
+        let wake = Arc::new(Wake::new(readiness.clone()));
         let diagnostics = DiagnosticsMap::default();
         let events_tx = Events::default();
         let oauth = Arc::new(OAuth::new(
@@ -720,11 +725,18 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
-            subreaper,
+            (waiter, readiness),
         )
+        .with_subreaper(subreaper)
         .with_audit(started.audit)
         .with_monitor(monitor.clone());
-        tokio::spawn(driver.run());
+        // Its own thread, waiting on the pipes itself; inside the embedder's
+        // runtime for what runs there (see `crate::driver`).
+        let tokio = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("mcpbox-driver".into())
+            .spawn(move || tokio.block_on(driver.run()))
+            .map_err(|e| Error::Guest(format!("the driver's thread could not start: {e}")))?;
 
         let runtime = Runtime {
             inner: Arc::new(Inner {
