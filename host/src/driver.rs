@@ -424,32 +424,40 @@ impl Driver {
                 }
             }
         };
+        if failed {
+            self.published.tools.send_replace(Arc::new(Vec::new()));
+        }
+        // The reason is set while the last snapshot of the servers is written,
+        // under its lock: the callers run on other threads than this one, and a
+        // caller that sees the servers failed must see the runtime stopped (the
+        // CLI's exit code), as one woken by the stop must see them failed.
+        let stopped = &self.published.stopped;
+        self.published.servers.send_modify(|servers| {
+            if failed {
+                // No server runs without the guest: say so where people look.
+                let error = format!("the mcpbox runtime stopped: {reason}");
+                let failed: Vec<ServerStatus> = servers
+                    .iter()
+                    .map(|s| ServerStatus {
+                        state: ServerState::Failed,
+                        error: Some(error.clone()),
+                        tool_count: 0,
+                        ..s.clone()
+                    })
+                    .collect();
+                *servers = Arc::new(failed);
+            }
+            stopped.send_replace(Some(reason.clone()));
+        });
+        let _ = self.published.events.send(Event::Stopped(reason.clone()));
+        // After the stop is published: a caller told its call ended with the
+        // runtime sees the runtime stopped and its servers failed.
         self.fail_pending(&reason);
         if let Some(serving) = self.serving.take() {
             let _ = serving.sink.send(Downstream::Stopped(format!(
                 "the mcpbox runtime stopped: {reason}"
             )));
         }
-        if failed {
-            // No server runs without the guest: say so where people look.
-            let error = format!("the mcpbox runtime stopped: {reason}");
-            let servers: Vec<ServerStatus> = self
-                .published
-                .servers
-                .borrow()
-                .iter()
-                .map(|s| ServerStatus {
-                    state: ServerState::Failed,
-                    error: Some(error.clone()),
-                    tool_count: 0,
-                    ..s.clone()
-                })
-                .collect();
-            self.published.tools.send_replace(Arc::new(Vec::new()));
-            self.published.servers.send_replace(Arc::new(servers));
-        }
-        let _ = self.published.stopped.send(Some(reason.clone()));
-        let _ = self.published.events.send(Event::Stopped(reason.clone()));
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {
