@@ -173,6 +173,11 @@ enum Command {
         /// refused (and such a URL declined).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Run the call as a task, when its tool allows one (`execution.taskSupport:
+        /// optional`; one that requires a task always runs as one): the task's
+        /// statuses are shown on stderr while the call waits.
+        #[arg(long)]
+        task: bool,
         /// The tool name and arguments are a model's, made under `tools --format
         /// DIALECT`: the name maps back to the registry's and the arguments to
         /// what the server's own schema expects, which then checks them.
@@ -679,6 +684,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 arguments,
                 timeout,
                 yes,
+                task,
                 format,
             } => {
                 let call = commands::call::Call {
@@ -687,6 +693,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                     arguments,
                     timeout: *timeout,
                     yes: *yes,
+                    task: *task,
                 };
                 commands::call::call(&runtime, call, cli.json).await
             }

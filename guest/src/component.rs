@@ -568,6 +568,7 @@ impl wit_gateway::Guest for Component {
             tool_search: options.tool_search,
             page_size: (options.page_size as usize).max(1),
             secret: options.secret,
+            keeps_tasks: true,
         };
         with_both(|m, g| {
             g.serve(m.permissions(), serve, options.profile.as_deref())?;

@@ -273,8 +273,8 @@ struct Held {
     timeout_ms: u64,
     /// The call fails if its server is not connected by then.
     deadline_ms: u64,
-    /// [`CallOptions::log_level`].
-    log_level: Option<&'static str>,
+    /// The caller's options ([`CallOptions::log_level`], [`CallOptions::task`]).
+    options: CallOptions,
 }
 
 impl<C> Slot<C> {
@@ -343,6 +343,8 @@ pub struct Manager<P: Platform> {
     requests: request::Requests,
     /// The roots servers get (see `roots`).
     roots: roots::Roots,
+    /// Instants (ms) to be woken at: timers of the gateway ([`Manager::wake_at`]).
+    wakes: alloc::collections::BTreeSet<u64>,
 }
 
 /// What the embedder sets over the configuration (`registry.set-options`).
@@ -416,7 +418,15 @@ impl<P: Platform> Manager<P> {
             options: EmbedderOptions::default(),
             requests: Default::default(),
             roots: Default::default(),
+            wakes: Default::default(),
         }
+    }
+
+    /// Asks [`Manager::wait`] to return by `at_ms` (monotonic): the gateway's
+    /// timers, which live beside the manager's own deadlines and so reach every
+    /// host that waits on them.
+    pub fn wake_at(&mut self, at_ms: u64) {
+        self.wakes.insert(at_ms);
     }
 
     /// The platform, for embedders and tests that drive it.
@@ -635,6 +645,10 @@ impl<P: Platform> Manager<P> {
             if !self.finished.is_empty() || !self.events.is_empty() {
                 break;
             }
+            if self.wakes.first().is_some_and(|w| *w <= now) {
+                self.wakes = self.wakes.split_off(&now.saturating_add(1));
+                break;
+            }
             if now >= until {
                 break;
             }
@@ -733,7 +747,8 @@ impl<P: Platform> Manager<P> {
     }
 
     /// The nearest instant (ms) at which something is due: a timeout, a
-    /// connection's deadline, a restart, an approval's expiry.
+    /// connection's deadline, a restart, an approval's expiry, a timer
+    /// ([`Manager::wake_at`]).
     pub fn next_deadline(&self) -> Option<u64> {
         self.slots
             .iter()
@@ -747,6 +762,7 @@ impl<P: Platform> Manager<P> {
             })
             .flatten()
             .chain(self.approvals.next_deadline())
+            .chain(self.wakes.first().copied())
             .min()
     }
 
@@ -821,7 +837,7 @@ impl<P: Platform> Manager<P> {
                     arguments,
                     h.timeout_ms,
                     h.deadline_ms,
-                    h.log_level,
+                    h.options,
                 );
             }
         }
@@ -1025,7 +1041,7 @@ impl<P: Platform> Manager<P> {
     /// (in this run or a later one: the host stores it).
     fn remember_era(&mut self, i: usize) {
         let slot = &self.slots[i];
-        let Some(era) = slot.client.as_ref().map(Client::era) else {
+        let Some(era) = slot.client.as_ref().map(Client::era_to_remember) else {
             return;
         };
         let key = era_key(&slot.config.name, &slot.config.endpoint);

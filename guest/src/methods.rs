@@ -74,5 +74,7 @@ pub const TASKS_RESULT: &str = "tasks/result";
 pub const TASKS_LIST: &str = "tasks/list";
 /// Cancels a task (2025-11-25 tasks).
 pub const TASKS_CANCEL: &str = "tasks/cancel";
+/// Answers a task's `inputRequests` (the 2026-07-28 tasks extension).
+pub const TASKS_UPDATE: &str = "tasks/update";
 /// A task's status changed (2025-11-25 tasks; a server may send it, or not).
 pub const TASKS_STATUS: &str = "notifications/tasks/status";

@@ -59,6 +59,8 @@ pub(crate) enum Job {
         dialect: Option<String>,
         arguments: String,
         timeout: Option<Duration>,
+        /// Run it as a task when its tool allows one ([`crate::CallOptions::task`]).
+        task: bool,
         reply: CallReply,
     },
     /// Start a request beyond tools (`registry.start-request`); it completes
@@ -193,13 +195,14 @@ impl Batch {
                 dialect,
                 arguments,
                 timeout,
+                task,
                 reply,
             } => (
                 turns::Job::Call(turns::CallJob {
                     tool,
                     dialect,
                     arguments,
-                    options: call_options(timeout),
+                    options: call_options(timeout, task),
                 }),
                 StepReply::Call(reply),
             ),
@@ -212,7 +215,7 @@ impl Batch {
                 turns::Job::Request(turns::RequestJob {
                     server,
                     request,
-                    options: call_options(timeout),
+                    options: call_options(timeout, false),
                 }),
                 StepReply::Call(reply),
             ),
@@ -249,10 +252,11 @@ impl Batch {
     }
 }
 
-fn call_options(timeout: Option<Duration>) -> registry::CallOptions {
+fn call_options(timeout: Option<Duration>, task: bool) -> registry::CallOptions {
     registry::CallOptions {
         // A timeout past u64 milliseconds (585 million years) is no timeout.
         timeout_ms: timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        task,
     }
 }
 

@@ -113,7 +113,7 @@ pub use runtime::{
     AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal, CallOptions, CompletionValues,
     DEFAULT_WATCH_DEBOUNCE, DIALECTS, GetPrompt, LoadedSkill, MAX_CONFIG_BYTES, Options, Prompt,
     PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead, ResourceTemplate,
-    Runtime, Skill, SkillFile,
+    Runtime, Skill, SkillFile, Task,
 };
 pub use store::Policy;
 pub use types::{

@@ -17,6 +17,7 @@ mod prompts;
 mod request;
 mod resources;
 mod skills;
+mod tasks;
 use crate::driver::{Driver, Job, Published};
 use crate::engine;
 use crate::imports::blobs::{Limits, Place, Results};
@@ -36,6 +37,7 @@ pub use completions::CompletionValues;
 pub use prompts::{GetPrompt, Prompt, PromptArgument, PromptMessage};
 pub use resources::{Resource, ResourceContents, ResourceRead, ResourceTemplate};
 pub use skills::{LoadedSkill, Skill, SkillFile};
+pub use tasks::Task;
 
 /// Where the guest component comes from.
 #[derive(Debug, Clone)]
@@ -491,6 +493,13 @@ impl Options {
 pub struct CallOptions {
     /// Overrides the server's tool timeout.
     pub timeout: Option<Duration>,
+    /// Runs the call as a task (MCP 2025-11-25) when its tool allows one
+    /// (`execution.taskSupport: "optional"`); a tool that requires one runs as
+    /// one whatever this says. Either way the task's statuses arrive as
+    /// [`Event::TaskStatus`] while the call waits. A tool that takes no task, or a
+    /// 2026-07-28 server (whose tasks extension mcpbox does not run yet), fails
+    /// the call with [`CallError::InvalidArguments`].
+    pub task: bool,
 }
 
 /// A running mcpbox: the guest component, its servers and its tool registry.
@@ -1132,6 +1141,7 @@ impl Runtime {
             dialect: None,
             arguments,
             timeout: options.timeout,
+            task: options.task,
             reply,
         })
         .map_err(CallError::Runtime)?;

@@ -130,7 +130,7 @@ function toStepJob(job, handles) {
 
 /** A call's or request's `call-options`. */
 function callOptions(job) {
-  return { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs) };
+  return { timeoutMs: job.timeoutMs === null ? undefined : BigInt(job.timeoutMs), task: job.task === true };
 }
 
 /** Tools read from the guest per `tools` call (the WIT's `tools` is paged). */

@@ -423,7 +423,7 @@ function event(e) {
  * `{ type: 'prompts-changed', server }` when a server's resource or prompt list changed;
  * `{ type: 'task-status', server, tool, taskId, status, message }` when a call its server
  * runs as a task (MCP 2025-11-25 tasks: a tool whose `execution.taskSupport` is
- * `required`) changes status; with `urlElicitation: true`,
+ * `required`, or `optional` with `callTool`'s `task: true`) changes status; with `urlElicitation: true`,
  * `{ type: 'url-elicitation-requested', id, server, tool, message, url, elicitationId }`
  * (MCP URL-mode elicitation: show the URL, which mcpbox never opens, and answer with
  * `answerInput(id, { action: 'accept' })` once the user agreed to open it, or
@@ -796,9 +796,12 @@ export class McpBox extends EventEmitter {
    *
    * @param {string} name e.g. `mcp__demo__echo`
    * @param {object | null} [args] the arguments object (`null` or absent for none)
-   * @param {{timeoutMs?: number, signal?: AbortSignal}} [options] `timeoutMs`
+   * @param {{timeoutMs?: number, signal?: AbortSignal, task?: boolean}} [options] `timeoutMs`
    *   overrides the server's tool timeout; aborting `signal` cancels the call (the
-   *   server is sent `notifications/cancelled`)
+   *   server is sent `notifications/cancelled`, or `tasks/cancel` for a task); `task: true`
+   *   runs it as a task (MCP 2025-11-25) when its tool allows one (`execution.taskSupport:
+   *   optional`; a tool that requires one always runs as one), its statuses arriving as
+   *   `task-status` events; a tool that takes no task rejects with `invalid-arguments`
    * @returns {Promise<{isError: boolean, text: string, content: object[], structuredContent: object | null}>}
    */
   callTool(name, args, options = {}) {
@@ -862,12 +865,15 @@ export class McpBox extends EventEmitter {
     return this.#call(name, text, options, dialect);
   }
 
-  #call(name, argumentsJson, { timeoutMs, signal } = {}, dialect) {
+  #call(name, argumentsJson, { timeoutMs, signal, task } = {}, dialect) {
     if (typeof name !== 'string' || typeof argumentsJson !== 'string') {
       return Promise.reject(new TypeError('callToolJson needs a tool name and the arguments as strings'));
     }
     if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs >= 0)) {
       return Promise.reject(new TypeError(`timeoutMs must be a non-negative number, not ${timeoutMs}`));
+    }
+    if (task !== undefined && typeof task !== 'boolean') {
+      return Promise.reject(new TypeError(`task must be a boolean, not ${task}`));
     }
     if (this.#stopped !== null) {
       return Promise.reject(new CallError('runtime', `the mcpbox runtime stopped: ${this.#stopped}`));
@@ -888,7 +894,7 @@ export class McpBox extends EventEmitter {
       };
       this.#calls.set(id, { tool: name, resolve: settle(resolve), reject: settle(reject) });
       const timeout = timeoutMs === undefined ? null : Math.floor(Math.min(timeoutMs, Number.MAX_SAFE_INTEGER));
-      const job = { kind: 'call', id, tool: name, arguments: argumentsJson, timeoutMs: timeout };
+      const job = { kind: 'call', id, tool: name, arguments: argumentsJson, timeoutMs: timeout, task: task === true };
       if (dialect !== undefined) {
         job.dialect = dialect;
       }
@@ -958,6 +964,15 @@ export class McpBox extends EventEmitter {
     }
     const r = await this.#request(server, { tag: 'read-resource', val: uri }, `resources/read ${uri}`, options);
     return { contents: r.content, text: r.text };
+  }
+
+  /**
+   * The tasks (MCP 2025-11-25 `tasks/list`) of `server`, or of every server that
+   * declared `tasks.list`: each as the server lists it (`taskId`, `status`, maybe
+   * `statusMessage`, `createdAt`, `lastUpdatedAt`, `ttl`, `pollInterval`) with `server` added.
+   */
+  async listTasks(server = null, options = {}) {
+    return (await this.#request(server, { tag: 'list-tasks' }, 'tasks/list', options)).content;
   }
 
   /**

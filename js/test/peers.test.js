@@ -18,8 +18,10 @@ import {
   open,
   ready,
   status,
+  taskEntry,
   tsEntry,
   tsHttp,
+  within,
 } from './support.js';
 
 test('npm reference servers', async (t) => {
@@ -138,6 +140,31 @@ test("server-everything's research tool, which requires a task, runs to its repo
   const result = await call(box, 'mcp__everything__simulate-research-query', { topic: 'wasm' });
   assert.ok(result.text.startsWith('# Research Report: wasm'), result.text);
   assert.ok(statuses.includes('working: Gathering sources...'), statuses.join('\n'));
+});
+
+test('a tool that allows a task runs as one when the caller asks, and plainly otherwise; the tasks are listed', async (t) => {
+  const box = await open(t, { tasks: taskEntry() });
+  assertConnected(await ready(box), 'tasks');
+  const statuses = [];
+  box.on('event', (e) => {
+    if (e.type === 'task-status') {
+      statuses.push(`${e.status}: ${e.message ?? ''}`);
+    }
+  });
+  const args = { steps: 2, ms: 150 };
+  assert.equal((await call(box, 'mcp__tasks__count', args, { task: true })).text, 'counted to 2');
+  assert.ok(statuses.includes('working: step 1 of 2'), statuses.join('\n'));
+  statuses.length = 0;
+  assert.equal((await call(box, 'mcp__tasks__count', args)).text, 'counted to 2');
+  assert.deepEqual(statuses, []);
+  const refused = await callError(box, 'mcp__tasks__plain', {}, { task: true });
+  assert.equal(refused.kind, 'invalid-arguments');
+  assert.match(refused.message, /cannot run as a task/);
+  // Both calls ran as tasks of the server (the SDK runs a plain call of the tool as
+  // one too), and it lists them.
+  const tasks = await within(box.listTasks('tasks'), 'tasks/list');
+  assert.equal(tasks.length, 2, JSON.stringify(tasks));
+  assert.ok(tasks.every((task) => task.server === 'tasks' && task.status === 'completed'), JSON.stringify(tasks));
 });
 
 test('a URL a server asks the user to open reaches the embedder, and only the action goes back', async (t) => {

@@ -117,6 +117,13 @@ export function tsEntry() {
   return { command: process.execPath, args: [existing(join(peers, 'ts_server.mjs'), 'it is part of the repository')] };
 }
 
+/** The entry of `tests/peers/task_server.mjs`, whose `count` runs as a task when asked. */
+export function taskEntry() {
+  const peers = join(workspace, 'tests', 'peers');
+  existing(join(peers, 'node_modules', '@modelcontextprotocol', 'sdk', 'package.json'), 'run scripts/install-peers first');
+  return { command: process.execPath, args: [existing(join(peers, 'task_server.mjs'), 'it is part of the repository')] };
+}
+
 /** The text of an `.mcp.json` with these servers (the value of `mcpServers`). */
 export function configText(servers) {
   return JSON.stringify({ mcpServers: servers });

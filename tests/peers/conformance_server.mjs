@@ -17,12 +17,20 @@
 // completion-complete scenarios ask for, and a catalog of two skills (the SDK's skills
 // extension) for the sep-2640-skills-* scenarios. No resource subscriptions: mcpbox does not
 // pass them through yet, so resources-subscribe fails here directly too.
+//
+// And the plain tools the tasks-* scenarios call (greet, slow_compute, failing_job,
+// protocol_error_job, confirm_delete, multi_input, test_tool_with_task). This server has
+// no tasks extension: it runs each as an ordinary call. Through `mcpbox serve` a client
+// that takes tasks gets the gateway's own task for each that runs long, so the
+// task-supporting ones take about a second before they answer or ask.
 
 import { createServer } from 'node:http';
 
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import {
     McpServer,
+    ProtocolError,
+    ProtocolErrorCode,
     ResourceTemplate,
     completable,
     createMcpHandler,
@@ -76,6 +84,31 @@ async function elicit(ctx, params, finish) {
     return finish(await ctx.mcpReq.elicitInput(params));
 }
 const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Asks several questions at once, as `elicit` asks one: `questions` maps keys to
+// elicitation params; `finish` gets the answers by key.
+async function elicitAll(ctx, questions, finish) {
+    const keys = Object.keys(questions);
+    if (ctx.mcpReq.envelope) {
+        const answers = ctx.mcpReq.inputResponses ?? {};
+        if (keys.some((k) => answers[k] === undefined)) {
+            const inputRequests = Object.fromEntries(keys.map((k) => [k, inputRequired.elicit(questions[k])]));
+            return inputRequired({ inputRequests });
+        }
+        return finish(answers);
+    }
+    const answers = await Promise.all(keys.map((k) => ctx.mcpReq.elicitInput(questions[k])));
+    return finish(Object.fromEntries(keys.map((k, i) => [k, answers[i]])));
+}
+
+// A yes-or-no question for the tasks-* fixtures.
+const confirm = (message) => ({
+    message,
+    requestedSchema: { type: 'object', properties: { confirm: { type: 'boolean' }, name: { type: 'string' } } }
+});
+
+// How long the tasks-* fixtures that run as tasks work before they answer or ask.
+const WORK_MS = 1000;
 
 // The skills the sep-2640-skills-* scenarios list, get and read, each with a
 // supporting file in a subdirectory (the directory scenario descends into the
@@ -247,6 +280,58 @@ function build() {
         async () => text('ok'),
         fromJsonSchema(SCHEMA_2020_12)
     );
+    // The tasks-* scenarios' fixtures.
+    tool('greet', 'Greets by name at once.', async ({ name }) => text(`Hello, ${name}!`), z.object({ name: z.string() }));
+    tool(
+        'slow_compute',
+        'Works `seconds` seconds, then says so.',
+        async ({ seconds, label }) => {
+            await pause(seconds * 1000);
+            return text(`computed ${label ?? ''} after ${seconds}s`);
+        },
+        z.object({ seconds: z.number(), label: z.string().optional() })
+    );
+    tool('failing_job', 'Fails with a tool error after a second.', async () => {
+        await pause(WORK_MS);
+        return { isError: true, content: [{ type: 'text', text: 'failing_job failed, as it always does' }] };
+    });
+    // Its handler never runs: the request handler below answers it with a JSON-RPC error.
+    tool('protocol_error_job', 'Fails with a JSON-RPC error after a second.', async () => text('unreachable'));
+    tool(
+        'confirm_delete',
+        'Works a second, then asks to confirm deleting `filename`.',
+        async ({ filename }, ctx) => {
+            await pause(WORK_MS);
+            return elicit(ctx, confirm(`Delete ${filename}?`), (answer) =>
+                text(`confirm_delete ${filename}: ${answer.action} ${JSON.stringify(answer.content ?? {})}`)
+            );
+        },
+        z.object({ filename: z.string() })
+    );
+    tool('multi_input', 'Works a second, then asks two questions at once.', async (_args, ctx) => {
+        await pause(WORK_MS);
+        return elicitAll(ctx, { first: confirm('First?'), second: confirm('Second?') }, (answers) =>
+            text(`multi_input: ${JSON.stringify(answers)}`)
+        );
+    });
+    tool('test_tool_with_task', 'Asks for a user name, then works a second and greets.', async (_args, ctx) =>
+        elicit(
+            ctx,
+            { message: 'Your name?', requestedSchema: { type: 'object', properties: { user_name: { type: 'string' } } } },
+            async (answer) => {
+                await pause(WORK_MS);
+                const name = answer.content?.user_name ?? answer.content?.name ?? 'nobody';
+                return text(`Hello, ${name}!`);
+            }
+        )
+    );
+    const calls = server.server._getRequestHandler('tools/call');
+    server.server.removeRequestHandler('tools/call');
+    server.server.setRequestHandler('tools/call', async (request, ctx) => {
+        if (request.params.name !== 'protocol_error_job') return calls(request, ctx);
+        await pause(WORK_MS);
+        throw new ProtocolError(ProtocolErrorCode.InternalError, 'protocol_error_job failed with a JSON-RPC error, on purpose');
+    });
     server.registerResource(
         'static-text',
         'test://static-text',

@@ -10,7 +10,8 @@
 //! - a **Python peer** on the official SDK (PyPI `mcp`, pinned in
 //!   `tests/peers/requirements.txt`), `tests/peers/fastmcp_server.py`;
 //! - a **TypeScript peer** on the official SDK v2 (npm `@modelcontextprotocol/server`,
-//!   the 2026-07-28 revision), `tests/peers/ts_server.mjs`.
+//!   the 2026-07-28 revision), `tests/peers/ts_server.mjs`, and one on the SDK v1's
+//!   tasks (npm `@modelcontextprotocol/sdk`), `tests/peers/task_server.mjs`.
 //!
 //! The npm and Python peers are installed under `tests/peers/` by `scripts/install-peers`
 //! (which `scripts/test` runs first). The functions in [`peers`] return the command line
@@ -143,5 +144,6 @@ pub fn run_within(
 
 pub use peers::{
     everything_command, fastmcp_http_command, fastmcp_server_command, filesystem_command,
-    memory_command, npm_bin, peers_dir, python_venv, ts_http_command, ts_server_command,
+    memory_command, npm_bin, peers_dir, python_venv, task_server_command, ts_http_command,
+    ts_server_command,
 };

@@ -86,6 +86,25 @@ pub fn ts_server_command() -> (String, Vec<String>) {
     ("node".to_owned(), vec![display(&script)])
 }
 
+/// Starts `tests/peers/task_server.mjs`, a server on the TypeScript SDK v1
+/// (`@modelcontextprotocol/sdk`) whose tool `count` runs as a task when its
+/// client asks (`execution.taskSupport: "optional"`), over stdio.
+///
+/// # Panics
+///
+/// When the npm peers are not installed.
+pub fn task_server_command() -> (String, Vec<String>) {
+    require(
+        peers_dir()
+            .join("node_modules")
+            .join("@modelcontextprotocol")
+            .join("sdk")
+            .join("package.json"),
+    );
+    let script = require(peers_dir().join("task_server.mjs"));
+    ("node".to_owned(), vec![display(&script)])
+}
+
 /// Starts `tests/peers/ts_server.mjs` serving Streamable HTTP on `127.0.0.1:port` at
 /// `/mcp`. With port 0 the OS picks the port, and the server's stderr line
 /// `ts-peer listening on http://127.0.0.1:PORT/mcp` says which.

@@ -1,7 +1,8 @@
 //! `mcpbox call`: one tool call, its arguments from the command line or stdin,
 //! and the approvals an `ask` permission rule needs (a prompt on a terminal,
 //! `--yes`, or a refusal that says how to give them). A call its server runs as
-//! a task shows each status the task reports, on stderr, while it waits. A URL a
+//! a task (a tool that requires one, or allows one and `--task` asks for it)
+//! shows each status the task reports, on stderr, while it waits. A URL a
 //! server asks the user to open (URL-mode elicitation) is printed on stderr, never
 //! opened: on a terminal the call waits for Enter (done) or `n` (decline); with
 //! `--yes` it goes on at once; otherwise it is declined, saying so.
@@ -28,6 +29,8 @@ pub(crate) struct Call<'a> {
     pub(crate) timeout: Option<f64>,
     /// `--yes`.
     pub(crate) yes: bool,
+    /// `--task`.
+    pub(crate) task: bool,
 }
 
 pub(crate) async fn call(runtime: &Runtime, call: Call<'_>, json: bool) -> Result<Exit, Failure> {
@@ -37,6 +40,7 @@ pub(crate) async fn call(runtime: &Runtime, call: Call<'_>, json: bool) -> Resul
         arguments,
         timeout,
         yes,
+        task,
     } = call;
     // A prompt needs stdin for the answer: not when it is a pipe, nor when it
     // carried the arguments.
@@ -75,7 +79,7 @@ pub(crate) async fn call(runtime: &Runtime, call: Call<'_>, json: bool) -> Resul
         who,
         tool.to_owned(),
     ));
-    let options = CallOptions { timeout };
+    let options = CallOptions { timeout, task };
     let result = match dialect {
         None => runtime.call_tool_json(tool, arguments, options).await,
         Some(dialect) => {

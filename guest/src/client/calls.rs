@@ -114,6 +114,11 @@ pub struct CallOptions {
     /// `logLevel` (the gateway passes its downstream client's on). A server of the
     /// `initialize` era has one level per session, set by `logging/setLevel`.
     pub log_level: Option<&'static str>,
+    /// Runs the call as a task (MCP 2025-11-25) when its tool allows one
+    /// (`execution.taskSupport: optional`); a tool that requires one runs as one
+    /// anyway. A tool that does not take tasks, or a server that does not run
+    /// them, fails the call saying so.
+    pub task: bool,
 }
 
 /// A tool result, as the server returned it.
@@ -185,6 +190,8 @@ pub(super) struct PendingCall {
     pub(super) deadline_ms: u64,
     /// [`CallOptions::log_level`].
     pub(super) log_level: Option<&'static str>,
+    /// [`CallOptions::task`].
+    pub(super) task: bool,
     /// `input_required` answers so far.
     pub(super) rounds: u32,
 }
@@ -218,14 +225,24 @@ impl Client {
             return;
         };
         let deadline_ms = now_ms.saturating_add(timeout_ms);
-        self.start_call_until(call, name, tool, arguments, timeout_ms, deadline_ms, None);
+        let options = CallOptions::default();
+        self.start_call_until(
+            call,
+            name,
+            tool,
+            arguments,
+            timeout_ms,
+            deadline_ms,
+            options,
+        );
     }
 
     /// Like [`Client::start_call`], with the arguments as the registry read them
     /// (`registry::check_arguments`: not read again here) and a first deadline
     /// set by the caller: a call that waited for its server to restart keeps the
     /// deadline it started with. Progress still pushes the deadline back by the
-    /// full `timeout_ms`. `log_level` is [`CallOptions::log_level`].
+    /// full `timeout_ms`; of `options`, [`CallOptions::log_level`] and
+    /// [`CallOptions::task`] are read here (the caller resolved the timeout).
     #[allow(clippy::too_many_arguments)]
     pub fn start_call_until(
         &mut self,
@@ -235,8 +252,16 @@ impl Client {
         arguments: Box<RawValue>,
         timeout_ms: u64,
         deadline_ms: u64,
-        log_level: Option<&'static str>,
+        options: CallOptions,
     ) {
+        if options.task
+            && let Err(why) = self.task_refused(name, tool)
+        {
+            let outcome = Err(CallError::InvalidArguments(why));
+            return self
+                .events
+                .push(ClientEvent::Finished(FinishedCall { call, outcome }));
+        }
         let pending = PendingCall {
             call,
             name: name.to_string(),
@@ -244,7 +269,8 @@ impl Client {
             arguments,
             timeout_ms,
             deadline_ms,
-            log_level,
+            log_level: options.log_level,
+            task: options.task,
             rounds: 0,
         };
         self.send_call(pending, None, None);
@@ -264,7 +290,7 @@ impl Client {
             arguments: &call.arguments,
             input_responses,
             request_state,
-            task: self.as_task(&call.tool).then_some(TaskParams {
+            task: self.as_task(&call).then_some(TaskParams {
                 ttl: super::tasks::TASK_TTL_MS,
             }),
             meta: self.request_meta_logging(Some(&id), call.log_level),
@@ -346,7 +372,7 @@ impl Client {
         outcome: Result<Box<RawValue>, Failure>,
     ) {
         let c = match &outcome {
-            Ok(raw) if self.as_task(c.tool()) => match self.on_task_created(id, c, raw) {
+            Ok(raw) if self.as_task(&c) => match self.on_task_created(id, c, raw) {
                 Ok(()) => return,
                 Err(c) => c,
             },

@@ -4,7 +4,8 @@
 //! mcpbox speaks, or no answer within [`PROBE_TIMEOUT_MS`] falls back to the legacy
 //! `initialize`. An `UnsupportedProtocolVersion` error (-32022) listing a version
 //! mcpbox speaks is retried once with it. A hint from an earlier run skips the
-//! probe for a server known to be legacy.
+//! probe for a server known to be legacy; a probe answered only after its
+//! timeout does not make a server known to be legacy.
 
 use crate::prelude::*;
 
@@ -107,12 +108,7 @@ impl Client {
             Ok(r) => r,
             Err(_) => return self.initialize(false),
         };
-        let speaks = result
-            .supported_versions
-            .iter()
-            .flatten()
-            .any(|v| v.as_str() == Some(STATELESS_VERSION));
-        if !speaks {
+        if !speaks_stateless(&result) {
             return self.initialize(false);
         }
         let info = result.server_info.or_else(|| {
@@ -127,25 +123,52 @@ impl Client {
     }
 
     /// No answer to the probe in time: a legacy server that ignores unknown
-    /// requests; `initialize` follows. A slow 2026-07-28 server may answer the
-    /// probe after all and then refuse `initialize` on that connection, so a
-    /// refused `initialize` probes once more.
+    /// requests, or a 2026-07-28 server still starting; `initialize` follows. The
+    /// probe stays in flight: a slow 2026-07-28 server may answer it after all
+    /// (see [`Client::on_late_discover`]), and may then refuse `initialize` on
+    /// that connection, so a refused `initialize` probes once more.
     pub(super) fn expire_probe(&mut self, now_ms: u64) {
         if self.phase == Phase::Discovering && self.deadlines.probe.is_some_and(|d| d <= now_ms) {
             self.deadlines.probe = None;
-            let probe = self
-                .slots
-                .pending
-                .iter()
-                .find(|(_, p)| matches!(p, Pending::Discover { .. }))
-                .map(|(id, _)| id.clone());
-            if let Some(id) = probe {
-                self.slots.pending.remove(&id);
-                self.slots.abandoned.push_back(id);
+            for pending in self.slots.pending.values_mut() {
+                if matches!(pending, Pending::Discover { .. }) {
+                    *pending = Pending::LateDiscover;
+                }
             }
             self.initialize(true);
         }
     }
+
+    /// The answer to a probe that had timed out. The session stays in the era it
+    /// went on in, but an answer that offers 2026-07-28 means the server was slow
+    /// to start, not legacy: remembering it as legacy would skip the probe on
+    /// every later connection, and the server would never be spoken to in its
+    /// own era again.
+    pub(super) fn on_late_discover(&mut self, outcome: Result<Box<RawValue>, Failure>) {
+        self.stateless_later |= outcome.ok().is_some_and(|raw| {
+            serde_json::from_str::<DiscoverResult>(raw.get()).is_ok_and(|r| speaks_stateless(&r))
+        });
+    }
+
+    /// The era the next connection to this server should start from: the
+    /// session's, unless a late answer to its probe showed the server speaks
+    /// 2026-07-28 (then the next connection probes again).
+    pub fn era_to_remember(&self) -> Era {
+        if self.stateless_later {
+            Era::Stateless
+        } else {
+            self.era
+        }
+    }
+}
+
+/// Whether a `server/discover` result lists the version mcpbox speaks.
+fn speaks_stateless(result: &DiscoverResult) -> bool {
+    result
+        .supported_versions
+        .iter()
+        .flatten()
+        .any(|v| v.as_str() == Some(STATELESS_VERSION))
 }
 
 /// Whether an `UnsupportedProtocolVersion` error lists the stateless version.

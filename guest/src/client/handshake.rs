@@ -40,6 +40,12 @@ impl Client {
         if let Some(roots) = self.roots_capability() {
             capabilities.insert("roots".into(), roots);
         }
+        // The extensions this client speaks: skills (it lists, loads and verifies
+        // them whenever a server offers them, with nothing asked of the embedder).
+        capabilities.insert(
+            "extensions".into(),
+            serde_json::json!({ super::skills::EXTENSION: {} }),
+        );
         capabilities
     }
 

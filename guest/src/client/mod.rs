@@ -172,6 +172,9 @@ pub struct Client {
     tasks: tasks::Tasks,
     /// The skills listed, and those loaded (see `skills`).
     skills: skills::Skills,
+    /// A probe answered after its timeout said the server speaks 2026-07-28: a
+    /// slow start, not a legacy server (see [`Client::era_to_remember`]).
+    stateless_later: bool,
 }
 
 /// What the client tells the manager.
@@ -279,6 +282,10 @@ enum Pending {
     Discover {
         retried: bool,
     },
+    /// A `server/discover` probe still unanswered at its timeout: the session
+    /// went on with `initialize`, and a late answer only says which era the
+    /// next connection should try (see `discover`).
+    LateDiscover,
     ListTools,
     /// `subscriptions/listen`: open while the server streams changes.
     Listen(subscriptions::Listen),
@@ -331,6 +338,7 @@ impl Client {
             log_level: None,
             tasks: tasks::Tasks::default(),
             skills: skills::Skills::default(),
+            stateless_later: false,
         }
     }
 
@@ -637,6 +645,7 @@ impl Client {
         match pending {
             Pending::Initialize { or_discover } => self.on_initialized(outcome, or_discover),
             Pending::Discover { retried } => self.on_discovered(outcome, retried),
+            Pending::LateDiscover => self.on_late_discover(outcome),
             Pending::ListTools => self.on_tools_page(outcome),
             Pending::Listen(listen) => self.on_listen_ended(&id, listen, outcome),
             Pending::Resubscribe(uri) => self.on_resubscribed(uri, outcome),
@@ -685,7 +694,7 @@ impl Client {
             Some(Pending::TaskResult(call)) => {
                 self.on_task_result(call, Err(Failure::Exchange(too_large.clone())));
             }
-            Some(Pending::TaskCancel) => {}
+            Some(Pending::TaskCancel | Pending::LateDiscover) => {}
             Some(Pending::ListTools) => {
                 let initial = self.tools.listing.as_ref().is_none_or(|l| l.initial);
                 if initial {

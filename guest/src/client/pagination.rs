@@ -88,6 +88,7 @@ pub(super) fn list_result(key: &str, items: Vec<Box<RawValue>>) -> CallResult {
         "resources" => "uri",
         "resourceTemplates" => "uriTemplate",
         "skills" => "uri",
+        "tasks" => "taskId",
         _ => "name",
     };
     let text = items

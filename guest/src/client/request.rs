@@ -109,6 +109,9 @@ pub enum Request {
         /// The file's path in the skill (`references/FORMS.md`) or its URI.
         file: String,
     },
+    /// `tasks/list` (2025-11-25 tasks), every page: `content` is the JSON list
+    /// of the server's tasks, `text` their ids, one a line.
+    ListTasks,
 }
 
 impl Request {
@@ -127,6 +130,7 @@ impl Request {
             Request::ListSkills => methods::SKILLS_LIST,
             Request::GetSkill { .. } => methods::SKILLS_GET,
             Request::LoadSkill { .. } | Request::ReadSkillFile { .. } => methods::RESOURCES_READ,
+            Request::ListTasks => methods::TASKS_LIST,
         }
     }
 
@@ -144,6 +148,7 @@ impl Request {
             | Request::GetSkill { .. }
             | Request::LoadSkill { .. }
             | Request::ReadSkillFile { .. } => "skills",
+            Request::ListTasks => "tasks.list",
         }
     }
 
@@ -154,6 +159,7 @@ impl Request {
             Request::ListResourceTemplates => Some("resourceTemplates"),
             Request::ListPrompts => Some("prompts"),
             Request::ListSkills => Some("skills"),
+            Request::ListTasks => Some("tasks"),
             _ => None,
         }
     }
@@ -219,7 +225,8 @@ impl Request {
             Request::ListResources
             | Request::ListResourceTemplates
             | Request::ListPrompts
-            | Request::ListSkills => {}
+            | Request::ListSkills
+            | Request::ListTasks => {}
         }
         Ok(params)
     }
@@ -244,6 +251,8 @@ pub struct Offers {
     pub logging: bool,
     /// The skills extension (`extensions["io.modelcontextprotocol/skills"]`).
     pub skills: bool,
+    /// `tasks.list` (2025-11-25 tasks).
+    pub tasks_list: bool,
 }
 
 impl Offers {
@@ -273,6 +282,10 @@ impl Offers {
                 .and_then(|c| c.get("extensions"))
                 .and_then(|e| e.get(super::skills::EXTENSION))
                 .is_some_and(|v| !v.is_null()),
+            tasks_list: capabilities
+                .and_then(|c| c.get("tasks"))
+                .and_then(|t| t.get("list"))
+                .is_some_and(|v| !v.is_null()),
         }
     }
 
@@ -284,6 +297,7 @@ impl Offers {
             "completions" => self.completions,
             "resources.subscribe" => self.subscribe,
             "skills" => self.skills,
+            "tasks.list" => self.tasks_list,
             _ => self.logging,
         }
     }

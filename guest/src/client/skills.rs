@@ -22,6 +22,8 @@
 //! - **Bounded.** An entry listing more than [`MAX_RESOURCES`] files or more than
 //!   [`MAX_TOTAL_BYTES`] in all is declined before anything is fetched; an entry
 //!   whose `resources` is `"dynamic"` offers nothing to verify and is declined too.
+//!   A declined entry is still described: it stays in the listing the embedder
+//!   gets, and `skills/get` answers with it (a warning says it cannot be loaded).
 //!
 //! The frontmatter is YAML. The component is `no_std` and no well-kept YAML
 //! crate builds without std, so [`frontmatter`] reads the subset Agent Skills
@@ -187,21 +189,25 @@ impl Client {
                     self.skills.declined.remove(&entry.uri);
                     self.skills.entries.insert(entry.uri.clone(), entry);
                 }
-                Err(why) => {
-                    self.warn(format!(
-                        "server `{}`: skill {why}; it cannot be loaded",
-                        self.server
-                    ));
-                    if let Some(uri) = value.get("uri").and_then(Value::as_str) {
-                        let name = value["frontmatter"]["name"].as_str().unwrap_or_default();
-                        self.skills.entries.remove(uri);
-                        self.skills.loaded.remove(uri);
-                        self.skills
-                            .declined
-                            .insert(uri.to_string(), (name.to_string(), why));
-                    }
-                }
+                Err(why) => self.decline(&value, why),
             }
+        }
+    }
+
+    /// An entry (listed, or got with `skills/get`) that cannot be loaded: a
+    /// warning naming it, and no entry held for its URI, so that a load says why.
+    fn decline(&mut self, value: &Value, why: String) {
+        self.warn(format!(
+            "server `{}`: skill {why}; it cannot be loaded",
+            self.server
+        ));
+        if let Some(uri) = value.get("uri").and_then(Value::as_str) {
+            let name = value["frontmatter"]["name"].as_str().unwrap_or_default();
+            self.skills.entries.remove(uri);
+            self.skills.loaded.remove(uri);
+            self.skills
+                .declined
+                .insert(uri.to_string(), (name.to_string(), why));
         }
     }
 
@@ -327,8 +333,20 @@ impl Client {
                 }
                 let entry = match read_entry(&skill) {
                     Ok(entry) => entry,
-                    Err(why) => {
+                    Err(why) if self.skills.load_after_get.remove(&r.call) => {
                         return refuse(format!("server `{server}`: skill {why}; not loaded"));
+                    }
+                    Err(why) => {
+                        // The entry is the answer, as a listing holds it: a
+                        // skill that cannot be loaded (`resources: "dynamic"`)
+                        // is still described.
+                        self.decline(&skill, why);
+                        return Some(Ok(CallResult {
+                            is_error: false,
+                            text: uri.clone(),
+                            content: skill.to_string(),
+                            structured_content: None,
+                        }));
                     }
                 };
                 // A new entry is a new content set: what was loaded from the
@@ -993,6 +1011,49 @@ mod tests {
         let mut missing = entry();
         missing["resources"].as_array_mut().unwrap().remove(0);
         assert!(read_entry(&missing).unwrap_err().contains("SKILL.md"));
+    }
+
+    #[test]
+    fn a_dynamic_skill_is_got_but_not_loaded() {
+        let mut dynamic = entry();
+        dynamic["resources"] = "dynamic".into();
+        let mut c = listed(json!({"uri": "skill://other/SKILL.md"}));
+        c.start_request(2, Request::GetSkill { uri: SKILL.into() }, 1000, 1);
+        let get = sent(&mut c).remove(0);
+        answer(&mut c, &get, json!({"skill": dynamic}));
+        let got = outcome(&mut c, 2).expect("the entry is the answer");
+        assert_eq!(
+            serde_json::from_str::<Value>(&got.content).unwrap(),
+            dynamic
+        );
+        // Loading it reads nothing and says why.
+        c.start_request(
+            3,
+            Request::LoadSkill {
+                skill: SKILL.into(),
+            },
+            1000,
+            1,
+        );
+        assert!(sent(&mut c).is_empty(), "nothing is fetched");
+        let refused = outcome(&mut c, 3).unwrap_err().to_string();
+        assert!(refused.contains("dynamic"), "{refused}");
+        // Got to load it: refused too, with nothing read.
+        c.start_request(
+            4,
+            Request::LoadSkill {
+                skill: "skill://third/SKILL.md".into(),
+            },
+            1000,
+            1,
+        );
+        let get = sent(&mut c).remove(0);
+        let mut third = dynamic.clone();
+        third["uri"] = "skill://third/SKILL.md".into();
+        answer(&mut c, &get, json!({"skill": third}));
+        assert!(sent(&mut c).is_empty(), "nothing is fetched");
+        let refused = outcome(&mut c, 4).unwrap_err().to_string();
+        assert!(refused.contains("dynamic"), "{refused}");
     }
 
     #[test]

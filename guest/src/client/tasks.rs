@@ -2,7 +2,9 @@
 //! client polls to its result.
 //!
 //! A tool declares `execution.taskSupport`; one that says `required` refuses a
-//! plain call, so the client sends its `tools/call` with `task: {ttl}`. The server
+//! plain call, so the client sends its `tools/call` with `task: {ttl}`, as it
+//! does for an `optional` one when the caller asks ([`super::CallOptions::task`]; asked
+//! of a tool that takes no task, the call fails before anything is sent). The server
 //! answers at once with a `CreateTaskResult` (`task`: `taskId`, `status`, maybe
 //! `statusMessage` and `pollInterval`); the call then lives here, not in the
 //! pending requests: `tasks/get` every `pollInterval` (kept between
@@ -135,10 +137,34 @@ impl Tasks {
 }
 
 impl Client {
-    /// Whether a call to the server's tool `tool` goes out as a task: its tool
-    /// requires one, and the server speaks 2025-11-25.
-    pub(super) fn as_task(&self, tool: &str) -> bool {
-        self.era == Era::Legacy && self.tasks.support.get(tool) == Some(&TaskSupport::Required)
+    /// Whether a call goes out as a task: the server speaks 2025-11-25 and its
+    /// tool requires one, or allows one and the caller asked for it.
+    pub(super) fn as_task(&self, call: &PendingCall) -> bool {
+        self.era == Era::Legacy
+            && match self.tasks.support.get(call.tool()) {
+                Some(TaskSupport::Required) => true,
+                Some(TaskSupport::Optional) => call.task,
+                _ => false,
+            }
+    }
+
+    /// Why a call the caller asked to run as a task cannot run as one, naming
+    /// the tool (`name`, its registry name; `tool`, its server's) and the fix.
+    pub(super) fn task_refused(&self, name: &str, tool: &str) -> Result<(), String> {
+        if self.era != Era::Legacy {
+            return Err(format!(
+                "{name} cannot run as a task: its server speaks 2026-07-28, whose tasks (the \
+                 io.modelcontextprotocol/tasks extension) mcpbox does not run yet; call it \
+                 without asking for a task"
+            ));
+        }
+        match self.tasks.support.get(tool) {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "{name} cannot run as a task: the tool does not take one (its \
+                 execution.taskSupport is forbidden or absent); call it without asking for a task"
+            )),
+        }
     }
 
     /// A call sent as a task was answered: a `CreateTaskResult` starts polling;
@@ -402,7 +428,7 @@ pub(super) fn related_task(params: &Value) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::{CallResult, FinishedCall};
+    use crate::client::{CallOptions, CallResult, FinishedCall};
     use serde_json::json;
 
     fn sent(c: &mut Client) -> Vec<Value> {
@@ -424,7 +450,7 @@ mod tests {
         c.begin();
         sent(&mut c);
         let init = json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "s"},
-            "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}});
+            "capabilities": {"tools": {}, "tasks": {"list": {}, "requests": {"tools": {"call": {}}}}}});
         feed(
             &mut c,
             json!({"jsonrpc": "2.0", "id": 1, "result": init}),
@@ -433,7 +459,8 @@ mod tests {
         sent(&mut c);
         let tools = json!([
             {"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
-            {"name": "echo", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}}]);
+            {"name": "echo", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}},
+            {"name": "plain", "inputSchema": {"type": "object"}}]);
         feed(
             &mut c,
             json!({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}),
@@ -537,6 +564,84 @@ mod tests {
         // An optional tool goes out plain.
         c.start_call(8, "mcp__demo__echo", "echo", "{}", 10_000, 6000);
         assert!(sent(&mut c)[0]["params"].get("task").is_none());
+    }
+
+    #[test]
+    fn an_optional_tool_runs_as_a_task_when_the_caller_asks() {
+        let (mut c, _) = running();
+        c.take_events();
+        let task = CallOptions {
+            task: true,
+            ..CallOptions::default()
+        };
+        let args = || RawValue::from_string("{}".into()).unwrap();
+        c.start_call_until(8, "mcp__demo__echo", "echo", args(), 10_000, 10_000, task);
+        let call = sent(&mut c).remove(0);
+        assert_eq!(call["params"]["task"], json!({"ttl": TASK_TTL_MS}));
+        let created = json!({"task": {"taskId": "t2", "status": "working"}});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": call["id"], "result": created}),
+            200,
+        );
+        assert_eq!(status(&c.take_events()), [("working".into(), None)]);
+        assert_eq!(c.tasks.call_of("t2"), Some((8, "mcp__demo__echo".into())));
+
+        // A tool that takes no task: the call fails at once, saying why and what
+        // to do, and nothing is sent.
+        c.start_call_until(9, "mcp__demo__plain", "plain", args(), 10_000, 10_000, task);
+        assert!(sent(&mut c).is_empty());
+        let events = c.take_events();
+        let [
+            ClientEvent::Finished(FinishedCall {
+                call: 9,
+                outcome: Err(CallError::InvalidArguments(why)),
+            }),
+        ] = &events[..]
+        else {
+            panic!("{events:?}")
+        };
+        assert!(
+            why.contains("mcp__demo__plain cannot run as a task")
+                && why.contains("without asking for a task"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn tasks_list_follows_every_page_and_lists_each_task() {
+        let (mut c, _) = running();
+        assert!(c.offers().tasks_list, "the server declared tasks.list");
+        c.take_events();
+        c.start_request(20, crate::client::Request::ListTasks, 10_000, 200);
+        let list = sent(&mut c).remove(0);
+        assert_eq!(list["method"], "tasks/list");
+        let page = json!({"tasks": [{"taskId": "t1", "status": "working"}], "nextCursor": "2"});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": list["id"], "result": page}),
+            210,
+        );
+        let next = sent(&mut c).remove(0);
+        assert_eq!(next["method"], "tasks/list");
+        assert_eq!(next["params"]["cursor"], "2");
+        let page = json!({"tasks": [{"taskId": "t0", "status": "completed"}]});
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": next["id"], "result": page}),
+            220,
+        );
+        let events = c.take_events();
+        let Some(ClientEvent::Finished(FinishedCall {
+            call: 20,
+            outcome: Ok(listed),
+        })) = events.last()
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(listed.text, "t1\nt0");
+        let tasks: Value = serde_json::from_str(&listed.content).unwrap();
+        assert_eq!(tasks[1], json!({"taskId": "t0", "status": "completed"}));
     }
 
     #[test]

@@ -500,7 +500,7 @@ fn assert_stateless_meta(request: &Value) {
     );
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({}),
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}}),
         "{request}"
     );
     assert_eq!(
@@ -707,7 +707,10 @@ fn a_silent_probe_gives_way_to_initialize() {
     c.tick(100 + PROBE_TIMEOUT_MS);
     let out = sent(&mut c);
     assert_eq!(out[0].0["method"], "initialize");
-    // A late answer to the probe is dropped quietly.
+    assert_eq!(c.era_to_remember(), Era::Legacy);
+    // A late answer to the probe changes nothing in this session, quietly, but
+    // it shows a server that was slow to start, not a legacy one: the next
+    // connection probes again instead of being told the server is legacy.
     feed(
         &mut c,
         json!({"jsonrpc": "2.0", "id": 1, "result": discover_result(false)}),
@@ -717,6 +720,24 @@ fn a_silent_probe_gives_way_to_initialize() {
     assert_eq!(c.phase(), Phase::Initializing);
     assert_eq!(c.stats().unknown_responses, 0);
     assert!(c.take_events().is_empty());
+    assert_eq!(c.era_to_remember(), Era::Stateless);
+}
+
+#[test]
+fn a_late_refusal_of_the_probe_leaves_the_server_legacy() {
+    let mut c = Client::new("quiet");
+    c.detect(None, 0);
+    sent(&mut c);
+    c.tick(PROBE_TIMEOUT_MS);
+    assert_eq!(sent(&mut c)[0].0["method"], "initialize");
+    feed(
+        &mut c,
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}),
+        PROBE_TIMEOUT_MS + 1,
+    );
+    assert_eq!(c.phase(), Phase::Initializing);
+    assert!(c.take_events().is_empty());
+    assert_eq!(c.era_to_remember(), Era::Legacy);
 }
 
 #[test]
@@ -905,7 +926,7 @@ fn legacy_elicitation_goes_to_the_embedder_and_back() {
     let (mut c, init) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"elicitation": {"form": {}}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     c.start_call(5, "mcp__demo__ask", "ask", "{}", 10_000, 0);
     let call_id = sent(&mut c)[0].0["id"].clone();
@@ -1024,7 +1045,7 @@ fn input_required_is_retried_with_the_answers_and_the_exact_state() {
     let (first, _) = sent(&mut c).remove(0);
     assert_eq!(
         first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"elicitation": {"form": {}}})
+        json!({"elicitation": {"form": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     let state = json!("{\"nonce\":\"x y\"}");
     feed(
@@ -1299,7 +1320,7 @@ fn legacy_roots_are_declared_listed_and_announced_when_they_change() {
     let (init, _) = sent(&mut c).remove(0);
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"roots": {"listChanged": true}})
+        json!({"roots": {"listChanged": true}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     feed(
         &mut c,
@@ -1378,7 +1399,7 @@ fn a_stateless_roots_request_is_answered_without_asking_anyone() {
     let (first, _) = sent(&mut c).remove(0);
     assert_eq!(
         first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"roots": {}})
+        json!({"roots": {}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     feed(
         &mut c,
@@ -1451,7 +1472,7 @@ fn legacy_sampling_goes_to_the_embedder_and_back() {
     let (mut c, init) = legacy_ready_from(c, "2025-11-25", &["ask"]);
     assert_eq!(
         init["params"]["capabilities"],
-        json!({"sampling": {"tools": {}}})
+        json!({"sampling": {"tools": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     c.start_call(7, "mcp__demo__ask", "ask", "{}", 10_000, 0);
     sent(&mut c);
@@ -1599,7 +1620,7 @@ fn stateless_sampling_is_answered_in_the_retry_or_ends_the_call() {
     let (first, _) = sent(&mut c).remove(0);
     assert_eq!(
         first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        json!({"sampling": {"tools": {}}})
+        json!({"sampling": {"tools": {}}, "extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     feed(
         &mut c,

@@ -401,6 +401,7 @@ impl wit::Guest for super::Component {
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
             log_level: None,
+            task: options.task,
         };
         with(|m| m.start_call(&tool, &arguments, options)).map_err(to_wit_call_error)
     }
@@ -429,6 +430,7 @@ impl wit::Guest for super::Component {
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
             log_level: None,
+            task: options.task,
         };
         with(|m| m.start_adapted_call(dialect, &tool, &arguments, options))
             .map_err(to_wit_call_error)
@@ -464,10 +466,12 @@ impl wit::Guest for super::Component {
                 skill: f.skill,
                 file: f.file,
             },
+            wit::ServerRequest::ListTasks => Request::ListTasks,
         };
         let options = CallOptions {
             timeout_ms: options.timeout_ms,
             log_level: None,
+            task: options.task,
         };
         with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
     }

@@ -147,7 +147,7 @@ fn approval_message(a: &Approval) -> String {
 }
 
 /// Reads an `ElicitResult`.
-fn answer_of(result: &Value) -> InputAnswer {
+pub(super) fn answer_of(result: &Value) -> InputAnswer {
     match result.get("action").and_then(Value::as_str) {
         Some("accept") => InputAnswer::Accept(
             result
@@ -531,6 +531,7 @@ impl Gateway {
                         let _ = m.answer_input(*input, &InputAnswer::Cancel);
                     }
                 }
+                let keeps_tasks = self.options.keeps_tasks;
                 let Some(c) = self.calls.get_mut(&call) else {
                     let text =
                         tool_error("the call ended before the answers to its questions came");
@@ -540,6 +541,8 @@ impl Gateway {
                 if progress_token.is_some() {
                     c.progress_token = progress_token;
                 }
+                // The answered call may still become a task of its client.
+                Gateway::arm_task_after(m, c, keeps_tasks);
                 let queued = core::mem::take(&mut c.queued);
                 if !queued.is_empty() {
                     self.inputs_requested(m, queued);

@@ -37,6 +37,11 @@ pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub const HEADER_MISMATCH: i64 = -32020;
 /// JSON-RPC: a protocol version the server does not speak (2026-07-28).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// JSON-RPC: the request needs a capability the client did not declare on it
+/// (2026-07-28).
+pub const MISSING_REQUIRED_CAPABILITY: i64 = -32021;
+/// The tasks extension's identifier (2026-07-28; see `tasks.rs`).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
 
 /// What a 2026-07-28 request says about its client, from its `_meta`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,6 +53,9 @@ pub struct RequestMeta {
     /// The lowest log level the client wants on this request's stream, as a rank
     /// (see [`super::logging::rank`]); `None`: no log messages.
     pub log_level: Option<u8>,
+    /// The client declared the tasks extension ([`TASKS_EXTENSION`]) for this
+    /// request: a `tools/call` may be answered with a task.
+    pub tasks: bool,
 }
 
 /// An error for the downstream client, with the HTTP status it carries (none:
@@ -162,18 +170,28 @@ pub fn check_stateless(
         }
         _ => {}
     }
-    // Only these name what they are about in `Mcp-Name` (SEP-2243); `skills/get`
-    // has a `uri` and no such header.
+    // Only these name what they are about in `Mcp-Name` (SEP-2243, and the
+    // tasks extension for its methods' `taskId`); `skills/get` has a `uri` and
+    // no such header.
     let named = [
         methods::TOOLS_CALL,
         methods::RESOURCES_READ,
         methods::PROMPTS_GET,
     ];
-    let name = params
-        .get("name")
-        .or_else(|| params.get("uri"))
-        .and_then(Value::as_str)
-        .filter(|_| named.contains(&method));
+    let tasks = [
+        methods::TASKS_GET,
+        methods::TASKS_UPDATE,
+        methods::TASKS_CANCEL,
+    ];
+    let name = if tasks.contains(&method) {
+        params.get("taskId").and_then(Value::as_str)
+    } else {
+        params
+            .get("name")
+            .or_else(|| params.get("uri"))
+            .and_then(Value::as_str)
+            .filter(|_| named.contains(&method))
+    };
     match (header(headers, "mcp-name"), name) {
         (Some(h), name) if name != Some(h) => {
             return Err(mismatch(format!(
@@ -195,6 +213,10 @@ pub fn check_stateless(
             .get(META_LOG_LEVEL)
             .and_then(Value::as_str)
             .and_then(super::logging::rank),
+        tasks: capabilities
+            .get("extensions")
+            .and_then(|e| e.get(TASKS_EXTENSION))
+            .is_some_and(Value::is_object),
     })
 }
 
@@ -221,8 +243,9 @@ pub fn server_info() -> Value {
     json!({"name": "mcpbox", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// The `initialize` result for a client offered `version`.
-pub fn initialize_result(version: &str) -> Value {
+/// The `initialize` result for a client offered `version`; `tasks`: the gateway
+/// keeps tasks (see `tasks.rs`).
+pub fn initialize_result(version: &str, tasks: bool) -> Value {
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": {
@@ -238,7 +261,7 @@ pub fn initialize_result(version: &str) -> Value {
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
     });
     // Tasks came with 2025-11-25: the gateway keeps its clients' (see tasks.rs).
-    if version == super::tasks::TASKS_VERSION {
+    if tasks && version == super::tasks::TASKS_VERSION {
         result["capabilities"]["tasks"] = json!({
             "list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}
         });
@@ -246,9 +269,10 @@ pub fn initialize_result(version: &str) -> Value {
     result
 }
 
-/// The `server/discover` result.
-pub fn discover_result() -> Value {
-    json!({
+/// The `server/discover` result; `tasks`: the gateway keeps tasks, and declares
+/// the tasks extension.
+pub fn discover_result(tasks: bool) -> Value {
+    let mut result = json!({
         "resultType": "complete",
         "supportedVersions": [STATELESS_VERSION],
         "capabilities": {
@@ -263,7 +287,12 @@ pub fn discover_result() -> Value {
         "ttlMs": 3_600_000,
         "cacheScope": "public",
         "_meta": {META_SERVER_INFO: server_info()}
-    })
+    });
+    // Tasks: the gateway keeps its clients' (see tasks.rs).
+    if tasks {
+        result["capabilities"]["extensions"][TASKS_EXTENSION] = json!({});
+    }
+    result
 }
 
 #[cfg(test)]
@@ -308,6 +337,48 @@ mod tests {
         assert_eq!((e.error.code, e.status), (HEADER_MISMATCH, Some(400)));
         let both = [h("Mcp-Method", "tools/call"), h("Mcp-Name", "a")];
         assert!(check_stateless("tools/call", &call, &both, true).is_ok());
+    }
+
+    #[test]
+    fn task_requests_name_their_task_and_the_extension_is_read_from_meta() {
+        let h = |n: &str, v: &str| Pair {
+            name: n.into(),
+            value: v.into(),
+        };
+        let mut get = meta();
+        get["taskId"] = json!("t-1");
+        let named = [h("Mcp-Method", "tasks/get"), h("Mcp-Name", "t-1")];
+        assert!(check_stateless("tasks/get", &get, &named, true).is_ok());
+        let wrong = [h("Mcp-Method", "tasks/get"), h("Mcp-Name", "t-2")];
+        let e = check_stateless("tasks/get", &get, &wrong, true).unwrap_err();
+        assert_eq!((e.error.code, e.status), (HEADER_MISMATCH, Some(400)));
+        let e = check_stateless(
+            "tasks/cancel",
+            &get,
+            &[h("Mcp-Method", "tasks/cancel")],
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.error.code, HEADER_MISMATCH,
+            "Mcp-Name is required over HTTP"
+        );
+        assert!(
+            !check_stateless("tasks/get", &get, &[], false)
+                .unwrap()
+                .tasks
+        );
+        get["_meta"][META_CLIENT_CAPABILITIES] = json!({"extensions": {TASKS_EXTENSION: {}}});
+        assert!(
+            check_stateless("tasks/get", &get, &[], false)
+                .unwrap()
+                .tasks
+        );
+        assert_eq!(
+            discover_result(true)["capabilities"]["extensions"][TASKS_EXTENSION],
+            json!({})
+        );
+        assert!(discover_result(false)["capabilities"]["extensions"][TASKS_EXTENSION].is_null());
     }
 
     #[test]

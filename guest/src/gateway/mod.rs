@@ -28,7 +28,7 @@
 //! | [`search`] | the `search_tools` / `call_tool` mode for large registries |
 //! | `elicitation` | upstream input requests and `ask` approvals put to the client: `elicitation/create`, or `input_required` |
 //! | [`sampling`] | an upstream `sampling/createMessage` forwarded to a client that declared `sampling`, its result passed back |
-//! | `tasks` | task-augmented `tools/call` (2025-11-25): the gateway's tasks, `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel` |
+//! | `tasks` | the gateway's tasks: task-augmented `tools/call` (2025-11-25: `tasks/get`, `tasks/result`, `tasks/list`, `tasks/cancel`) and the `io.modelcontextprotocol/tasks` extension (2026-07-28: `tasks/get`, `tasks/update`, `tasks/cancel`) |
 //! | `subscriptions` | list changes (tools, resources, prompts) and resource subscriptions: `notifications/*/list_changed`, `resources/subscribe` (2025) and `subscriptions/listen` (2026-07-28) |
 //! | [`logging`] | upstream log lines and progress to the right downstream stream |
 //! | `resources` | resources, prompts, completions and skills of every server, aggregated and passed through |
@@ -156,6 +156,10 @@ pub struct ServeOptions {
     /// Schemas served in this provider dialect, arguments mapped back (see
     /// `tools.rs`); `None` serves them as the servers wrote them.
     pub schema_dialect: Option<crate::adapter::Dialect>,
+    /// The gateway outlives its exchanges, so it keeps tasks for its clients
+    /// (see `tasks`). False for an instance that lives for one request (the
+    /// stock component): a task would end with it, so none is offered.
+    pub keeps_tasks: bool,
 }
 
 impl Default for ServeOptions {
@@ -167,6 +171,7 @@ impl Default for ServeOptions {
             page_size: DEFAULT_PAGE_SIZE,
             secret: String::new(),
             schema_dialect: None,
+            keeps_tasks: true,
         }
     }
 }
@@ -337,6 +342,9 @@ struct DownCall {
     queued: Vec<InputRequest>,
     /// The downstream task it runs (see `tasks`): its answer goes there.
     task: Option<String>,
+    /// When a 2026-07-28 client that takes tasks gets one in place of the
+    /// result, should the call still run (see `tasks`).
+    task_after: Option<u64>,
 }
 
 /// The server side of one guest instance.
@@ -773,6 +781,7 @@ impl Gateway {
             match event {
                 Event::InputRequested(r) if self.owns_input(&r) => inputs.push(r),
                 Event::InputWithdrawn(id) if self.withdraw_input(id) => {}
+                Event::InputWithdrawn(id) if self.task_input_withdrawn(m, id) => {}
                 Event::TaskStatus(_, ref s) if self.upstream_task_status(m, s) => {}
                 Event::ResourceUpdated(u) => {
                     if self.serving {
@@ -805,6 +814,7 @@ impl Gateway {
                 self.release_held(m);
             }
             self.pump(m);
+            self.promote_due(m);
             if m.tools_generation() != self.served.seen_generation {
                 self.tools_changed(m);
             }
@@ -927,7 +937,10 @@ impl Gateway {
         origin.session = Some(id);
         self.answer(
             &origin,
-            Ok(json_text(&lifecycle::initialize_result(version))),
+            Ok(json_text(&lifecycle::initialize_result(
+                version,
+                self.options.keeps_tasks,
+            ))),
         );
     }
 
@@ -947,10 +960,8 @@ impl Gateway {
                     .open
                     .get(&origin.session.unwrap_or_default())
                     .map_or("2025-11-25", |s| s.protocol_version);
-                self.answer(
-                    &origin,
-                    Ok(json_text(&lifecycle::initialize_result(version))),
-                );
+                let result = lifecycle::initialize_result(version, self.options.keeps_tasks);
+                self.answer(&origin, Ok(json_text(&result)));
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
@@ -997,7 +1008,8 @@ impl Gateway {
     ) {
         match method {
             methods::SERVER_DISCOVER => {
-                self.answer(&origin, Ok(json_text(&lifecycle::discover_result())))
+                let result = lifecycle::discover_result(self.options.keeps_tasks);
+                self.answer(&origin, Ok(json_text(&result)))
             }
             methods::TOOLS_LIST => self.list_tools(m, origin, &params),
             methods::TOOLS_CALL => self.call_tool(m, origin, params),
@@ -1011,6 +1023,9 @@ impl Gateway {
                 ));
             }
             methods::SUBSCRIPTIONS_LISTEN => self.listen(m, origin, &params),
+            other if tasks::is_extension_method(other) && self.options.keeps_tasks => {
+                self.extension_task_request(m, origin, other, &params)
+            }
             other if self.beyond_tools(m, &origin, other, &params) => {}
             _ => self.answer(
                 &origin,

@@ -55,6 +55,8 @@ pub(super) struct Listen {
     resources: bool,
     /// Whether it asked for prompt-list changes.
     prompts: bool,
+    /// The 2026-07-28 tasks whose status it follows (`taskIds`; see `tasks`).
+    pub(super) tasks: alloc::collections::BTreeSet<String>,
 }
 
 /// A downstream client that holds a resource subscription.
@@ -128,6 +130,15 @@ impl Gateway {
             .collect::<alloc::collections::BTreeSet<String>>()
             .into_iter()
             .collect();
+        let named: Vec<&str> = filter
+            .get("taskIds")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let tasks: alloc::collections::BTreeSet<String> =
+            self.listenable_tasks(&origin, &named).into_iter().collect();
         let mut honored = serde_json::Map::new();
         for (field, on) in [
             ("toolsListChanged", tools),
@@ -140,6 +151,9 @@ impl Gateway {
         }
         if !uris.is_empty() {
             honored.insert("resourceSubscriptions".into(), json!(uris));
+        }
+        if !tasks.is_empty() {
+            honored.insert("taskIds".into(), json!(tasks));
         }
         let nothing = honored.is_empty();
         self.out.push(Signal::Message {
@@ -164,6 +178,7 @@ impl Gateway {
                 tools,
                 resources,
                 prompts,
+                tasks,
             });
         }
         for uri in uris {

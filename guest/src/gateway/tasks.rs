@@ -32,15 +32,50 @@
 //!   oldest finished one going first; when all of them run, a new one is
 //!   refused. A session that ends cancels its running tasks.
 //!
-//! A 2026-07-28 client's tasks (the `io.modelcontextprotocol/tasks` extension)
-//! are not served yet: a `task` member in its `tools/call` is not read.
+//! # The 2026-07-28 tasks extension
+//!
+//! A 2026-07-28 client declares `io.modelcontextprotocol/tasks` in a request's
+//! `_meta` client capabilities (`server/discover` declares it too). The same
+//! tasks serve it in the extension's wire form:
+//!
+//! - Task creation is the gateway's choice: a `tools/call` from such a request
+//!   of a tool whose server runs it as a task (`execution.taskSupport` not
+//!   `forbidden`, which only a 2025-11-25 server says) is answered at once with
+//!   a flat `CreateTaskResult` (`resultType: "task"`, `taskId`, `status`,
+//!   `ttlMs`, `pollIntervalMs`); any other call that is still running after
+//!   [`TASK_AFTER_MS`] is answered with one then, in place of its result (a
+//!   quick call gets its result, and a call that asks for input first gets its
+//!   `input_required` round, the timer starting again with the retry). A `task`
+//!   member in the request is not read. Without the extension the call is
+//!   answered plainly, a `required` one too (the gateway polls upstream on the
+//!   client's behalf, so it can answer without a task).
+//! - `tasks/get` answers the task with what it ended with inlined: `result`
+//!   when `completed` (a tool result with `isError` included), `error` when
+//!   `failed` (a JSON-RPC error: the server's error, or one it never answered),
+//!   and `inputRequests` while `input_required`. `tasks/update` answers those
+//!   (`inputResponses` keyed as `inputRequests` were) through the same input
+//!   path as any upstream request; a subset is taken, and the task stays
+//!   `input_required` until every one is answered. `tasks/cancel` cancels a
+//!   running task. Both acknowledge with an empty result, for any `taskId`, as
+//!   the extension has it. `tasks/result` and `tasks/list` do not exist there
+//!   (`-32601`), and the three methods from a request that did not declare the
+//!   extension are refused with `-32021` naming it.
+//! - Status changes go to the `subscriptions/listen` streams that named the
+//!   task in `notifications.taskIds`, as `notifications/tasks/status` with the
+//!   task as `tasks/get` has it.
+//! - There is no session to keep such a task to: as the extension has it, its
+//!   id is what gives access to it. Ids are unguessable (SHA-256 of the host's
+//!   random secret and a serial, as `requestState` tokens are); a task of one
+//!   profile's endpoint is not seen from another's, and never from a 2025
+//!   session (nor a 2025 session's task from a 2026-07-28 request).
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
-use crate::elicitation::InputRequest;
+use crate::elicitation::{InputAnswer, InputRequest};
 use crate::jsonrpc::{self, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::manager::Manager;
 use crate::methods;
@@ -49,8 +84,10 @@ use crate::transport::Platform;
 
 use super::elicitation::Asked;
 use super::exposure::Exposed;
-use super::lifecycle::Refusal;
-use super::{DownCall, Gateway, Origin, Signal, Target, json_text};
+use super::lifecycle::{
+    META_SUBSCRIPTION_ID, MISSING_REQUIRED_CAPABILITY, Refusal, TASKS_EXTENSION,
+};
+use super::{DownCall, Gateway, Origin, Signal, Target, json_text, sampling};
 
 /// The one revision whose sessions have tasks.
 pub(super) const TASKS_VERSION: &str = "2025-11-25";
@@ -60,8 +97,14 @@ pub const DEFAULT_TTL_MS: u64 = 300_000;
 pub const MAX_TTL_MS: u64 = 3_600_000;
 /// The poll interval suggested to clients.
 pub const POLL_INTERVAL_MS: u64 = 1000;
+/// How long a 2026-07-28 call of a client that takes tasks runs before it is
+/// answered with a task in place of its result (an unsolicited task handle).
+pub const TASK_AFTER_MS: u64 = 500;
 /// The most tasks one session keeps.
 pub const MAX_TASKS_PER_SESSION: usize = 256;
+/// The most tasks the 2026-07-28 clients of one profile keep together (they
+/// have no session to count them by).
+pub const MAX_TASKS_PER_PROFILE: usize = 1024;
 /// `_meta` key naming the task a message belongs to.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
@@ -74,10 +117,42 @@ pub(super) struct Tasks {
     next: u64,
 }
 
+/// Who may use a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owner {
+    /// A 2025-11-25 session.
+    Session(u64),
+    /// The 2026-07-28 clients of a profile's endpoint (the extension): no
+    /// session; the unguessable id is what gives access.
+    Caller(Option<String>),
+}
+
+impl Owner {
+    fn of(origin: &Origin) -> Owner {
+        match origin.stateless {
+            Some(_) => Owner::Caller(origin.profile.clone()),
+            None => Owner::Session(origin.session.unwrap_or_default()),
+        }
+    }
+
+    /// The most tasks it keeps.
+    fn limit(&self) -> usize {
+        match self {
+            Owner::Session(_) => MAX_TASKS_PER_SESSION,
+            Owner::Caller(_) => MAX_TASKS_PER_PROFILE,
+        }
+    }
+
+    /// Whether its tasks take the 2026-07-28 extension's wire form.
+    fn extension(&self) -> bool {
+        matches!(self, Owner::Caller(_))
+    }
+}
+
 /// A downstream client's task.
 #[derive(Debug)]
 struct DownTask {
-    session: u64,
+    owner: Owner,
     /// When it was made: the serial of its id, to drop the oldest first.
     serial: u64,
     /// The manager call it runs, while it runs.
@@ -93,7 +168,8 @@ struct DownTask {
     outcome: Option<Result<String, Refusal>>,
     /// `tasks/result` requests waiting for the end.
     waiting: Vec<Origin>,
-    /// Upstream requests for the call, waiting for a `tasks/result` exchange.
+    /// Upstream requests for the call: waiting for a `tasks/result` exchange
+    /// (2025-11-25), or for `tasks/update` (the extension).
     pending: Vec<InputRequest>,
     /// Upstream requests sent to the client and not answered yet (input ids).
     asking: Vec<u64>,
@@ -118,6 +194,56 @@ impl DownTask {
         }
         task
     }
+
+    /// The task in the extension's wire form, as `tasks/get` answers it and
+    /// status notifications carry it: what it ended with inlined, and the
+    /// questions it waits on.
+    fn detailed(&self, id: &str) -> Value {
+        let mut task = json!({
+            "taskId": id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        });
+        if let Some(message) = &self.message {
+            task["statusMessage"] = Value::String(message.clone());
+        }
+        match (self.status, &self.outcome) {
+            ("completed", Some(Ok(result))) => {
+                task["result"] = serde_json::from_str(result).unwrap_or_else(|_| json!({}));
+            }
+            ("failed", Some(Err(refusal))) => {
+                let mut error =
+                    json!({"code": refusal.error.code, "message": refusal.error.message});
+                if let Some(data) = &refusal.error.data {
+                    error["data"] = data.clone();
+                }
+                task["error"] = error;
+            }
+            ("input_required", _) => {
+                let asks: serde_json::Map<String, Value> = self
+                    .pending
+                    .iter()
+                    .map(|r| (input_key(r), super::elicitation::input_request(r)))
+                    .collect();
+                task["inputRequests"] = Value::Object(asks);
+            }
+            _ => {}
+        }
+        task
+    }
+}
+
+/// The key of an upstream request among a task's `inputRequests`.
+fn input_key(r: &InputRequest) -> String {
+    let kind = if r.sampling.is_some() {
+        sampling::ROUND_KEY
+    } else {
+        "input"
+    };
+    format!("{kind}-{}", r.id)
 }
 
 /// `ms` after the Unix epoch as RFC 3339 (UTC, milliseconds).
@@ -158,7 +284,7 @@ pub(super) fn requested(task: Option<&Value>) -> Option<u64> {
     Some(ttl.min(MAX_TTL_MS))
 }
 
-/// Whether `method` is one of the task methods a session answers.
+/// Whether `method` is one of the task methods a 2025-11-25 session answers.
 pub(super) fn is_task_method(method: &str) -> bool {
     matches!(
         method,
@@ -191,14 +317,26 @@ fn with_related(result: &str, id: &str) -> String {
 fn not_found(id: &str) -> Refusal {
     Refusal::new(
         INVALID_PARAMS,
-        format!("Invalid params: no task {id:?} in this session (it ended, or its ttl passed)"),
+        format!("Invalid params: no task {id:?} here (it ended, or its ttl passed)"),
     )
 }
+
+/// Whether `method` is one of the extension's task methods (2026-07-28).
+pub(super) fn is_extension_method(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
+    )
+}
+
+/// An empty acknowledgement (the extension's `tasks/update` and `tasks/cancel`).
+const ACK: &str = r#"{"resultType":"complete"}"#;
 
 impl Gateway {
     /// Whether `origin` may make and use tasks: a 2025-11-25 session's request.
     pub(super) fn has_tasks(&self, origin: &Origin) -> bool {
-        origin.stateless.is_none()
+        self.options.keeps_tasks
+            && origin.stateless.is_none()
             && origin
                 .session
                 .and_then(|s| self.sessions.open.get(&s))
@@ -220,23 +358,90 @@ impl Gateway {
                 ),
             ));
         }
-        let session = origin.session.unwrap_or_default();
+        let owner = Owner::of(origin);
+        if !self.full(&owner) {
+            return Ok(());
+        }
+        let limit = owner.limit();
+        let who = if owner.extension() {
+            "the clients of this endpoint run"
+        } else {
+            "this session runs"
+        };
+        Err(Refusal::new(
+            jsonrpc::INTERNAL_ERROR,
+            format!(
+                "{who} {limit} tasks already, the most allowed; wait for one to end or cancel one"
+            ),
+        ))
+    }
+
+    /// Whether `owner` keeps as many tasks as it may, all of them running.
+    fn full(&self, owner: &Owner) -> bool {
         let (count, running) = self
             .tasks
             .open
             .values()
-            .filter(|t| t.session == session)
+            .filter(|t| t.owner == *owner)
             .fold((0, 0), |(n, r), t| (n + 1, r + usize::from(!t.terminal())));
-        if count >= MAX_TASKS_PER_SESSION && running >= MAX_TASKS_PER_SESSION {
-            return Err(Refusal::new(
-                jsonrpc::INTERNAL_ERROR,
-                format!(
-                    "this session runs {MAX_TASKS_PER_SESSION} tasks already, the most it may; \
-                     wait for one to end or cancel one"
-                ),
-            ));
+        count >= owner.limit() && running >= owner.limit()
+    }
+
+    /// Arms the timer of a 2026-07-28 call whose client takes tasks: past
+    /// [`TASK_AFTER_MS`] it is answered with a task ([`Gateway::promote_due`]).
+    pub(super) fn arm_task_after<P: Platform>(
+        m: &mut Manager<P>,
+        down: &mut DownCall,
+        keeps_tasks: bool,
+    ) {
+        let takes_tasks = keeps_tasks
+            && down
+                .origin
+                .stateless
+                .as_ref()
+                .is_some_and(|meta| meta.tasks);
+        if takes_tasks && down.task.is_none() && down.origin.exchange.is_some() {
+            let at = m.platform().now_ms().saturating_add(TASK_AFTER_MS);
+            down.task_after = Some(at);
+            m.wake_at(at);
         }
-        Ok(())
+    }
+
+    /// The calls of 2026-07-28 clients that take tasks and ran past
+    /// [`TASK_AFTER_MS`] without an answer: each client gets a task in place of
+    /// the result (the extension lets the server decide), and the call goes on
+    /// as that task's.
+    pub(super) fn promote_due<P: Platform>(&mut self, m: &mut Manager<P>) {
+        let now = m.platform().now_ms();
+        let due: Vec<u64> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.task_after.is_some_and(|at| at <= now))
+            .map(|(call, _)| *call)
+            .collect();
+        for call in due {
+            let Some(mut down) = self.calls.remove(&call) else {
+                continue;
+            };
+            down.task_after = None;
+            let waiting = down.task.is_none() && down.origin.exchange.is_some() && !down.cancelled;
+            if !waiting || self.full(&Owner::of(&down.origin)) {
+                // Its client is to retry an input round, or has all the tasks it
+                // may: it is answered as a plain call is.
+                self.calls.insert(call, down);
+                continue;
+            }
+            self.task_started(m, call, down, DEFAULT_TTL_MS);
+        }
+    }
+
+    /// Whether a 2026-07-28 request's `tools/call` of `exposed` is to run as
+    /// a task: the request declared the extension and the tool's server runs
+    /// it as one.
+    pub(super) fn extension_task(&self, origin: &Origin, exposed: &Exposed) -> bool {
+        self.options.keeps_tasks
+            && origin.stateless.as_ref().is_some_and(|m| m.tasks)
+            && exposed.entry.tool.def.task_support != TaskSupport::Forbidden
     }
 
     /// The manager call `call` started for a task-augmented `tools/call`: the
@@ -249,14 +454,19 @@ impl Gateway {
         mut down: DownCall,
         ttl_ms: u64,
     ) {
-        let session = down.origin.session.unwrap_or_default();
-        self.sweep_tasks(m, session);
+        let owner = Owner::of(&down.origin);
+        self.sweep_tasks(m, &owner);
         let serial = self.tasks.next;
         self.tasks.next += 1;
-        let id = format!("mcpbox-task-{serial}");
+        let id = if owner.extension() {
+            self.unguessable_id(serial)
+        } else {
+            format!("mcpbox-task-{serial}")
+        };
         let now = date(m);
+        let extension = owner.extension();
         let task = DownTask {
-            session,
+            owner,
             serial,
             call: Some(call),
             status: "working",
@@ -270,7 +480,14 @@ impl Gateway {
             pending: Vec::new(),
             asking: Vec::new(),
         };
-        let answer = json_text(&json!({"task": task.json(&id)}));
+        let answer = if extension {
+            // A flat `CreateTaskResult`: no result, error or questions yet.
+            let mut created = task.detailed(&id);
+            created["resultType"] = json!("task");
+            json_text(&created)
+        } else {
+            json_text(&json!({"task": task.json(&id)}))
+        };
         self.tasks.open.insert(id.clone(), task);
         let origin = down.origin.clone();
         down.origin.exchange = None;
@@ -279,9 +496,23 @@ impl Gateway {
         self.answer(&origin, Ok(answer));
     }
 
-    /// Forgets the finished tasks whose ttl passed, and those of `session` past
-    /// its [`MAX_TASKS_PER_SESSION`] (the oldest finished first).
-    fn sweep_tasks<P: Platform>(&mut self, m: &Manager<P>, session: u64) {
+    /// An unguessable task id: SHA-256 of the host's secret and a serial.
+    fn unguessable_id(&self, serial: u64) -> String {
+        let mut h = Sha256::new();
+        h.update(self.options.secret.as_bytes());
+        h.update(b"\0task\0");
+        h.update(serial.to_le_bytes());
+        let digest = h.finalize();
+        let mut id = String::from("mcpbox-task-");
+        for b in &digest[..16] {
+            id.push_str(&format!("{b:02x}"));
+        }
+        id
+    }
+
+    /// Forgets the finished tasks whose ttl passed, and those of `owner` past
+    /// its limit (the oldest finished first).
+    fn sweep_tasks<P: Platform>(&mut self, m: &Manager<P>, owner: &Owner) {
         let now = m.platform().now_ms();
         self.tasks
             .open
@@ -290,19 +521,19 @@ impl Gateway {
             .tasks
             .open
             .iter()
-            .filter(|(_, t)| t.session == session && t.terminal())
+            .filter(|(_, t)| t.owner == *owner && t.terminal())
             .map(|(id, t)| (t.serial, id.clone()))
             .collect();
         let count = self
             .tasks
             .open
             .values()
-            .filter(|t| t.session == session)
+            .filter(|t| t.owner == *owner)
             .count();
         finished.sort();
         for (_, id) in finished
             .into_iter()
-            .take((count + 1).saturating_sub(MAX_TASKS_PER_SESSION))
+            .take((count + 1).saturating_sub(owner.limit()))
         {
             self.tasks.open.remove(&id);
         }
@@ -315,11 +546,51 @@ impl Gateway {
             return;
         };
         task.updated_at = now;
+        let session = match task.owner {
+            Owner::Session(session) => session,
+            Owner::Caller(_) => {
+                let params = task.detailed(id);
+                return self.notify_listens(id, params);
+            }
+        };
         let params = task.json(id);
         self.out.push(Signal::Message {
-            target: Target::Session(task.session),
+            target: Target::Session(session),
             text: jsonrpc::notification(methods::TASKS_STATUS, Some(&params)),
         });
+    }
+
+    /// A 2026-07-28 task's status: to every `subscriptions/listen` stream that
+    /// named it.
+    fn notify_listens(&mut self, id: &str, params: Value) {
+        let listens: Vec<(u64, Value)> = self
+            .exchanges
+            .iter()
+            .filter_map(|(x, e)| {
+                let listen = e.listen.as_ref()?;
+                listen.tasks.contains(id).then(|| (*x, listen.id.clone()))
+            })
+            .collect();
+        for (exchange, subscription) in listens {
+            let mut params = params.clone();
+            params["_meta"] = json!({META_SUBSCRIPTION_ID: subscription});
+            self.out.push(Signal::Message {
+                target: Target::Exchange(exchange),
+                text: jsonrpc::notification(methods::TASKS_STATUS, Some(&params)),
+            });
+        }
+    }
+
+    /// The tasks among `ids` that a 2026-07-28 `subscriptions/listen` from
+    /// `origin` may follow: those of its endpoint.
+    pub(super) fn listenable_tasks(&self, origin: &Origin, ids: &[&str]) -> Vec<String> {
+        let owner = Owner::of(origin);
+        ids.iter()
+            .filter(|id| {
+                owner.extension() && self.tasks.open.get(**id).is_some_and(|t| t.owner == owner)
+            })
+            .map(|id| id.to_string())
+            .collect()
     }
 
     /// The manager call of task `id` ended with `outcome` (`None`: cancelled).
@@ -338,6 +609,8 @@ impl Gateway {
             return; // Cancelled by the client: told so already.
         }
         let (status, outcome) = match outcome {
+            // The extension reserves `failed` for JSON-RPC errors.
+            Some(Ok(result)) if task.owner.extension() => ("completed", Ok(result)),
             Some(Ok(result)) if is_error(&result) => ("failed", Ok(result)),
             Some(Ok(result)) => ("completed", Ok(result)),
             Some(Err(refusal)) => ("failed", Err(refusal)),
@@ -401,12 +674,34 @@ impl Gateway {
             return;
         };
         task.pending.extend(requests);
-        let changed = task.status != "input_required";
+        // The extension's clients see the questions in the status itself.
+        let changed = task.status != "input_required" || task.owner.extension();
         task.status = "input_required";
         if changed {
             self.task_changed(m, id);
         }
         self.send_task_inputs(id);
+    }
+
+    /// An upstream request was withdrawn: a 2026-07-28 task's question goes
+    /// (and a task that asks nothing more is `working` again). `false` when no
+    /// task waited on it.
+    pub(super) fn task_input_withdrawn<P: Platform>(&mut self, m: &Manager<P>, input: u64) -> bool {
+        let Some((id, task)) = self
+            .tasks
+            .open
+            .iter_mut()
+            .find(|(_, t)| t.owner.extension() && t.pending.iter().any(|r| r.id == input))
+        else {
+            return false;
+        };
+        task.pending.retain(|r| r.id != input);
+        if task.pending.is_empty() && task.status == "input_required" {
+            task.status = "working";
+        }
+        let id = id.clone();
+        self.task_changed(m, &id);
+        true
     }
 
     /// Sends task `id`'s pending upstream requests on the exchange of a waiting
@@ -415,6 +710,9 @@ impl Gateway {
         let Some(task) = self.tasks.open.get_mut(id) else {
             return;
         };
+        if task.owner.extension() {
+            return; // Asked in `tasks/get`, answered with `tasks/update`.
+        }
         let Some(exchange) = task.waiting.iter().find_map(|o| o.exchange) else {
             return;
         };
@@ -473,14 +771,14 @@ impl Gateway {
         method: &str,
         params: &Value,
     ) {
-        let session = origin.session.unwrap_or_default();
-        self.sweep_tasks(m, session);
+        let owner = Owner::of(&origin);
+        self.sweep_tasks(m, &owner);
         if method == methods::TASKS_LIST {
             let mut mine: Vec<(u64, Value)> = self
                 .tasks
                 .open
                 .iter()
-                .filter(|(_, t)| t.session == session)
+                .filter(|(_, t)| t.owner == owner)
                 .map(|(id, t)| (t.serial, t.json(id)))
                 .collect();
             mine.sort_by_key(|(serial, _)| *serial);
@@ -498,12 +796,7 @@ impl Gateway {
             );
             return self.answer(&origin, Err(refusal));
         };
-        let Some(task) = self
-            .tasks
-            .open
-            .get_mut(&id)
-            .filter(|t| t.session == session)
-        else {
+        let Some(task) = self.tasks.open.get_mut(&id).filter(|t| t.owner == owner) else {
             return self.answer(&origin, Err(not_found(&id)));
         };
         match method {
@@ -557,10 +850,108 @@ impl Gateway {
         }
     }
 
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` of a 2026-07-28 request
+    /// (the extension's; see the module docs).
+    pub(super) fn extension_task_request<P: Platform>(
+        &mut self,
+        m: &mut Manager<P>,
+        origin: Origin,
+        method: &str,
+        params: &Value,
+    ) {
+        if !origin.stateless.as_ref().is_some_and(|meta| meta.tasks) {
+            let refusal = Refusal::new(
+                MISSING_REQUIRED_CAPABILITY,
+                format!(
+                    "Missing required client capability: {method} belongs to the \
+                     {TASKS_EXTENSION} extension; declare it in the request's _meta \
+                     clientCapabilities.extensions"
+                ),
+            )
+            .data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+            .status(400);
+            return self.answer(&origin, Err(refusal));
+        }
+        let owner = Owner::of(&origin);
+        self.sweep_tasks(m, &owner);
+        let Some(id) = params.get("taskId").and_then(Value::as_str) else {
+            let refusal = Refusal::new(
+                INVALID_PARAMS,
+                format!("Invalid params: {method} needs a `taskId` string"),
+            )
+            .status(400);
+            return self.answer(&origin, Err(refusal));
+        };
+        let id = id.to_string();
+        let task = self.tasks.open.get_mut(&id).filter(|t| t.owner == owner);
+        match (method, task) {
+            (methods::TASKS_GET, Some(task)) => {
+                let mut answer = task.detailed(&id);
+                answer["resultType"] = json!("complete");
+                self.answer(&origin, Ok(json_text(&answer)));
+            }
+            (methods::TASKS_GET, None) => self.answer(&origin, Err(not_found(&id))),
+            (methods::TASKS_UPDATE, Some(task)) => {
+                let responses = params
+                    .get("inputResponses")
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                // Only the questions still open are answered; other keys are
+                // ignored, as the extension has it.
+                let (answered, open): (Vec<_>, Vec<_>) = core::mem::take(&mut task.pending)
+                    .into_iter()
+                    .partition(|r| responses.contains_key(&input_key(r)));
+                task.pending = open;
+                let resumed = !answered.is_empty()
+                    && task.pending.is_empty()
+                    && task.status == "input_required";
+                if resumed {
+                    task.status = "working";
+                }
+                for r in &answered {
+                    let response = &responses[&input_key(r)];
+                    let answer = if r.sampling.is_some() {
+                        InputAnswer::Accept(response.to_string())
+                    } else {
+                        super::elicitation::answer_of(response)
+                    };
+                    if m.answer_input(r.id, &answer).is_err() {
+                        let _ = m.answer_input(r.id, &InputAnswer::Cancel);
+                    }
+                }
+                if !answered.is_empty() {
+                    self.task_changed(m, &id);
+                }
+                self.answer(&origin, Ok(ACK.into()));
+            }
+            (methods::TASKS_CANCEL, Some(task)) if !task.terminal() => {
+                let call = task.call;
+                task.status = "cancelled";
+                task.outcome = Some(Err(cancelled(&id)));
+                task.expires_ms = m.platform().now_ms().saturating_add(task.ttl_ms);
+                task.pending.clear();
+                if let Some(call) = call {
+                    if let Some(c) = self.calls.get_mut(&call) {
+                        c.cancelled = true;
+                    }
+                    m.cancel(call);
+                }
+                self.task_changed(m, &id);
+                self.answer(&origin, Ok(ACK.into()));
+            }
+            // Acknowledged whatever the id names: another endpoint's task, or
+            // none, is left alone.
+            _ => self.answer(&origin, Ok(ACK.into())),
+        }
+    }
+
     /// Session `session` ended: its tasks are forgotten (their calls are
     /// cancelled with the session's other calls).
     pub(super) fn session_tasks_closed(&mut self, session: u64) {
-        self.tasks.open.retain(|_, t| t.session != session);
+        self.tasks
+            .open
+            .retain(|_, t| t.owner != Owner::Session(session));
     }
 }
 

@@ -114,6 +114,9 @@ impl Rig {
                 Some("resources/read") => {
                     headers.push(pair("Mcp-Name", &message["params"]["uri"]));
                 }
+                Some("tasks/get" | "tasks/update" | "tasks/cancel") => {
+                    headers.push(pair("Mcp-Name", &message["params"]["taskId"]));
+                }
                 _ => {}
             }
         }
@@ -165,6 +168,43 @@ impl Rig {
             .find(|m| m.get("id").is_some() && m.get("method").is_none())
             .expect("a response");
         (response, status)
+    }
+
+    /// Follows a list method (`resources/list`, `skills/list`) of `session`
+    /// from its first page to the last, request ids from `first_id` on: every
+    /// item of `key`, and how many pages there were. Each page holds at most
+    /// `page_size` items; ten pages mean the cursor never ends.
+    fn list_all_pages(
+        &mut self,
+        session: u64,
+        method: &str,
+        key: &str,
+        page_size: usize,
+        first_id: i64,
+    ) -> (Vec<Value>, i64) {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let (r, _) = self.request(
+                Some(session),
+                json!({"jsonrpc": "2.0", "id": first_id + pages, "method": method, "params": params}),
+            );
+            pages += 1;
+            let page = r["result"][key].as_array().expect(key).clone();
+            assert!(page.len() <= page_size, "{r}");
+            items.extend(page);
+            match r["result"]["nextCursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+            assert!(pages < 10, "the cursor never ends");
+        }
+        (items, pages)
     }
 
     /// A request on a fresh exchange: every message on it, in order, and the status.
@@ -1578,31 +1618,8 @@ fn resource_lists_follow_every_upstream_page_and_are_served_in_pages() {
     let mut rig = Rig::with(p, &["res"], "", options);
     rig.settle();
     let s = rig.initialize(json!({}));
-    let mut uris = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let (r, _) = rig.request(
-            Some(s),
-            json!({"jsonrpc": "2.0", "id": pages, "method": "resources/list", "params": params}),
-        );
-        pages += 1;
-        let items = r["result"]["resources"]
-            .as_array()
-            .expect("resources")
-            .clone();
-        assert!(items.len() <= 2, "{r}");
-        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
-        match r["result"]["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-        assert!(pages < 10, "the cursor never ends");
-    }
+    let (items, pages) = rig.list_all_pages(s, "resources/list", "resources", 2, 0);
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
     assert_eq!(pages, 3);
     assert_eq!(
         uris,
@@ -2257,11 +2274,18 @@ fn skill_md(name: &str) -> String {
     format!("---\nname: {name}\ndescription: the {name} skill\n---\nDo {name}.\n")
 }
 
+/// A skill's entry; the skill named `dynamic` has generated files
+/// (`resources: "dynamic"`).
 fn skill_entry(name: &str) -> Value {
     let uri = skill_uri(name);
     let size = skill_md(name).len();
+    let resources = if name == "dynamic" {
+        json!("dynamic")
+    } else {
+        json!([{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}])
+    };
     json!({"uri": uri, "frontmatter": {"name": name, "description": format!("the {name} skill")},
-           "resources": [{"uri": uri, "digest": format!("sha256:{}", "0".repeat(64)), "size": size}]})
+           "resources": resources})
 }
 
 impl SkillServer {
@@ -2342,7 +2366,7 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     rig.settle();
     let skills = json!({"io.modelcontextprotocol/skills": {}});
     assert_eq!(
-        lifecycle::initialize_result("2025-11-25")["capabilities"]["extensions"],
+        lifecycle::initialize_result("2025-11-25", true)["capabilities"]["extensions"],
         skills
     );
     let s = rig.initialize(json!({}));
@@ -2361,31 +2385,11 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     assert_eq!(r["result"]["skill"], skill_entry("alpha"), "{r}");
     assert_eq!((sent(&rig, "a"), sent(&rig, "b")), (1, 1));
 
-    let mut uris = Vec::new();
-    let mut cursor: Option<String> = None;
-    let mut pages = 0;
-    loop {
-        let params = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let (r, _) = rig.request(
-            Some(s),
-            json!({"jsonrpc": "2.0", "id": 10 + pages, "method": "skills/list", "params": params}),
-        );
-        pages += 1;
-        let items = r["result"]["skills"].as_array().expect("skills").clone();
-        assert!(items.len() <= 2, "{r}");
-        for item in &items {
-            assert_eq!(item.get("server"), None, "{item}");
-        }
-        uris.extend(items.iter().map(|i| i["uri"].as_str().unwrap().to_string()));
-        match r["result"]["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_string()),
-            None => break,
-        }
-        assert!(pages < 10, "the cursor never ends");
+    let (items, pages) = rig.list_all_pages(s, "skills/list", "skills", 2, 10);
+    for item in &items {
+        assert_eq!(item.get("server"), None, "{item}");
     }
+    let uris: Vec<&str> = items.iter().map(|i| i["uri"].as_str().unwrap()).collect();
     assert_eq!(pages, 2);
     assert_eq!(
         uris,
@@ -2419,7 +2423,11 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
         None,
         json!({"jsonrpc": "2.0", "id": 6, "method": "server/discover", "params": {"_meta": meta}}),
     );
-    assert_eq!(r["result"]["capabilities"]["extensions"], skills, "{r}");
+    assert_eq!(
+        r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"],
+        json!({}),
+        "{r}"
+    );
     for (id, method, params) in [
         (7, "skills/list", json!({"_meta": meta})),
         (
@@ -2435,4 +2443,763 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
         assert_eq!(r["result"]["ttlMs"], 0, "{r}");
         assert_eq!(r["result"]["cacheScope"], "private", "{r}");
     }
+}
+
+/// A skill whose files are generated (`resources: "dynamic"`) cannot be loaded
+/// (nothing to verify), but it is described: listed, and got with `skills/get`,
+/// before and after a listing named it.
+#[test]
+fn a_dynamic_skill_is_listed_and_got_through_the_gateway() {
+    let mut p = FakePlatform::new();
+    p.serve("d", || SkillServer::serving(&["dynamic", "alpha"]));
+    let mut rig = Rig::new(p, &["d"]);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let get = |id: i64| json!({"jsonrpc": "2.0", "id": id, "method": "skills/get", "params": {"uri": skill_uri("dynamic")}});
+    let (r, _) = rig.request(Some(s), get(1));
+    assert_eq!(r["result"]["skill"], skill_entry("dynamic"), "{r}");
+    let (items, _) = rig.list_all_pages(s, "skills/list", "skills", 50, 10);
+    assert_eq!(items[0], skill_entry("dynamic"));
+    let (r, _) = rig.request(Some(s), get(2));
+    assert_eq!(r["result"]["skill"], skill_entry("dynamic"), "{r}");
+}
+
+/// The `_meta` of a 2026-07-28 request that declares the tasks extension (and
+/// form elicitation).
+fn tasks_meta() -> Value {
+    stateless_meta(json!({"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}))
+}
+
+/// A 2026-07-28 request of `method` with `params` and `meta`.
+fn v2(id: i64, method: &str, mut params: Value, meta: &Value) -> Value {
+    params["_meta"] = meta.clone();
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// `tasks/get` of a 2026-07-28 client, turned until the task's status is
+/// `status` (or terminal).
+fn poll_until(rig: &mut Rig, id: &Value, status: &str, meta: &Value) -> Value {
+    for n in 0..200 {
+        let (r, _) = rig.request(None, v2(1000 + n, "tasks/get", json!({"taskId": id}), meta));
+        let now = r["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if now == status || ["completed", "failed", "cancelled"].contains(&now.as_str()) {
+            return r["result"].clone();
+        }
+        rig.turn();
+    }
+    panic!("task {id} never reached {status}")
+}
+
+/// A server whose `slow` tool (`execution.taskSupport: optional`) answers its
+/// text after 5 s, `broken` fails with a JSON-RPC error, `sorry` with a tool
+/// error; `plain` runs as no task.
+fn task_server() -> McpServer {
+    let s = McpServer::with_tools(&["plain", "slow", "broken", "sorry"]).on_call(|params, id, out| {
+        let text = params["arguments"]["text"].as_str().unwrap_or("").to_string();
+        match params["name"].as_str() {
+            Some("broken") => out.later(
+                100,
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "it broke"}}),
+            ),
+            Some("sorry") => out.reply(
+                100,
+                id,
+                json!({"content": [{"type": "text", "text": "no luck"}], "isError": true}),
+            ),
+            Some("slow") => out.reply(5000, id, json!({"content": [{"type": "text", "text": text}]})),
+            _ => out.reply(0, id, json!({"content": [{"type": "text", "text": text}]})),
+        }
+    });
+    for t in s.tools.borrow_mut().iter_mut().skip(1) {
+        t["execution"] = json!({"taskSupport": "optional"});
+    }
+    s
+}
+
+#[test]
+fn a_2026_client_that_declares_the_tasks_extension_gets_tasks_it_polls() {
+    let mut p = FakePlatform::new();
+    p.serve("a", task_server);
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(None, v2(1, "server/discover", json!({}), &meta));
+    assert_eq!(
+        r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({}),
+        "{r}"
+    );
+    assert!(r["result"]["capabilities"].get("tasks").is_none(), "{r}");
+
+    // A tool that runs as a task: a flat CreateTaskResult at once, no `task`
+    // wrapper, the extension's field names.
+    let started = rig.m.platform().now_ms();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            2,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "report"}}),
+            &meta,
+        ),
+    );
+    let created = &r["result"];
+    assert_eq!(created["resultType"], "task", "{r}");
+    assert_eq!(rig.m.platform().now_ms(), started, "at once");
+    assert_eq!(created["status"], "working");
+    assert_eq!(created["ttlMs"], tasks::DEFAULT_TTL_MS);
+    assert_eq!(created["pollIntervalMs"], tasks::POLL_INTERVAL_MS);
+    for absent in [
+        "task",
+        "ttl",
+        "pollInterval",
+        "result",
+        "error",
+        "inputRequests",
+        "requestState",
+    ] {
+        assert!(created.get(absent).is_none(), "{absent} in {created}");
+    }
+    let id = created["taskId"].clone();
+    let text = id.as_str().unwrap();
+    assert!(
+        text.starts_with("mcpbox-task-") && text.len() == "mcpbox-task-".len() + 32,
+        "an unguessable id: {text}"
+    );
+    let (r, _) = rig.request(None, v2(3, "tasks/get", json!({"taskId": id}), &meta));
+    assert_eq!(r["result"]["resultType"], "complete");
+    assert_eq!(r["result"]["status"], "working");
+    assert!(r["result"].get("result").is_none(), "{r}");
+    let done = poll_until(&mut rig, &id, "completed", &meta);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(texts(&done["result"]), "report");
+    assert!(
+        done["result"].get("_meta").is_none(),
+        "no related-task: {done}"
+    );
+
+    // A tool error is a completed task whose result says so; a JSON-RPC error
+    // a failed one, with the error and no result.
+    let (r, _) = rig.request(
+        None,
+        v2(
+            4,
+            "tools/call",
+            json!({"name": "a__sorry", "arguments": {}}),
+            &meta,
+        ),
+    );
+    let done = poll_until(&mut rig, &r["result"]["taskId"], "completed", &meta);
+    assert_eq!(
+        (done["status"].clone(), done["result"]["isError"].clone()),
+        (json!("completed"), json!(true)),
+        "{done}"
+    );
+    let (r, _) = rig.request(
+        None,
+        v2(
+            5,
+            "tools/call",
+            json!({"name": "a__broken", "arguments": {}}),
+            &meta,
+        ),
+    );
+    let done = poll_until(&mut rig, &r["result"]["taskId"], "failed", &meta);
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(done["error"]["code"], -32603, "{done}");
+    assert!(
+        done["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("it broke"),
+        "{done}"
+    );
+    assert!(done.get("result").is_none(), "{done}");
+
+    // A tool that runs as no task is answered plainly, a legacy `task` member
+    // changes nothing; a client without the extension gets plain results.
+    let (r, _) = rig.request(
+        None,
+        v2(
+            6,
+            "tools/call",
+            json!({"name": "a__plain", "arguments": {"text": "x"}, "task": {"ttl": 1000}}),
+            &meta,
+        ),
+    );
+    assert_eq!(
+        (r["result"]["resultType"].clone(), texts(&r["result"])),
+        (json!("complete"), "x".into()),
+        "{r}"
+    );
+    let plain = stateless_meta(json!({}));
+    let (r, _) = rig.request(
+        None,
+        v2(
+            7,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "y"}}),
+            &plain,
+        ),
+    );
+    assert_eq!(
+        (r["result"]["resultType"].clone(), texts(&r["result"])),
+        (json!("complete"), "y".into()),
+        "{r}"
+    );
+    assert!(r["result"].get("taskId").is_none(), "{r}");
+}
+
+#[test]
+fn the_extensions_task_methods_need_it_and_cancel_acknowledges_any_id() {
+    let mut p = FakePlatform::new();
+    p.serve("a", task_server);
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            1,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "never"}}),
+            &meta,
+        ),
+    );
+    let id = r["result"]["taskId"].clone();
+
+    // Without the extension on the request: -32021, naming it.
+    let plain = stateless_meta(json!({}));
+    for (n, method) in ["tasks/get", "tasks/update", "tasks/cancel"]
+        .into_iter()
+        .enumerate()
+    {
+        let (r, status) = rig.request(
+            None,
+            v2(
+                2 + n as i64,
+                method,
+                json!({"taskId": id, "inputResponses": {}}),
+                &plain,
+            ),
+        );
+        assert_eq!(
+            (r["error"]["code"].as_i64(), status),
+            (Some(-32021), 400),
+            "{method}: {r}"
+        );
+        assert_eq!(
+            r["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+            json!({}),
+            "{r}"
+        );
+    }
+    // The 2025-11-25 methods the extension removed.
+    for (n, method) in ["tasks/result", "tasks/list"].into_iter().enumerate() {
+        let (r, _) = rig.request(
+            None,
+            v2(10 + n as i64, method, json!({"taskId": id}), &meta),
+        );
+        assert_eq!(r["error"]["code"], -32601, "{method}: {r}");
+    }
+    // An unknown id: tasks/get says so; cancel and update acknowledge.
+    let nobody = json!("mcpbox-task-0123456789abcdef0123456789abcdef");
+    let (r, _) = rig.request(None, v2(20, "tasks/get", json!({"taskId": nobody}), &meta));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    for (n, method) in ["tasks/cancel", "tasks/update"].into_iter().enumerate() {
+        let (r, _) = rig.request(
+            None,
+            v2(
+                21 + n as i64,
+                method,
+                json!({"taskId": nobody, "inputResponses": {}}),
+                &meta,
+            ),
+        );
+        assert_eq!(
+            r["result"],
+            json!({"resultType": "complete"}),
+            "{method}: {r}"
+        );
+    }
+    // Cancel: an empty acknowledgement; the task is cancelled and so is its call.
+    let (r, _) = rig.request(None, v2(30, "tasks/cancel", json!({"taskId": id}), &meta));
+    assert_eq!(r["result"], json!({"resultType": "complete"}), "{r}");
+    let (r, _) = rig.request(None, v2(31, "tasks/get", json!({"taskId": id}), &meta));
+    assert_eq!(r["result"]["status"], "cancelled", "{r}");
+    assert!(r["result"].get("error").is_none(), "{r}");
+    let cancelled = rig
+        .m
+        .platform()
+        .sim("a")
+        .borrow()
+        .sent("notifications/cancelled");
+    assert_eq!(cancelled.len(), 1, "the upstream call was cancelled");
+    // Again, once it ended: the same acknowledgement.
+    let (r, _) = rig.request(None, v2(32, "tasks/cancel", json!({"taskId": id}), &meta));
+    assert_eq!(r["result"], json!({"resultType": "complete"}), "{r}");
+}
+
+#[test]
+fn one_endpoints_tasks_are_not_seen_from_another_or_from_a_2025_session() {
+    let mut p = FakePlatform::new();
+    p.serve("a", task_server);
+    let profiles =
+        r#", "profiles": {"one": {"allow": ["mcp__a__*"]}, "two": {"allow": ["mcp__a__*"]}}"#;
+    let mut rig = Rig::with(p, &["a"], profiles, ServeOptions::default());
+    rig.settle();
+    let meta = tasks_meta();
+    let on = |profile: &str, id: i64, method: &str, params: Value| {
+        (profile.to_string(), v2(id, method, params, &meta))
+    };
+    let ask = |rig: &mut Rig, (profile, message): (String, Value)| {
+        let (x, first) = rig.send_with(None, Some(&profile), message, TransportKind::Http);
+        let (messages, _) = rig.answer_of(x, first);
+        messages.last().cloned().unwrap()
+    };
+    let r = ask(
+        &mut rig,
+        on(
+            "one",
+            1,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "mine"}}),
+        ),
+    );
+    let id = r["result"]["taskId"].clone();
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let r = ask(&mut rig, on("one", 2, "tasks/get", json!({"taskId": id})));
+    assert_eq!(r["result"]["status"], "working", "{r}");
+    // Another endpoint: not found, and its cancel changes nothing.
+    let r = ask(&mut rig, on("two", 3, "tasks/get", json!({"taskId": id})));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = ask(
+        &mut rig,
+        on("two", 4, "tasks/cancel", json!({"taskId": id})),
+    );
+    assert_eq!(r["result"], json!({"resultType": "complete"}), "{r}");
+    let r = ask(&mut rig, on("one", 5, "tasks/get", json!({"taskId": id})));
+    assert_eq!(
+        r["result"]["status"], "working",
+        "another's cancel did nothing: {r}"
+    );
+    // A 2025-11-25 session sees none of them, nor they its tasks.
+    let s = rig.initialize_as("2025-11-25", json!({}));
+    let (r, _) = rig.request(Some(s), task_request(6, "tasks/get", &id));
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let (r, _) = rig.request(Some(s), task_call(7, "a__slow", json!({"text": "theirs"})));
+    let theirs = r["result"]["task"]["taskId"].clone();
+    let r = ask(
+        &mut rig,
+        on("one", 8, "tasks/get", json!({"taskId": theirs})),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+}
+
+/// A server whose `ask` tool asks one question, and `ask2` two at once; each
+/// answers with the answers it got, once it has them all.
+struct AskingMany {
+    inner: McpServer,
+    answers: BTreeMap<String, Vec<Value>>,
+}
+
+impl Behaviour for AskingMany {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        let name = m["params"]["name"].as_str().unwrap_or_default();
+        if m["method"] == "tools/call" && (name == "ask" || name == "ask2") {
+            let questions: &[&str] = if name == "ask" {
+                &["one"]
+            } else {
+                &["one", "two"]
+            };
+            for q in questions {
+                out.later(
+                    0,
+                    json!({"jsonrpc": "2.0", "id": format!("{q}-{}-{}", questions.len(), m["id"]), "method": "elicitation/create",
+                        "params": {"message": format!("Question {q}?"), "requestedSchema": {"type": "object",
+                            "properties": {"ok": {"type": "boolean"}}}}}),
+                );
+            }
+            return;
+        }
+        if m.get("method").is_none()
+            && let Some(id) = m["id"].as_str()
+            && let [_, count, call] = id.splitn(3, '-').collect::<Vec<_>>()[..]
+        {
+            let got = self.answers.entry(call.to_string()).or_default();
+            got.push(m["result"].clone());
+            if got.len().to_string() == count {
+                let call: Value = serde_json::from_str(call).unwrap();
+                let text = Value::Array(got.clone()).to_string();
+                out.reply(
+                    0,
+                    &call,
+                    json!({"content": [{"type": "text", "text": text}]}),
+                );
+            }
+            return;
+        }
+        self.inner.on_message(m, out);
+    }
+}
+
+#[test]
+fn a_2026_tasks_questions_are_asked_in_tasks_get_and_answered_with_tasks_update() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || {
+        let inner = McpServer::with_tools(&["ask", "ask2"]);
+        for t in inner.tools.borrow_mut().iter_mut() {
+            t["execution"] = json!({"taskSupport": "optional"});
+        }
+        AskingMany {
+            inner,
+            answers: BTreeMap::new(),
+        }
+    });
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            1,
+            "tools/call",
+            json!({"name": "a__ask", "arguments": {}}),
+            &meta,
+        ),
+    );
+    let id = r["result"]["taskId"].clone();
+    let task = poll_until(&mut rig, &id, "input_required", &meta);
+    assert_eq!(task["status"], "input_required", "{task}");
+    let asks = task["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .clone();
+    assert_eq!(asks.len(), 1, "{task}");
+    let (key, ask) = asks.iter().next().unwrap();
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(ask["params"]["message"], "Question one?");
+    // A key it never asked is ignored; the task still waits.
+    let (r, _) = rig.request(
+        None,
+        v2(
+            2,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"nope": {"action": "accept"}}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"], json!({"resultType": "complete"}), "{r}");
+    let (r, _) = rig.request(None, v2(3, "tasks/get", json!({"taskId": id}), &meta));
+    assert_eq!(r["result"]["status"], "input_required", "{r}");
+    let (r, _) = rig.request(
+        None,
+        v2(4, "tasks/update", json!({"taskId": id, "inputResponses": {key.clone(): {"action": "accept", "content": {"ok": true}}}}), &meta),
+    );
+    assert_eq!(r["result"], json!({"resultType": "complete"}), "{r}");
+    let done = poll_until(&mut rig, &id, "completed", &meta);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        texts(&done["result"]),
+        r#"[{"action":"accept","content":{"ok":true}}]"#
+    );
+
+    // Two questions at once, answered one at a time: input_required until both are.
+    let (r, _) = rig.request(
+        None,
+        v2(
+            5,
+            "tools/call",
+            json!({"name": "a__ask2", "arguments": {}}),
+            &meta,
+        ),
+    );
+    let id = r["result"]["taskId"].clone();
+    let mut task = poll_until(&mut rig, &id, "input_required", &meta);
+    for _ in 0..5 {
+        if task["inputRequests"].as_object().map_or(0, |a| a.len()) == 2 {
+            break;
+        }
+        rig.turn();
+        task = poll_until(&mut rig, &id, "input_required", &meta);
+    }
+    let keys: Vec<String> = task["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys.len(), 2, "{task}");
+    let answer = |key: &str| json!({key: {"action": "accept", "content": {"ok": true}}});
+    let (r, _) = rig.request(
+        None,
+        v2(
+            6,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": answer(&keys[0])}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"], json!({"resultType": "complete"}), "{r}");
+    let (r, _) = rig.request(None, v2(7, "tasks/get", json!({"taskId": id}), &meta));
+    assert_eq!(r["result"]["status"], "input_required", "{r}");
+    let left: Vec<&String> = r["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(left, [&keys[1]], "{r}");
+    rig.request(
+        None,
+        v2(
+            8,
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": answer(&keys[1])}),
+            &meta,
+        ),
+    );
+    let done = poll_until(&mut rig, &id, "completed", &meta);
+    assert_eq!(done["status"], "completed", "{done}");
+}
+
+#[test]
+fn a_2026_tasks_status_goes_to_the_listens_that_named_it() {
+    let mut p = FakePlatform::new();
+    p.serve("a", task_server);
+    let mut rig = Rig::new(p, &["a"]);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            1,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "told"}}),
+            &meta,
+        ),
+    );
+    let id = r["result"]["taskId"].clone();
+    let (listen, out) = rig.send(
+        None,
+        v2(
+            2,
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id, "mcpbox-task-nobody"]}}),
+            &meta,
+        ),
+    );
+    let (other, _) = rig.send(
+        None,
+        v2(
+            3,
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+            &meta,
+        ),
+    );
+    let ack: Value = match &out[0] {
+        Signal::Message { text, .. } => serde_json::from_str(text).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"taskIds": [id]}),
+        "{ack}"
+    );
+    let done = poll_until(&mut rig, &id, "completed", &meta);
+    assert_eq!(done["status"], "completed");
+    let on = |rig: &Rig, exchange: u64| -> Vec<Value> {
+        rig.seen
+            .iter()
+            .filter_map(|s| match s {
+                Signal::Message {
+                    target: Target::Exchange(x),
+                    text,
+                } if *x == exchange => Some(serde_json::from_str::<Value>(text).unwrap()),
+                _ => None,
+            })
+            .filter(|m| m["method"] == "notifications/tasks/status")
+            .collect()
+    };
+    let told = on(&rig, listen);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0]["params"]["taskId"], id);
+    assert_eq!(told[0]["params"]["status"], "completed");
+    assert_eq!(texts(&told[0]["params"]["result"]), "told");
+    assert_eq!(
+        told[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        2
+    );
+    assert!(on(&rig, other).is_empty(), "a listen that did not name it");
+}
+
+/// A server whose `ask` tool asks a question, then takes 5 s to answer.
+struct AskThenSlow(McpServer);
+
+impl Behaviour for AskThenSlow {
+    fn on_message(&mut self, m: &Value, out: &mut Out<'_>) {
+        if m["method"] == "tools/call" && m["params"]["name"] == "ask" {
+            out.later(
+                0,
+                json!({"jsonrpc": "2.0", "id": format!("ask-{}", m["id"]), "method": "elicitation/create",
+                    "params": {"message": "Name?", "requestedSchema": {"type": "object",
+                        "properties": {"name": {"type": "string"}}}}}),
+            );
+            return;
+        }
+        if m.get("method").is_none()
+            && let Some(call) = m["id"].as_str().and_then(|i| i.strip_prefix("ask-"))
+        {
+            let call: Value = serde_json::from_str(call).unwrap();
+            let text = format!(
+                "Hello, {}!",
+                m["result"]["content"]["name"].as_str().unwrap_or("?")
+            );
+            out.reply(
+                5000,
+                &call,
+                json!({"content": [{"type": "text", "text": text}]}),
+            );
+            return;
+        }
+        self.0.on_message(m, out);
+    }
+}
+
+/// A tool no server runs as a task still becomes one for a client that takes
+/// tasks, once it runs past TASK_AFTER_MS; a quick one is answered plainly. A
+/// call that asks first goes through an `input_required` round, and becomes a
+/// task after it, should it then run long.
+#[test]
+fn a_long_call_of_a_2026_client_that_takes_tasks_is_answered_with_a_task() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || {
+        McpServer::with_tools(&["quick", "long"]).on_call(|params, id, out| {
+            let delay = if params["name"] == "long" { 5000 } else { 10 };
+            out.reply(
+                delay,
+                id,
+                json!({"content": [{"type": "text", "text": "done"}]}),
+            );
+        })
+    });
+    p.serve("b", || AskThenSlow(McpServer::with_tools(&["ask"])));
+    let mut rig = Rig::new(p, &["a", "b"]);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            1,
+            "tools/call",
+            json!({"name": "a__quick", "arguments": {}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let started = rig.m.platform().now_ms();
+    let (r, _) = rig.request(
+        None,
+        v2(
+            2,
+            "tools/call",
+            json!({"name": "a__long", "arguments": {}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let waited = rig.m.platform().now_ms() - started;
+    assert!(
+        (tasks::TASK_AFTER_MS..5000).contains(&waited),
+        "answered after {waited} ms"
+    );
+    let done = poll_until(&mut rig, &r["result"]["taskId"], "completed", &meta);
+    assert_eq!(texts(&done["result"]), "done", "{done}");
+    // A client without the extension waits for the result.
+    let plain = stateless_meta(json!({}));
+    let (r, _) = rig.request(
+        None,
+        v2(
+            3,
+            "tools/call",
+            json!({"name": "a__long", "arguments": {}}),
+            &plain,
+        ),
+    );
+    assert_eq!(texts(&r["result"]), "done", "{r}");
+
+    // Asked first (no task yet), then long: a task after the retry.
+    let (r, _) = rig.request(
+        None,
+        v2(
+            4,
+            "tools/call",
+            json!({"name": "b__ask", "arguments": {}}),
+            &meta,
+        ),
+    );
+    assert_eq!(r["result"]["resultType"], "input_required", "{r}");
+    assert!(r["result"].get("taskId").is_none(), "{r}");
+    let key = r["result"]["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    // The user takes a while: the first call's half second passes meanwhile.
+    let asked = rig.m.platform().now_ms();
+    rig.turn();
+    assert!(rig.m.platform().now_ms() >= asked + tasks::TASK_AFTER_MS);
+    let retry = json!({"name": "b__ask", "arguments": {}, "requestState": r["result"]["requestState"],
+        "inputResponses": {key: {"action": "accept", "content": {"name": "Alice"}}}});
+    let (r, _) = rig.request(None, v2(5, "tools/call", retry, &meta));
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    assert!(r["result"].get("requestState").is_none(), "{r}");
+    let done = poll_until(&mut rig, &r["result"]["taskId"], "completed", &meta);
+    assert_eq!(texts(&done["result"]), "Hello, Alice!", "{done}");
+}
+
+/// An instance that lives for one request (the stock component) keeps no
+/// tasks, so it offers none: no extension in `server/discover`, no `tasks` in a
+/// 2025-11-25 `initialize`, and a long call's client gets the result.
+#[test]
+fn a_gateway_that_cannot_keep_tasks_offers_none() {
+    let mut p = FakePlatform::new();
+    p.serve("a", task_server);
+    let options = ServeOptions {
+        keeps_tasks: false,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["a"], "", options);
+    rig.settle();
+    let meta = tasks_meta();
+    let (r, _) = rig.request(None, v2(1, "server/discover", json!({}), &meta));
+    assert!(
+        r["result"]["capabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tasks")
+            .is_none(),
+        "{r}"
+    );
+    let (r, _) = rig.request(
+        None,
+        v2(
+            2,
+            "tools/call",
+            json!({"name": "a__slow", "arguments": {"text": "all of it"}}),
+            &meta,
+        ),
+    );
+    assert_eq!(texts(&r["result"]), "all of it", "{r}");
+    let (r, _) = rig.request(
+        None,
+        v2(3, "tasks/get", json!({"taskId": "mcpbox-task-x"}), &meta),
+    );
+    assert_eq!(r["error"]["code"], -32601, "{r}");
+    let s = rig.initialize_as("2025-11-25", json!({}));
+    let (r, _) = rig.request(Some(s), task_call(4, "a__slow", json!({"text": "plain"})));
+    assert_eq!(texts(&r["result"]), "plain", "{r}");
 }

@@ -424,6 +424,11 @@ impl Gateway {
             let refusal = Refusal::new(INVALID_PARAMS, format!("Unknown tool: {name}"));
             return self.answer(&origin, Err(refusal));
         };
+        // A 2026-07-28 client that takes tasks gets one for a tool that runs as
+        // one (the gateway's choice, as the extension has it).
+        if self.extension_task(&origin, &exposed) {
+            origin.task = Some(super::tasks::DEFAULT_TTL_MS);
+        }
         if let Err(refusal) = self.check_task(&origin, &exposed) {
             return self.answer(&origin, Err(refusal));
         }
@@ -485,7 +490,7 @@ impl Gateway {
         match started {
             Ok(call) => {
                 let ttl = origin.task;
-                let down = DownCall {
+                let mut down = DownCall {
                     origin,
                     progress_token,
                     server: exposed.entry.server.clone(),
@@ -493,10 +498,12 @@ impl Gateway {
                     cancelled: false,
                     queued: Vec::new(),
                     task: None,
+                    task_after: None,
                 };
                 match ttl {
                     Some(ttl) => self.task_started(m, call, down, ttl),
                     None => {
+                        Gateway::arm_task_after(m, &mut down, self.options.keeps_tasks);
                         self.calls.insert(call, down);
                     }
                 }
@@ -511,9 +518,20 @@ impl Gateway {
         let Some(call) = self.calls.remove(&c.call) else {
             return;
         };
+        // A 2026-07-28 task ends `failed` with the JSON-RPC error when the call
+        // got no tool result (the extension keeps tool errors for results).
+        let extension_task = call.task.is_some() && call.origin.stateless.is_some();
         let outcome = match c.outcome {
             Ok(result) => Some(Ok(result_json(&result))),
             Err(CallError::Cancelled) => None,
+            Err(
+                e @ (CallError::Protocol(_)
+                | CallError::ServerUnavailable(_)
+                | CallError::Timeout(_)),
+            ) if extension_task => Some(Err(Refusal::new(
+                crate::jsonrpc::INTERNAL_ERROR,
+                e.to_string(),
+            ))),
             Err(e) => Some(call_error(e)),
         };
         if let Some(task) = &call.task {

@@ -67,8 +67,8 @@ pub(super) struct Pending {
     pub arguments: Box<RawValue>,
     pub timeout_ms: u64,
     pub deadline_ms: u64,
-    /// [`crate::client::CallOptions::log_level`].
-    pub log_level: Option<&'static str>,
+    /// The caller's options.
+    pub options: crate::client::CallOptions,
     pub rule: Rc<Rule>,
     pub profile: Option<String>,
 }
@@ -200,7 +200,7 @@ impl<P: Platform> Manager<P> {
                     pending.timeout_ms,
                     now,
                     pending.deadline_ms,
-                    pending.log_level,
+                    pending.options,
                 );
                 if let Err(e) = sent {
                     self.complete(pending.call, Err(e));

@@ -223,7 +223,7 @@ impl<P: Platform> Manager<P> {
                     arguments,
                     timeout_ms,
                     deadline_ms: now.saturating_add(timeout_ms),
-                    log_level: options.log_level,
+                    options,
                     rule,
                     profile: profile.map(String::from),
                 })?;
@@ -242,7 +242,7 @@ impl<P: Platform> Manager<P> {
             timeout_ms,
             now,
             now.saturating_add(timeout_ms),
-            options.log_level,
+            options,
         );
         if sent.is_err() {
             self.calls.flight.remove(&call);
@@ -266,7 +266,7 @@ impl<P: Platform> Manager<P> {
         timeout_ms: u64,
         now: u64,
         deadline_ms: u64,
-        log_level: Option<&'static str>,
+        options: CallOptions,
     ) -> Result<(), CallError> {
         let slot = &mut self.slots[i];
         let restart = slot.state == ServerState::Failed
@@ -282,7 +282,7 @@ impl<P: Platform> Manager<P> {
                 arguments,
                 timeout_ms,
                 deadline_ms,
-                log_level,
+                options,
             );
             self.calls.route(call, i);
             self.flush(i);
@@ -307,7 +307,7 @@ impl<P: Platform> Manager<P> {
             arguments,
             timeout_ms,
             deadline_ms,
-            log_level,
+            options,
         });
         self.calls.route(call, i);
         Ok(())

@@ -338,6 +338,7 @@ fn merge_lists(key: &str, lists: Vec<(String, String, String)>) -> (CallResult, 
         "resources" => "uri",
         "resourceTemplates" => "uriTemplate",
         "skills" => "uri",
+        "tasks" => "taskId",
         _ => "name",
     };
     let mut items = Vec::new();

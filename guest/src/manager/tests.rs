@@ -1932,7 +1932,7 @@ fn input_requests_get_instance_wide_ids_and_end_with_their_calls() {
 }
 
 #[test]
-fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
+fn without_opting_in_no_input_capability_is_declared_and_requests_are_refused() {
     let mut p = FakePlatform::new();
     p.serve("a", || McpServer::with_tools(&["ask"]).on_call(eliciting));
     let mut m = manager(p, &[("a", json!({}))]);
@@ -1949,7 +1949,7 @@ fn without_opting_in_no_capability_is_declared_and_requests_are_refused() {
     let sim = sim.borrow();
     assert_eq!(
         sim.sent("initialize")[0]["params"]["capabilities"],
-        json!({})
+        json!({"extensions": {"io.modelcontextprotocol/skills": {}}})
     );
     let refusal = &sim.received.last().unwrap().0;
     assert_eq!(refusal["error"]["code"], -32601, "{refusal}");

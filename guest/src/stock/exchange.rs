@@ -151,6 +151,8 @@ pub fn handle<P: Platform>(
         naming,
         tool_search: settings.tool_search,
         secret: settings.secret.clone().unwrap_or_default(),
+        // This instance ends with the request, and a task would with it.
+        keeps_tasks: false,
         ..ServeOptions::default()
     };
     if let Err(why) = g.serve(m.permissions(), options, None) {

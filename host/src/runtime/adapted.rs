@@ -75,6 +75,7 @@ impl Runtime {
             dialect: Some(dialect.to_owned()),
             arguments,
             timeout: options.timeout,
+            task: options.task,
             reply,
         })
         .map_err(CallError::Runtime)?;

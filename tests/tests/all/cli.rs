@@ -1818,6 +1818,39 @@ fn a_tool_that_requires_a_task_runs_to_its_report_showing_its_progress() {
 }
 
 #[test]
+fn task_runs_an_optional_tool_as_a_task_showing_its_progress() {
+    let (command, args) = mcpbox_tests::task_server_command();
+    let cfg = config(
+        "optional-task",
+        json!({ "tasks": {"command": command, "args": args} }),
+    );
+    let arguments = r#"{"steps": 2, "ms": 150}"#;
+    let out = mcpbox(&cfg, &["call", "--task", "mcp__tasks__count", arguments]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "counted to 2");
+    let progress = stderr(&out);
+    for stage in [
+        "mcp__tasks__count: working: step 1 of 2",
+        "mcp__tasks__count: working: step 2 of 2",
+    ] {
+        assert!(progress.lines().any(|l| l == stage), "{stage}: {progress}");
+    }
+    // Without --task the same call runs plainly: no task to show.
+    let out = mcpbox(&cfg, &["call", "mcp__tasks__count", arguments]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "counted to 2");
+    assert!(!stderr(&out).contains("working"), "{}", stderr(&out));
+    // A tool that takes no task: a usage error that says what to do.
+    let out = mcpbox(&cfg, &["call", "--task", "mcp__tasks__plain"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("call it without asking for a task"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn a_url_a_server_asks_the_user_to_open_is_shown_and_never_opened() {
     let cfg = config(
         "url-elicitation",

@@ -109,6 +109,7 @@ async fn an_unanswered_request_ends_with_its_calls_timeout() {
     let mut events = runtime.events();
     let options = CallOptions {
         timeout: Some(Duration::from_millis(500)),
+        ..CallOptions::default()
     };
     let (call, request) = elicit(&runtime, options).await;
     let outcome = tokio::time::timeout(PATIENCE, call).await.unwrap().unwrap();

@@ -79,6 +79,7 @@ async fn a_hung_call_times_out_while_others_on_the_server_work() {
         tokio::spawn(async move {
             let options = CallOptions {
                 timeout: Some(Duration::from_millis(1500)),
+                ..CallOptions::default()
             };
             runtime
                 .call_tool("mcp__fx__sleep", json!({"ms": 60_000}), options)

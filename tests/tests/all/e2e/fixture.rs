@@ -402,6 +402,7 @@ async fn timeout_cancels_on_the_server_and_the_server_keeps_working() {
     ready(&runtime).await;
     let options = CallOptions {
         timeout: Some(Duration::from_millis(300)),
+        ..CallOptions::default()
     };
     let err = runtime
         .call_tool("mcp__fx__sleep", json!({"ms": 20_000}), options)

@@ -269,6 +269,7 @@ async fn an_unanswered_approval_ends_with_the_call_timeout() {
     let mut events = runtime.events();
     let options = mcpbox::CallOptions {
         timeout: Some(std::time::Duration::from_millis(300)),
+        ..mcpbox::CallOptions::default()
     };
     let (pending, request) = ask(&runtime, "mcp__fx__echo", json!({"text": "late"}), options).await;
     let result = finished(pending).await;

@@ -146,6 +146,7 @@ async fn declined_and_unanswered_requests_end_cleanly() {
         json!({"prompt": "anyone?"}),
         CallOptions {
             timeout: Some(Duration::from_millis(800)),
+            ..CallOptions::default()
         },
     )
     .await;
