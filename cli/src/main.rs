@@ -612,6 +612,14 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             options = options.reload_check(commands::trust::still_trusted(config));
         }
     }
+    // A command that shows events subscribes before the runtime opens: from
+    // then on it runs on its own thread, and the first servers' events (a
+    // tool changed since the last run) may come before this task reads on.
+    let mut subscribed = matches!(
+        cli.command,
+        Command::Servers { watch: true } | Command::Serve { .. } | Command::Dashboard { .. }
+    )
+    .then(|| options.subscribe());
     let runtime = tokio::select! {
         runtime = options.open() => runtime?,
         code = signals.next() => return Ok(code),
@@ -631,7 +639,10 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
             Command::Servers { watch: false } => {
                 commands::servers::servers(&runtime, cli.json).await
             }
-            Command::Servers { watch: true } => commands::servers::watch(&runtime, cli.json).await,
+            Command::Servers { watch: true } => {
+                let events = subscribed.take().unwrap_or_else(|| runtime.events());
+                commands::servers::watch(&runtime, events, cli.json).await
+            }
             Command::Tools { server, format } => match format {
                 None => commands::tools::tools(&runtime, server.as_deref(), cli.json).await,
                 Some(dialect) => {
@@ -707,6 +718,7 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 options.schema_dialect = schema_dialect.clone();
                 commands::serve::serve(
                     &runtime,
+                    subscribed.take().unwrap_or_else(|| runtime.events()),
                     options,
                     http.as_deref(),
                     allow_origin,
@@ -720,8 +732,15 @@ async fn run(cli: Cli) -> Result<Exit, Failure> {
                 allow_origin,
                 insecure_no_token,
             } => {
-                commands::dashboard::dashboard(&runtime, http, allow_origin, *insecure_no_token)
-                    .await
+                let events = subscribed.take().unwrap_or_else(|| runtime.events());
+                commands::dashboard::dashboard(
+                    &runtime,
+                    events,
+                    http,
+                    allow_origin,
+                    *insecure_no_token,
+                )
+                .await
             }
             // Handled before the runtime opens.
             Command::Trust

@@ -11,7 +11,7 @@ mod generated {
         // Imports are synchronous (they only queue work or take what is ready) and
         // may trap on host bugs such as a stale resource handle.
         imports: { default: trappable },
-        // Exports run on the driver task, which awaits them.
+        // Exports run on the driver thread, which awaits them.
         exports: { default: async },
         with: {
             "wasi:io": wasmtime_wasi::p2::bindings::io,

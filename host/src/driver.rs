@@ -1,12 +1,15 @@
-//! The driver task: the one owner of the guest's store.
+//! The driver thread: the one owner of the guest's store.
 //!
 //! A WASI 0.2 store runs one export at a time, so every caller talks to the
-//! guest through this task. Callers queue [`Job`]s and raise the wake signal.
+//! guest through this thread. Callers queue [`Job`]s and raise the wake signal.
 //! A turn is one guest entry, `turns.step`: the driver hands over the queued
-//! jobs, what every stdio connection received and the time, and takes back
+//! jobs, what the stdio connections received and the time, and takes back
 //! what to write to the pipes, the turn's results and the guest's next
-//! deadline; then it waits on the child pipes, the wake signal and that
-//! deadline itself. While the guest waits on remote servers (`wasi:http`
+//! deadline; then it waits on the child pipes, the job queue and that deadline
+//! itself, on the thread's own poll ([`crate::transport::readiness`]), with no
+//! tokio task between a pipe and the guest. The thread enters the embedder's
+//! tokio runtime for what still runs there (HTTP, OAuth, the servers'
+//! supervisors). While the guest waits on remote servers (`wasi:http`
 //! pollables only it holds) its steps block instead, polling the connections,
 //! the deadline and the wake signal at once, so a new job is picked up within
 //! microseconds either way.
@@ -28,6 +31,8 @@ use crate::metrics::Monitor;
 use crate::store::{HostState, Wake};
 use crate::transport::Connection;
 use crate::transport::descendants::Subreaper;
+use crate::transport::readiness::{Readiness, Waiter};
+use crate::transport::stdio::CLOSING_CHECK;
 use crate::types::{CallError, Event, InputAnswer, ReloadReport, ServerState, ServerStatus, Tool};
 
 /// The longest a turn waits (the driver between steps, or a step that blocks)
@@ -299,6 +304,19 @@ pub(crate) struct Driver {
     subreaper: Option<Subreaper>,
     /// Counts what is published, with `Options::metrics`.
     monitor: Option<Arc<Monitor>>,
+    /// The thread's poll, and what callers and connections share of it.
+    waiter: Waiter,
+    readiness: Arc<Readiness>,
+    /// Connections to read in the next step, by number: their pipes became
+    /// ready, or may still hold what no event will announce.
+    due: Vec<u64>,
+    /// Connections whose stdout ended, waiting for how they closed.
+    closing: Vec<u64>,
+    /// Every connection is read in the next step (after a step that blocked,
+    /// in which the guest read pipes itself, and in a new instance).
+    all_due: bool,
+    /// The poll was asked since the last step gathered.
+    polled: bool,
 }
 
 /// How long a shutdown waits for the servers to be gone: their grace period
@@ -317,9 +335,15 @@ impl Driver {
         jobs: mpsc::UnboundedReceiver<Job>,
         wake: Arc<Wake>,
         published: Published,
-        subreaper: Option<Subreaper>,
+        (waiter, readiness): (Waiter, Arc<Readiness>),
     ) -> Self {
         Driver {
+            waiter,
+            readiness,
+            due: Vec::new(),
+            closing: Vec::new(),
+            all_due: true,
+            polled: false,
             factory,
             store,
             guest,
@@ -334,9 +358,15 @@ impl Driver {
             deadline: None,
             audit: None,
             serving: None,
-            subreaper,
+            subreaper: None,
             monitor: None,
         }
+    }
+
+    /// Releases `subreaper`, this runtime's use of the option, when it stops.
+    pub fn with_subreaper(mut self, subreaper: Option<Subreaper>) -> Self {
+        self.subreaper = subreaper;
+        self
     }
 
     /// Counts the events it publishes in `monitor` (`Options::metrics`).
@@ -413,32 +443,40 @@ impl Driver {
                 }
             }
         };
+        if failed {
+            self.published.tools.send_replace(Arc::new(Vec::new()));
+        }
+        // The reason is set while the last snapshot of the servers is written,
+        // under its lock: the callers run on other threads than this one, and a
+        // caller that sees the servers failed must see the runtime stopped (the
+        // CLI's exit code), as one woken by the stop must see them failed.
+        let stopped = &self.published.stopped;
+        self.published.servers.send_modify(|servers| {
+            if failed {
+                // No server runs without the guest: say so where people look.
+                let error = format!("the mcpbox runtime stopped: {reason}");
+                let failed: Vec<ServerStatus> = servers
+                    .iter()
+                    .map(|s| ServerStatus {
+                        state: ServerState::Failed,
+                        error: Some(error.clone()),
+                        tool_count: 0,
+                        ..s.clone()
+                    })
+                    .collect();
+                *servers = Arc::new(failed);
+            }
+            stopped.send_replace(Some(reason.clone()));
+        });
+        let _ = self.published.events.send(Event::Stopped(reason.clone()));
+        // After the stop is published: a caller told its call ended with the
+        // runtime sees the runtime stopped and its servers failed.
         self.fail_pending(&reason);
         if let Some(serving) = self.serving.take() {
             let _ = serving.sink.send(Downstream::Stopped(format!(
                 "the mcpbox runtime stopped: {reason}"
             )));
         }
-        if failed {
-            // No server runs without the guest: say so where people look.
-            let error = format!("the mcpbox runtime stopped: {reason}");
-            let servers: Vec<ServerStatus> = self
-                .published
-                .servers
-                .borrow()
-                .iter()
-                .map(|s| ServerStatus {
-                    state: ServerState::Failed,
-                    error: Some(error.clone()),
-                    tool_count: 0,
-                    ..s.clone()
-                })
-                .collect();
-            self.published.tools.send_replace(Arc::new(Vec::new()));
-            self.published.servers.send_replace(Arc::new(servers));
-        }
-        let _ = self.published.stopped.send(Some(reason.clone()));
-        let _ = self.published.events.send(Event::Stopped(reason.clone()));
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
             match job {
@@ -560,6 +598,7 @@ impl Driver {
         // A new instance knows nothing yet: its first step says.
         self.blocking = false;
         self.deadline = None;
+        self.all_due = true;
         loop {
             // One budget covers a whole turn of the loop: the jobs, the step and
             // the snapshots. A guest stuck in a loop traps instead of hanging.
@@ -642,6 +681,8 @@ impl Driver {
             }
         };
         self.write(output.outgoing);
+        // A step that blocked may have read pipes in the guest's own `receive`.
+        self.all_due |= timeout_ms > 0 || output.blocking;
         self.blocking = output.blocking;
         self.deadline = output.deadline;
         // Calls that did not start (refused, unknown) are answered after the
@@ -718,25 +759,58 @@ impl Driver {
         self.store.data_mut().clocks().now()
     }
 
-    /// What every stdio connection received since the last step, read without waiting.
+    /// What the stdio connections received since the last step, read without
+    /// waiting: those the poll found ready and those still due or closing.
     fn gather(&mut self) -> Vec<turns::Arrival> {
+        if !std::mem::take(&mut self.polled) {
+            let wake = &self.wake;
+            self.waiter.wait(
+                &self.readiness,
+                || wake.pending(),
+                Duration::ZERO,
+                &mut self.due,
+            );
+        }
         let state = self.store.data_mut();
-        let live: BTreeMap<u32, u64> = state
-            .connections
-            .iter()
-            .map(|(id, rep)| (*rep, *id))
-            .collect();
+        let mut ids = std::mem::take(&mut self.due);
+        if std::mem::take(&mut self.all_due) {
+            ids.clear();
+            ids.extend(state.connections.keys());
+        } else {
+            ids.append(&mut self.closing);
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        self.closing.clear();
         let mut arrived = Vec::new();
-        for (entry, connection) in state.table.iter_entries(live) {
-            if let Some(conn) = entry.ok().and_then(|e| e.downcast_mut::<Connection>())
-                && let Some((messages, error)) = conn.gather()
-            {
+        for &connection in &ids {
+            // A connection the guest dropped is gone from the map.
+            let Some(&rep) = state.connections.get(&connection) else {
+                continue;
+            };
+            let Ok(conn) = state
+                .table
+                .get_mut(&Resource::<Connection>::new_borrow(rep))
+            else {
+                continue;
+            };
+            if let Some((messages, error)) = conn.gather() {
                 arrived.push(turns::Arrival {
                     connection,
                     messages,
                     error,
                 });
             }
+            if conn.due() {
+                self.due.push(connection);
+            } else if conn.closing() {
+                self.closing.push(connection);
+            }
+        }
+        // The list's buffer serves the next turn.
+        ids.clear();
+        if self.due.is_empty() {
+            self.due = ids;
         }
         arrived
     }
@@ -759,40 +833,27 @@ impl Driver {
     }
 
     /// Waits until a stdio connection has something, a job is queued, or the
-    /// guest's deadline (or [`IDLE_WAIT_MS`], for `cancel_abandoned`) comes.
+    /// guest's deadline (or [`IDLE_WAIT_MS`], for `cancel_abandoned`) comes, on
+    /// the thread's poll.
     async fn idle(&mut self) -> wasmtime::Result<()> {
+        if !self.due.is_empty() || self.all_due {
+            return Ok(());
+        }
         let now = self.now()?;
         let mut sleep = Duration::from_millis(IDLE_WAIT_MS);
         if let Some(deadline) = self.deadline {
             sleep = sleep.min(Duration::from_nanos(deadline.saturating_sub(now)));
         }
+        if !self.closing.is_empty() {
+            sleep = sleep.min(CLOSING_CHECK);
+        }
         if sleep.is_zero() {
             return Ok(());
         }
-        let state = self.store.data_mut();
-        let live: BTreeMap<u32, ()> = state.connections.values().map(|rep| (*rep, ())).collect();
-        let mut ready = Vec::new();
-        for (entry, ()) in state.table.iter_entries(live) {
-            if let Some(conn) = entry.ok().and_then(|e| e.downcast_mut::<Connection>()) {
-                if conn.has_more() {
-                    return Ok(());
-                }
-                ready.push(wasmtime_wasi::p2::Pollable::ready(conn));
-            }
-        }
-        let any = std::future::poll_fn(|cx| {
-            for f in &mut ready {
-                if f.as_mut().poll(cx).is_ready() {
-                    return std::task::Poll::Ready(());
-                }
-            }
-            std::task::Poll::Pending
-        });
-        tokio::select! {
-            () = self.wake.ready() => {}
-            () = any => {}
-            () = tokio::time::sleep(sleep) => {}
-        }
+        let wake = &self.wake;
+        self.waiter
+            .wait(&self.readiness, || wake.pending(), sleep, &mut self.due);
+        self.polled = true;
         Ok(())
     }
 

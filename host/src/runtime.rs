@@ -99,6 +99,20 @@ pub struct Options {
     reload_check: Option<ReloadCheck>,
     /// Count calls and server restarts (`metrics`).
     metrics: bool,
+    /// The events' channel, when subscribed to before opening (`Options::subscribe`).
+    events: EarlyEvents,
+}
+
+/// The events' channel of a runtime not opened yet ([`Options::subscribe`]).
+/// A clone of the options starts without it, so two runtimes opened from
+/// clones never share one.
+#[derive(Debug, Default)]
+struct EarlyEvents(Option<Events>);
+
+impl Clone for EarlyEvents {
+    fn clone(&self) -> Self {
+        EarlyEvents(None)
+    }
 }
 
 /// A check a configuration read again from the file must pass before it is
@@ -170,6 +184,7 @@ impl Options {
             file_text: None,
             reload_check: None,
             metrics: false,
+            events: EarlyEvents::default(),
         }
     }
 
@@ -451,6 +466,19 @@ impl Options {
         self
     }
 
+    /// A receiver of every event of the runtime these options open, from its
+    /// start on: the first servers' status changes, the tools they changed
+    /// since the last run ([`Event::ToolChanged`]), their warnings. The runtime
+    /// runs on its own thread from the moment it opens, so a subscription made
+    /// with [`Runtime::events`] after [`open`](Options::open) returns may come
+    /// after some of those. A clone of these options does not carry it.
+    pub fn subscribe(&mut self) -> broadcast::Receiver<Event> {
+        self.events
+            .0
+            .get_or_insert_with(Events::default)
+            .subscribe()
+    }
+
     /// Opens the runtime and starts connecting every enabled server. Returns as
     /// soon as the servers are starting; see [`Runtime::ready`].
     ///
@@ -656,9 +684,15 @@ impl Runtime {
         } else {
             None
         };
-        let wake = Arc::new(Wake::default());
+        // The driver thread's poll: connections register their pipes with it
+        // from the first server's start on.
+        let (waiter, readiness) = crate::transport::readiness::Readiness::new()
+            .map_err(|e| Error::Guest(format!("the driver's poll could not be made: {e}")))?;
+        let readiness = Arc::new(readiness);
+        let wake = Arc::new(Wake::new(readiness.clone()));
         let diagnostics = DiagnosticsMap::default();
-        let events_tx = Events::default();
+        // Subscribed to already (`Options::subscribe`), or from now on.
+        let events_tx = options.events.0.clone().unwrap_or_default();
         let oauth = Arc::new(OAuth::new(
             options.token_store.clone(),
             options.authorize_on_demand,
@@ -729,11 +763,18 @@ impl Runtime {
             jobs_rx,
             wake.clone(),
             published,
-            subreaper,
+            (waiter, readiness),
         )
+        .with_subreaper(subreaper)
         .with_audit(started.audit)
         .with_monitor(monitor.clone());
-        tokio::spawn(driver.run());
+        // Its own thread, waiting on the pipes itself; inside the embedder's
+        // runtime for what runs there (see `crate::driver`).
+        let tokio = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("mcpbox-driver".into())
+            .spawn(move || tokio.block_on(driver.run()))
+            .map_err(|e| Error::Guest(format!("the driver's thread could not start: {e}")))?;
 
         let runtime = Runtime {
             inner: Arc::new(Inner {
@@ -982,7 +1023,13 @@ impl Runtime {
             }
             tokio::select! {
                 changed = servers.changed() => if changed.is_err() { return self.servers() },
-                _ = stopped.wait_for(Option::is_some) => return self.servers(),
+                reason = stopped.wait_for(Option::is_some) => {
+                    // The reason's guard goes before the servers are read: the
+                    // driver sets the reason under the servers' lock, so that
+                    // what is read here is the last snapshot.
+                    drop(reason);
+                    return self.servers();
+                }
             }
         }
     }
@@ -1055,7 +1102,9 @@ impl Runtime {
     }
 
     /// Subscribes to registry events (status changes, tool list changes,
-    /// warnings, server logs, input requests) from now on.
+    /// warnings, server logs, input requests) from now on. The runtime runs on
+    /// its own thread, so its first events may come before this call:
+    /// [`Options::subscribe`] sees them all.
     pub fn events(&self) -> broadcast::Receiver<Event> {
         self.inner.events.subscribe()
     }

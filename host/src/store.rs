@@ -19,6 +19,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::transport::Diagnostics;
+use crate::transport::readiness::Readiness;
 
 /// The diagnostics of each server's latest connection, by server name. Shared
 /// with [`crate::Runtime`], so reading them never has to enter the guest.
@@ -59,20 +60,42 @@ impl Default for Policy {
 
 /// Ready while the embedder has queued work for the guest.
 ///
-/// A counter of queued jobs plus a `Notify`: the driver decrements as it takes
-/// jobs, senders increment before notifying, so no wake-up is ever lost.
+/// A counter of queued jobs, a `Notify` (the guest's `wake-signal`, while a
+/// step blocks in its `poll`) and the driver thread's waker: the driver
+/// decrements as it takes jobs, senders increment before waking, so no wake-up
+/// is ever lost.
 #[derive(Debug, Default)]
 pub(crate) struct Wake {
     queued: AtomicUsize,
     closed: AtomicBool,
     notify: Notify,
+    /// The driver thread's poll, woken while it sleeps; also where stdio
+    /// connections register their pipes. None only in tests of single imports.
+    readiness: Option<Arc<Readiness>>,
 }
 
 impl Wake {
+    /// A wake signal for a driver that waits on `readiness`.
+    pub fn new(readiness: Arc<Readiness>) -> Self {
+        Wake {
+            readiness: Some(readiness),
+            ..Wake::default()
+        }
+    }
+
+    /// The driver thread's poll, for connections to register with.
+    pub fn readiness(&self) -> Option<&Arc<Readiness>> {
+        self.readiness.as_ref()
+    }
+
     /// A job was queued.
     pub fn add(&self) {
         self.queued.fetch_add(1, Ordering::SeqCst);
+        // The guest's `wake-signal`, while a step blocks in its `poll`.
         self.notify.notify_waiters();
+        if let Some(readiness) = &self.readiness {
+            readiness.job_queued();
+        }
     }
 
     /// The driver took a job.
@@ -84,6 +107,9 @@ impl Wake {
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
+        if let Some(readiness) = &self.readiness {
+            readiness.nudge();
+        }
     }
 
     /// Returns once work is queued or the runtime is closing.
@@ -101,7 +127,7 @@ impl Wake {
         }
     }
 
-    fn pending(&self) -> bool {
+    pub fn pending(&self) -> bool {
         self.queued.load(Ordering::SeqCst) > 0 || self.closed.load(Ordering::SeqCst)
     }
 }

@@ -1,7 +1,8 @@
 //! `mcpbox dashboard`: the servers, their tools and recent calls in a browser,
 //! with Prometheus metrics at /metrics, without serving MCP.
 
-use mcpbox::Runtime;
+use mcpbox::{Event, Runtime};
+use tokio::sync::broadcast::Receiver;
 
 use super::serve::{listen, report_servers};
 use crate::exit::Exit;
@@ -10,11 +11,12 @@ use crate::{Failure, fail};
 /// Serves the dashboard on `addr` until a signal ends the CLI.
 pub(crate) async fn dashboard(
     runtime: &Runtime,
+    events: Receiver<Event>,
     addr: &str,
     allow_origin: &[String],
     insecure_no_token: bool,
 ) -> Result<Exit, Failure> {
-    report_servers(runtime, "mcpbox dashboard");
+    report_servers(events, "mcpbox dashboard");
     let (listener, http) = listen(
         "mcpbox dashboard",
         addr,

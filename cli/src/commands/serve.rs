@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use mcpbox::{HttpOptions, Naming, Runtime, ServeOptions, ServerState};
+use mcpbox::{Event, HttpOptions, Naming, Runtime, ServeOptions, ServerState};
+use tokio::sync::broadcast::Receiver;
 
 use crate::exit::Exit;
 use crate::{Failure, block, fail, one};
@@ -75,13 +76,14 @@ pub(crate) fn options(
 /// protocol goes to stderr.
 pub(crate) async fn serve(
     runtime: &Runtime,
+    events: Receiver<Event>,
     options: ServeOptions,
     http: Option<&str>,
     allow_origin: &[String],
     insecure_no_token: bool,
     limits: &GatewayLimits,
 ) -> Result<Exit, Failure> {
-    report_servers(runtime, "mcpbox serve");
+    report_servers(events, "mcpbox serve");
     let Some(addr) = http else {
         let (input, output) = stdio_streams();
         runtime
@@ -107,10 +109,9 @@ pub(crate) async fn serve(
     Ok(Exit::Success)
 }
 
-/// Says on stderr when a server connects or fails, and every warning, while serving.
-pub(crate) fn report_servers(runtime: &Runtime, who: &'static str) {
-    use mcpbox::Event;
-    let mut events = runtime.events();
+/// Says on stderr when a server connects or fails, and every warning, while
+/// serving: the `events` subscribed to before the runtime opened.
+pub(crate) fn report_servers(mut events: Receiver<Event>, who: &'static str) {
     tokio::spawn(async move {
         while let Ok(event) = events.recv().await {
             match event {

@@ -111,10 +111,15 @@ fn status_line(s: &ServerStatus, width: usize) -> String {
 
 /// Prints the servers, then every event until Ctrl-C, or until the runtime
 /// stops by itself (then exit code 3).
-pub(crate) async fn watch(runtime: &Runtime, json: bool) -> Result<Exit, Failure> {
+/// `events` were subscribed to before the runtime opened, so no change falls
+/// between them and the first listing, and a tool changed since the last run
+/// is shown even when its server connected before this task ran.
+pub(crate) async fn watch(
+    runtime: &Runtime,
+    mut events: tokio::sync::broadcast::Receiver<mcpbox::Event>,
+    json: bool,
+) -> Result<Exit, Failure> {
     use mcpbox::Event;
-    // Subscribe before the first listing, so no change falls between the two.
-    let mut events = runtime.events();
     print_servers(&runtime.servers(), json, &|name| sandbox_of(runtime, name))?;
     // Stopped before the subscription: its event was missed.
     still_running(runtime)?;

@@ -17,6 +17,7 @@ pub(crate) mod descendants;
 pub(crate) mod endpoint;
 pub(crate) mod framing;
 pub(crate) mod places;
+pub(crate) mod readiness;
 #[cfg(target_os = "linux")]
 pub(crate) mod sandbox;
 pub(crate) mod stdio;
@@ -97,10 +98,17 @@ impl Connection {
         (!messages.is_empty() || error.is_some()).then_some((messages, error))
     }
 
-    /// Whether [`Connection::gather`] has something at once (more than one
-    /// batch arrived).
-    pub(crate) fn has_more(&self) -> bool {
-        self.closed.is_none() && !self.stash.is_empty()
+    /// Whether [`Connection::gather`] may have something at once, with no
+    /// event of the driver's poll to come for it: more than one batch arrived,
+    /// or stdout was not read to its end.
+    pub(crate) fn due(&self) -> bool {
+        self.closed.is_none() && (!self.stash.is_empty() || self.pipes.due())
+    }
+
+    /// Whether stdout ended and the connection waits for the exit status (see
+    /// `stdio::CLOSING_CHECK`).
+    pub(crate) fn closing(&self) -> bool {
+        self.closed.is_none() && self.stash.is_empty() && self.pipes.closing()
     }
 
     /// Writes messages the guest's step returned, one line each; never blocks
@@ -204,6 +212,7 @@ fn open(
         diagnostics.clone(),
         confined,
         &state.supervisors,
+        state.wake.readiness().cloned(),
     )?;
     Ok(Connection {
         id: 0,
@@ -322,6 +331,11 @@ impl transport::HostConnection for HostState {
             Ok(mut connection) => {
                 connection.id = self.next_connection_id();
                 let id = connection.id;
+                if let Err(e) = connection.pipes.register(id) {
+                    return Ok(Err(wit::TransportError::Io(format!(
+                        "server `{server}`: its pipes could not be watched: {e}"
+                    ))));
+                }
                 let resource = self.table.push(connection)?;
                 self.connections.insert(id, resource.rep());
                 Ok(Ok(resource))

@@ -3,26 +3,29 @@
 //! Each server runs in its own process group so that it and everything it
 //! spawned can be stopped together: on close the group gets SIGTERM, then
 //! SIGKILL after a grace period, and the child is always reaped (no zombies).
-//! The child's stdin and stdout are [`Pipes`], written and read by the task that
-//! runs the guest itself, in its `send`, `receive` and pollable: no task sits
-//! between the guest and the server, so a request and its answer cost no thread
-//! hand-over beyond the pipe's own wake-up (measured: W2 in docs/PERFORMANCE.md).
-//! Two tasks serve the rest: a supervisor (exit status, stopping) and a stderr
-//! reader that keeps a short tail for error messages.
+//! The child's stdin and stdout are [`Pipes`], written and read by the driver
+//! thread that runs the guest itself, and registered with that thread's own
+//! poll ([`super::readiness`]): no task sits between the guest and the server,
+//! so a request and its answer cost no thread hand-over beyond the pipe's own
+//! wake-up (measured: W2 in docs/PERFORMANCE.md). Two tokio tasks serve the
+//! rest: a supervisor (exit status, stopping) and a stderr reader that keeps a
+//! short tail for error messages; each wakes the driver when it is done, which
+//! a closing connection waits for.
 //!
 //! Descendants that leave the process group (`setsid`) are found and stopped
 //! by [`super::descendants`] when the server stops. [`Supervisors`] lets a
 //! runtime's shutdown wait until every server it started is gone.
 
 use std::collections::VecDeque;
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::os::fd::AsFd as _;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mio::unix::pipe;
 use rustix::process::{Pid, Signal, kill_process_group};
 use tokio::io::BufReader;
-use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
@@ -30,6 +33,7 @@ use tokio::time::Instant;
 use super::descendants;
 use super::endpoint::StdioSpec;
 use super::framing::{Frame, LineFramer, read_frame};
+use super::readiness::Readiness;
 use super::{Diagnostics, Inbound};
 use crate::bindings::wit;
 
@@ -43,6 +47,9 @@ const STDERR_LINE_CAP: usize = 2048;
 const READ_CHUNK: usize = 64 * 1024;
 /// Queued bytes that are written at once rather than at the end of the turn.
 const WRITE_BATCH: usize = 64 * 1024;
+/// How often the driver looks at a connection whose stdout ended, for the
+/// time limits below (the exit status and the end of stderr wake it anyway).
+pub(crate) const CLOSING_CHECK: Duration = Duration::from_millis(10);
 /// Time between SIGTERM and SIGKILL when a server is stopped.
 const GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for an exit status after a server closes its stdout.
@@ -135,6 +142,7 @@ pub(crate) fn spawn(
     diagnostics: Arc<Mutex<Diagnostics>>,
     sandbox: Option<Confinement>,
     supervisors: &Arc<Supervisors>,
+    readiness: Option<Arc<Readiness>>,
 ) -> Result<Spawned, wit::TransportError> {
     let marker = descendants::new_marker();
     // Before the fork: a subreaper then keeps all this server leaves behind in its tree.
@@ -192,31 +200,44 @@ pub(crate) fn spawn(
     let pipe_error = |e: std::io::Error| {
         wit::TransportError::Io(format!("the child's pipes could not be set up: {e}"))
     };
-    let stdin = pipe::Sender::from_owned_fd(stdin.into_owned_fd().map_err(pipe_error)?)
-        .map_err(pipe_error)?;
-    let stdout = pipe::Receiver::from_owned_fd(stdout.into_owned_fd().map_err(pipe_error)?)
-        .map_err(pipe_error)?;
+    let stdin = pipe::Sender::from(stdin.into_owned_fd().map_err(pipe_error)?);
+    stdin.set_nonblocking(true).map_err(pipe_error)?;
+    let stdout = pipe::Receiver::from(stdout.into_owned_fd().map_err(pipe_error)?);
+    stdout.set_nonblocking(true).map_err(pipe_error)?;
     let stop = Arc::new(Notify::new());
     let (exit_tx, exit_rx) = watch::channel(None);
     let diagnostics_for_stderr = diagnostics.clone();
+    let diagnostics_for_supervisor = diagnostics.clone();
+    let stop_for_supervisor = stop.clone();
+    let supervising = supervisors.enter();
 
-    tokio::spawn(supervise(
-        child,
-        Leftovers {
-            pgid,
-            marker,
-            adopted,
-            armed: true,
-        },
-        stop.clone(),
-        exit_tx,
-        diagnostics.clone(),
-        supervisors.enter(),
-    ));
+    let nudge = readiness.clone();
+    tokio::spawn(async move {
+        supervise(
+            child,
+            Leftovers {
+                pgid,
+                marker,
+                adopted,
+                armed: true,
+            },
+            stop_for_supervisor,
+            exit_tx,
+            diagnostics_for_supervisor,
+            supervising,
+            nudge.as_deref(),
+        )
+        .await;
+    });
     let (stderr_tx, stderr_rx) = watch::channel(false);
+    let nudge = readiness.clone();
     tokio::spawn(async move {
         read_stderr(stderr, diagnostics_for_stderr).await;
         let _ = stderr_tx.send(true);
+        // A closing connection waits for the rest of stderr.
+        if let Some(readiness) = nudge {
+            readiness.nudge();
+        }
     });
 
     Ok(Spawned {
@@ -227,9 +248,12 @@ pub(crate) fn spawn(
             wrote_this_turn: false,
             write_error: None,
             stdout,
+            drained: false,
+            readiness,
             framer: LineFramer::new(max_message),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             ended: None,
+            exited_at: None,
             stop_sent: false,
             exit: exit_rx,
             stderr_done: stderr_rx,
@@ -283,6 +307,7 @@ async fn supervise(
     exit_tx: watch::Sender<Option<String>>,
     diagnostics: Arc<Mutex<Diagnostics>>,
     _supervising: Supervising,
+    nudge: Option<&Readiness>,
 ) {
     let pgid = leftovers.pgid;
     let status = tokio::select! {
@@ -313,6 +338,10 @@ async fn supervise(
         .unwrap_or_else(|p| p.into_inner())
         .exit_status = Some(described.clone());
     let _ = exit_tx.send(Some(described));
+    // A closing connection waits for the exit status.
+    if let Some(readiness) = nudge {
+        readiness.nudge();
+    }
     leftovers.kill().await;
 }
 
@@ -339,10 +368,17 @@ pub(crate) struct Pipes {
     /// Why writing stopped, once it did.
     write_error: Option<String>,
     stdout: pipe::Receiver,
+    /// The last read of stdout found it empty. The driver's poll is
+    /// edge-triggered: until then the pipe may hold bytes no event announces.
+    drained: bool,
+    /// The driver thread's poll, which the pipes are registered with.
+    readiness: Option<Arc<Readiness>>,
     framer: LineFramer,
     chunk: Box<[u8]>,
     /// When stdout ended, and the read error that ended it, if any.
     ended: Option<(Instant, Option<String>)>,
+    /// When the exit status was first seen after stdout ended.
+    exited_at: Option<Instant>,
     /// The server was told to stop because it closed stdout but kept running.
     stop_sent: bool,
     exit: watch::Receiver<Option<String>>,
@@ -367,6 +403,12 @@ impl Drop for Pipes {
     /// notification sent just before the connection is closed, say).
     fn drop(&mut self) {
         self.flush();
+        if let Some(readiness) = &self.readiness {
+            readiness.deregister(&mut self.stdout);
+            if let Some(stdin) = &mut self.stdin {
+                readiness.deregister(stdin);
+            }
+        }
     }
 }
 
@@ -408,9 +450,32 @@ impl Pipes {
         self.flush();
     }
 
+    /// Registers the pipes with the driver's poll under `connection`'s number.
+    pub(crate) fn register(&mut self, connection: u64) -> std::io::Result<()> {
+        match &self.readiness {
+            Some(readiness) => {
+                readiness.register(connection, &mut self.stdout, self.stdin.as_mut())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Whether the driver must read this connection again before it waits:
+    /// stdout may hold bytes no event will announce.
+    pub(crate) fn due(&self) -> bool {
+        !self.drained && self.ended.is_none()
+    }
+
+    /// Whether stdout ended and the connection waits for the exit status or
+    /// the rest of stderr, which the driver is nudged for (or looks at again
+    /// after [`CLOSING_CHECK`]).
+    pub(crate) fn closing(&self) -> bool {
+        self.ended.is_some()
+    }
+
     /// Writes what the backlog holds until the pipe is full.
     fn flush(&mut self) {
-        while let Some(stdin) = &self.stdin {
+        while let Some(stdin) = &mut self.stdin {
             if self.written == self.backlog.len() {
                 self.written = 0;
                 self.backlog.clear();
@@ -418,7 +483,7 @@ impl Pipes {
                 self.backlog.shrink_to(WRITE_BATCH);
                 return;
             }
-            match stdin.try_write(&self.backlog[self.written..]) {
+            match stdin.write(&self.backlog[self.written..]) {
                 Ok(n) => self.written += n,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -429,6 +494,9 @@ impl Pipes {
 
     fn broke(&mut self, e: &std::io::Error) {
         self.write_error = Some(format!("writing to its stdin failed: {e}"));
+        if let (Some(readiness), Some(stdin)) = (&self.readiness, &mut self.stdin) {
+            readiness.deregister(stdin);
+        }
         self.stdin = None;
         self.backlog = Vec::new();
         self.written = 0;
@@ -439,25 +507,70 @@ impl Pipes {
         self.flush();
         self.wrote_this_turn = false;
         while stash.is_empty() && self.ended.is_none() {
-            match self.stdout.try_read(&mut self.chunk) {
+            self.drained = false;
+            match self.stdout.read(&mut self.chunk) {
                 Ok(0) => {
                     self.frame(None, stash);
-                    self.ended = Some((Instant::now(), None));
+                    self.end(None);
                 }
                 Ok(n) => self.frame(Some(n), stash),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    self.drained = true;
+                    return;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => self.ended = Some((Instant::now(), Some(e.to_string()))),
+                Err(e) => self.end(Some(e.to_string())),
             }
         }
-        // Said here only when all is known; otherwise `ready` waits for it.
         if stash.is_empty()
-            && self.ended.is_some()
-            && *self.stderr_done.borrow()
-            && let Some(status) = self.exit.borrow().clone()
+            && let Some((at, _)) = self.ended
         {
-            stash.push_back(Inbound::Closed(exit_reason(&status)));
+            self.closing_now(at, stash);
         }
+    }
+
+    /// stdout ended (with a read error, or none).
+    fn end(&mut self, error: Option<String>) {
+        self.ended = Some((Instant::now(), error));
+        // At its end a pipe stays readable: the driver's poll is done with it.
+        if let Some(readiness) = &self.readiness {
+            readiness.deregister(&mut self.stdout);
+        }
+    }
+
+    /// stdout ended at `at`: says how the connection closed once that is
+    /// known, without waiting. The same rules as [`Pipes::closed`], which waits:
+    /// the exit status within [`EXIT_AFTER_EOF`] (else the server is stopped),
+    /// then the rest of stderr within [`STDERR_AFTER_EXIT`].
+    fn closing_now(&mut self, at: Instant, stash: &mut VecDeque<Inbound>) {
+        let now = Instant::now();
+        let status = self.exit.borrow().clone();
+        match status {
+            Some(status) => {
+                if self.stop_sent {
+                    stash.push_back(Inbound::Closed(self.stopped_reason()));
+                    return;
+                }
+                let exited_at = *self.exited_at.get_or_insert(now);
+                if *self.stderr_done.borrow() || now >= exited_at + STDERR_AFTER_EXIT {
+                    stash.push_back(Inbound::Closed(exit_reason(&status)));
+                }
+            }
+            None if now >= at + EXIT_AFTER_EOF && !self.stop_sent => {
+                self.stop_sent = true;
+                self.stop.notify_one();
+            }
+            None => {}
+        }
+    }
+
+    /// How a server that closed its stdout but kept running is reported.
+    fn stopped_reason(&self) -> String {
+        let how = match self.ended.as_ref().and_then(|(_, e)| e.as_deref()) {
+            Some(e) => format!("failed to be read from ({e})"),
+            None => "closed its stdout".to_owned(),
+        };
+        format!("{how} while still running, so it was stopped")
     }
 
     /// Waits until `stash` has something: a message, an oversized one, or how
@@ -472,20 +585,38 @@ impl Pipes {
                 let at = *at;
                 return self.closed(at, stash).await;
             }
+            // The guest waits here only while it polls remote servers too (its
+            // step blocks): copies of the pipes' descriptors are watched by
+            // tokio's reactor for as long.
             let backlog = self.written < self.backlog.len();
+            let stdin = self
+                .stdin
+                .as_ref()
+                .filter(|_| backlog)
+                .map(|stdin| stdin.as_fd().try_clone_to_owned());
             let writable = async {
-                match &self.stdin {
-                    Some(stdin) if backlog => stdin.writable().await,
-                    _ => std::future::pending().await,
+                match stdin {
+                    Some(fd) => {
+                        tokio::net::unix::pipe::Sender::from_owned_fd(fd?)?
+                            .writable()
+                            .await
+                    }
+                    None => std::future::pending().await,
                 }
             };
-            let readable = tokio::select! {
-                readable = self.stdout.readable() => readable,
-                // Room in stdin: the backlog is written by the next `fill`.
-                _ = writable => Ok(()),
+            let stdout = self.stdout.as_fd().try_clone_to_owned();
+            let readable = async {
+                tokio::net::unix::pipe::Receiver::from_owned_fd(stdout?)?
+                    .readable()
+                    .await
             };
-            if let Err(e) = readable {
-                self.ended = Some((Instant::now(), Some(e.to_string())));
+            let ready = tokio::select! {
+                readable = readable => readable,
+                // Room in stdin: the backlog is written by the next `fill`.
+                writable = writable => writable,
+            };
+            if let Err(e) = ready {
+                self.end(Some(e.to_string()));
             }
         }
     }
@@ -497,7 +628,7 @@ impl Pipes {
             tokio::time::timeout_at(at + EXIT_AFTER_EOF, self.exit.wait_for(Option::is_some))
                 .await
                 .is_ok();
-        let reason = if exited {
+        let reason = if exited && !self.stop_sent {
             let rest_of_stderr = self.stderr_done.wait_for(|done| *done);
             let _ = tokio::time::timeout(STDERR_AFTER_EXIT, rest_of_stderr).await;
             exit_reason(self.exit.borrow().as_deref().unwrap_or_default())
@@ -505,12 +636,8 @@ impl Pipes {
             if !std::mem::replace(&mut self.stop_sent, true) {
                 self.stop.notify_one();
             }
-            let how = match self.ended.as_ref().and_then(|(_, e)| e.as_deref()) {
-                Some(e) => format!("failed to be read from ({e})"),
-                None => "closed its stdout".to_owned(),
-            };
             let _ = self.exit.wait_for(Option::is_some).await;
-            format!("{how} while still running, so it was stopped")
+            self.stopped_reason()
         };
         stash.push_back(Inbound::Closed(reason));
     }

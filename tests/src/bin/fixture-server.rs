@@ -43,6 +43,7 @@
 //! | `--exit-on-init CODE` | on `initialize`, write a line to stderr and exit with CODE |
 //! | `--no-init-reply` | never answer `initialize` |
 //! | `--start-delay-ms MS` | sleep MS before reading stdin |
+//! | `--deaf-after-list` | once it has answered `tools/list`, never read stdin again (it keeps running; its stdin pipe fills up) |
 //! | `--garbage` | write a non-JSON line to stdout before every message |
 //! | `--stderr-lines N` | write N lines to stderr at start |
 //! | `--bad-ids` | around every response, also send the same response with its id as a string, with an id nobody asked for, and a second time (a duplicate) |
@@ -135,6 +136,7 @@ struct Options {
     exit_on_init: Option<i32>,
     no_init_reply: bool,
     start_delay: Duration,
+    deaf_after_list: bool,
     garbage: bool,
     stderr_lines: usize,
     bad_ids: bool,
@@ -171,6 +173,7 @@ impl Options {
             exit_on_init: None,
             no_init_reply: false,
             start_delay: Duration::ZERO,
+            deaf_after_list: false,
             garbage: false,
             stderr_lines: 0,
             bad_ids: false,
@@ -217,6 +220,7 @@ impl Options {
                 "--start-delay-ms" => {
                     options.start_delay = Duration::from_millis(number(&flag, &value()?)?);
                 }
+                "--deaf-after-list" => options.deaf_after_list = true,
                 "--garbage" => options.garbage = true,
                 "--stderr-lines" => options.stderr_lines = number(&flag, &value()?)?,
                 "--bad-ids" => options.bad_ids = true,
@@ -1375,10 +1379,20 @@ fn main() {
     });
     let timer = Arc::clone(&server);
     thread::spawn(move || timer.run_sleeps());
+    let deaf = server.options.deaf_after_list;
     for line in io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         if !line.trim().is_empty() {
             server.handle_line(&line);
+            if deaf
+                && serde_json::from_str::<Value>(&line)
+                    .is_ok_and(|m| m.get("method") == Some(&json!("tools/list")))
+            {
+                // Stdin is never read again: what the client writes piles up in the pipe.
+                loop {
+                    thread::sleep(Duration::from_secs(3600));
+                }
+            }
         }
     }
     // Stdin closed: the client is done with us. In-flight calls die with the process.

@@ -1,4 +1,4 @@
-//! Many callers at once through one runtime (one store, one driver task).
+//! Many callers at once through one runtime (one store, one driver thread).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,4 +108,64 @@ async fn overlapping_calls_on_one_server_complete_independently() {
         order.push(ms);
     }
     assert_eq!(order, vec![0, 200, 400, 600]);
+}
+
+/// A server that stops reading its stdin holds up no other server: what the
+/// runtime writes to it waits in its own buffer (well past the pipe's 64 KiB),
+/// while calls to another server are written and answered as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_stops_reading_its_stdin_holds_up_no_other() {
+    let runtime = open(json!({
+        "deaf": fixture_entry(&["--deaf-after-list"]),
+        "fine": fixture_entry(&[]),
+    }))
+    .await;
+    let servers = ready(&runtime).await;
+    assert_connected(&servers, "deaf");
+    assert_connected(&servers, "fine");
+
+    // 4 MiB for a server that reads nothing: its pipe is full after the first.
+    let big = "x".repeat(256 * 1024);
+    let unanswered: Vec<_> = (0..16)
+        .map(|_| {
+            let (runtime, big) = (runtime.clone(), big.clone());
+            tokio::spawn(async move {
+                runtime
+                    .call_tool(
+                        "mcp__deaf__echo",
+                        json!({ "text": big }),
+                        CallOptions::default(),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let start = std::time::Instant::now();
+    for i in 0..20 {
+        let text = format!("message {i}");
+        let r = tokio::time::timeout(
+            PATIENCE,
+            runtime.call_tool(
+                "mcp__fine__echo",
+                json!({ "text": text }),
+                CallOptions::default(),
+            ),
+        )
+        .await
+        .expect("a call to the other server is answered")
+        .expect("echo succeeds");
+        assert_eq!(r.text, text);
+    }
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "20 echoes took {:?} beside a server that reads nothing",
+        start.elapsed()
+    );
+    for call in &unanswered {
+        assert!(!call.is_finished(), "the deaf server answered nothing");
+    }
+    for call in unanswered {
+        call.abort();
+    }
 }

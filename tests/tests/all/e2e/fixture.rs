@@ -38,6 +38,29 @@ async fn echo_round_trip_and_status() {
     runtime.shutdown().await;
 }
 
+/// The driver runs on its own thread from the moment the runtime opens, so
+/// its first servers may connect before the opener subscribes: a subscription
+/// made with the options sees their events all the same, one made after does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn events_subscribed_before_opening_include_the_first_servers() {
+    let text = json!({ "mcpServers": { "fx": fixture_entry(&[]) } }).to_string();
+    let mut options = mcpbox::Options::from_config_text("early.mcp.json", text);
+    let mut early = options.subscribe();
+    let runtime = options.open().await.expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "fx");
+    let mut late = runtime.events();
+    let connected = |e: &Event| matches!(e, Event::Status(s) if s.name == "fx" && s.state == ServerState::Connected);
+    assert!(
+        std::iter::from_fn(|| early.try_recv().ok()).any(|e| connected(&e)),
+        "the early subscription saw fx connect"
+    );
+    assert!(
+        !std::iter::from_fn(|| late.try_recv().ok()).any(|e| connected(&e)),
+        "a subscription after the start sees only what comes after it"
+    );
+    runtime.shutdown().await;
+}
+
 /// A sequential call to a stdio server is two turns, each one entry into the
 /// guest: the step that sends the request and the step that takes the answer.
 /// The driver hands the guest what arrived and writes what it returned, so the
@@ -708,6 +731,69 @@ async fn three_traps_within_a_minute_stop_the_runtime() {
         std::iter::from_fn(|| events.try_recv().ok()).any(|e| matches!(e, Event::Stopped(_))),
         "an Event::Stopped was sent"
     );
+}
+
+/// The driver runs on its own thread: a caller that reads the servers failed
+/// because the runtime stopped reads the runtime stopped too (the CLI's exit
+/// code depends on it), and one that reads it stopped reads the servers failed.
+/// A reader on another thread looks at both as fast as it can while the guest
+/// traps for the third time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runtime_seen_stopped_in_its_servers_is_stopped() {
+    let runtime = trappable().await;
+    for _ in 1..=2 {
+        assert_connected(&ready(&runtime).await, "fx");
+        let _ = call(
+            &runtime,
+            "mcp__fx__huge",
+            json!({ "bytes": TRAPPING_BYTES }),
+        )
+        .await;
+    }
+    assert_connected(&ready(&runtime).await, "fx");
+    let reader = {
+        let runtime = runtime.clone();
+        std::thread::spawn(move || {
+            let deadline = std::time::Instant::now() + Duration::from_secs(60);
+            let said_so = |servers: &[mcpbox::ServerStatus]| {
+                servers.iter().any(|s| {
+                    s.error
+                        .as_deref()
+                        .is_some_and(|e| e.contains("the mcpbox runtime stopped"))
+                })
+            };
+            let mut reads = 0u64;
+            while std::time::Instant::now() < deadline {
+                reads += 1;
+                if said_so(&runtime.servers()) {
+                    assert!(
+                        runtime.stopped().is_some(),
+                        "the servers said the runtime stopped, the runtime did not \
+                         (after {reads} reads)"
+                    );
+                    return;
+                }
+                if runtime.stopped().is_some() {
+                    assert!(
+                        said_so(&runtime.servers()),
+                        "the runtime said it stopped, its servers did not"
+                    );
+                    return;
+                }
+            }
+            panic!("the runtime never stopped");
+        })
+    };
+    let _ = call(
+        &runtime,
+        "mcp__fx__huge",
+        json!({ "bytes": TRAPPING_BYTES }),
+    )
+    .await;
+    // Woken by the stop, `ready` returns the servers failed.
+    let servers = ready(&runtime).await;
+    assert_eq!(status(&servers, "fx").state, ServerState::Failed);
+    reader.join().expect("the reader saw one consistent stop");
 }
 
 #[tokio::test(flavor = "multi_thread")]
