@@ -15,6 +15,7 @@
 use core::cell::RefCell;
 
 use crate::gateway::exposure::Naming;
+use crate::gateway::http::{self, SessionIds};
 use crate::gateway::{Gateway, Inbound, ServeOptions, TransportKind};
 use crate::manager::Manager;
 use crate::prelude::*;
@@ -450,6 +451,32 @@ impl StepCell {
 
 static STEP: StepCell = StepCell(RefCell::new(None));
 
+/// The gateway's HTTP rules and session ids, once serving over HTTP
+/// (`serve-options.http`): what `gateway.http-head` decides with.
+struct HttpCell(RefCell<Option<(http::Rules, http::SignedSessions)>>);
+
+// SAFETY: as for `Global`.
+#[allow(unsafe_code)]
+unsafe impl Sync for HttpCell {}
+
+static HTTP: HttpCell = HttpCell(RefCell::new(None));
+
+/// The headers for the answer that opens session `handle`: its signed id,
+/// when serving over HTTP.
+fn session_headers(handle: u64) -> Vec<types::Pair> {
+    let mut http = HTTP.0.borrow_mut();
+    let Some((_, ids)) = http.as_mut() else {
+        return Vec::new();
+    };
+    ids.issue("", handle)
+        .map(|id| types::Pair {
+            name: http::SESSION_HEADER.into(),
+            value: id,
+        })
+        .into_iter()
+        .collect()
+}
+
 /// The exported interfaces: `registry` (in [`registry`]), `turns` and `gateway`.
 struct Component;
 
@@ -564,6 +591,19 @@ impl wit_gateway::Guest for Component {
             .map(str::parse::<crate::adapter::Dialect>)
             .transpose()
             .map_err(|e| format!("--schema-dialect: {e}"))?;
+        *HTTP.0.borrow_mut() = options.http.map(|rules| {
+            let rules = http::Rules {
+                access: http::Access {
+                    token: rules.token,
+                    insecure_no_token: rules.insecure_no_token,
+                    allowed_origins: rules.allowed_origins,
+                    loopback_listener: Some(rules.loopback),
+                },
+                bound_profile: options.profile.clone(),
+                kept_sessions: true,
+            };
+            (rules, http::SignedSessions::new(&options.secret))
+        });
         let serve = ServeOptions {
             schema_dialect,
             naming,
@@ -578,6 +618,61 @@ impl wit_gateway::Guest for Component {
             m.serve_downstream();
             Ok(())
         })
+    }
+
+    fn http_head(head: wit_gateway::RequestHead) -> wit_gateway::HttpDecision {
+        use wit_gateway::{HttpAnswer, HttpDecision, HttpPost};
+        let pairs = |headers: Vec<(String, String)>| {
+            headers
+                .into_iter()
+                .map(|(name, value)| types::Pair { name, value })
+                .collect()
+        };
+        let http = HTTP.0.borrow();
+        let Some((rules, ids)) = http.as_ref() else {
+            return HttpDecision::Answer(HttpAnswer {
+                status: 500,
+                headers: Vec::new(),
+                body: "the gateway does not serve HTTP (gateway.serve without http rules)".into(),
+            });
+        };
+        let request = http::HttpRequest {
+            method: head.method,
+            path: head.path,
+            headers: head
+                .headers
+                .into_iter()
+                .map(|p| (p.name, p.value))
+                .collect(),
+            body: Vec::new(),
+        };
+        match http::decide(rules, ids, &request) {
+            http::Decision::Answer(a) => HttpDecision::Answer(HttpAnswer {
+                status: a.status,
+                headers: pairs(a.headers),
+                body: a.body,
+            }),
+            http::Decision::Post {
+                session,
+                profile,
+                headers,
+            } => HttpDecision::Post(HttpPost {
+                session: match session {
+                    Some(http::Named::Session(handle)) => Some(handle),
+                    _ => None,
+                },
+                profile,
+                headers: headers
+                    .into_iter()
+                    .map(|p| types::Pair {
+                        name: p.name,
+                        value: p.value,
+                    })
+                    .collect(),
+            }),
+            http::Decision::Stream(handle) => HttpDecision::OpenStream(handle),
+            http::Decision::EndSession(handle) => HttpDecision::EndSession(handle),
+        }
     }
 
     fn receive(message: wit_gateway::Inbound) -> Vec<types::DownstreamSignal> {

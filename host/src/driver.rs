@@ -116,6 +116,13 @@ pub(crate) enum Job {
     ExchangeClosed(u64),
     /// A downstream client ended its session (`gateway.session-closed`).
     SessionClosed(u64),
+    /// The gateway's HTTP rules applied to a request's head (`gateway.http-head`).
+    /// It keeps no state, so it is answered at once, without ending the batch
+    /// of a step.
+    HttpHead {
+        head: gateway::RequestHead,
+        reply: oneshot::Sender<gateway::HttpDecision>,
+    },
 }
 
 /// What the driver hands the serving transport.
@@ -489,7 +496,10 @@ impl Driver {
                 Job::Reload { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
-                Job::Downstream(_) | Job::ExchangeClosed(_) | Job::SessionClosed(_) => {}
+                Job::Downstream(_)
+                | Job::ExchangeClosed(_)
+                | Job::SessionClosed(_)
+                | Job::HttpHead { .. } => {}
             }
         }
         // Dropping the store drops every connection, which stops every server;
@@ -601,6 +611,11 @@ impl Driver {
                         let Some(job) = batch.add(job) else {
                             continue;
                         };
+                        // Stateless: the jobs before it need not go first.
+                        if let Job::HttpHead { head, reply } = job {
+                            self.http_head(head, reply).await?;
+                            continue;
+                        }
                         // Jobs before it go first.
                         if !batch.is_empty() {
                             self.step(std::mem::take(&mut batch), 0).await?;
@@ -712,6 +727,23 @@ impl Driver {
         for (reply, e) in refused {
             let _ = reply.send(Err(e.into()));
         }
+        Ok(())
+    }
+
+    /// Applies the gateway's HTTP rules to a request's head. A trap drops the
+    /// reply: the request is answered `503`.
+    async fn http_head(
+        &mut self,
+        head: gateway::RequestHead,
+        reply: oneshot::Sender<gateway::HttpDecision>,
+    ) -> wasmtime::Result<()> {
+        self.entered();
+        let decision = self
+            .guest
+            .mcpbox_runtime_gateway()
+            .call_http_head(&mut self.store, &head)
+            .await?;
+        let _ = reply.send(decision);
         Ok(())
     }
 
@@ -917,7 +949,8 @@ impl Driver {
 
     /// Handles one job; returns the shutdown reply when the job asks to stop.
     async fn handle(&mut self, job: Job) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
-        if !matches!(job, Job::Shutdown { .. }) {
+        // (`http_head` counts its own.)
+        if !matches!(job, Job::Shutdown { .. } | Job::HttpHead { .. }) {
             self.entered();
         }
         match job {
@@ -942,6 +975,10 @@ impl Driver {
                 Ok(None)
             }
             Job::Shutdown { reply } => Ok(Some(reply)),
+            Job::HttpHead { head, reply } => {
+                self.http_head(head, reply).await?;
+                Ok(None)
+            }
             Job::Reload {
                 origin,
                 text,

@@ -294,7 +294,11 @@ fn to_wit_signal(s: Signal) -> types::DownstreamSignal {
             types::DownstreamSignal::End(types::ExchangeEnd { exchange, status })
         }
         Signal::SessionOpened { exchange, session } => {
-            types::DownstreamSignal::SessionOpened(types::SessionOpened { exchange, session })
+            types::DownstreamSignal::SessionOpened(types::SessionOpened {
+                exchange,
+                session,
+                answer_headers: super::session_headers(session),
+            })
         }
     }
 }

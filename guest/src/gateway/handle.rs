@@ -1,7 +1,8 @@
 //! A 2025 session's handle, which carries what the session negotiated.
 //!
-//! The host maps each `Mcp-Session-Id` to the handle the gateway gave the session
-//! (`Signal::SessionOpened`) and hands it in with every request of that session.
+//! Over HTTP a session's `Mcp-Session-Id` is this handle signed with the host's
+//! secret (`http::SignedSessions`); the host gets the handle from the guest's
+//! rules (`gateway.http-head`) and hands it in with every request of that session.
 //! When the guest traps and a new instance takes over, the host keeps its
 //! sessions and hands each handle to the new gateway with no text; the new
 //! gateway reopens the session from the handle alone (see `Gateway::reopen`), so
@@ -10,7 +11,8 @@
 //! protocol version and the client's elicitation and sampling capabilities. (The
 //! stock component, which has no host to keep sessions, carries the same facts in
 //! the session id the client holds; see `http::CarriedSessions`.) Only the host hands in
-//! handles, and only those the gateway gave: a client never sees one.
+//! handles, and only those the gateway gave: a client sees one in its session id,
+//! but cannot name another without that id's MAC.
 
 use crate::client::SUPPORTED_VERSIONS;
 

@@ -5,11 +5,12 @@
 //! The host frames the transport (stdio lines, HTTP requests and SSE streams) and
 //! hands each downstream message in with the facts only it knows
 //! ([`Inbound`]: the *exchange* it arrived on — one HTTP POST, or one stdio line —
-//! the session the host found for its `Mcp-Session-Id`, the profile named by the
-//! path, the MCP headers). The gateway answers with [`Signal`]s: messages for an
-//! exchange (its answer stream) or for a session's standalone stream (the GET
-//! stream; stdout on stdio), the end of an exchange with its HTTP status, and the
-//! opening of a session (the host then makes up its `Mcp-Session-Id`). Between the
+//! the session its `Mcp-Session-Id` names, the profile named by the path, the MCP
+//! headers; over HTTP, [`http`] decided all three from the request's head). The
+//! gateway answers with [`Signal`]s: messages for an exchange (its answer stream)
+//! or for a session's standalone stream (the GET stream; stdout on stdio), the end
+//! of an exchange with its HTTP status, and the opening of a session (whose id
+//! [`http::SessionIds`] makes). Between the
 //! two sits the [`Manager`]: a downstream `tools/call` becomes a manager call, and
 //! what the manager reports about it (its end, progress, input requests, logs)
 //! goes back to the client that made it. Every MCP meaning is decided here — eras,

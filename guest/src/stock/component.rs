@@ -370,6 +370,13 @@ unsafe impl Sync for RegistryMemory {}
 
 static REGISTRY: RegistryMemory = RegistryMemory(RefCell::new(None));
 
+/// The headers for the answer that opens session `handle` through the
+/// `registry` export: none, since this component's HTTP answers are made by
+/// [`exchange`], which carries its sessions in their ids.
+fn session_headers(_handle: u64) -> Vec<types::Pair> {
+    Vec::new()
+}
+
 /// The registry's manager and gateway.
 fn with_both<R>(f: impl FnOnce(&mut Manager<StockHost>, &mut Gateway) -> R) -> R {
     let mut slot = REGISTRY.0.borrow_mut();

@@ -2,14 +2,15 @@
 //! Streamable HTTP framing that `mcpbox serve --http` does in the host, here for
 //! an instance that lives for one request.
 //!
+//! Every request is first decided by the gateway's HTTP rules
+//! ([`crate::gateway::http::decide`], as `mcpbox serve --http`'s are: the path
+//! `/mcp` or `/mcp/PROFILE`, the bearer token, the `Origin`, the method).
 //! `GET /health` answers `200 ok` at once, for a load balancer's health checks:
 //! it shows that the runtime accepts connections and instantiates the component,
 //! and does no MCP work (no configuration read, no server contacted); it needs
 //! no token and says nothing a caller could use.
 //!
-//! Any other request is checked by the gateway's HTTP rules
-//! ([`crate::gateway::http`]: the path `/mcp` or `/mcp/PROFILE`, the bearer
-//! token, the `Origin`), then a fresh [`Manager`] loads
+//! For a `POST` the rules let through, a fresh [`Manager`] loads
 //! the configuration and connects every server (those the instance knows from an
 //! earlier request start ready: see [`super::known`]), a fresh [`Gateway`] gets the
 //! message (after the replayed `initialize` of a 2025 session, see
@@ -23,7 +24,7 @@ use crate::prelude::*;
 
 use crate::gateway::exposure::Naming;
 use crate::gateway::http::{
-    self, Access, CarriedSessions, Named, Refused, Route, SESSION_HEADER, SessionIds, sse_event,
+    self, Access, CarriedSessions, Decision, Named, Rules, SESSION_HEADER, SessionIds, sse_event,
 };
 use crate::gateway::{Gateway, Inbound, ServeOptions, Signal, Target, TransportKind};
 use crate::manager::{Event, Manager, ServerState};
@@ -59,50 +60,27 @@ pub fn handle<P: Platform>(
     request: &HttpRequest,
     out: &mut dyn Responder,
 ) {
-    let profile = match http::route(&request.method, &request.path) {
-        Route::Health => return plain(out, 200, "ok\n"),
-        Route::Mcp(profile) => profile,
-        Route::NotFound => {
-            return plain(
-                out,
-                404,
-                "not found: the MCP endpoint is /mcp (or /mcp/PROFILE)",
-            );
+    let (session, profile) = match http::decide(&rules(settings), &CarriedSessions, request) {
+        Decision::Post {
+            session, profile, ..
+        } => (session, profile),
+        Decision::Answer(answer) => {
+            if answer.status == 401 && settings.token.is_none() {
+                // The operator's mistake, not the client's: the platform's log says so.
+                out.log(&format!("mcpbox: {}", http::NO_TOKEN));
+            }
+            return send(out, &answer);
+        }
+        // Not without kept sessions.
+        Decision::Stream(_) | Decision::EndSession(_) => {
+            return send(out, &http::session_not_found());
         }
     };
-    if let Err(refused) = access(settings).check(request) {
-        let (status, text) = refusal(refused);
-        if refused == Refused::NoTokenSet {
-            // The operator's mistake, not the client's: the platform's log says so.
-            out.log(&format!("mcpbox: {NO_TOKEN}"));
-        }
-        return plain(out, status, text);
-    }
     if settings.token.is_none() {
         out.log(
             "mcpbox: MCPBOX_INSECURE_NO_TOKEN is set and MCPBOX_TOKEN is not: anyone who can \
              reach this component can call every tool",
         );
-    }
-    match request.method.as_str() {
-        "POST" => {}
-        // A 2025 session lives in its id (see `CarriedSessions`): nothing to forget.
-        "DELETE" => return out.head(204, &[]),
-        _ => {
-            out.head(
-                405,
-                &[
-                    ("allow", "POST, DELETE".into()),
-                    ("content-type", "text/plain; charset=utf-8".into()),
-                ],
-            );
-            out.body(
-                b"method not allowed: a stock-runtime instance lives for one request, so \
-                  there is no standalone GET stream; POST each message (2026-07-28: \
-                  subscriptions/listen)",
-            );
-            return;
-        }
     }
     let Ok(text) = core::str::from_utf8(&request.body) else {
         return plain(out, 400, "bad request: the body is not UTF-8 text");
@@ -161,14 +139,12 @@ pub fn handle<P: Platform>(
     m.serve_downstream();
     m.start();
 
-    let session = request
-        .header(SESSION_HEADER)
-        .map(|id| match CarriedSessions.resolve(id) {
-            Named::Replay(init) => {
-                reopen(&mut m, &mut g, profile.clone(), init).unwrap_or(UNKNOWN_SESSION)
-            }
-            Named::Unknown => UNKNOWN_SESSION,
-        });
+    let session = session.map(|named| match named {
+        Named::Replay(init) => {
+            reopen(&mut m, &mut g, profile.clone(), init).unwrap_or(UNKNOWN_SESSION)
+        }
+        Named::Session(_) | Named::Unknown => UNKNOWN_SESSION,
+    });
     g.receive(
         &mut m,
         Inbound {
@@ -228,8 +204,9 @@ fn answer<P: Platform>(m: &mut Manager<P>, g: &mut Gateway, text: &str, out: &mu
                     text,
                 } => pending.push(text),
                 Signal::SessionOpened {
-                    exchange: REQUEST, ..
-                } => session_id = CarriedSessions.issue(text),
+                    exchange: REQUEST,
+                    session,
+                } => session_id = CarriedSessions.issue(text, session),
                 Signal::End {
                     exchange: REQUEST,
                     status,
@@ -316,40 +293,43 @@ fn plain(out: &mut dyn Responder, status: u16, text: &str) {
     out.body(text.as_bytes());
 }
 
-/// Why every request is refused while the component has no token.
-const NO_TOKEN: &str = "MCPBOX_TOKEN is not set, and without a bearer token this gateway \
-    answers no request: set MCPBOX_TOKEN (clients send `Authorization: Bearer …`), or \
-    MCPBOX_INSECURE_NO_TOKEN=1 to let anyone who can reach it call every tool";
-
 /// Who may use the component, from its settings. The token is required, as
 /// by `mcpbox serve --http`: the component cannot tell who can reach it
 /// (`wasmtime serve` listens on every interface unless told otherwise, and
 /// loopback is shared by every user of a machine), so without `MCPBOX_TOKEN` it
 /// refuses every request unless `MCPBOX_INSECURE_NO_TOKEN` says to serve anyone.
-fn access(settings: &Settings) -> Access {
-    Access {
-        token: settings.token.clone(),
-        insecure_no_token: settings.insecure_no_token,
-        allowed_origins: settings.allowed_origins.clone(),
+/// Its instances live for one request, so it keeps no session: a 2025 session
+/// lives in its id ([`CarriedSessions`]).
+fn rules(settings: &Settings) -> Rules {
+    Rules {
+        access: Access {
+            token: settings.token.clone(),
+            insecure_no_token: settings.insecure_no_token,
+            allowed_origins: settings.allowed_origins.clone(),
+            loopback_listener: None,
+        },
+        bound_profile: None,
+        kept_sessions: false,
     }
 }
 
-/// The status and text of a refusal.
-fn refusal(refused: Refused) -> (u16, &'static str) {
-    match refused {
-        Refused::NoTokenSet => (401, NO_TOKEN),
-        Refused::Token => (401, "a bearer token is required (MCPBOX_TOKEN)"),
-        Refused::Origin => (
-            403,
-            "forbidden: this Origin is not allowed (DNS rebinding protection; \
-             list it in MCPBOX_ALLOWED_ORIGINS)",
-        ),
+/// Sends an answer the rules gave.
+fn send(out: &mut dyn Responder, answer: &http::Answer) {
+    let headers: Vec<(&str, String)> = answer
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.clone()))
+        .collect();
+    out.head(answer.status, &headers);
+    if !answer.body.is_empty() {
+        out.body(answer.body.as_bytes());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gateway::http::Refused;
 
     #[test]
     fn settings_become_the_access_rules_and_refusals_say_what_to_set() {
@@ -358,14 +338,18 @@ mod tests {
             allowed_origins: vec!["https://app.example".into()],
             ..Settings::default()
         };
-        let rules = access(&settings);
-        assert_eq!(rules.token.as_deref(), Some("s3cret"));
-        assert_eq!(rules.allowed_origins, ["https://app.example"]);
-        assert!(!rules.insecure_no_token);
-        assert_eq!(refusal(Refused::NoTokenSet), (401, NO_TOKEN));
-        assert!(refusal(Refused::Token).1.contains("MCPBOX_TOKEN"));
-        let (status, text) = refusal(Refused::Origin);
-        assert_eq!(status, 403);
-        assert!(text.contains("MCPBOX_ALLOWED_ORIGINS"), "{text}");
+        let rules = rules(&settings);
+        assert_eq!(rules.access.token.as_deref(), Some("s3cret"));
+        assert_eq!(rules.access.allowed_origins, ["https://app.example"]);
+        assert!(!rules.access.insecure_no_token && !rules.kept_sessions);
+        assert_eq!(http::refusal(Refused::NoTokenSet).body, http::NO_TOKEN);
+        assert!(http::refusal(Refused::Token).body.contains("MCPBOX_TOKEN"));
+        let origin = http::refusal(Refused::Origin);
+        assert_eq!(origin.status, 403);
+        assert!(
+            origin.body.contains("MCPBOX_ALLOWED_ORIGINS"),
+            "{}",
+            origin.body
+        );
     }
 }

@@ -97,14 +97,20 @@ pub(super) fn is_page(req: &Request<Incoming>) -> bool {
     req.method() == Method::GET && matches!(req.uri().path(), "/" | "/index.html")
 }
 
+/// Whether the path is the dashboard's (the page, `/api/…`, `/metrics`): the
+/// host's to answer, under its own token and `Origin` checks.
+pub(super) fn is_ours(req: &Request<Incoming>) -> bool {
+    let path = req.uri().path();
+    matches!(path, "/" | "/index.html" | "/metrics") || path.starts_with("/api/")
+}
+
 /// The dashboard's answer, or `None` when the path is not the dashboard's.
 pub(super) fn handle(
     shared: &Arc<Shared>,
     req: &Request<Incoming>,
 ) -> Option<Response<ResponseBody>> {
     let path = req.uri().path();
-    let ours = matches!(path, "/" | "/index.html" | "/metrics") || path.starts_with("/api/");
-    if !ours {
+    if !is_ours(req) {
         return None;
     }
     // The one action: reconnect a server. It passed the token and Origin checks

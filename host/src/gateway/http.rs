@@ -13,16 +13,22 @@
 //!   `application/json` with the status the guest gave; anything else opens an SSE
 //!   stream that ends when the guest ends the exchange. An exchange of only
 //!   notifications and responses is answered `202 Accepted`.
-//! - **Sessions**: when the guest opens a session, a random `Mcp-Session-Id` (128
-//!   bits from the OS) goes on that exchange's answer and is mapped to the guest's
-//!   handle; a request naming an unknown id is `404`. `GET` with the id opens the
-//!   session's standalone SSE stream (one at a time: a second is `409`); `DELETE`
-//!   ends the session (the guest cancels its calls). `GET` without a session is
-//!   `405`: the 2026-07-28 stateless form has no standalone stream. At most
-//!   [`HttpOptions::max_sessions`] are kept (a new one ends the one used longest
-//!   ago), and one idle for [`HttpOptions::session_idle_timeout`] ends. When the
-//!   guest traps and is replaced, the sessions carry on: the driver reopens them
-//!   in the new instance (the exchanges the old one had are lost).
+//! - **Rules**: what a request is for is the guest's decision
+//!   (`gateway.http-head`, `guest/src/gateway/http.rs`), taken from its head
+//!   alone: the route and method, the bearer token, `Host` and `Origin`, which
+//!   session its id names and which headers reach the gateway. An answer it gives
+//!   is sent as it is, the body unread; only the dashboard's routes are the
+//!   host's, under its own checks (`refusal`).
+//! - **Sessions**: when the guest opens a session, the headers it gives (the
+//!   session's id, the guest's handle signed with the serve secret) go on that
+//!   exchange's answer, and the host keeps the session by its handle; one it ended
+//!   is `404`. `GET` opens the session's standalone SSE stream (one at a time: a
+//!   second is `409`); `DELETE` ends the session (the guest cancels its calls). At
+//!   most [`HttpOptions::max_sessions`] are kept (a new one ends the one used
+//!   longest ago), and one idle for [`HttpOptions::session_idle_timeout`] ends.
+//!   When the guest traps and is replaced, the sessions carry on: the driver
+//!   reopens them in the new instance, which recognises their ids (it is served
+//!   with the same secret); the exchanges the old one had are lost.
 //! - **Resumption**: events on a session's streams carry ids `{stream}-{n}`
 //!   (stream 0 is the standalone one, others are exchanges), and the session keeps
 //!   its last `REPLAY_EVENTS` events, within [`HttpOptions::replay_bytes`] and,
@@ -54,7 +60,7 @@ use hyper::body::{Body, Frame, Incoming};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -64,7 +70,7 @@ use crate::bindings::{gateway, wit};
 use crate::driver::{Downstream, Job};
 
 use super::connections::{Admitted, Busy, Connections};
-use super::{ServeError, dashboard, random_hex};
+use super::{ServeError, dashboard};
 
 /// Events a session keeps for resumption.
 pub const REPLAY_EVENTS: usize = 1024;
@@ -181,8 +187,9 @@ impl Default for HttpOptions {
 /// What a stream's receiver gets.
 #[derive(Debug)]
 pub(super) enum Item {
-    /// The session id to put on the answer (first, on an `initialize` exchange).
-    SessionId(String),
+    /// Headers to put on the answer (first, on an `initialize` exchange: the
+    /// session's id, as the guest made it).
+    Headers(Vec<wit::Pair>),
     /// An SSE event.
     Message { id: Option<String>, text: Arc<str> },
     /// The exchange is over, with the status for an answer not yet streamed.
@@ -198,7 +205,7 @@ fn weight(items: &Items) -> usize {
         .iter()
         .map(|item| match item {
             Item::Message { text, .. } => text.len() + 48,
-            Item::SessionId(_) | Item::End(_) => 48,
+            Item::Headers(_) | Item::End(_) => 48,
         })
         .sum()
 }
@@ -331,7 +338,6 @@ fn counted_stream(limit: usize, total: Option<(Arc<AtomicUsize>, usize)>) -> (Si
 }
 
 struct SessionEntry {
-    handle: u64,
     standalone: Option<Sink>,
     /// Which attachment `standalone` is (see `ExchangeEntry::attached`).
     standalone_attached: u64,
@@ -351,9 +357,8 @@ struct SessionEntry {
 }
 
 impl SessionEntry {
-    fn new(handle: u64, used: u64) -> SessionEntry {
+    fn new(used: u64) -> SessionEntry {
         SessionEntry {
-            handle,
             standalone: None,
             standalone_attached: 0,
             standalone_seq: 0,
@@ -379,8 +384,8 @@ struct ExchangeEntry {
     /// Which attachment `sink` is (a resumed stream attaches anew), so the guard
     /// of an older connection does not detach a newer one.
     attached: u64,
-    /// The session it belongs to, by id.
-    session: Option<String>,
+    /// The session it belongs to, by the guest's handle.
+    session: Option<u64>,
     seq: u64,
     /// The bytes of its request body, counted in flight until it ends.
     bytes: usize,
@@ -388,13 +393,13 @@ struct ExchangeEntry {
 
 #[derive(Default)]
 struct State {
-    sessions: HashMap<String, SessionEntry>,
-    handles: HashMap<u64, String>,
+    /// The sessions, by the guest's handle (which their signed ids name).
+    sessions: HashMap<u64, SessionEntry>,
     exchanges: HashMap<u64, ExchangeEntry>,
     /// Ticks for `SessionEntry::used`.
     clock: u64,
     /// The sessions by when they were last used, oldest first.
-    used: BTreeSet<(u64, String)>,
+    used: BTreeSet<(u64, u64)>,
     /// The sessions by the bytes of events they keep for resumption, and the total.
     replay_sizes: BTreeSet<(usize, u64)>,
     replay_total: usize,
@@ -410,56 +415,48 @@ struct Evicted {
 
 impl State {
     /// Notes that session `id` was used now.
-    fn touch(&mut self, id: &str) {
-        let Some(s) = self.sessions.get_mut(id) else {
+    fn touch(&mut self, id: u64) {
+        let Some(s) = self.sessions.get_mut(&id) else {
             return;
         };
         self.clock += 1;
-        self.used.remove(&(s.used, id.to_owned()));
+        self.used.remove(&(s.used, id));
         s.used = self.clock;
         s.last_used = Instant::now();
-        self.used.insert((s.used, id.to_owned()));
+        self.used.insert((s.used, id));
     }
 
-    /// Adds a session the guest opened.
-    fn open_session(&mut self, id: String, handle: u64) {
+    /// Adds a session the guest opened as `handle`.
+    fn open_session(&mut self, handle: u64) {
         self.clock += 1;
-        self.used.insert((self.clock, id.clone()));
+        self.used.insert((self.clock, handle));
         self.replay_sizes.insert((0, handle));
-        self.handles.insert(handle, id.clone());
-        self.sessions
-            .insert(id, SessionEntry::new(handle, self.clock));
+        self.sessions.insert(handle, SessionEntry::new(self.clock));
     }
 
     /// Forgets session `id`, its exchanges and what it kept; its handle.
-    fn remove_session(&mut self, id: &str) -> Option<u64> {
-        let session = self.sessions.remove(id)?;
-        self.used.remove(&(session.used, id.to_owned()));
-        self.handles.remove(&session.handle);
-        self.replay_sizes
-            .remove(&(session.replay_bytes, session.handle));
+    fn remove_session(&mut self, id: u64) -> Option<u64> {
+        let session = self.sessions.remove(&id)?;
+        self.used.remove(&(session.used, id));
+        self.replay_sizes.remove(&(session.replay_bytes, id));
         self.replay_total -= session.replay_bytes;
         let gone: Vec<u64> = self
             .exchanges
             .iter()
-            .filter(|(_, x)| x.session.as_deref() == Some(id))
+            .filter(|(_, x)| x.session == Some(id))
             .map(|(x, _)| *x)
             .collect();
         for x in gone {
             self.remove_exchange(x);
         }
-        Some(session.handle)
+        Some(id)
     }
 
     /// Adds an exchange in flight.
     fn add_exchange(&mut self, x: u64, entry: ExchangeEntry) {
         self.in_flight += 1;
         self.in_flight_bytes += entry.bytes;
-        if let Some(s) = entry
-            .session
-            .as_ref()
-            .and_then(|id| self.sessions.get_mut(id))
-        {
+        if let Some(s) = entry.session.and_then(|id| self.sessions.get_mut(&id)) {
             s.in_flight += 1;
             s.in_flight_bytes += entry.bytes;
         }
@@ -471,11 +468,7 @@ impl State {
         let entry = self.exchanges.remove(&x)?;
         self.in_flight -= 1;
         self.in_flight_bytes -= entry.bytes;
-        if let Some(s) = entry
-            .session
-            .as_ref()
-            .and_then(|id| self.sessions.get_mut(id))
-        {
+        if let Some(s) = entry.session.and_then(|id| self.sessions.get_mut(&id)) {
             s.in_flight -= 1;
             s.in_flight_bytes -= entry.bytes;
         }
@@ -492,9 +485,9 @@ impl State {
                 .iter()
                 .find(|(_, id)| self.sessions.get(id).is_some_and(|s| !s.attended()))
                 .or_else(|| self.used.first())
-                .map(|(_, id)| id.clone());
+                .map(|(_, id)| *id);
             let Some(id) = unattended else { break };
-            evicted.extend(self.remove_session(&id).map(|handle| Evicted { handle }));
+            evicted.extend(self.remove_session(id).map(|handle| Evicted { handle }));
         }
         evicted
     }
@@ -502,18 +495,17 @@ impl State {
     /// Ends the sessions nobody used for `timeout` and whose client is not there.
     fn expire(&mut self, timeout: Duration) -> Vec<Evicted> {
         let now = Instant::now();
-        let idle: Vec<String> = self
+        let idle: Vec<u64> = self
             .used
             .iter()
-            .map(|(_, id)| id)
+            .map(|(_, id)| *id)
             .filter(|id| {
                 self.sessions
-                    .get(*id)
+                    .get(id)
                     .is_some_and(|s| !s.attended() && now.duration_since(s.last_used) >= timeout)
             })
-            .cloned()
             .collect();
-        idle.iter()
+        idle.into_iter()
             .filter_map(|id| self.remove_session(id))
             .map(|handle| Evicted { handle })
             .collect()
@@ -522,12 +514,12 @@ impl State {
     /// Keeps an event of session `id`'s stream for resumption, within the bounds:
     /// the session's own, then every session's together (the session keeping the
     /// most gives up its oldest).
-    fn remember(&mut self, id: &str, event: (u64, u64, &Arc<str>), options: &HttpOptions) {
-        let Some(s) = self.sessions.get_mut(id) else {
+    fn remember(&mut self, id: u64, event: (u64, u64, &Arc<str>), options: &HttpOptions) {
+        let Some(s) = self.sessions.get_mut(&id) else {
             return;
         };
         let (stream, n, text) = event;
-        self.replay_sizes.remove(&(s.replay_bytes, s.handle));
+        self.replay_sizes.remove(&(s.replay_bytes, id));
         s.replay.push_back((stream, n, text.clone()));
         s.replay_bytes += text.len();
         self.replay_total += text.len();
@@ -538,16 +530,12 @@ impl State {
             s.replay_bytes -= old.len();
             self.replay_total -= old.len();
         }
-        self.replay_sizes.insert((s.replay_bytes, s.handle));
+        self.replay_sizes.insert((s.replay_bytes, id));
         while self.replay_total > options.replay_total_bytes {
             let Some(&(bytes, handle)) = self.replay_sizes.last() else {
                 break;
             };
-            let Some(s) = self
-                .handles
-                .get(&handle)
-                .and_then(|id| self.sessions.get_mut(id))
-            else {
+            let Some(s) = self.sessions.get_mut(&handle) else {
                 self.replay_sizes.remove(&(bytes, handle));
                 continue;
             };
@@ -567,8 +555,8 @@ pub(super) struct Shared {
     pub(super) options: HttpOptions,
     /// Whether `/mcp` is served (`serve_http`) or only the dashboard (`serve_dashboard`).
     mcp: bool,
-    /// The profile of `/mcp` (`ServeOptions::profile`); when set, the only one
-    /// `/mcp/{profile}` may name, and the one the dashboard's calls are made under.
+    /// The profile of `/mcp` (`ServeOptions::profile`), the one the dashboard's
+    /// calls are made under (the guest's rules bind `/mcp/{profile}` to it).
     pub(super) default_profile: Option<String>,
     /// Whether the listener is on a loopback address.
     loopback: bool,
@@ -845,73 +833,84 @@ pub(super) fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResponseBody> {
-    let path = req.uri().path();
-    // The dashboard's page is the same static text for everyone: it loads without
-    // the token (which it then sends with its API requests); Host and Origin still apply.
-    let page = shared.options.dashboard && dashboard::is_page(&req);
-    if let Some(refused) = refusal(&shared, req.headers(), !page) {
-        return refused;
-    }
-    if shared.options.dashboard && dashboard::is_action(&req) {
-        return dashboard::act(&shared, req).await;
-    }
-    if shared.options.dashboard
-        && let Some(response) = dashboard::handle(&shared, &req)
-    {
-        return response;
-    }
-    if !shared.mcp {
+    // The dashboard reads no MCP message: its routes, and its token, `Host` and
+    // `Origin` checks, are the host's. Its page is the same static text for
+    // everyone: it loads without the token (which it then sends with its API
+    // requests); Host and Origin still apply.
+    if (shared.options.dashboard && dashboard::is_ours(&req)) || !shared.mcp {
+        let page = shared.options.dashboard && dashboard::is_page(&req);
+        if let Some(refused) = refusal(&shared, req.headers(), !page) {
+            return refused;
+        }
+        if shared.options.dashboard && dashboard::is_action(&req) {
+            return dashboard::act(&shared, req).await;
+        }
+        if shared.options.dashboard
+            && let Some(response) = dashboard::handle(&shared, &req)
+        {
+            return response;
+        }
         return plain(
             StatusCode::NOT_FOUND,
             "not found: this server shows the dashboard (at /) and does not serve MCP; \
              `mcpbox serve --http` serves both",
         );
     }
-    let profile = match path.strip_prefix("/mcp") {
-        Some("" | "/") => shared.default_profile.clone(),
-        Some(rest) => match rest.strip_prefix('/') {
-            Some(name) if !name.is_empty() && !name.contains('/') => {
-                let name = percent_decode(name);
-                // A profile given at start-up binds every client: a path cannot
-                // widen what `--profile` narrowed.
-                if let Some(bound) = &shared.default_profile
-                    && *bound != name
-                {
-                    return plain(
-                        StatusCode::FORBIDDEN,
-                        &format!(
-                            "forbidden: this gateway serves the profile `{}` only (it was \
-                             started with --profile {0}); use /mcp or /mcp/{0}, or start one \
-                             without --profile to choose profiles by path",
-                            bound
-                        ),
-                    );
-                }
-                Some(name)
-            }
-            _ => {
-                return plain(
-                    StatusCode::NOT_FOUND,
-                    "not found: the MCP endpoint is /mcp or /mcp/{profile}",
-                );
-            }
-        },
-        None => {
-            return plain(
-                StatusCode::NOT_FOUND,
-                "not found: the MCP endpoint is /mcp or /mcp/{profile}",
-            );
-        }
+    // Everything else is MCP's: the guest's rules decide from the head, before
+    // any of the body is read.
+    let head = gateway::RequestHead {
+        method: req.method().as_str().to_owned(),
+        path: req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned()),
+        headers: req
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some(wit::Pair {
+                    name: name.as_str().to_owned(),
+                    value: value.to_str().ok()?.to_owned(),
+                })
+            })
+            .collect(),
     };
-    match *req.method() {
-        Method::POST => post(shared, req, profile).await,
-        Method::GET => get(&shared, &req),
-        Method::DELETE => delete(&shared, &req),
-        _ => {
-            let mut r = plain(StatusCode::METHOD_NOT_ALLOWED, "use POST, GET or DELETE");
-            r.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+    let (reply, decided) = tokio::sync::oneshot::channel();
+    if let Err(why) = shared.runtime.submit(Job::HttpHead { head, reply }) {
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("the mcpbox runtime stopped: {why}"),
+        );
+    }
+    let Ok(decision) = decided.await else {
+        return plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the gateway was restarted before it answered; try again",
+        );
+    };
+    match decision {
+        gateway::HttpDecision::Answer(answer) => {
+            let mut r = Response::new(Either::Left(Full::new(Bytes::from(answer.body))));
+            *r.status_mut() =
+                StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            put_headers(r.headers_mut(), answer.headers);
             r
+        }
+        gateway::HttpDecision::Post(post_) => post(shared, req, post_).await,
+        gateway::HttpDecision::OpenStream(session) => get(&shared, &req, session),
+        gateway::HttpDecision::EndSession(session) => delete(&shared, session),
+    }
+}
+
+/// Puts headers the guest gave on a response, as they are (none it could not
+/// have meant: a name or value that is not a header's is left out).
+fn put_headers(map: &mut HeaderMap, headers: Vec<wit::Pair>) {
+    for pair in headers {
+        if let (Ok(name), Ok(value)) = (
+            header::HeaderName::from_bytes(pair.name.as_bytes()),
+            HeaderValue::from_str(&pair.value),
+        ) {
+            map.append(name, value);
         }
     }
 }
@@ -953,7 +952,8 @@ fn host_part(authority: &str) -> &str {
     authority.split(':').next().unwrap_or(authority)
 }
 
-/// Token, `Host` and `Origin`: the refusal when one fails.
+/// The dashboard's token, `Host` and `Origin` checks: the refusal when one
+/// fails. (`/mcp`'s are the guest's, `gateway.http-head`.)
 fn refusal(
     shared: &Shared,
     headers: &HeaderMap,
@@ -1012,32 +1012,8 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The MCP headers the guest checks against the body.
-fn mcp_headers(headers: &HeaderMap) -> Vec<wit::Pair> {
-    headers
-        .iter()
-        .filter(|(name, _)| {
-            let n = name.as_str();
-            n.starts_with("mcp-") && n != "mcp-session-id"
-        })
-        .filter_map(|(name, value)| {
-            Some(wit::Pair {
-                name: name.as_str().to_owned(),
-                value: value.to_str().ok()?.to_owned(),
-            })
-        })
-        .collect()
-}
-
-fn session_header(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-}
-
-/// The `415` for a body that is not declared `application/json`, which `/mcp`
-/// and the dashboard's actions both require.
+/// The `415` for a body that is not declared `application/json`, which the
+/// dashboard's actions require (as the guest's rules do of `/mcp`).
 pub(super) fn not_json(req: &Request<Incoming>) -> Option<Response<ResponseBody>> {
     let json = req
         .headers()
@@ -1052,15 +1028,18 @@ pub(super) fn not_json(req: &Request<Incoming>) -> Option<Response<ResponseBody>
     })
 }
 
+/// A `POST` the guest's rules let through (`decided`): its body is read within
+/// the limits and the budget of the session the decision names, then handed in.
 async fn post(
     shared: Arc<Shared>,
     req: Request<Incoming>,
-    profile: Option<String>,
+    decided: gateway::HttpPost,
 ) -> Response<ResponseBody> {
-    if let Some(refusal) = not_json(&req) {
-        return refusal;
-    }
-    let session_id = session_header(req.headers());
+    let gateway::HttpPost {
+        session: session_id,
+        profile,
+        headers,
+    } = decided;
     let limit = shared.options.max_body_bytes;
     // What the body will weigh: its declared length, else the most it may.
     let declared = req
@@ -1068,22 +1047,21 @@ async fn post(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .map_or(limit, |n| n.min(limit));
-    let headers = mcp_headers(req.headers());
     // The budget is taken before the body is read, so a request past it costs
     // nothing more; it is given back if the body never arrives whole.
     let reservation = shared.next_exchange.fetch_add(1, Ordering::Relaxed);
     let (sink, rx) = shared.stream();
     let taken = {
         let mut state = shared.state();
-        let session = session_id.as_deref().and_then(|id| state.sessions.get(id));
+        let session = session_id.and_then(|id| state.sessions.get(&id));
         if session_id.is_some() && session.is_none() {
-            return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
+            return not_found_session();
         }
         match shared.budget.refuse(&state, session, declared) {
             Some(why) => Err(why),
             None => {
-                let handle = session.map(|s| s.handle);
-                if let Some(id) = &session_id {
+                let handle = session_id;
+                if let Some(id) = session_id {
                     state.touch(id);
                 }
                 state.add_exchange(
@@ -1170,7 +1148,7 @@ async fn post(
         let Some(mut entry) = state.remove_exchange(reserved.exchange) else {
             std::mem::forget(reserved);
             return if session_gone(&state, handle) {
-                plain(StatusCode::NOT_FOUND, "session not found: initialize again")
+                not_found_session()
             } else {
                 plain(
                     StatusCode::SERVICE_UNAVAILABLE,
@@ -1210,7 +1188,7 @@ async fn post(
 }
 
 async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
-    let mut session = None;
+    let mut extra = Vec::new();
     let first = loop {
         let Some(items) = rx.recv().await else {
             guard.armed = false;
@@ -1222,8 +1200,8 @@ async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
         let rest: Items = items
             .into_iter()
             .filter_map(|item| match item {
-                Item::SessionId(id) => {
-                    session = Some(id);
+                Item::Headers(headers) => {
+                    extra.extend(headers);
                     None
                 }
                 other => Some(other),
@@ -1254,17 +1232,19 @@ async fn respond(mut rx: Source, mut guard: Guard) -> Response<ResponseBody> {
         }
         _ => sse(SseBody::new(first, rx, guard)),
     };
-    if let Some(id) = session
-        && let Ok(value) = HeaderValue::from_str(&id)
-    {
-        response.headers_mut().insert("mcp-session-id", value);
-    }
+    put_headers(response.headers_mut(), extra);
     response
+}
+
+/// The `404` for a session that ended (evicted, idle, deleted): the guest's rules
+/// found its id good, the host no longer keeps it.
+fn not_found_session() -> Response<ResponseBody> {
+    plain(StatusCode::NOT_FOUND, "session not found: initialize again")
 }
 
 /// Whether the session of `handle` ended (none: the request named none).
 fn session_gone(state: &State, handle: Option<u64>) -> bool {
-    handle.is_some_and(|h| !state.handles.contains_key(&h))
+    handle.is_some_and(|h| !state.sessions.contains_key(&h))
 }
 
 /// An exchange's place in the budget while its body is read: given back when
@@ -1300,27 +1280,10 @@ pub(super) fn sse(body: SseBody) -> Response<ResponseBody> {
     r
 }
 
-fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> {
-    let accepts = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("text/event-stream") || v.contains("*/*"));
-    if !accepts {
-        return plain(
-            StatusCode::NOT_ACCEPTABLE,
-            "not acceptable: GET opens an SSE stream (text/event-stream)",
-        );
-    }
-    let Some(id) = session_header(req.headers()) else {
-        let mut r = plain(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "no standalone stream without a session (2026-07-28 clients use subscriptions/listen)",
-        );
-        r.headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
-        return r;
-    };
+/// A `GET` of session `id`'s stream (the guest's rules checked the head): the
+/// standalone one, or, with `Last-Event-ID` (the host's event ids), the rest of
+/// one it kept.
+fn get(shared: &Arc<Shared>, req: &Request<Incoming>, id: u64) -> Response<ResponseBody> {
     let resume = req
         .headers()
         .get("last-event-id")
@@ -1330,9 +1293,9 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
     let (sink, rx) = shared.stream();
     let mut state = shared.state();
     let state = &mut *state;
-    state.touch(&id);
+    state.touch(id);
     let Some(session) = state.sessions.get_mut(&id) else {
-        return plain(StatusCode::NOT_FOUND, "session not found: initialize again");
+        return not_found_session();
     };
     let mut first: Items = Vec::new();
     let mut attached = 0;
@@ -1350,10 +1313,10 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
                 session.standalone = Some(sink);
                 session.standalone_attached += 1;
                 attached = session.standalone_attached;
-                Stream::Standalone(id.clone())
+                Stream::Standalone(id)
             } else {
                 match state.exchanges.get_mut(&stream) {
-                    Some(x) if x.session.as_deref() == Some(id.as_str()) => {
+                    Some(x) if x.session == Some(id) => {
                         x.sink = Some(sink);
                         x.attached += 1;
                         attached = x.attached;
@@ -1379,7 +1342,7 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
             session.standalone = Some(sink);
             session.standalone_attached += 1;
             attached = session.standalone_attached;
-            Stream::Standalone(id.clone())
+            Stream::Standalone(id)
         }
     };
     let guard = Guard {
@@ -1391,14 +1354,9 @@ fn get(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> 
     sse(SseBody::new(first, rx, guard))
 }
 
-fn delete(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBody> {
-    let Some(id) = session_header(req.headers()) else {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "DELETE needs the Mcp-Session-Id of the session to end",
-        );
-    };
-    let Some(handle) = shared.state().remove_session(&id) else {
+/// A `DELETE` of session `id` (the guest's rules checked the head).
+fn delete(shared: &Arc<Shared>, id: u64) -> Response<ResponseBody> {
+    let Some(handle) = shared.state().remove_session(id) else {
         return plain(StatusCode::NOT_FOUND, "session not found");
     };
     match shared.runtime.submit(Job::SessionClosed(handle)) {
@@ -1411,7 +1369,7 @@ fn delete(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<ResponseBod
 #[derive(Debug, Clone)]
 pub(super) enum Stream {
     Exchange(u64),
-    Standalone(String),
+    Standalone(u64),
     /// The dashboard's live events: nothing to tell the guest when it goes.
     Dashboard,
     /// A resumed stream that had ended: replay only.
@@ -1455,7 +1413,7 @@ impl Drop for Guard {
                 {
                     s.standalone = None;
                     // Idle from now on, unless used.
-                    state.touch(id);
+                    state.touch(*id);
                 }
             }
             Stream::Replayed | Stream::Dashboard => {}
@@ -1509,7 +1467,7 @@ impl SseBody {
                     self.buffered.push_back(Bytes::from(event));
                 }
                 Item::End(_) => self.done = true,
-                Item::SessionId(_) => {}
+                Item::Headers(_) => {}
             }
         }
     }
@@ -1548,7 +1506,7 @@ impl Body for SseBody {
 #[derive(PartialEq, Eq)]
 enum Dest {
     Exchange(u64),
-    Standalone(String),
+    Standalone(u64),
 }
 
 /// Moves the gateway's signals to the streams they name, never waiting for a
@@ -1613,17 +1571,17 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
             while let Some(signal) = signals.next() {
                 match signal {
                     wit::DownstreamSignal::SessionOpened(o) => {
-                        let Ok(id) = random_hex(16) else { continue };
-                        state.open_session(id.clone(), o.session);
+                        let id = o.session;
+                        state.open_session(id);
                         if let Some(x) = state.exchanges.get_mut(&o.exchange) {
-                            x.session = Some(id.clone());
+                            x.session = Some(id);
                         }
                         if let Some(s) = state.sessions.get_mut(&id) {
                             s.in_flight += 1;
                             s.in_flight_bytes +=
                                 state.exchanges.get(&o.exchange).map_or(0, |x| x.bytes);
                         }
-                        add(Dest::Exchange(o.exchange), Item::SessionId(id));
+                        add(Dest::Exchange(o.exchange), Item::Headers(o.answer_headers));
                         evicted.extend(state.evict_beyond(shared.options.max_sessions));
                     }
                     wit::DownstreamSignal::Message(m) => {
@@ -1642,28 +1600,25 @@ async fn dispatch(shared: Arc<Shared>, mut feed: mpsc::UnboundedReceiver<Downstr
                                         signals.peek(),
                                         Some(wit::DownstreamSignal::End(e)) if e.exchange == x
                                     );
-                                let id = match entry.session.clone() {
+                                let id = match entry.session {
                                     Some(sid) if !whole => {
                                         entry.seq += 1;
                                         let n = entry.seq;
-                                        state.remember(&sid, (x, n, &text), &shared.options);
+                                        state.remember(sid, (x, n, &text), &shared.options);
                                         Some(format!("{x}-{n}"))
                                     }
                                     _ => None,
                                 };
                                 add(Dest::Exchange(x), Item::Message { id, text });
                             }
-                            wit::DownstreamTarget::Session(h) => {
-                                let Some(sid) = state.handles.get(&h).cloned() else {
-                                    continue;
-                                };
+                            wit::DownstreamTarget::Session(sid) => {
                                 let Some(s) = state.sessions.get_mut(&sid) else {
                                     continue;
                                 };
                                 s.standalone_seq += 1;
                                 let n = s.standalone_seq;
                                 let attached = s.standalone.is_some();
-                                state.remember(&sid, (0, n, &text), &shared.options);
+                                state.remember(sid, (0, n, &text), &shared.options);
                                 if attached {
                                     add(
                                         Dest::Standalone(sid),
@@ -1761,11 +1716,11 @@ mod tests {
         }]
     }
 
-    fn exchange(session: Option<&str>, bytes: usize) -> ExchangeEntry {
+    fn exchange(session: Option<u64>, bytes: usize) -> ExchangeEntry {
         ExchangeEntry {
             sink: None,
             attached: 0,
-            session: session.map(String::from),
+            session,
             seq: 0,
             bytes,
         }
@@ -1774,23 +1729,24 @@ mod tests {
     #[test]
     fn sessions_past_the_cap_go_least_recently_used_first_and_attended_last() {
         let mut state = State::default();
-        for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {
-            state.open_session((*id).into(), i as u64 + 1);
+        // Sessions 1 to 4.
+        for id in 1..=4 {
+            state.open_session(id);
         }
-        // `a` has a request in flight; `b` was used after `c`.
-        state.add_exchange(1, exchange(Some("a"), 10));
-        state.touch("b");
+        // 1 has a request in flight; 2 was used after 3.
+        state.add_exchange(1, exchange(Some(1), 10));
+        state.touch(2);
         let evicted = state.evict_beyond(2);
         let handles: Vec<u64> = evicted.iter().map(|e| e.handle).collect();
         assert_eq!(handles, [3, 4]);
-        assert!(state.sessions.contains_key("a") && state.sessions.contains_key("b"));
+        assert!(state.sessions.contains_key(&1) && state.sessions.contains_key(&2));
         // The attended one last, whenever it was used.
-        state.touch("b");
+        state.touch(2);
         let evicted = state.evict_beyond(1);
         assert_eq!(evicted.iter().map(|e| e.handle).collect::<Vec<_>>(), [2]);
         // With none unattended left, the oldest goes, and its exchanges with it.
-        state.open_session("e".into(), 5);
-        state.add_exchange(2, exchange(Some("e"), 20));
+        state.open_session(5);
+        state.add_exchange(2, exchange(Some(5), 20));
         let evicted = state.evict_beyond(1);
         assert_eq!(evicted.iter().map(|e| e.handle).collect::<Vec<_>>(), [1]);
         assert_eq!((state.in_flight, state.in_flight_bytes), (1, 20));
@@ -1810,27 +1766,28 @@ mod tests {
             ..HttpOptions::default()
         };
         let mut state = State::default();
-        state.open_session("big".into(), 1);
-        state.open_session("small".into(), 2);
+        let (big, small) = (1, 2);
+        state.open_session(big);
+        state.open_session(small);
         let text = |n: usize| -> Arc<str> { Arc::from("x".repeat(n)) };
-        state.remember("small", (0, 1, &text(300)), &options);
+        state.remember(small, (0, 1, &text(300)), &options);
         for n in 0..10 {
-            state.remember("big", (0, n, &text(300)), &options);
+            state.remember(big, (0, n, &text(300)), &options);
         }
         // Its own cap first: 3 of 300 bytes.
-        assert_eq!(state.sessions["big"].replay_bytes, 900);
-        for id in ["c", "d"] {
-            state.open_session(id.into(), state.sessions.len() as u64 + 1);
+        assert_eq!(state.sessions[&big].replay_bytes, 900);
+        for id in [3, 4] {
+            state.open_session(id);
             for n in 0..3 {
                 state.remember(id, (0, n, &text(300)), &options);
             }
         }
         // 300 + 900 + 900 + 900 would be over 2,500: the largest gave way.
         assert!(state.replay_total <= 2500, "{}", state.replay_total);
-        assert_eq!(state.sessions["small"].replay_bytes, 300);
+        assert_eq!(state.sessions[&small].replay_bytes, 300);
         let total: usize = state.sessions.values().map(|s| s.replay_bytes).sum();
         assert_eq!(total, state.replay_total);
-        assert_eq!(state.remove_session("big"), Some(1));
+        assert_eq!(state.remove_session(big), Some(1));
         let total: usize = state.sessions.values().map(|s| s.replay_bytes).sum();
         assert_eq!(total, state.replay_total);
     }
@@ -1839,18 +1796,14 @@ mod tests {
     fn requests_in_flight_are_held_to_the_budget_small_ones_to_a_reserve_too() {
         let budget = Budget::of(256 << 20);
         let mut state = State::default();
-        state.open_session("s".into(), 1);
+        state.open_session(1);
         let big = 4 << 20;
         // A session: 16 MiB of bodies.
         for x in 0..4 {
-            assert!(
-                budget
-                    .refuse(&state, state.sessions.get("s"), big)
-                    .is_none()
-            );
-            state.add_exchange(x, exchange(Some("s"), big));
+            assert!(budget.refuse(&state, state.sessions.get(&1), big).is_none());
+            state.add_exchange(x, exchange(Some(1), big));
         }
-        let why = budget.refuse(&state, state.sessions.get("s"), big).unwrap();
+        let why = budget.refuse(&state, state.sessions.get(&1), big).unwrap();
         assert!(why.contains("1/16"), "{why}");
         // Everyone: 64 MiB of large bodies ...
         for x in 10..22 {
@@ -1866,7 +1819,7 @@ mod tests {
             state.remove_exchange(x);
         }
         assert_eq!((state.in_flight, state.in_flight_bytes), (0, 0));
-        assert_eq!(state.sessions["s"].in_flight_bytes, 0);
+        assert_eq!(state.sessions[&1].in_flight_bytes, 0);
     }
 
     #[test]

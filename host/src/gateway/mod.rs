@@ -4,12 +4,14 @@
 //! module only moves bytes and keeps transport facts. [`Runtime::serve_stdio`]
 //! frames newline-delimited JSON on a reader and a writer (stdin and stdout for
 //! `mcpbox serve`); [`Runtime::serve_http`] runs Streamable HTTP on a listener
-//! (`http`): each POST is an *exchange* whose answers stream back as JSON or SSE,
-//! `Mcp-Session-Id`s are made up here (random) and mapped to the guest's session
-//! handles, and the HTTP safety rules (bearer token, `Origin`/`Host` checks, size
-//! limits, per-stream buffers) apply before anything reaches the guest. The token
-//! is required on every address, loopback included (any user of the machine can
-//! reach loopback); `token` keeps the CLI's in the user's configuration directory.
+//! (`http`): each POST is an *exchange* whose answers stream back as JSON or SSE.
+//! The rules of `/mcp` (routes, the bearer token, `Host` and `Origin`, sessions
+//! and their ids, which headers reach the gateway) are the guest's, decided from
+//! each request's head before its body is read (`gateway.http-head`); the host
+//! keeps the sockets, the size and time limits, the buffers and the budgets of
+//! the sessions the guest names. The token is required on every address,
+//! loopback included (any user of the machine can reach loopback); `token` keeps
+//! the CLI's in the user's configuration directory.
 //!
 //! Beside `/mcp`, the HTTP side serves the status dashboard (`dashboard`: a page,
 //! its REST API and live events, `/metrics`), which [`Runtime::serve_dashboard`]
@@ -123,6 +125,7 @@ impl Runtime {
     async fn start_gateway(
         &self,
         options: &ServeOptions,
+        http: Option<gateway::HttpRules>,
     ) -> Result<mpsc::UnboundedReceiver<Downstream>, ServeError> {
         let (sink, feed) = mpsc::unbounded_channel();
         let (reply, answer) = oneshot::channel();
@@ -137,6 +140,7 @@ impl Runtime {
             secret: random_hex(32)?,
             profile: options.profile.clone(),
             schema_dialect: options.schema_dialect.clone(),
+            http,
         };
         self.submit(Job::Serve {
             options,
@@ -167,7 +171,7 @@ impl Runtime {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let feed = self.start_gateway(&options).await?;
+        let feed = self.start_gateway(&options, None).await?;
         stdio::run(self, feed, options.profile, input, output).await
     }
 
@@ -182,7 +186,14 @@ impl Runtime {
         http: HttpOptions,
         listener: TcpListener,
     ) -> Result<(), ServeError> {
-        let feed = self.start_gateway(&options).await?;
+        // The rules of `/mcp` are the guest's (`gateway.http-head`).
+        let rules = gateway::HttpRules {
+            token: http.token.clone(),
+            insecure_no_token: http.insecure_no_token,
+            allowed_origins: http.allowed_origins.clone(),
+            loopback: listener.local_addr()?.ip().is_loopback(),
+        };
+        let feed = self.start_gateway(&options, Some(rules)).await?;
         http::run(self.clone(), Some(feed), http, options.profile, listener).await
     }
 

@@ -72,7 +72,7 @@ mod consumer {
         let call = match registry::start_call(
             tool,
             arguments,
-            CallOptions {
+            &CallOptions {
                 timeout_ms: None,
                 task: false,
                 profile: None,

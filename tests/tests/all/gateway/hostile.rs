@@ -161,6 +161,54 @@ fn a_head_over_the_limit_is_refused_with_431() {
     still_answers(&gateway, "heads over the limit");
 }
 
+#[test]
+fn requests_the_rules_refuse_are_answered_before_their_body_arrives() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    // Each head announces a body of a megabyte that never comes: the answer
+    // comes from the head alone, long before the 30 s a body may take.
+    let post = |headers: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             {headers}Content-Length: 1000000\r\n\r\n"
+        )
+    };
+    let token = format!("Authorization: Bearer {TOKEN}\r\n");
+    for (what, head, status) in [
+        ("no token", post(""), "401"),
+        (
+            "a wrong token",
+            post("Authorization: Bearer nope\r\n"),
+            "401",
+        ),
+        (
+            "another site's Origin",
+            post(&format!("{token}Origin: http://evil.example\r\n")),
+            "403",
+        ),
+        (
+            "a session id the gateway did not sign",
+            post(&format!(
+                "{token}Mcp-Session-Id: 1.00112233445566778899aabbccddeeff\r\n"
+            )),
+            "404",
+        ),
+    ] {
+        let started = Instant::now();
+        let answer = send_head(&gateway, &head);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{what}: {answer:.200}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{what}: {:?}",
+            started.elapsed()
+        );
+    }
+    still_answers(&gateway, "heads refused before their bodies");
+}
+
 /// Reads what the gateway sends on `stream` until it closes it (a read that
 /// times out fails the test: the gateway kept the connection).
 fn read_until_closed(mut stream: TcpStream) -> String {

@@ -147,7 +147,6 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
     let r = http(&gateway.url, "POST", &POST, &init.to_string());
     assert_eq!(r.header("content-type"), Some("application/json"));
     let session = r.header("mcp-session-id").expect("a session").to_owned();
-    assert_eq!(session.len(), 32, "128 random bits");
     let headers: Vec<(&str, &str)> = POST
         .iter()
         .copied()
@@ -186,6 +185,59 @@ fn a_dropped_stream_of_a_session_resumes_with_last_event_id() {
         .filter(|m| m["method"] == "notifications/progress")
         .count();
     assert!(progress >= 3, "the progress after event {id}: {messages:?}");
+}
+
+#[test]
+fn a_session_id_the_gateway_did_not_sign_names_no_session() {
+    let config = config(false, json!({}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let id = |gateway: &mcpbox_tests::http::ServerProcess| {
+        let r = http(&gateway.url, "POST", &POST, &init.to_string());
+        r.header("mcp-session-id").expect("a session").to_owned()
+    };
+    let (first, second) = (id(&gateway), id(&gateway));
+    // The gateway's handle, then its MAC: a client sees both.
+    let (handle, tag) = first.split_once('.').expect("handle.mac");
+    let (other, _) = second.split_once('.').expect("handle.mac");
+    assert_ne!(handle, other);
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    fn naming(id: &str) -> Vec<(&str, &str)> {
+        POST.iter()
+            .copied()
+            .chain([("Mcp-Session-Id", id)])
+            .collect()
+    }
+    assert_eq!(
+        http(&gateway.url, "POST", &naming(&first), &list).status,
+        200
+    );
+    // Another session's handle under this one's MAC, a MAC cut short, another
+    // process's id: no session, and nothing of the body read for it.
+    for forged in [
+        format!("{other}.{tag}"),
+        first[..first.len() - 2].to_owned(),
+        id(&serve_http(crate::cli(), &config.path, &[])),
+    ] {
+        let r = http(&gateway.url, "POST", &naming(&forged), &list);
+        assert_eq!(r.status, 404, "{forged}: {}", r.body);
+        let r = http(&gateway.url, "DELETE", &naming(&forged), "");
+        assert_eq!(r.status, 404, "{forged}: {}", r.body);
+    }
+    // The session itself was not touched by any of it.
+    assert_eq!(
+        http(&gateway.url, "POST", &naming(&second), &list).status,
+        200
+    );
+    assert_eq!(
+        http(&gateway.url, "DELETE", &naming(&second), "").status,
+        200
+    );
+    assert_eq!(
+        http(&gateway.url, "POST", &naming(&second), &list).status,
+        404
+    );
 }
 
 #[test]
