@@ -281,6 +281,39 @@ fn call(id: i64, name: &str, arguments: Value) -> Value {
            "params": {"name": name, "arguments": arguments}})
 }
 
+/// A rig whose one upstream, `new`, is a 2026-07-28 server offering `echo`.
+fn stateless_echo_rig() -> Rig {
+    let mut p = FakePlatform::new();
+    p.serve("new", || McpServer {
+        stateless: true,
+        ..McpServer::with_tools(&["echo"])
+    });
+    let mut rig = Rig::new(p, &["new"]);
+    rig.settle();
+    rig
+}
+
+/// The `_meta` member `key` of each `tools/call` the upstream `new` was sent.
+fn sent_call_meta(rig: &Rig, key: &str) -> Vec<Value> {
+    let sim = rig.m.platform().sim("new");
+    let sent = sim.borrow().sent("tools/call");
+    sent.iter()
+        .map(|m| m["params"]["_meta"][key].clone())
+        .collect()
+}
+
+/// Calls `new__echo` as request `id` in a 2025 `session`, or (`None`) as a
+/// 2026-07-28 request with `meta`, and waits for its answer.
+fn echo_through(rig: &mut Rig, session: Option<u64>, id: i64, meta: Option<Value>) {
+    let mut message = call(id, "new__echo", json!({"text": "x"}));
+    if let Some(meta) = meta {
+        message["params"]["_meta"] = meta;
+    }
+    let (x, _) = rig.send(session, message);
+    let (messages, _) = rig.answer_of(x, Vec::new());
+    assert_eq!(messages.last().unwrap()["id"], json!(id), "{messages:?}");
+}
+
 fn texts(result: &Value) -> String {
     result["content"][0]["text"]
         .as_str()
@@ -1100,29 +1133,9 @@ fn cancellation_progress_and_logs_pass_through() {
 fn a_2026_upstream_is_asked_for_the_logs_its_downstream_client_wants() {
     // A 2026-07-28 server logs during a call only at the `_meta` `logLevel` the call
     // asks for, so the gateway asks for what the calling client wants to see.
-    let mut p = FakePlatform::new();
-    p.serve("new", || McpServer {
-        stateless: true,
-        ..McpServer::with_tools(&["echo"])
-    });
-    let mut rig = Rig::new(p, &["new"]);
-    rig.settle();
-    let sent_levels = |rig: &Rig| -> Vec<Value> {
-        let sim = rig.m.platform().sim("new");
-        let sent = sim.borrow().sent("tools/call");
-        sent.iter()
-            .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/logLevel"].clone())
-            .collect()
-    };
-    let echo = |rig: &mut Rig, session: Option<u64>, id: i64, meta: Option<Value>| {
-        let mut message = call(id, "new__echo", json!({"text": "x"}));
-        if let Some(meta) = meta {
-            message["params"]["_meta"] = meta;
-        }
-        let (x, _) = rig.send(session, message);
-        let (messages, _) = rig.answer_of(x, Vec::new());
-        assert_eq!(messages.last().unwrap()["id"], json!(id), "{messages:?}");
-    };
+    let mut rig = stateless_echo_rig();
+    let sent_levels = |rig: &Rig| sent_call_meta(rig, "io.modelcontextprotocol/logLevel");
+    let echo = echo_through;
 
     // A 2025 session that never set a level gets everything, so asks for all of it;
     // after `logging/setLevel`, for that level.
@@ -1155,29 +1168,10 @@ fn a_2026_upstream_is_told_what_the_calling_client_can_be_asked() {
     // A 2026-07-28 server reads the client's capabilities from each request's
     // `_meta`: a forwarded call declares sampling and elicitation only where the
     // downstream client that made it declared them.
-    let mut p = FakePlatform::new();
-    p.serve("new", || McpServer {
-        stateless: true,
-        ..McpServer::with_tools(&["echo"])
-    });
-    let mut rig = Rig::new(p, &["new"]);
-    rig.settle();
-    let sent_capabilities = |rig: &Rig| -> Vec<Value> {
-        let sim = rig.m.platform().sim("new");
-        let sent = sim.borrow().sent("tools/call");
-        sent.iter()
-            .map(|m| m["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"].clone())
-            .collect()
-    };
-    let echo = |rig: &mut Rig, session: Option<u64>, id: i64, meta: Option<Value>| {
-        let mut message = call(id, "new__echo", json!({"text": "x"}));
-        if let Some(meta) = meta {
-            message["params"]["_meta"] = meta;
-        }
-        let (x, _) = rig.send(session, message);
-        let (messages, _) = rig.answer_of(x, Vec::new());
-        assert_eq!(messages.last().unwrap()["id"], json!(id), "{messages:?}");
-    };
+    let mut rig = stateless_echo_rig();
+    let sent_capabilities =
+        |rig: &Rig| sent_call_meta(rig, "io.modelcontextprotocol/clientCapabilities");
+    let echo = echo_through;
     // 2025 sessions: what each declared in `initialize`.
     let able = rig.initialize(json!({"sampling": {"tools": {}}, "elicitation": {}}));
     let mute = rig.initialize(json!({"roots": {}}));
