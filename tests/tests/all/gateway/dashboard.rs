@@ -141,8 +141,15 @@ fn the_status_api_shows_servers_tools_calls_and_events() {
 
     let all = get_json(&format!("{base}/api/tools"), &[AUTHORIZATION]);
     assert_eq!(all["tools"].as_array().unwrap().len(), tools.len());
-    let calls = get_json(&format!("{base}/api/calls"), &[AUTHORIZATION]);
-    let last = calls["calls"].as_array().unwrap().last().unwrap().clone();
+    // The monitor has the call when its end reaches it, which may be just after
+    // the client has the result.
+    let last = mcpbox_tests::process::eventually(std::time::Duration::from_secs(10), || {
+        let calls = get_json(&format!("{base}/api/calls"), &[AUTHORIZATION]);
+        match calls["calls"].as_array().and_then(|c| c.last()) {
+            Some(last) => Ok(last.clone()),
+            None => Err(format!("no call listed yet: {calls}")),
+        }
+    });
     assert_eq!(
         (&last["tool"], &last["outcome"]),
         (&json!("mcp__fx__echo"), &json!("ok"))
