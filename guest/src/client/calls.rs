@@ -117,7 +117,9 @@ pub struct CallOptions {
     /// Runs the call as a task (MCP 2025-11-25) when its tool allows one
     /// (`execution.taskSupport: optional`); a tool that requires one runs as one
     /// anyway. A tool that does not take tasks, or a server that does not run
-    /// them, fails the call saying so.
+    /// them, fails the call saying so. A 2026-07-28 server with the tasks
+    /// extension decides itself which calls run as tasks: there this asks
+    /// nothing more.
     pub task: bool,
     /// Who the call is for, when that is not the embedder: what it can be asked
     /// (see [`Caller`]).
