@@ -417,9 +417,12 @@ impl Client {
                 task.next_poll = None;
                 let task_id = task.task_id.clone();
                 let meta = self.task_meta(call);
+                // The extension's requests name their task in `Mcp-Name`,
+                // as a 2026-07-28 request names its tool (SEP-2243).
+                let header = meta.is_some().then_some(task_id.as_str());
                 self.request(
                     methods::TASKS_GET,
-                    None,
+                    header,
                     Some(&TaskIdParams {
                         task_id: &task_id,
                         input_responses: None,
@@ -518,7 +521,7 @@ impl Client {
             .then(|| self.request_meta_for(None, None, task.call.caller));
         self.request(
             methods::TASKS_CANCEL,
-            None,
+            task.extension.then_some(task.task_id.as_str()),
             Some(&TaskIdParams {
                 task_id: &task.task_id,
                 input_responses: None,
@@ -764,7 +767,7 @@ impl Client {
         responses.insert(key, answer);
         self.request(
             methods::TASKS_UPDATE,
-            None,
+            Some(&task_id),
             Some(&TaskIdParams {
                 task_id: &task_id,
                 input_responses: Some(&responses),
@@ -1317,7 +1320,16 @@ mod tests {
         assert_eq!(c.next_deadline(), Some(600));
         let done = json!({"resultType": "complete", "taskId": "t1", "status": "completed",
             "result": {"content": [{"type": "text", "text": "# Report"}], "isError": false}});
-        let get = poll(&mut c, 600, done);
+        c.tick(600);
+        let out = c.take_outbox();
+        // The task is named in `Mcp-Name`, as a 2026-07-28 server requires.
+        assert_eq!(out[0].meta.name.as_deref(), Some("t1"));
+        let get: Value = serde_json::from_str(&out[0].text).unwrap();
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "result": done}),
+            610,
+        );
         assert_eq!(get["params"]["taskId"], "t1");
         let meta = &get["params"]["_meta"];
         assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");

@@ -289,14 +289,17 @@ async fn a_2026_servers_task_handles_are_polled_to_the_report_and_their_question
         result.text.starts_with("# Research Report: wasm"),
         "{result:?}"
     );
+    // The statuses, to the last (its event may follow the result by a moment).
     let mut seen = Vec::new();
-    while let Ok(event) = events.try_recv() {
-        if let Event::TaskStatus { status, .. } = event {
-            seen.push(status);
-        }
+    while seen.last().is_none_or(|s| s != "completed") {
+        let Event::TaskStatus { status, .. } =
+            next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await
+        else {
+            unreachable!()
+        };
+        seen.push(status);
     }
     assert_eq!(seen.first().map(String::as_str), Some("working"), "{seen:?}");
-    assert_eq!(seen.last().map(String::as_str), Some("completed"), "{seen:?}");
 
     let caller = runtime.clone();
     let call = tokio::spawn(async move {
@@ -374,5 +377,49 @@ async fn a_2026_task_that_never_ends_is_cancelled_at_the_calls_timeout() {
         }
     })
     .await;
+    runtime.shutdown().await;
+}
+
+/// A task that waits for the embedder's answer does not time out meanwhile:
+/// the wait is the embedder's, not the server's. The ambiguous research query
+/// (a 2026-07-28 task of the gateway's) asks its question; the embedder answers
+/// only after twice the call's timeout, and the report still comes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_timeout() {
+    let (_gateway, _config, runtime) = open_through_the_gateway().await;
+    let tool = "mcp__up__everything__simulate-research-query";
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        let arguments = json!({"topic": "wasm", "ambiguous": true});
+        let short = CallOptions {
+            timeout: Some(std::time::Duration::from_secs(2)),
+            ..CallOptions::default()
+        };
+        caller.call_tool(tool, arguments, short).await
+    });
+    let Event::InputRequested(request) =
+        next_event(&mut events, |e| matches!(e, Event::InputRequested(_))).await
+    else {
+        unreachable!()
+    };
+    // The embedder takes its time: twice the call's timeout.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    runtime
+        .answer_input(
+            request.id,
+            InputAnswer::Accept(json!({"interpretation": "historical"})),
+        )
+        .await
+        .expect("the question still waits for its answer");
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task gives a result");
+    assert!(
+        result.text.contains("- **Clarification**: historical"),
+        "{result:?}"
+    );
     runtime.shutdown().await;
 }
