@@ -240,6 +240,9 @@ struct Slot<C> {
     /// The resources followed on it: kept across its sessions, so a restarted
     /// server is subscribed again (see `client::subscriptions`).
     subscriptions: alloc::collections::BTreeSet<String>,
+    /// The calls running as tasks on its previous connection, handed to the
+    /// next one's client once it is ready (see [`Manager::reconnect`]).
+    handed: crate::client::HandedTasks,
 }
 
 /// A status as last reported, with what it was computed from that it does not
@@ -295,6 +298,7 @@ impl<C> Slot<C> {
             restarts: Restarts::default(),
             reported: None,
             subscriptions: alloc::collections::BTreeSet::new(),
+            handed: crate::client::HandedTasks::default(),
         }
     }
 
@@ -508,6 +512,8 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         slot.restarts.failures = 0;
         if let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) {
+            // A task lives on the server: its call waits for the next connection.
+            slot.handed = client.hand_over_tasks();
             let message = format!("server `{server}` was reconnected before the call finished");
             client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
         }
@@ -774,6 +780,12 @@ impl<P: Platform> Manager<P> {
             let message = format!("{} is unavailable: {}", h.name, why(&h.name));
             self.complete(h.call, Err(CallError::ServerUnavailable(message)));
         }
+        // Tasks handed over, waiting for a connection that will not come.
+        let handed = core::mem::take(&mut self.slots[i].handed);
+        for (call, name) in handed.calls() {
+            let message = format!("{name} is unavailable: {}", why(name));
+            self.complete(call, Err(CallError::ServerUnavailable(message)));
+        }
     }
 
     /// Fails held calls whose own timeout passed before their server reconnected.
@@ -952,6 +964,12 @@ impl<P: Platform> Manager<P> {
             match event {
                 ClientEvent::Ready(defs) => {
                     self.remember_era(i);
+                    let handed = core::mem::take(&mut self.slots[i].handed);
+                    if let (false, Some(client)) =
+                        (handed.is_empty(), self.slots[i].client.as_mut())
+                    {
+                        client.adopt_tasks(handed);
+                    }
                     let fresh = !self.slots[i].client.as_ref().is_some_and(Client::resumed);
                     if fresh {
                         self.keep_known(i, &defs);

@@ -127,7 +127,7 @@ pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
 pub use logging::LOG_LEVELS;
 pub use request::{Offers, Request};
-pub use tasks::TaskStatus;
+pub use tasks::{HandedTasks, TaskStatus};
 
 use calls::PendingCall;
 use handshake::client_info;

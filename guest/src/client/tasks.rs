@@ -118,6 +118,30 @@ pub(super) struct RunningTask {
     asked: BTreeSet<String>,
 }
 
+/// The calls running as tasks on a connection that is going away, handed to
+/// the server's next connection (see [`Client::hand_over_tasks`]).
+#[derive(Debug, Default)]
+pub struct HandedTasks(Vec<RunningTask>);
+
+impl HandedTasks {
+    /// Whether no call was handed over.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The calls handed over: handle and registry name.
+    pub fn calls(&self) -> impl Iterator<Item = (u64, &str)> + '_ {
+        self.0.iter().map(|t| (t.call.call, t.call.name.as_str()))
+    }
+
+    /// Drops call `call`; whether it was handed over.
+    pub fn remove(&mut self, call: u64) -> bool {
+        let before = self.0.len();
+        self.0.retain(|t| t.call.call != call);
+        self.0.len() != before
+    }
+}
+
 /// A task's status, as [`ClientEvent::TaskStatus`] reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStatus {
@@ -839,6 +863,49 @@ impl Client {
         Some(task.call.call)
     }
 
+    /// Takes the calls running as tasks, for the server's next connection: a
+    /// task lives on its server, not on a connection, so its caller waits on
+    /// while the next connection's client polls it ([`Client::adopt_tasks`]).
+    /// Their questions waiting for the embedder are withdrawn: the next poll
+    /// asks them again.
+    pub fn hand_over_tasks(&mut self) -> HandedTasks {
+        let running = core::mem::take(&mut self.tasks.running);
+        for call in running.keys() {
+            self.withdraw_inputs(Some(*call), false);
+        }
+        HandedTasks(running.into_values().collect())
+    }
+
+    /// Takes over the tasks of the server's previous connection, once this one
+    /// is ready: each is polled at once, its deadline started afresh. A task
+    /// of the other era (the server came back speaking another) cannot be
+    /// polled here, and its call ends saying so; one the server no longer
+    /// knows ends at its first poll, naming the server and the task.
+    pub fn adopt_tasks(&mut self, handed: HandedTasks) {
+        let now = self.now_ms;
+        for mut task in handed.0 {
+            let call = task.call.call;
+            if task.extension != (self.era == Era::Stateless) {
+                let why = format!(
+                    "{}: server `{}` came back speaking {}, so its task {} of the earlier \
+                     connection cannot be followed",
+                    task.call.name,
+                    self.server,
+                    self.era.as_str(),
+                    task.task_id
+                );
+                self.finish(call, Err(CallError::ServerUnavailable(why)), true);
+                continue;
+            }
+            task.next_poll = Some(now);
+            task.result_asked = false;
+            task.asked.clear();
+            task.paused = false;
+            task.call.deadline_ms = now.saturating_add(task.call.timeout_ms);
+            self.tasks.running.insert(call, task);
+        }
+    }
+
     /// Ends every running task's call with `error(name)`: the connection is gone.
     pub(super) fn abort_tasks(&mut self, error: &impl Fn(&str) -> CallError) {
         let running = core::mem::take(&mut self.tasks.running);
@@ -1541,6 +1608,66 @@ mod tests {
         let why = c.task_refused("mcp__plain__x", "x").unwrap_err();
         assert!(
             why.contains("server `plain`") && why.contains(EXTENSION) && why.contains("without asking for a task"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn a_task_handed_to_the_next_connection_is_polled_there() {
+        let (mut old, _) = extension_running(true);
+        // A question waits for the embedder when the connection goes.
+        let ask = json!({"method": "elicitation/create", "params": {"message": "Which?",
+            "requestedSchema": {"type": "object"}}});
+        poll(&mut old, 600, json!({"taskId": "t1", "status": "input_required",
+            "inputRequests": {"q1": ask}}));
+        old.take_events();
+        let handed = old.hand_over_tasks();
+        assert_eq!(handed.calls().collect::<Vec<_>>(), [(7, "mcp__modern__research")]);
+        assert!(
+            old.take_events().iter().any(|e| matches!(e, ClientEvent::InputWithdrawn(_))),
+            "the question of the old connection is withdrawn"
+        );
+        old.abort_calls(|name| CallError::ServerUnavailable(format!("{name}: gone")));
+        assert!(
+            old.take_events().is_empty(),
+            "a handed call is not ended with the connection"
+        );
+
+        // The next connection polls it at once, asks its question again, and
+        // ends the call with its result.
+        let (mut new, _) = extension_running(true);
+        new.cancel(7);
+        new.take_events();
+        sent(&mut new);
+        new.adopt_tasks(handed);
+        let asking = json!({"taskId": "t1", "status": "input_required",
+            "inputRequests": {"q1": ask}});
+        poll(&mut new, 100, asking);
+        assert!(
+            new.take_events().iter().any(|e| matches!(e, ClientEvent::InputRequested(r) if r.call == Some(7))),
+            "asked again on the new connection"
+        );
+        let done = json!({"taskId": "t1", "status": "completed", "result": {"content": []}});
+        poll(&mut new, 1200, done);
+        assert!(ended(&mut new).is_ok());
+
+        // A server that forgot the task: the call ends naming it.
+        let (mut old, _) = extension_running(false);
+        let handed = old.hand_over_tasks();
+        let (mut new, _) = extension_running(false);
+        new.cancel(7);
+        new.take_events();
+        sent(&mut new);
+        new.adopt_tasks(handed);
+        new.tick(100);
+        let get = sent(&mut new).remove(0);
+        let forgot = json!({"code": -32602, "message": "Unknown taskId"});
+        feed(&mut new, json!({"jsonrpc": "2.0", "id": get["id"], "error": forgot}), 110);
+        let Err(CallError::Protocol(why)) = ended(&mut new) else {
+            panic!()
+        };
+        assert!(
+            why.contains("server `modern` no longer knows its task t1"),
             "{why}"
         );
     }

@@ -423,3 +423,49 @@ async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_ti
     );
     runtime.shutdown().await;
 }
+
+/// A task outlives its server's reconnect: a call the gateway runs as a
+/// 2026-07-28 task (whose id is not bound to a connection) is polled by the new
+/// connection to its result after `reconnect`, while its caller waits on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_outlives_its_servers_reconnect() {
+    let (_gateway, _config, runtime) = open_through_the_gateway().await;
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        caller
+            .call_tool(
+                "mcp__up__fixture__sleep",
+                json!({"ms": 3000}),
+                CallOptions::default(),
+            )
+            .await
+    });
+    let Event::TaskStatus { task_id, .. } =
+        next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await
+    else {
+        unreachable!()
+    };
+    runtime.reconnect("up").await.expect("the server reconnects");
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task's result reaches its caller after the reconnect");
+    assert_eq!(result.text, "slept 3000", "{result:?}");
+    // The same task, polled to its end on the new connection.
+    let Event::TaskStatus {
+        task_id: last,
+        status,
+        ..
+    } = next_event(
+        &mut events,
+        |e| matches!(e, Event::TaskStatus { status, .. } if status == "completed"),
+    )
+    .await
+    else {
+        unreachable!()
+    };
+    assert_eq!((last, status.as_str()), (task_id, "completed"));
+    runtime.shutdown().await;
+}
