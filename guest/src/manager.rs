@@ -40,6 +40,12 @@
 //! calls by and stays failed until `reconnect` or a reload. A server's count of
 //! failures and its backoff are kept in `restarts`.
 //!
+//! A call the server runs as a task is the exception on [`Manager::reconnect`]:
+//! the task lives on the server, so its call is handed to the next connection,
+//! whose client polls it once connected (see `client::tasks`); a connection
+//! that fails first ends it as it ends held calls. A lost connection still ends
+//! it with the others: nothing reconnects on a timer.
+//!
 //! # Input requests
 //!
 //! With [`Manager::enable_input_requests`], servers may ask for input during a call
@@ -488,7 +494,8 @@ impl<P: Platform> Manager<P> {
     }
 
     /// Connects the server afresh, now: a live connection is dropped first (its
-    /// calls in flight complete with `server-unavailable`), the failure count goes
+    /// calls in flight complete with `server-unavailable`, except those running
+    /// as tasks, which the new connection follows), the failure count goes
     /// back to 0 and the circuit closes. Calls held for it stay held. `Err` when no
     /// server of that name is configured, or it is disabled.
     pub fn reconnect(&mut self, server: &str) -> Result<(), String> {

@@ -76,7 +76,13 @@ pub(super) const TASK_TTL_MS: u64 = 300_000;
 /// The 2026-07-28 tasks extension's identifier.
 pub(super) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
 /// The statuses a task may have.
-const STATUSES: [&str; 5] = ["working", "input_required", "completed", "failed", "cancelled"];
+const STATUSES: [&str; 5] = [
+    "working",
+    "input_required",
+    "completed",
+    "failed",
+    "cancelled",
+];
 
 /// Whether a task with this status has ended.
 fn terminal(status: &str) -> bool {
@@ -511,9 +517,11 @@ impl Client {
         let outcome = match outcome {
             Ok(raw) => match read_call_result(name, &raw) {
                 Ok(CallAnswer::Result(result)) => Ok(result),
-                Ok(CallAnswer::InputRequired | CallAnswer::Task) => Err(CallError::Protocol(format!(
-                    "{name}: the server answered tasks/result with input_required or a task, which a 2025-11-25 task does not use"
-                ))),
+                Ok(CallAnswer::InputRequired | CallAnswer::Task) => {
+                    Err(CallError::Protocol(format!(
+                        "{name}: the server answered tasks/result with input_required or a task, which a 2025-11-25 task does not use"
+                    )))
+                }
                 Err(e) => Err(e),
             },
             Err(e) => Err(CallError::Protocol(format!(
@@ -629,8 +637,12 @@ impl Client {
         what: &str,
         raw: &RawValue,
     ) -> Result<Extension, String> {
-        let malformed =
-            |why: &str| format!("{name}: server `{}` sent a malformed {what} ({why})", self.server);
+        let malformed = |why: &str| {
+            format!(
+                "{name}: server `{}` sent a malformed {what} ({why})",
+                self.server
+            )
+        };
         let task: ExtensionTask =
             serde_json::from_str(raw.get()).map_err(|e| malformed(&e.to_string()))?;
         let task_id = match &task.task_id {
@@ -724,7 +736,10 @@ impl Client {
                 let why = match &state.error {
                     Some(error) => format!(
                         "{name}: its task {task_id} failed: {} ({})",
-                        error.get("message").and_then(Value::as_str).unwrap_or("no message"),
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or("no message"),
                         error.get("code").map(Value::to_string).unwrap_or_default()
                     ),
                     None => missing("error"),
@@ -765,7 +780,11 @@ impl Client {
             }
             match self.read_input(name, &request) {
                 Reading::Ask(question) => {
-                    self.ask(Some((call, name.to_string())), question, InputTarget::Task(key));
+                    self.ask(
+                        Some((call, name.to_string())),
+                        question,
+                        InputTarget::Task(key),
+                    );
                 }
                 Reading::Answer(answer) => answers.push((key, answer)),
                 Reading::End(result) => return self.end_task(call, Ok(result), true),
@@ -1399,7 +1418,10 @@ mod tests {
         );
         assert_eq!(get["params"]["taskId"], "t1");
         let meta = &get["params"]["_meta"];
-        assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
         assert_eq!(
             meta["io.modelcontextprotocol/clientCapabilities"]["extensions"][EXTENSION],
             json!({})
@@ -1412,7 +1434,10 @@ mod tests {
 
     #[test]
     fn an_extension_tasks_poll_hint_is_bounded() {
-        for (hint, next) in [(json!(0), 100 + MIN_POLL_MS), (json!(1e9), 100 + MAX_POLL_MS)] {
+        for (hint, next) in [
+            (json!(0), 100 + MIN_POLL_MS),
+            (json!(1e9), 100 + MAX_POLL_MS),
+        ] {
             let (mut c, _) = extension_running(false);
             c.tick(600);
             let get = sent(&mut c).remove(0);
@@ -1461,7 +1486,10 @@ mod tests {
                 );
             }
         }
-        assert!(c.calls_in_flight(), "not timed out while the embedder is asked");
+        assert!(
+            c.calls_in_flight(),
+            "not timed out while the embedder is asked"
+        );
         c.answer_input(key, &InputAnswer::Accept(r#"{"pick":"a"}"#.into()))
             .unwrap();
         let update = sent(&mut c).remove(0);
@@ -1488,7 +1516,9 @@ mod tests {
         let out = sent(&mut c);
         assert_eq!(out[0]["method"], "tasks/cancel");
         assert_eq!(out[0]["params"]["taskId"], "t1");
-        assert!(out[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"].is_object());
+        assert!(
+            out[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"].is_object()
+        );
 
         // A task that stays `working` forever: the timeout ends it and cancels.
         let (mut c, _) = extension_running(false);
@@ -1499,8 +1529,13 @@ mod tests {
             c.tick(now);
             for m in sent(&mut c) {
                 if m["method"] == "tasks/get" {
-                    let same = json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
-                    feed(&mut c, json!({"jsonrpc": "2.0", "id": m["id"], "result": same}), now);
+                    let same =
+                        json!({"taskId": "t1", "status": "working", "statusMessage": "Gathering"});
+                    feed(
+                        &mut c,
+                        json!({"jsonrpc": "2.0", "id": m["id"], "result": same}),
+                        now,
+                    );
                 }
                 out.push(m);
             }
@@ -1536,9 +1571,16 @@ mod tests {
             sent(&mut c).remove(0)
         };
         let done = json!({"resultType": "task", "taskId": "t8", "status": "completed"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": call["id"], "result": done}), 210);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": call["id"], "result": done}),
+            210,
+        );
         c.tick(210);
-        let get = sent(&mut c).into_iter().find(|m| m["params"]["taskId"] == "t8").unwrap();
+        let get = sent(&mut c)
+            .into_iter()
+            .find(|m| m["params"]["taskId"] == "t8")
+            .unwrap();
         feed(
             &mut c,
             json!({"jsonrpc": "2.0", "id": get["id"], "result": {"taskId": "t8", "status": "working"}}),
@@ -1548,7 +1590,10 @@ mod tests {
         let why = events
             .iter()
             .find_map(|e| match e {
-                ClientEvent::Finished(FinishedCall { call: 8, outcome: Err(CallError::Protocol(why)) }) => Some(why.clone()),
+                ClientEvent::Finished(FinishedCall {
+                    call: 8,
+                    outcome: Err(CallError::Protocol(why)),
+                }) => Some(why.clone()),
                 _ => None,
             })
             .unwrap_or_else(|| panic!("{events:?}"));
@@ -1559,15 +1604,30 @@ mod tests {
         c.tick(600);
         let get = sent(&mut c).remove(0);
         let unknown = json!({"code": -32602, "message": "Unknown taskId: t1"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": get["id"], "error": unknown}), 610);
-        expect(&mut c, &["server `modern`", "no longer knows its task t1", "Unknown taskId"]);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": get["id"], "error": unknown}),
+            610,
+        );
+        expect(
+            &mut c,
+            &[
+                "server `modern`",
+                "no longer knows its task t1",
+                "Unknown taskId",
+            ],
+        );
 
         // A second handle with a running call's task id.
         let (mut c, _) = extension_running(false);
         c.start_call(8, "mcp__modern__research", "research", "{}", 10_000, 200);
         let call = sent(&mut c).remove(0);
         let again = json!({"resultType": "task", "taskId": "t1", "status": "working"});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": call["id"], "result": again}), 210);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": call["id"], "result": again}),
+            210,
+        );
         let events = c.take_events();
         assert!(
             events.iter().any(|e| matches!(e, ClientEvent::Finished(FinishedCall { call: 8, outcome: Err(CallError::Protocol(why)) }) if why.contains("already has"))),
@@ -1577,15 +1637,28 @@ mod tests {
 
         // Malformed handles, each naming the field.
         for (handle, field) in [
-            (json!({"resultType": "task", "status": "working"}), "`taskId` is missing"),
-            (json!({"resultType": "task", "taskId": 5, "status": "working"}), "`taskId` must be"),
-            (json!({"resultType": "task", "taskId": "t9", "status": "done"}), "`status` must be one of"),
+            (
+                json!({"resultType": "task", "status": "working"}),
+                "`taskId` is missing",
+            ),
+            (
+                json!({"resultType": "task", "taskId": 5, "status": "working"}),
+                "`taskId` must be",
+            ),
+            (
+                json!({"resultType": "task", "taskId": "t9", "status": "done"}),
+                "`status` must be one of",
+            ),
         ] {
             let (mut c, _) = extension_running(false);
             c.take_events();
             c.start_call(8, "mcp__modern__research", "research", "{}", 10_000, 200);
             let call = sent(&mut c).remove(0);
-            feed(&mut c, json!({"jsonrpc": "2.0", "id": call["id"], "result": handle}), 210);
+            feed(
+                &mut c,
+                json!({"jsonrpc": "2.0", "id": call["id"], "result": handle}),
+                210,
+            );
             let events = c.take_events();
             assert!(
                 events.iter().any(|e| matches!(e, ClientEvent::Finished(FinishedCall { call: 8, outcome: Err(CallError::Protocol(why)) })
@@ -1604,10 +1677,16 @@ mod tests {
         sent(&mut c);
         let discovered = json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
             "capabilities": {"tools": {}}});
-        feed(&mut c, json!({"jsonrpc": "2.0", "id": 1, "result": discovered}), 0);
+        feed(
+            &mut c,
+            json!({"jsonrpc": "2.0", "id": 1, "result": discovered}),
+            0,
+        );
         let why = c.task_refused("mcp__plain__x", "x").unwrap_err();
         assert!(
-            why.contains("server `plain`") && why.contains(EXTENSION) && why.contains("without asking for a task"),
+            why.contains("server `plain`")
+                && why.contains(EXTENSION)
+                && why.contains("without asking for a task"),
             "{why}"
         );
     }
@@ -1618,13 +1697,22 @@ mod tests {
         // A question waits for the embedder when the connection goes.
         let ask = json!({"method": "elicitation/create", "params": {"message": "Which?",
             "requestedSchema": {"type": "object"}}});
-        poll(&mut old, 600, json!({"taskId": "t1", "status": "input_required",
-            "inputRequests": {"q1": ask}}));
+        poll(
+            &mut old,
+            600,
+            json!({"taskId": "t1", "status": "input_required",
+            "inputRequests": {"q1": ask}}),
+        );
         old.take_events();
         let handed = old.hand_over_tasks();
-        assert_eq!(handed.calls().collect::<Vec<_>>(), [(7, "mcp__modern__research")]);
+        assert_eq!(
+            handed.calls().collect::<Vec<_>>(),
+            [(7, "mcp__modern__research")]
+        );
         assert!(
-            old.take_events().iter().any(|e| matches!(e, ClientEvent::InputWithdrawn(_))),
+            old.take_events()
+                .iter()
+                .any(|e| matches!(e, ClientEvent::InputWithdrawn(_))),
             "the question of the old connection is withdrawn"
         );
         old.abort_calls(|name| CallError::ServerUnavailable(format!("{name}: gone")));
@@ -1644,7 +1732,9 @@ mod tests {
             "inputRequests": {"q1": ask}});
         poll(&mut new, 100, asking);
         assert!(
-            new.take_events().iter().any(|e| matches!(e, ClientEvent::InputRequested(r) if r.call == Some(7))),
+            new.take_events()
+                .iter()
+                .any(|e| matches!(e, ClientEvent::InputRequested(r) if r.call == Some(7))),
             "asked again on the new connection"
         );
         let done = json!({"taskId": "t1", "status": "completed", "result": {"content": []}});
@@ -1662,7 +1752,11 @@ mod tests {
         new.tick(100);
         let get = sent(&mut new).remove(0);
         let forgot = json!({"code": -32602, "message": "Unknown taskId"});
-        feed(&mut new, json!({"jsonrpc": "2.0", "id": get["id"], "error": forgot}), 110);
+        feed(
+            &mut new,
+            json!({"jsonrpc": "2.0", "id": get["id"], "error": forgot}),
+            110,
+        );
         let Err(CallError::Protocol(why)) = ended(&mut new) else {
             panic!()
         };

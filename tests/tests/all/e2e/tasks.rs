@@ -299,7 +299,11 @@ async fn a_2026_servers_task_handles_are_polled_to_the_report_and_their_question
         };
         seen.push(status);
     }
-    assert_eq!(seen.first().map(String::as_str), Some("working"), "{seen:?}");
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("working"),
+        "{seen:?}"
+    );
 
     let caller = runtime.clone();
     let call = tokio::spawn(async move {
@@ -446,7 +450,10 @@ async fn a_task_outlives_its_servers_reconnect() {
     else {
         unreachable!()
     };
-    runtime.reconnect("up").await.expect("the server reconnects");
+    runtime
+        .reconnect("up")
+        .await
+        .expect("the server reconnects");
     let result = tokio::time::timeout(PATIENCE, call)
         .await
         .expect("the task ends in time")
