@@ -498,9 +498,9 @@ pub struct CallOptions {
     /// one whatever this says. Either way the task's statuses arrive as
     /// [`Event::TaskStatus`] while the call waits. A tool that takes no task, or a
     /// 2026-07-28 server that does not offer the tasks extension, fails the call
-    /// with [`CallError::InvalidArguments`]. A 2026-07-28 server that offers it
-    /// decides itself which calls run as tasks (any call may come back as one),
-    /// so there this asks nothing more.
+    /// with [`CallError::InvalidArguments`]. To a 2026-07-28 server that offers
+    /// it, the call declares the extension (only such calls do: a plain call
+    /// stays plain), and the server runs it as a task.
     pub task: bool,
 }
 

@@ -117,9 +117,9 @@ pub struct CallOptions {
     /// Runs the call as a task (MCP 2025-11-25) when its tool allows one
     /// (`execution.taskSupport: optional`); a tool that requires one runs as one
     /// anyway. A tool that does not take tasks, or a server that does not run
-    /// them, fails the call saying so. A 2026-07-28 server with the tasks
-    /// extension decides itself which calls run as tasks: there this asks
-    /// nothing more.
+    /// them, fails the call saying so. To a 2026-07-28 server with the tasks
+    /// extension, the call declares it (only such calls do) and the server runs
+    /// it as a task.
     pub task: bool,
     /// Who the call is for, when that is not the embedder: what it can be asked
     /// (see [`Caller`]).
@@ -319,7 +319,7 @@ impl Client {
             task: self.as_task(&call).then_some(TaskParams {
                 ttl: super::tasks::TASK_TTL_MS,
             }),
-            meta: self.request_meta_for(Some(&id), call.log_level, call.caller),
+            meta: self.request_meta_for(Some(&id), call.log_level, call.caller, call.task),
         };
         let text = jsonrpc::request(&id, methods::TOOLS_CALL, Some(&params));
         let mut meta = self.meta(Some(methods::TOOLS_CALL), Some(&call.tool));

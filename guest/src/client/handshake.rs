@@ -21,15 +21,17 @@ pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-
 impl Client {
     /// The client capabilities declared to the server.
     pub(super) fn capabilities(&self) -> serde_json::Map<String, Value> {
-        self.capabilities_for(None)
+        self.capabilities_for(None, false)
     }
 
     /// The client capabilities declared for a request made for `caller`: what
     /// the embedder enabled, narrowed to what the caller declared (URL mode is
-    /// not passed on to a caller: only form questions are put to one).
+    /// not passed on to a caller: only form questions are put to one); `task`:
+    /// the request belongs to a call that asked to run as a task.
     pub(super) fn capabilities_for(
         &self,
         caller: Option<Caller>,
+        task: bool,
     ) -> serde_json::Map<String, Value> {
         let mut capabilities = serde_json::Map::new();
         let mut modes = serde_json::Map::new();
@@ -63,10 +65,16 @@ impl Client {
         }
         // The extensions this client speaks: skills (it lists, loads and verifies
         // them whenever a server offers them, with nothing asked of the embedder),
-        // and a 2026-07-28 server's tasks when it offers them (the client polls a
-        // task handle to its result: see `tasks`).
+        // and a 2026-07-28 server's tasks when it offers them, for a call that
+        // asked to run as a task and the `tasks/*` requests about it (the client
+        // polls a task handle to its result: see `tasks`). Only then: a server
+        // may answer any call of a client that declares them with a task handle,
+        // and a plain call is better off without one. Its result comes when it is
+        // ready, not at the next poll, and closing its stream (a caller gone, this
+        // process ended) cancels it, where a task would run on with nobody to
+        // send `tasks/cancel`.
         let mut extensions = serde_json::json!({ super::skills::EXTENSION: {} });
-        if self.era == Era::Stateless && self.offers.tasks_extension {
+        if task && self.era == Era::Stateless && self.offers.tasks_extension {
             extensions[super::tasks::EXTENSION] = serde_json::json!({});
         }
         capabilities.insert("extensions".into(), extensions);

@@ -416,7 +416,7 @@ impl Client {
         progress_token: Option<&'a Id>,
         log_level: Option<&str>,
     ) -> RequestMeta<'a> {
-        self.request_meta_for(progress_token, log_level, None)
+        self.request_meta_for(progress_token, log_level, None, false)
     }
 
     /// [`Client::request_meta_logging`] for a request made for `caller`: a
@@ -426,6 +426,7 @@ impl Client {
         progress_token: Option<&'a Id>,
         log_level: Option<&str>,
         caller: Option<Caller>,
+        task: bool,
     ) -> RequestMeta<'a> {
         let stateless = self.era == Era::Stateless;
         let log_level = log_level
@@ -434,7 +435,7 @@ impl Client {
         RequestMeta {
             progress_token,
             protocol_version: stateless.then_some(STATELESS_VERSION),
-            client_capabilities: stateless.then(|| self.capabilities_for(caller)),
+            client_capabilities: stateless.then(|| self.capabilities_for(caller, task)),
             client_info: stateless.then(client_info),
             log_level: log_level.filter(|_| stateless),
         }

@@ -224,8 +224,8 @@ impl Client {
     /// the tool (`name`, its registry name; `tool`, its server's) and the fix.
     pub(super) fn task_refused(&self, name: &str, tool: &str) -> Result<(), String> {
         if self.era != Era::Legacy {
-            // The server decides which calls become tasks; the client takes the
-            // handle of any, and has already said so in every request's `_meta`.
+            // The server decides which of the calls that declare the extension
+            // become tasks: this one will (see `capabilities_for`).
             return match self.offers.tasks_extension {
                 true => Ok(()),
                 false => Err(format!(
@@ -550,7 +550,7 @@ impl Client {
     fn send_task_cancel(&mut self, task: &RunningTask) {
         let meta = task
             .extension
-            .then(|| self.request_meta_for(None, None, task.call.caller));
+            .then(|| self.request_meta_for(None, None, task.call.caller, true));
         self.request(
             methods::TASKS_CANCEL,
             task.extension.then_some(task.task_id.as_str()),
@@ -569,7 +569,7 @@ impl Client {
     fn task_meta(&self, call: u64) -> Option<super::wire::RequestMeta<'static>> {
         let task = self.tasks.running.get(&call)?;
         task.extension
-            .then(|| self.request_meta_for(None, None, task.call.caller))
+            .then(|| self.request_meta_for(None, None, task.call.caller, true))
     }
 
     /// Ends the call of a running task with `outcome`; `cancel`: the server is
@@ -1351,7 +1351,20 @@ mod tests {
         );
         assert_eq!(c.phase(), crate::client::Phase::Ready);
         c.take_events();
-        c.start_call(7, "mcp__modern__research", "research", "{}", 10_000, 0);
+        let task = CallOptions {
+            task: true,
+            ..CallOptions::default()
+        };
+        let args = RawValue::from_string("{}".into()).unwrap();
+        c.start_call_until(
+            7,
+            "mcp__modern__research",
+            "research",
+            args,
+            10_000,
+            10_000,
+            task,
+        );
         let call = sent(&mut c).remove(0);
         let handle = json!({"resultType": "task", "taskId": "t1", "status": "working",
             "statusMessage": "Gathering", "createdAt": "2026-07-28T00:00:00Z",
@@ -1395,7 +1408,7 @@ mod tests {
     #[test]
     fn an_extension_task_handle_is_polled_to_its_inlined_result() {
         let (mut c, call) = extension_running(false);
-        // Every request declares the extension: the server offered it.
+        // A call that asks for a task declares the extension: the server offered it.
         let declared = &call["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
         assert_eq!(declared["extensions"][EXTENSION], json!({}), "{call}");
         assert!(call["params"].get("task").is_none(), "no 2025 task member");
@@ -1430,6 +1443,13 @@ mod tests {
         assert_eq!(ended(&mut c).unwrap().text, "# Report");
         assert!(!c.calls_in_flight());
         assert!(sent(&mut c).is_empty(), "no tasks/result in the extension");
+        // A plain call declares no tasks: the server answers it when it is done,
+        // and closing its stream cancels it.
+        c.start_call(8, "mcp__modern__research", "research", "{}", 10_000, 1_000);
+        let plain = sent(&mut c).remove(0);
+        let declared = &plain["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+        assert!(declared.is_object(), "{plain}");
+        assert_eq!(declared["extensions"].get(EXTENSION), None, "{plain}");
     }
 
     #[test]

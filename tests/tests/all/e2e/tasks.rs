@@ -280,7 +280,7 @@ async fn a_2026_servers_task_handles_are_polled_to_the_report_and_their_question
     };
     let result = tokio::time::timeout(
         PATIENCE,
-        runtime.call_tool(tool, json!({"topic": "wasm"}), as_task),
+        runtime.call_tool(tool, json!({"topic": "wasm"}), as_task.clone()),
     )
     .await
     .expect("the task ends in time")
@@ -308,9 +308,7 @@ async fn a_2026_servers_task_handles_are_polled_to_the_report_and_their_question
     let caller = runtime.clone();
     let call = tokio::spawn(async move {
         let arguments = json!({"topic": "wasm", "ambiguous": true});
-        caller
-            .call_tool(tool, arguments, CallOptions::default())
-            .await
+        caller.call_tool(tool, arguments, as_task).await
     });
     let Event::InputRequested(request) =
         next_event(&mut events, |e| matches!(e, Event::InputRequested(_))).await
@@ -346,6 +344,7 @@ async fn a_2026_task_that_never_ends_is_cancelled_at_the_calls_timeout() {
     let mut events = runtime.events();
     let short = CallOptions {
         timeout: Some(std::time::Duration::from_secs(2)),
+        task: true,
         ..CallOptions::default()
     };
     let ended = tokio::time::timeout(
@@ -390,6 +389,7 @@ async fn a_2026_task_that_never_ends_is_cancelled_at_the_calls_timeout() {
 /// only after twice the call's timeout, and the report still comes.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_timeout() {
+    const TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
     let (_gateway, _config, runtime) = open_through_the_gateway().await;
     let tool = "mcp__up__everything__simulate-research-query";
     let mut events = runtime.events();
@@ -397,7 +397,10 @@ async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_ti
     let call = tokio::spawn(async move {
         let arguments = json!({"topic": "wasm", "ambiguous": true});
         let short = CallOptions {
-            timeout: Some(std::time::Duration::from_secs(2)),
+            // Long enough for the rest of the research after the answer, which
+            // reports no status for a second or two (more under load).
+            timeout: Some(TIMEOUT),
+            task: true,
             ..CallOptions::default()
         };
         caller.call_tool(tool, arguments, short).await
@@ -408,7 +411,7 @@ async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_ti
         unreachable!()
     };
     // The embedder takes its time: twice the call's timeout.
-    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    tokio::time::sleep(2 * TIMEOUT).await;
     runtime
         .answer_input(
             request.id,
@@ -441,7 +444,10 @@ async fn a_task_outlives_its_servers_reconnect() {
             .call_tool(
                 "mcp__up__fixture__sleep",
                 json!({"ms": 3000}),
-                CallOptions::default(),
+                CallOptions {
+                    task: true,
+                    ..CallOptions::default()
+                },
             )
             .await
     });
