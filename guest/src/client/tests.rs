@@ -788,9 +788,39 @@ fn a_legacy_hint_skips_the_probe_but_recovers_when_stale() {
         0,
     );
     assert_eq!(c.era(), Era::Stateless);
-    assert_eq!(Era::parse(Era::Stateless.as_str()), Some(Era::Stateless));
-    assert_eq!(Era::parse(Era::Legacy.as_str()), Some(Era::Legacy));
-    assert_eq!(Era::parse("2025-11-25"), None);
+}
+
+#[test]
+fn a_remembered_legacy_era_holds_for_a_while_then_is_probed_again() {
+    let now = 1_767_225_600_000;
+    let stateless = Era::Stateless.memo(Some(now));
+    assert_eq!(Era::from_memo(&stateless, Some(now)), Some(Era::Stateless));
+    assert_eq!(Era::from_memo(&stateless, None), Some(Era::Stateless));
+
+    let legacy = Era::Legacy.memo(Some(now));
+    assert_eq!(legacy, format!("legacy@{now}"));
+    assert_eq!(Era::from_memo(&legacy, Some(now)), Some(Era::Legacy));
+    let later = now + LEGACY_KEPT_MS - 1;
+    assert_eq!(Era::from_memo(&legacy, Some(later)), Some(Era::Legacy));
+    assert_eq!(Era::from_memo(&legacy, Some(later + 1)), None);
+    // A date far in the future (a clock set back since) does not hold for good.
+    assert_eq!(Era::from_memo(&legacy, Some(now - LEGACY_KEPT_MS)), None);
+
+    // Undated, as memos were written before they carried a date: probed again,
+    // unless the platform has no wall clock to date them with.
+    assert_eq!(Era::Legacy.memo(None), "legacy");
+    assert_eq!(Era::from_memo("legacy", Some(now)), None);
+    assert_eq!(Era::from_memo("legacy", None), Some(Era::Legacy));
+    for junk in [
+        "2025-11-25",
+        "legacy@",
+        "legacy@x",
+        "legacy@-1",
+        "legacyx",
+        "",
+    ] {
+        assert_eq!(Era::from_memo(junk, Some(now)), None, "{junk}");
+    }
 }
 
 #[test]
@@ -814,7 +844,8 @@ fn input_required_results_are_clear_tool_errors() {
     );
     let content: Value = serde_json::from_str(&r.content).unwrap();
     assert_eq!(content[0]["text"], r.text.as_str());
-    // An explicit "complete" is an ordinary result; anything else is not understood.
+    // An explicit "complete" is an ordinary result; anything else is not
+    // understood, and a task handle (the tasks extension) must name its task.
     c.start_call(8, "mcp__modern__book", "book", "{}", 1000, 0);
     c.start_call(9, "mcp__modern__book", "book", "{}", 1000, 0);
     let ids: Vec<Value> = sent(&mut c)
@@ -828,7 +859,7 @@ fn input_required_results_are_clear_tool_errors() {
     );
     feed(
         &mut c,
-        json!({"jsonrpc": "2.0", "id": ids[1], "result": {"resultType": "task", "content": []}}),
+        json!({"jsonrpc": "2.0", "id": ids[1], "result": {"resultType": "tusk", "content": []}}),
         0,
     );
     let events = c.take_events();
@@ -836,7 +867,7 @@ fn input_required_results_are_clear_tool_errors() {
         matches!(&events[0], ClientEvent::Finished(FinishedCall { call: 8, outcome: Ok(r) }) if r.text == "ok" && !r.is_error)
     );
     assert!(
-        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"task\"")),
+        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"tusk\"")),
         "{events:?}"
     );
 }
