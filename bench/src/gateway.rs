@@ -50,6 +50,36 @@
 //! and adds its instructions, task clock and context switches per call: counts
 //! that, unlike the wall clock, do not move with the load of a shared machine.
 //! `MCPBOX_BENCH_ROUNDS=N` repeats the timed part of G1 and G2 N times.
+//!
+//! Every route's processes are stopped as a client stops a server: the
+//! client closes the stdin of the process it talks to (`SIGTERM` over HTTP),
+//! which then has a minute to exit before it is killed. So a process in the
+//! middle runs its own exit path, and a profiler it runs under writes what it
+//! counted. Instructions per call of the process in the middle, counted by
+//! callgrind (the machine's own counters need not be there, and the load of
+//! other programs does not move these): one sample with 2,000 timed calls and
+//! one with 4,000, of which the difference cancels start-up and warm-up.
+//!
+//! ```text
+//! cargo build --release -p mcpbox-cli --bin mcpbox -p mcpbox-tests --bin fixture-server -p mcpbox-bench
+//! export MCPBOX_BENCH_CACHE_DIR=/tmp/mcpbox-valgrind-cache
+//! # valgrind hides some CPU features, so the guest compiles again for it: once, untraced
+//! echo '{"mcpServers":{}}' > /tmp/empty.json
+//! MCPBOX_CACHE_DIR=$MCPBOX_BENCH_CACHE_DIR valgrind --tool=none target/release/mcpbox --trust --config /tmp/empty.json tools
+//! for n in 1 2; do MCPBOX_BENCH_ROUNDS=$n MCPBOX_BENCH_ROUTES=gw-stdio,rmcp-proxy,relay \
+//!   valgrind --tool=callgrind --trace-children=yes --trace-children-skip='*/fixture-server' \
+//!   --trace-children-skip-by-arg=worker --callgrind-out-file=/tmp/cg-$n.%p \
+//!   target/release/mcpbox-bench --no-build --gateway --only G1 --reps 1; done
+//! grep -H -e '^cmd:' -e '^totals:' /tmp/cg-*
+//! ```
+//!
+//! Each traced process writes `/tmp/cg-N.PID`; the middle is the file whose
+//! `cmd:` is `mcpbox … serve`, `mcpbox-bench rmcp-proxy …` or `mcpbox-bench
+//! relay …`, and its instructions per call are `(totals₂ − totals₁) / 2,000`.
+//! (The first traced run after the cache was filled does some one-time work:
+//! take it again.) `callgrind_annotate --inclusive=yes` on a file gives the
+//! inclusive cost per function; the guest's compiled code shows as addresses
+//! (see docs/PERFORMANCE.md, "Profiling", for its names under `perf`).
 //! `MCPBOX_BENCH_ROUTES=gw-http-lean,gw-http-lean@base` runs only the routes
 //! named (comma-separated), to compare two gateway builds in less time.
 //!
@@ -76,8 +106,8 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, PingRequest, ServerResult};
 use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
@@ -323,11 +353,27 @@ impl Programs {
     }
 }
 
-/// A process killed when dropped (a gateway or proxy on HTTP).
+/// How long a process in the middle may take to exit once asked to (its stdin
+/// closed, or `SIGTERM` on HTTP) before it is killed: long enough for one
+/// running under callgrind to write its profile.
+const STOP_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A gateway or proxy on HTTP, stopped when dropped: `SIGTERM`, then up to
+/// [`STOP_PATIENCE`] to exit, and killed only after.
 struct Guard(Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        }
+        let until = Instant::now() + STOP_PATIENCE;
+        while Instant::now() < until {
+            match self.0.try_wait() {
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                _ => return,
+            }
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -408,6 +454,7 @@ impl Client {
         }
     }
 
+    /// Ends the session; over stdio, that closes the child's stdin.
     async fn close(self) -> Result<(), BoxError> {
         if let Client::Rmcp(client) = self {
             client.cancel().await?;
@@ -458,25 +505,77 @@ struct Connected {
     prefix: &'static str,
     /// The process in the middle, if any: its pid for G3.
     middle: Option<u32>,
-    /// A gateway or proxy on HTTP, killed when this is dropped.
-    _server: Option<Guard>,
+    /// The process the client talks to.
+    server: Server,
+}
+
+/// The process a client talks to, stopped gently by [`Connected::close`] (and
+/// killed if the sample fails before that).
+enum Server {
+    /// A child on stdio (the fixture, or a process in the middle): the client
+    /// holds its pipes, so closing the client closes its stdin.
+    Stdio(tokio::process::Child),
+    /// A gateway or proxy on HTTP.
+    Http(Guard),
+}
+
+impl Connected {
+    /// Ends the session and stops the process it talks to as a user's client
+    /// would: its stdin closed (over stdio) or `SIGTERM` (over HTTP), then up
+    /// to [`STOP_PATIENCE`] to exit, killed only after. A process that exits
+    /// on its own runs its exit path, so a profiler it runs under (callgrind)
+    /// writes what it counted.
+    async fn close(self) -> Result<(), BoxError> {
+        let Connected { client, server, .. } = self;
+        client.close().await?;
+        match server {
+            Server::Stdio(mut child) => {
+                if tokio::time::timeout(STOP_PATIENCE, child.wait())
+                    .await
+                    .is_err()
+                {
+                    child.kill().await?;
+                    return Err(format!(
+                        "the process did not exit within {}s of its stdin closing",
+                        STOP_PATIENCE.as_secs()
+                    )
+                    .into());
+                }
+            }
+            Server::Http(guard) => drop(guard),
+        }
+        Ok(())
+    }
 }
 
 /// rmcp's client (a 2025-11-25 session) over the stdio of `command`, which is the
 /// fixture itself or, with `middle`, a process between the client and the fixture.
+///
+/// The bench starts the child itself, rather than through rmcp's
+/// `TokioChildProcess` (which kills what is still running three seconds
+/// after the client closes), so that [`Connected::close`] can give every
+/// route the same gentle stop.
 async fn over_stdio(
-    command: tokio::process::Command,
+    mut command: tokio::process::Command,
     prefix: &'static str,
     middle: bool,
 ) -> Result<Connected, BoxError> {
-    let transport = TokioChildProcess::new(command)?;
-    let middle = if middle { transport.id() } else { None };
-    let client = ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize).await?;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+    let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+        return Err("the child has no stdio pipes".into());
+    };
+    let middle = if middle { child.id() } else { None };
+    let client = ().serve_with_lifecycle((stdout, stdin), ClientLifecycleMode::Initialize).await?;
     Ok(Connected {
         client: Client::Rmcp(client),
         prefix,
         middle,
-        _server: None,
+        server: Server::Stdio(child),
     })
 }
 
@@ -528,7 +627,7 @@ async fn connect(
                 client: Client::Rmcp(client),
                 prefix: "fx__",
                 middle,
-                _server: Some(guard),
+                server: Server::Http(guard),
             })
         }
         Route::GwHttpLean | Route::GwHttpLeanBase => {
@@ -543,7 +642,7 @@ async fn connect(
                 client: Client::Lean(client),
                 prefix: "fx__",
                 middle,
-                _server: Some(guard),
+                server: Server::Http(guard),
             })
         }
         Route::Proxy => {
@@ -565,7 +664,7 @@ async fn connect(
                 client: Client::Rmcp(client),
                 prefix: "",
                 middle,
-                _server: Some(guard),
+                server: Server::Http(guard),
             })
         }
     }
@@ -782,8 +881,8 @@ async fn concurrent(c: Connected) -> Result<Metrics, BoxError> {
     let Connected {
         client,
         middle,
-        _server: server,
-        ..
+        server,
+        prefix,
     } = c;
     let client = Arc::new(client);
     round(&client, &name).await?;
@@ -806,9 +905,14 @@ async fn concurrent(c: Connected) -> Result<Metrics, BoxError> {
         perf.finish(calls, &mut metrics)?;
     }
     if let Ok(client) = Arc::try_unwrap(client) {
-        client.close().await?;
+        let c = Connected {
+            client,
+            prefix,
+            middle,
+            server,
+        };
+        c.close().await?;
     }
-    drop(server);
     Ok(metrics)
 }
 
@@ -939,14 +1043,17 @@ async fn sample(p: &Programs, route: Route, workload: Workload) -> Result<Metric
         &[]
     };
     let c = connect(p, route, big, extra).await?;
-    match workload {
-        Workload::Sequential => sequential(&c, Exchange::Echo).await,
-        Workload::Ping => sequential(&c, Exchange::Ping).await,
-        Workload::Concurrent => concurrent(c).await,
-        Workload::BigList => big_list(&c).await,
-        Workload::Search => search_big(&c, p).await,
-        Workload::FastMcp => fastmcp(p, route),
-    }
+    let metrics = match workload {
+        Workload::Sequential => sequential(&c, Exchange::Echo).await?,
+        Workload::Ping => sequential(&c, Exchange::Ping).await?,
+        // It closes its client itself (shared by the calls in flight).
+        Workload::Concurrent => return concurrent(c).await,
+        Workload::BigList => big_list(&c).await?,
+        Workload::Search => search_big(&c, p).await?,
+        Workload::FastMcp => fastmcp(p, route)?,
+    };
+    c.close().await?;
+    Ok(metrics)
 }
 
 /// `mcpbox-bench gateway-worker ROUTE WORKLOAD FIXTURE MCPBOX PROXY CACHE WORK BUILTIN`:

@@ -65,6 +65,10 @@
 //! largest memory mappings (the guest's linear memory is one of them).
 //! `MCPBOX_BENCH_ALLOCS=1` counts the client's heap allocations in W2's timed part
 //! ([`allocations`]; a row of its own, `allocs/call`).
+//! `MCPBOX_BENCH_CACHE_DIR=DIR` keeps the compiled guest in DIR from run to run
+//! instead of a fresh directory per run: under valgrind, which hides some CPU
+//! features, the guest compiles again for them, which takes minutes, so the
+//! instruction counts of the gateway (see [`gateway`]) warm it once.
 
 mod allocations;
 mod gateway;
@@ -758,7 +762,8 @@ fn setup(build: bool) -> Result<Setup, String> {
         fixture,
         mcpbox: program("mcpbox")?,
         rmcp_tools: program("rmcp-tools")?,
-        cache_dir: work.join("component-cache"),
+        cache_dir: std::env::var_os("MCPBOX_BENCH_CACHE_DIR")
+            .map_or_else(|| work.join("component-cache"), PathBuf::from),
         work,
         me,
     })

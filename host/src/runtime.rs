@@ -1333,9 +1333,11 @@ impl Runtime {
 
     /// Queues a job for the driver and wakes it.
     pub(crate) fn submit(&self, job: Job) -> Result<(), String> {
-        self.inner.jobs.send(job).map_err(|_| self.stop_reason())?;
-        self.inner.wake.add();
-        Ok(())
+        self.inner
+            .wake
+            // The job a failed send gives back is dropped; the caller hears why.
+            .queue(|| self.inner.jobs.send(job).map_err(drop))
+            .map_err(|()| self.stop_reason())
     }
 
     /// Why the runtime stopped ("it stopped" while it runs).

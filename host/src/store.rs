@@ -61,9 +61,15 @@ impl Default for Policy {
 /// Ready while the embedder has queued work for the guest.
 ///
 /// A counter of queued jobs, a `Notify` (the guest's `wake-signal`, while a
-/// step blocks in its `poll`) and the driver thread's waker: the driver
-/// decrements as it takes jobs, senders increment before waking, so no wake-up
-/// is ever lost.
+/// step blocks in its `poll`) and the driver thread's waker: senders count a
+/// job before it enters the queue and wake after ([`Wake::queue`]), the driver
+/// uncounts each job it took out, so no wake-up is ever lost.
+///
+/// The count never drops below the jobs still queued, and never wraps: a take
+/// cannot come before the add of its job (the job was not in the queue yet),
+/// and a take with nothing counted stays at zero. A counter that wrapped below
+/// zero would read as a queue forever full, and the driver, which does not
+/// sleep while `pending()`, would spin.
 #[derive(Debug, Default)]
 pub(crate) struct Wake {
     queued: AtomicUsize,
@@ -88,19 +94,30 @@ impl Wake {
         self.readiness.as_ref()
     }
 
-    /// A job was queued.
-    pub fn add(&self) {
+    /// Queues a job with `send` (which puts it in the driver's queue) and
+    /// wakes the driver. The job is counted before `send`, so the driver can
+    /// never take it (and uncount it) before it was counted; a failed `send`
+    /// uncounts it.
+    pub fn queue<E>(&self, send: impl FnOnce() -> Result<(), E>) -> Result<(), E> {
         self.queued.fetch_add(1, Ordering::SeqCst);
+        if let Err(e) = send() {
+            self.take();
+            return Err(e);
+        }
         // The guest's `wake-signal`, while a step blocks in its `poll`.
         self.notify.notify_waiters();
         if let Some(readiness) = &self.readiness {
             readiness.job_queued();
         }
+        Ok(())
     }
 
-    /// The driver took a job.
+    /// The driver took a job out of the queue. Saturates at zero: a take
+    /// with nothing counted (a defect) cannot wrap the counter.
     pub fn take(&self) {
-        self.queued.fetch_sub(1, Ordering::SeqCst);
+        let _ = self
+            .queued
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
     }
 
     /// Every handle to the runtime is gone: wake the driver so it can stop.
@@ -297,5 +314,109 @@ impl WasiView for HostState {
             ctx: &mut self.wasi,
             table: &mut self.table,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A take with nothing counted leaves the counter at zero: the driver,
+    /// which does not sleep while `pending()`, would otherwise spin for good.
+    #[test]
+    fn a_take_without_a_job_does_not_leave_the_driver_pending() {
+        let wake = Wake::default();
+        wake.take();
+        assert!(!wake.pending());
+        wake.queue(|| Ok::<(), ()>(())).unwrap();
+        wake.take();
+        wake.take();
+        assert!(!wake.pending());
+        assert_eq!(wake.queued.load(Ordering::SeqCst), 0);
+    }
+
+    /// A send that fails (the driver is gone) leaves nothing counted.
+    #[test]
+    fn a_failed_send_is_not_counted() {
+        let wake = Wake::default();
+        assert_eq!(wake.queue(|| Err("gone")), Err("gone"));
+        assert!(!wake.pending());
+    }
+
+    /// The worst interleaving, step by step: the driver takes a job the
+    /// moment it is in the queue, before its sender has returned. Counted
+    /// after the send, its take would come first and wrap the counter (or,
+    /// saturating, leave a job counted that is not there): either way
+    /// `pending()` would stay true and the driver would spin.
+    #[test]
+    fn a_job_taken_before_its_sender_returns_leaves_nothing_pending() {
+        let wake = Wake::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        wake.queue(|| {
+            tx.send(())?;
+            // The driver, on its thread, at this very moment.
+            rx.try_recv().expect("the job is in the queue");
+            wake.take();
+            let queued = wake.queued.load(Ordering::SeqCst);
+            assert!(queued <= 1, "the count wrapped: {queued}");
+            Ok::<(), std::sync::mpsc::SendError<()>>(())
+        })
+        .unwrap();
+        assert!(
+            !wake.pending(),
+            "the job was taken, yet the driver would not sleep"
+        );
+    }
+
+    /// Senders on four threads and a driver taking jobs as fast as they come:
+    /// the driver can take a job the moment it is in the queue, before the
+    /// sender has returned, yet the count never exceeds the jobs sent (it
+    /// would read as a wrapped, huge number had a take come first) and is
+    /// zero once every job was taken, so the driver goes back to sleep.
+    #[test]
+    fn the_count_never_wraps_when_the_driver_takes_a_job_at_once() {
+        const SENDERS: usize = 4;
+        const JOBS: usize = 100_000;
+        let wake = Arc::new(Wake::default());
+        let (tx, rx) = std::sync::mpsc::channel::<usize>();
+        let senders: Vec<_> = (0..SENDERS)
+            .map(|_| {
+                let (wake, tx) = (wake.clone(), tx.clone());
+                std::thread::spawn(move || {
+                    for i in 0..JOBS {
+                        wake.queue(|| tx.send(i)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        let mut taken = 0;
+        let mut most = 0;
+        // Spinning, as a busy driver takes jobs: a job is taken the moment it
+        // is in the queue.
+        loop {
+            match rx.try_recv() {
+                Ok(_job) => {
+                    wake.take();
+                    taken += 1;
+                    most = most.max(wake.queued.load(Ordering::SeqCst));
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => std::hint::spin_loop(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+            }
+        }
+        for sender in senders {
+            sender.join().unwrap();
+        }
+        assert_eq!(taken, SENDERS * JOBS);
+        assert!(
+            most <= SENDERS * JOBS,
+            "the count wrapped: {most} jobs queued at most, of {} sent",
+            SENDERS * JOBS
+        );
+        assert!(
+            !wake.pending(),
+            "every job was taken, yet the driver would not sleep"
+        );
     }
 }
