@@ -122,7 +122,7 @@ mod wire;
 mod tests;
 
 pub use calls::{CallError, CallOptions, CallResult, Caller, FinishedCall};
-pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
+pub use discover::{Era, LEGACY_KEPT_MS, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
 pub use logging::LOG_LEVELS;
