@@ -26,6 +26,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::user_files::{Refused, UserDir};
@@ -97,8 +98,7 @@ impl PinStore {
     /// What was kept for the configuration.
     pub fn load(&self) -> Kept {
         if let Some((dir, key)) = &self.file
-            && let Ok(configs) = read(dir)
-            && let Some(entry) = configs.get(key)
+            && let Ok(Some(entry)) = read_entry(dir, key)
         {
             let pins = entry.get("pins").and_then(Value::as_str)?.to_owned();
             let accept = entry.get("acceptPending").and_then(Value::as_bool) == Some(true);
@@ -153,6 +153,32 @@ fn read(dir: &UserDir) -> Result<Map<String, Value>, String> {
             })
         }
     }
+}
+
+/// The entry of the configuration `key` in `dir`'s file, if it has one. Every
+/// start reads it, and the file holds up to [`MAX_CONFIGS`] configurations' pins
+/// as escaped JSON text: the other entries are skipped, never built (a file of
+/// 254 entries, 528 KB, cost a cold `mcpbox tools` half its instructions when it
+/// was read whole into a map and cloned).
+fn read_entry(dir: &UserDir, key: &str) -> Result<Option<Value>, String> {
+    #[derive(serde::Deserialize)]
+    struct File<'a> {
+        #[serde(borrow, default)]
+        configs: std::collections::HashMap<std::borrow::Cow<'a, str>, &'a RawValue>,
+    }
+    let Some(bytes) = dir.read(FILE, MAX_FILE).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let file: File<'_> = serde_json::from_slice(&bytes).map_err(|e| {
+        format!(
+            "{} is not valid JSON ({e}); delete it to pin every tool afresh",
+            dir.path().join(FILE).display()
+        )
+    })?;
+    file.configs
+        .get(key)
+        .map(|raw| serde_json::from_str(raw.get()).map_err(|e| e.to_string()))
+        .transpose()
 }
 
 /// Changes the entries under the file's lock, and writes them back.
@@ -237,6 +263,43 @@ mod tests {
         let (memory, _) = PinStore::open(None, None);
         memory.save("kept");
         assert_eq!(memory.load(), Some(("kept".into(), false)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_configurations_entry_is_found_among_many_with_escaped_text() {
+        let dir = std::env::temp_dir().join(format!("mcpbox-pins-many-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A name with a quote and a backslash: its key is escaped in the file.
+        let config = dir.join("odd \"name\\.json");
+        std::fs::write(&config, "{}").unwrap();
+        let config_dir = dir.join("config");
+        let (store, _) = PinStore::open(Some(&config_dir), Some(&config));
+        store.save(r#"{"echo":{"description":"says \"hi\""}}"#);
+        let key = std::fs::canonicalize(&config)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let mut configs: Map<String, Value> = (0..300)
+            .map(|i| {
+                let entry = serde_json::json!({"pins": format!(r#"{{"t{i}":"\"x\""}}"#)});
+                (format!("/gone/{i}.json"), entry)
+            })
+            .collect();
+        let mine = read(&UserDir::open(&config_dir).unwrap()).unwrap()[&key].clone();
+        configs.insert(key, mine);
+        let file = serde_json::json!({"configs": configs, "other": [1, {"a": null}]});
+        std::fs::write(config_dir.join(FILE), file.to_string()).unwrap();
+        let (again, _) = PinStore::open(Some(&config_dir), Some(&config));
+        assert_eq!(
+            again.load(),
+            Some((r#"{"echo":{"description":"says \"hi\""}}"#.into(), false))
+        );
+        // A file that is not JSON keeps nothing: the pins start afresh.
+        std::fs::write(config_dir.join(FILE), "{\"configs\": {").unwrap();
+        let (broken, _) = PinStore::open(Some(&config_dir), Some(&config));
+        assert_eq!(broken.load(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

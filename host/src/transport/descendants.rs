@@ -204,11 +204,48 @@ fn stat_of(pid: i32) -> Option<ProcStat> {
     parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
 }
 
-/// The children of this process, as [`processes`] would list them.
-fn own_children() -> Vec<ProcStat> {
+/// The children of this process that matter here: the servers (`leaders`, the
+/// locked [`LEADERS`]) and what the leader thread lists, without opening the
+/// `/proc` entry of any other thread of this process.
+///
+/// A child is listed under the thread that forked it, and an orphan reparented
+/// to this subreaper under its first live thread (the kernel's
+/// `find_new_reaper`), which is the leader while it runs. The servers are forked
+/// by other threads, and mcpbox forks nothing else. Looking into
+/// `/proc/<pid>/task/<tid>` of a thread other than the leader is not free: when
+/// the process is reaped, the kernel walks the entries that look left behind
+/// (`proc_invalidate_siblings_dcache`), and the parent of a cold `mcpbox tools`
+/// waited 3–7 ms (median, a loaded machine) in `wait4` for it, against 20 µs
+/// without. Only when the leader has exited are the other threads' lists read.
+/// `None` when the kernel does not list children.
+fn own_child_pids(leaders: &Option<HashSet<i32>>) -> Option<Vec<i32>> {
     let me = rustix::process::getpid().as_raw_nonzero().get();
-    match children_of(me) {
-        Some(pids) => pids.into_iter().filter_map(stat_of).collect(),
+    if stat_of(me).is_none_or(|leader| leader.state == 'Z') {
+        return children_of(me);
+    }
+    let text = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).ok()?;
+    let mut pids: Vec<i32> = text
+        .split_ascii_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    for &server in leaders.iter().flatten() {
+        if !pids.contains(&server) {
+            pids.push(server);
+        }
+    }
+    Some(pids)
+}
+
+/// The children of this process ([`own_child_pids`]), as [`processes`] would
+/// list them; `leaders` is the locked [`LEADERS`].
+fn own_children(leaders: &Option<HashSet<i32>>) -> Vec<ProcStat> {
+    let me = rustix::process::getpid().as_raw_nonzero().get();
+    match own_child_pids(leaders) {
+        Some(pids) => pids
+            .into_iter()
+            .filter_map(stat_of)
+            .filter(|p| p.ppid == me)
+            .collect(),
         None => processes().into_iter().filter(|p| p.ppid == me).collect(),
     }
 }
@@ -216,8 +253,8 @@ fn own_children() -> Vec<ProcStat> {
 /// Every descendant of this process (children first), or `None` when the
 /// kernel does not list children (then only the whole table finds them).
 fn own_descendants() -> Option<Vec<i32>> {
-    let me = rustix::process::getpid().as_raw_nonzero().get();
-    let mut found = children_of(me)?;
+    let servers = leaders().clone();
+    let mut found = own_child_pids(&servers)?;
     let mut next = 0;
     // A process's children are listed once: a tree has no cycles, and a pid
     // reused within this walk is at worst looked at twice.
@@ -288,7 +325,7 @@ pub(crate) fn kill_marked(marker: &str, adopted: bool) -> usize {
 /// for: orphans of servers, reparented here because it is their subreaper.
 pub(crate) fn reap_adopted() {
     let leaders = leaders();
-    for p in own_children() {
+    for p in own_children(&leaders) {
         if p.state == 'Z'
             && !leaders.as_ref().is_some_and(|set| set.contains(&p.pid))
             && let Some(pid) = Pid::from_raw(p.pid)
@@ -303,7 +340,7 @@ pub(crate) fn reap_adopted() {
 fn kill_adopted() {
     let adopted: Vec<Pid> = {
         let leaders = leaders();
-        own_children()
+        own_children(&leaders)
             .into_iter()
             .filter(|p| p.state != 'Z' && !leaders.as_ref().is_some_and(|set| set.contains(&p.pid)))
             .filter_map(|p| Pid::from_raw(p.pid))
@@ -338,14 +375,22 @@ mod tests {
     }
 
     /// The children files against the whole table: the same children, and a
-    /// grandchild found through its parent.
+    /// grandchild found through its parent. The child is forked by a test's
+    /// thread, not the leader, so it is found as a server is: registered.
     #[test]
     fn the_tree_of_children_agrees_with_the_process_table() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 & echo $!; wait"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("sh runs");
+        let mut child = {
+            let mut leaders = leaders();
+            let child = std::process::Command::new("sh")
+                .args(["-c", "sleep 30 & echo $!; wait"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("sh runs");
+            leaders
+                .get_or_insert_with(HashSet::new)
+                .insert(child.id() as i32);
+            child
+        };
         let mut line = String::new();
         std::io::BufRead::read_line(
             &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
@@ -359,11 +404,15 @@ mod tests {
             .filter(|p| p.ppid == me)
             .map(|p| p.pid)
             .collect();
-        let from_files: HashSet<i32> = own_children().into_iter().map(|p| p.pid).collect();
+        let from_files: HashSet<i32> = own_children(&leaders().clone())
+            .into_iter()
+            .map(|p| p.pid)
+            .collect();
         let tree = own_descendants().expect("this kernel lists children");
         let _ = rustix::process::kill_process(Pid::from_raw(grandchild).unwrap(), Signal::KILL);
         let _ = child.kill();
         let _ = child.wait();
+        forget_leader(child.id() as i32);
         // Other tests of this binary start processes too: compare ours.
         let child = child.id() as i32;
         for children in [&from_files, &from_table] {
