@@ -110,6 +110,9 @@ impl CallResult {
     /// `structuredContent` as a [`Value`], if there is one. Err when it holds what
     /// a `Value` cannot (deeper than 128 levels, a number beyond `f64`); the text
     /// in [`CallResult::structured_content`] has it exactly.
+    ///
+    /// `structuredContent` is open JSON in MCP (its shape is the tool's output
+    /// schema's): this parses it as any JSON and reads none of it.
     pub fn structured_value(&self) -> Result<Option<Value>, serde_json::Error> {
         self.structured_content
             .as_deref()
@@ -661,6 +664,9 @@ impl Event {
                 level: l.level,
                 message: l.message,
             },
+            // The JSON texts below are handed to the embedder whole as values
+            // (a requested schema, a call's arguments, a sampling request's
+            // params): parsed as any JSON, none of their fields read here.
             wit::Event::InputRequested(r) => Event::InputRequested(InputRequest {
                 id: r.id,
                 server: r.server,
