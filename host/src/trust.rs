@@ -101,7 +101,7 @@ impl ConfigFile {
     /// is refused, as [`crate::Options::from_config_file`] refuses it). A missing
     /// file is an empty configuration.
     pub fn read(path: &Path) -> Result<ConfigFile, TrustError> {
-        let text = crate::runtime::read_config(path)?;
+        let text = crate::config_file::read_config(path)?;
         let canonical = match std::fs::canonicalize(path) {
             Ok(canonical) => Some(canonical),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && text.is_empty() => None,
