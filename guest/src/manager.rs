@@ -533,10 +533,11 @@ impl<P: Platform> Manager<P> {
             Ok(conn) => {
                 let key = era_key(&slot.config.name, &slot.config.endpoint);
                 // The era found on an earlier run spares a legacy server the probe.
+                let wall_ms = self.platform.wall_clock_ms();
                 let hint = self
                     .platform
                     .memo_get(&key)
-                    .and_then(|era| Era::parse(&era));
+                    .and_then(|memo| Era::from_memo(&memo, wall_ms));
                 // What an earlier exchange learned spares a 2026-07-28 server
                 // `server/discover` and `tools/list` (see `short_lived`).
                 let known = if self.short_lived {
@@ -1046,8 +1047,12 @@ impl<P: Platform> Manager<P> {
             return;
         };
         let key = era_key(&slot.config.name, &slot.config.endpoint);
-        if self.platform.memo_get(&key).as_deref() != Some(era.as_str()) {
-            self.platform.memo_set(&key, era.as_str());
+        // Written when it changes, or when a legacy memo is too old to hold
+        // (its date renewed), not on every connection.
+        let wall_ms = self.platform.wall_clock_ms();
+        let kept = self.platform.memo_get(&key);
+        if kept.and_then(|memo| Era::from_memo(&memo, wall_ms)) != Some(era) {
+            self.platform.memo_set(&key, &era.memo(wall_ms));
         }
     }
 

@@ -49,6 +49,9 @@ pub const RESOURCES_READ: &str = "resources/read";
 pub const SKILLS_LIST: &str = "skills/list";
 /// One skill's entry by its `SKILL.md` URI (the skills extension).
 pub const SKILLS_GET: &str = "skills/get";
+/// One page of a directory's direct children (the skills extension's optional
+/// method, where the server declares `directoryRead`).
+pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 /// One page of the server's prompts.
 pub const PROMPTS_LIST: &str = "prompts/list";
 /// One prompt, filled in with arguments.

@@ -4,8 +4,9 @@
 //! mcpbox speaks, or no answer within [`PROBE_TIMEOUT_MS`] falls back to the legacy
 //! `initialize`. An `UnsupportedProtocolVersion` error (-32022) listing a version
 //! mcpbox speaks is retried once with it. A hint from an earlier run skips the
-//! probe for a server known to be legacy; a probe answered only after its
-//! timeout does not make a server known to be legacy.
+//! probe for a server known to be legacy, for [`LEGACY_KEPT_MS`] after it was
+//! found so; a probe answered only after its timeout does not make a server known
+//! to be legacy.
 
 use crate::prelude::*;
 
@@ -25,6 +26,12 @@ pub const STATELESS_VERSION: &str = "2026-07-28";
 /// legacy one that ignores unknown requests.
 pub const PROBE_TIMEOUT_MS: u64 = 5_000;
 
+/// How long a server found to speak only the legacy era is spared the probe.
+/// Servers are upgraded to 2026-07-28, and a legacy verdict reached wrongly (a
+/// probe answered late and, before that was recognised, taken for silence) must
+/// heal: once it is older than this, the next connection probes again.
+pub const LEGACY_KEPT_MS: u64 = 7 * 24 * 60 * 60 * 1000;
+
 /// The JSON-RPC error code for an unsupported protocol version (2026-07-28).
 pub(super) const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -38,7 +45,7 @@ pub enum Era {
 }
 
 impl Era {
-    /// A short name, for remembering the era across runs.
+    /// A short name: the protocol version, or `legacy`.
     pub fn as_str(self) -> &'static str {
         match self {
             Era::Legacy => "legacy",
@@ -46,11 +53,32 @@ impl Era {
         }
     }
 
-    /// The era [`Era::as_str`] named.
-    pub fn parse(text: &str) -> Option<Era> {
-        match text {
-            "legacy" => Some(Era::Legacy),
-            STATELESS_VERSION => Some(Era::Stateless),
+    /// What is remembered across runs (`mcpbox:runtime/state`): `2026-07-28`,
+    /// or `legacy@MS`, MS the wall-clock date it was found (milliseconds since
+    /// the Unix epoch; `legacy` alone on a platform without a wall clock).
+    pub fn memo(self, wall_ms: Option<u64>) -> String {
+        match (self, wall_ms) {
+            (Era::Legacy, Some(ms)) => format!("legacy@{ms}"),
+            _ => self.as_str().to_string(),
+        }
+    }
+
+    /// The era a memo of [`Era::memo`] names, if it still holds at `wall_ms`:
+    /// a legacy one for [`LEGACY_KEPT_MS`] after its date. An undated legacy
+    /// memo (written before memos were dated, or where there is no wall clock)
+    /// holds only on a platform without a wall clock, so that old verdicts
+    /// are probed again.
+    pub fn from_memo(text: &str, wall_ms: Option<u64>) -> Option<Era> {
+        if text == STATELESS_VERSION {
+            return Some(Era::Stateless);
+        }
+        let date = text.strip_prefix("legacy");
+        match (date, wall_ms) {
+            (Some(""), None) => Some(Era::Legacy),
+            (Some(date), Some(now)) => {
+                let found: u64 = date.strip_prefix('@')?.parse().ok()?;
+                (now.abs_diff(found) < LEGACY_KEPT_MS).then_some(Era::Legacy)
+            }
             _ => None,
         }
     }

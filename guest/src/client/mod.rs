@@ -128,7 +128,7 @@ pub use answer::{
     PromptMessage, ResourceItem, ResourceTemplate, SkillEntry, read_answer,
 };
 pub use calls::{CallError, CallOptions, CallResult, Caller, FinishedCall};
-pub use discover::{Era, PROBE_TIMEOUT_MS, STATELESS_VERSION};
+pub use discover::{Era, LEGACY_KEPT_MS, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
 pub use logging::LOG_LEVELS;

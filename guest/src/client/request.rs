@@ -112,6 +112,14 @@ pub enum Request {
     /// `tasks/list` (2025-11-25 tasks), every page: `content` is the JSON list
     /// of the server's tasks, `text` their ids, one a line.
     ListTasks,
+    /// `resources/directory/read` (the skills extension's, where the server
+    /// declares `directoryRead`), every page: `content` is the JSON list of the
+    /// directory's direct children (a subdirectory's `mimeType` is
+    /// `inode/directory`), `text` their URIs, one a line.
+    ReadDirectory {
+        /// The directory's URI, as the server knows it.
+        uri: String,
+    },
 }
 
 impl Request {
@@ -131,6 +139,7 @@ impl Request {
             Request::GetSkill { .. } => methods::SKILLS_GET,
             Request::LoadSkill { .. } | Request::ReadSkillFile { .. } => methods::RESOURCES_READ,
             Request::ListTasks => methods::TASKS_LIST,
+            Request::ReadDirectory { .. } => methods::RESOURCES_DIRECTORY_READ,
         }
     }
 
@@ -149,6 +158,7 @@ impl Request {
             | Request::LoadSkill { .. }
             | Request::ReadSkillFile { .. } => "skills",
             Request::ListTasks => "tasks.list",
+            Request::ReadDirectory { .. } => "skills.directoryRead",
         }
     }
 
@@ -160,6 +170,7 @@ impl Request {
             Request::ListPrompts => Some("prompts"),
             Request::ListSkills => Some("skills"),
             Request::ListTasks => Some("tasks"),
+            Request::ReadDirectory { .. } => Some("resources"),
             _ => None,
         }
     }
@@ -172,6 +183,7 @@ impl Request {
             | Request::Subscribe { uri }
             | Request::Unsubscribe { uri }
             | Request::GetSkill { uri }
+            | Request::ReadDirectory { uri }
             | Request::LoadSkill { skill: uri }
             | Request::ReadSkillFile { file: uri, .. } => Some(uri),
             Request::GetPrompt { name, .. } => Some(name),
@@ -196,6 +208,7 @@ impl Request {
             | Request::Subscribe { uri }
             | Request::Unsubscribe { uri }
             | Request::GetSkill { uri }
+            | Request::ReadDirectory { uri }
             | Request::LoadSkill { skill: uri }
             | Request::ReadSkillFile { file: uri, .. } => {
                 params.insert("uri".into(), uri.clone().into());
@@ -251,6 +264,8 @@ pub struct Offers {
     pub logging: bool,
     /// The skills extension (`extensions["io.modelcontextprotocol/skills"]`).
     pub skills: bool,
+    /// The skills extension's `directoryRead: true`: `resources/directory/read`.
+    pub directory_read: bool,
     /// `tasks.list` (2025-11-25 tasks).
     pub tasks_list: bool,
 }
@@ -270,6 +285,9 @@ impl Offers {
                 .and_then(Value::as_bool)
                 .unwrap_or(false)
         };
+        let skills = capabilities
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(super::skills::EXTENSION));
         Offers {
             resources: has("resources"),
             subscribe: flag("resources", "subscribe"),
@@ -278,10 +296,11 @@ impl Offers {
             prompts: has("prompts"),
             completions: has("completions"),
             logging: has("logging"),
-            skills: capabilities
-                .and_then(|c| c.get("extensions"))
-                .and_then(|e| e.get(super::skills::EXTENSION))
-                .is_some_and(|v| !v.is_null()),
+            skills: skills.is_some_and(|v| !v.is_null()),
+            directory_read: skills
+                .and_then(|s| s.get("directoryRead"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             tasks_list: capabilities
                 .and_then(|c| c.get("tasks"))
                 .and_then(|t| t.get("list"))
@@ -297,6 +316,7 @@ impl Offers {
             "completions" => self.completions,
             "resources.subscribe" => self.subscribe,
             "skills" => self.skills,
+            "skills.directoryRead" => self.skills && self.directory_read,
             "tasks.list" => self.tasks_list,
             _ => self.logging,
         }

@@ -788,9 +788,39 @@ fn a_legacy_hint_skips_the_probe_but_recovers_when_stale() {
         0,
     );
     assert_eq!(c.era(), Era::Stateless);
-    assert_eq!(Era::parse(Era::Stateless.as_str()), Some(Era::Stateless));
-    assert_eq!(Era::parse(Era::Legacy.as_str()), Some(Era::Legacy));
-    assert_eq!(Era::parse("2025-11-25"), None);
+}
+
+#[test]
+fn a_remembered_legacy_era_holds_for_a_while_then_is_probed_again() {
+    let now = 1_767_225_600_000;
+    let stateless = Era::Stateless.memo(Some(now));
+    assert_eq!(Era::from_memo(&stateless, Some(now)), Some(Era::Stateless));
+    assert_eq!(Era::from_memo(&stateless, None), Some(Era::Stateless));
+
+    let legacy = Era::Legacy.memo(Some(now));
+    assert_eq!(legacy, format!("legacy@{now}"));
+    assert_eq!(Era::from_memo(&legacy, Some(now)), Some(Era::Legacy));
+    let later = now + LEGACY_KEPT_MS - 1;
+    assert_eq!(Era::from_memo(&legacy, Some(later)), Some(Era::Legacy));
+    assert_eq!(Era::from_memo(&legacy, Some(later + 1)), None);
+    // A date far in the future (a clock set back since) does not hold for good.
+    assert_eq!(Era::from_memo(&legacy, Some(now - LEGACY_KEPT_MS)), None);
+
+    // Undated, as memos were written before they carried a date: probed again,
+    // unless the platform has no wall clock to date them with.
+    assert_eq!(Era::Legacy.memo(None), "legacy");
+    assert_eq!(Era::from_memo("legacy", Some(now)), None);
+    assert_eq!(Era::from_memo("legacy", None), Some(Era::Legacy));
+    for junk in [
+        "2025-11-25",
+        "legacy@",
+        "legacy@x",
+        "legacy@-1",
+        "legacyx",
+        "",
+    ] {
+        assert_eq!(Era::from_memo(junk, Some(now)), None, "{junk}");
+    }
 }
 
 #[test]

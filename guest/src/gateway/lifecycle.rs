@@ -255,7 +255,7 @@ pub fn initialize_result(version: &str, tasks: bool) -> Value {
             "prompts": {"listChanged": true},
             "completions": {},
             // Skills pass through as resources do (see resources.rs).
-            "extensions": {"io.modelcontextprotocol/skills": {}}
+            "extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}}
         },
         "serverInfo": server_info(),
         "instructions": "mcpbox: the tools of several MCP servers behind one gateway. Tool names are {server}__{tool}."
@@ -280,7 +280,7 @@ pub fn discover_result(tasks: bool) -> Value {
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {"listChanged": true},
             "completions": {},
-            "extensions": {"io.modelcontextprotocol/skills": {}}
+            "extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}}
         },
         // The gateway's capabilities never change while it runs; the answer is
         // the same for every client.

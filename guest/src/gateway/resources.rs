@@ -1,7 +1,7 @@
 //! Resources, prompts, completions and skills, aggregated from every upstream
 //! server and passed through (`resources/list`, `resources/templates/list`,
 //! `resources/read`, `prompts/list`, `prompts/get`, `completion/complete`,
-//! `skills/list`, `skills/get`).
+//! `skills/list`, `skills/get`, `resources/directory/read`).
 //!
 //! # Names
 //!
@@ -25,7 +25,10 @@
 //!   server that listed the URI (known from the lists served), else to every
 //!   server offering skills, the first that has it answering; a URI no server
 //!   serves is `-32602`. The gateway checks no digest: entries and files pass
-//!   through unchanged, for the client to verify.
+//!   through unchanged, for the client to verify. `resources/directory/read`
+//!   (declared as `directoryRead`) goes to the server that listed a skill in
+//!   or under that directory, else to every server declaring `directoryRead`,
+//!   their children merged; served in pages as lists are.
 //! - **Completions** follow their reference: a `ref/prompt` by its served name,
 //!   a `ref/resource` by the server that listed the template (known from the last
 //!   `resources/templates/list` served), else the first server offering
@@ -65,7 +68,8 @@ pub(super) struct DownRequest {
 impl Gateway {
     /// `resources/list`, `resources/templates/list`, `resources/read`,
     /// `prompts/list`, `prompts/get`, `completion/complete`, `skills/list`,
-    /// `skills/get`; false when `method` is none of them.
+    /// `skills/get`, `resources/directory/read`; false when `method` is none
+    /// of them.
     pub(super) fn beyond_tools<P: Platform>(
         &mut self,
         m: &mut Manager<P>,
@@ -85,6 +89,7 @@ impl Gateway {
             methods::RESOURCES_UNSUBSCRIBE,
             methods::SKILLS_LIST,
             methods::SKILLS_GET,
+            methods::RESOURCES_DIRECTORY_READ,
         ];
         if !known.contains(&method) {
             return false;
@@ -100,6 +105,7 @@ impl Gateway {
             methods::RESOURCES_TEMPLATES_LIST,
             methods::PROMPTS_LIST,
             methods::SKILLS_LIST,
+            methods::RESOURCES_DIRECTORY_READ,
         ];
         let start = match params.get("cursor") {
             None | Some(Value::Null) => 0,
@@ -176,6 +182,37 @@ impl Gateway {
                     methods::SKILLS_GET,
                     self.skill_servers.get(uri).cloned(),
                     Request::GetSkill { uri: uri.into() },
+                )
+            }
+            methods::RESOURCES_DIRECTORY_READ => {
+                let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+                    let why = "resources/directory/read needs a `uri` string";
+                    self.answer(origin, Err(invalid(why.into())));
+                    return true;
+                };
+                let reads = |name: &str| m.offers(name).is_some_and(|o| o.directory_read);
+                if !m.servers().iter().any(|s| reads(&s.name)) {
+                    let why =
+                        format!("no server serves directory {uri}: none declares directoryRead");
+                    self.answer(origin, Err(invalid(why)));
+                    return true;
+                }
+                // The server that listed a skill in this directory, or under it.
+                let server = self
+                    .skill_servers
+                    .iter()
+                    .find(|(skill, server)| {
+                        let dir = skill.strip_suffix("/SKILL.md").unwrap_or(skill);
+                        let within = |a: &str, b: &str| {
+                            a == b || a.strip_prefix(b).is_some_and(|r| r.starts_with('/'))
+                        };
+                        reads(server) && (within(dir, uri) || within(uri, dir))
+                    })
+                    .map(|(_, server)| server.clone());
+                (
+                    methods::RESOURCES_DIRECTORY_READ,
+                    server,
+                    Request::ReadDirectory { uri: uri.into() },
                 )
             }
             methods::PROMPTS_GET => {
@@ -273,6 +310,9 @@ impl Gateway {
             }
             methods::PROMPTS_LIST => self.served_page("prompts", &result.content, "name", start),
             methods::SKILLS_LIST => self.served_page("skills", &result.content, "skill", start),
+            methods::RESOURCES_DIRECTORY_READ => {
+                self.served_page("resources", &result.content, "", start)
+            }
             methods::SKILLS_GET => format!(r#"{{"skill":{}}}"#, result.content),
             methods::RESOURCES_READ => format!(r#"{{"contents":{}}}"#, result.content),
             // Only the prompt: the upstream's `resultType` and `_meta` are its

@@ -2411,10 +2411,35 @@ fn a_tool_that_requires_a_task_upstream_serves_plain_calls_and_tasks() {
 
 /// A 2025 upstream serving skills (the skills extension): `skills/list` one
 /// skill a page, `skills/get` of its own (`-32602` for any other URI), and
-/// `resources/read` of their `SKILL.md` (`-32002` for any other URI).
+/// `resources/read` of their `SKILL.md` (`-32002` for any other URI); with
+/// `directories`, it declares `directoryRead` and answers
+/// `resources/directory/read` of a skill's directory (its `SKILL.md` and a
+/// `references` subdirectory) and of that subdirectory (one file), one child a
+/// page, `-32602` for any other URI.
 struct SkillServer {
     inner: McpServer,
     skills: Vec<&'static str>,
+    directories: bool,
+}
+
+/// The children of `uri` in a [`SkillServer`] serving `skills`.
+fn skill_children(skills: &[&str], uri: &str) -> Option<Vec<Value>> {
+    skills.iter().find_map(|s| {
+        let dir = format!("skill://{s}");
+        let references = format!("{dir}/references");
+        if uri == dir {
+            Some(vec![
+                json!({"uri": skill_uri(s), "name": "SKILL.md", "mimeType": "text/markdown"}),
+                json!({"uri": references, "name": "references", "mimeType": "inode/directory"}),
+            ])
+        } else if uri == references {
+            Some(vec![
+                json!({"uri": format!("{references}/FORMS.md"), "name": "FORMS.md"}),
+            ])
+        } else {
+            None
+        }
+    })
 }
 
 fn skill_uri(name: &str) -> String {
@@ -2444,6 +2469,14 @@ impl SkillServer {
         SkillServer {
             inner: McpServer::with_tools(&["x"]),
             skills: skills.to_vec(),
+            directories: false,
+        }
+    }
+
+    fn with_directories(skills: &[&'static str]) -> SkillServer {
+        SkillServer {
+            directories: true,
+            ..SkillServer::serving(skills)
         }
     }
 
@@ -2457,13 +2490,36 @@ impl Behaviour for SkillServer {
         let error = |code: i64, message: String| json!({"jsonrpc": "2.0", "id": m["id"], "error": {"code": code, "message": message}});
         let uri = m["params"]["uri"].as_str().unwrap_or_default();
         match m["method"].as_str() {
-            Some("initialize") => out.reply(
-                0,
-                &m["id"],
-                json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "skills", "version": "1"},
-                       "capabilities": {"tools": {}, "resources": {},
-                                        "extensions": {"io.modelcontextprotocol/skills": {}}}}),
-            ),
+            Some("initialize") => {
+                let skills = if self.directories {
+                    json!({"directoryRead": true})
+                } else {
+                    json!({})
+                };
+                out.reply(
+                    0,
+                    &m["id"],
+                    json!({"protocolVersion": "2025-11-25", "serverInfo": {"name": "skills", "version": "1"},
+                           "capabilities": {"tools": {}, "resources": {},
+                                            "extensions": {"io.modelcontextprotocol/skills": skills}}}),
+                );
+            }
+            Some("resources/directory/read") if self.directories => {
+                match skill_children(&self.skills, uri) {
+                    Some(children) => {
+                        let start: usize = m["params"]["cursor"]
+                            .as_str()
+                            .and_then(|c| c.parse().ok())
+                            .unwrap_or(0);
+                        let mut result = json!({"resources": children.get(start..start + 1)});
+                        if start + 1 < children.len() {
+                            result["nextCursor"] = json!((start + 1).to_string());
+                        }
+                        out.reply(0, &m["id"], result);
+                    }
+                    None => out.later(0, error(-32602, format!("{uri} is not a directory"))),
+                }
+            }
             Some("skills/list") => {
                 let start: usize = m["params"]["cursor"]
                     .as_str()
@@ -2515,7 +2571,7 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     };
     let mut rig = Rig::with(p, &["a", "b"], "", options);
     rig.settle();
-    let skills = json!({"io.modelcontextprotocol/skills": {}});
+    let skills = json!({"io.modelcontextprotocol/skills": {"directoryRead": true}});
     assert_eq!(
         lifecycle::initialize_result("2025-11-25", true)["capabilities"]["extensions"],
         skills
@@ -2576,7 +2632,7 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
     );
     assert_eq!(
         r["result"]["capabilities"]["extensions"]["io.modelcontextprotocol/skills"],
-        json!({}),
+        json!({"directoryRead": true}),
         "{r}"
     );
     for (id, method, params) in [
@@ -2594,6 +2650,106 @@ fn skills_of_every_server_are_listed_in_pages_and_got_from_the_server_that_has_t
         assert_eq!(r["result"]["ttlMs"], 0, "{r}");
         assert_eq!(r["result"]["cacheScope"], "private", "{r}");
     }
+}
+
+/// `resources/directory/read` (the skills extension's `directoryRead`, which
+/// the gateway declares): before any list it asks every server declaring it;
+/// once a list named a skill, the server that listed it alone, for the skill's
+/// directory and the directories under it; every upstream page followed and
+/// served in pages; `-32602` for a URI no server has as a directory, for a
+/// missing `uri`, and when no server declares `directoryRead`.
+#[test]
+fn skill_directories_are_read_from_the_server_that_has_them() {
+    let mut p = FakePlatform::new();
+    p.serve("a", || SkillServer::with_directories(&["alpha"]));
+    p.serve("b", || SkillServer::with_directories(&["gamma"]));
+    p.serve("c", || SkillServer::serving(&["delta"]));
+    let options = ServeOptions {
+        page_size: 1,
+        ..ServeOptions::default()
+    };
+    let mut rig = Rig::with(p, &["a", "b", "c"], "", options);
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let sent = |rig: &Rig, server: &str| {
+        rig.m
+            .platform()
+            .sim(server)
+            .borrow()
+            .sent("resources/directory/read")
+            .len()
+    };
+    let read = |rig: &mut Rig, id: i64, params: Value| {
+        rig.request(
+            Some(s),
+            json!({"jsonrpc": "2.0", "id": id, "method": "resources/directory/read", "params": params}),
+        )
+        .0
+    };
+    let uris = |r: &Value| -> Vec<String> {
+        r["result"]["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .iter()
+            .map(|c| c["uri"].as_str().unwrap().to_string())
+            .collect()
+    };
+
+    // Before any list: every server declaring directoryRead is asked (not
+    // `c`); the one that has it answers, both upstream pages followed, served
+    // one child a page.
+    let r = read(&mut rig, 1, json!({"uri": "skill://alpha"}));
+    assert_eq!(uris(&r), [skill_uri("alpha")], "{r}");
+    assert_eq!(r["result"]["nextCursor"], "1", "{r}");
+    assert_eq!(
+        (sent(&rig, "a"), sent(&rig, "b"), sent(&rig, "c")),
+        (2, 1, 0)
+    );
+    let r = read(&mut rig, 2, json!({"uri": "skill://alpha", "cursor": "1"}));
+    assert_eq!(uris(&r), ["skill://alpha/references"], "{r}");
+    assert_eq!(r["result"]["resources"][0]["mimeType"], "inode/directory");
+    assert_eq!(r["result"].get("nextCursor"), None, "{r}");
+    for child in r["result"]["resources"].as_array().unwrap() {
+        assert_eq!(child.get("server"), None, "{child}");
+    }
+
+    // Listed: the skill's server alone, for its directory and under it.
+    rig.list_all_pages(s, "skills/list", "skills", 1, 10);
+    let before = (sent(&rig, "a"), sent(&rig, "b"));
+    let r = read(&mut rig, 20, json!({"uri": "skill://gamma/references"}));
+    assert_eq!(uris(&r), ["skill://gamma/references/FORMS.md"], "{r}");
+    assert_eq!((sent(&rig, "a"), sent(&rig, "b")), (before.0, before.1 + 1));
+
+    // A file, a URI nobody serves, no URI: invalid params, the upstream's
+    // reason passed on.
+    for (id, params) in [
+        (21, json!({"uri": skill_uri("gamma")})),
+        (22, json!({"uri": "skill://nowhere"})),
+        (23, json!({})),
+    ] {
+        let r = read(&mut rig, id, params);
+        assert_eq!(r["error"]["code"], -32602, "{r}");
+    }
+
+    // No server declares directoryRead: nothing is sent.
+    let mut p = FakePlatform::new();
+    p.serve("c", || SkillServer::serving(&["delta"]));
+    let mut rig = Rig::with(p, &["c"], "", ServeOptions::default());
+    rig.settle();
+    let s = rig.initialize(json!({}));
+    let (r, _) = rig.request(
+        Some(s),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/directory/read", "params": {"uri": "skill://delta"}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("directoryRead"),
+        "{r}"
+    );
+    assert_eq!(sent(&rig, "c"), 0);
 }
 
 /// A skill whose files are generated (`resources: "dynamic"`) cannot be loaded

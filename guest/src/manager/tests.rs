@@ -6,7 +6,7 @@ use std::rc::Rc;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::client::CallResult;
+use crate::client::{CallResult, LEGACY_KEPT_MS};
 use crate::elicitation::InputAnswer;
 use crate::permissions::Mode;
 use crate::testing::{FakePlatform, McpServer, Output};
@@ -1751,7 +1751,9 @@ fn the_era_is_detected_per_server_and_remembered() {
         .map(|(k, v)| (k.split('/').nth(1).unwrap(), v.as_str()))
         .collect();
     eras.sort();
-    assert_eq!(eras, [("modern", "2026-07-28"), ("old", "legacy")]);
+    let found = m.platform().wall_clock_ms().unwrap();
+    let dated = format!("legacy@{found}");
+    assert_eq!(eras, [("modern", "2026-07-28"), ("old", dated.as_str())]);
 
     // The next run starts the legacy server with initialize, without a probe.
     let mut p = FakePlatform::new();
@@ -1763,6 +1765,40 @@ fn the_era_is_detected_per_server_and_remembered() {
     let first = |name: &str| m.platform().sim(name).borrow().received[0].0["method"].clone();
     assert_eq!(first("old"), "initialize");
     assert_eq!(first("modern"), "server/discover");
+    // Still within its time, the memo is not written again.
+    assert_eq!(m.platform().memo, memo_of(&m, "old", &dated));
+
+    // A legacy verdict too old to hold, or undated (as memos were once kept), is
+    // probed again, and the legacy era found again is kept with a new date.
+    for kept in [
+        format!("legacy@{}", found - LEGACY_KEPT_MS),
+        "legacy".to_string(),
+    ] {
+        let mut p = FakePlatform::new();
+        serve(&mut p);
+        p.memo = memo_of(&m, "old", &kept);
+        let mut m = manager(p, &[("modern", json!({})), ("old", json!({}))]);
+        connect(&mut m);
+        assert_eq!(m.servers()[1].state, ServerState::Connected);
+        let old = m.platform().sim("old");
+        assert_eq!(old.borrow().received[0].0["method"], "server/discover");
+        let now = m.platform().wall_clock_ms().unwrap();
+        assert_eq!(
+            m.platform().memo,
+            memo_of(&m, "old", &format!("legacy@{now}"))
+        );
+    }
+}
+
+/// The platform's memo with the entry of `server` set to `value`.
+fn memo_of(m: &Manager<FakePlatform>, server: &str, value: &str) -> BTreeMap<String, String> {
+    let mut memo = m.platform().memo.clone();
+    for (key, kept) in &mut memo {
+        if key.split('/').nth(1) == Some(server) {
+            *kept = value.to_string();
+        }
+    }
+    memo
 }
 
 /// A short-lived manager (the stock component's, one per HTTP request) keeps
