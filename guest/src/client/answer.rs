@@ -294,7 +294,9 @@ pub fn read_answer(
         Request::SetLogLevel { .. } | Request::Subscribe { .. } | Request::Unsubscribe { .. } => {
             Answer::Done
         }
-        Request::ListResources => {
+        // A directory's children are listed as resources are (the WIT has no
+        // request for it yet: the gateway passes it through).
+        Request::ListResources | Request::ReadDirectory { .. } => {
             Answer::Resources(items(&result.content, "resource", &malformed)?)
         }
         Request::ListResourceTemplates => {
