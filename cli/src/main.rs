@@ -175,7 +175,8 @@ enum Command {
         yes: bool,
         /// Run the call as a task, when its tool allows one (`execution.taskSupport:
         /// optional`; one that requires a task always runs as one): the task's
-        /// statuses are shown on stderr while the call waits.
+        /// statuses are shown on stderr while the call waits. A 2026-07-28 server
+        /// with the tasks extension decides itself which calls run as tasks.
         #[arg(long)]
         task: bool,
         /// The tool name and arguments are a model's, made under `tools --format

@@ -40,6 +40,12 @@
 //! calls by and stays failed until `reconnect` or a reload. A server's count of
 //! failures and its backoff are kept in `restarts`.
 //!
+//! A call the server runs as a task is the exception on [`Manager::reconnect`]:
+//! the task lives on the server, so its call is handed to the next connection,
+//! whose client polls it once connected (see `client::tasks`); a connection
+//! that fails first ends it as it ends held calls. A lost connection still ends
+//! it with the others: nothing reconnects on a timer.
+//!
 //! # Input requests
 //!
 //! With [`Manager::enable_input_requests`], servers may ask for input during a call
@@ -240,6 +246,9 @@ struct Slot<C> {
     /// The resources followed on it: kept across its sessions, so a restarted
     /// server is subscribed again (see `client::subscriptions`).
     subscriptions: alloc::collections::BTreeSet<String>,
+    /// The calls running as tasks on its previous connection, handed to the
+    /// next one's client once it is ready (see [`Manager::reconnect`]).
+    handed: crate::client::HandedTasks,
 }
 
 /// A status as last reported, with what it was computed from that it does not
@@ -295,6 +304,7 @@ impl<C> Slot<C> {
             restarts: Restarts::default(),
             reported: None,
             subscriptions: alloc::collections::BTreeSet::new(),
+            handed: crate::client::HandedTasks::default(),
         }
     }
 
@@ -484,7 +494,8 @@ impl<P: Platform> Manager<P> {
     }
 
     /// Connects the server afresh, now: a live connection is dropped first (its
-    /// calls in flight complete with `server-unavailable`), the failure count goes
+    /// calls in flight complete with `server-unavailable`, except those running
+    /// as tasks, which the new connection follows), the failure count goes
     /// back to 0 and the circuit closes. Calls held for it stay held. `Err` when no
     /// server of that name is configured, or it is disabled.
     pub fn reconnect(&mut self, server: &str) -> Result<(), String> {
@@ -508,6 +519,8 @@ impl<P: Platform> Manager<P> {
         let slot = &mut self.slots[i];
         slot.restarts.failures = 0;
         if let (Some(client), Some(_)) = (slot.client.as_mut(), slot.conn.as_ref()) {
+            // A task lives on the server: its call waits for the next connection.
+            slot.handed = client.hand_over_tasks();
             let message = format!("server `{server}` was reconnected before the call finished");
             client.abort_calls(|_| CallError::ServerUnavailable(message.clone()));
         }
@@ -775,6 +788,12 @@ impl<P: Platform> Manager<P> {
             let message = format!("{} is unavailable: {}", h.name, why(&h.name));
             self.complete(h.call, Err(CallError::ServerUnavailable(message)));
         }
+        // Tasks handed over, waiting for a connection that will not come.
+        let handed = core::mem::take(&mut self.slots[i].handed);
+        for (call, name) in handed.calls() {
+            let message = format!("{name} is unavailable: {}", why(name));
+            self.complete(call, Err(CallError::ServerUnavailable(message)));
+        }
     }
 
     /// Fails held calls whose own timeout passed before their server reconnected.
@@ -953,6 +972,12 @@ impl<P: Platform> Manager<P> {
             match event {
                 ClientEvent::Ready(defs) => {
                     self.remember_era(i);
+                    let handed = core::mem::take(&mut self.slots[i].handed);
+                    if let (false, Some(client)) =
+                        (handed.is_empty(), self.slots[i].client.as_mut())
+                    {
+                        client.adopt_tasks(handed);
+                    }
                     let fresh = !self.slots[i].client.as_ref().is_some_and(Client::resumed);
                     if fresh {
                         self.keep_known(i, &defs);

@@ -500,8 +500,10 @@ pub struct CallOptions {
     /// (`execution.taskSupport: "optional"`); a tool that requires one runs as
     /// one whatever this says. Either way the task's statuses arrive as
     /// [`Event::TaskStatus`] while the call waits. A tool that takes no task, or a
-    /// 2026-07-28 server (whose tasks extension mcpbox does not run yet), fails
-    /// the call with [`CallError::InvalidArguments`].
+    /// 2026-07-28 server that does not offer the tasks extension, fails the call
+    /// with [`CallError::InvalidArguments`]. A 2026-07-28 server that offers it
+    /// decides itself which calls run as tasks (any call may come back as one),
+    /// so there this asks nothing more.
     pub task: bool,
 }
 

@@ -117,7 +117,9 @@ pub struct CallOptions {
     /// Runs the call as a task (MCP 2025-11-25) when its tool allows one
     /// (`execution.taskSupport: optional`); a tool that requires one runs as one
     /// anyway. A tool that does not take tasks, or a server that does not run
-    /// them, fails the call saying so.
+    /// them, fails the call saying so. A 2026-07-28 server with the tasks
+    /// extension decides itself which calls run as tasks: there this asks
+    /// nothing more.
     pub task: bool,
     /// Who the call is for, when that is not the embedder: what it can be asked
     /// (see [`Caller`]).
@@ -396,7 +398,7 @@ impl Client {
         outcome: Result<Box<RawValue>, Failure>,
     ) {
         let c = match &outcome {
-            Ok(raw) if self.as_task(&c) => match self.on_task_created(id, c, raw) {
+            Ok(raw) if self.as_task(&c) => match self.on_task_created(id.clone(), c, raw) {
                 Ok(()) => return,
                 Err(c) => c,
             },
@@ -404,8 +406,16 @@ impl Client {
         };
         let outcome = match outcome {
             Ok(raw) => match read_call_result(&c.name, &raw) {
-                Ok(Some(result)) => Ok(result),
-                Ok(None) => return self.on_input_required(c, &raw),
+                Ok(CallAnswer::Result(result)) => Ok(result),
+                Ok(CallAnswer::InputRequired) => return self.on_input_required(c, &raw),
+                Ok(CallAnswer::Task) if self.era == super::Era::Stateless => {
+                    return self.on_extension_task_created(id, c, &raw);
+                }
+                Ok(CallAnswer::Task) => Err(CallError::Protocol(format!(
+                    "{}: the server sent a malformed tools/call result (resultType \"task\", \
+                     which only a 2026-07-28 server's tasks extension sends)",
+                    c.name
+                ))),
                 Err(e) => Err(e),
             },
             Err(Failure::Rpc(e)) if e.code == crate::elicitation::URL_ELICITATION_REQUIRED => Err(
@@ -417,11 +427,20 @@ impl Client {
     }
 }
 
-/// A `tools/call` result; `None` when it is `input_required`.
-pub(super) fn read_call_result(
-    name: &str,
-    raw: &RawValue,
-) -> Result<Option<CallResult>, CallError> {
+/// What a `tools/call` answer is.
+#[derive(Debug)]
+pub(super) enum CallAnswer {
+    /// The tool's result.
+    Result(CallResult),
+    /// `resultType: "input_required"` (2026-07-28): the server wants input first.
+    InputRequired,
+    /// `resultType: "task"` (the 2026-07-28 tasks extension): a task handle, to
+    /// poll to the result (see `tasks`).
+    Task,
+}
+
+/// Reads a `tools/call` result.
+pub(super) fn read_call_result(name: &str, raw: &RawValue) -> Result<CallAnswer, CallError> {
     let malformed = |why: String| {
         CallError::Protocol(format!(
             "{name}: the server sent a malformed tools/call result ({why})"
@@ -431,7 +450,8 @@ pub(super) fn read_call_result(
         serde_json::from_str(raw.get()).map_err(|e| malformed(e.to_string()))?;
     match result_kind(result.result_type.as_ref()) {
         ResultKind::Complete => {}
-        ResultKind::InputRequired => return Ok(None),
+        ResultKind::InputRequired => return Ok(CallAnswer::InputRequired),
+        ResultKind::Other(kind) if kind == "task" => return Ok(CallAnswer::Task),
         ResultKind::Other(kind) => return Err(malformed(format!("unknown resultType {kind:?}"))),
     }
     // The blocks one level deep, and of each only `type` and `text`: the rest
@@ -455,7 +475,7 @@ pub(super) fn read_call_result(
     } else {
         texts.join("\n")
     };
-    Ok(Some(CallResult {
+    Ok(CallAnswer::Result(CallResult {
         is_error: result.is_error.unwrap_or(false),
         text,
         content: result

@@ -109,6 +109,9 @@ pub(super) enum InputTarget {
     Request(Id),
     /// An entry of an `input_required` result's `inputRequests`.
     Round(String),
+    /// An entry of the `inputRequests` of a task of the 2026-07-28 tasks
+    /// extension: answered with `tasks/update`.
+    Task(String),
 }
 
 impl Client {
@@ -159,37 +162,12 @@ impl Client {
         let mut asks = Vec::new();
         let mut responses = serde_json::Map::new();
         for (entry, request) in &requests {
-            let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
-            let params = request.get("params").unwrap_or(&Value::Null);
-            let parsed = match method {
-                methods::ELICITATION_CREATE if !self.input.elicits() => {
-                    return self.finish(c.call, Ok(input_required(&name)), true);
+            match self.read_input(&name, request) {
+                Reading::Ask(ask) => asks.push((entry.clone(), ask)),
+                Reading::Answer(answer) => {
+                    responses.insert(entry.clone(), answer);
                 }
-                methods::ELICITATION_CREATE => self.parse_elicitation(params),
-                methods::SAMPLING_CREATE_MESSAGE if !self.input.sampling => {
-                    let text = super::sampling::sampling_not_enabled(&name);
-                    return self.finish(c.call, Ok(text), true);
-                }
-                methods::SAMPLING_CREATE_MESSAGE => {
-                    sampling::parse_request(params).map(Question::Sampling)
-                }
-                methods::ROOTS_LIST if !self.roots.list.is_empty() => {
-                    responses.insert(entry.clone(), crate::roots::list_result(&self.roots.list));
-                    continue;
-                }
-                methods::ROOTS_LIST => Err(
-                    "it asked for roots/list, and no roots are declared for this server (the \
-                     configuration's `roots`, or the embedder's: Runtime::set_roots in Rust, \
-                     `setRoots` in JavaScript)"
-                        .to_string(),
-                ),
-                _ => Err(format!(
-                    "it asked for {method}, which mcpbox does not offer"
-                )),
-            };
-            match parsed {
-                Ok(ask) => asks.push((entry.clone(), ask)),
-                Err(why) => return self.finish(c.call, Ok(unanswerable(&name, &why)), true),
+                Reading::End(result) => return self.finish(c.call, Ok(result), true),
             }
         }
         if asks.is_empty() {
@@ -209,6 +187,43 @@ impl Client {
         );
         for (entry, ask) in asks {
             self.ask(Some((call, name.clone())), ask, InputTarget::Round(entry));
+        }
+    }
+
+    /// Reads one entry of `inputRequests` (a 2026-07-28 call's, or a task's of
+    /// the tasks extension) of the call of tool `name`: a question for the
+    /// embedder, an answer mcpbox gives itself (roots), or the tool result that
+    /// ends the call because nobody here can answer it.
+    pub(super) fn read_input(&self, name: &str, request: &Value) -> Reading {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("?");
+        let params = request.get("params").unwrap_or(&Value::Null);
+        let parsed = match method {
+            methods::ELICITATION_CREATE if !self.input.elicits() => {
+                return Reading::End(input_required(name));
+            }
+            methods::ELICITATION_CREATE => self.parse_elicitation(params),
+            methods::SAMPLING_CREATE_MESSAGE if !self.input.sampling => {
+                return Reading::End(super::sampling::sampling_not_enabled(name));
+            }
+            methods::SAMPLING_CREATE_MESSAGE => {
+                sampling::parse_request(params).map(Question::Sampling)
+            }
+            methods::ROOTS_LIST if !self.roots.list.is_empty() => {
+                return Reading::Answer(crate::roots::list_result(&self.roots.list));
+            }
+            methods::ROOTS_LIST => Err(
+                "it asked for roots/list, and no roots are declared for this server (the \
+                 configuration's `roots`, or the embedder's: Runtime::set_roots in Rust, \
+                 `setRoots` in JavaScript)"
+                    .to_string(),
+            ),
+            _ => Err(format!(
+                "it asked for {method}, which mcpbox does not offer"
+            )),
+        };
+        match parsed {
+            Ok(ask) => Reading::Ask(ask),
+            Err(why) => Reading::End(unanswerable(name, &why)),
         }
     }
 
@@ -253,6 +268,9 @@ impl Client {
                 deadline_ms,
             },
         );
+        if let Some(call) = call {
+            self.task_waits_for_input(call);
+        }
     }
 
     /// Answers the input request `key` (see [`ClientEvent::InputRequested`]).
@@ -276,11 +294,19 @@ impl Client {
         let Some(wait) = self.input.waiting.remove(&key) else {
             return Ok(());
         };
+        if let Some(call) = wait.call {
+            self.task_input_answered(call);
+        }
         match wait.to {
             InputTarget::Request(id) => self.respond(jsonrpc::result_response(&id, &result)),
             InputTarget::Round(entry) => {
                 if let Some(call) = wait.call {
                     self.round_answered(call, entry, result);
+                }
+            }
+            InputTarget::Task(entry) => {
+                if let Some(call) = wait.call {
+                    self.send_task_update(call, entry, result);
                 }
             }
         }
@@ -328,6 +354,9 @@ impl Client {
         let Some(wait) = self.input.waiting.remove(&key) else {
             return;
         };
+        if let Some(call) = wait.call {
+            self.task_input_answered(call);
+        }
         if let (InputTarget::Request(id), true) = (&wait.to, answer_server) {
             if wait.sampling {
                 self.respond(jsonrpc::error_response(
@@ -432,6 +461,16 @@ impl Client {
         }
         Ok(Question::Elicitation(request))
     }
+}
+
+/// What [`Client::read_input`] made of one input request.
+pub(super) enum Reading {
+    /// A question for the embedder.
+    Ask(Question),
+    /// An answer mcpbox gives at once (roots).
+    Answer(Value),
+    /// Nobody here can answer: the call ends with this tool result.
+    End(CallResult),
 }
 
 /// What a server asks the embedder.

@@ -62,11 +62,14 @@ impl Client {
             capabilities.insert("roots".into(), roots);
         }
         // The extensions this client speaks: skills (it lists, loads and verifies
-        // them whenever a server offers them, with nothing asked of the embedder).
-        capabilities.insert(
-            "extensions".into(),
-            serde_json::json!({ super::skills::EXTENSION: {} }),
-        );
+        // them whenever a server offers them, with nothing asked of the embedder),
+        // and a 2026-07-28 server's tasks when it offers them (the client polls a
+        // task handle to its result: see `tasks`).
+        let mut extensions = serde_json::json!({ super::skills::EXTENSION: {} });
+        if self.era == Era::Stateless && self.offers.tasks_extension {
+            extensions[super::tasks::EXTENSION] = serde_json::json!({});
+        }
+        capabilities.insert("extensions".into(), extensions);
         capabilities
     }
 

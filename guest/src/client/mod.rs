@@ -133,7 +133,7 @@ pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};
 pub use known::KnownServer;
 pub use logging::LOG_LEVELS;
 pub use request::{Offers, Request};
-pub use tasks::TaskStatus;
+pub use tasks::{HandedTasks, TaskStatus};
 
 use calls::PendingCall;
 use handshake::client_info;
@@ -306,6 +306,8 @@ enum Pending {
     TaskResult(u64),
     /// `tasks/cancel`: its answer changes nothing.
     TaskCancel,
+    /// `tasks/update` for the task of this call (the 2026-07-28 extension).
+    TaskUpdate(u64),
 }
 
 impl Pending {
@@ -511,6 +513,7 @@ impl Client {
             | Pending::Request(_)
             | Pending::TaskGet(_)
             | Pending::TaskResult(_)
+            | Pending::TaskUpdate(_)
             | Pending::TaskCancel => true,
             Pending::Listen(l) => {
                 waiting.append(&mut l.waiting);
@@ -670,6 +673,7 @@ impl Client {
             Pending::Request(r) => self.on_request_response(r, outcome),
             Pending::TaskGet(call) => self.on_task_get(call, outcome),
             Pending::TaskResult(call) => self.on_task_result(call, outcome),
+            Pending::TaskUpdate(call) => self.on_task_update(call, outcome),
             Pending::TaskCancel => {}
         }
     }
@@ -710,6 +714,9 @@ impl Client {
             }
             Some(Pending::TaskResult(call)) => {
                 self.on_task_result(call, Err(Failure::Exchange(too_large.clone())));
+            }
+            Some(Pending::TaskUpdate(call)) => {
+                self.on_task_update(call, Err(Failure::Exchange(too_large.clone())));
             }
             Some(Pending::TaskCancel | Pending::LateDiscover) => {}
             Some(Pending::ListTools) => {

@@ -268,6 +268,8 @@ pub struct Offers {
     pub directory_read: bool,
     /// `tasks.list` (2025-11-25 tasks).
     pub tasks_list: bool,
+    /// The 2026-07-28 tasks extension (`extensions["io.modelcontextprotocol/tasks"]`).
+    pub tasks_extension: bool,
 }
 
 impl Offers {
@@ -304,6 +306,10 @@ impl Offers {
             tasks_list: capabilities
                 .and_then(|c| c.get("tasks"))
                 .and_then(|t| t.get("list"))
+                .is_some_and(|v| !v.is_null()),
+            tasks_extension: capabilities
+                .and_then(|c| c.get("extensions"))
+                .and_then(|e| e.get(super::tasks::EXTENSION))
                 .is_some_and(|v| !v.is_null()),
         }
     }

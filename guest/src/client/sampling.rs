@@ -35,6 +35,9 @@ impl Client {
         let Some(wait) = self.input.waiting.remove(&key) else {
             return Ok(());
         };
+        if let Some(call) = wait.call {
+            self.task_input_answered(call);
+        }
         // Who refused, in words that are true: a person (through the embedder),
         // or nobody, because nobody could be asked.
         let refused = match answer {
@@ -61,6 +64,16 @@ impl Client {
             (InputTarget::Round(entry), Some(result)) => {
                 if let Some(call) = wait.call {
                     self.round_answered(call, entry, result);
+                }
+            }
+            (InputTarget::Task(entry), Some(result)) => {
+                if let Some(call) = wait.call {
+                    self.send_task_update(call, entry, result);
+                }
+            }
+            (InputTarget::Task(_), None) => {
+                if let Some(call) = wait.call {
+                    self.end_task_unanswered(call, &refused);
                 }
             }
             (InputTarget::Round(_), None) => {

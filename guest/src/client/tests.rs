@@ -844,7 +844,8 @@ fn input_required_results_are_clear_tool_errors() {
     );
     let content: Value = serde_json::from_str(&r.content).unwrap();
     assert_eq!(content[0]["text"], r.text.as_str());
-    // An explicit "complete" is an ordinary result; anything else is not understood.
+    // An explicit "complete" is an ordinary result; anything else is not
+    // understood, and a task handle (the tasks extension) must name its task.
     c.start_call(8, "mcp__modern__book", "book", "{}", 1000, 0);
     c.start_call(9, "mcp__modern__book", "book", "{}", 1000, 0);
     let ids: Vec<Value> = sent(&mut c)
@@ -858,7 +859,7 @@ fn input_required_results_are_clear_tool_errors() {
     );
     feed(
         &mut c,
-        json!({"jsonrpc": "2.0", "id": ids[1], "result": {"resultType": "task", "content": []}}),
+        json!({"jsonrpc": "2.0", "id": ids[1], "result": {"resultType": "tusk", "content": []}}),
         0,
     );
     let events = c.take_events();
@@ -866,7 +867,7 @@ fn input_required_results_are_clear_tool_errors() {
         matches!(&events[0], ClientEvent::Finished(FinishedCall { call: 8, outcome: Ok(r) }) if r.text == "ok" && !r.is_error)
     );
     assert!(
-        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"task\"")),
+        matches!(&events[1], ClientEvent::Finished(FinishedCall { call: 9, outcome: Err(CallError::Protocol(m)) }) if m.contains("unknown resultType \"tusk\"")),
         "{events:?}"
     );
 }

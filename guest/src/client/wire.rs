@@ -207,11 +207,44 @@ pub(super) struct TaskParams {
     pub(super) ttl: u64,
 }
 
-/// Params of `tasks/get`, `tasks/result` and `tasks/cancel`.
+/// Params of `tasks/get`, `tasks/result`, `tasks/cancel` and `tasks/update`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct TaskIdParams<'a> {
     pub(super) task_id: &'a str,
+    /// `tasks/update`'s answers, keyed as the task's `inputRequests` were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) input_responses: Option<&'a serde_json::Map<String, Value>>,
+    /// A 2026-07-28 request's `_meta` (the tasks extension); none in 2025-11-25.
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub(super) meta: Option<RequestMeta<'a>>,
+}
+
+/// A task of the 2026-07-28 tasks extension, as a `CreateTaskResult` (the
+/// handle a `tools/call` may answer with) and a `tasks/get` answer carry it:
+/// flat, with what it ended with, or what it waits for, inlined.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ExtensionTask {
+    /// A string; read as any value so that a wrong type is named in the error.
+    #[serde(default)]
+    pub(super) task_id: Option<Value>,
+    /// A string; likewise.
+    #[serde(default)]
+    pub(super) status: Option<Value>,
+    #[serde(default)]
+    pub(super) status_message: Option<Value>,
+    #[serde(default)]
+    pub(super) poll_interval_ms: Option<Value>,
+    /// The tool's result, when `completed`.
+    #[serde(default)]
+    pub(super) result: Option<Box<RawValue>>,
+    /// A JSON-RPC error, when `failed`.
+    #[serde(default)]
+    pub(super) error: Option<Value>,
+    /// What the task waits for, when `input_required`.
+    #[serde(default)]
+    pub(super) input_requests: Option<Value>,
 }
 
 /// A task as `CreateTaskResult.task` and `tasks/get` carry it.

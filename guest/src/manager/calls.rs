@@ -354,6 +354,10 @@ impl<P: Platform> Manager<P> {
             self.complete(call, Err(CallError::Cancelled));
             return;
         }
+        if self.slots[i].handed.remove(call) {
+            self.complete(call, Err(CallError::Cancelled));
+            return;
+        }
         if let Some(client) = self.slots[i].client.as_mut() {
             client.cancel(call);
         }

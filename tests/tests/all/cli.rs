@@ -1850,6 +1850,41 @@ fn task_runs_an_optional_tool_as_a_task_showing_its_progress() {
     );
 }
 
+/// `call --task` against a 2026-07-28 server that offers the tasks extension
+/// (`mcpbox serve --http`, in front of the fixture server): accepted, the call
+/// comes back as a task handle, and its statuses show while it is polled.
+#[test]
+fn task_against_a_2026_server_with_the_tasks_extension_runs_and_shows_its_progress() {
+    use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, serve_http};
+    let upstream = ConfigFile::new(&json!({"mcpServers": {
+        "fixture": {"command": crate::fixture(), "args": []},
+    }}));
+    let gateway = serve_http(crate::cli(), &upstream.path, &[]);
+    let cfg = config(
+        "task-2026",
+        json!({ "up": {"type": "http", "url": gateway.url,
+            "headers": {"Authorization": AUTHORIZATION.1}} }),
+    );
+    let out = mcpbox(
+        &cfg,
+        &[
+            "call",
+            "--task",
+            "mcp__up__fixture__sleep",
+            r#"{"ms": 1500}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "slept 1500");
+    let progress = stderr(&out);
+    assert!(
+        progress
+            .lines()
+            .any(|l| l.starts_with("mcp__up__fixture__sleep: working")),
+        "{progress}"
+    );
+}
+
 #[test]
 fn a_url_a_server_asks_the_user_to_open_is_shown_and_never_opened() {
     let cfg = config(

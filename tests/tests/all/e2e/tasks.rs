@@ -236,3 +236,243 @@ async fn a_servers_tasks_are_listed_with_their_status() {
     assert_eq!(tasks[0].status, "completed", "{tasks:?}");
     runtime.shutdown().await;
 }
+
+/// `mcpbox serve --http` in front of server-everything and the fixture server:
+/// a 2026-07-28 server that offers the tasks extension and answers a call still
+/// running after half a second with a task handle; and a runtime whose client
+/// speaks to it (the bearer token in its headers), with input requests on.
+async fn open_through_the_gateway() -> (
+    mcpbox_tests::http::ServerProcess,
+    mcpbox_tests::gateway::ConfigFile,
+    Runtime,
+) {
+    use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, serve_http};
+    let (command, args) = everything_command();
+    let config = ConfigFile::new(&json!({"mcpServers": {
+        "everything": {"command": command, "args": args},
+        "fixture": crate::fixture_entry(&[]),
+    }}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let text = json!({"mcpServers": {"up": {"type": "http", "url": gateway.url,
+        "headers": {"Authorization": AUTHORIZATION.1}}}});
+    let runtime = Options::from_config_text("test.mcp.json", text.to_string())
+        .input_requests(true)
+        .open()
+        .await
+        .expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "up");
+    (gateway, config, runtime)
+}
+
+/// mcpbox's own client against a 2026-07-28 server with the tasks extension
+/// (mcpbox's gateway): the research query comes back as a task handle, which
+/// the client polls with `tasks/get`, showing its statuses, to the inlined
+/// report; the ambiguous one's question reaches the embedder and its answer
+/// goes back with `tasks/update`; asking for a task is no longer refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_servers_task_handles_are_polled_to_the_report_and_their_questions_answered() {
+    let (_gateway, _config, runtime) = open_through_the_gateway().await;
+    let tool = "mcp__up__everything__simulate-research-query";
+    let mut events = runtime.events();
+    let as_task = CallOptions {
+        task: true,
+        ..CallOptions::default()
+    };
+    let result = tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool(tool, json!({"topic": "wasm"}), as_task),
+    )
+    .await
+    .expect("the task ends in time")
+    .expect("the task gives a result");
+    assert!(
+        result.text.starts_with("# Research Report: wasm"),
+        "{result:?}"
+    );
+    // The statuses, to the last (its event may follow the result by a moment).
+    let mut seen = Vec::new();
+    while seen.last().is_none_or(|s| s != "completed") {
+        let Event::TaskStatus { status, .. } =
+            next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await
+        else {
+            unreachable!()
+        };
+        seen.push(status);
+    }
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("working"),
+        "{seen:?}"
+    );
+
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        let arguments = json!({"topic": "wasm", "ambiguous": true});
+        caller
+            .call_tool(tool, arguments, CallOptions::default())
+            .await
+    });
+    let Event::InputRequested(request) =
+        next_event(&mut events, |e| matches!(e, Event::InputRequested(_))).await
+    else {
+        unreachable!()
+    };
+    assert_eq!(request.tool.as_deref(), Some(tool), "{request:?}");
+    runtime
+        .answer_input(
+            request.id,
+            InputAnswer::Accept(json!({"interpretation": "historical"})),
+        )
+        .await
+        .expect("the answer fits the requested schema");
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task gives a result");
+    assert!(
+        result.text.contains("- **Clarification**: historical"),
+        "{result:?}"
+    );
+    runtime.shutdown().await;
+}
+
+/// A 2026-07-28 task that stays `working` past the call's timeout: the call
+/// ends at its timeout, saying so, and the server is sent `tasks/cancel`, which
+/// the gateway passes on to the server that runs the call.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_2026_task_that_never_ends_is_cancelled_at_the_calls_timeout() {
+    let (_gateway, _config, runtime) = open_through_the_gateway().await;
+    let mut events = runtime.events();
+    let short = CallOptions {
+        timeout: Some(std::time::Duration::from_secs(2)),
+        ..CallOptions::default()
+    };
+    let ended = tokio::time::timeout(
+        PATIENCE,
+        runtime.call_tool("mcp__up__fixture__sleep", json!({"ms": 60_000}), short),
+    )
+    .await
+    .expect("the call ends at its timeout")
+    .expect_err("the call times out");
+    let why = ended.to_string();
+    assert!(
+        why.contains("timed out") && why.contains("tasks/cancel"),
+        "{why}"
+    );
+    assert!(
+        std::iter::from_fn(|| events.try_recv().ok())
+            .any(|e| matches!(e, Event::TaskStatus { .. })),
+        "the call ran as a task"
+    );
+    // The fixture server saw its call cancelled: the cancel went all the way.
+    mcpbox_tests::process::eventually_async(PATIENCE, async || {
+        let seen = runtime
+            .call_tool(
+                "mcp__up__fixture__cancellations",
+                json!({}),
+                CallOptions::default(),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        match seen.text.as_str() {
+            "[]" => Err("no cancellation seen yet".to_owned()),
+            _ => Ok(()),
+        }
+    })
+    .await;
+    runtime.shutdown().await;
+}
+
+/// A task that waits for the embedder's answer does not time out meanwhile:
+/// the wait is the embedder's, not the server's. The ambiguous research query
+/// (a 2026-07-28 task of the gateway's) asks its question; the embedder answers
+/// only after twice the call's timeout, and the report still comes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_timeout() {
+    let (_gateway, _config, runtime) = open_through_the_gateway().await;
+    let tool = "mcp__up__everything__simulate-research-query";
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        let arguments = json!({"topic": "wasm", "ambiguous": true});
+        let short = CallOptions {
+            timeout: Some(std::time::Duration::from_secs(2)),
+            ..CallOptions::default()
+        };
+        caller.call_tool(tool, arguments, short).await
+    });
+    let Event::InputRequested(request) =
+        next_event(&mut events, |e| matches!(e, Event::InputRequested(_))).await
+    else {
+        unreachable!()
+    };
+    // The embedder takes its time: twice the call's timeout.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    runtime
+        .answer_input(
+            request.id,
+            InputAnswer::Accept(json!({"interpretation": "historical"})),
+        )
+        .await
+        .expect("the question still waits for its answer");
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task gives a result");
+    assert!(
+        result.text.contains("- **Clarification**: historical"),
+        "{result:?}"
+    );
+    runtime.shutdown().await;
+}
+
+/// A task outlives its server's reconnect: a call the gateway runs as a
+/// 2026-07-28 task (whose id is not bound to a connection) is polled by the new
+/// connection to its result after `reconnect`, while its caller waits on.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_outlives_its_servers_reconnect() {
+    let (_gateway, _config, runtime) = open_through_the_gateway().await;
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        caller
+            .call_tool(
+                "mcp__up__fixture__sleep",
+                json!({"ms": 3000}),
+                CallOptions::default(),
+            )
+            .await
+    });
+    let Event::TaskStatus { task_id, .. } =
+        next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await
+    else {
+        unreachable!()
+    };
+    runtime
+        .reconnect("up")
+        .await
+        .expect("the server reconnects");
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task's result reaches its caller after the reconnect");
+    assert_eq!(result.text, "slept 3000", "{result:?}");
+    // The same task, polled to its end on the new connection.
+    let Event::TaskStatus {
+        task_id: last,
+        status,
+        ..
+    } = next_event(
+        &mut events,
+        |e| matches!(e, Event::TaskStatus { status, .. } if status == "completed"),
+    )
+    .await
+    else {
+        unreachable!()
+    };
+    assert_eq!((last, status.as_str()), (task_id, "completed"));
+    runtime.shutdown().await;
+}
