@@ -23,6 +23,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 pub mod describe;
+mod permissions;
 pub(crate) mod types;
 
 use types::Json;

@@ -34,7 +34,7 @@
 //! | [`audit`] | the audit trail: one record per call (decision, rule, approval, outcome, duration) |
 //! | [`output`] | output limits: oversized results and media written to host files, a head and a link passed on |
 //! | [`sandbox`] | a stdio server's `sandbox` block: the grants the host enforces on its process |
-//! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called |
+//! | [`permissions`] | allow / ask / deny rules, tool filters and profiles: which tools are offered and called (read from the configuration by `config`) |
 //! | [`remote`] | remote servers over HTTP, spoken by the guest: Streamable HTTP, legacy HTTP+SSE, sessions, SSE, origins |
 //! | [`elicitation`] | a server's requests for input (form mode) and the embedder's answers |
 //! | [`client`] | one server's MCP session, a module per protocol concept (see its "Layout") |

@@ -4,6 +4,8 @@
 //! (`imports`, `transport`, `driver`); the public API (`crate::types`) wraps them in ordinary
 //! Rust types so embedders never see generated code.
 
+mod convert;
+
 mod generated {
     wasmtime::component::bindgen!({
         path: "../wit",

@@ -163,7 +163,7 @@ pub(crate) struct Published {
     pub issues: Arc<std::sync::Mutex<Vec<crate::types::ConfigIssue>>>,
     pub servers: watch::Sender<Arc<Vec<ServerStatus>>>,
     pub tools: watch::Sender<Arc<Vec<Tool>>>,
-    pub events: crate::runtime::Events,
+    pub events: crate::events::Events,
     /// `Some(reason)` once the driver has stopped.
     pub stopped: watch::Sender<Option<String>>,
 }

@@ -81,9 +81,11 @@ mod audit;
 mod bindings;
 #[cfg(feature = "client-configs")]
 pub mod client_configs;
+mod config_file;
 mod describe;
 mod driver;
 mod engine;
+mod events;
 mod gateway;
 mod imports;
 mod instance;

@@ -197,8 +197,11 @@ fn update(dir: &UserDir, change: impl FnOnce(&mut Map<String, Value>)) -> Result
 /// configuration file `config`, as mcpbox last saw them: the next start of its
 /// servers pins them (a tool changed yet again is a new change). `Ok(false)`:
 /// nothing is pinned for it yet.
-pub fn accept(config: &Path, config_dir: Option<&Path>) -> Result<bool, crate::trust::TrustError> {
-    let store = |why: String| crate::trust::TrustError::Store(why);
+pub fn accept(
+    config: &Path,
+    config_dir: Option<&Path>,
+) -> Result<bool, crate::trust::error::TrustError> {
+    let store = |why: String| crate::trust::error::TrustError::Store(why);
     let dir = config_dir.ok_or_else(|| {
         store("there is no configuration directory (set MCPBOX_CONFIG_DIR or HOME)".into())
     })?;

@@ -1,7 +1,7 @@
 //! The embedding API: open a runtime from a configuration, list servers and
 //! tools, call tools from as many tasks as you like.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,6 +9,9 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::Error;
+pub use crate::config_file::MAX_CONFIG_BYTES;
+use crate::config_file::{read_config, too_large};
+pub(crate) use crate::events::Events;
 
 mod adapted;
 mod completions;
@@ -554,41 +557,6 @@ pub(crate) struct Inner {
 /// (whose answer is as large) worked, 40 MB ran the guest out of memory, which
 /// traps it and restarts every server. 1/16 (16 MiB) leaves room for that.
 const ARGUMENTS_SHARE: usize = 16;
-
-/// How many events a subscriber may fall behind before it misses some
-/// (`RecvError::Lagged`).
-const EVENTS_BUFFER: usize = 1024;
-
-/// The registry's events, on a broadcast channel made at the first
-/// subscription: an event sent before anyone subscribed reaches nobody either
-/// way, and the channel's [`EVENTS_BUFFER`] slots, written when it is made, cost
-/// a cold `mcpbox tools` 68 of its 880 page faults (docs/PERFORMANCE.md, "A cold
-/// process").
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Events(Arc<std::sync::OnceLock<broadcast::Sender<Event>>>);
-
-impl Events {
-    /// Sends `event` to every subscriber; how many it reached (none before the
-    /// first subscription: it is dropped).
-    pub fn send(&self, event: Event) -> usize {
-        self.0
-            .get()
-            .and_then(|sender| sender.send(event).ok())
-            .unwrap_or(0)
-    }
-
-    /// A receiver of every event sent from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
-        self.0
-            .get_or_init(|| broadcast::channel(EVENTS_BUFFER).0)
-            .subscribe()
-    }
-
-    /// How many receivers there are.
-    pub fn receiver_count(&self) -> usize {
-        self.0.get().map_or(0, broadcast::Sender::receiver_count)
-    }
-}
 
 impl Drop for Inner {
     fn drop(&mut self) {
@@ -1360,49 +1328,4 @@ fn size(bytes: usize) -> String {
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
         b => format!("{b} bytes"),
     }
-}
-
-/// The largest configuration accepted, as the guest's own cap
-/// (`mcpbox_guest::config::MAX_CONFIG_BYTES`): a bigger text is refused here,
-/// before it is read whole or copied into the guest's memory.
-pub const MAX_CONFIG_BYTES: usize = 16 * 1024 * 1024;
-
-fn too_large(origin: &str) -> Error {
-    Error::Config {
-        origin: origin.to_owned(),
-        message: format!(
-            "{origin} is larger than 16 MiB, the most a configuration may be; is this the right file?"
-        ),
-    }
-}
-
-/// The text of the configuration file at `path`, read no further than one byte
-/// past [`MAX_CONFIG_BYTES`]; a missing file is empty.
-pub(crate) fn read_config(path: &Path) -> Result<String, Error> {
-    Ok(read_config_file(path)?.unwrap_or_default())
-}
-
-/// The text of the configuration file at `path`, as [`read_config`] reads it;
-/// `None` when there is no such file (the watcher tells a deleted file apart).
-pub(crate) fn read_config_file(path: &Path) -> Result<Option<String>, Error> {
-    use std::io::Read;
-    let origin = path.display().to_string();
-    let cannot = |e: std::io::Error| Error::Config {
-        origin: origin.clone(),
-        message: format!("{origin}: cannot be read: {e}"),
-    };
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(cannot(e)),
-    };
-    // One byte past the cap tells a file over it apart, whatever its metadata says.
-    let mut text = String::new();
-    file.take(MAX_CONFIG_BYTES as u64 + 1)
-        .read_to_string(&mut text)
-        .map_err(cannot)?;
-    if text.len() > MAX_CONFIG_BYTES {
-        return Err(too_large(&origin));
-    }
-    Ok(Some(text))
 }

@@ -43,6 +43,9 @@ use crate::describe::{ServerDescription, ServerReach};
 
 use crate::user_files::{Refused, UserDir};
 
+pub(crate) mod error;
+pub use error::TrustError;
+
 /// The file in the configuration directory that lists trusted configurations.
 const STORE: &str = "trusted-configs.json";
 /// The most a trust store may hold, in bytes.
@@ -57,28 +60,6 @@ const DEMO_SERVER: &[u8] = include_bytes!(concat!(
 /// Where the demo configuration expects its server, relative to the
 /// configuration's directory (it has no `cwd`, so the server runs there).
 const DEMO_SERVER_PATH: &str = "examples/demo-server.py";
-
-/// Why trust could not be checked or recorded.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TrustError {
-    /// The configuration file could not be read.
-    #[error("{path}: cannot be read: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The configuration file could not be read whole (unreadable, or larger
-    /// than a configuration may be).
-    #[error(transparent)]
-    Config(#[from] crate::Error),
-    /// The trust store could not be used (no configuration directory, one that
-    /// others may write, an unreadable or unwritable file).
-    #[error("the list of trusted configurations cannot be used: {0}")]
-    Store(String),
-}
 
 /// A configuration file as read for a trust decision: the text a runtime should
 /// then be opened with ([`crate::Options::from_config_text`]), so that what
@@ -101,7 +82,7 @@ impl ConfigFile {
     /// is refused, as [`crate::Options::from_config_file`] refuses it). A missing
     /// file is an empty configuration.
     pub fn read(path: &Path) -> Result<ConfigFile, TrustError> {
-        let text = crate::runtime::read_config(path)?;
+        let text = crate::config_file::read_config(path)?;
         let canonical = match std::fs::canonicalize(path) {
             Ok(canonical) => Some(canonical),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && text.is_empty() => None,

@@ -128,7 +128,7 @@ async fn watch(
         // The same bounded read as a start (16 MiB at most).
         let read = {
             let path = path.clone();
-            tokio::task::spawn_blocking(move || crate::runtime::read_config_file(&path)).await
+            tokio::task::spawn_blocking(move || crate::config_file::read_config_file(&path)).await
         };
         let Ok(read) = read else { return };
         match read {

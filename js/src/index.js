@@ -904,8 +904,10 @@ export class McpBox extends EventEmitter {
 
   /**
    * Starts a request beyond tools (`registry.start-request`); resolves with the
-   * guest's result (`{isError, text, content, structuredContent}`, see the WIT's
-   * `server-request` for what each holds) or rejects with a `CallError`.
+   * guest's result (`{isError, text, content, structuredContent, answer}`, see the
+   * WIT's `server-request` for what each holds: `content` is the server's objects
+   * whole, which this API hands over, and `answer` the `request-answer` records the
+   * guest read of them) or rejects with a `CallError`.
    */
   #request(server, request, label, { timeoutMs, signal } = {}) {
     if (server !== null && typeof server !== 'string') {
@@ -928,7 +930,7 @@ export class McpBox extends EventEmitter {
         signal?.removeEventListener('abort', onAbort);
         fn(value);
       };
-      this.#calls.set(id, { tool: label, resolve: settle(resolve), reject: settle(reject) });
+      this.#calls.set(id, { tool: label, request: true, resolve: settle(resolve), reject: settle(reject) });
       const timeout = timeoutMs === undefined ? null : Math.floor(Math.min(timeoutMs, Number.MAX_SAFE_INTEGER));
       this.#post({ t: 'job', job: { kind: 'request', id, server, request, timeoutMs: timeout } });
     });
@@ -1037,7 +1039,10 @@ export class McpBox extends EventEmitter {
       val: { name, arguments: args === null ? undefined : JSON.stringify(args) },
     };
     const r = await this.#request(server, request, `prompts/get ${name}`, options);
-    return { description: r.structuredContent?.description ?? null, messages: r.content, text: r.text };
+    // The messages go over whole, as the server wrote them; the description is
+    // read by the guest (`request-answer.prompt`).
+    const description = r.answer?.tag === 'prompt' ? (r.answer.val.description ?? null) : null;
+    return { description, messages: r.content, text: r.text };
   }
 
   /**
@@ -1499,6 +1504,10 @@ export class McpBox extends EventEmitter {
           if (result instanceof CallError) {
             call.reject(result);
           } else {
+            if (call.request) {
+              // What the guest read of a request's result (the WIT's `request-answer`).
+              result.answer = outcome.val.answer ?? null;
+            }
             call.resolve(result);
           }
         } else {

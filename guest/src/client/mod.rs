@@ -70,6 +70,7 @@
 //! | [`pagination`] | following `nextCursor` from page to page (tools and the lists beyond them) |
 //! | [`calls`] | `tools/call`: starting, reading results, completing |
 //! | [`request`] | one request that is not a tool call: its params, its pages, its deadline, the capability it needs |
+//! | [`answer`] | what a request beyond tools answered, read into the records a host maps (each item checked, the server and field named) |
 //! | [`resources`] | `resources/read` results (text and blob contents) |
 //! | [`prompts`] | `prompts/get`: its arguments and its results |
 //! | [`completions`] | `completion/complete` results |
@@ -96,6 +97,7 @@ use crate::methods;
 use crate::registry::ToolDef;
 use crate::transport::{Failure, Oversized, SendMeta};
 
+mod answer;
 mod calls;
 mod cancellation;
 mod completions;
@@ -121,6 +123,10 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
+pub use answer::{
+    Answer, CompletionValues, GotPrompt, ListedPrompt, ListedResource, ListedTask, PromptArgument,
+    PromptMessage, ResourceItem, ResourceTemplate, SkillEntry, read_answer,
+};
 pub use calls::{CallError, CallOptions, CallResult, Caller, FinishedCall};
 pub use discover::{Era, LEGACY_KEPT_MS, PROBE_TIMEOUT_MS, STATELESS_VERSION};
 pub use handshake::{OFFERED_VERSION, SUPPORTED_VERSIONS};

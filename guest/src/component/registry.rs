@@ -13,7 +13,7 @@
 //! Nothing here but conversions: the logic is the manager's.
 
 use crate::adapter::{Adaptation, Dialect, UnknownDialect};
-use crate::client::{CallError, CallOptions, CallResult, FinishedCall};
+use crate::client::{Answer, CallError, CallOptions, CallResult, FinishedCall, Request};
 use crate::config::ConfigIssue;
 use crate::config::describe::{Description, OAuthFields, Reach};
 use crate::elicitation::{InputAnswer, InputRequest};
@@ -23,6 +23,8 @@ use crate::manager::{Event, LogEntry, Manager, ReloadReport, ServerState, Server
 use crate::prelude::*;
 use crate::registry::Entry;
 use crate::transport::{Endpoint, Pair, Platform};
+use alloc::collections::BTreeMap;
+use core::cell::RefCell;
 
 use super::{types, wit, with, with_both};
 
@@ -133,19 +135,151 @@ fn to_wit_call_error(e: CallError) -> wit::CallError {
     }
 }
 
-fn to_wit_result(r: CallResult) -> wit::CallResult {
+fn to_wit_result(r: CallResult, answer: Option<wit::RequestAnswer>) -> wit::CallResult {
     wit::CallResult {
         is_error: r.is_error,
         text: r.text,
         content: r.content,
         structured_content: r.structured_content,
+        answer,
     }
 }
 
+/// The requests the embedder started (`start-request`) and not yet seen end:
+/// what each asked and of which server, so that its end carries its answer
+/// as records (`call-result.answer`).
+struct Asked(RefCell<BTreeMap<u64, (Request, Option<String>)>>);
+
+// SAFETY: as for the parent module's manager: one thread, and exports do not
+// re-enter one another (a re-entrant borrow would trap in the `RefCell`).
+#[allow(unsafe_code)]
+unsafe impl Sync for Asked {}
+
+static ASKED: Asked = Asked(RefCell::new(BTreeMap::new()));
+
 fn to_wit_finished(c: FinishedCall) -> wit::FinishedCall {
+    let asked = ASKED.0.borrow_mut().remove(&c.call);
+    let outcome = match (c.outcome, asked) {
+        (Ok(result), Some((request, server))) => {
+            crate::client::read_answer(&request, server.as_deref(), &result)
+                .map(|answer| to_wit_result(result, Some(to_wit_answer(answer))))
+        }
+        (Ok(result), None) => Ok(to_wit_result(result, None)),
+        (Err(e), _) => Err(e),
+    };
     wit::FinishedCall {
         call: c.call,
-        outcome: c.outcome.map(to_wit_result).map_err(to_wit_call_error),
+        outcome: outcome.map_err(to_wit_call_error),
+    }
+}
+
+fn to_wit_item(i: crate::client::ResourceItem) -> wit::ResourceItem {
+    wit::ResourceItem {
+        uri: i.uri,
+        mime_type: i.mime_type,
+        text: i.text,
+        blob: i.blob,
+        meta: i.meta,
+    }
+}
+
+fn to_wit_skill(e: crate::client::SkillEntry) -> wit::SkillEntry {
+    wit::SkillEntry {
+        server: e.server,
+        uri: e.uri,
+        frontmatter: e.frontmatter,
+        resources: e.resources,
+    }
+}
+
+fn to_wit_answer(a: Answer) -> wit::RequestAnswer {
+    use wit::RequestAnswer as A;
+    match a {
+        Answer::Done => A::Done,
+        Answer::Resources(list) => A::Resources(
+            list.into_iter()
+                .map(|r| wit::ListedResource {
+                    server: r.server,
+                    uri: r.uri,
+                    name: r.name,
+                    title: r.title,
+                    description: r.description,
+                    mime_type: r.mime_type,
+                    size: r.size,
+                    annotations: r.annotations,
+                })
+                .collect(),
+        ),
+        Answer::ResourceTemplates(list) => A::ResourceTemplates(
+            list.into_iter()
+                .map(|t| wit::ResourceTemplate {
+                    server: t.server,
+                    uri_template: t.uri_template,
+                    name: t.name,
+                    title: t.title,
+                    description: t.description,
+                    mime_type: t.mime_type,
+                })
+                .collect(),
+        ),
+        Answer::Contents(items) => A::Contents(items.into_iter().map(to_wit_item).collect()),
+        Answer::Prompts(list) => A::Prompts(
+            list.into_iter()
+                .map(|p| wit::ListedPrompt {
+                    server: p.server,
+                    registry_name: p.registry_name,
+                    name: p.name,
+                    title: p.title,
+                    description: p.description,
+                    arguments: p
+                        .arguments
+                        .into_iter()
+                        .map(|a| wit::PromptArgument {
+                            name: a.name,
+                            title: a.title,
+                            description: a.description,
+                            required: a.required,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        ),
+        Answer::Prompt(p) => A::Prompt(wit::GotPrompt {
+            description: p.description,
+            messages: p
+                .messages
+                .into_iter()
+                .map(|m| wit::PromptMessage {
+                    role: m.role,
+                    content: m.content,
+                })
+                .collect(),
+        }),
+        Answer::Completion(c) => A::Completion(wit::CompletionValues {
+            values: c.values,
+            total: c.total,
+            has_more: c.has_more,
+        }),
+        Answer::Skills(list) => A::Skills(list.into_iter().map(to_wit_skill).collect()),
+        Answer::Skill(entry) => A::Skill(to_wit_skill(entry)),
+        Answer::LoadedSkill(contents, entry) => A::LoadedSkill(wit::LoadedSkill {
+            contents: contents.into_iter().map(to_wit_item).collect(),
+            entry: to_wit_skill(entry),
+        }),
+        Answer::Tasks(list) => A::Tasks(
+            list.into_iter()
+                .map(|t| wit::ListedTask {
+                    server: t.server,
+                    task_id: t.task_id,
+                    status: t.status,
+                    status_message: t.status_message,
+                    created_at: t.created_at,
+                    last_updated_at: t.last_updated_at,
+                    ttl: t.ttl,
+                    poll_interval: t.poll_interval,
+                })
+                .collect(),
+        ),
     }
 }
 
@@ -452,7 +586,6 @@ impl wit::Guest for super::Component {
         request: wit::ServerRequest,
         options: wit::CallOptions,
     ) -> Result<u64, wit::CallError> {
-        use crate::client::Request;
         let request = match request {
             wit::ServerRequest::ListResources => Request::ListResources,
             wit::ServerRequest::ListResourceTemplates => Request::ListResourceTemplates,
@@ -480,7 +613,10 @@ impl wit::Guest for super::Component {
             task: options.task,
             ..CallOptions::default()
         };
-        with(|m| m.start_request(server.as_deref(), request, options)).map_err(to_wit_call_error)
+        let call = with(|m| m.start_request(server.as_deref(), request.clone(), options))
+            .map_err(to_wit_call_error)?;
+        ASKED.0.borrow_mut().insert(call, (request, server));
+        Ok(call)
     }
 
     fn wait(timeout_ms: u64) -> wit::Turn {

@@ -226,7 +226,7 @@ pub(crate) struct OAuth {
     store: TokenStore,
     on_demand: bool,
     timeout: Duration,
-    events: crate::runtime::Events,
+    events: crate::events::Events,
     /// The remote entries of every configuration applied, by name and URL as
     /// configured: a reload adds its own, and servers still running from an
     /// earlier one (an entry the reload could not apply) keep theirs.
@@ -256,7 +256,7 @@ impl OAuth {
         store: TokenStore,
         on_demand: bool,
         timeout: Duration,
-        events: crate::runtime::Events,
+        events: crate::events::Events,
     ) -> OAuth {
         OAuth {
             store,
@@ -1039,7 +1039,7 @@ mod tests {
         Arc<OAuth>,
         tokio::sync::broadcast::Receiver<Event>,
     ) {
-        let events = crate::runtime::Events::default();
+        let events = crate::events::Events::default();
         let seen = events.subscribe();
         let oauth = Arc::new(OAuth::new(store, false, Duration::from_secs(1), events));
         let described = crate::describe::Describer::embedded()

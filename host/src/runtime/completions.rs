@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Runtime;
-use super::request::malformed;
+use super::request::unexpected;
 use crate::bindings::registry;
 use crate::types::CallError;
 
@@ -34,10 +34,14 @@ impl Runtime {
         params: &Value,
     ) -> Result<CompletionValues, CallError> {
         let request = registry::ServerRequest::Complete(params.to_string());
-        let result = self.request(Some(server), request, None).await?;
-        let completion = result.structured_content.ok_or_else(|| {
-            CallError::Protocol("completion/complete: no completion in the result".into())
-        })?;
-        serde_json::from_str(completion.get()).map_err(|e| malformed("completion/complete", e))
+        let what = "completion/complete";
+        match self.request(Some(server), request, None, what).await? {
+            (registry::RequestAnswer::Completion(c), _) => Ok(CompletionValues {
+                values: c.values,
+                total: c.total,
+                has_more: c.has_more,
+            }),
+            _ => Err(unexpected(what)),
+        }
     }
 }

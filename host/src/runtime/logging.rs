@@ -12,6 +12,8 @@ impl Runtime {
     /// sends (`logging/setLevel`: "debug" … "emergency").
     pub async fn set_log_level(&self, server: &str, level: &str) -> Result<(), CallError> {
         let request = registry::ServerRequest::SetLogLevel(level.to_string());
-        self.request(Some(server), request, None).await.map(drop)
+        self.request(Some(server), request, None, "logging/setLevel")
+            .await
+            .map(drop)
     }
 }

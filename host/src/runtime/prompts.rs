@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Runtime;
-use super::request::malformed;
+use super::request::{open_json, unexpected};
 use crate::bindings::registry;
 use crate::types::CallError;
 
@@ -76,8 +76,16 @@ pub struct GetPrompt {
 impl Runtime {
     /// The prompts of `server`, or of every server that offers them.
     pub async fn list_prompts(&self, server: Option<&str>) -> Result<Vec<Prompt>, CallError> {
-        self.list(server, registry::ServerRequest::ListPrompts, "prompts/list")
-            .await
+        let what = "prompts/list";
+        match self
+            .request(server, registry::ServerRequest::ListPrompts, None, what)
+            .await?
+        {
+            (registry::RequestAnswer::Prompts(list), _) => {
+                Ok(list.into_iter().map(prompt).collect())
+            }
+            _ => Err(unexpected(what)),
+        }
     }
 
     /// Gets prompt `name` (its own name) of `server`, filled in with `arguments`.
@@ -93,18 +101,45 @@ impl Runtime {
             name: name.to_string(),
             arguments,
         });
-        let result = self.request(Some(server), request, None).await?;
         let what = format!("prompts/get {name}");
-        let messages =
-            serde_json::from_str(result.content.get()).map_err(|e| malformed(&what, e))?;
-        let description = result
-            .structured_value()
-            .map_err(|e| malformed(&what, e))?
-            .and_then(|v| v.get("description")?.as_str().map(String::from));
+        let (answer, text) = self.request(Some(server), request, None, &what).await?;
+        let registry::RequestAnswer::Prompt(got) = answer else {
+            return Err(unexpected(&what));
+        };
+        let messages = got
+            .messages
+            .into_iter()
+            .map(|m| {
+                Ok(PromptMessage {
+                    content: open_json(&what, "content", &m.content)?,
+                    role: m.role,
+                })
+            })
+            .collect::<Result<_, CallError>>()?;
         Ok(GetPrompt {
-            description,
+            description: got.description,
             messages,
-            text: result.text,
+            text,
         })
+    }
+}
+
+fn prompt(p: registry::ListedPrompt) -> Prompt {
+    Prompt {
+        server: p.server,
+        registry_name: p.registry_name,
+        name: p.name,
+        title: p.title,
+        description: p.description,
+        arguments: p
+            .arguments
+            .into_iter()
+            .map(|a| PromptArgument {
+                name: a.name,
+                title: a.title,
+                description: a.description,
+                required: a.required,
+            })
+            .collect(),
     }
 }

@@ -10,31 +10,62 @@
 //! asks every connected server that offers it; a read with no server is
 //! answered by the first server (in configuration order) that has the URI.
 //! Subscriptions ([`Runtime::subscribe_resource`]) report changes as events.
+//!
+//! The guest reads each result into records (`call-result.answer`: it knows
+//! MCP's result shapes, checks every item and names the server and field of
+//! one that does not fit); the files here only map those records to the
+//! public types.
 
 use std::time::Duration;
 
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::Runtime;
 use crate::bindings::registry;
 use crate::driver::Job;
-use crate::types::{CallError, CallResult};
+use crate::types::CallError;
 
-/// A malformed result: the guest passed on what the server sent, and it does
-/// not have the shape MCP gives it.
-pub(super) fn malformed(what: &str, e: serde_json::Error) -> CallError {
-    CallError::Protocol(format!("{what}: the server sent a malformed result ({e})"))
+/// The guest answered `what` with records of another request's kind, or none:
+/// a guest and host that do not agree on the WIT.
+pub(super) fn unexpected(what: &str) -> CallError {
+    CallError::Protocol(format!(
+        "{what}: the guest's answer is not of this request's kind (a guest built for another version of mcpbox?)"
+    ))
+}
+
+/// A field that is open JSON in MCP, which the guest hands over as the
+/// server's text: its shape is the server's, so it is parsed as any JSON and
+/// not read further. Err only for what a [`Value`] cannot hold (deeper than
+/// 128 levels, a number beyond `f64`).
+pub(super) fn open_json(what: &str, field: &str, text: &str) -> Result<Value, CallError> {
+    serde_json::from_str(text).map_err(|e| {
+        CallError::Protocol(format!(
+            "{what}: the server's `{field}` cannot be held as a JSON value ({e})"
+        ))
+    })
+}
+
+/// [`open_json`] of a field that may be absent.
+pub(super) fn open_json_opt(
+    what: &str,
+    field: &str,
+    text: Option<String>,
+) -> Result<Option<Value>, CallError> {
+    text.map(|t| open_json(what, field, &t)).transpose()
 }
 
 impl Runtime {
     /// Sends `request` to `server` (or, for `None`, as the guest fans it out)
-    /// and awaits its result.
+    /// and awaits what the guest read of its result (`call-result.answer`) and
+    /// the result's flat text.
     pub(super) async fn request(
         &self,
         server: Option<&str>,
         request: registry::ServerRequest,
         timeout: Option<Duration>,
-    ) -> Result<CallResult, CallError> {
+        what: &str,
+    ) -> Result<(registry::RequestAnswer, String), CallError> {
         let (reply, answer) = oneshot::channel();
         self.submit(Job::Request {
             server: server.map(String::from),
@@ -43,20 +74,11 @@ impl Runtime {
             reply,
         })
         .map_err(CallError::Runtime)?;
-        match answer.await {
-            Ok(outcome) => outcome.map(CallResult::from),
-            Err(_) => Err(CallError::Runtime(self.stop_reason())),
-        }
-    }
-
-    /// A list `request`: its items, read as `T`.
-    pub(super) async fn list<T: serde::de::DeserializeOwned>(
-        &self,
-        server: Option<&str>,
-        request: registry::ServerRequest,
-        what: &str,
-    ) -> Result<Vec<T>, CallError> {
-        let result = self.request(server, request, None).await?;
-        serde_json::from_str(result.content.get()).map_err(|e| malformed(what, e))
+        let result = match answer.await {
+            Ok(outcome) => outcome?,
+            Err(_) => return Err(CallError::Runtime(self.stop_reason())),
+        };
+        let answer = result.answer.ok_or_else(|| unexpected(what))?;
+        Ok((answer, result.text))
     }
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Runtime;
-use super::request::malformed;
+use super::request::{open_json_opt, unexpected};
 use crate::bindings::registry;
 use crate::types::CallError;
 
@@ -101,16 +101,50 @@ pub struct ResourceRead {
     pub text: String,
 }
 
+/// The items of a `resources/read` (or a skill's file), as the guest read them.
+pub(super) fn contents(
+    what: &str,
+    items: Vec<registry::ResourceItem>,
+) -> Result<Vec<ResourceContents>, CallError> {
+    items
+        .into_iter()
+        .map(|i| {
+            Ok(ResourceContents {
+                meta: open_json_opt(what, "_meta", i.meta)?,
+                uri: i.uri,
+                mime_type: i.mime_type,
+                text: i.text,
+                blob: i.blob,
+            })
+        })
+        .collect()
+}
+
 impl Runtime {
     /// The resources of `server`, or of every server that offers them (all
     /// pages).
     pub async fn list_resources(&self, server: Option<&str>) -> Result<Vec<Resource>, CallError> {
-        self.list(
-            server,
-            registry::ServerRequest::ListResources,
-            "resources/list",
-        )
-        .await
+        let what = "resources/list";
+        let request = registry::ServerRequest::ListResources;
+        let (registry::RequestAnswer::Resources(list), _) =
+            self.request(server, request, None, what).await?
+        else {
+            return Err(unexpected(what));
+        };
+        list.into_iter()
+            .map(|r| {
+                Ok(Resource {
+                    annotations: open_json_opt(what, "annotations", r.annotations)?,
+                    server: r.server,
+                    uri: r.uri,
+                    name: r.name,
+                    title: r.title,
+                    description: r.description,
+                    mime_type: r.mime_type,
+                    size: r.size,
+                })
+            })
+            .collect()
     }
 
     /// The resource templates of `server`, or of every server that offers them;
@@ -119,12 +153,22 @@ impl Runtime {
         &self,
         server: Option<&str>,
     ) -> Result<Vec<ResourceTemplate>, CallError> {
-        self.list(
-            server,
-            registry::ServerRequest::ListResourceTemplates,
-            "resources/templates/list",
-        )
-        .await
+        let what = "resources/templates/list";
+        let request = registry::ServerRequest::ListResourceTemplates;
+        match self.request(server, request, None, what).await? {
+            (registry::RequestAnswer::ResourceTemplates(list), _) => Ok(list
+                .into_iter()
+                .map(|t| ResourceTemplate {
+                    server: t.server,
+                    uri_template: t.uri_template,
+                    name: t.name,
+                    title: t.title,
+                    description: t.description,
+                    mime_type: t.mime_type,
+                })
+                .collect()),
+            _ => Err(unexpected(what)),
+        }
     }
 
     /// Reads `uri` from `server`, or from the first server that has it. Items
@@ -134,13 +178,16 @@ impl Runtime {
         server: Option<&str>,
         uri: &str,
     ) -> Result<ResourceRead, CallError> {
+        let what = format!("resources/read {uri}");
         let request = registry::ServerRequest::ReadResource(uri.to_string());
-        let result = self.request(server, request, None).await?;
-        let contents = serde_json::from_str(result.content.get())
-            .map_err(|e| malformed(&format!("resources/read {uri}"), e))?;
+        let (registry::RequestAnswer::Contents(items), text) =
+            self.request(server, request, None, &what).await?
+        else {
+            return Err(unexpected(&what));
+        };
         Ok(ResourceRead {
-            contents,
-            text: result.text,
+            contents: contents(&what, items)?,
+            text,
         })
     }
 
@@ -160,7 +207,9 @@ impl Runtime {
         uri: &str,
     ) -> Result<(), CallError> {
         let request = registry::ServerRequest::SubscribeResource(uri.to_string());
-        self.request(server, request, None).await.map(drop)
+        self.request(server, request, None, "resources/subscribe")
+            .await
+            .map(drop)
     }
 
     /// Stops following the resource `uri` (`resources/unsubscribe`, or a
@@ -173,6 +222,8 @@ impl Runtime {
         uri: &str,
     ) -> Result<(), CallError> {
         let request = registry::ServerRequest::UnsubscribeResource(uri.to_string());
-        self.request(server, request, None).await.map(drop)
+        self.request(server, request, None, "resources/unsubscribe")
+            .await
+            .map(drop)
     }
 }

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Runtime;
-use super::request::malformed;
-use super::resources::ResourceContents;
+use super::request::{open_json, unexpected};
+use super::resources::{ResourceContents, contents};
 use crate::bindings::registry;
 use crate::types::CallError;
 
@@ -71,32 +71,52 @@ pub struct SkillFile {
     pub text: String,
 }
 
+/// A skill entry as the guest read it; its frontmatter and files are open
+/// JSON (the skill's author shapes the frontmatter).
+fn entry(what: &str, e: registry::SkillEntry) -> Result<Skill, CallError> {
+    Ok(Skill {
+        frontmatter: open_json(what, "frontmatter", &e.frontmatter)?,
+        resources: open_json(what, "resources", &e.resources)?,
+        server: e.server,
+        uri: e.uri,
+    })
+}
+
 impl Runtime {
     /// The skills of `server`, or of every connected server that declared the
     /// skills extension (all pages). No skill file is read.
     #[doc(alias = "skills/list")]
     pub async fn list_skills(&self, server: Option<&str>) -> Result<Vec<Skill>, CallError> {
-        self.list(server, registry::ServerRequest::ListSkills, "skills/list")
-            .await
+        let what = "skills/list";
+        let request = registry::ServerRequest::ListSkills;
+        let (registry::RequestAnswer::Skills(list), _) =
+            self.request(server, request, None, what).await?
+        else {
+            return Err(unexpected(what));
+        };
+        list.into_iter().map(|e| entry(what, e)).collect()
     }
 
     /// Loads skill `skill` of `server`, named by its name in the server's
     /// listing ([`Runtime::list_skills`] first) or by its `SKILL.md` URI: its
     /// `SKILL.md`, verified against the entry (size, digest, frontmatter).
     pub async fn load_skill(&self, server: &str, skill: &str) -> Result<LoadedSkill, CallError> {
-        let request = registry::ServerRequest::LoadSkill(skill.to_string());
-        let result = self.request(Some(server), request, None).await?;
         let what = format!("skill {skill}");
-        let contents =
-            serde_json::from_str(result.content.get()).map_err(|e| malformed(&what, e))?;
-        let entry = match result.structured_content {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| malformed(&what, e))?,
-            None => Value::Null,
+        let request = registry::ServerRequest::LoadSkill(skill.to_string());
+        let (registry::RequestAnswer::LoadedSkill(loaded), text) =
+            self.request(Some(server), request, None, &what).await?
+        else {
+            return Err(unexpected(&what));
         };
+        let verified = entry(&what, loaded.entry)?;
         Ok(LoadedSkill {
-            text: result.text,
-            contents,
-            entry,
+            text,
+            contents: contents(&what, loaded.contents)?,
+            entry: serde_json::json!({
+                "uri": verified.uri,
+                "frontmatter": verified.frontmatter,
+                "resources": verified.resources,
+            }),
         })
     }
 
@@ -108,16 +128,19 @@ impl Runtime {
         skill: &str,
         file: &str,
     ) -> Result<SkillFile, CallError> {
+        let what = format!("skill file {file}");
         let request = registry::ServerRequest::ReadSkillFile(registry::SkillFile {
             skill: skill.to_string(),
             file: file.to_string(),
         });
-        let result = self.request(Some(server), request, None).await?;
-        let contents = serde_json::from_str(result.content.get())
-            .map_err(|e| malformed(&format!("skill file {file}"), e))?;
+        let (registry::RequestAnswer::Contents(items), text) =
+            self.request(Some(server), request, None, &what).await?
+        else {
+            return Err(unexpected(&what));
+        };
         Ok(SkillFile {
-            contents,
-            text: result.text,
+            contents: contents(&what, items)?,
+            text,
         })
     }
 }

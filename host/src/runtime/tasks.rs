@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Runtime;
+use super::request::unexpected;
 use crate::bindings::registry;
 use crate::types::CallError;
 
@@ -47,7 +48,25 @@ impl Runtime {
     /// `tasks.list` (all pages).
     #[doc(alias = "tasks/list")]
     pub async fn list_tasks(&self, server: Option<&str>) -> Result<Vec<Task>, CallError> {
-        self.list(server, registry::ServerRequest::ListTasks, "tasks/list")
-            .await
+        let what = "tasks/list";
+        match self
+            .request(server, registry::ServerRequest::ListTasks, None, what)
+            .await?
+        {
+            (registry::RequestAnswer::Tasks(list), _) => Ok(list
+                .into_iter()
+                .map(|t| Task {
+                    server: t.server,
+                    task_id: t.task_id,
+                    status: t.status,
+                    status_message: t.status_message,
+                    created_at: t.created_at,
+                    last_updated_at: t.last_updated_at,
+                    ttl: t.ttl,
+                    poll_interval: t.poll_interval,
+                })
+                .collect()),
+            _ => Err(unexpected(what)),
+        }
     }
 }

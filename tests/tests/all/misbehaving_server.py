@@ -15,6 +15,8 @@ Flags:
   --huge-log BYTES      once initialised, send a log notification of BYTES characters
   --ignore-term         ignore SIGTERM (only SIGKILL stops it)
   --ignore-stdin-eof    keep running when stdin closes
+  --malformed-prompts   declare `prompts` and list a prompt whose argument has no `name`
+                        (for the runtime's end-to-end tests, tests/tests/all/e2e/resources.rs)
   --pid-file PATH       once the children above are started, write
                         {"pid": …, "child": …, "escapee": …} to PATH (atomically)
 
@@ -124,11 +126,16 @@ def handle(message):
                 "id": rid,
                 "result": {
                     "protocolVersion": "2025-11-25",
-                    "capabilities": {"tools": {}, "logging": {}},
+                    "capabilities": {"tools": {}, "logging": {}, "prompts": {}}
+                    if flag("--malformed-prompts")
+                    else {"tools": {}, "logging": {}},
                     "serverInfo": {"name": name, "version": f"1.0{ESCAPES}" if flag("--escapes") else "1.0"},
                 },
             }
         )
+    elif method == "prompts/list" and flag("--malformed-prompts"):
+        prompts = [{"name": "odd", "arguments": [{"description": "an argument without a name"}]}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"prompts": prompts}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools()}})
     elif method == "tools/call":

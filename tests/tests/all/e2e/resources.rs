@@ -276,3 +276,23 @@ async fn a_dropped_read_leaves_nothing_behind() {
     assert_eq!(after.contents[0].blob.as_deref(), Some("AAAA"));
     runtime.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_prompt_list_is_refused_naming_the_server_the_item_and_the_field() {
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/all/misbehaving_server.py");
+    let runtime = open(json!({
+        "odd": { "command": "python3", "args": [script, "--malformed-prompts"] },
+    }))
+    .await;
+    assert_connected(&ready(&runtime).await, "odd");
+    let e = patient(runtime.list_prompts(None)).await.unwrap_err();
+    let CallError::Protocol(why) = &e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        why.contains("server `odd`") && why.contains("prompt (item 0)"),
+        "{why}"
+    );
+    assert!(why.contains("missing field `name`"), "{why}");
+}
