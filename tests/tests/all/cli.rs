@@ -1187,15 +1187,16 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
             "--pid-file", pid_file_arg,
         ]) }),
     );
-    let mut command = if nohup {
-        let mut command = Command::new("nohup");
-        command
-            .arg(mcpbox_tests::mcpbox_program())
-            .env("MCPBOX_TRUST_ALL", "1");
-        command
-    } else {
-        mcpbox_command()
-    };
+    // Under nohup, SIGHUP ignored. Otherwise the dispositions a command run from
+    // a terminal has: a test run started in a shell's background job has SIGINT
+    // and SIGQUIT ignored, which mcpbox would keep ignoring, as it keeps nohup's.
+    let mut command = Command::new(if nohup { "nohup" } else { "env" });
+    if !nohup {
+        command.arg("--default-signal=HUP,INT,QUIT,TERM");
+    }
+    command
+        .arg(mcpbox_tests::mcpbox_program())
+        .env("MCPBOX_TRUST_ALL", "1");
     let mut child = command
         .arg("--config")
         .arg(&cfg)
@@ -1237,7 +1238,13 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
             .unwrap();
         assert!(status.success());
     }
-    let code = child.wait().unwrap().code();
+    let code = eventually(WATCHDOG, || {
+        child
+            .try_wait()
+            .unwrap()
+            .ok_or_else(|| format!("{tag}: mcpbox is still running after {signal}"))
+    })
+    .code();
     let pids = ["pid", "child", "escapee"]
         .iter()
         .map(|k| {
