@@ -345,7 +345,6 @@ async fn a_2026_task_that_never_ends_is_cancelled_at_the_calls_timeout() {
     let short = CallOptions {
         timeout: Some(std::time::Duration::from_secs(2)),
         task: true,
-        ..CallOptions::default()
     };
     let ended = tokio::time::timeout(
         PATIENCE,
@@ -401,7 +400,6 @@ async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_ti
             // reports no status for a second or two (more under load).
             timeout: Some(TIMEOUT),
             task: true,
-            ..CallOptions::default()
         };
         caller.call_tool(tool, arguments, short).await
     });
