@@ -264,22 +264,7 @@ impl Client {
         else {
             return Err(c);
         };
-        let call = c.call;
-        let mut running = RunningTask {
-            call: c,
-            task_id: task.task_id.clone(),
-            token,
-            status: String::new(),
-            message: None,
-            poll_ms: DEFAULT_POLL_MS,
-            next_poll: None,
-            result_asked: false,
-            paused: false,
-            extension: false,
-            asked: BTreeSet::new(),
-        };
-        running.call.deadline_ms = self.now_ms.saturating_add(running.call.timeout_ms);
-        self.tasks.running.insert(call, running);
+        let call = self.start_running(c, task.task_id.clone(), token, false);
         self.on_task_state(call, task);
         Ok(())
     }
@@ -537,6 +522,34 @@ impl Client {
         self.finish(call, outcome, true);
     }
 
+    /// Keeps call `c` as running task `task_id` (of the extension, or a
+    /// 2025-11-25 one), its timeout counted from now; its handle.
+    fn start_running(
+        &mut self,
+        c: PendingCall,
+        task_id: String,
+        token: Id,
+        extension: bool,
+    ) -> u64 {
+        let call = c.call;
+        let mut running = RunningTask {
+            call: c,
+            task_id,
+            token,
+            status: String::new(),
+            message: None,
+            poll_ms: DEFAULT_POLL_MS,
+            next_poll: None,
+            result_asked: false,
+            paused: false,
+            extension,
+            asked: BTreeSet::new(),
+        };
+        running.call.deadline_ms = self.now_ms.saturating_add(running.call.timeout_ms);
+        self.tasks.running.insert(call, running);
+        call
+    }
+
     /// Cancels the task of `call`, if it runs as one: `tasks/cancel` goes to the
     /// server; the caller finishes the call.
     pub(super) fn cancel_task(&mut self, call: u64) -> bool {
@@ -599,22 +612,7 @@ impl Client {
             );
             return self.finish(c.call, Err(CallError::Protocol(why)), true);
         }
-        let call = c.call;
-        let mut running = RunningTask {
-            call: c,
-            task_id: state.task_id.clone(),
-            token,
-            status: String::new(),
-            message: None,
-            poll_ms: DEFAULT_POLL_MS,
-            next_poll: None,
-            result_asked: false,
-            paused: false,
-            extension: true,
-            asked: BTreeSet::new(),
-        };
-        running.call.deadline_ms = self.now_ms.saturating_add(running.call.timeout_ms);
-        self.tasks.running.insert(call, running);
+        let call = self.start_running(c, state.task_id.clone(), token, true);
         self.on_extension_state(call, state, false);
     }
 
