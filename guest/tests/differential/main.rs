@@ -22,6 +22,7 @@ pub(crate) mod schemas;
 
 use arbitrary::Unstructured;
 use mcpbox_guest::schema::{Pattern, Validator};
+use patterns::regress_never_returns;
 use proptest::collection::vec;
 use proptest::prelude::any;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
@@ -311,5 +312,46 @@ fn regress_runs_without_captures() {
         (r"[(]\(\)(a)", r"[(]\(\)(?:a)"),
     ] {
         assert_eq!(patterns::without_captures(pattern), want);
+    }
+}
+
+/// The shape regress never returns on is recognised, and nothing near it is
+/// (each pattern below was run on regress 0.11.1 with a deadline); the guest
+/// answers every one of them.
+#[test]
+fn documented_differences_regress_loops_on_nested_empty_quantifiers() {
+    let loops = [
+        "(?:(?:a?)?)*a",
+        "(?:(?:a|)?)*a",
+        "(?:(?:a*)?)*a",
+        "(?:(?:a?)+)*a",
+        "(?:(?:a?){0,2})*a",
+        "(?:b?(?:a?)?)*a",
+        "(?:(?:a?)?){2,}a",
+        "(?:(?:a?)??)*a",
+        "(?:(?:[ab]?)?)*a",
+        "(?:(?:a?)?|x)*a",
+        "(?:(?:a|)?){2}a",
+        "(?<g>(a??a??|a??a??)??(a??a??|a??a??)??|(a[]|\\u00e9){0}a{0,1}?)*a|",
+    ];
+    let answers = [
+        "(?:a?a?)*a",
+        "(?:a?)?a",
+        "(?:a*)*a",
+        "(?:(?:a?)?){1}a",
+        "(?:x(?:a?)?)*a",
+        "(?:(?:a?)?x)*a",
+        "(?:(?:a|)(?:b|))*a",
+        "(?:(?:ab?)?)*a",
+        "a{2,}(?:b?)?c*",
+        "[(?:a?)?]*a",
+    ];
+    for pattern in loops {
+        assert!(regress_never_returns(pattern), "{pattern}");
+        let guest = Pattern::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+        assert_eq!(guest.is_match("a"), Some(true), "{pattern}");
+    }
+    for pattern in answers {
+        assert!(!regress_never_returns(pattern), "{pattern}");
     }
 }
