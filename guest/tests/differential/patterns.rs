@@ -842,6 +842,32 @@ mod shape {
             '\\' => {
                 let escaped = chars.get(*at).copied().unwrap_or('\\');
                 *at += 1;
+                // The rest of a multi-character escape, so that it counts as one atom:
+                // `\u{1F600}`, `\p{L}`, `\k<name>`, `\u00e9`, `\x41`, `\cJ`, `\12`.
+                let closing = match (escaped, chars.get(*at)) {
+                    ('u' | 'p' | 'P', Some('{')) => Some('}'),
+                    ('k', Some('<')) => Some('>'),
+                    _ => None,
+                };
+                if let Some(closing) = closing {
+                    while *at < chars.len() && chars[*at] != closing {
+                        *at += 1;
+                    }
+                    *at += 1;
+                } else {
+                    let (count, digits): (usize, fn(&char) -> bool) = match escaped {
+                        'u' => (4, char::is_ascii_hexdigit),
+                        'x' => (2, char::is_ascii_hexdigit),
+                        'c' => (1, char::is_ascii_alphabetic),
+                        '0'..='9' => (usize::MAX, char::is_ascii_digit),
+                        _ => (0, char::is_ascii_digit),
+                    };
+                    let mut taken = 0;
+                    while taken < count && chars.get(*at).is_some_and(digits) {
+                        *at += 1;
+                        taken += 1;
+                    }
+                }
                 Shape {
                     // Assertions and backreferences can match the empty string.
                     nullable: matches!(escaped, 'b' | 'B' | '1'..='9' | 'k'),
