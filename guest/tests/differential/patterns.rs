@@ -737,15 +737,16 @@ pub fn without_captures(pattern: &str) -> String {
     out
 }
 
-/// Whether `pattern` has the shape on which regress (0.11.1 and 0.12.0) loops
-/// until memory runs out: a quantifier that may repeat its body, whose body can
-/// match the empty string and holds a quantifier whose own body can. Found by the
-/// fuzz target: `(?:(?:a?)?)*a` on "a" never returns, nor does `(?:(?:a|)?){2}a`,
-/// while `(?:a*)*a`, `(?:a?)?a` and `(?:(?:a|)(?:b|))*a` answer in microseconds.
-/// ECMA-262 defines all of them (an iteration that matches empty ends the loop),
-/// and the guest answers them; only the reference cannot. The shape is read from
-/// the text, so that the fuzzer's raw patterns are covered as well as generated
-/// ones; reading more than the shape needs is harmless (a skipped comparison).
+/// Whether `pattern` has the shape on which regress (0.11.1 and 0.12.0) can
+/// loop until memory runs out: a quantifier that may repeat its body, whose body
+/// holds an optional or repeating quantifier over something that can match the
+/// empty string. Found by the fuzz target: `(?:(?:a?)?)*a` on "a" never returns,
+/// nor does `(?:a(?:a?)?)*b` on "aaac", while `(?:a*)*a`, `(?:a?a?)*b`,
+/// `(?:a(?:a|))*b` and `(?:a(?:a?){1})*b` answer in microseconds. ECMA-262
+/// defines all of them, and the guest answers them; only the reference cannot.
+/// The shape is read from the text, so that the fuzzer's raw patterns are covered
+/// as well as generated ones; reading more than the shape needs is harmless (a
+/// skipped comparison).
 pub fn regress_never_returns(pattern: &str) -> bool {
     let chars: Vec<char> = pattern.chars().collect();
     let mut at = 0;
@@ -759,7 +760,8 @@ mod shape {
     pub struct Shape {
         /// It can match the empty string.
         pub nullable: bool,
-        /// It holds a quantifier whose body can match the empty string.
+        /// It holds an optional or repeating quantifier whose body can match
+        /// the empty string.
         pub nullable_quantifier: bool,
         /// It holds the shape regress never returns on.
         pub looping: bool,
@@ -788,8 +790,8 @@ mod shape {
             }
             let mut piece = atom(chars, at);
             if let Some((min, max)) = quantifier(chars, at) {
-                piece.looping |= max > 1 && piece.nullable && piece.nullable_quantifier;
-                piece.nullable_quantifier |= piece.nullable;
+                piece.looping |= max > 1 && piece.nullable_quantifier;
+                piece.nullable_quantifier |= piece.nullable && (min, max) != (1, 1);
                 piece.nullable |= min == 0;
             }
             all.nullable &= piece.nullable;
