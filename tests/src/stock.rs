@@ -374,12 +374,17 @@ impl StockServer {
 
     /// Starts `command` and waits for a line that gives `ready` the address;
     /// `Err` with the output when a line makes `taken` true (the port was taken).
+    /// It leads a process group of its own, which [`StockServer::kill`] kills
+    /// whole: `jco serve` runs the component in a child `node`, which killing
+    /// `jco serve` alone would leave serving (and spending CPU) after the test.
     fn start(
         mut command: Command,
         ready: &dyn Fn(&str) -> Option<SocketAddr>,
         taken: &dyn Fn(&str) -> bool,
     ) -> Result<StockServer, String> {
+        use std::os::unix::process::CommandExt;
         let mut child = command
+            .process_group(0)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -410,8 +415,7 @@ impl StockServer {
         loop {
             let left = until.saturating_duration_since(Instant::now());
             let Ok(line) = rx.recv_timeout(left) else {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut child);
                 panic!(
                     "{command:?} did not start listening; output:\n{}",
                     log.lock().unwrap_or_else(|p| p.into_inner()).join("\n")
@@ -427,8 +431,7 @@ impl StockServer {
                 });
             }
             if taken(&line) {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_group(&mut child);
                 return Err(log.lock().unwrap_or_else(|p| p.into_inner()).join("\n"));
             }
         }
@@ -439,16 +442,23 @@ impl StockServer {
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Kills it now and waits until it is gone.
+    /// Kills it and whatever it started now, and waits until it is gone.
     pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
     }
 
     /// Its process id.
     pub fn id(&self) -> u32 {
         self.child.id()
     }
+}
+
+/// Kills `child`'s process group (it leads one) and reaps `child`.
+fn kill_group(child: &mut Child) {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let _ = kill_process_group(Pid::from_child(child), Signal::KILL);
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Drop for StockServer {
