@@ -740,16 +740,15 @@ pub fn without_captures(pattern: &str) -> String {
 /// Whether `pattern` has a shape on which regress (0.11.1 and 0.12.0) may not
 /// return: a quantifier that may repeat its body, whose body holds another
 /// quantifier that repeats, or that is optional over something that can match the
-/// empty string. regress backtracks with no memory of where it has been, so on
+/// empty string. regress is a backtracker that remembers no failed position, so on
 /// such nesting it either loops until memory runs out (`(?:(?:a?)?)*a` on "a",
 /// `(?:a(?:a?)?)*b` on "aaac") or tries every way to split the string among the
-/// inner repeats (`(?:a*?a*?a*?a*?)*b` on a dozen `a`s and a `c`: more than
-/// ten seconds; `(?:a+)+b` on 25: a second). All
-/// of them are defined by ECMA-262, and the guest answers them within its step
-/// budget; only the reference cannot. Found by the fuzz target. The shape is read
-/// from the text, so that the fuzzer's raw patterns are covered as well as
-/// generated ones; reading more than the shape needs is harmless (a skipped
-/// comparison).
+/// inner repeats (`(?:a*?a*?a*?a*?)*b` on a dozen `a`s and a `c`: more than ten
+/// seconds; `(?:a+)+b` on 25: a second). ECMA-262 defines all of them; the guest
+/// answers them, or gives up at its step budget, and never hangs. Found by the
+/// fuzz target. The shape is read from the text, so that the fuzzer's raw
+/// patterns are covered as well as generated ones; reading more than the shape
+/// needs is harmless (a skipped comparison).
 pub fn regress_may_not_return(pattern: &str) -> bool {
     let chars: Vec<char> = pattern.chars().collect();
     let mut at = 0;
