@@ -27,6 +27,13 @@
 //! paused: the wait is the embedder's, not the server's; the answer restarts it
 //! in full.
 //!
+//! A task lives on the server, not on the exchange that polls it: a `tasks/get`
+//! whose exchange failed below JSON-RPC (an HTTP error status, a stream cut off,
+//! a proxy that dropped the connection) ends nothing. The task is polled again
+//! after twice the wait of the last try (up to [`MAX_POLL_MS`]), a warning saying
+//! so; a failed poll is no news, so the timeout runs on and, when it ends the
+//! call, its error names the last failure.
+//!
 //! # The 2026-07-28 tasks extension
 //!
 //! A 2026-07-28 server that lists [`EXTENSION`] in its `server/discover`
@@ -122,6 +129,10 @@ pub(super) struct RunningTask {
     /// The extension's `inputRequests` keys already put to the embedder or
     /// answered: a later poll that lists them again asks nothing twice.
     asked: BTreeSet<String>,
+    /// The `tasks/get` exchanges that failed in a row, and how the last one did
+    /// (see the module docs).
+    failed_polls: u32,
+    last_failure: Option<String>,
 }
 
 /// The calls running as tasks on a connection that is going away, handed to
@@ -420,8 +431,15 @@ impl Client {
                     continue;
                 };
                 self.send_task_cancel(&task);
+                let polls = match &task.last_failure {
+                    Some(how) => format!(
+                        "; its last {} poll(s) failed, the last with: {how}",
+                        task.failed_polls
+                    ),
+                    None => String::new(),
+                };
                 let why = format!(
-                    "{} timed out after {} without news of its task {} (last status: {}); the server was sent tasks/cancel",
+                    "{} timed out after {} without news of its task {} (last status: {}{polls}); the server was sent tasks/cancel",
                     task.call.name,
                     format_ms(task.call.timeout_ms),
                     task.task_id,
@@ -451,9 +469,31 @@ impl Client {
 
     /// The answer to a `tasks/get`.
     pub(super) fn on_task_get(&mut self, call: u64, outcome: Result<Box<RawValue>, Failure>) {
-        let Some(task) = self.tasks.running.get(&call) else {
+        let now = self.now_ms;
+        let Some(task) = self.tasks.running.get_mut(&call) else {
             return; // The call ended meanwhile.
         };
+        if let Err(Failure::Exchange(how)) = &outcome {
+            // The exchange failed, not the task: poll again, later each time.
+            task.failed_polls = task.failed_polls.saturating_add(1);
+            let wait = task
+                .poll_ms
+                .saturating_mul(1 << task.failed_polls.min(8))
+                .min(MAX_POLL_MS);
+            task.next_poll = Some(now.saturating_add(wait));
+            task.last_failure = Some(how.clone());
+            let warning = format!(
+                "{}: tasks/get for its task {} on server `{}` failed ({how}); polling again in {}",
+                task.call.name,
+                task.task_id,
+                self.server,
+                format_ms(wait)
+            );
+            return self.warn(warning);
+        }
+        task.failed_polls = 0;
+        task.last_failure = None;
+        let task = &*task;
         if let Err(Failure::Rpc(e)) = &outcome
             && e.code == INVALID_PARAMS
         {
@@ -544,6 +584,8 @@ impl Client {
             paused: false,
             extension,
             asked: BTreeSet::new(),
+            failed_polls: 0,
+            last_failure: None,
         };
         running.call.deadline_ms = self.now_ms.saturating_add(running.call.timeout_ms);
         self.tasks.running.insert(call, running);
@@ -1705,6 +1747,84 @@ mod tests {
             why.contains("server `plain`")
                 && why.contains(EXTENSION)
                 && why.contains("without asking for a task"),
+            "{why}"
+        );
+    }
+
+    /// A poll whose exchange failed (a proxy that dropped the connection, a
+    /// 502) ends nothing: the task is polled again, later each time, with a
+    /// warning, and its result still ends the call; for a task of either era.
+    /// Failed polls are no news: the timeout that ends a task only ever polled
+    /// in vain names the last failure.
+    #[test]
+    fn a_failed_poll_is_tried_again_and_the_task_goes_on() {
+        for extension in [false, true] {
+            let (mut c, _) = if extension {
+                extension_running(false)
+            } else {
+                running()
+            };
+            c.take_events();
+            let mut at = 600;
+            let mut waits = Vec::new();
+            for _ in 0..3 {
+                c.tick(at);
+                let get = sent(&mut c).remove(0);
+                assert_eq!(get["method"], "tasks/get");
+                let failure = Failure::Exchange("HTTP 502 Bad Gateway".into());
+                c.handle_failure(&get["id"].to_string(), failure, at);
+                let events = c.take_events();
+                assert!(
+                    matches!(&events[..], [ClientEvent::Warning(w)]
+                        if w.contains("task t1") && w.contains("HTTP 502") && w.contains("polling again")),
+                    "{events:?}"
+                );
+                let next = c.next_deadline().expect("a next poll");
+                waits.push(next - at);
+                at = next;
+            }
+            assert_eq!(waits, [1000, 2000, 4000], "extension: {extension}");
+            let done = if extension {
+                json!({"taskId": "t1", "status": "completed", "result": {"content": []}})
+            } else {
+                json!({"taskId": "t1", "status": "completed"})
+            };
+            poll(&mut c, at, done);
+            if extension {
+                assert!(ended(&mut c).is_ok(), "the task's result ends the call");
+            } else {
+                let result = sent(&mut c).remove(0);
+                assert_eq!(result["method"], "tasks/result");
+                let content = json!({"content": [{"type": "text", "text": "report"}]});
+                feed(
+                    &mut c,
+                    json!({"jsonrpc": "2.0", "id": result["id"], "result": content}),
+                    at + 20,
+                );
+                assert!(ended(&mut c).is_ok(), "the task's result ends the call");
+            }
+        }
+
+        // Only failed polls for the whole timeout: the call ends naming the last.
+        let (mut c, _) = running();
+        c.take_events();
+        while c.calls_in_flight() {
+            let now = c.next_deadline().unwrap();
+            c.tick(now);
+            for get in sent(&mut c)
+                .into_iter()
+                .filter(|m| m["method"] == "tasks/get")
+            {
+                let failure = Failure::Exchange("connection reset".into());
+                c.handle_failure(&get["id"].to_string(), failure, now);
+            }
+            assert!(now < 20_000, "the call ends within its timeout");
+        }
+        let Err(CallError::Timeout(why)) = ended(&mut c) else {
+            panic!("a timeout")
+        };
+        assert!(
+            why.contains("poll(s) failed, the last with: connection reset"),
             "{why}"
         );
     }
