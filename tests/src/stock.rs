@@ -495,6 +495,9 @@ pub struct RoundRobin {
     /// The MCP endpoint through the proxy.
     pub url: String,
     counts: Arc<Vec<AtomicUsize>>,
+    /// Every backend marked down: each request is answered 502 (see
+    /// [`RoundRobin::set_down`]).
+    down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RoundRobin {
@@ -507,10 +510,17 @@ impl RoundRobin {
         let next = Arc::new(AtomicUsize::new(0));
         let backends = Arc::new(backends);
         let kept = counts.clone();
+        let down = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let outage = down.clone();
         thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { continue };
                 let (backends, counts, next) = (backends.clone(), kept.clone(), next.clone());
+                let backends = if outage.load(Ordering::SeqCst) {
+                    Arc::new(Vec::new())
+                } else {
+                    backends
+                };
                 thread::spawn(move || {
                     let _ = forward(client, &backends, &counts, &next);
                 });
@@ -519,7 +529,15 @@ impl RoundRobin {
         RoundRobin {
             url: format!("http://{addr}{path}"),
             counts,
+            down,
         }
+    }
+
+    /// Marks every backend down (each new request is answered `502 Bad
+    /// Gateway`, as a load balancer whose health checks all fail answers it),
+    /// or up again. Exchanges under way go on.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
     }
 
     /// How many requests each backend got so far, in the order given.

@@ -480,3 +480,67 @@ async fn a_task_outlives_its_servers_reconnect() {
     assert_eq!((last, status.as_str()), (task_id, "completed"));
     runtime.shutdown().await;
 }
+
+/// A task outlives an outage between the client and its server: with the load
+/// balancer in front of the gateway answering 502 for a while, the polls that
+/// fail are tried again later, each with a warning naming the task and the
+/// failure, and the task's result still reaches its caller once the server is
+/// reachable again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_outlives_an_outage_between_the_client_and_its_server() {
+    use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, serve_http};
+    use mcpbox_tests::stock::RoundRobin;
+    let config = ConfigFile::new(&json!({"mcpServers": {"fixture": crate::fixture_entry(&[])}}));
+    let gateway = serve_http(crate::cli(), &config.path, &[]);
+    let backend: std::net::SocketAddr = gateway
+        .url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .and_then(|a| a.parse().ok())
+        .expect("the gateway's address");
+    let proxy = RoundRobin::start(vec![backend], "/mcp");
+    let text = json!({"mcpServers": {"up": {"type": "http", "url": proxy.url,
+        "headers": {"Authorization": AUTHORIZATION.1}}}});
+    let runtime = Options::from_config_text("test.mcp.json", text.to_string())
+        .open()
+        .await
+        .expect("the runtime opens");
+    assert_connected(&ready(&runtime).await, "up");
+    let mut events = runtime.events();
+    let caller = runtime.clone();
+    let call = tokio::spawn(async move {
+        caller
+            .call_tool(
+                "mcp__up__fixture__sleep",
+                json!({"ms": 4000}),
+                CallOptions {
+                    task: true,
+                    ..CallOptions::default()
+                },
+            )
+            .await
+    });
+    next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await;
+    proxy.set_down(true);
+    let Event::Warning(warning) = next_event(
+        &mut events,
+        |e| matches!(e, Event::Warning(w) if w.contains("tasks/get")),
+    )
+    .await
+    else {
+        unreachable!()
+    };
+    assert!(
+        warning.contains("502") && warning.contains("polling again"),
+        "{warning}"
+    );
+    proxy.set_down(false);
+    let result = tokio::time::timeout(PATIENCE, call)
+        .await
+        .expect("the task ends in time")
+        .expect("the call runs")
+        .expect("the task's result reaches its caller after the outage");
+    assert_eq!(result.text, "slept 4000", "{result:?}");
+    runtime.shutdown().await;
+}
