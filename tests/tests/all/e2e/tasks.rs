@@ -246,14 +246,22 @@ async fn open_through_the_gateway() -> (
     mcpbox_tests::gateway::ConfigFile,
     Runtime,
 ) {
-    use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, serve_http};
+    use mcpbox_tests::gateway::{ConfigFile, serve_http};
     let (command, args) = everything_command();
     let config = ConfigFile::new(&json!({"mcpServers": {
         "everything": {"command": command, "args": args},
         "fixture": crate::fixture_entry(&[]),
     }}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
-    let text = json!({"mcpServers": {"up": {"type": "http", "url": gateway.url,
+    let runtime = open_on(&gateway.url).await;
+    (gateway, config, runtime)
+}
+
+/// A runtime whose one server, `up`, is the gateway at `url` (or something in
+/// front of it), with the gateway's token; connected.
+async fn open_on(url: &str) -> Runtime {
+    use mcpbox_tests::gateway::AUTHORIZATION;
+    let text = json!({"mcpServers": {"up": {"type": "http", "url": url,
         "headers": {"Authorization": AUTHORIZATION.1}}}});
     let runtime = Options::from_config_text("test.mcp.json", text.to_string())
         .input_requests(true)
@@ -261,7 +269,7 @@ async fn open_through_the_gateway() -> (
         .await
         .expect("the runtime opens");
     assert_connected(&ready(&runtime).await, "up");
-    (gateway, config, runtime)
+    runtime
 }
 
 /// mcpbox's own client against a 2026-07-28 server with the tasks extension
@@ -488,7 +496,7 @@ async fn a_task_outlives_its_servers_reconnect() {
 /// reachable again.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_task_outlives_an_outage_between_the_client_and_its_server() {
-    use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, serve_http};
+    use mcpbox_tests::gateway::{ConfigFile, serve_http};
     use mcpbox_tests::stock::RoundRobin;
     let config = ConfigFile::new(&json!({"mcpServers": {"fixture": crate::fixture_entry(&[])}}));
     let gateway = serve_http(crate::cli(), &config.path, &[]);
@@ -500,13 +508,7 @@ async fn a_task_outlives_an_outage_between_the_client_and_its_server() {
         .and_then(|a| a.parse().ok())
         .expect("the gateway's address");
     let proxy = RoundRobin::start(vec![backend], "/mcp");
-    let text = json!({"mcpServers": {"up": {"type": "http", "url": proxy.url,
-        "headers": {"Authorization": AUTHORIZATION.1}}}});
-    let runtime = Options::from_config_text("test.mcp.json", text.to_string())
-        .open()
-        .await
-        .expect("the runtime opens");
-    assert_connected(&ready(&runtime).await, "up");
+    let runtime = open_on(&proxy.url).await;
     let mut events = runtime.events();
     let caller = runtime.clone();
     let call = tokio::spawn(async move {
