@@ -64,10 +64,16 @@ pub fn fixture_entry(args: &[&str]) -> Value {
     json!({ "command": fixture(), "args": args })
 }
 
-/// Opens a runtime over `servers` (the value of `mcpServers`).
+/// Opens a runtime over `servers` (the value of `mcpServers`), with this test
+/// process's own cache and configuration directories
+/// ([`mcpbox_tests::compiled_guest::process_dirs`]): no era remembered by an
+/// earlier run decides how a server is first spoken to.
 pub async fn open(servers: Value) -> Runtime {
     let text = json!({ "mcpServers": servers }).to_string();
+    let (cache, config) = mcpbox_tests::compiled_guest::process_dirs();
     Options::from_config_text("test.mcp.json", text)
+        .cache_dir(Some(cache))
+        .config_dir(Some(config))
         .open()
         .await
         .expect("the runtime opens")
