@@ -79,6 +79,18 @@ pub async fn open(servers: Value) -> Runtime {
         .expect("the runtime opens")
 }
 
+/// Options that use `cache` as the cache directory, a test's own, with the
+/// guest compiled once for this process already in it (and this process's
+/// configuration directory, which holds the key that signs it): for a test
+/// about what lands in the cache, which need not compile the guest again.
+pub fn with_cache(options: Options, cache: &std::path::Path) -> Options {
+    let (_, config) = mcpbox_tests::compiled_guest::process_dirs();
+    mcpbox_tests::compiled_guest::seed(cache, &config);
+    options
+        .cache_dir(Some(cache.to_owned()))
+        .config_dir(Some(config))
+}
+
 /// Calls a tool with default options; panics after [`PATIENCE`].
 pub async fn call(
     runtime: &Runtime,
