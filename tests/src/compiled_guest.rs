@@ -35,7 +35,8 @@ pub fn seed(cache_dir: &Path, config_dir: &Path) {
     });
 }
 
-/// The cache and configuration directories of this test process (see [`warm`]):
+/// The cache and configuration directories of this test process, which one
+/// `mcpbox servers` run filled:
 /// a runtime opened on them loads the compiled guest at once, and what it
 /// remembers there (a server's era, in `state.json`) stays within the process.
 /// A server is remembered by its name and address, and tests reuse both (a
