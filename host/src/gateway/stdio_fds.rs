@@ -19,7 +19,8 @@
 //! only it holds), the driver's poll is not asked; the input is then watched by
 //! a tokio registration ([`ClientWatch`]) that ends the guest's wait through
 //! its wake signal. It exists only while steps block: otherwise each message
-//! would also wake a tokio worker.
+//! would also wake a tokio worker. Output a slow client left waiting goes on
+//! at the next turn then (within a second), not as soon as it has room.
 
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read as _, Write as _};
@@ -406,7 +407,7 @@ mod tests {
         let (done, _) = oneshot::channel();
         let client = PolledClient::new(input_read.into(), output_write.into(), None, done)
             .expect("a client");
-        (client, input_write.into(), output_read.into())
+        (client, input_write, output_read)
     }
 
     #[test]
