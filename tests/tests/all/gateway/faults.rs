@@ -1,6 +1,7 @@
 //! Faults through the gateway: an upstream that crashes mid-call, clients that go
 //! away mid-call (over HTTP, and over stdio in front of a second gateway), many
-//! clients at once, a client that does not read.
+//! clients at once, a client that does not read (over HTTP and stdio), a remote
+//! upstream that makes the guest's steps block.
 
 use std::time::{Duration, Instant};
 
@@ -290,6 +291,36 @@ fn a_stdio_client_that_stops_reading_does_not_stall_the_gateway() {
     let mut rest = Vec::new();
     output.read_to_end(&mut rest).expect("stdout ends");
     assert!(child.wait().expect("it exits").success());
+}
+
+#[test]
+fn a_gateway_whose_steps_block_on_a_remote_upstream_answers_pings_at_once() {
+    // A remote upstream makes the guest's steps block (it waits on its own
+    // pollables); what the gateway answers itself ends no call and must not
+    // wait for a blocked step's timeout (a second).
+    let inner_config = config(false, json!({}));
+    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
+    let outer_config = ConfigFile::new(&json!({"mcpServers": {
+        "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
+    }}));
+    let argv = stdio_gateway(&outer_config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.initialize("2025-11-25");
+    // Settled: the upstream answered once.
+    assert_eq!(
+        text(&peer.call_tool("up__fx__echo", json!({"text": "up"}))),
+        "up"
+    );
+    let started = Instant::now();
+    for _ in 0..10 {
+        let answer = peer.request("ping", json!({}));
+        assert!(answer["result"].is_object(), "{answer}");
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "10 pings took {took:?}: each waited for the blocked step"
+    );
 }
 
 #[test]
