@@ -35,6 +35,22 @@ pub fn seed(cache_dir: &Path, config_dir: &Path) {
     });
 }
 
+/// The cache and configuration directories of this test process (see [`warm`]):
+/// a runtime opened on them loads the compiled guest at once, and what it
+/// remembers there (a server's era, in `state.json`) stays within the process.
+/// A server is remembered by its name and address, and tests reuse both (a
+/// server `s` on a port the system picked, which an earlier run may have given
+/// to a server of the other era): in a cache every run shares, one test's
+/// server would decide how another's is first spoken to.
+///
+/// # Panics
+///
+/// When the warm-up run of `mcpbox` fails.
+pub fn process_dirs() -> (PathBuf, PathBuf) {
+    let warm = warm();
+    (warm.join("cache"), warm.join("config"))
+}
+
 /// The pair of directories one `mcpbox servers` run filled, per test process.
 fn warm() -> &'static PathBuf {
     static WARM: OnceLock<PathBuf> = OnceLock::new();

@@ -91,6 +91,7 @@ impl World {
             .args(args)
             .current_dir(&self.project)
             .env("HOME", &self.home)
+            .env_remove("MCPBOX_CACHE_DIR")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("CODEX_HOME")
             .env_remove("APPDATA")
@@ -876,6 +877,7 @@ impl World {
         for var in [
             "XDG_CONFIG_HOME",
             "XDG_DATA_HOME",
+            "MCPBOX_CACHE_DIR",
             "CODEX_HOME",
             "APPDATA",
             "MCPBOX_TRUST_ALL",

@@ -24,8 +24,8 @@ async fn eras_are_detected_per_server_and_remembered() {
     }})
     .to_string();
     for run in 0..2 {
-        let runtime = Options::from_config_text("era.mcp.json", config.clone())
-            .cache_dir(Some(cache.clone()))
+        let options = Options::from_config_text("era.mcp.json", config.clone());
+        let runtime = crate::with_cache(options, &cache)
             .open()
             .await
             .expect("the runtime opens");

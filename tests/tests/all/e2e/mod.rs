@@ -64,13 +64,31 @@ pub fn fixture_entry(args: &[&str]) -> Value {
     json!({ "command": fixture(), "args": args })
 }
 
-/// Opens a runtime over `servers` (the value of `mcpServers`).
+/// Opens a runtime over `servers` (the value of `mcpServers`), with this test
+/// process's own cache and configuration directories
+/// ([`mcpbox_tests::compiled_guest::process_dirs`]): no era remembered by an
+/// earlier run decides how a server is first spoken to.
 pub async fn open(servers: Value) -> Runtime {
     let text = json!({ "mcpServers": servers }).to_string();
+    let (cache, config) = mcpbox_tests::compiled_guest::process_dirs();
     Options::from_config_text("test.mcp.json", text)
+        .cache_dir(Some(cache))
+        .config_dir(Some(config))
         .open()
         .await
         .expect("the runtime opens")
+}
+
+/// Options that use `cache` as the cache directory, a test's own, with the
+/// guest compiled once for this process already in it (and this process's
+/// configuration directory, which holds the key that signs it): for a test
+/// about what lands in the cache, which need not compile the guest again.
+pub fn with_cache(options: Options, cache: &std::path::Path) -> Options {
+    let (_, config) = mcpbox_tests::compiled_guest::process_dirs();
+    mcpbox_tests::compiled_guest::seed(cache, &config);
+    options
+        .cache_dir(Some(cache.to_owned()))
+        .config_dir(Some(config))
 }
 
 /// Calls a tool with default options; panics after [`PATIENCE`].

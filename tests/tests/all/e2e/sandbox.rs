@@ -357,11 +357,8 @@ async fn a_sandboxed_npx_server_cannot_rewrite_the_shared_npm_cache() {
         "sandbox": {},
     }}})
     .to_string();
-    let runtime = mcpbox::Options::from_config_text("npx.mcp.json", text)
-        .cache_dir(Some(cache.clone()))
-        .open()
-        .await
-        .unwrap();
+    let options = mcpbox::Options::from_config_text("npx.mcp.json", text);
+    let runtime = crate::with_cache(options, &cache).open().await.unwrap();
     assert_connected(&ready(&runtime).await, "npx");
     let e = refused(
         &runtime,

@@ -317,8 +317,8 @@ async fn secret_in_the_url() {
     config.insert("old".into(), json!({ "type": "sse", "url": legacy_url }));
     let cache = std::env::temp_dir().join(format!("mcpbox-secret-{}", std::process::id()));
     let text = json!({ "mcpServers": config }).to_string();
-    let runtime = mcpbox::Options::from_config_text("secret.mcp.json", text)
-        .cache_dir(Some(cache.clone()))
+    let options = mcpbox::Options::from_config_text("secret.mcp.json", text);
+    let runtime = crate::with_cache(options, &cache)
         .open()
         .await
         .expect("the runtime opens");
