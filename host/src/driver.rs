@@ -956,8 +956,7 @@ impl Driver {
 
     /// Stops polling the stdio client and lets it go, which ends the future
     /// that serves it.
-    fn drop_client(&mut self, mut client: Box<PolledClient>) {
-        client.deregister(&self.readiness);
+    fn drop_client(&mut self, client: Box<PolledClient>) {
         if std::mem::take(&mut self.watching) {
             self.wake.watch_client(None);
         }

@@ -25,6 +25,7 @@
 use std::collections::BTreeSet;
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::os::fd::{AsFd as _, OwnedFd};
+use std::sync::Arc;
 use std::time::Instant;
 
 use mio::unix::pipe;
@@ -54,8 +55,8 @@ pub(crate) struct PolledClient {
     /// `None` once the input ended.
     input: Option<pipe::Receiver>,
     output: pipe::Sender,
-    /// Registered with the driver's poll.
-    registered: bool,
+    /// The driver's poll, once both descriptors are registered with it.
+    readiness: Option<Arc<Readiness>>,
     /// The last read found the input empty; the poll is edge-triggered, so
     /// until then it may hold bytes no event announces.
     drained: bool,
@@ -88,6 +89,14 @@ impl std::fmt::Debug for PolledClient {
 
 impl Drop for PolledClient {
     fn drop(&mut self) {
+        // Before the descriptors close: the process's own stdin and stdout
+        // keep what they name open, and with it a registration left behind.
+        if let Some(readiness) = self.readiness.take() {
+            if let Some(input) = &mut self.input {
+                readiness.deregister(input);
+            }
+            readiness.deregister(&mut self.output);
+        }
         // Whatever ended it, the future waiting on it returns.
         if let Some(done) = self.done.take() {
             let _ = done.send(self.ending.take().unwrap_or(Ok(())));
@@ -110,7 +119,7 @@ impl PolledClient {
         Ok(PolledClient {
             input: Some(input),
             output,
-            registered: false,
+            readiness: None,
             drained: false,
             framer: LineFramer::new(MAX_LINE),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
@@ -129,20 +138,10 @@ impl PolledClient {
 
     /// Registers the input (readable) and the output (writable) with the
     /// driver's poll.
-    pub(crate) fn register(&mut self, readiness: &Readiness) -> std::io::Result<()> {
+    pub(crate) fn register(&mut self, readiness: &Arc<Readiness>) -> std::io::Result<()> {
         readiness.register_client(self.input.as_mut(), &mut self.output)?;
-        self.registered = true;
+        self.readiness = Some(readiness.clone());
         Ok(())
-    }
-
-    /// Stops watching both descriptors.
-    pub(crate) fn deregister(&mut self, readiness: &Readiness) {
-        if std::mem::take(&mut self.registered) {
-            if let Some(input) = &mut self.input {
-                readiness.deregister(input);
-            }
-            readiness.deregister(&mut self.output);
-        }
     }
 
     /// The poll said the input or the output is ready.
@@ -214,6 +213,9 @@ impl PolledClient {
     }
 
     fn input_ended(&mut self) {
+        if let (Some(readiness), Some(input)) = (&self.readiness, &mut self.input) {
+            readiness.deregister(input);
+        }
         self.input = None;
         self.draining = Some(Instant::now());
     }
