@@ -7,12 +7,16 @@
 //! what to write to the pipes, the turn's results and the guest's next
 //! deadline; then it waits on the child pipes, the job queue and that deadline
 //! itself, on the thread's own poll ([`crate::transport::readiness`]), with no
-//! tokio task between a pipe and the guest. The thread enters the embedder's
+//! tokio task between a pipe and the guest. The gateway's stdio client is read
+//! and written there too when it comes as file descriptors
+//! (`Runtime::serve_stdio_fds`): its lines join the turn's jobs, and what the
+//! gateway sends is written right after the step. The thread enters the embedder's
 //! tokio runtime for what still runs there (HTTP, OAuth, the servers'
 //! supervisors). While the guest waits on remote servers (`wasi:http`
 //! pollables only it holds) its steps block instead, polling the connections,
 //! the deadline and the wake signal at once, so a new job is picked up within
-//! microseconds either way.
+//! microseconds either way; a step that takes a downstream client's message
+//! does not block, as the gateway may answer it itself and end no call.
 //! Server status and the tool list are republished as snapshots whenever the
 //! guest reports a change, so reading them never has to enter the guest.
 
@@ -26,6 +30,7 @@ use wasmtime::component::Resource;
 
 use crate::audit::AuditLog;
 use crate::bindings::{Mcpbox, gateway, registry, turns, wit};
+use crate::gateway::PolledClient;
 use crate::instance::{self, Factory};
 use crate::metrics::Monitor;
 use crate::store::{HostState, Wake};
@@ -123,6 +128,11 @@ pub(crate) enum Job {
         head: gateway::RequestHead,
         reply: oneshot::Sender<gateway::HttpDecision>,
     },
+    /// Serve the gateway's stdio client on the driver's own poll
+    /// (`Runtime::serve_stdio_fds`), once the gateway serves.
+    AttachStdio(Box<PolledClient>),
+    /// The future serving that client was dropped: close what it left open.
+    DetachStdio,
 }
 
 /// What the driver hands the serving transport.
@@ -147,6 +157,9 @@ type Sessions = BTreeMap<u64, (gateway::TransportKind, Option<String>)>;
 struct Serving {
     options: gateway::ServeOptions,
     sink: DownstreamSink,
+    /// The stdio client the driver reads and writes itself; its signals go to
+    /// it instead of `sink`.
+    client: Option<Box<PolledClient>>,
     sessions: Sessions,
     /// The highest exchange handed to the current instance.
     through: u64,
@@ -317,6 +330,8 @@ pub(crate) struct Driver {
     all_due: bool,
     /// The poll was asked since the last step gathered.
     polled: bool,
+    /// The stdio client's input is watched from tokio (while steps block).
+    watching: bool,
 }
 
 /// How long a shutdown waits for the servers to be gone: their grace period
@@ -344,6 +359,7 @@ impl Driver {
             closing: Vec::new(),
             all_due: true,
             polled: false,
+            watching: false,
             factory,
             store,
             guest,
@@ -473,9 +489,16 @@ impl Driver {
         // runtime sees the runtime stopped and its servers failed.
         self.fail_pending(&reason);
         if let Some(serving) = self.serving.take() {
-            let _ = serving.sink.send(Downstream::Stopped(format!(
-                "the mcpbox runtime stopped: {reason}"
-            )));
+            let why = format!("the mcpbox runtime stopped: {reason}");
+            match serving.client {
+                Some(mut client) => {
+                    client.stopped(&why);
+                    self.drop_client(client);
+                }
+                None => {
+                    let _ = serving.sink.send(Downstream::Stopped(why));
+                }
+            }
         }
         self.jobs.close();
         while let Ok(job) = self.jobs.try_recv() {
@@ -496,10 +519,14 @@ impl Driver {
                 Job::Reload { reply, .. } => {
                     let _ = reply.send(Err(format!("the mcpbox runtime stopped: {reason}")));
                 }
+                Job::AttachStdio(mut client) => {
+                    client.stopped(&format!("the mcpbox runtime stopped: {reason}"));
+                }
                 Job::Downstream(_)
                 | Job::ExchangeClosed(_)
                 | Job::SessionClosed(_)
-                | Job::HttpHead { .. } => {}
+                | Job::HttpHead { .. }
+                | Job::DetachStdio => {}
             }
         }
         // Dropping the store drops every connection, which stops every server;
@@ -528,10 +555,16 @@ impl Driver {
         let Some(serving) = self.serving.as_mut() else {
             return Ok(());
         };
-        let _ = serving.sink.send(Downstream::Restarted {
-            why: format!("the guest failed and was restarted: {trap}"),
-            through: serving.through,
-        });
+        let why = format!("the guest failed and was restarted: {trap}");
+        match serving.client.as_mut() {
+            Some(client) => client.restarted(&why, serving.through),
+            None => {
+                let _ = serving.sink.send(Downstream::Restarted {
+                    why,
+                    through: serving.through,
+                });
+            }
+        }
         let gateway = self.guest.mcpbox_runtime_gateway();
         let served = gateway.call_serve(&mut self.store, &serving.options).await;
         if !matches!(served, Ok(Ok(()))) {
@@ -645,7 +678,8 @@ impl Driver {
     /// One `turns.step`: the batch's jobs and what the stdio connections
     /// received go in; what to write goes out to the pipes, and the turn's
     /// results to their callers.
-    async fn step(&mut self, batch: Batch, timeout_ms: u64) -> wasmtime::Result<()> {
+    async fn step(&mut self, mut batch: Batch, timeout_ms: u64) -> wasmtime::Result<()> {
+        self.read_client(&mut batch);
         if let Some(serving) = self.serving.as_mut() {
             for job in &batch.jobs {
                 match job {
@@ -659,6 +693,18 @@ impl Driver {
                 }
             }
         }
+        // A downstream client's request may be answered by the gateway itself
+        // (`ping`, `tools/list`), which ends no call: a step that blocked would
+        // hold that answer until its timeout. The next step blocks instead.
+        let timeout_ms = if batch
+            .jobs
+            .iter()
+            .any(|job| matches!(job, turns::Job::Downstream(_)))
+        {
+            0
+        } else {
+            timeout_ms
+        };
         let arrived = self.gather();
         let now = self.now()?;
         let input = turns::TurnInput {
@@ -685,6 +731,7 @@ impl Driver {
         self.all_due |= timeout_ms > 0 || output.blocking;
         self.blocking = output.blocking;
         self.deadline = output.deadline;
+        self.watch_client();
         // Calls that did not start (refused, unknown) are answered after the
         // turn's events are out: a refusal's audit record comes first.
         let mut refused = Vec::new();
@@ -839,8 +886,19 @@ impl Driver {
         if !self.due.is_empty() || self.all_due {
             return Ok(());
         }
-        let now = self.now()?;
         let mut sleep = Duration::from_millis(IDLE_WAIT_MS);
+        if let Some(client) = self.serving.as_mut().and_then(|s| s.client.as_mut()) {
+            if self.waiter.take_client() {
+                client.ready();
+            }
+            if client.due() {
+                return Ok(());
+            }
+            if let Some(deadline) = client.deadline() {
+                sleep = sleep.min(deadline.saturating_duration_since(Instant::now()));
+            }
+        }
+        let now = self.now()?;
         if let Some(deadline) = self.deadline {
             sleep = sleep.min(Duration::from_nanos(deadline.saturating_sub(now)));
         }
@@ -857,13 +915,68 @@ impl Driver {
         Ok(())
     }
 
-    /// Hands the gateway's signals to the serving transport.
-    fn forward(&self, signals: Vec<wit::DownstreamSignal>) {
+    /// Hands the gateway's signals to the serving transport: the stdio client
+    /// the driver serves itself takes them at once.
+    fn forward(&mut self, signals: Vec<wit::DownstreamSignal>) {
         if signals.is_empty() {
             return;
         }
-        if let Some(serving) = &self.serving {
-            let _ = serving.sink.send(Downstream::Signals(signals));
+        if let Some(serving) = &mut self.serving {
+            match &mut serving.client {
+                Some(client) => client.deliver(signals),
+                None => {
+                    let _ = serving.sink.send(Downstream::Signals(signals));
+                }
+            }
+        }
+    }
+
+    /// Reads the stdio client the driver serves (when its input is ready, or
+    /// may be) into the turn's batch; once serving it is over, closes what it
+    /// left open in the same batch and lets it go.
+    fn read_client(&mut self, batch: &mut Batch) {
+        let Some(client) = self.serving.as_mut().and_then(|s| s.client.as_mut()) else {
+            return;
+        };
+        // After a step that blocked, the input may hold what no event announced.
+        if self.waiter.take_client() || self.all_due {
+            client.ready();
+        }
+        let mut jobs = Vec::new();
+        client.read(&mut jobs);
+        let finished = client.finished(&mut jobs);
+        for job in jobs {
+            // Each is a job of a step.
+            let _ = batch.add(job);
+        }
+        if finished && let Some(client) = self.serving.as_mut().and_then(|s| s.client.take()) {
+            self.drop_client(client);
+        }
+    }
+
+    /// Stops polling the stdio client and lets it go, which ends the future
+    /// that serves it.
+    fn drop_client(&mut self, client: Box<PolledClient>) {
+        if std::mem::take(&mut self.watching) {
+            self.wake.watch_client(None);
+        }
+        drop(client);
+    }
+
+    /// Watches the stdio client's input from tokio while the guest's steps
+    /// block (see `crate::gateway`'s `stdio_fds`), and only then.
+    fn watch_client(&mut self) {
+        let client = self.serving.as_ref().and_then(|s| s.client.as_deref());
+        let wanted = self.blocking && client.is_some_and(PolledClient::reading);
+        if wanted && !self.watching {
+            // Without it, a line waits for the blocked step's timeout.
+            if let Some(watch) = client.and_then(PolledClient::watch) {
+                self.wake.watch_client(Some(watch));
+                self.watching = true;
+            }
+        } else if !wanted && self.watching {
+            self.wake.watch_client(None);
+            self.watching = false;
         }
     }
 
@@ -950,7 +1063,10 @@ impl Driver {
     /// Handles one job; returns the shutdown reply when the job asks to stop.
     async fn handle(&mut self, job: Job) -> wasmtime::Result<Option<oneshot::Sender<()>>> {
         // (`http_head` counts its own.)
-        if !matches!(job, Job::Shutdown { .. } | Job::HttpHead { .. }) {
+        if !matches!(
+            job,
+            Job::Shutdown { .. } | Job::HttpHead { .. } | Job::AttachStdio(_) | Job::DetachStdio
+        ) {
             self.entered();
         }
         match job {
@@ -975,6 +1091,39 @@ impl Driver {
                 Ok(None)
             }
             Job::Shutdown { reply } => Ok(Some(reply)),
+            Job::AttachStdio(mut client) => {
+                match self.serving.as_mut() {
+                    Some(serving) if serving.client.is_none() => {
+                        match client.register(&self.readiness) {
+                            Ok(()) => serving.client = Some(client),
+                            Err(e) => client.end(Err(e.into())),
+                        }
+                    }
+                    Some(_) => client.end(Err(crate::gateway::ServeError::Refused(
+                        "the gateway serves another stdio client already".into(),
+                    ))),
+                    None => client.end(Err(crate::gateway::ServeError::Refused(
+                        "the gateway does not serve".into(),
+                    ))),
+                }
+                self.watch_client();
+                Ok(None)
+            }
+            Job::DetachStdio => {
+                let mut batch = Batch::default();
+                if let Some(mut client) = self.serving.as_mut().and_then(|s| s.client.take()) {
+                    let mut jobs = Vec::new();
+                    client.close(&mut jobs);
+                    self.drop_client(client);
+                    for job in jobs {
+                        let _ = batch.add(job);
+                    }
+                }
+                if !batch.is_empty() {
+                    self.step(batch, 0).await?;
+                }
+                Ok(None)
+            }
             Job::HttpHead { head, reply } => {
                 self.http_head(head, reply).await?;
                 Ok(None)
@@ -1033,6 +1182,7 @@ impl Driver {
                             self.serving = Some(Serving {
                                 options,
                                 sink,
+                                client: None,
                                 sessions: Sessions::new(),
                                 through: 0,
                             });

@@ -52,7 +52,8 @@
 //!   size cap.
 //! - `store`: the store's data (`HostState`), the capability
 //!   [`Policy`] and the wake signal.
-//! - `gateway`: the gateway's transports — [`Runtime::serve_stdio`] and
+//! - `gateway`: the gateway's transports — [`Runtime::serve_stdio`],
+//!   [`Runtime::serve_stdio_fds`] (on the driver thread's own poll) and
 //!   [`Runtime::serve_http`] (Streamable HTTP); the MCP logic is the guest's.
 //! - `instance`: a fresh guest instance with its configuration loaded, at
 //!   start-up and again when a trapped guest is replaced.

@@ -70,11 +70,16 @@ impl Default for Policy {
 /// and a take with nothing counted stays at zero. A counter that wrapped below
 /// zero would read as a queue forever full, and the driver, which does not
 /// sleep while `pending()`, would spin.
+///
+/// While the driver serves the gateway's stdio client itself and the guest's
+/// steps block, the client's input is ready too ([`Wake::watch_client`]).
 #[derive(Debug, Default)]
 pub(crate) struct Wake {
     queued: AtomicUsize,
     closed: AtomicBool,
     notify: Notify,
+    /// The gateway's stdio client's input, watched while the steps block.
+    client: std::sync::Mutex<Option<Arc<crate::gateway::ClientWatch>>>,
     /// The driver thread's poll, woken while it sleeps; also where stdio
     /// connections register their pipes. None only in tests of single imports.
     readiness: Option<Arc<Readiness>>,
@@ -129,7 +134,8 @@ impl Wake {
         }
     }
 
-    /// Returns once work is queued or the runtime is closing.
+    /// Returns once work is queued, the watched client's input has something
+    /// or the runtime is closing.
     pub async fn ready(&self) {
         loop {
             let notified = self.notify.notified();
@@ -140,8 +146,25 @@ impl Wake {
             if self.pending() {
                 return;
             }
-            notified.await;
+            let client = self
+                .client
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            match client {
+                Some(client) => tokio::select! {
+                    () = notified => {}
+                    () = client.readable() => return,
+                },
+                None => notified.await,
+            }
         }
+    }
+
+    /// Sets (or, with `None`, ends) the watch on the gateway's stdio client's
+    /// input, which makes [`Wake::ready`] ready when a line comes.
+    pub fn watch_client(&self, watch: Option<crate::gateway::ClientWatch>) {
+        *self.client.lock().unwrap_or_else(|p| p.into_inner()) = watch.map(Arc::new);
     }
 
     pub fn pending(&self) -> bool {

@@ -85,11 +85,13 @@ pub(crate) async fn serve(
 ) -> Result<Exit, Failure> {
     report_servers(events, "mcpbox serve");
     let Some(addr) = http else {
-        let (input, output) = stdio_streams();
-        runtime
-            .serve_stdio(options, input, output)
-            .await
-            .map_err(|e| fail(Exit::Usage, e))?;
+        let served = match stdio_streams() {
+            StdioStreams::Polled(input, output) => {
+                runtime.serve_stdio_fds(options, input, output).await
+            }
+            StdioStreams::Async(input, output) => runtime.serve_stdio(options, input, output).await,
+        };
+        served.map_err(|e| fail(Exit::Usage, e))?;
         return Ok(Exit::Success);
     };
     let (listener, mut http) = listen(
@@ -271,52 +273,42 @@ pub(crate) async fn listen(
     Ok((listener, http))
 }
 
-/// stdin and stdout for `serve` on stdio, read and written by the runtime's own
-/// thread where the kernel allows it: a pipe (what most clients spawn a server
-/// with) or a Unix socket (Node's `child_process`, so the TypeScript SDK's
-/// clients) is made non-blocking and polled with everything else. Anything else
-/// (a terminal, a file) goes through tokio's `stdin`/`stdout`, which block on a
-/// thread of their own and hand every read and write over to it: about two
-/// thread wake-ups per line each way.
-fn stdio_streams() -> (
-    Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-    Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
-) {
+/// stdin and stdout for `serve` on stdio. A pipe (what most clients spawn a
+/// server with) or a Unix socket (Node's `child_process`, so the TypeScript
+/// SDK's clients) is handed to the runtime as a file descriptor, which its
+/// driver thread polls and reads with its servers' pipes: no thread hand-over
+/// between the client and the guest. Anything else (a terminal, a file) goes
+/// through tokio's `stdin`/`stdout`, which block on a thread of their own and
+/// hand every read and write over to it: about two thread wake-ups per line
+/// each way.
+enum StdioStreams {
+    Polled(std::os::fd::OwnedFd, std::os::fd::OwnedFd),
+    Async(
+        Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+        Box<dyn tokio::io::AsyncWrite + Unpin + Send>,
+    ),
+}
+
+fn stdio_streams() -> StdioStreams {
     use std::os::fd::AsFd;
-    use tokio::net::unix::pipe;
     // A duplicate of the descriptor: the standard one stays open whatever is tried.
-    let dup = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().ok().map(is_fifo);
-    let unix_socket = |fd: std::os::fd::OwnedFd| {
-        let socket = std::os::unix::net::UnixStream::from(fd);
+    let pollable = |fd: std::os::fd::BorrowedFd<'_>| {
+        let (fifo, fd) = is_fifo(fd.try_clone_to_owned().ok()?);
+        if fifo {
+            return Some(fd);
+        }
         // `local_addr` fails on any socket that is not a Unix one.
+        let socket = std::os::unix::net::UnixStream::from(fd);
         socket.local_addr().ok()?;
-        socket.set_nonblocking(true).ok()?;
-        tokio::net::UnixStream::from_std(socket).ok()
+        Some(socket.into())
     };
-    let input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = match dup(std::io::stdin().as_fd()) {
-        Some((true, fd)) => match pipe::Receiver::from_owned_fd(fd) {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdin()),
-        },
-        Some((false, fd)) => match unix_socket(fd) {
-            Some(socket) => Box::new(socket),
-            None => Box::new(tokio::io::stdin()),
-        },
-        None => Box::new(tokio::io::stdin()),
-    };
-    let output: Box<dyn tokio::io::AsyncWrite + Unpin + Send> = match dup(std::io::stdout().as_fd())
-    {
-        Some((true, fd)) => match pipe::Sender::from_owned_fd(fd) {
-            Ok(pipe) => Box::new(pipe),
-            Err(_) => Box::new(tokio::io::stdout()),
-        },
-        Some((false, fd)) => match unix_socket(fd) {
-            Some(socket) => Box::new(socket),
-            None => Box::new(tokio::io::stdout()),
-        },
-        None => Box::new(tokio::io::stdout()),
-    };
-    (input, output)
+    match (
+        pollable(std::io::stdin().as_fd()),
+        pollable(std::io::stdout().as_fd()),
+    ) {
+        (Some(input), Some(output)) => StdioStreams::Polled(input, output),
+        _ => StdioStreams::Async(Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout())),
+    }
 }
 
 fn is_fifo(fd: std::os::fd::OwnedFd) -> (bool, std::os::fd::OwnedFd) {

@@ -2,8 +2,10 @@
 //!
 //! The guest's `gateway` export holds every MCP rule of the server side; this
 //! module only moves bytes and keeps transport facts. [`Runtime::serve_stdio`]
-//! frames newline-delimited JSON on a reader and a writer (stdin and stdout for
-//! `mcpbox serve`); [`Runtime::serve_http`] runs Streamable HTTP on a listener
+//! frames newline-delimited JSON on a reader and a writer, and
+//! [`Runtime::serve_stdio_fds`] on a pair of file descriptors that the driver
+//! thread polls and reads itself (stdin and stdout for `mcpbox serve`);
+//! [`Runtime::serve_http`] runs Streamable HTTP on a listener
 //! (`http`): each POST is an *exchange* whose answers stream back as JSON or SSE.
 //! The rules of `/mcp` (routes, the bearer token, `Host` and `Origin`, sessions
 //! and their ids, which headers reach the gateway) are the guest's, decided from
@@ -23,7 +25,10 @@ mod connections;
 mod dashboard;
 mod http;
 mod stdio;
+mod stdio_fds;
 mod token;
+
+use std::os::fd::OwnedFd;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
@@ -35,6 +40,7 @@ use crate::driver::{Downstream, Job};
 
 pub use connections::raise_open_files_limit;
 pub use http::HttpOptions;
+pub(crate) use stdio_fds::{ClientWatch, PolledClient};
 pub use token::{StoredToken, TOKEN_FILE, TokenFileError, is_valid_token, stored_token};
 
 /// How registry tools are named for downstream clients.
@@ -173,6 +179,35 @@ impl Runtime {
     {
         let feed = self.start_gateway(&options, None).await?;
         stdio::run(self, feed, options.profile, input, output).await
+    }
+
+    /// [`Runtime::serve_stdio`] on a pair of file descriptors, a pipe or a
+    /// socket each (not a terminal or a regular file, which cannot be polled):
+    /// the runtime's driver thread reads and writes them itself, beside its
+    /// servers' pipes, which spares every message two thread hand-overs. The
+    /// same rules hold; output the client does not read waits in a buffer, and
+    /// a client that leaves more than 128 MiB unread is cut off (an error).
+    pub async fn serve_stdio_fds(
+        &self,
+        options: ServeOptions,
+        input: OwnedFd,
+        output: OwnedFd,
+    ) -> Result<(), ServeError> {
+        let (done, finished) = oneshot::channel();
+        let client = PolledClient::new(input, output, options.profile.clone(), done)?;
+        // The gateway's signals go to the client, not to this channel.
+        drop(self.start_gateway(&options, None).await?);
+        self.submit(Job::AttachStdio(Box::new(client)))
+            .map_err(ServeError::Stopped)?;
+        // Dropped before the driver says serving ended: what the client left
+        // open is cancelled upstream.
+        let mut detach = stdio_fds::Detach {
+            runtime: self,
+            armed: true,
+        };
+        let outcome = finished.await;
+        detach.armed = false;
+        outcome.unwrap_or_else(|_| Err(ServeError::Stopped(self.stop_reason())))
     }
 
     /// Serves the registry over Streamable HTTP at `/mcp` and `/mcp/{profile}` (only

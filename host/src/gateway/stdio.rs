@@ -14,6 +14,10 @@
 //! the gateway with a signal (the MCP SDKs send SIGTERM two seconds after closing
 //! stdin); the same cancellations go upstream then, as the serving future is
 //! dropped ([`Client`]'s `Drop`).
+//!
+//! This is the path of any pair of async streams; a pair of file descriptors
+//! is better served by the driver thread itself ([`super::stdio_fds`]), with
+//! the same rules.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -29,10 +33,10 @@ use crate::transport::framing::{Frame, LineFramer, read_frame};
 use super::ServeError;
 
 /// The longest line read from the client; a longer one is dropped.
-const MAX_LINE: usize = 64 * 1024 * 1024;
+pub(super) const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// How long the gateway goes on answering what it received once its input ended.
-const DRAIN: Duration = Duration::from_secs(30);
+pub(super) const DRAIN: Duration = Duration::from_secs(30);
 
 /// What the client left open: its exchanges not answered yet and its session.
 /// Dropped, it closes them, which cancels the calls still running upstream (also

@@ -5,7 +5,9 @@
 //! [`Readiness`]: the registry, which each stdio connection's pipes are
 //! registered with under the connection's number, and a [`mio::Waker`], which
 //! a caller that queued a job uses only while the driver sleeps (a caller
-//! beside a busy driver makes no system call). Registrations are
+//! beside a busy driver makes no system call). The gateway's stdio client,
+//! when the driver serves it itself, is registered there too
+//! ([`crate::gateway`]'s `stdio_fds`). Registrations are
 //! edge-triggered, so a connection whose pipe may still hold bytes stays due
 //! (`Connection::due`) until a read finds it empty.
 
@@ -17,6 +19,9 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 /// The waker's token; a connection's token is its number, which never gets
 /// this high.
 const WAKER: Token = Token(usize::MAX);
+
+/// The gateway's stdio client's token (its input and output alike).
+const CLIENT: Token = Token(usize::MAX - 2);
 
 /// What callers and connections share with the driver's poll.
 #[derive(Debug)]
@@ -31,6 +36,8 @@ pub(crate) struct Readiness {
 pub(crate) struct Waiter {
     poll: Poll,
     events: Events,
+    /// The gateway's stdio client became ready since [`Waiter::take_client`].
+    client: bool,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -48,6 +55,7 @@ impl Readiness {
             Waiter {
                 poll,
                 events: Events::with_capacity(256),
+                client: false,
             },
             Readiness {
                 registry,
@@ -68,6 +76,25 @@ impl Readiness {
         self.registry.register(stdout, token, Interest::READABLE)?;
         if let Some(stdin) = stdin {
             self.registry.register(stdin, token, Interest::WRITABLE)?;
+        }
+        Ok(())
+    }
+
+    /// Watches the gateway's stdio client: its input (readable, while it is
+    /// open) and its output (writable).
+    pub fn register_client(
+        &self,
+        mut input: Option<&mut mio::unix::pipe::Receiver>,
+        output: &mut mio::unix::pipe::Sender,
+    ) -> std::io::Result<()> {
+        if let Some(input) = input.as_deref_mut() {
+            self.registry.register(input, CLIENT, Interest::READABLE)?;
+        }
+        if let Err(e) = self.registry.register(output, CLIENT, Interest::WRITABLE) {
+            if let Some(input) = input {
+                self.deregister(input);
+            }
+            return Err(e);
         }
         Ok(())
     }
@@ -132,10 +159,17 @@ impl Waiter {
             }
         }
         for event in &self.events {
-            if event.token() != WAKER {
-                due.push(event.token().0 as u64);
+            match event.token() {
+                WAKER => {}
+                CLIENT => self.client = true,
+                token => due.push(token.0 as u64),
             }
         }
+    }
+
+    /// Whether the gateway's stdio client became ready since the last call.
+    pub fn take_client(&mut self) -> bool {
+        std::mem::take(&mut self.client)
     }
 }
 

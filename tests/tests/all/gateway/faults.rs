@@ -1,6 +1,7 @@
 //! Faults through the gateway: an upstream that crashes mid-call, clients that go
 //! away mid-call (over HTTP, and over stdio in front of a second gateway), many
-//! clients at once, a client that does not read.
+//! clients at once, a client that does not read (over HTTP and stdio), a remote
+//! upstream that makes the guest's steps block.
 
 use std::time::{Duration, Instant};
 
@@ -220,6 +221,106 @@ fn a_stdio_client_that_pipes_its_requests_and_closes_stdin_gets_every_answer() {
     );
     assert_eq!(text(&answered[&4]["result"]), "last", "{answered:?}");
     assert!(peer.wait_exit().success());
+}
+
+#[test]
+fn a_stdio_client_that_stops_reading_does_not_stall_the_gateway() {
+    // Gateway behind gateway, as above, so the fixture can be asked what it saw
+    // cancelled while the stdio gateway's stdout is full.
+    use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+    let inner_config = config(false, json!({}));
+    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
+    let before = cancellations(&inner.url).len();
+    let outer_config = ConfigFile::new(&json!({"mcpServers": {
+        "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
+    }}));
+    let argv = stdio_gateway(&outer_config.path, &[]);
+    let mut child = mcpbox_tests::process::ChildGuard::spawn(
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null()),
+    )
+    .kill_after(Duration::from_secs(120));
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut send = |message: Value| {
+        input
+            .write_all(format!("{message}\n").as_bytes())
+            .expect("the gateway reads");
+    };
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "slow", "version": "1"}}}),
+    );
+    let mut line = String::new();
+    output.read_line(&mut line).expect("an answer");
+    assert!(line.contains("serverInfo"), "{line}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    // Results several times the pipe's buffer, which this client does not read.
+    const LARGE: [u64; 4] = [2, 4, 5, 6];
+    for id in LARGE {
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "up__fx__huge", "arguments": {"bytes": 8_000_000}}}));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    // The gateway still takes requests, sends them upstream and cancels them.
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                "params": {"name": "up__fx__sleep", "arguments": {"ms": 600_000}}}));
+    std::thread::sleep(Duration::from_secs(1));
+    send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 3}}),
+    );
+    await_cancellations(&inner.url, before + 1);
+    // Nothing was lost: the results come whole once the client reads.
+    let mut answered = std::collections::BTreeSet::new();
+    while answered.len() < LARGE.len() {
+        line.clear();
+        output.read_line(&mut line).expect("a line");
+        let message: Value = serde_json::from_str(&line).expect("JSON");
+        if let Some(id) = message["id"].as_u64() {
+            let result = &message["result"];
+            assert!(result.is_object() && result["isError"] != true, "{message}");
+            answered.insert(id);
+        }
+    }
+    drop(input);
+    let mut rest = Vec::new();
+    output.read_to_end(&mut rest).expect("stdout ends");
+    assert!(child.wait().expect("it exits").success());
+}
+
+#[test]
+fn a_gateway_whose_steps_block_on_a_remote_upstream_answers_pings_at_once() {
+    // A remote upstream makes the guest's steps block (it waits on its own
+    // pollables); what the gateway answers itself ends no call and must not
+    // wait for a blocked step's timeout (a second).
+    let inner_config = config(false, json!({}));
+    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
+    let outer_config = ConfigFile::new(&json!({"mcpServers": {
+        "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
+    }}));
+    let argv = stdio_gateway(&outer_config.path, &[]);
+    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    peer.initialize("2025-11-25");
+    // Settled: the upstream answered once.
+    assert_eq!(
+        text(&peer.call_tool("up__fx__echo", json!({"text": "up"}))),
+        "up"
+    );
+    let started = Instant::now();
+    for _ in 0..10 {
+        let answer = peer.request("ping", json!({}));
+        assert!(answer["result"].is_object(), "{answer}");
+    }
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(4),
+        "10 pings took {took:?}: each waited for the blocked step"
+    );
 }
 
 #[test]
