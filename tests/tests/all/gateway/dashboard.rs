@@ -282,6 +282,15 @@ fn the_dashboards_actions_are_refused_without_the_token_or_from_another_origin()
     let gateway = serve_http(crate::cli(), &config.path, &[]);
     let base = base(&gateway.url);
     assert_eq!(call(&gateway.url, "fx__echo", json!({"text": "hi"})), "hi");
+    // The monitor has the call when its end reaches it, which may be just after
+    // the client has the result: it is listed before the count below means anything.
+    mcpbox_tests::process::eventually(std::time::Duration::from_secs(10), || {
+        let calls = get_json(&format!("{base}/api/calls"), &[AUTHORIZATION]);
+        match calls["calls"].as_array().map(Vec::len) {
+            Some(1) => Ok(()),
+            _ => Err(format!("the call is not listed yet: {calls}")),
+        }
+    });
     let json = ("Content-Type", "application/json");
     let actions = [
         (
