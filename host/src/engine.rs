@@ -1,7 +1,8 @@
 //! The wasmtime engine and the guest component, compiled once and cached on disk.
 //!
-//! Compiling the guest with Cranelift takes tens of milliseconds (seconds in an
-//! unoptimised build); loading a cached compilation takes well under one. The
+//! Compiling the guest with Cranelift takes seconds of CPU (3.5 s in a release
+//! build, 4.3 s in a test build, spread over the cores); loading a cached
+//! compilation takes milliseconds (a whole `mcpbox servers` run, 20 ms). The
 //! cache key is a SHA-256 over the wasm bytes and the engine's compatibility
 //! hash (wasmtime version, target, settings), so a new guest or a new wasmtime
 //! never loads a stale artefact. Cached files are native code, so they are
