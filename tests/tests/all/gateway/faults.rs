@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use mcpbox_tests::gateway::{AUTHORIZATION, ConfigFile, RawRequest, http, serve_http};
+use mcpbox_tests::http::ServerProcess;
 use mcpbox_tests::stdio::StdioPeer;
 use serde_json::{Value, json};
 
@@ -131,11 +132,20 @@ fn a_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
     drop(request);
 }
 
-#[test]
-fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
-    // Gateway behind gateway: the stdio gateway's upstream is an HTTP gateway in
-    // front of the fixture, so the fixture outlives the stdio gateway and can be
-    // asked what it saw cancelled.
+/// A stdio gateway whose upstream is an HTTP gateway in front of the fixture,
+/// so the fixture outlives the stdio gateway and can be asked what it saw
+/// cancelled.
+struct GatewayBehindGateway {
+    /// The HTTP gateway, whose fixture `cancellations` asks.
+    inner: ServerProcess,
+    /// How many cancellations the fixture had seen before.
+    before: usize,
+    /// The stdio gateway's command line.
+    argv: Vec<String>,
+    _configs: (ConfigFile, ConfigFile),
+}
+
+fn gateway_behind_gateway() -> GatewayBehindGateway {
     let inner_config = config(false, json!({}));
     let inner = serve_http(crate::cli(), &inner_config.path, &[]);
     let before = cancellations(&inner.url).len();
@@ -143,6 +153,22 @@ fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
         "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
     }}));
     let argv = stdio_gateway(&outer_config.path, &[]);
+    GatewayBehindGateway {
+        inner,
+        before,
+        argv,
+        _configs: (inner_config, outer_config),
+    }
+}
+
+#[test]
+fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
+    let GatewayBehindGateway {
+        inner,
+        before,
+        argv,
+        _configs,
+    } = gateway_behind_gateway();
     let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
     peer.deadline = Duration::from_secs(60);
     peer.initialize("2025-11-25");
@@ -225,16 +251,15 @@ fn a_stdio_client_that_pipes_its_requests_and_closes_stdin_gets_every_answer() {
 
 #[test]
 fn a_stdio_client_that_stops_reading_does_not_stall_the_gateway() {
-    // Gateway behind gateway, as above, so the fixture can be asked what it saw
-    // cancelled while the stdio gateway's stdout is full.
+    // The fixture is asked what it saw cancelled while the stdio gateway's
+    // stdout is full.
     use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-    let inner_config = config(false, json!({}));
-    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
-    let before = cancellations(&inner.url).len();
-    let outer_config = ConfigFile::new(&json!({"mcpServers": {
-        "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
-    }}));
-    let argv = stdio_gateway(&outer_config.path, &[]);
+    let GatewayBehindGateway {
+        inner,
+        before,
+        argv,
+        _configs,
+    } = gateway_behind_gateway();
     let mut child = mcpbox_tests::process::ChildGuard::spawn(
         std::process::Command::new(&argv[0])
             .args(&argv[1..])
@@ -298,12 +323,12 @@ fn a_gateway_whose_steps_block_on_a_remote_upstream_answers_pings_at_once() {
     // A remote upstream makes the guest's steps block (it waits on its own
     // pollables); what the gateway answers itself ends no call and must not
     // wait for a blocked step's timeout (a second).
-    let inner_config = config(false, json!({}));
-    let inner = serve_http(crate::cli(), &inner_config.path, &[]);
-    let outer_config = ConfigFile::new(&json!({"mcpServers": {
-        "up": {"type": "http", "url": inner.url, "headers": {"Authorization": AUTHORIZATION.1}},
-    }}));
-    let argv = stdio_gateway(&outer_config.path, &[]);
+    let GatewayBehindGateway {
+        inner: _inner,
+        argv,
+        _configs,
+        ..
+    } = gateway_behind_gateway();
     let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
     peer.initialize("2025-11-25");
     // Settled: the upstream answered once.
