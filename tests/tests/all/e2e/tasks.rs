@@ -74,6 +74,23 @@ async fn a_tool_that_requires_a_task_runs_to_its_report() {
     runtime.shutdown().await;
 }
 
+/// Calls `tool` as a task (`CallOptions::task`) on a tokio task of its own, so
+/// the test can watch its events while it runs.
+fn call_as_task(
+    runtime: &Runtime,
+    tool: &'static str,
+    arguments: serde_json::Value,
+) -> tokio::task::JoinHandle<Result<mcpbox::CallResult, mcpbox::CallError>> {
+    let caller = runtime.clone();
+    tokio::spawn(async move {
+        let as_task = CallOptions {
+            task: true,
+            ..CallOptions::default()
+        };
+        caller.call_tool(tool, arguments, as_task).await
+    })
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_ambiguous_query_asks_for_clarification_while_its_task_waits() {
     let runtime = open_everything(true).await;
@@ -190,16 +207,11 @@ async fn a_servers_tasks_are_listed_with_their_status() {
         .expect("the runtime opens");
     assert_connected(&ready(&runtime).await, "tasks");
     let mut events = runtime.events();
-    let caller = runtime.clone();
-    let call = tokio::spawn(async move {
-        let as_task = CallOptions {
-            task: true,
-            ..CallOptions::default()
-        };
-        caller
-            .call_tool("mcp__tasks__count", json!({"steps": 4, "ms": 250}), as_task)
-            .await
-    });
+    let call = call_as_task(
+        &runtime,
+        "mcp__tasks__count",
+        json!({"steps": 4, "ms": 250}),
+    );
     let Event::TaskStatus { task_id, .. } =
         next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await
     else {
@@ -444,19 +456,7 @@ async fn a_tasks_question_waiting_for_the_embedder_does_not_count_against_the_ti
 async fn a_task_outlives_its_servers_reconnect() {
     let (_gateway, _config, runtime) = open_through_the_gateway().await;
     let mut events = runtime.events();
-    let caller = runtime.clone();
-    let call = tokio::spawn(async move {
-        caller
-            .call_tool(
-                "mcp__up__fixture__sleep",
-                json!({"ms": 3000}),
-                CallOptions {
-                    task: true,
-                    ..CallOptions::default()
-                },
-            )
-            .await
-    });
+    let call = call_as_task(&runtime, "mcp__up__fixture__sleep", json!({"ms": 3000}));
     let Event::TaskStatus { task_id, .. } =
         next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await
     else {
@@ -510,19 +510,7 @@ async fn a_task_outlives_an_outage_between_the_client_and_its_server() {
     let proxy = RoundRobin::start(vec![backend], "/mcp");
     let runtime = open_on(&proxy.url).await;
     let mut events = runtime.events();
-    let caller = runtime.clone();
-    let call = tokio::spawn(async move {
-        caller
-            .call_tool(
-                "mcp__up__fixture__sleep",
-                json!({"ms": 4000}),
-                CallOptions {
-                    task: true,
-                    ..CallOptions::default()
-                },
-            )
-            .await
-    });
+    let call = call_as_task(&runtime, "mcp__up__fixture__sleep", json!({"ms": 4000}));
     next_event(&mut events, |e| matches!(e, Event::TaskStatus { .. })).await;
     proxy.set_down(true);
     let Event::Warning(warning) = next_event(

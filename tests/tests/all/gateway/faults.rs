@@ -142,6 +142,7 @@ struct GatewayBehindGateway {
     before: usize,
     /// The stdio gateway's command line.
     argv: Vec<String>,
+    /// Kept while the gateways run: dropped, the files are removed.
     _configs: (ConfigFile, ConfigFile),
 }
 
@@ -163,13 +164,8 @@ fn gateway_behind_gateway() -> GatewayBehindGateway {
 
 #[test]
 fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
-    let GatewayBehindGateway {
-        inner,
-        before,
-        argv,
-        _configs,
-    } = gateway_behind_gateway();
-    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    let chain = gateway_behind_gateway();
+    let mut peer = StdioPeer::spawn(&chain.argv[0], &chain.argv[1..]);
     peer.deadline = Duration::from_secs(60);
     peer.initialize("2025-11-25");
     peer.send_request(
@@ -198,7 +194,7 @@ fn a_stdio_client_that_goes_away_mid_call_has_it_cancelled_upstream() {
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).expect("SIGTERM");
     let status = peer.wait_exit();
     assert_eq!(status.code(), Some(143), "{status:?}");
-    await_cancellations(&inner.url, before + 1);
+    await_cancellations(&chain.inner.url, chain.before + 1);
 }
 
 #[test]
@@ -254,15 +250,10 @@ fn a_stdio_client_that_stops_reading_does_not_stall_the_gateway() {
     // The fixture is asked what it saw cancelled while the stdio gateway's
     // stdout is full.
     use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-    let GatewayBehindGateway {
-        inner,
-        before,
-        argv,
-        _configs,
-    } = gateway_behind_gateway();
+    let chain = gateway_behind_gateway();
     let mut child = mcpbox_tests::process::ChildGuard::spawn(
-        std::process::Command::new(&argv[0])
-            .args(&argv[1..])
+        std::process::Command::new(&chain.argv[0])
+            .args(&chain.argv[1..])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null()),
@@ -299,7 +290,7 @@ fn a_stdio_client_that_stops_reading_does_not_stall_the_gateway() {
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                 "params": {"requestId": 3}}),
     );
-    await_cancellations(&inner.url, before + 1);
+    await_cancellations(&chain.inner.url, chain.before + 1);
     // Nothing was lost: the results come whole once the client reads.
     let mut answered = std::collections::BTreeSet::new();
     while answered.len() < LARGE.len() {
@@ -323,13 +314,8 @@ fn a_gateway_whose_steps_block_on_a_remote_upstream_answers_pings_at_once() {
     // A remote upstream makes the guest's steps block (it waits on its own
     // pollables); what the gateway answers itself ends no call and must not
     // wait for a blocked step's timeout (a second).
-    let GatewayBehindGateway {
-        inner: _inner,
-        argv,
-        _configs,
-        ..
-    } = gateway_behind_gateway();
-    let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
+    let chain = gateway_behind_gateway();
+    let mut peer = StdioPeer::spawn(&chain.argv[0], &chain.argv[1..]);
     peer.initialize("2025-11-25");
     // Settled: the upstream answered once.
     assert_eq!(
