@@ -534,7 +534,16 @@ impl wit_turns::Guest for Component {
                 }
             })
             .collect();
-        let mut turn = Component::wait(input.timeout_ms);
+        // What the jobs already answered (a downstream client's `ping` or
+        // `tools/list`, which the gateway answers itself and which ends no
+        // call) goes back now: a step that blocked on remote servers would hold
+        // it until its timeout.
+        let timeout_ms = if signals.is_empty() {
+            input.timeout_ms
+        } else {
+            0
+        };
+        let mut turn = Component::wait(timeout_ms);
         if !signals.is_empty() {
             signals.append(&mut turn.downstream);
             turn.downstream = signals;

@@ -15,8 +15,8 @@
 //! supervisors). While the guest waits on remote servers (`wasi:http`
 //! pollables only it holds) its steps block instead, polling the connections,
 //! the deadline and the wake signal at once, so a new job is picked up within
-//! microseconds either way; a step that takes a downstream client's message
-//! does not block, as the gateway may answer it itself and end no call.
+//! microseconds either way (a step whose jobs the gateway answered at once
+//! does not block: the guest returns it).
 //! Server status and the tool list are republished as snapshots whenever the
 //! guest reports a change, so reading them never has to enter the guest.
 
@@ -693,18 +693,6 @@ impl Driver {
                 }
             }
         }
-        // A downstream client's request may be answered by the gateway itself
-        // (`ping`, `tools/list`), which ends no call: a step that blocked would
-        // hold that answer until its timeout. The next step blocks instead.
-        let timeout_ms = if batch
-            .jobs
-            .iter()
-            .any(|job| matches!(job, turns::Job::Downstream(_)))
-        {
-            0
-        } else {
-            timeout_ms
-        };
         let arrived = self.gather();
         let now = self.now()?;
         let input = turns::TurnInput {
