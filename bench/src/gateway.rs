@@ -1195,7 +1195,12 @@ const ROWS: &[Row] = &[
         label: "G1 CPU of the middle",
         metric: "middle_cpu_us",
         unit: "µs/call",
-        target: Target::None,
+        // The sandboxed gateway costing no more than one written with rmcp.
+        target: Target::RatioAtMost {
+            route: Route::GwStdio,
+            of: Route::RmcpProxy,
+            limit: 1.0,
+        },
     },
     Row {
         workload: Workload::Sequential,
