@@ -24,7 +24,7 @@
 //! | id  | workload | metric |
 //! |-----|----------|--------|
 //! | W1  | spawn + initialize + tools/list, one server | ms |
-//! | W1c | a cold `mcpbox tools` process (warm component cache) vs `rmcp-tools`, exec→exit | ms, peak RSS (`wait4`) |
+//! | W1c | a cold `mcpbox tools` process (warm component cache) vs `rmcp-tools`, exec→exit | ms; peak RSS in a second, untimed run (`peak-rss`) |
 //! | W2  | 2,000 sequential echo calls | µs/call, client CPU µs/call |
 //! | W3  | 1,000 echo calls in flight at once | calls/s |
 //! | W4  | spawn + initialize + tools/list of 10,000 tools | ms, peak RSS |
@@ -498,6 +498,10 @@ fn main() -> ExitCode {
     if args.peek().map(String::as_str) == Some("worker") {
         args.next();
         return worker_main(args);
+    }
+    if args.peek().map(String::as_str) == Some("peak-rss") {
+        args.next();
+        return peak_rss_main(args);
     }
     if args.peek().map(String::as_str) == Some("relay") {
         args.next();
@@ -1005,80 +1009,116 @@ fn cold_process(setup: &Setup, side: Side) -> Result<(f64, f64), String> {
             return Err(format!("W1c has no {} side", side.name()));
         }
     };
+    command.stdin(Stdio::null()).stderr(Stdio::piped());
     let started = Instant::now();
-    let ended = run_reaped(&mut command).map_err(|e| format!("{}: {e}", side.name()))?;
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", side.name()))?;
     let ms = started.elapsed().as_secs_f64() * 1e3;
-    let listed = String::from_utf8_lossy(&ended.stdout)
+    let listed = String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter(|l| l.starts_with("mcp__fixture__"))
         .count();
-    if !ended.exited_0 || listed != setup.builtin {
+    if !output.status.success() || listed != setup.builtin {
         return Err(format!(
             "{} listed {listed} tools ({}): {}",
             side.name(),
-            ended.status,
-            String::from_utf8_lossy(&ended.stderr).trim()
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    Ok((ms, ended.peak_rss_kib as f64 / 1024.0))
+    let peak_rss_mib = peak_rss_of(&command).map_err(|e| format!("{}: {e}", side.name()))?;
+    Ok((ms, peak_rss_mib))
 }
 
-/// What [`run_reaped`] read of a process and its end.
-struct Reaped {
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
-    exited_0: bool,
-    /// The wait status, for messages.
-    status: String,
-    /// `ru_maxrss` of the process (the largest of it and the descendants it
-    /// reaped; here its server, which is smaller).
-    peak_rss_kib: i64,
-}
-
-/// Runs `command` with no input to its end, as `Command::output` does, but reaps
-/// it with `wait4`, which reports its peak RSS: std's `Child` does not, and
-/// `/proc/PID/status` is gone once it exits. `rustix` wraps no `wait4`; libc's
-/// is one call.
-fn run_reaped(command: &mut Command) -> Result<Reaped, String> {
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start: {e}"))?;
-    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
-    // stderr on a thread, so that neither pipe can fill while the other is read.
-    let stderr = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(err) = err.as_mut() {
-            let _ = std::io::Read::read_to_end(err, &mut bytes);
-        }
-        bytes
-    });
-    let mut stdout = Vec::new();
-    if let Some(out) = out.as_mut() {
-        std::io::Read::read_to_end(out, &mut stdout).map_err(|e| e.to_string())?;
+/// The peak RSS in MiB of `command` run once more to its end, through
+/// `mcpbox-bench peak-rss` (see [`peak_rss_main`]), untimed.
+fn peak_rss_of(command: &Command) -> Result<f64, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut spawner = Command::new(exe);
+    spawner
+        .arg("peak-rss")
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => spawner.env(name, value),
+            None => spawner.env_remove(name),
+        };
     }
-    let stderr = stderr.join().unwrap_or_default();
-    let pid = libc::pid_t::try_from(child.id()).map_err(|e| e.to_string())?;
+    let output = spawner
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot start the peak-rss spawner: {e}"))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).trim().to_owned());
+    }
+    let kib: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("the peak-rss spawner printed {text:?}"))?;
+    Ok(kib / 1024.0)
+}
+
+/// `mcpbox-bench peak-rss PROGRAM ARGS…`: runs the program with its output
+/// discarded and prints its peak RSS in KiB, as GNU time's `%M` does.
+///
+/// `wait4`'s `ru_maxrss` is the only reading of a process that has exited, and
+/// it is not the program's alone: at `exec` the kernel folds in the peak of
+/// the memory the process had before (the parent's, for a child started with
+/// `vfork`, as std starts them). Read by the harness, which holds every
+/// workload's samples, a small program reported the harness's own 234 MiB. So
+/// this small process, fresh from its own `exec`, starts the program and
+/// reads it; its own peak, which the reading cannot go below, is checked to be
+/// smaller. `rustix` wraps no `wait4`; libc's is one call.
+fn peak_rss_main(mut args: impl Iterator<Item = String>) -> ExitCode {
+    let Some(program) = args.next() else {
+        eprintln!("usage: mcpbox-bench peak-rss PROGRAM [ARGS…]");
+        return ExitCode::from(2);
+    };
+    let own_kib = worker::peak_rss_mib().map_or(f64::MAX, |mib| mib * 1024.0);
+    let child = Command::new(&program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn();
+    let child = match child {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("cannot start {program}: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let Ok(pid) = libc::pid_t::try_from(child.id()) else {
+        eprintln!("a pid out of range");
+        return ExitCode::from(1);
+    };
     let mut status = 0;
-    // SAFETY: `rusage` is plain data that wait4 fills; `child` is ours and not
-    // yet reaped, and is not waited on again (std's `Child` does not wait on drop).
+    // SAFETY: `rusage` is plain data that wait4 fills; `child` is ours, not yet
+    // reaped, and not waited on again (std's `Child` does not wait on drop).
     #[allow(unsafe_code)]
     let (reaped, usage) = unsafe {
         let mut usage: libc::rusage = std::mem::zeroed();
         (libc::wait4(pid, &mut status, 0, &mut usage), usage)
     };
     if reaped != pid {
-        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+        eprintln!("wait4: {}", std::io::Error::last_os_error());
+        return ExitCode::from(1);
     }
-    Ok(Reaped {
-        stdout,
-        stderr,
-        exited_0: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        status: format!("wait status {status:#x}"),
-        peak_rss_kib: usage.ru_maxrss,
-    })
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        eprintln!("{program} failed (wait status {status:#x})");
+        return ExitCode::from(1);
+    }
+    let peak_kib = usage.ru_maxrss as f64;
+    if peak_kib <= own_kib {
+        eprintln!(
+            "{program}'s peak RSS reads {peak_kib} KiB, not above this spawner's own {own_kib} KiB"
+        );
+        return ExitCode::from(1);
+    }
+    println!("{peak_kib}");
+    ExitCode::SUCCESS
 }
 
 /// Median, min and max.

@@ -332,7 +332,7 @@ pub fn process_cpu() -> Duration {
 }
 
 /// The peak resident set of this process, from `/proc/self/status`.
-fn peak_rss_mib() -> Result<f64, BoxError> {
+pub(crate) fn peak_rss_mib() -> Result<f64, BoxError> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     let kib: f64 = status
         .lines()
