@@ -48,9 +48,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use tokio::sync::broadcast;
 
-use super::http::{
-    Guard, Item, ResponseBody, Shared, SseBody, Stream, percent_decode, plain, sse, stream,
-};
+use super::http::{Guard, ResponseBody, Shared, Stream, percent_decode, plain, sse};
+use super::sse::{Item, SseBody, stream};
 use crate::metrics::{LATENCY_BUCKETS, MetricsSnapshot, PROMETHEUS_CONTENT_TYPE, ServerMetrics};
 use crate::types::{CallError, Event, InputAnswer, ServerState, ServerStatus};
 use crate::{CallOptions, Runtime};

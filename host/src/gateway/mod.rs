@@ -24,6 +24,7 @@
 mod connections;
 mod dashboard;
 mod http;
+mod sse;
 mod stdio;
 mod stdio_fds;
 mod token;
