@@ -52,6 +52,26 @@ pub fn process_dirs() -> (PathBuf, PathBuf) {
     (warm.join("cache"), warm.join("config"))
 }
 
+/// The environment of an `mcpbox` run with a configuration directory of its own
+/// (`config_dir`, where trust and pins are kept): that directory, holding the
+/// signing key of this process's warm cache, and that cache. The configuration
+/// directory holds the key that signs cached components, so one of its own would
+/// find no component it may load and compile the guest again: about 5 s of CPU in
+/// a debug build, per directory. What the run remembers in the cache (a server's
+/// era, in `state.json`) stays within the process, as [`process_dirs`] says.
+///
+/// # Panics
+///
+/// When the warm-up run of `mcpbox` fails, or the key cannot be copied.
+pub fn own_config_dir(config_dir: &Path) -> [(&'static str, PathBuf); 2] {
+    let (cache, warm_config) = process_dirs();
+    copy_files(&warm_config, config_dir, |name| name == KEY_FILE);
+    [
+        ("MCPBOX_CONFIG_DIR", config_dir.to_path_buf()),
+        ("MCPBOX_CACHE_DIR", cache),
+    ]
+}
+
 /// The pair of directories one `mcpbox servers` run filled, per test process.
 fn warm() -> &'static PathBuf {
     static WARM: OnceLock<PathBuf> = OnceLock::new();

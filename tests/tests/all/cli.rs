@@ -1698,7 +1698,7 @@ fn servers_watch_applies_a_changed_file_only_once_it_is_trusted_again() {
         let mut command = Command::new(mcpbox_tests::mcpbox_program());
         command
             .env_remove("MCPBOX_TRUST_ALL")
-            .env("MCPBOX_CONFIG_DIR", &home)
+            .envs(mcpbox_tests::compiled_guest::own_config_dir(&home))
             .arg("--config")
             .arg(&cfg)
             .args(args)

@@ -17,7 +17,7 @@ fn write(cfg: &Path, policy: &str, args: &[&str]) {
 /// the test's configuration.
 fn run(cfg: &Path, config_dir: &Path, args: &[&str]) -> Output {
     mcpbox_command()
-        .env("MCPBOX_CONFIG_DIR", config_dir)
+        .envs(mcpbox_tests::compiled_guest::own_config_dir(config_dir))
         .arg("--config")
         .arg(cfg)
         .args(args)
@@ -53,7 +53,7 @@ fn watched_changes(cfg: &Path, config_dir: &Path) -> Vec<Value> {
     use std::time::{Duration, Instant};
     let mut child = ChildGuard::spawn(
         mcpbox_command()
-            .env("MCPBOX_CONFIG_DIR", config_dir)
+            .envs(mcpbox_tests::compiled_guest::own_config_dir(config_dir))
             .arg("--config")
             .arg(cfg)
             .args(["servers", "--watch", "--json"])

@@ -106,7 +106,7 @@ fn serve(config: &Path, config_dir: &Path, extra: &[&str]) -> ServerProcess {
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(extra)
-        .env("MCPBOX_CONFIG_DIR", config_dir)
+        .envs(mcpbox_tests::compiled_guest::own_config_dir(config_dir))
         .env_remove("MCPBOX_TOKEN");
     start_with(command, &|line| {
         Some(line.split("listening on ").nth(1)?.trim().to_owned())

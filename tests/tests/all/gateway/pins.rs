@@ -32,7 +32,7 @@ async fn connect(config: &Path, config_dir: &Path) -> RunningService<RoleClient,
     let mut command = tokio::process::Command::new(&argv[0]);
     command
         .args(&argv[1..])
-        .env("MCPBOX_CONFIG_DIR", config_dir)
+        .envs(mcpbox_tests::compiled_guest::own_config_dir(config_dir))
         .stderr(Stdio::null());
     let transport = TokioChildProcess::new(command).expect("start the gateway");
     ().serve_with_lifecycle(transport, ClientLifecycleMode::Initialize)
