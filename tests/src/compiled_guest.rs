@@ -9,6 +9,11 @@
 //! cached components" in `host/src/engine.rs`) from a pair of directories that
 //! one `mcpbox` run filled, so the test's own run loads it like any warm cache.
 //!
+//! A test that gives mcpbox only a configuration directory of its own (where
+//! trust and pins are kept) runs with [`own_config_dir`]: the cache's signing
+//! key lives there, so the directory gets the warm cache's key and the run
+//! loads from the warm cache.
+//!
 //! What is copied is what mcpbox itself wrote: the files keep their integrity
 //! check, and a test that is about the cache itself (a tampered file, a cache
 //! others can write, the README's first run) does not seed.

@@ -1341,16 +1341,13 @@ fn hangup_and_quit_to_the_cli_stop_every_server_process() {
     }
 }
 
-/// mcpbox without `MCPBOX_TRUST_ALL`, with its own (fresh) configuration and
-/// cache directories, the guest's compiled component already in them.
+/// mcpbox without `MCPBOX_TRUST_ALL`, with its own (fresh) configuration
+/// directory, which loads the guest's compiled component from the process's cache.
 fn untrusting(config_dir: &Path) -> Command {
-    mcpbox_tests::compiled_guest::seed(&config_dir.with_extension("cache"), config_dir);
     let mut command = Command::new(mcpbox_tests::mcpbox_program());
     command
         .env_remove("MCPBOX_TRUST_ALL")
-        .env("MCPBOX_CONFIG_DIR", config_dir)
-        // Beside it: a cache under the default key's directory would only grow.
-        .env("MCPBOX_CACHE_DIR", config_dir.with_extension("cache"))
+        .envs(mcpbox_tests::compiled_guest::own_config_dir(config_dir))
         .stdin(Stdio::null());
     command
 }
