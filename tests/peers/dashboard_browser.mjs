@@ -203,13 +203,27 @@ try {
 
     // 6. fx crashes: its row turns red, with the reason.
     await call("fx__crash", {});
-    const fx = page.locator('tr[data-server="fx"][data-state="failed"]');
-    await fx.waitFor({ timeout: STEP_MS });
-    const reason = await fx.locator(".error").textContent();
-    if (!reason.includes("crashing with exit code 1")) throw new Error("no reason shown: " + reason);
-    if ((await fx.locator(".sym").textContent()).trim() !== "✗") throw new Error("failed is not ✗");
-    const color = await fx.locator(".sym").evaluate((e) => getComputedStyle(e).color);
-    if (color !== "rgb(207, 34, 46)") throw new Error("the failed symbol is not red: " + color);
+    // Read from the row in one step: the page redraws a row as its server's
+    // events arrive, and a style read from a row just replaced is empty.
+    const failed = await page
+      .waitForFunction(
+        () => {
+          const r = document.querySelector('tr[data-server="fx"][data-state="failed"]');
+          const sym = r && r.querySelector(".sym");
+          const error = r && r.querySelector(".error");
+          return sym && error && {
+            reason: error.textContent,
+            sym: sym.textContent.trim(),
+            color: getComputedStyle(sym).color,
+          };
+        },
+        null,
+        { timeout: STEP_MS },
+      )
+      .then((handle) => handle.jsonValue());
+    if (!failed.reason.includes("crashing with exit code 1")) throw new Error("no reason shown: " + failed.reason);
+    if (failed.sym !== "✗") throw new Error("failed is not ✗");
+    if (failed.color !== "rgb(207, 34, 46)") throw new Error("the failed symbol is not red: " + failed.color);
     await page.locator('#calls tr[data-tool="crash"]').waitFor({ timeout: STEP_MS });
     // Its tools left with it.
     await page.locator('#tools details[data-tool="mcp__fx__echo"]').waitFor({ state: "detached", timeout: STEP_MS });
