@@ -10,7 +10,8 @@
 //! - [`eventually`] and [`eventually_async`]: poll a condition until it holds or a
 //!   deadline passes, then fail with what it last saw.
 //! - [`alone_in_a_process`]: runs one test in a child of the test binary, for a
-//!   test that reads or changes what belongs to the whole process.
+//!   test that reads or changes what belongs to the whole process; [`alone`]
+//!   runs an async body so, on a tokio runtime of its own.
 
 use std::ops::{Deref, DerefMut};
 use std::process::{Child, Command, Output};
@@ -251,4 +252,25 @@ pub fn alone_in_a_process(module: &str, name: &str, env: &[(&str, &str)]) -> boo
         "{test} did not run alone in a child:\n{text}"
     );
     false
+}
+
+/// Runs `body` as test `name` of `module` alone in a child of the test binary
+/// ([`alone_in_a_process`]), on a multi-thread tokio runtime of its own.
+///
+/// # Panics
+///
+/// In the parent, when the child fails; in the child, when `body` does.
+pub fn alone<F: std::future::Future<Output = ()>>(
+    module: &str,
+    name: &str,
+    body: impl FnOnce() -> F,
+) {
+    if alone_in_a_process(module, name, &[]) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime")
+            .block_on(body());
+    }
 }

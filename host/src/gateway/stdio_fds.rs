@@ -204,6 +204,11 @@ impl PolledClient {
                             self.frame(frame, jobs);
                         }
                     }
+                    // Room left in the chunk: the input is empty until the
+                    // poll (edge-triggered) announces more, as in `Pipes::fill`.
+                    if n < self.chunk.len() {
+                        self.drained = true;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => self.drained = true,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -410,6 +415,36 @@ mod tests {
         let client = PolledClient::new(input_read.into(), output_write.into(), None, done)
             .expect("a client");
         (client, input_write, output_read)
+    }
+
+    /// The `read` system calls this thread made so far (`syscr`).
+    fn reads_of_this_thread() -> u64 {
+        let io = std::fs::read_to_string("/proc/thread-self/io").expect("task I/O accounting");
+        io.lines()
+            .find_map(|line| line.strip_prefix("syscr:"))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("a syscr line")
+    }
+
+    #[test]
+    fn a_line_that_leaves_room_in_the_chunk_is_read_with_one_read() {
+        let (mut client, mut input, _output) = client();
+        input.write_all(b"{\"a\":1}\n").unwrap();
+        // Reading the counter costs reads of its own: as many each time.
+        let first = reads_of_this_thread();
+        let own = reads_of_this_thread() - first;
+        let before = reads_of_this_thread();
+        let mut jobs = Vec::new();
+        client.read(&mut jobs);
+        let reads = reads_of_this_thread() - before - own;
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(reads, 1, "no second read to hear WouldBlock");
+        // Empty until the poll says otherwise; then read again.
+        assert!(!client.due());
+        input.write_all(b"{\"b\":2}\n").unwrap();
+        client.ready();
+        client.read(&mut jobs);
+        assert_eq!(jobs.len(), 2);
     }
 
     #[test]

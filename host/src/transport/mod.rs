@@ -129,9 +129,18 @@ impl Connection {
 
     fn receive(&mut self) -> Result<Vec<String>, wit::TransportError> {
         let mut messages = Vec::new();
+        let mut read = false;
         while messages.len() < RECEIVE_BATCH {
             if self.stash.is_empty() {
+                // Read to the end of the pipe, not past it: a pipe this call
+                // found empty waits for the poll's next event. (Only this
+                // call's read counts: an event since an earlier one may have
+                // announced more.)
+                if read && self.pipes.drained() {
+                    break;
+                }
                 self.pipes.fill(&mut self.stash);
+                read = true;
             }
             let Some(item) = self.stash.pop_front() else {
                 break;

@@ -466,6 +466,12 @@ impl Pipes {
         !self.drained && self.ended.is_none()
     }
 
+    /// Whether the last read found stdout empty: nothing more until the poll
+    /// announces it.
+    pub(crate) fn drained(&self) -> bool {
+        self.drained
+    }
+
     /// Whether stdout ended and the connection waits for the exit status or
     /// the rest of stderr, which the driver is nudged for (or looks at again
     /// after [`CLOSING_CHECK`]).
@@ -513,7 +519,17 @@ impl Pipes {
                     self.frame(None, stash);
                     self.end(None);
                 }
-                Ok(n) => self.frame(Some(n), stash),
+                Ok(n) => {
+                    self.frame(Some(n), stash);
+                    // A read that left room in the chunk emptied the pipe, and
+                    // the poll's registration is edge-triggered: the next bytes
+                    // are announced, so no read waits to hear `WouldBlock`
+                    // before then (tokio reads its pipes and sockets so too).
+                    if n < self.chunk.len() {
+                        self.drained = true;
+                        return;
+                    }
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     self.drained = true;
                     return;

@@ -75,14 +75,7 @@ fn zombies() -> usize {
 /// Runs `step` alone in a child process of the test binary, on a runtime of
 /// its own: the step reads its process's counters, which no other test moves.
 fn alone<F: std::future::Future<Output = ()>>(name: &str, step: impl FnOnce() -> F) {
-    if mcpbox_tests::process::alone_in_a_process(module_path!(), name, &[]) {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(4)
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(step());
-    }
+    mcpbox_tests::process::alone(module_path!(), name, step);
 }
 
 #[test]

@@ -26,13 +26,7 @@ async fn pids_of(runtime: &mcpbox::Runtime) -> Value {
 /// runtime's shutdown kills the adopted orphans only when no other runtime of the
 /// process relies on the subreaper.
 fn alone<F: std::future::Future<Output = ()>>(name: &str, body: impl FnOnce() -> F) {
-    if mcpbox_tests::process::alone_in_a_process(module_path!(), name, &[]) {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(body());
-    }
+    mcpbox_tests::process::alone(module_path!(), name, body);
 }
 
 /// With the subreaper on, a server's grandchild that left

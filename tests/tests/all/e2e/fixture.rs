@@ -89,6 +89,60 @@ async fn a_sequential_call_crosses_into_the_guest_twice() {
     runtime.shutdown().await;
 }
 
+/// The driver reads each answer of a sequential call with one `read`: a read
+/// that leaves room in its buffer emptied the pipe, and the driver's poll
+/// announces the next bytes, so no second read waits to hear `WouldBlock`.
+/// Counted on the driver thread (`syscr` in `/proc/self/task/TID/io`), alone in
+/// a process so that the one `mcpbox-driver` thread is this runtime's.
+#[test]
+fn a_sequential_call_reads_each_answer_once() {
+    mcpbox_tests::process::alone(
+        module_path!(),
+        "a_sequential_call_reads_each_answer_once",
+        || async {
+            const CALLS: u64 = 200;
+            let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
+            assert_connected(&ready(&runtime).await, "fx");
+            call(&runtime, "mcp__fx__echo", json!({"text": "warm"}))
+                .await
+                .unwrap();
+            let before = driver_reads();
+            for i in 0..CALLS {
+                let text = format!("hello {i}");
+                let result = call(&runtime, "mcp__fx__echo", json!({ "text": text }))
+                    .await
+                    .unwrap();
+                assert_eq!(result.text, text);
+            }
+            let reads = driver_reads() - before;
+            // A few more for an answer the pipe delivers in two parts.
+            assert!(
+                reads <= CALLS + CALLS / 10,
+                "the driver made {reads} reads for {CALLS} sequential calls, expected {CALLS}"
+            );
+            runtime.shutdown().await;
+        },
+    );
+}
+
+/// The `read` system calls of this process's one `mcpbox-driver` thread so far.
+fn driver_reads() -> u64 {
+    let drivers: Vec<_> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| {
+            let path = task.ok()?.path();
+            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            (comm.trim() == "mcpbox-driver").then_some(path)
+        })
+        .collect();
+    assert_eq!(drivers.len(), 1, "driver threads: {drivers:?}");
+    let io = std::fs::read_to_string(drivers[0].join("io")).unwrap();
+    io.lines()
+        .find_map(|line| line.strip_prefix("syscr:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no syscr in {io}"))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn negotiates_down_to_2024_11_05_and_rejects_unknown_versions() {
     let runtime = open(json!({
