@@ -63,6 +63,34 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// On x86-64 Linux with glibc 2.36 or later, `cli/build.rs` links `mcpbox` with
+/// its relative relocations packed (`.relr.dyn`): the loader then reads a few KB
+/// at each start instead of about 1 MB of `RELA` entries. (Every other test runs
+/// the binary, so it starts.)
+#[test]
+fn the_binary_packs_its_relative_relocations_where_glibc_reads_them() {
+    use object::{Object as _, ObjectSection as _};
+    let glibc = Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let recent = glibc
+        .strip_prefix("glibc 2.")
+        .and_then(|minor| minor.split('.').next()?.parse::<u32>().ok())
+        .is_some_and(|minor| minor >= 36);
+    if !(cfg!(all(target_arch = "x86_64", target_env = "gnu")) && recent) {
+        println!("not x86-64 with glibc 2.36 or later ({glibc:?}): relocations stay RELA");
+        return;
+    }
+    let bytes = std::fs::read(mcpbox_tests::mcpbox_program()).unwrap();
+    let binary = object::File::parse(&*bytes).unwrap();
+    let size = |name: &str| binary.section_by_name(name).map(|s| s.size());
+    let (relr, rela) = (size(".relr.dyn"), size(".rela.dyn").unwrap_or(0));
+    assert!(relr.is_some(), "no .relr.dyn in mcpbox ({glibc})");
+    assert!(rela < 64 * 1024, ".rela.dyn still holds {rela} bytes");
+}
+
 #[test]
 fn the_readme_command_works_from_the_repository_root() {
     // As on a fresh machine: nothing trusted yet, no MCPBOX_TRUST_ALL.
