@@ -1137,7 +1137,11 @@ pub fn run_rep(me: &Path, p: &Programs, workloads: &[Workload], rep: usize, resu
                         entry.metrics.entry(name).or_default().push(value);
                     }
                 }
-                Err(e) => entry.failures.push(format!("{}: {e}", route.name())),
+                Err(e) => {
+                    // Said as it happens, as the workers' failures are (main.rs).
+                    eprint!("\n  {} failed on {}: {e}\n ", workload.id(), route.name());
+                    entry.failures.push(format!("{}: {e}", route.name()));
+                }
             }
         }
     }

@@ -671,7 +671,12 @@ fn harness(args: &Args, command: &str) -> Result<(), String> {
                             entry.metrics.entry(name).or_default().push(value);
                         }
                     }
-                    Err(e) => entry.failures.push(e),
+                    Err(e) => {
+                        // Said as it happens: the table only counts a failure
+                        // beside the other samples' median.
+                        eprint!("\n  {} failed on {}: {e}\n ", workload.id(), side.name());
+                        entry.failures.push(e);
+                    }
                 }
             }
         }
