@@ -63,42 +63,16 @@ async fn events_subscribed_before_opening_include_the_first_servers() {
 /// guest: the step that sends the request and the step that takes the answer.
 /// The driver hands the guest what arrived and writes what it returned, so the
 /// guest calls none of the `transport` imports (`send`, `receive`, `subscribe`).
-#[tokio::test(flavor = "multi_thread")]
-async fn a_sequential_call_crosses_into_the_guest_twice() {
-    const CALLS: u64 = 50;
-    let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
-    assert_connected(&ready(&runtime).await, "fx");
-    call(&runtime, "mcp__fx__echo", json!({"text": "warm"}))
-        .await
-        .unwrap();
-    let before = runtime.guest_crossings();
-    for i in 0..CALLS {
-        let text = format!("hello {i}");
-        let result = call(&runtime, "mcp__fx__echo", json!({ "text": text }))
-            .await
-            .unwrap();
-        assert_eq!(result.text, text);
-    }
-    let crossings = runtime.guest_crossings() - before;
-    // A few more for a turn the idle timer or a partly read line may add.
-    assert!(
-        crossings <= 2 * CALLS + CALLS / 10,
-        "{crossings} crossings for {CALLS} sequential calls, expected {}",
-        2 * CALLS
-    );
-    runtime.shutdown().await;
-}
-
-/// The driver reads each answer of a sequential call with one `read`: a read
-/// that leaves room in its buffer emptied the pipe, and the driver's poll
-/// announces the next bytes, so no second read waits to hear `WouldBlock`.
-/// Counted on the driver thread (`syscr` in `/proc/self/task/TID/io`), alone in
-/// a process so that the one `mcpbox-driver` thread is this runtime's.
+/// And the driver reads each answer with one `read`: a read that leaves room in
+/// its buffer emptied the pipe, and the driver's poll announces the next bytes,
+/// so no second read waits to hear `WouldBlock`. Reads are counted on the driver
+/// thread (`syscr` in `/proc/self/task/TID/io`), alone in a process so that the
+/// one `mcpbox-driver` thread is this runtime's.
 #[test]
-fn a_sequential_call_reads_each_answer_once() {
+fn a_sequential_call_crosses_into_the_guest_twice_and_reads_its_answer_once() {
     mcpbox_tests::process::alone(
         module_path!(),
-        "a_sequential_call_reads_each_answer_once",
+        "a_sequential_call_crosses_into_the_guest_twice_and_reads_its_answer_once",
         || async {
             const CALLS: u64 = 200;
             let runtime = open(json!({ "fx": fixture_entry(&[]) })).await;
@@ -106,7 +80,7 @@ fn a_sequential_call_reads_each_answer_once() {
             call(&runtime, "mcp__fx__echo", json!({"text": "warm"}))
                 .await
                 .unwrap();
-            let before = driver_reads();
+            let (crossings_before, reads_before) = (runtime.guest_crossings(), driver_reads());
             for i in 0..CALLS {
                 let text = format!("hello {i}");
                 let result = call(&runtime, "mcp__fx__echo", json!({ "text": text }))
@@ -114,8 +88,14 @@ fn a_sequential_call_reads_each_answer_once() {
                     .unwrap();
                 assert_eq!(result.text, text);
             }
-            let reads = driver_reads() - before;
-            // A few more for an answer the pipe delivers in two parts.
+            let crossings = runtime.guest_crossings() - crossings_before;
+            let reads = driver_reads() - reads_before;
+            // A few more for a turn the idle timer or a partly read line may add.
+            assert!(
+                crossings <= 2 * CALLS + CALLS / 10,
+                "{crossings} crossings for {CALLS} sequential calls, expected {}",
+                2 * CALLS
+            );
             assert!(
                 reads <= CALLS + CALLS / 10,
                 "the driver made {reads} reads for {CALLS} sequential calls, expected {CALLS}"
