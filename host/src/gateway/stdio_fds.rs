@@ -57,8 +57,9 @@ pub(crate) struct PolledClient {
     output: pipe::Sender,
     /// The driver's poll, once both descriptors are registered with it.
     readiness: Option<Arc<Readiness>>,
-    /// The last read found the input empty; the poll is edge-triggered, so
-    /// until then it may hold bytes no event announces.
+    /// The last read emptied the input (it left room in the chunk, or found
+    /// nothing); the poll is edge-triggered, so until then it may hold bytes no
+    /// event announces.
     drained: bool,
     framer: LineFramer,
     chunk: Box<[u8]>,
@@ -469,7 +470,10 @@ mod tests {
                 (2, "{\"b\":\u{fffd}}".to_owned())
             ]
         );
-        assert!(!client.due(), "read until empty");
+        assert!(
+            !client.due(),
+            "the read left room in the chunk: the input is empty"
+        );
     }
 
     #[test]

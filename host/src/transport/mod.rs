@@ -100,7 +100,7 @@ impl Connection {
 
     /// Whether [`Connection::gather`] may have something at once, with no
     /// event of the driver's poll to come for it: more than one batch arrived,
-    /// or stdout was not read to its end.
+    /// or the last read of stdout filled its chunk (so more may wait).
     pub(crate) fn due(&self) -> bool {
         self.closed.is_none() && (!self.stash.is_empty() || self.pipes.due())
     }

@@ -368,8 +368,9 @@ pub(crate) struct Pipes {
     /// Why writing stopped, once it did.
     write_error: Option<String>,
     stdout: pipe::Receiver,
-    /// The last read of stdout found it empty. The driver's poll is
-    /// edge-triggered: until then the pipe may hold bytes no event announces.
+    /// The last read of stdout emptied it (it left room in the chunk, or
+    /// found nothing). The driver's poll is edge-triggered: until then the pipe
+    /// may hold bytes no event announces.
     drained: bool,
     /// The driver thread's poll, which the pipes are registered with.
     readiness: Option<Arc<Readiness>>,
@@ -466,7 +467,7 @@ impl Pipes {
         !self.drained && self.ended.is_none()
     }
 
-    /// Whether the last read found stdout empty: nothing more until the poll
+    /// Whether the last read emptied stdout: nothing more until the poll
     /// announces it.
     pub(crate) fn drained(&self) -> bool {
         self.drained
