@@ -114,9 +114,9 @@ pub use metrics::{
 pub use oauth::TokenStore;
 pub use runtime::{
     AdaptedTool, AdaptedTools, AdapterNote, AdapterRefusal, CallOptions, CompletionValues,
-    DEFAULT_WATCH_DEBOUNCE, DIALECTS, GetPrompt, LoadedSkill, MAX_CONFIG_BYTES, Options, Prompt,
-    PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead, ResourceTemplate,
-    Runtime, Skill, SkillFile, Task,
+    DEFAULT_BUSY_POLL, DEFAULT_WATCH_DEBOUNCE, DIALECTS, GetPrompt, LoadedSkill, MAX_CONFIG_BYTES,
+    Options, Prompt, PromptArgument, PromptMessage, Resource, ResourceContents, ResourceRead,
+    ResourceTemplate, Runtime, Skill, SkillFile, Task,
 };
 pub use store::Policy;
 pub use types::{
