@@ -30,6 +30,10 @@ const WAKER: Token = Token(usize::MAX);
 /// The gateway's stdio client's token (its input and output alike).
 const CLIENT: Token = Token(usize::MAX - 2);
 
+/// The least busy-poll window that is not none: the window halves down to it,
+/// and grows from it.
+const WINDOW_START: Duration = Duration::from_micros(10);
+
 /// What callers and connections share with the driver's poll.
 #[derive(Debug)]
 pub(crate) struct Readiness {
@@ -45,8 +49,11 @@ pub(crate) struct Waiter {
     events: Events,
     /// The gateway's stdio client became ready since [`Waiter::take_client`].
     client: bool,
-    /// How long [`Waiter::wait`] polls before it sleeps.
+    /// The longest [`Waiter::wait`] polls before it sleeps.
     busy_poll: Duration,
+    /// How long it polls now: at most `busy_poll`, less while what it waits
+    /// for comes later than that.
+    window: Duration,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -68,6 +75,7 @@ impl Readiness {
                 events: Events::with_capacity(256),
                 client: false,
                 busy_poll,
+                window: busy_poll,
             },
             Readiness {
                 registry,
@@ -137,9 +145,13 @@ impl Waiter {
     /// (`pending` is read after `sleeping` is set), or `timeout` passes; adds
     /// the numbers of the connections that became ready to `due`.
     ///
-    /// For up to the busy-poll time (within `timeout`) it polls without
-    /// sleeping, and looks at `pending` between polls: a caller's job found
-    /// then rings no waker, and bytes found then wake nobody.
+    /// For up to its window (within `timeout`) it polls without sleeping, and
+    /// looks at `pending` between polls: a caller's job found then rings no
+    /// waker, and bytes found then wake nobody. The window adapts as haltpoll's
+    /// does: what came within the busy-poll time but after the window doubles
+    /// it (up to that time), and a wait longer than the busy-poll time halves it
+    /// (to nothing below [`WINDOW_START`]). A server that answers in
+    /// milliseconds is then waited for asleep, after a few calls that poll.
     pub fn wait(
         &mut self,
         readiness: &Readiness,
@@ -151,17 +163,32 @@ impl Waiter {
             self.collect(Some(Duration::ZERO), due);
             return;
         }
-        if self.busy_poll(&pending, timeout.min(self.busy_poll), due) {
+        let start = Instant::now();
+        if self.busy_poll(&pending, timeout.min(self.window), due) {
             return;
         }
         readiness.sleeping.store(true, Ordering::SeqCst);
-        if pending() {
-            readiness.sleeping.store(false, Ordering::SeqCst);
+        let came = if pending() {
             self.collect(Some(Duration::ZERO), due);
-            return;
-        }
-        self.collect(Some(timeout), due);
+            true
+        } else {
+            self.collect(Some(timeout), due)
+        };
         readiness.sleeping.store(false, Ordering::SeqCst);
+        self.adapt(came, start.elapsed());
+    }
+
+    /// Adapts the window after a wait that slept: `came` says whether
+    /// something came (rather than the timeout), `waited` how long it took.
+    fn adapt(&mut self, came: bool, waited: Duration) {
+        if waited > self.busy_poll {
+            self.window /= 2;
+            if self.window < WINDOW_START {
+                self.window = Duration::ZERO;
+            }
+        } else if came {
+            self.window = (self.window * 2).max(WINDOW_START).min(self.busy_poll);
+        }
     }
 
     /// Polls without sleeping until something is ready, a job is pending or
@@ -310,6 +337,43 @@ mod tests {
             "the waker was rung"
         );
         assert!(due.is_empty());
+    }
+
+    #[test]
+    fn a_driver_that_waits_longer_than_its_busy_poll_stops_polling_until_answers_come_sooner() {
+        let (mut waiter, readiness) = Readiness::new(Duration::from_millis(2)).unwrap();
+        let mut due = Vec::new();
+        // Nothing comes for 5 ms, wait after wait: the window halves to nothing.
+        for _ in 0..10 {
+            waiter.wait(&readiness, || false, Duration::from_millis(5), &mut due);
+        }
+        assert_eq!(waiter.window, Duration::ZERO);
+        // A byte found as soon as the wait sleeps came within the busy-poll
+        // time: the window starts again.
+        let (mut tx, mut rx) = mio::unix::pipe::new().unwrap();
+        readiness.register(7, &mut rx, None).unwrap();
+        tx.write_all(b"x").unwrap();
+        waiter.wait(&readiness, || false, Duration::from_secs(10), &mut due);
+        assert_eq!(due, [7]);
+        assert_eq!(waiter.window, WINDOW_START);
+    }
+
+    #[test]
+    fn an_answer_that_comes_after_the_window_but_within_the_busy_poll_doubles_it() {
+        let (mut waiter, readiness) = Readiness::new(Duration::from_millis(500)).unwrap();
+        waiter.window = WINDOW_START;
+        let (mut tx, mut rx) = mio::unix::pipe::new().unwrap();
+        readiness.register(7, &mut rx, None).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(1));
+            tx.write_all(b"x").unwrap();
+            tx
+        });
+        let mut due = Vec::new();
+        waiter.wait(&readiness, || false, Duration::from_secs(10), &mut due);
+        drop(writer.join().unwrap());
+        assert_eq!(due, [7]);
+        assert_eq!(waiter.window, 2 * WINDOW_START);
     }
 
     #[test]
