@@ -477,7 +477,9 @@ impl Options {
     /// sequential call's time and lowers the CPU that the processes use in all,
     /// while the driver's own CPU per call grows by the time it polls
     /// (docs/PERFORMANCE.md, "A sequential call"). It never polls longer than
-    /// this after a turn, so an idle runtime sleeps.
+    /// this after a turn, so an idle runtime sleeps, and it polls less while
+    /// what it waits for comes later than this (a server that answers in
+    /// milliseconds is waited for asleep after a few calls).
     pub fn busy_poll(mut self, within: Duration) -> Self {
         self.busy_poll = within;
         self
