@@ -34,6 +34,13 @@ const CLIENT: Token = Token(usize::MAX - 2);
 /// and grows from it.
 const WINDOW_START: Duration = Duration::from_micros(10);
 
+/// A wait that slept longer than this many busy-poll times shrinks the window.
+/// It ends after the wake-up, which takes 15–40 µs on a VM whose idle vCPUs
+/// halt: an answer that a full window would have caught still looks late by
+/// that much, and with a bound of one busy-poll time such answers shrank the
+/// window to nothing, where every wait slept.
+const LONG_WAIT: u32 = 4;
+
 /// What callers and connections share with the driver's poll.
 #[derive(Debug)]
 pub(crate) struct Readiness {
@@ -148,10 +155,10 @@ impl Waiter {
     /// For up to its window (within `timeout`) it polls without sleeping, and
     /// looks at `pending` between polls: a caller's job found then rings no
     /// waker, and bytes found then wake nobody. The window adapts as haltpoll's
-    /// does: what came within the busy-poll time but after the window doubles
-    /// it (up to that time), and a wait longer than the busy-poll time halves it
-    /// (to nothing below [`WINDOW_START`]). A server that answers in
-    /// milliseconds is then waited for asleep, after a few calls that poll.
+    /// does: a wait that slept but ended within [`LONG_WAIT`] busy-poll times
+    /// doubles it (up to the busy-poll time), and a longer one halves it (to
+    /// nothing below [`WINDOW_START`]). A server that answers in milliseconds is
+    /// then waited for asleep, after a few calls that poll.
     pub fn wait(
         &mut self,
         readiness: &Readiness,
@@ -181,7 +188,7 @@ impl Waiter {
     /// Adapts the window after a wait that slept: `came` says whether
     /// something came (rather than the timeout), `waited` how long it took.
     fn adapt(&mut self, came: bool, waited: Duration) {
-        if waited > self.busy_poll {
+        if waited > self.busy_poll * LONG_WAIT {
             self.window /= 2;
             if self.window < WINDOW_START {
                 self.window = Duration::ZERO;
@@ -340,8 +347,8 @@ mod tests {
     }
 
     #[test]
-    fn a_driver_that_waits_longer_than_its_busy_poll_stops_polling_until_answers_come_sooner() {
-        let (mut waiter, readiness) = Readiness::new(Duration::from_millis(2)).unwrap();
+    fn a_driver_whose_waits_last_far_past_its_busy_poll_stops_polling_until_answers_come_sooner() {
+        let (mut waiter, readiness) = Readiness::new(Duration::from_millis(1)).unwrap();
         let mut due = Vec::new();
         // Nothing comes for 5 ms, wait after wait: the window halves to nothing.
         for _ in 0..10 {
@@ -374,6 +381,25 @@ mod tests {
         drop(writer.join().unwrap());
         assert_eq!(due, [7]);
         assert_eq!(waiter.window, 2 * WINDOW_START);
+    }
+
+    #[test]
+    fn an_answer_that_comes_just_after_a_full_window_keeps_it() {
+        // The answer comes 10 ms after the 20 ms window ends; the wake-up
+        // after it does not make it look late.
+        let (mut waiter, readiness) = Readiness::new(Duration::from_millis(20)).unwrap();
+        let (mut tx, mut rx) = mio::unix::pipe::new().unwrap();
+        readiness.register(7, &mut rx, None).unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            tx.write_all(b"x").unwrap();
+            tx
+        });
+        let mut due = Vec::new();
+        waiter.wait(&readiness, || false, Duration::from_secs(10), &mut due);
+        drop(writer.join().unwrap());
+        assert_eq!(due, [7]);
+        assert_eq!(waiter.window, Duration::from_millis(20));
     }
 
     #[test]
