@@ -463,12 +463,18 @@ impl Client {
     }
 }
 
-/// `MCPBOX_BENCH_GUEST=path.wasm` runs an `mcpbox` process (the gateway, W1c's
-/// CLI) on another build of the guest, as it does the workers (a guest with its
-/// name section, for profiles).
-pub(crate) fn with_bench_guest(command: &mut Command) {
+/// The bench's settings for an `mcpbox` process (the gateway, W1c's CLI), as
+/// the workers take them: `MCPBOX_BENCH_GUEST=path.wasm` runs another build of
+/// the guest (one with its name section, for profiles), and
+/// `MCPBOX_BENCH_BUSY_POLL` sets `--busy-poll`.
+pub(crate) fn with_bench_options(command: &mut Command) {
     if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
         command.arg("--guest").arg(guest);
+    }
+    if let Some(busy_poll) = crate::worker::busy_poll() {
+        command
+            .arg("--busy-poll")
+            .arg(busy_poll.as_micros().to_string());
     }
 }
 
@@ -492,7 +498,7 @@ fn start_http_gateway(
         .args(extra)
         .env("MCPBOX_CACHE_DIR", &p.cache_dir)
         .env("MCPBOX_TOKEN", TOKEN);
-    with_bench_guest(&mut command);
+    with_bench_options(&mut command);
     start(command, |l| {
         Some(l.split("listening on ").nth(1)?.trim().to_owned())
     })
@@ -604,7 +610,7 @@ async fn connect(
                 .args(extra)
                 .env("MCPBOX_CACHE_DIR", &p.cache_dir)
                 .stderr(Stdio::null());
-            with_bench_guest(command.as_std_mut());
+            with_bench_options(command.as_std_mut());
             over_stdio(command, "fx__", true).await
         }
         Route::Relay | Route::RmcpProxy => {
@@ -1014,7 +1020,7 @@ fn fastmcp(p: &Programs, route: Route) -> Result<Metrics, BoxError> {
                 .arg("--config")
                 .arg(config)
                 .arg("serve");
-            with_bench_guest(&mut command);
+            with_bench_options(&mut command);
             command.env("MCPBOX_CACHE_DIR", &p.cache_dir);
         }
         other => return Err(format!("G6 does not run on {}", other.name()).into()),

@@ -1002,7 +1002,7 @@ fn cold_process(setup: &Setup, side: Side) -> Result<(f64, f64), String> {
                 .arg("--trust")
                 .env("MCPBOX_CACHE_DIR", &setup.cache_dir);
             // Same guest as the workers use (see `MCPBOX_BENCH_GUEST` in worker.rs).
-            gateway::with_bench_guest(&mut command);
+            gateway::with_bench_options(&mut command);
             command
         }
         Side::Rmcp => {

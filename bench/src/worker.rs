@@ -391,6 +391,9 @@ impl Client for Mcpbox {
         if let Some(guest) = std::env::var_os("MCPBOX_BENCH_GUEST") {
             options = options.guest_file(guest);
         }
+        if let Some(busy_poll) = busy_poll() {
+            options = options.busy_poll(busy_poll);
+        }
         let runtime = options.open().await?;
         let servers = runtime.ready().await;
         if let Some(failed) = servers
@@ -629,4 +632,16 @@ impl Client for Raw {
         self.child.wait().await?;
         Ok(())
     }
+}
+
+/// `MCPBOX_BENCH_BUSY_POLL=MICROSECONDS`: mcpbox's busy poll in workers and
+/// gateway routes (`Options::busy_poll`, `--busy-poll`), to compare it with the
+/// default in one build.
+pub(crate) fn busy_poll() -> Option<std::time::Duration> {
+    let micros = std::env::var("MCPBOX_BENCH_BUSY_POLL").ok()?;
+    micros
+        .trim()
+        .parse()
+        .ok()
+        .map(std::time::Duration::from_micros)
 }

@@ -11,10 +11,10 @@
 //! edge-triggered, so a connection whose pipe may still hold bytes stays due
 //! (`Connection::due`) until a read finds it empty.
 //!
-//! Before it sleeps, the driver busy-polls for a moment ([`Waiter::wait`],
-//! `Options::busy_poll`): the answer to a request it just wrote, or a caller's
-//! next job, usually comes within tens of microseconds, and finding it awake
-//! spares both sides a wake-up. A wake-up that crosses CPUs costs the sleeper
+//! Before it sleeps, the driver may busy-poll for a moment ([`Waiter::wait`],
+//! `Options::busy_poll`, off by default): the answer to a request it just
+//! wrote, or a caller's next job, usually comes within tens of microseconds,
+//! and finding it awake spares both sides a wake-up. A wake-up that crosses CPUs costs the sleeper
 //! and the waker about 15 µs of CPU each on a VM whose idle vCPUs halt
 //! (docs/PERFORMANCE.md, "A sequential call"), more than the poll burns.
 
