@@ -277,20 +277,24 @@ mod tests {
             .unwrap()
     }
 
-    /// Waits (for up to 10 s) for a byte written to a registered pipe 20 ms
-    /// from now; the connections found ready and how often this thread slept.
-    fn wait_for_a_byte(busy_poll: Duration) -> (Vec<u64>, u64) {
-        let (mut waiter, readiness) = Readiness::new(busy_poll).unwrap();
+    /// Waits (for up to 10 s) on `waiter` for a byte written to a newly
+    /// registered pipe `delay` from now; the connections found ready and how
+    /// often this thread slept.
+    fn wait_for_a_byte(
+        waiter: &mut Waiter,
+        readiness: &Readiness,
+        delay: Duration,
+    ) -> (Vec<u64>, u64) {
         let (mut tx, mut rx) = mio::unix::pipe::new().unwrap();
         readiness.register(7, &mut rx, None).unwrap();
         let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(delay);
             tx.write_all(b"x").unwrap();
             tx
         });
         let before = slept();
         let mut due = Vec::new();
-        waiter.wait(&readiness, || false, Duration::from_secs(10), &mut due);
+        waiter.wait(readiness, || false, Duration::from_secs(10), &mut due);
         let slept = slept() - before;
         drop(writer.join().unwrap());
         (due, slept)
@@ -298,14 +302,16 @@ mod tests {
 
     #[test]
     fn bytes_that_come_while_the_driver_busy_polls_find_it_awake() {
-        let (due, slept) = wait_for_a_byte(Duration::from_secs(5));
+        let (mut w, r) = Readiness::new(Duration::from_secs(5)).unwrap();
+        let (due, slept) = wait_for_a_byte(&mut w, &r, Duration::from_millis(20));
         assert_eq!(due, [7]);
         assert_eq!(
             slept, 0,
             "the wait slept though the bytes came while it polled"
         );
         // Without a busy poll the same wait sleeps: the count above can fail.
-        let (due, slept) = wait_for_a_byte(Duration::ZERO);
+        let (mut w, r) = Readiness::new(Duration::ZERO).unwrap();
+        let (due, slept) = wait_for_a_byte(&mut w, &r, Duration::from_millis(20));
         assert_eq!(due, [7]);
         assert!(slept >= 1, "a wait without a busy poll did not sleep");
     }
@@ -369,16 +375,7 @@ mod tests {
     fn an_answer_that_comes_after_the_window_but_within_the_busy_poll_doubles_it() {
         let (mut waiter, readiness) = Readiness::new(Duration::from_millis(500)).unwrap();
         waiter.window = WINDOW_START;
-        let (mut tx, mut rx) = mio::unix::pipe::new().unwrap();
-        readiness.register(7, &mut rx, None).unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(1));
-            tx.write_all(b"x").unwrap();
-            tx
-        });
-        let mut due = Vec::new();
-        waiter.wait(&readiness, || false, Duration::from_secs(10), &mut due);
-        drop(writer.join().unwrap());
+        let (due, _) = wait_for_a_byte(&mut waiter, &readiness, Duration::from_millis(1));
         assert_eq!(due, [7]);
         assert_eq!(waiter.window, 2 * WINDOW_START);
     }
@@ -388,16 +385,7 @@ mod tests {
         // The answer comes 10 ms after the 20 ms window ends; the wake-up
         // after it does not make it look late.
         let (mut waiter, readiness) = Readiness::new(Duration::from_millis(20)).unwrap();
-        let (mut tx, mut rx) = mio::unix::pipe::new().unwrap();
-        readiness.register(7, &mut rx, None).unwrap();
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(30));
-            tx.write_all(b"x").unwrap();
-            tx
-        });
-        let mut due = Vec::new();
-        waiter.wait(&readiness, || false, Duration::from_secs(10), &mut due);
-        drop(writer.join().unwrap());
+        let (due, _) = wait_for_a_byte(&mut waiter, &readiness, Duration::from_millis(30));
         assert_eq!(due, [7]);
         assert_eq!(waiter.window, Duration::from_millis(20));
     }
