@@ -639,9 +639,14 @@ impl Client for Raw {
 /// default in one build.
 pub(crate) fn busy_poll() -> Option<std::time::Duration> {
     let micros = std::env::var("MCPBOX_BENCH_BUSY_POLL").ok()?;
-    micros
-        .trim()
-        .parse()
-        .ok()
-        .map(std::time::Duration::from_micros)
+    match micros.trim().parse() {
+        Ok(micros) => Some(std::time::Duration::from_micros(micros)),
+        Err(_) => {
+            eprintln!(
+                "note: MCPBOX_BENCH_BUSY_POLL={micros:?} is not a number of microseconds; \
+                 mcpbox runs with its default"
+            );
+            None
+        }
+    }
 }

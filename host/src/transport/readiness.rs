@@ -14,9 +14,9 @@
 //! Before it sleeps, the driver may busy-poll for a moment ([`Waiter::wait`],
 //! `Options::busy_poll`, off by default): the answer to a request it just
 //! wrote, or a caller's next job, usually comes within tens of microseconds,
-//! and finding it awake spares both sides a wake-up. A wake-up that crosses CPUs costs the sleeper
-//! and the waker about 15 µs of CPU each on a VM whose idle vCPUs halt
-//! (docs/PERFORMANCE.md, "A sequential call"), more than the poll burns.
+//! and finding it awake spares both sides a wake-up. On a VM whose idle vCPUs
+//! halt, a wake-up that crosses CPUs costs CPU on both sides (the sleeper about
+//! 15 µs a round trip; docs/PERFORMANCE.md, "A sequential call").
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -175,12 +175,12 @@ impl Waiter {
             return;
         }
         readiness.sleeping.store(true, Ordering::SeqCst);
-        let came = if pending() {
+        if pending() {
+            readiness.sleeping.store(false, Ordering::SeqCst);
             self.collect(Some(Duration::ZERO), due);
-            true
-        } else {
-            self.collect(Some(timeout), due)
-        };
+            return self.adapt(true, start.elapsed());
+        }
+        let came = self.collect(Some(timeout), due);
         readiness.sleeping.store(false, Ordering::SeqCst);
         self.adapt(came, start.elapsed());
     }
