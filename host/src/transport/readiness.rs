@@ -170,7 +170,8 @@ impl Waiter {
             self.collect(Some(Duration::ZERO), due);
             return;
         }
-        let start = Instant::now();
+        // Off (the default), a wait reads no clock: it is a plain sleep.
+        let start = (!self.busy_poll.is_zero()).then(Instant::now);
         if self.busy_poll(&pending, timeout.min(self.window), due) {
             return;
         }
@@ -178,17 +179,21 @@ impl Waiter {
         if pending() {
             readiness.sleeping.store(false, Ordering::SeqCst);
             self.collect(Some(Duration::ZERO), due);
-            return self.adapt(true, start.elapsed());
+            return self.adapt(true, start);
         }
         let came = self.collect(Some(timeout), due);
         readiness.sleeping.store(false, Ordering::SeqCst);
-        self.adapt(came, start.elapsed());
+        self.adapt(came, start);
     }
 
-    /// Adapts the window after a wait that slept: `came` says whether
-    /// something came (rather than the timeout), `waited` how long it took.
-    fn adapt(&mut self, came: bool, waited: Duration) {
-        if waited > self.busy_poll * LONG_WAIT {
+    /// Adapts the window after a wait that slept, begun at `start` (none when
+    /// the poll is off): `came` says whether something came rather than the
+    /// timeout.
+    fn adapt(&mut self, came: bool, start: Option<Instant>) {
+        let Some(start) = start else {
+            return;
+        };
+        if start.elapsed() > self.busy_poll * LONG_WAIT {
             self.window /= 2;
             if self.window < WINDOW_START {
                 self.window = Duration::ZERO;
