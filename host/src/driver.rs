@@ -818,6 +818,7 @@ impl Driver {
         }
         self.closing.clear();
         let mut arrived = Vec::new();
+        let hung_up = self.waiter.take_hung_up();
         for &connection in &ids {
             // A connection the guest dropped is gone from the map.
             let Some(&rep) = state.connections.get(&connection) else {
@@ -829,6 +830,9 @@ impl Driver {
             else {
                 continue;
             };
+            if hung_up.contains(&connection) {
+                conn.hung_up();
+            }
             if let Some((messages, error)) = conn.gather() {
                 arrived.push(turns::Arrival {
                     connection,
@@ -876,8 +880,8 @@ impl Driver {
         }
         let mut sleep = Duration::from_millis(IDLE_WAIT_MS);
         if let Some(client) = self.serving.as_mut().and_then(|s| s.client.as_mut()) {
-            if self.waiter.take_client() {
-                client.ready();
+            if let Some(hung_up) = self.waiter.take_client() {
+                client.ready(hung_up);
             }
             if client.due() {
                 return Ok(());
@@ -927,8 +931,9 @@ impl Driver {
             return;
         };
         // After a step that blocked, the input may hold what no event announced.
-        if self.waiter.take_client() || self.all_due {
-            client.ready();
+        let ready = self.waiter.take_client();
+        if ready.is_some() || self.all_due {
+            client.ready(ready == Some(true));
         }
         let mut jobs = Vec::new();
         client.read(&mut jobs);

@@ -61,6 +61,9 @@ pub(crate) struct PolledClient {
     /// nothing); the poll is edge-triggered, so until then it may hold bytes no
     /// event announces.
     drained: bool,
+    /// The input's writer is gone: it is read to its end, which no event
+    /// announces after its last bytes.
+    hung_up: bool,
     framer: LineFramer,
     chunk: Box<[u8]>,
     /// What the gateway sent that the client did not take yet, from `out[written..]`.
@@ -122,6 +125,7 @@ impl PolledClient {
             output,
             readiness: None,
             drained: false,
+            hung_up: false,
             framer: LineFramer::new(MAX_LINE),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
             out: Vec::new(),
@@ -145,9 +149,12 @@ impl PolledClient {
         Ok(())
     }
 
-    /// The poll said the input or the output is ready.
-    pub(crate) fn ready(&mut self) {
+    /// The poll said the input or the output is ready; `hung_up`, that the
+    /// input's writer is gone, so that it is read to its end (see
+    /// `Waiter::take_hung_up`).
+    pub(crate) fn ready(&mut self, hung_up: bool) {
         self.drained = false;
+        self.hung_up |= hung_up;
         self.flush();
     }
 
@@ -206,8 +213,9 @@ impl PolledClient {
                         }
                     }
                     // Room left in the chunk: the input is empty until the
-                    // poll (edge-triggered) announces more, as in `Pipes::fill`.
-                    if n < self.chunk.len() {
+                    // poll (edge-triggered) announces more, as in `Pipes::fill`
+                    // (and, as there, not its end once its writer is gone).
+                    if n < self.chunk.len() && !self.hung_up {
                         self.drained = true;
                     }
                 }
@@ -443,9 +451,45 @@ mod tests {
         // Empty until the poll says otherwise; then read again.
         assert!(!client.due());
         input.write_all(b"{\"b\":2}\n").unwrap();
-        client.ready();
+        client.ready(false);
         client.read(&mut jobs);
         assert_eq!(jobs.len(), 2);
+    }
+
+    /// A client that wrote its last line and closed its end before the
+    /// driver's poll looked: the poll announces both in one event, and the
+    /// input is read on to its end though the read that took the line left
+    /// room in the chunk.
+    #[test]
+    fn an_input_that_ended_before_the_poll_looked_is_read_to_its_end() {
+        let (mut client, mut input, _output) = client();
+        let (mut waiter, readiness) = Readiness::new(std::time::Duration::ZERO).unwrap();
+        let readiness = Arc::new(readiness);
+        client.register(&readiness).unwrap();
+        input.write_all(b"{\"a\":1}\n").unwrap();
+        drop(input);
+        let mut due = Vec::new();
+        waiter.wait(
+            &readiness,
+            || false,
+            std::time::Duration::from_secs(5),
+            &mut due,
+        );
+        assert_eq!(
+            waiter.take_client(),
+            Some(true),
+            "the event says the writer is gone"
+        );
+        client.ready(true);
+        let mut jobs = Vec::new();
+        client.read(&mut jobs);
+        assert_eq!(jobs.len(), 1);
+        // No event will come for the end: it is read now, or the client is still due.
+        if client.reading() {
+            assert!(client.due(), "the end was left unread");
+            client.read(&mut jobs);
+        }
+        assert!(!client.reading(), "the end was not read");
     }
 
     #[test]

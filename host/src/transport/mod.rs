@@ -105,6 +105,11 @@ impl Connection {
         self.closed.is_none() && (!self.stash.is_empty() || self.pipes.due())
     }
 
+    /// The poll said the server's stdout's writer is gone: it is read to its end.
+    pub(crate) fn hung_up(&mut self) {
+        self.pipes.hung_up();
+    }
+
     /// Whether stdout ended and the connection waits for the exit status (see
     /// `stdio::CLOSING_CHECK`).
     pub(crate) fn closing(&self) -> bool {

@@ -9,7 +9,8 @@
 //! when the driver serves it itself, is registered there too
 //! ([`crate::gateway`]'s `stdio_fds`). Registrations are
 //! edge-triggered, so a connection whose pipe may still hold bytes stays due
-//! (`Connection::due`) until a read finds it empty.
+//! (`Connection::due`) until a read finds it empty, or, once the event said
+//! the writer is gone, until a read finds the end ([`Waiter::take_hung_up`]).
 //!
 //! Before it sleeps, the driver may busy-poll for a moment ([`Waiter::wait`],
 //! `Options::busy_poll`, off by default): the answer to a request it just
@@ -56,6 +57,11 @@ pub(crate) struct Waiter {
     events: Events,
     /// The gateway's stdio client became ready since [`Waiter::take_client`].
     client: bool,
+    /// The client's input's writer is gone (see [`Waiter::take_client`]).
+    client_hung_up: bool,
+    /// Connections whose stdout's writer is gone, by number, since
+    /// [`Waiter::take_hung_up`].
+    hung_up: Vec<u64>,
     /// The longest [`Waiter::wait`] polls before it sleeps.
     busy_poll: Duration,
     /// How long it polls now: at most `busy_poll`, less while what it waits
@@ -81,6 +87,8 @@ impl Readiness {
                 poll,
                 events: Events::with_capacity(256),
                 client: false,
+                client_hung_up: false,
+                hung_up: Vec::new(),
                 busy_poll,
                 window: busy_poll,
             },
@@ -247,16 +255,36 @@ impl Waiter {
         for event in &self.events {
             match event.token() {
                 WAKER => {}
-                CLIENT => self.client = true,
-                token => due.push(token.0 as u64),
+                CLIENT => {
+                    self.client = true;
+                    self.client_hung_up |= event.is_read_closed();
+                }
+                token => {
+                    due.push(token.0 as u64);
+                    if event.is_read_closed() {
+                        self.hung_up.push(token.0 as u64);
+                    }
+                }
             }
         }
         !self.events.is_empty()
     }
 
-    /// Whether the gateway's stdio client became ready since the last call.
-    pub fn take_client(&mut self) -> bool {
-        std::mem::take(&mut self.client)
+    /// Whether the gateway's stdio client became ready since the last call:
+    /// `Some(hung_up)`, where `hung_up` says its input's writer is gone (as
+    /// [`Waiter::take_hung_up`] says of connections).
+    pub fn take_client(&mut self) -> Option<bool> {
+        std::mem::take(&mut self.client).then(|| std::mem::take(&mut self.client_hung_up))
+    }
+
+    /// The connections whose stdout's writer is gone since the last call.
+    ///
+    /// The poll is edge-triggered, and a writer that wrote and closed before
+    /// the poll looked is announced once, for both: a read that empties the
+    /// pipe then finds the bytes but not the end, and no event will come for
+    /// the end. Told of the hang-up, a reader reads on until it ends.
+    pub fn take_hung_up(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.hung_up)
     }
 }
 

@@ -249,6 +249,7 @@ pub(crate) fn spawn(
             write_error: None,
             stdout,
             drained: false,
+            hung_up: false,
             readiness,
             framer: LineFramer::new(max_message),
             chunk: vec![0; READ_CHUNK].into_boxed_slice(),
@@ -372,6 +373,9 @@ pub(crate) struct Pipes {
     /// found nothing). The driver's poll is edge-triggered: until then the pipe
     /// may hold bytes no event announces.
     drained: bool,
+    /// The poll said stdout's writer is gone: a read that empties the pipe is
+    /// not the last, the end still is to be read (no event will announce it).
+    hung_up: bool,
     /// The driver thread's poll, which the pipes are registered with.
     readiness: Option<Arc<Readiness>>,
     framer: LineFramer,
@@ -473,6 +477,12 @@ impl Pipes {
         self.drained
     }
 
+    /// The poll said stdout's writer is gone: read on to the end.
+    pub(crate) fn hung_up(&mut self) {
+        self.hung_up = true;
+        self.drained = false;
+    }
+
     /// Whether stdout ended and the connection waits for the exit status or
     /// the rest of stderr, which the driver is nudged for (or looks at again
     /// after [`CLOSING_CHECK`]).
@@ -526,7 +536,9 @@ impl Pipes {
                     // the poll's registration is edge-triggered: the next bytes
                     // are announced, so no read waits to hear `WouldBlock`
                     // before then (tokio reads its pipes and sockets so too).
-                    if n < self.chunk.len() {
+                    // Not so once the writer is gone: its end is announced with
+                    // its last bytes or not at all, so the reads go on to it.
+                    if n < self.chunk.len() && !self.hung_up {
                         self.drained = true;
                         return;
                     }
@@ -781,3 +793,58 @@ fn truncate(text: &mut String, max: usize) {
 
 /// Keeps the ring type visible to the parent module.
 pub(crate) type StderrTail = VecDeque<String>;
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A server that printed a line and exited before the driver's poll
+    /// looked: the poll announces its line and its end in one event, and the
+    /// connection reads on to the end, though the read that took the line
+    /// emptied the pipe.
+    #[tokio::test]
+    async fn a_server_that_wrote_and_exited_before_the_poll_looked_is_read_to_its_end() {
+        let (mut waiter, readiness) = Readiness::new(Duration::ZERO).unwrap();
+        let readiness = Arc::new(readiness);
+        let spec = StdioSpec {
+            command: "sh".into(),
+            args: vec!["-c".into(), r#"printf '{"a":1}\n'"#.into()],
+            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+            cwd: None,
+            sandbox: None,
+        };
+        let supervisors = Arc::new(Supervisors::default());
+        let Spawned { mut pipes, process } = spawn(
+            &spec,
+            1 << 20,
+            Arc::default(),
+            None,
+            &supervisors,
+            Some(readiness.clone()),
+        )
+        .unwrap();
+        // Its line and its end are both in the pipe before the poll looks.
+        let mut exit = pipes.exit.clone();
+        exit.wait_for(Option::is_some).await.unwrap();
+        pipes.register(7).unwrap();
+        let mut due = Vec::new();
+        waiter.wait(&readiness, || false, Duration::from_secs(5), &mut due);
+        // Its stdout's event, and its stdin's (the server closed its end).
+        due.dedup();
+        assert_eq!(due, [7]);
+        assert_eq!(
+            waiter.take_hung_up(),
+            [7],
+            "the event says the writer is gone"
+        );
+        pipes.hung_up();
+        let mut stash = VecDeque::new();
+        pipes.fill(&mut stash);
+        assert!(matches!(stash.pop_front(), Some(Inbound::Message(m)) if m == r#"{"a":1}"#));
+        // No event will come for the end: the connection must still be due.
+        assert!(pipes.due(), "the end was left unread");
+        pipes.fill(&mut stash);
+        assert!(pipes.closing(), "the end was not read");
+        drop(process);
+    }
+}
