@@ -679,6 +679,11 @@ impl Driver {
     /// received go in; what to write goes out to the pipes, and the turn's
     /// results to their callers.
     async fn step(&mut self, mut batch: Batch, timeout_ms: u64) -> wasmtime::Result<()> {
+        // Every connection and the stdio client, now and then, whatever the
+        // poll said (see `Waiter::take_sweep`).
+        if self.waiter.take_sweep() {
+            self.all_due = true;
+        }
         self.read_client(&mut batch);
         if let Some(serving) = self.serving.as_mut() {
             for job in &batch.jobs {

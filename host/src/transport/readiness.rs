@@ -11,6 +11,8 @@
 //! edge-triggered, so a connection whose pipe may still hold bytes stays due
 //! (`Connection::due`) until a read finds it empty, or, once the event said
 //! the writer is gone, until a read finds the end ([`Waiter::take_hung_up`]).
+//! Once a second every connection is read whatever the poll said
+//! ([`Waiter::take_sweep`]).
 //!
 //! Before it sleeps, the driver may busy-poll for a moment ([`Waiter::wait`],
 //! `Options::busy_poll`, off by default): the answer to a request it just
@@ -42,6 +44,9 @@ const WINDOW_START: Duration = Duration::from_micros(10);
 /// window to nothing, where every wait slept.
 const LONG_WAIT: u32 = 4;
 
+/// How often [`Waiter::take_sweep`] says to read everything.
+const SWEEP: Duration = Duration::from_secs(1);
+
 /// What callers and connections share with the driver's poll.
 #[derive(Debug)]
 pub(crate) struct Readiness {
@@ -67,6 +72,9 @@ pub(crate) struct Waiter {
     /// How long it polls now: at most `busy_poll`, less while what it waits
     /// for comes later than that.
     window: Duration,
+    /// When [`Waiter::take_sweep`] last said yes, and how often it does.
+    swept: Instant,
+    sweep: Duration,
 }
 
 impl std::fmt::Debug for Waiter {
@@ -91,6 +99,8 @@ impl Readiness {
                 hung_up: Vec::new(),
                 busy_poll,
                 window: busy_poll,
+                swept: Instant::now(),
+                sweep: SWEEP,
             },
             Readiness {
                 registry,
@@ -277,6 +287,22 @@ impl Waiter {
         std::mem::take(&mut self.client).then(|| std::mem::take(&mut self.client_hung_up))
     }
 
+    /// Whether to read every connection and the gateway's stdio client now,
+    /// whatever the poll said: yes once a [`SWEEP`].
+    ///
+    /// Each write is announced once, and a reader that emptied a pipe waits
+    /// for the next announcement, so one lost would leave a call waiting for
+    /// good. One was lost with the busy poll on (a server's answer sat in its
+    /// pipe and no event came; how is not known). A read per connection a
+    /// second bounds what such a loss costs to a second.
+    pub fn take_sweep(&mut self) -> bool {
+        if self.swept.elapsed() < self.sweep {
+            return false;
+        }
+        self.swept = Instant::now();
+        true
+    }
+
     /// The connections whose stdout's writer is gone since the last call.
     ///
     /// The poll is edge-triggered, and a writer that wrote and closed before
@@ -411,6 +437,16 @@ mod tests {
         let (due, _) = wait_for_a_byte(&mut waiter, &readiness, Duration::from_millis(1));
         assert_eq!(due, [7]);
         assert_eq!(waiter.window, 2 * WINDOW_START);
+    }
+
+    #[test]
+    fn a_sweep_comes_once_per_interval() {
+        let (mut waiter, _readiness) = Readiness::new(Duration::ZERO).unwrap();
+        waiter.sweep = Duration::from_millis(50);
+        assert!(!waiter.take_sweep(), "a sweep before the interval");
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(waiter.take_sweep(), "no sweep after the interval");
+        assert!(!waiter.take_sweep(), "two sweeps in one interval");
     }
 
     #[test]
