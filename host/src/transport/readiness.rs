@@ -292,9 +292,11 @@ impl Waiter {
     ///
     /// Each write is announced once, and a reader that emptied a pipe waits
     /// for the next announcement, so one lost would leave a call waiting for
-    /// good. One was lost with the busy poll on (a server's answer sat in its
-    /// pipe and no event came; how is not known). A read per connection a
-    /// second bounds what such a loss costs to a second.
+    /// good. With the busy poll on, two flood tests sometimes hung so: the
+    /// driver slept through its waits with no event while its server was
+    /// blocked writing to it (whether the pipe held bytes then is not known).
+    /// A read per connection a second bounds what a lost announcement costs
+    /// to a second.
     pub fn take_sweep(&mut self) -> bool {
         if self.swept.elapsed() < self.sweep {
             return false;
