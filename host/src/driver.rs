@@ -803,10 +803,10 @@ impl Driver {
     /// waiting: those the poll found ready and those still due or closing.
     fn gather(&mut self) -> Vec<turns::Arrival> {
         if !std::mem::take(&mut self.polled) {
-            let wake = &self.wake;
+            let (jobs, wake) = (&self.jobs, &self.wake);
             self.waiter.wait(
                 &self.readiness,
-                || wake.pending(),
+                || job_waiting(jobs, wake),
                 Duration::ZERO,
                 &mut self.due,
             );
@@ -905,9 +905,13 @@ impl Driver {
         if sleep.is_zero() {
             return Ok(());
         }
-        let wake = &self.wake;
-        self.waiter
-            .wait(&self.readiness, || wake.pending(), sleep, &mut self.due);
+        let (jobs, wake) = (&self.jobs, &self.wake);
+        self.waiter.wait(
+            &self.readiness,
+            || job_waiting(jobs, wake),
+            sleep,
+            &mut self.due,
+        );
         self.polled = true;
         Ok(())
     }
@@ -1293,5 +1297,47 @@ impl Driver {
             .servers
             .send_replace(Arc::new(servers.into_iter().map(Into::into).collect()));
         Ok(())
+    }
+}
+
+/// Whether a caller's job is in the queue, or the runtime is closing: what the
+/// driver's wait looks for. The queue itself, not [`Wake`]'s count: a caller
+/// counts its job before it queues it, and a driver that saw the count in
+/// between would take a turn with nothing to do. A caller rings the waker only
+/// after it queued (`Readiness::job_queued`), so a driver that found the queue
+/// empty and slept is woken.
+fn job_waiting(jobs: &mpsc::UnboundedReceiver<Job>, wake: &Wake) -> bool {
+    !jobs.is_empty() || wake.is_closed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A caller between counting its job and queuing it leaves the driver's
+    /// wait nothing to find: a driver that looked at the count would take a
+    /// turn with an empty queue.
+    #[test]
+    fn a_job_counted_but_not_yet_queued_is_not_waiting() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let wake = Wake::default();
+        wake.queue(|| {
+            assert!(wake.pending(), "counted");
+            assert!(!job_waiting(&rx, &wake), "waiting before it was queued");
+            let (reply, _) = oneshot::channel();
+            tx.send(Job::Shutdown { reply })
+                .map_err(|_| "the driver is gone")
+        })
+        .unwrap();
+        assert!(job_waiting(&rx, &wake));
+    }
+
+    #[test]
+    fn a_closing_runtime_is_waited_for_with_an_empty_queue() {
+        let (_tx, rx) = mpsc::unbounded_channel::<Job>();
+        let wake = Wake::default();
+        assert!(!job_waiting(&rx, &wake));
+        wake.close();
+        assert!(job_waiting(&rx, &wake));
     }
 }

@@ -63,7 +63,9 @@ impl Default for Policy {
 /// A counter of queued jobs, a `Notify` (the guest's `wake-signal`, while a
 /// step blocks in its `poll`) and the driver thread's waker: senders count a
 /// job before it enters the queue and wake after ([`Wake::queue`]), the driver
-/// uncounts each job it took out, so no wake-up is ever lost.
+/// uncounts each job it took out, so no wake-up is ever lost. The count is for
+/// the step that blocks ([`Wake::ready`]); the driver's own wait between turns
+/// looks at the queue itself (`driver::job_waiting`).
 ///
 /// The count never drops below the jobs still queued, and never wraps: a take
 /// cannot come before the add of its job (the job was not in the queue yet),
@@ -168,7 +170,12 @@ impl Wake {
     }
 
     pub fn pending(&self) -> bool {
-        self.queued.load(Ordering::SeqCst) > 0 || self.closed.load(Ordering::SeqCst)
+        self.queued.load(Ordering::SeqCst) > 0 || self.is_closed()
+    }
+
+    /// Every handle to the runtime is gone ([`Wake::close`]).
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 }
 

@@ -21,7 +21,7 @@
 //! halt, a wake-up that crosses CPUs costs CPU on both sides (the sleeper about
 //! 15 µs a round trip; docs/PERFORMANCE.md, "A sequential call").
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::time::{Duration, Instant};
 
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
@@ -149,10 +149,12 @@ impl Readiness {
         let _ = self.registry.deregister(source);
     }
 
-    /// Wakes the driver if it sleeps, after a job was queued. The job's count
-    /// is raised before this, and the driver sets `sleeping` before it looks
-    /// at the count: one of the two sees the other, so no job waits unseen.
+    /// Wakes the driver if it sleeps, after a job was queued. The job is in
+    /// the queue before this, and the driver sets `sleeping` before it looks
+    /// at the queue, each side with a fence between its write and its read:
+    /// one of the two sees the other's write, so no job waits unseen.
     pub fn job_queued(&self) {
+        fence(Ordering::SeqCst);
         if self.sleeping.swap(false, Ordering::SeqCst) {
             let _ = self.waker.wake();
         }
@@ -194,6 +196,8 @@ impl Waiter {
             return;
         }
         readiness.sleeping.store(true, Ordering::SeqCst);
+        // Pairs with the caller's in `Readiness::job_queued`.
+        fence(Ordering::SeqCst);
         if pending() {
             readiness.sleeping.store(false, Ordering::SeqCst);
             self.collect(Some(Duration::ZERO), due);
