@@ -192,6 +192,21 @@ fn answered(servers: &[ServerStat]) -> Vec<u64> {
     servers.iter().map(ServerStat::answered).collect()
 }
 
+/// The responses per server once they stop changing (for 300 ms; at most
+/// 10 s): what is still in flight from earlier requests is counted by then.
+async fn settled(lb: &Haproxy) -> Vec<u64> {
+    let mut last = answered(&lb.servers());
+    for _ in 0..33 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = answered(&lb.servers());
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    panic!("HAProxy's counts kept changing: {last:?}");
+}
+
 /// Every server passes its health checks.
 fn all_up(servers: &[ServerStat]) -> bool {
     servers.iter().all(|s| s.up() && s.check_status == "L7OK")
@@ -444,7 +459,10 @@ async fn mcpbox_serve_instances_behind_haproxy_keep_each_2025_session_on_its_pro
     assert_eq!(homes, names, "one session per process: {sessions:?}");
     let mut home = Vec::new();
     for (k, client) in legacy.iter().enumerate() {
-        let before = answered(&lb.servers());
+        // rmcp opens each session's GET stream in the background, after
+        // `initialize`: one answered inside this window would count for another
+        // session's process.
+        let before = settled(&lb).await;
         for n in 0..3 {
             greet(client, &format!("2025 client {k}, {n}")).await;
         }
