@@ -72,7 +72,7 @@ struct Cli {
     #[arg(long, global = true, value_name = "MIB", value_parser = clap::value_parser!(u32).range(1..=4096))]
     memory_limit: Option<u32>,
     /// How long the runtime polls its servers' pipes before it sleeps, in
-    /// microseconds (default 0: it sleeps at once; 50 is what was measured).
+    /// microseconds (default 50, what was measured; 0 sleeps at once).
     /// Polling spares a wake-up when an answer follows within it; it polls less
     /// while answers come later.
     #[arg(long, global = true, value_name = "MICROSECONDS", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]

@@ -14,8 +14,8 @@
 //! Once a second every connection is read whatever the poll said
 //! ([`Waiter::take_sweep`]).
 //!
-//! Before it sleeps, the driver may busy-poll for a moment ([`Waiter::wait`],
-//! `Options::busy_poll`, off by default): the answer to a request it just
+//! Before it sleeps, the driver busy-polls for a moment ([`Waiter::wait`],
+//! `Options::busy_poll`, 50 µs by default): the answer to a request it just
 //! wrote, or a caller's next job, usually comes within tens of microseconds,
 //! and finding it awake spares both sides a wake-up. On a VM whose idle vCPUs
 //! halt, a wake-up that crosses CPUs costs CPU on both sides (the sleeper about
