@@ -86,7 +86,8 @@ pub fn run_scenarios(args: &[&str], dir_prefix: &str, deadline: Duration) -> Out
     outcomes
 }
 
-/// The checks that did not succeed in `PATH-TIMESTAMP/checks.json`. The
+/// The checks that did not succeed in `PATH-TIMESTAMP/checks.json`, and the
+/// end of the client's `stderr.txt` beside it. The
 /// timestamp must follow the name: `tools-call` must not find
 /// `tools-call-image`'s results.
 fn failed_checks(path: &Path) -> Option<String> {
@@ -105,5 +106,15 @@ fn failed_checks(path: &Path) -> Option<String> {
         .filter(|c| c["status"] == "FAILURE")
         .map(|c| format!("  {}: {}", c["id"], c["errorMessage"]))
         .collect();
-    Some(failed.join("\n"))
+    // What the client said: why it did not do what a check waited for.
+    let stderr = std::fs::read_to_string(entry.path().join("stderr.txt")).unwrap_or_default();
+    let lines: Vec<&str> = stderr.lines().collect();
+    let tail = lines[lines.len().saturating_sub(STDERR_TAIL)..].join("\n    ");
+    Some(format!(
+        "{}\n  the client's stderr (last {STDERR_TAIL} lines):\n    {tail}",
+        failed.join("\n")
+    ))
 }
+
+/// How much of a failed scenario's client stderr a report shows.
+const STDERR_TAIL: usize = 40;
