@@ -12,6 +12,7 @@ export async function measure({ host, fixture, calls, warmup, echo }) {
   }
   const samples = [];
   const cpu = process.cpuUsage();
+  const slept = process.resourceUsage().voluntaryContextSwitches;
   const started = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) {
     const t0 = process.hrtime.bigint();
@@ -20,6 +21,7 @@ export async function measure({ host, fixture, calls, warmup, echo }) {
   }
   const total = Number(process.hrtime.bigint() - started) / 1e3;
   const used = process.cpuUsage(cpu);
+  const sleeps = process.resourceUsage().voluntaryContextSwitches - slept;
 
   samples.sort((a, b) => a - b);
   const at = (q) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))];
@@ -35,6 +37,7 @@ export async function measure({ host, fixture, calls, warmup, echo }) {
       p99_us: round(at(0.99)),
       mean_us: round(total / calls),
       cpu_us: round((used.user + used.system) / calls),
+      sleeps_per_call: round(sleeps / calls),
     }),
   );
 }

@@ -16,6 +16,14 @@
 // never runs inside the guest, and one that throws cannot trap it. The host answers
 // `request`s (`open`, `diag`, the grants) synchronously.
 //
+// A turn that ran out of work keeps the loop polling for a moment (`busyPoll`, 50 µs by
+// default): a chain of `setImmediate`s, while which libuv polls its pipes without sleeping.
+// A server's answer or the caller's next job that comes then is taken without a wake-up,
+// which on a VM whose idle vCPUs halt costs tens of microseconds. The window adapts as the
+// Rust host's does (host/src/transport/readiness.rs): it shrinks to nothing while answers
+// come later than it, so a runtime whose servers answer in milliseconds, or an idle one,
+// sleeps.
+//
 // The cost of the design: guest code shares the caller's event loop (a turn takes tens
 // of microseconds), and a guest that loops without returning would freeze it, not just
 // the runtime. `thread: 'worker'` (driver_worker.js) keeps the caller's loop free of
@@ -23,6 +31,15 @@
 
 import { createDriver } from './driver.js';
 import { Hub } from './hub.js';
+
+/** How long the loop polls after a turn by default, in microseconds (as the Rust host). */
+export const DEFAULT_BUSY_POLL_US = 50;
+
+/** The least window that is not none, in nanoseconds: it halves down to it and grows from it. */
+const WINDOW_START = 10_000n;
+
+/** A wait longer than this many busy-poll times shrinks the window. */
+const LONG_WAIT = 4n;
 
 /** What the driver posts for callers: delivered after the turn, never inside the guest. */
 const TO_CALLERS = new Set(['loaded', 'update', 'adapted', 'reconnected', 'reloaded', 'answered', 'roots-set', 'stopped']);
@@ -36,15 +53,23 @@ class MainHub extends Hub {
   #timer = null;
   /** The instant the timer is set for. */
   #timerAt = null;
+  /** The most the loop polls after a turn, in nanoseconds (`busyPoll`), and now. */
+  #busyPoll;
+  #window;
+  /** When the last turn that ran out of work ended, while the loop polls after it. */
+  #idleSince = null;
+  #spinning = false;
 
   /**
    * @param {(msg: object) => void} receive the host side's handler of the driver's messages
    * @param {(msg: object) => unknown} answer the host side's synchronous answer to a request
    */
-  constructor(receive, answer) {
+  constructor(receive, answer, busyPollUs = DEFAULT_BUSY_POLL_US) {
     super();
     this.receive = receive;
     this.answer = answer;
+    this.#busyPoll = BigInt(Math.round(busyPollUs * 1000));
+    this.#window = this.#busyPoll;
   }
 
   /** A message from the host side: sorted now, and the guest gets a turn. */
@@ -131,6 +156,7 @@ class MainHub extends Hub {
 
   #turn = () => {
     this.#scheduled = false;
+    this.#adapt();
     const serving = this.#serving;
     if (serving === null) {
       // Between instances (a trapped guest is being replaced): the next `serve` schedules.
@@ -157,8 +183,59 @@ class MainHub extends Hub {
       if (at.length > 0) {
         this.#wakeAt(at.reduce((a, b) => (a < b ? a : b)));
       }
+      this.#idle();
     }
   };
+
+  /**
+   * The turn ran out of work: for up to the window, the loop goes on without sleeping
+   * (a chain of `setImmediate`s, while which libuv polls with no timeout), so a
+   * server's answer or a caller's next job that comes within it is taken at once, not
+   * after a wake-up.
+   */
+  #idle() {
+    this.#idleSince = process.hrtime.bigint();
+    if (this.#window > 0n && !this.#spinning) {
+      this.#spinning = true;
+      setImmediate(this.#spin);
+    }
+  }
+
+  #spin = () => {
+    const since = this.#idleSince;
+    if (this.#scheduled || since === null || process.hrtime.bigint() - since >= this.#window) {
+      this.#spinning = false;
+      return;
+    }
+    setImmediate(this.#spin);
+  };
+
+  /**
+   * Adapts the window, as the Rust host's driver does: what came within four busy-poll
+   * times after the window doubles it (up to the busy poll); what came later halves it,
+   * to nothing below 10 µs, so a server that answers in milliseconds is waited for
+   * asleep after a few calls.
+   */
+  #adapt() {
+    const since = this.#idleSince;
+    this.#idleSince = null;
+    if (since === null || this.#busyPoll === 0n) {
+      return;
+    }
+    const waited = process.hrtime.bigint() - since;
+    if (waited <= this.#window) {
+      return;
+    }
+    if (waited > this.#busyPoll * LONG_WAIT) {
+      this.#window /= 2n;
+      if (this.#window < WINDOW_START) {
+        this.#window = 0n;
+      }
+    } else {
+      const doubled = this.#window * 2n;
+      this.#window = doubled < WINDOW_START ? WINDOW_START : doubled > this.#busyPoll ? this.#busyPoll : doubled;
+    }
+  }
 
   /** Sets the timer for `instant`, unless it is set for that instant or sooner already. */
   #wakeAt(instant) {
@@ -193,7 +270,7 @@ class MainHub extends Hub {
  * @returns {(msg: object) => void}
  */
 export function startDriver(options, receive, answer) {
-  const hub = new MainHub(receive, answer);
+  const hub = new MainHub(receive, answer, options.busyPollUs);
   createDriver(hub, options).run((session) => hub.serve(session));
   return (msg) => hub.deliver(msg);
 }

@@ -39,7 +39,7 @@ import { MessageChannel, Worker, receiveMessageOnPort } from 'node:worker_thread
 
 import { DEFAULT_MAX_RESULT_FILES_BYTES, defaultResultsDir } from './blobs.js';
 import { Doorbell } from './channel.js';
-import { startDriver } from './driver_main.js';
+import { DEFAULT_BUSY_POLL_US, startDriver } from './driver_main.js';
 import { DEFAULT_MEMORY_LIMIT, capMemory } from './limits.js';
 import { Grants } from './remote.js';
 import { defaultCacheDir } from './state.js';
@@ -537,6 +537,11 @@ export class McpBox extends EventEmitter {
    *   its own, so this event loop never runs guest code, at the cost of four thread
    *   crossings per call (docs/PERFORMANCE.md). Either way a guest that loops without
    *   returning is not interrupted: on the main thread it would freeze this event loop
+   * @param {number} [options.busyPoll] with `thread: 'main'`, how long the event loop
+   *   keeps polling after a turn that ran out of work before it may sleep, in
+   *   microseconds (default 50, as the wasmtime host's `--busy-poll`; 0 sleeps at once).
+   *   An answer or a caller's next job that comes within it is taken without a
+   *   wake-up; the window shrinks while answers come later (docs/PERFORMANCE.md)
    * @returns {Promise<McpBox>} rejects with a `ConfigError` when the configuration as a
    *   whole is unusable
    */
@@ -609,8 +614,13 @@ export class McpBox extends EventEmitter {
     if (thread !== 'main' && thread !== 'worker') {
       throw new TypeError(`thread must be 'main' or 'worker', not ${JSON.stringify(thread)}`);
     }
+    const busyPoll = options.busyPoll ?? DEFAULT_BUSY_POLL_US;
+    if (!(Number.isFinite(busyPoll) && busyPoll >= 0 && busyPoll <= 1_000_000)) {
+      throw new TypeError(`busyPoll must be a number of microseconds from 0 to 1,000,000, not ${busyPoll}`);
+    }
     const box = new McpBox(policy, modules, origin ?? 'config', configText, cacheDir, {
       thread,
+      busyPoll,
       tokenProvider,
       roots,
       sampling: options.sampling === true,
@@ -674,7 +684,7 @@ export class McpBox extends EventEmitter {
   #watchTimer = null;
 
   /** @private use `McpBox.open` */
-  constructor(policy, modules, origin, configText, cacheDir, { thread, inputRequests, sampling, urlElicitation, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
+  constructor(policy, modules, origin, configText, cacheDir, { thread, busyPoll, inputRequests, sampling, urlElicitation, approvals, memoryLimit, results, embedder, tokenProvider, roots }) {
     super();
     this.#origin = origin;
     // Warnings found while the driver asks something of the host reach listeners after
@@ -711,6 +721,7 @@ export class McpBox extends EventEmitter {
       embedder,
       roots,
       maxMessageBytes: policy.maxMessageBytes,
+      busyPollUs: busyPoll,
     };
     if (thread === 'main') {
       const receive = (msg) => {

@@ -7,6 +7,7 @@
 // call (`turns.step`).
 
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
 import { McpBox } from '../src/index.js';
@@ -92,4 +93,50 @@ test('`thread` is checked', async () => {
     name: 'TypeError',
     message: "thread must be 'main' or 'worker', not \"other\"",
   });
+});
+
+// The main driver's busy poll (`busyPoll`): after a turn, the event loop polls for a
+// moment instead of sleeping, so an answer that comes then wakes nobody. Counted as the
+// wasmtime host's readiness tests count it: this thread's voluntary context switches,
+// each one a sleep (the process's would count V8's compiler threads too). The fixture answers each call a millisecond late, so a loop that
+// does not poll sleeps for every answer.
+test('thread main: a busy poll takes answers without sleeping, and an idle runtime sleeps', async (t) => {
+  const CALLS = 20;
+  const sleeps = async (busyPoll) => {
+    const box = await open(t, { fx: fixtureEntry() }, { busyPoll });
+    assertConnected(await ready(box), 'fx');
+    await call(box, 'mcp__fx__sleep', { ms: 1 });
+    const before = slept();
+    for (let i = 0; i < CALLS; i++) {
+      await call(box, 'mcp__fx__sleep', { ms: 1 });
+    }
+    return [box, slept() - before];
+  };
+  const [, asleep] = await sleeps(0);
+  // 20 ms: the answer comes within it even beside other tests.
+  const [box, polling] = await sleeps(20_000);
+  assert.ok(asleep >= CALLS, `without the poll, ${asleep} sleeps for ${CALLS} calls`);
+  assert.ok(polling < asleep / 2, `with the poll, ${polling} sleeps for ${CALLS} calls (${asleep} without)`);
+  // Idle, the poll ends: a second without calls costs far less than a second of CPU.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const cpu = process.cpuUsage();
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const { user, system } = process.cpuUsage(cpu);
+  assert.ok(user + system < 300_000, `idle for a second, the process used ${(user + system) / 1000} ms of CPU`);
+  assert.equal((await call(box, 'mcp__fx__echo', { text: 'after' })).text, 'after');
+});
+
+/** How often this thread has slept: its voluntary context switches (Linux). */
+function slept() {
+  const status = readFileSync('/proc/thread-self/status', 'utf8');
+  return Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(status)[1]);
+}
+
+test('busyPoll must be a number of microseconds', async () => {
+  for (const busyPoll of [-1, Number.NaN, 'fast', 2_000_000]) {
+    await assert.rejects(McpBox.open({ configText: '{"mcpServers":{}}', busyPoll }), (e) => {
+      assert.ok(e instanceof TypeError && e.message.startsWith('busyPoll must be'), String(e));
+      return true;
+    });
+  }
 });
