@@ -764,13 +764,22 @@ impl<P: Platform> Manager<P> {
     /// The nearest instant (ms) at which something is due: a timeout, a
     /// connection's deadline, a restart, an approval's expiry, a timer
     /// ([`Manager::wake_at`]).
+    ///
+    /// A client counts only while its slot has a connection: only then is it
+    /// driven (`drive`). A server that failed keeps its client, whose requests
+    /// may still wait (an `initialize` never answered); their deadlines would
+    /// pass and stay due, and a host that sleeps until the next deadline would
+    /// wake at once, again and again.
     pub fn next_deadline(&self) -> Option<u64> {
         self.slots
             .iter()
             .flat_map(|s| {
                 [
                     s.connect_deadline,
-                    s.client.as_ref().and_then(Client::next_deadline),
+                    s.conn
+                        .as_ref()
+                        .and(s.client.as_ref())
+                        .and_then(Client::next_deadline),
                     s.conn.as_ref().and_then(Connection::next_deadline),
                     s.held.iter().map(|h| h.deadline_ms).min(),
                 ]

@@ -2274,3 +2274,35 @@ fn a_list_change_past_a_limit_fails_the_server_too() {
 
 // Requests beyond tools: resources, prompts, completions, log levels.
 mod request;
+
+/// A server that exits as soon as it is spoken to: `initialize` is never answered.
+struct ExitsAtOnce;
+
+impl crate::testing::Behaviour for ExitsAtOnce {
+    fn on_message(&mut self, _: &Value, out: &mut crate::testing::Out<'_>) {
+        out.at(
+            0,
+            Output::Exit {
+                status: "exit code 1".into(),
+                stderr: vec![],
+            },
+        );
+    }
+}
+
+/// A server that failed while starting leaves no deadline behind: its client's
+/// `initialize` was still waiting, but a failed server's client is not driven,
+/// so a deadline of it would pass and stay due, and a host that waits for the
+/// next deadline would wake at once, again and again.
+#[test]
+fn a_server_that_failed_while_starting_leaves_no_deadline() {
+    let mut p = FakePlatform::new();
+    p.serve("fx", || ExitsAtOnce);
+    let mut m = manager(p, &[("fx", json!({}))]);
+    connect(&mut m);
+    assert_eq!(m.servers()[0].state, ServerState::Failed);
+    assert_eq!(m.next_deadline(), None);
+    // Time passes with nothing to do (the fake platform fails a guest that
+    // spins in `block`).
+    pass(&mut m, 120_000);
+}
