@@ -105,8 +105,43 @@ fn a_sequential_call_crosses_into_the_guest_twice_and_reads_its_answer_once() {
     );
 }
 
-/// The `read` system calls of this process's one `mcpbox-driver` thread so far.
-fn driver_reads() -> u64 {
+/// A remote server that failed while it connected leaves the driver asleep.
+/// Its client still waited for its `server/discover` probe, whose deadline (five
+/// seconds on) a failed server's client never handles; counted as the guest's
+/// next deadline, it kept the driver taking empty turns for good, a whole CPU.
+/// The driver's CPU is read in `/proc/self/task/TID/stat`, alone in a process so
+/// that the one `mcpbox-driver` thread is this runtime's.
+#[test]
+fn a_runtime_whose_remote_server_failed_to_connect_sleeps() {
+    mcpbox_tests::process::alone(
+        module_path!(),
+        "a_runtime_whose_remote_server_failed_to_connect_sleeps",
+        || async {
+            // A loopback port nothing listens on: the connection is refused.
+            let port = std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .unwrap()
+                .port();
+            let url = format!("http://127.0.0.1:{port}/mcp");
+            let runtime = open(json!({ "gone": { "type": "http", "url": url } })).await;
+            let servers = ready(&runtime).await;
+            assert_eq!(status(&servers, "gone").state, ServerState::Failed);
+            // Past the probe's deadline.
+            tokio::time::sleep(Duration::from_secs(6)).await;
+            let before = driver_cpu_ticks();
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let used = driver_cpu_ticks() - before;
+            assert!(
+                used < 10,
+                "the driver used {used} clock ticks of CPU in a second with nothing to do"
+            );
+            runtime.shutdown().await;
+        },
+    );
+}
+
+/// The `/proc` directory of this process's one `mcpbox-driver` thread.
+fn driver_task() -> std::path::PathBuf {
     let drivers: Vec<_> = std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(|task| {
@@ -116,7 +151,30 @@ fn driver_reads() -> u64 {
         })
         .collect();
     assert_eq!(drivers.len(), 1, "driver threads: {drivers:?}");
-    let io = std::fs::read_to_string(drivers[0].join("io")).unwrap();
+    drivers.into_iter().next().unwrap()
+}
+
+/// The CPU time (user and system, in clock ticks) of this process's one
+/// `mcpbox-driver` thread so far.
+fn driver_cpu_ticks() -> u64 {
+    let stat = std::fs::read_to_string(driver_task().join("stat")).unwrap();
+    // The fields after the command's closing parenthesis: utime is the 12th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let field = |i: usize| -> u64 {
+        fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .unwrap_or_else(|| panic!("no field {i} in {stat}"))
+    };
+    field(11) + field(12)
+}
+
+/// The `read` system calls of this process's one `mcpbox-driver` thread so far.
+fn driver_reads() -> u64 {
+    let io = std::fs::read_to_string(driver_task().join("io")).unwrap();
     io.lines()
         .find_map(|line| line.strip_prefix("syscr:"))
         .and_then(|n| n.trim().parse().ok())
