@@ -190,7 +190,7 @@ impl Waiter {
             self.collect(Some(Duration::ZERO), due);
             return;
         }
-        // Off (the default), a wait reads no clock: it is a plain sleep.
+        // Off (a busy poll of zero), a wait reads no clock: it is a plain sleep.
         let start = (!self.busy_poll.is_zero()).then(Instant::now);
         if self.busy_poll(&pending, timeout.min(self.window), due) {
             return;
