@@ -63,8 +63,9 @@ class MainHub extends Hub {
   /**
    * @param {(msg: object) => void} receive the host side's handler of the driver's messages
    * @param {(msg: object) => unknown} answer the host side's synchronous answer to a request
+   * @param {number} busyPollUs `McpBox.open`'s `busyPoll`, checked there
    */
-  constructor(receive, answer, busyPollUs = DEFAULT_BUSY_POLL_US) {
+  constructor(receive, answer, busyPollUs) {
     super();
     this.receive = receive;
     this.answer = answer;
