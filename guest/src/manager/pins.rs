@@ -37,42 +37,89 @@
 
 use super::*;
 use crate::config::OnToolChange;
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use alloc::borrow::Cow;
+use core::ops::Range;
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::{Digest as _, Sha256};
 
-/// The digests of one tool definition, each SHA-256 in hex; a part the
-/// definition lacks has none.
+/// A SHA-256 digest, kept as its 64 hex digits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Digest([u8; 32]);
+
+impl Digest {
+    fn of(bytes: &[u8]) -> Digest {
+        Digest(Sha256::digest(bytes).into())
+    }
+}
+
+impl Serialize for Digest {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = [0u8; 64];
+        for (i, b) in self.0.iter().enumerate() {
+            hex[2 * i] = HEX[usize::from(b >> 4)];
+            hex[2 * i + 1] = HEX[usize::from(b & 15)];
+        }
+        serializer.serialize_str(core::str::from_utf8(&hex).map_err(serde::ser::Error::custom)?)
+    }
+}
+
+impl<'de> Deserialize<'de> for Digest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Digest, D::Error> {
+        let hex = Cow::<'de, str>::deserialize(deserializer)?;
+        let digit = |c: u8| (c as char).to_digit(16);
+        let mut bytes = [0u8; 32];
+        if hex.len() != 64 {
+            return Err(de::Error::invalid_length(hex.len(), &"64 hex digits"));
+        }
+        for (byte, pair) in bytes.iter_mut().zip(hex.as_bytes().chunks_exact(2)) {
+            match (digit(pair[0]), digit(pair[1])) {
+                // Both below 16: the byte cannot overflow.
+                (Some(high), Some(low)) => *byte = (high * 16 + low) as u8,
+                _ => return Err(de::Error::custom("a digest is 64 hex digits")),
+            }
+        }
+        Ok(Digest(bytes))
+    }
+}
+
+/// The digests of one tool definition; a part the definition lacks has none.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Digests {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    description: Option<String>,
+    description: Option<Digest>,
     #[serde(rename = "inputSchema")]
-    input_schema: String,
+    input_schema: Digest,
     #[serde(
         rename = "outputSchema",
         default,
         skip_serializing_if = "Option::is_none"
     )]
-    output_schema: Option<String>,
+    output_schema: Option<Digest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    annotations: Option<String>,
+    annotations: Option<Digest>,
 }
 
 impl Digests {
-    fn of(def: &registry::ToolDef) -> Digests {
+    /// `scratch` holds each canonical form in turn (its allocation is reused).
+    fn of(def: &registry::ToolDef, scratch: &mut Vec<u8>) -> Digests {
+        let mut canonical_digest = |json: &str, drop_title: bool| {
+            canonical(json, drop_title, scratch);
+            // An annotations object of nothing but a title has no behaviour to pin.
+            (!drop_title || scratch.as_slice() != b"{}").then(|| Digest::of(scratch))
+        };
         Digests {
-            description: def.description.as_deref().map(|d| digest(d.as_bytes())),
-            input_schema: digest(canonical(&def.input_schema, false).as_bytes()),
+            description: def.description.as_deref().map(|d| Digest::of(d.as_bytes())),
+            input_schema: canonical_digest(&def.input_schema, false).unwrap_or_default(),
             output_schema: def
                 .output_schema
                 .as_deref()
-                .map(|s| digest(canonical(s, false).as_bytes())),
+                .and_then(|s| canonical_digest(s, false)),
             annotations: def
                 .annotations
                 .as_deref()
-                .map(|a| canonical(a, true))
-                .filter(|a| a != "{}")
-                .map(|a| digest(a.as_bytes())),
+                .and_then(|a| canonical_digest(a, true)),
         }
     }
 
@@ -174,6 +221,8 @@ pub(super) struct Pins {
     /// The changes already reported, as server, tool and the new digests, so a
     /// reconnect does not report the same change again.
     reported: alloc::collections::BTreeSet<(String, String, String)>,
+    /// Where each canonical form is written before it is digested.
+    scratch: Vec<u8>,
 }
 
 impl Pins {
@@ -214,7 +263,7 @@ impl Pins {
         Pins {
             stored,
             dirty,
-            reported: Default::default(),
+            ..Pins::default()
         }
     }
 
@@ -227,8 +276,15 @@ impl Pins {
         def: &registry::ToolDef,
         policy: OnToolChange,
     ) -> Check {
-        let now = Digests::of(def);
-        let tools = self.stored.servers.entry(server.to_string()).or_default();
+        let now = Digests::of(def, &mut self.scratch);
+        if !self.stored.servers.contains_key(server) {
+            self.stored
+                .servers
+                .insert(server.to_string(), BTreeMap::new());
+        }
+        let Some(tools) = self.stored.servers.get_mut(server) else {
+            unreachable!("the server's pins were just made");
+        };
         let Some(pin) = tools.get_mut(&def.name) else {
             tools.insert(
                 def.name.clone(),
@@ -282,30 +338,212 @@ impl Pins {
     }
 }
 
-/// SHA-256 of `bytes`, in hex.
-fn digest(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(64);
-    for b in Sha256::digest(bytes) {
-        hex.push(HEX[usize::from(b >> 4)].into());
-        hex.push(HEX[usize::from(b & 15)].into());
+/// Writes `json` in a canonical form into `out`: object keys sorted, no
+/// whitespace; without the top-level `title` when `drop_title` (an annotation
+/// for display only). Text that is not JSON (or nests deeper than serde_json
+/// reads) is taken as it is.
+///
+/// The form is serde_json's compact text of its `Value` (whose objects are
+/// ordered maps without `preserve_order`), which earlier pins were digested
+/// from; the differential test below holds the two together. It is written
+/// while serde_json parses instead of from a `Value`: a tool list pins every
+/// tool, and building a `Value` tree per schema was most of a list's cost.
+fn canonical(json: &str, drop_title: bool, out: &mut Vec<u8>) {
+    out.clear();
+    let mut parser = serde_json::Deserializer::from_str(json);
+    let written = Canonical { out, drop_title }
+        .deserialize(&mut parser)
+        .and_then(|()| parser.end());
+    if written.is_err() {
+        out.clear();
+        out.extend_from_slice(json.as_bytes());
     }
-    hex
 }
 
-/// `json` in a canonical form: object keys sorted, no whitespace; without the
-/// top-level `title` when `drop_title` (an annotation for display only). Text
-/// that is not JSON (or nests deeper than serde_json reads) is taken as it is.
-fn canonical(json: &str, drop_title: bool) -> String {
-    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(json) else {
-        return json.to_string();
-    };
-    if drop_title && let Some(fields) = value.as_object_mut() {
-        fields.remove("title");
+/// Writes one JSON value's canonical form at the end of `out`, as serde_json
+/// parses it.
+struct Canonical<'a> {
+    out: &'a mut Vec<u8>,
+    /// Leave out the object's `title` member (the top level of annotations).
+    drop_title: bool,
+}
+
+impl Canonical<'_> {
+    /// A number as serde_json writes it.
+    fn number<T: Serialize, E: de::Error>(out: &mut Vec<u8>, n: &T) -> Result<(), E> {
+        out.extend_from_slice(&serde_json::to_vec(n).map_err(E::custom)?);
+        Ok(())
     }
-    // serde_json's objects are ordered maps here (no `preserve_order`), so its
-    // compact output has every object's keys sorted: the canonical form.
-    serde_json::to_string(&value).unwrap_or_else(|_| json.to_string())
+
+    /// A string as serde_json writes it: `"`, `\` and the control characters
+    /// escaped, nothing else. Written here because serde_json's writer is not
+    /// public without `std`, and a string per key and value went through it.
+    fn string(out: &mut Vec<u8>, s: &str) {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        out.push(b'"');
+        let mut plain = 0;
+        for (i, &b) in s.as_bytes().iter().enumerate() {
+            let escape: &[u8] = match b {
+                b'"' => b"\\\"",
+                b'\\' => b"\\\\",
+                b'\n' => b"\\n",
+                b'\r' => b"\\r",
+                b'\t' => b"\\t",
+                0x08 => b"\\b",
+                0x0c => b"\\f",
+                0..0x20 => &[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(b >> 4)],
+                    HEX[usize::from(b & 15)],
+                ],
+                _ => continue,
+            };
+            out.extend_from_slice(&s.as_bytes()[plain..i]);
+            out.extend_from_slice(escape);
+            plain = i + 1;
+        }
+        out.extend_from_slice(&s.as_bytes()[plain..]);
+        out.push(b'"');
+    }
+
+    fn nested(&mut self) -> Canonical<'_> {
+        Canonical {
+            out: self.out,
+            drop_title: false,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Canonical<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Canonical<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.out
+            .extend_from_slice(if v { b"true".as_slice() } else { b"false" });
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        Self::number(self.out, &v)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        Self::number(self.out, &v)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        // As `Value` keeps it: a number that is not finite is `null`.
+        match serde_json::Number::from_f64(v) {
+            Some(n) => Self::number(self.out, &n),
+            None => self.visit_unit(),
+        }
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        Self::string(self.out, v);
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.out.push(b'[');
+        let mut first = true;
+        loop {
+            let mark = self.out.len();
+            if !first {
+                self.out.push(b',');
+            }
+            if seq.next_element_seed(self.nested())?.is_none() {
+                self.out.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        // Each member's value is written after the others as it is read; the
+        // object is then put together in its keys' order in place of them.
+        let start = self.out.len();
+        let mut members: Vec<(Cow<'de, str>, Range<usize>)> = Vec::new();
+        while let Some(key) = map.next_key_seed(Key)? {
+            let from = self.out.len();
+            map.next_value_seed(self.nested())?;
+            if self.drop_title && key == "title" {
+                self.out.truncate(from);
+            } else {
+                members.push((key, from..self.out.len()));
+            }
+        }
+        // A stable sort keeps a repeated key's members in their order, and the
+        // last of them counts, as in `Value`.
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut object = Vec::with_capacity(self.out.len() - start + 8 * members.len() + 2);
+        object.push(b'{');
+        for (i, (key, value)) in members.iter().enumerate() {
+            if members.get(i + 1).is_some_and(|next| next.0 == *key) {
+                continue;
+            }
+            if object.len() > 1 {
+                object.push(b',');
+            }
+            Self::string(&mut object, key);
+            object.push(b':');
+            object.extend_from_slice(&self.out[value.clone()]);
+        }
+        object.push(b'}');
+        self.out.truncate(start);
+        self.out.extend_from_slice(&object);
+        Ok(())
+    }
+}
+
+/// An object's key, borrowed from the text where it has no escapes.
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Cow<'de, str>, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_string()))
+    }
 }
 
 #[cfg(test)]
@@ -356,6 +594,39 @@ mod tests {
         );
     }
 
+    /// Pins are SHA-256 digests in hex, of the description's text and of the
+    /// canonical forms (sha256sum of the same texts): pins kept by any version
+    /// that wrote them so still match, and the text written is that form.
+    #[test]
+    fn kept_pins_are_the_hex_digests_of_the_canonical_forms() {
+        let kept = r#"{"servers":{"a":{"echo":{"pinned":{
+            "description":"be56f5107967fb4fc035d7cc0b25474e4f0e552f52de52b91f0240d5e87eacf8",
+            "inputSchema":"d95b00b27ca2bbbe11efb4ebcf3e4ee4d61036c801831bccac81b321af6737e5",
+            "annotations":"8803fb4b4971327e527bfc007f694c25d5553baffc4acd00784c86ae97dfd056"}}}}}"#;
+        let mut warnings = Vec::new();
+        let mut pins = Pins::load(Some((kept.into(), false)), &mut warnings);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let same = def(
+            "Echo.",
+            SCHEMA,
+            Some(r#"{"title":"E","readOnlyHint":true}"#),
+        );
+        assert!(changed(pins.check("a", "n", &same, OnToolChange::Block)).is_none());
+        assert!(pins.take_changed().is_none());
+        let mut fresh = Pins::default();
+        fresh.check("a", "n", &same, OnToolChange::Block);
+        let written: serde_json::Value =
+            serde_json::from_str(&fresh.take_changed().unwrap()).unwrap();
+        let kept: serde_json::Value = serde_json::from_str(kept).unwrap();
+        assert_eq!(written, kept);
+        // A digest that is not 64 hex digits is text that cannot be read.
+        let _ = Pins::load(
+            Some((kept.to_string().replace("be56", "zz56"), false)),
+            &mut warnings,
+        );
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
     #[test]
     fn each_policy_keeps_or_holds_back_the_new_definition() {
         let first = def("Echo.", SCHEMA, None);
@@ -400,5 +671,168 @@ mod tests {
         // Damaged text: pinned afresh, with a warning.
         let _ = Pins::load(Some(("{not json".into(), false)), &mut warnings);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+}
+
+/// The canonical form written while parsing against serde_json's own: its
+/// `Value`, compact (the form pins were first digested from), on generated
+/// JSON texts with whitespace, escapes, repeated keys and every kind of number.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod differential {
+    use super::canonical;
+    use proptest::prelude::*;
+
+    /// serde_json's canonical form: parsed into a `Value`, written compact.
+    fn through_value(json: &str, drop_title: bool) -> Vec<u8> {
+        let Ok(mut value) = serde_json::from_str::<serde_json::Value>(json) else {
+            return json.as_bytes().to_vec();
+        };
+        if drop_title && let Some(fields) = value.as_object_mut() {
+            fields.remove("title");
+        }
+        serde_json::to_vec(&value).unwrap()
+    }
+
+    fn agree(json: &str) -> Result<(), TestCaseError> {
+        let mut ours = Vec::new();
+        for drop_title in [false, true] {
+            canonical(json, drop_title, &mut ours);
+            let theirs = through_value(json, drop_title);
+            prop_assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&theirs),
+                "{}",
+                json
+            );
+        }
+        Ok(())
+    }
+
+    fn space() -> impl Strategy<Value = &'static str> {
+        proptest::sample::select(&["", "", " ", "\n  ", "\t", "\r\n"][..])
+    }
+
+    /// A string literal: plain text, every escape JSON has, and raw characters
+    /// serde_json escapes or leaves (a raw control character is not JSON).
+    fn string() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            "[a-z0-9 ]{0,4}",
+            proptest::sample::select(
+                &[
+                    "\\\"",
+                    "\\\\",
+                    "\\/",
+                    "\\b",
+                    "\\f",
+                    "\\n",
+                    "\\r",
+                    "\\t",
+                    "\\u0001",
+                    "\\u001f",
+                    "\\u007f",
+                    "\\u00e9",
+                    "\\u2028",
+                    "\\ud83d\\ude00",
+                    "é",
+                    "😀",
+                    "\u{7f}",
+                    "\u{1}",
+                    "title",
+                    "\\u0074itle",
+                    "\\ud800",
+                ][..]
+            )
+            .prop_map(str::to_string),
+        ];
+        proptest::collection::vec(piece, 0..4).prop_map(|pieces| format!("\"{}\"", pieces.concat()))
+    }
+
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| format!("{f:e}")),
+            any::<f32>().prop_map(|f| f.to_string()),
+            proptest::sample::select(
+                &[
+                    "-0",
+                    "0.0",
+                    "-0.0",
+                    "1e2",
+                    "1E+2",
+                    "2.5e-7",
+                    "1e400",
+                    "123456789012345678901234567890",
+                    "0.1",
+                    "1.0",
+                    "-1",
+                    "01",
+                    "1.",
+                    ".5",
+                ][..]
+            )
+            .prop_map(str::to_string),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            Just("true".to_string()),
+            Just("false".to_string()),
+            number(),
+            string(),
+        ];
+        leaf.prop_recursive(4, 48, 5, |inner| {
+            let key = prop_oneof![
+                proptest::sample::select(
+                    &[
+                        "\"a\"",
+                        "\"b\"",
+                        "\"title\"",
+                        "\"\"",
+                        "\"\\u0061\"",
+                        "\"é\"",
+                        "\"B\""
+                    ][..]
+                )
+                .prop_map(str::to_string),
+                string(),
+            ];
+            prop_oneof![
+                proptest::collection::vec((space(), inner.clone(), space()), 0..5).prop_map(
+                    |items| {
+                        let items: Vec<String> = items
+                            .into_iter()
+                            .map(|(a, v, b)| format!("{a}{v}{b}"))
+                            .collect();
+                        format!("[{}]", items.join(","))
+                    }
+                ),
+                proptest::collection::vec((key, space(), inner), 0..6).prop_map(|members| {
+                    let members: Vec<String> = members
+                        .into_iter()
+                        .map(|(k, s, v)| format!("{s}{k}{s}:{s}{v}"))
+                        .collect();
+                    format!("{{{}}}", members.join(","))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+        #[test]
+        fn the_canonical_form_is_serde_jsons(lead in space(), json in value(), trail in space()) {
+            agree(&format!("{lead}{json}{trail}"))?;
+        }
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_taken_as_it_is() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        for json in ["", "{", "{} x", "{\"a\":1,}", "\"\u{1}\"", "nul", &deep] {
+            agree(json).unwrap();
+        }
     }
 }
