@@ -239,6 +239,9 @@ struct Slot<C> {
     /// Tools of its last list whose calls ask first, by `onToolChange: "ask"`,
     /// by their own names.
     asking: BTreeMap<String, pins::ToolChange>,
+    /// Its tools are the first list it had, offered before they were pinned;
+    /// they are pinned in the next turn ([`Manager::pin_first_list`]).
+    unpinned: bool,
     /// Its failures in a row, which decide when a call may restart it.
     restarts: Restarts,
     /// The status last reported in an event, to report changes only.
@@ -301,6 +304,7 @@ impl<C> Slot<C> {
             denied: BTreeMap::new(),
             blocked: BTreeMap::new(),
             asking: BTreeMap::new(),
+            unpinned: false,
             restarts: Restarts::default(),
             reported: None,
             subscriptions: alloc::collections::BTreeSet::new(),
@@ -730,6 +734,9 @@ impl<P: Platform> Manager<P> {
     /// with `server-unavailable`. Kept tool lists are dropped: nothing restarts a
     /// server that was shut down except `start` or `reconnect`.
     pub fn shutdown(&mut self) {
+        for i in 0..self.slots.len() {
+            self.pin_first_list(i);
+        }
         self.save_pins();
         self.withdraw_approvals("mcpbox was shut down before the call was approved");
         for i in 0..self.slots.len() {
@@ -787,6 +794,8 @@ impl<P: Platform> Manager<P> {
             .flatten()
             .chain(self.approvals.next_deadline())
             .chain(self.wakes.first().copied())
+            // A first list to pin: due at once.
+            .chain(self.slots.iter().any(|s| s.unpinned).then_some(0))
             .min()
     }
 
@@ -879,6 +888,7 @@ impl<P: Platform> Manager<P> {
     fn pump(&mut self) -> u64 {
         let now = self.platform.now_ms();
         for i in 0..self.slots.len() {
+            self.pin_first_list(i);
             self.drive(i, now);
         }
         self.expire_approvals(now);
@@ -1118,14 +1128,24 @@ impl<P: Platform> Manager<P> {
     /// are set apart (never offered, refused by name), the rest named for the
     /// registry; rules naming tools the list lacks are warned about, once.
     fn set_tools(&mut self, i: usize, defs: Vec<registry::ToolDef>) {
+        self.pin_first_list(i);
         let slot = &mut self.slots[i];
         let server = &slot.config.name;
-        let names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
+        let mut names: Vec<&str> = defs.iter().map(|d| d.name.as_str()).collect();
         for warning in self.rules.permissions.unknown_tools(server, &names) {
             if self.rules.first_warning(&warning) {
                 self.events.push(Event::Warning(warning));
             }
         }
+        // A server's first list has nothing to be compared with, so it is
+        // offered at once and pinned in the next turn: digesting thousands of
+        // tools does not keep them from the caller. Not a list that names a
+        // tool twice (its second definition is a change of the first), nor in
+        // a manager that lives for one exchange (it has no next turn).
+        names.sort_unstable();
+        let first = !self.short_lived
+            && !self.pins.has(server)
+            && names.windows(2).all(|pair| pair[0] != pair[1]);
         slot.denied.clear();
         slot.blocked.clear();
         slot.asking.clear();
@@ -1145,6 +1165,7 @@ impl<P: Platform> Manager<P> {
                     );
                     continue;
                 }
+                _ if first => {}
                 _ => match self.pins.check(server, &name, &def, policy) {
                     pins::Check::Same => {}
                     pins::Check::Changed { change, new } => {
@@ -1167,6 +1188,24 @@ impl<P: Platform> Manager<P> {
             offered.push(def);
         }
         slot.tools = registry::prepare(segment, offered);
+        slot.unpinned = first;
+    }
+
+    /// Pins slot `i`'s first list, offered unpinned ([`Manager::set_tools`]):
+    /// in the turn after it was offered, before its next list is compared and
+    /// before the pins are saved at shutdown.
+    fn pin_first_list(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if !core::mem::take(&mut slot.unpinned) {
+            return;
+        }
+        let (server, policy) = (&slot.config.name, slot.config.on_tool_change);
+        for tool in &slot.tools {
+            // The server had no pins and the list no repeated name: each tool
+            // is new, and pinned as it is.
+            let check = self.pins.check(server, &tool.name, &tool.def, policy);
+            debug_assert!(matches!(check, pins::Check::Same));
+        }
     }
 
     /// Hands the pins to the platform to keep, when they changed: once per

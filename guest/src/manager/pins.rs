@@ -10,6 +10,11 @@
 //! annotations are digested in a canonical form (object keys sorted, no
 //! whitespace), so a server that re-serialises the same schema has not changed it.
 //! The tool's name is the pin's key; a new name is a new tool, pinned as it is.
+//! A server's first list (no pins yet) has nothing to be compared with: the
+//! manager offers it at once and pins it in the next turn, which it asks for at
+//! once, so thousands of digests do not keep the tools from the caller. The
+//! list is pinned before that if the server lists again, and before the pins
+//! are saved at shutdown.
 //!
 //! Every later list (at every start, and after `notifications/tools/list_changed`)
 //! is compared with the pins, and a tool whose digests differ is a
@@ -265,6 +270,12 @@ impl Pins {
             dirty,
             ..Pins::default()
         }
+    }
+
+    /// Whether `server` has pins: a list of a server without any has nothing
+    /// to be compared with.
+    pub fn has(&self, server: &str) -> bool {
+        self.stored.servers.contains_key(server)
     }
 
     /// Compares `def`, listed by `server` under `name`, with its pin, pinning

@@ -109,6 +109,17 @@ async fn a_changed_tool_is_held_back_from_gateway_clients_under_each_policy() {
         // First seen: pinned, served as it is.
         let client = connect(&config.path, &config_dir).await;
         assert!(listed(&client, "fx__echo").await, "{policy}");
+        // Kept while the gateway runs (pinned in the turn after the list was
+        // offered), not only when it ends.
+        let pins = config_dir.join("pinned-tools.json");
+        eventually_async(
+            Duration::from_secs(10),
+            async || match std::fs::read_to_string(&pins) {
+                Ok(text) if text.contains("echo") => Ok(()),
+                other => Err(format!("{} is not written yet: {other:?}", pins.display())),
+            },
+        )
+        .await;
         // During the session: the server rewrites echo's description.
         let (failed, text) = call(
             &client,
