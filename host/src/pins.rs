@@ -107,9 +107,9 @@ impl PinStore {
         self.memory().clone()
     }
 
-    /// Keeps `text` for the configuration, clearing `acceptPending`.
-    pub fn save(&self, text: &str) {
-        *self.memory() = Some((text.to_owned(), false));
+    /// Keeps `text` for the configuration, clearing `acceptPending`. Taken by
+    /// value: the text of 10,000 pins is 2 MB, kept without a second copy.
+    pub fn save(&self, text: String) {
         if let Some((dir, key)) = &self.file {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -133,6 +133,7 @@ impl PinStore {
                 }
             });
         }
+        *self.memory() = Some((text, false));
     }
 }
 
@@ -239,15 +240,15 @@ mod tests {
         let (store_b, _) = PinStore::open(Some(&config_dir), Some(&b));
         assert_eq!(store_a.load(), None);
         assert!(!accept(&a, Some(&config_dir)).unwrap());
-        store_a.save("pins of a");
-        store_b.save("pins of b");
+        store_a.save("pins of a".into());
+        store_b.save("pins of b".into());
         let (again, _) = PinStore::open(Some(&config_dir), Some(&a));
         assert_eq!(again.load(), Some(("pins of a".into(), false)));
         assert!(accept(&a, Some(&config_dir)).unwrap());
         assert_eq!(again.load(), Some(("pins of a".into(), true)));
         assert_eq!(store_b.load(), Some(("pins of b".into(), false)));
         // The guest's next save clears the mark.
-        again.save("pins of a, accepted");
+        again.save("pins of a, accepted".into());
         assert_eq!(store_a.load(), Some(("pins of a, accepted".into(), false)));
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(config_dir.join(FILE))
@@ -257,14 +258,14 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         // A configuration that no longer exists makes way at the next save.
         std::fs::remove_file(&b).unwrap();
-        again.save("pins of a, saved again");
+        again.save("pins of a, saved again".into());
         let (gone, _) = PinStore::open(Some(&config_dir), Some(&a));
         assert_eq!(gone.load().unwrap().0, "pins of a, saved again");
         let text = std::fs::read_to_string(config_dir.join(FILE)).unwrap();
         assert!(!text.contains("pins of b"), "{text}");
         // Without a file, in memory.
         let (memory, _) = PinStore::open(None, None);
-        memory.save("kept");
+        memory.save("kept".into());
         assert_eq!(memory.load(), Some(("kept".into(), false)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -279,7 +280,7 @@ mod tests {
         std::fs::write(&config, "{}").unwrap();
         let config_dir = dir.join("config");
         let (store, _) = PinStore::open(Some(&config_dir), Some(&config));
-        store.save(r#"{"echo":{"description":"says \"hi\""}}"#);
+        store.save(r#"{"echo":{"description":"says \"hi\""}}"#.into());
         let key = std::fs::canonicalize(&config)
             .unwrap()
             .to_string_lossy()

@@ -16,7 +16,7 @@ impl pins::Host for HostState {
     }
 
     fn save(&mut self, pins: String) -> wasmtime::Result<()> {
-        self.pin_store.save(&pins);
+        self.pin_store.save(pins);
         Ok(())
     }
 }
