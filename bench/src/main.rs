@@ -780,6 +780,24 @@ fn setup(build: bool) -> Result<Setup, String> {
     };
     let work = std::env::temp_dir().join(format!("mcpbox-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let cache_dir = std::env::var_os("MCPBOX_BENCH_CACHE_DIR")
+        .map_or_else(|| work.join("component-cache"), PathBuf::from);
+    // Every mcpbox the bench runs (workers, the CLI, gateways) keeps its trust,
+    // pins and the key that signs compiled components in a configuration
+    // directory beside the cache, not the user's: a sample then reads only what
+    // the bench wrote (a user's pins file of many configurations made W1c read
+    // 640 KB more), and the user's files are left alone.
+    if std::env::var_os("MCPBOX_CONFIG_DIR").is_none() {
+        let config_dir = cache_dir.with_extension("config");
+        std::fs::create_dir_all(&config_dir)
+            .map_err(|e| format!("cannot create {}: {e}", config_dir.display()))?;
+        // SAFETY: the harness has started no thread yet (`setup` is its first
+        // step), so nothing reads the environment concurrently.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("MCPBOX_CONFIG_DIR", &config_dir);
+        }
+    }
     let fixture = program("fixture-server")?;
     let builtin = list_tools(&fixture, &[])?.1;
     Ok(Setup {
@@ -787,8 +805,7 @@ fn setup(build: bool) -> Result<Setup, String> {
         fixture,
         mcpbox: program("mcpbox")?,
         rmcp_tools: program("rmcp-tools")?,
-        cache_dir: std::env::var_os("MCPBOX_BENCH_CACHE_DIR")
-            .map_or_else(|| work.join("component-cache"), PathBuf::from),
+        cache_dir,
         work,
         me,
     })
