@@ -39,10 +39,18 @@ fn config(tag: &str, servers: Value) -> PathBuf {
 
 /// The `mcpbox` binary, trusting every configuration (`MCPBOX_TRUST_ALL=1`): the
 /// tests write their configurations themselves. The trust check has tests of its own.
+/// It keeps its pins and cache in this test process's directories, never the user's.
 fn mcpbox_command() -> Command {
     let mut command = Command::new(mcpbox_tests::mcpbox_program());
-    command.env("MCPBOX_TRUST_ALL", "1");
+    command.env("MCPBOX_TRUST_ALL", "1").envs(process_dirs());
     command
+}
+
+/// This test process's cache and configuration directories, for an `mcpbox`
+/// run: its pins and compiled guest stay out of the user's.
+fn process_dirs() -> [(&'static str, PathBuf); 2] {
+    let (cache, config) = mcpbox_tests::compiled_guest::process_dirs();
+    [("MCPBOX_CACHE_DIR", cache), ("MCPBOX_CONFIG_DIR", config)]
 }
 
 fn mcpbox(config: &Path, args: &[&str]) -> Output {
@@ -643,6 +651,7 @@ fn on_a_terminal(cfg: &Path, args: &str, typed: &str) -> (Option<i32>, String) {
         .args(["-qec", &line, "/dev/null"])
         // The configuration is the test's own (see `mcpbox_command`).
         .env("MCPBOX_TRUST_ALL", "1")
+        .envs(process_dirs())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1224,7 +1233,8 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
     }
     command
         .arg(mcpbox_tests::mcpbox_program())
-        .env("MCPBOX_TRUST_ALL", "1");
+        .env("MCPBOX_TRUST_ALL", "1")
+        .envs(process_dirs());
     let mut child = command
         .arg("--config")
         .arg(&cfg)

@@ -143,9 +143,12 @@ fn mcpbox_skills_lists_and_mcpbox_skill_loads_or_refuses() {
     let config = dir.join("mcp.json");
     let text = json!({ "mcpServers": { "hs": hostile_entry() } }).to_string();
     std::fs::write(&config, text).unwrap();
+    let (cache, config_dir) = mcpbox_tests::compiled_guest::process_dirs();
     let mcpbox = |args: &[&str]| {
         Command::new(mcpbox_tests::mcpbox_program())
             .env("MCPBOX_TRUST_ALL", "1")
+            .env("MCPBOX_CACHE_DIR", &cache)
+            .env("MCPBOX_CONFIG_DIR", &config_dir)
             .arg("--config")
             .arg(&config)
             .args(args)
