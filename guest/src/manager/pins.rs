@@ -48,7 +48,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 
-/// A SHA-256 digest, kept as its 64 hex digits.
+/// A SHA-256 digest; the pins' text holds it as 64 hex digits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Digest([u8; 32]);
 
@@ -114,22 +114,19 @@ struct Digests {
 impl Digests {
     /// `scratch` holds each canonical form in turn (its allocation is reused).
     fn of(def: &registry::ToolDef, scratch: &mut Vec<u8>) -> Digests {
-        let mut canonical_digest = |json: &str, drop_title: bool| {
-            canonical(json, drop_title, scratch);
-            // An annotations object of nothing but a title has no behaviour to pin.
-            (!drop_title || scratch.as_slice() != b"{}").then(|| Digest::of(scratch))
+        let mut canonical_digest = |json: &str| {
+            canonical(json, false, scratch);
+            Digest::of(scratch)
         };
         Digests {
             description: def.description.as_deref().map(|d| Digest::of(d.as_bytes())),
-            input_schema: canonical_digest(&def.input_schema, false).unwrap_or_default(),
-            output_schema: def
-                .output_schema
-                .as_deref()
-                .and_then(|s| canonical_digest(s, false)),
-            annotations: def
-                .annotations
-                .as_deref()
-                .and_then(|a| canonical_digest(a, true)),
+            input_schema: canonical_digest(&def.input_schema),
+            output_schema: def.output_schema.as_deref().map(canonical_digest),
+            annotations: def.annotations.as_deref().and_then(|a| {
+                canonical(a, true, scratch);
+                // Annotations of nothing but a title have no behaviour to pin.
+                (scratch.as_slice() != b"{}").then(|| Digest::of(scratch))
+            }),
         }
     }
 
@@ -516,6 +513,8 @@ impl Canonical<'_> {
         Ok(())
     }
 
+    /// The writer of a member's value or an element: only the top level
+    /// drops a `title`.
     fn nested(&mut self) -> Canonical<'_> {
         Canonical {
             out: self.out,
