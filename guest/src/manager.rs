@@ -1142,10 +1142,10 @@ impl<P: Platform> Manager<P> {
         // tools does not keep them from the caller. Not a list that names a
         // tool twice (its second definition is a change of the first), nor in
         // a manager that lives for one exchange (it has no next turn).
-        names.sort_unstable();
-        let first = !self.short_lived
-            && !self.pins.has(server)
-            && names.windows(2).all(|pair| pair[0] != pair[1]);
+        let first = !self.short_lived && !self.pins.has(server) && {
+            names.sort_unstable();
+            names.windows(2).all(|pair| pair[0] != pair[1])
+        };
         slot.denied.clear();
         slot.blocked.clear();
         slot.asking.clear();
