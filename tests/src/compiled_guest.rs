@@ -57,6 +57,14 @@ pub fn process_dirs() -> (PathBuf, PathBuf) {
     (warm.join("cache"), warm.join("config"))
 }
 
+/// [`process_dirs`] as the environment of an `mcpbox` run: the compiled guest,
+/// the pins and the trust it keeps stay in this test process's directories,
+/// never the user's (whose pins file would grow by every run's servers).
+pub fn process_env() -> [(&'static str, PathBuf); 2] {
+    let (cache, config) = process_dirs();
+    [("MCPBOX_CACHE_DIR", cache), ("MCPBOX_CONFIG_DIR", config)]
+}
+
 /// The environment of an `mcpbox` run with a configuration directory of its own
 /// (`config_dir`, where trust and pins are kept): that directory, holding the
 /// signing key of this process's warm cache, and that cache. The configuration

@@ -57,8 +57,9 @@ impl Drop for ConfigFile {
 }
 
 /// Starts `CLI --config CONFIG serve --http 127.0.0.1:0 EXTRA…`, requiring
-/// [`TOKEN`], and waits for its `listening on http://ADDR/mcp` line; the
-/// process's URL is that endpoint.
+/// [`TOKEN`], in this test process's cache and configuration directories
+/// ([`process_env`](crate::compiled_guest::process_env)), and waits for its
+/// `listening on http://ADDR/mcp` line; the process's URL is that endpoint.
 ///
 /// # Panics
 ///
@@ -72,6 +73,7 @@ pub fn serve_http(cli: &str, config: &Path, extra: &[&str]) -> ServerProcess {
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
         .args(extra)
+        .envs(crate::compiled_guest::process_env())
         .env("MCPBOX_TOKEN", TOKEN);
     crate::http::start_with(command, &|line| {
         let url = line.split("listening on ").nth(1)?;

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use mcpbox_tests::compiled_guest::process_env;
 use mcpbox_tests::process::{ChildGuard, eventually};
 use serde_json::{Value, json};
 
@@ -42,15 +43,8 @@ fn config(tag: &str, servers: Value) -> PathBuf {
 /// It keeps its pins and cache in this test process's directories, never the user's.
 fn mcpbox_command() -> Command {
     let mut command = Command::new(mcpbox_tests::mcpbox_program());
-    command.env("MCPBOX_TRUST_ALL", "1").envs(process_dirs());
+    command.env("MCPBOX_TRUST_ALL", "1").envs(process_env());
     command
-}
-
-/// This test process's cache and configuration directories, for an `mcpbox`
-/// run: its pins and compiled guest stay out of the user's.
-fn process_dirs() -> [(&'static str, PathBuf); 2] {
-    let (cache, config) = mcpbox_tests::compiled_guest::process_dirs();
-    [("MCPBOX_CACHE_DIR", cache), ("MCPBOX_CONFIG_DIR", config)]
 }
 
 fn mcpbox(config: &Path, args: &[&str]) -> Output {
@@ -651,7 +645,7 @@ fn on_a_terminal(cfg: &Path, args: &str, typed: &str) -> (Option<i32>, String) {
         .args(["-qec", &line, "/dev/null"])
         // The configuration is the test's own (see `mcpbox_command`).
         .env("MCPBOX_TRUST_ALL", "1")
-        .envs(process_dirs())
+        .envs(process_env())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -1234,7 +1228,7 @@ fn signalled_with(tag: &str, args: &[&str], signal: &str, nohup: bool) -> (Optio
     command
         .arg(mcpbox_tests::mcpbox_program())
         .env("MCPBOX_TRUST_ALL", "1")
-        .envs(process_dirs());
+        .envs(process_env());
     let mut child = command
         .arg("--config")
         .arg(&cfg)

@@ -92,6 +92,7 @@ impl World {
             .current_dir(&self.project)
             .env("HOME", &self.home)
             .env_remove("MCPBOX_CACHE_DIR")
+            .env_remove("MCPBOX_CONFIG_DIR")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("CODEX_HOME")
             .env_remove("APPDATA")
@@ -878,6 +879,7 @@ impl World {
             "XDG_CONFIG_HOME",
             "XDG_DATA_HOME",
             "MCPBOX_CACHE_DIR",
+            "MCPBOX_CONFIG_DIR",
             "CODEX_HOME",
             "APPDATA",
             "MCPBOX_TRUST_ALL",

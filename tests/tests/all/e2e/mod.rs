@@ -70,13 +70,17 @@ pub fn fixture_entry(args: &[&str]) -> Value {
 /// earlier run decides how a server is first spoken to.
 pub async fn open(servers: Value) -> Runtime {
     let text = json!({ "mcpServers": servers }).to_string();
-    let (cache, config) = mcpbox_tests::compiled_guest::process_dirs();
-    Options::from_config_text("test.mcp.json", text)
-        .cache_dir(Some(cache))
-        .config_dir(Some(config))
+    with_process_dirs(Options::from_config_text("test.mcp.json", text))
         .open()
         .await
         .expect("the runtime opens")
+}
+
+/// `options` with this test process's cache and configuration directories, as
+/// [`open`] has: a runtime on a file keeps its pins there, not in the user's.
+pub fn with_process_dirs(options: Options) -> Options {
+    let (cache, config) = mcpbox_tests::compiled_guest::process_dirs();
+    options.cache_dir(Some(cache)).config_dir(Some(config))
 }
 
 /// Options that use `cache` as the cache directory, a test's own, with the

@@ -30,8 +30,10 @@ fn save(path: &Path, text: &str) {
     std::fs::rename(&temp, path).unwrap();
 }
 
+/// A runtime on the file `path`, keeping its pins in this test process's
+/// configuration directory, never the user's.
 async fn open_file(path: &Path, watch: bool) -> Runtime {
-    Options::from_config_file(path)
+    crate::with_process_dirs(Options::from_config_file(path))
         .watch_config(watch)
         .open()
         .await
@@ -229,7 +231,7 @@ async fn a_storm_of_saves_is_applied_once_as_its_last_state() {
     let path = dir("storm").join("mcp.json");
     std::fs::write(&path, config(json!({ "a": fixture_entry(&[]) }))).unwrap();
     // A quiet time well above the storm's gaps, so a slow machine does not split it.
-    let runtime = Options::from_config_file(&path)
+    let runtime = crate::with_process_dirs(Options::from_config_file(&path))
         .watch_config(true)
         .watch_debounce(Duration::from_millis(1000))
         .open()

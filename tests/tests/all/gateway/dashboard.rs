@@ -636,6 +636,7 @@ fn the_dashboard_and_metrics_obey_the_http_safety_rules() {
     let config = config(false, json!({}));
     let mut command = Command::new(crate::cli());
     command
+        .envs(mcpbox_tests::compiled_guest::process_env())
         .arg("--trust")
         .arg("--config")
         .arg(&config.path)
@@ -869,6 +870,7 @@ fn mcpbox_dashboard_serves_the_dashboard_without_mcp() {
     let config = config(false, json!({}));
     let mut command = Command::new(crate::cli());
     command
+        .envs(mcpbox_tests::compiled_guest::process_env())
         .arg("--trust")
         .arg("--config")
         .arg(&config.path)

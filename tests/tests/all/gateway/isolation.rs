@@ -99,6 +99,7 @@ impl Session {
 fn serve_with_memory(config: &std::path::Path, mib: u32) -> ServerProcess {
     let mut command = Command::new(crate::cli());
     command
+        .envs(mcpbox_tests::compiled_guest::process_env())
         .args(["--trust", "--memory-limit", &mib.to_string(), "--config"])
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])
@@ -256,6 +257,7 @@ fn call_arguments_dense_in_values_fail_that_call_alone() {
     // 15 MiB of zeros, under the 16 MiB the arguments of a call may have.
     let arguments = format!(r#"{{"text":{}}}"#, zeros(15 * 1024 * 1024));
     let mut child = Command::new(crate::cli())
+        .envs(mcpbox_tests::compiled_guest::process_env())
         .args(["--trust", "--config"])
         .arg(&config.path)
         .args(["call", "mcp__fx__echo", "-"])
@@ -307,8 +309,9 @@ fn a_trap_one_client_causes_ends_no_other_clients_session() {
 #[test]
 fn a_stdio_clients_session_carries_on_after_a_trap() {
     let config = config(false, json!({}));
-    let mut argv = vec![crate::cli().to_owned(), "--memory-limit".into(), "8".into()];
-    argv.extend(crate::stdio_gateway(&config.path, &[]).into_iter().skip(1));
+    let mut argv = crate::gateway_argv(&config.path, &[]);
+    argv.splice(1..1, ["--memory-limit".to_owned(), "8".to_owned()]);
+    let argv = crate::with_process_env(argv);
     let mut peer = StdioPeer::spawn(&argv[0], &argv[1..]);
     peer.initialize("2025-11-25");
     let result = peer.call_tool("fx__echo", json!({"text": "before"}));
@@ -396,6 +399,7 @@ fn raise_own_descriptor_limit() {
 fn serve_with_descriptors(config: &std::path::Path, soft: u64, hard: u64) -> ServerProcess {
     let mut command = Command::new(crate::cli());
     command
+        .envs(mcpbox_tests::compiled_guest::process_env())
         .args(["--trust", "--config"])
         .arg(config)
         .args(["serve", "--http", "127.0.0.1:0"])

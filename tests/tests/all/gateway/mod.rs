@@ -64,8 +64,15 @@ pub fn config(peers: bool, extra: Value) -> ConfigFile {
     ConfigFile::new(&config)
 }
 
-/// The command line of the stdio gateway over `config`, with `extra` serve flags.
+/// The command line of the stdio gateway over `config`, with `extra` serve
+/// flags, in this test process's directories ([`with_process_env`]).
 pub fn stdio_gateway(config: &Path, extra: &[&str]) -> Vec<String> {
+    with_process_env(gateway_argv(config, extra))
+}
+
+/// The stdio gateway's own command line, `CLI --trust --config CONFIG serve
+/// EXTRA…`, for a test that gives it directories of its own.
+pub fn gateway_argv(config: &Path, extra: &[&str]) -> Vec<String> {
     let mut argv = vec![
         cli().to_owned(),
         // The configuration is the test's own (see `mcpbox trust`).
@@ -76,6 +83,22 @@ pub fn stdio_gateway(config: &Path, extra: &[&str]) -> Vec<String> {
     ];
     argv.extend(extra.iter().map(|s| (*s).to_owned()));
     argv
+}
+
+/// `argv` run by `env` in this test process's cache and configuration
+/// directories ([`process_env`](mcpbox_tests::compiled_guest::process_env)),
+/// so its pins and trust stay out of the user's. They go on the command line:
+/// the SDKs' stdio transports pass a program they start only a few variables
+/// of their own environment (`HOME`, `PATH`), and `env` execs it in its place,
+/// so the process is the gateway's.
+pub fn with_process_env(argv: Vec<String>) -> Vec<String> {
+    let dirs = mcpbox_tests::compiled_guest::process_env()
+        .into_iter()
+        .map(|(name, dir)| format!("{name}={}", dir.display()));
+    std::iter::once("env".to_owned())
+        .chain(dirs)
+        .chain(argv)
+        .collect()
 }
 
 /// The first text block of a tool result.

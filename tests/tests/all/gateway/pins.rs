@@ -17,7 +17,7 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientLifecycleMode, ClientServiceExt};
 use serde_json::{Value, json};
 
-use crate::{fixture, stdio_gateway};
+use crate::{fixture, gateway_argv};
 
 /// The fixture as `fx` with `onToolChange: policy` and the fixture flags `args`.
 fn write(config: &Path, policy: &str, args: &[&str]) {
@@ -28,7 +28,7 @@ fn write(config: &Path, policy: &str, args: &[&str]) {
 }
 
 async fn connect(config: &Path, config_dir: &Path) -> RunningService<RoleClient, ()> {
-    let argv = stdio_gateway(config, &[]);
+    let argv = gateway_argv(config, &[]);
     let mut command = tokio::process::Command::new(&argv[0]);
     command
         .args(&argv[1..])

@@ -52,6 +52,7 @@ fn a_token_is_required_when_one_is_set() {
     let config = config(false, json!({}));
     let mut command = Command::new(crate::cli());
     command
+        .envs(mcpbox_tests::compiled_guest::process_env())
         .arg("--trust")
         .arg("--config")
         .arg(&config.path)
