@@ -19,7 +19,8 @@
 //! then pinned afresh, as new).
 //!
 //! A configuration given as text (not a file), or a runtime without a
-//! configuration directory, keeps its pins in memory for the runtime's life:
+//! configuration directory (or whose file could not be written), keeps its
+//! pins in memory for the runtime's life:
 //! changes during a session are still caught, and a guest re-instantiated after
 //! a trap gets them back.
 
@@ -108,13 +109,17 @@ impl PinStore {
     }
 
     /// Keeps `text` for the configuration, clearing `acceptPending`. Taken by
-    /// value: the text of 10,000 pins is 2 MB, kept without a second copy.
+    /// value: the text of 10,000 pins is 2 MB, kept without a second copy, and
+    /// only where the file does not keep it: once written, the file is what
+    /// [`PinStore::load`] reads (a copy beside it would be 13 MB for 71,000
+    /// tools), so memory holds a text with no file to go to, or one it refused.
     pub fn save(&self, text: String) {
+        let mut written = false;
         if let Some((dir, key)) = &self.file {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
-            let _ = update(dir, |configs| {
+            written = update(dir, |configs| {
                 configs.retain(|path, _| path == key || Path::new(path).exists());
                 configs.insert(
                     key.clone(),
@@ -131,9 +136,10 @@ impl PinStore {
                         None => break,
                     };
                 }
-            });
+            })
+            .is_ok();
         }
-        *self.memory() = Some((text, false));
+        *self.memory() = (!written).then_some((text, false));
     }
 }
 
@@ -267,6 +273,28 @@ mod tests {
         let (memory, _) = PinStore::open(None, None);
         memory.save("kept".into());
         assert_eq!(memory.load(), Some(("kept".into(), false)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_saved_text_is_kept_in_memory_only_when_the_file_refused_it() {
+        let dir = std::env::temp_dir().join(format!("mcpbox-pins-memory-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = dir.join("mcp.json");
+        std::fs::write(&config, "{}").unwrap();
+        let config_dir = dir.join("config");
+        let (store, _) = PinStore::open(Some(&config_dir), Some(&config));
+        // Written: the file keeps it, and nothing else does.
+        store.save("in the file".into());
+        assert_eq!(store.load(), Some(("in the file".into(), false)));
+        std::fs::remove_file(config_dir.join(FILE)).unwrap();
+        assert_eq!(store.load(), None, "a copy stayed in memory");
+        // A file that cannot be written (a directory in its place): kept in
+        // memory, so a guest started again after a trap still gets it.
+        std::fs::create_dir(config_dir.join(FILE)).unwrap();
+        store.save("nowhere to go".into());
+        assert_eq!(store.load(), Some(("nowhere to go".into(), false)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
