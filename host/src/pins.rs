@@ -232,11 +232,17 @@ pub fn accept(
 mod tests {
     use super::*;
 
-    #[test]
-    fn pins_are_kept_per_configuration_and_accepted_once() {
-        let dir = std::env::temp_dir().join(format!("mcpbox-pins-{}", std::process::id()));
+    /// An empty directory of this test process's own, named by `tag`.
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("mcpbox-pins-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn pins_are_kept_per_configuration_and_accepted_once() {
+        let dir = scratch("kept");
         let (a, b) = (dir.join("a.json"), dir.join("b.json"));
         std::fs::write(&a, "{}").unwrap();
         std::fs::write(&b, "{}").unwrap();
@@ -278,9 +284,7 @@ mod tests {
 
     #[test]
     fn a_saved_text_is_kept_in_memory_only_when_the_file_refused_it() {
-        let dir = std::env::temp_dir().join(format!("mcpbox-pins-memory-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("memory");
         let config = dir.join("mcp.json");
         std::fs::write(&config, "{}").unwrap();
         let config_dir = dir.join("config");
@@ -300,9 +304,7 @@ mod tests {
 
     #[test]
     fn the_configurations_entry_is_found_among_many_with_escaped_text() {
-        let dir = std::env::temp_dir().join(format!("mcpbox-pins-many-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("many");
         // A name with a quote and a backslash: its key is escaped in the file.
         let config = dir.join("odd \"name\\.json");
         std::fs::write(&config, "{}").unwrap();
