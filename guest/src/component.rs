@@ -267,6 +267,10 @@ impl Platform for Host {
         pins::save(text);
     }
 
+    fn pins_kept_across_runs(&self) -> bool {
+        pins::kept_across_runs()
+    }
+
     fn write_blob(
         &mut self,
         server: &str,

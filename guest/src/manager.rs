@@ -458,7 +458,10 @@ impl<P: Platform> Manager<P> {
     /// (text that is not a JSON object) nothing changes.
     pub fn load_config(&mut self, origin: &str, text: &str) -> Result<Vec<ConfigIssue>, String> {
         let parsed = config::parse(origin, text)?;
-        self.shutdown();
+        // The pins are read back below, so they are saved first, whether or
+        // not the platform keeps them across runs.
+        self.pin_and_save();
+        self.close_servers();
         // Shutting down withdrew every input request; the ids of the old slots go too.
         self.input.waiting.clear();
         self.origin = origin.to_string();
@@ -733,11 +736,29 @@ impl<P: Platform> Manager<P> {
     /// Closes every connection; calls in flight or waiting for a restart complete
     /// with `server-unavailable`. Kept tool lists are dropped: nothing restarts a
     /// server that was shut down except `start` or `reconnect`.
+    ///
+    /// A first list not pinned yet is pinned first and the pins saved, where the
+    /// platform keeps them for the configuration's next run. Where it keeps them
+    /// only while the runtime lives, nobody would read them: a runtime closed
+    /// right after its first list of 10,000 tools would spend about 25 ms and 4
+    /// MiB on them (docs/PERFORMANCE.md, "Memory").
     pub fn shutdown(&mut self) {
+        if self.platform.pins_kept_across_runs() {
+            self.pin_and_save();
+        }
+        self.close_servers();
+    }
+
+    /// Pins every first list not pinned yet, and saves the pins if they changed.
+    fn pin_and_save(&mut self) {
         for i in 0..self.slots.len() {
             self.pin_first_list(i);
         }
         self.save_pins();
+    }
+
+    /// [`Manager::shutdown`] without its pins.
+    fn close_servers(&mut self) {
         self.withdraw_approvals("mcpbox was shut down before the call was approved");
         for i in 0..self.slots.len() {
             let slot = &mut self.slots[i];
@@ -1193,7 +1214,7 @@ impl<P: Platform> Manager<P> {
 
     /// Pins slot `i`'s first list, offered unpinned ([`Manager::set_tools`]):
     /// in the turn after it was offered, before its next list is compared and
-    /// before the pins are saved at shutdown.
+    /// before the pins are saved ([`Manager::pin_and_save`]).
     fn pin_first_list(&mut self, i: usize) {
         let slot = &mut self.slots[i];
         if !core::mem::take(&mut slot.unpinned) {

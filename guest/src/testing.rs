@@ -188,6 +188,9 @@ pub struct FakePlatform {
     /// The pinned tool definitions the guest had kept (`mcpbox:runtime/pins`),
     /// and whether they are handed back as accepted (`mcpbox trust`).
     pub pins: Option<(String, bool)>,
+    /// Whether the pins outlive the runtime, as a host's file keeps them
+    /// (`mcpbox:runtime/pins` `kept-across-runs`); true unless a test says not.
+    pub pins_kept_across_runs: bool,
     /// What a short-lived manager kept with `keep_server`.
     pub known: BTreeMap<String, crate::client::KnownServer>,
     /// Files the guest had written (`mcpbox:runtime/blobs`): server, name, bytes.
@@ -208,6 +211,7 @@ impl FakePlatform {
             blocks: 0,
             memo: BTreeMap::new(),
             pins: None,
+            pins_kept_across_runs: true,
             known: BTreeMap::new(),
             blobs: Vec::new(),
             refuse_blobs: None,
@@ -321,6 +325,10 @@ impl Platform for FakePlatform {
 
     fn save_pins(&mut self, text: &str) {
         self.pins = Some((text.to_string(), false));
+    }
+
+    fn pins_kept_across_runs(&self) -> bool {
+        self.pins_kept_across_runs
     }
 
     fn known_server(&self, key: &str) -> Option<crate::client::KnownServer> {

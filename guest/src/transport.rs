@@ -340,6 +340,12 @@ pub trait Platform {
     fn save_pins(&mut self, text: &str) {
         let _ = text;
     }
+    /// Whether the pins saved outlive the runtime (the host writes them down
+    /// for the configuration's next run); when not, the final shutdown pins
+    /// nothing more.
+    fn pins_kept_across_runs(&self) -> bool {
+        false
+    }
     /// What an earlier session learned of the 2026-07-28 server under `key`
     /// (its capabilities and tools), for a session that starts ready
     /// ([`Client::resume`](crate::client::Client::resume)); none on a platform

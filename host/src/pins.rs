@@ -22,7 +22,9 @@
 //! configuration directory (or whose file could not be written), keeps its
 //! pins in memory for the runtime's life:
 //! changes during a session are still caught, and a guest re-instantiated after
-//! a trap gets them back.
+//! a trap gets them back. Such a store says its pins are not kept across runs
+//! ([`PinStore::kept_across_runs`]), so the guest makes none at its final
+//! shutdown, where nobody would read them.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -94,6 +96,12 @@ impl PinStore {
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.memory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether what is saved outlives the runtime: a configuration file's pins
+    /// are written down for its next run, the others kept in memory only.
+    pub fn kept_across_runs(&self) -> bool {
+        self.file.is_some()
     }
 
     /// What was kept for the configuration.
@@ -275,8 +283,10 @@ mod tests {
         assert_eq!(gone.load().unwrap().0, "pins of a, saved again");
         let text = std::fs::read_to_string(config_dir.join(FILE)).unwrap();
         assert!(!text.contains("pins of b"), "{text}");
-        // Without a file, in memory.
+        // Without a file, in memory, and only for the runtime's life.
+        assert!(again.kept_across_runs());
         let (memory, _) = PinStore::open(None, None);
+        assert!(!memory.kept_across_runs());
         memory.save("kept".into());
         assert_eq!(memory.load(), Some(("kept".into(), false)));
         std::fs::remove_dir_all(&dir).unwrap();

@@ -13,8 +13,10 @@
 //! A server's first list (no pins yet) has nothing to be compared with: the
 //! manager offers it at once and pins it in the next turn, which it asks for at
 //! once, so thousands of digests do not keep the tools from the caller. The
-//! list is pinned before that if the server lists again, and before the pins
-//! are saved at shutdown.
+//! list is pinned before that if the server lists again, before the pins are
+//! saved for a reload, and at shutdown where the platform keeps them for the
+//! configuration's next run (`kept-across-runs`): pins kept only while the
+//! runtime lives would not be read again.
 //!
 //! Every later list (at every start, and after `notifications/tools/list_changed`)
 //! is compared with the pins, and a tool whose digests differ is a

@@ -19,4 +19,8 @@ impl pins::Host for HostState {
         self.pin_store.save(pins);
         Ok(())
     }
+
+    fn kept_across_runs(&mut self) -> wasmtime::Result<bool> {
+        Ok(self.pin_store.kept_across_runs())
+    }
 }

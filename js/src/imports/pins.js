@@ -10,5 +10,7 @@ export function pins() {
     save: (text) => {
       kept = { pins: text, acceptPending: false };
     },
+    // Not across runs: so the guest pins nothing more at its final shutdown.
+    keptAcrossRuns: () => false,
   };
 }
