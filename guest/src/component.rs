@@ -119,6 +119,9 @@ impl Connection for StdioConnection {
                     return Err(e);
                 }
                 Some(Ok(messages)) => return Ok(messages),
+                // Kept by the host, too large to hand in: taken here, so that
+                // the host's copy goes as soon as they are in this memory.
+                None if STEP.with(|s| s.take_waiting(id)) => {}
                 // Nothing handed in: the host read the pipe when it gathered
                 // the step's input. Only after the guest blocked in this step
                 // may more be waiting on the host's side.
@@ -416,6 +419,9 @@ struct Step {
         u64,
         alloc::collections::VecDeque<Result<Vec<String>, TransportError>>,
     >,
+    /// Connections whose messages the host kept, too large to hand in: their
+    /// `receive` takes them through the import, after what the inbox holds.
+    waiting: alloc::collections::BTreeSet<u64>,
     /// By connection: what to write, in order.
     outbox: alloc::collections::BTreeMap<u64, Vec<String>>,
 }
@@ -429,6 +435,11 @@ impl Step {
         self.inbox.get_mut(&id)?.pop_front()
     }
 
+    /// Whether the host kept messages for connection `id`'s `receive` (once).
+    fn take_waiting(&mut self, id: u64) -> bool {
+        self.waiting.remove(&id)
+    }
+
     fn take_outgoing(&mut self) -> alloc::collections::BTreeMap<u64, Vec<String>> {
         core::mem::take(&mut self.outbox)
     }
@@ -436,6 +447,7 @@ impl Step {
     /// A connection was dropped: what it had not taken goes with it.
     fn forget(&mut self, id: u64) {
         self.inbox.remove(&id);
+        self.waiting.remove(&id);
         self.outbox.remove(&id);
     }
 }
@@ -497,6 +509,10 @@ impl wit_turns::Guest for Component {
             s.blocked = false;
             s.now_ms = Some(input.now / 1_000_000);
             for arrival in input.arrived {
+                if arrival.waiting {
+                    s.waiting.insert(arrival.connection);
+                    continue;
+                }
                 let queue = s.inbox.entry(arrival.connection).or_default();
                 if !arrival.messages.is_empty() {
                     queue.push_back(Ok(arrival.messages));

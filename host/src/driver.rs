@@ -34,10 +34,10 @@ use crate::gateway::PolledClient;
 use crate::instance::{self, Factory};
 use crate::metrics::Monitor;
 use crate::store::{HostState, Wake};
-use crate::transport::Connection;
 use crate::transport::descendants::Subreaper;
 use crate::transport::readiness::{Readiness, Waiter};
 use crate::transport::stdio::CLOSING_CHECK;
+use crate::transport::{Arrival, Connection};
 use crate::types::{CallError, Event, InputAnswer, ReloadReport, ServerState, ServerStatus, Tool};
 
 /// The longest a turn waits (the driver between steps, or a step that blocks)
@@ -838,12 +838,20 @@ impl Driver {
             if hung_up.contains(&connection) {
                 conn.hung_up();
             }
-            if let Some((messages, error)) = conn.gather() {
-                arrived.push(turns::Arrival {
+            match conn.gather() {
+                Some(Arrival::Handed(messages, error)) => arrived.push(turns::Arrival {
                     connection,
                     messages,
                     error,
-                });
+                    waiting: false,
+                }),
+                Some(Arrival::Waiting) => arrived.push(turns::Arrival {
+                    connection,
+                    messages: Vec::new(),
+                    error: None,
+                    waiting: true,
+                }),
+                None => {}
             }
             if conn.due() {
                 self.due.push(connection);

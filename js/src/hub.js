@@ -163,14 +163,20 @@ export class Hub {
    * What every connection received since the guest last took from it, for
    * `turns.step`'s `arrived`: per connection the messages, or an error no message
    * precedes (what follows an error waits for the next step: `unread`). A connection
-   * the guest knows closed is left out.
+   * the guest knows closed is left out. Everything is handed in (`waiting` is never
+   * set): a JS string handed over is the garbage collector's to free either way.
    */
   arrivals() {
     const arrived = [];
     for (const [conn, inbox] of this.#inboxes) {
       if (inbox.length > 0 && inbox.closed === null) {
         const { messages, error } = this.take(conn, Infinity);
-        arrived.push({ connection: BigInt(conn), messages, error: error ?? undefined });
+        arrived.push({
+          connection: BigInt(conn),
+          messages,
+          error: error ?? undefined,
+          waiting: false,
+        });
       }
     }
     return arrived;

@@ -73,9 +73,22 @@ pub struct Connection {
     _process: stdio::ProcessGuard,
 }
 
-/// What one stdio connection received since the last turn, for
-/// `turns.step`: the messages, then at most one error that came after them.
-pub(crate) type Arrival = (Vec<String>, Option<wit::TransportError>);
+/// Messages larger than this in all are not handed in with a step but left
+/// for the guest's `receive` ([`Arrival::Waiting`]): a step's input lives
+/// until the step returns, so a message handed in is held twice while the
+/// guest parses it (a 17.6 MB tool list raised the peak by its size), and one
+/// taken through `receive` is freed once it is in the guest's memory. The
+/// crossing this costs is nothing beside a copy of a megabyte.
+const HAND_IN_BYTES: usize = 1 << 20;
+
+/// What one stdio connection received since the last turn, for `turns.step`.
+#[derive(Debug)]
+pub(crate) enum Arrival {
+    /// The messages, then at most one error that came after them.
+    Handed(Vec<String>, Option<wit::TransportError>),
+    /// Messages over [`HAND_IN_BYTES`], kept for the guest's `receive`.
+    Waiting,
+}
 
 impl Connection {
     /// What arrived since the last call (or `receive`), read without waiting;
@@ -85,6 +98,14 @@ impl Connection {
             return None;
         }
         let (messages, error) = match self.receive() {
+            Ok(messages) if messages.iter().map(String::len).sum::<usize>() > HAND_IN_BYTES => {
+                // Back where `receive` takes them from, in order (moved, not
+                // copied); an error after them stays behind them.
+                for message in messages.into_iter().rev() {
+                    self.stash.push_front(Inbound::Message(message));
+                }
+                return Some(Arrival::Waiting);
+            }
             Ok(messages) => {
                 // An error that came right after the messages goes with them.
                 let error = match self.stash.front() {
@@ -95,7 +116,7 @@ impl Connection {
             }
             Err(e) => (Vec::new(), Some(e)),
         };
-        (!messages.is_empty() || error.is_some()).then_some((messages, error))
+        (!messages.is_empty() || error.is_some()).then_some(Arrival::Handed(messages, error))
     }
 
     /// Whether [`Connection::gather`] may have something at once, with no
@@ -392,5 +413,78 @@ impl transport::HostConnection for HostState {
         let connection = self.table.delete(this)?;
         self.connections.remove(&connection.id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::endpoint::StdioSpec;
+    use super::readiness::Readiness;
+    use super::stdio::{Spawned, Supervisors, spawn};
+    use super::*;
+    use std::time::Duration;
+
+    /// A connection on `sh -c script`.
+    fn connection_to(script: &str) -> Connection {
+        let (_, readiness) = Readiness::new(Duration::ZERO).unwrap();
+        let spec = StdioSpec {
+            command: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+            cwd: None,
+            sandbox: None,
+        };
+        let Spawned { pipes, process } = spawn(
+            &spec,
+            4 << 20,
+            Arc::default(),
+            None,
+            &Arc::new(Supervisors::default()),
+            Some(Arc::new(readiness)),
+        )
+        .unwrap();
+        Connection {
+            id: 1,
+            pipes: Box::new(pipes),
+            stash: VecDeque::new(),
+            closed: None,
+            diagnostics: Arc::default(),
+            _process: process,
+        }
+    }
+
+    /// What the connection has next, once it has something.
+    async fn next(conn: &mut Connection) -> Arrival {
+        for _ in 0..5_000 {
+            if let Some(arrival) = conn.gather() {
+                return arrival;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        panic!("nothing arrived in 5 s");
+    }
+
+    /// Messages over a megabyte in all stay with the host for the guest's
+    /// `receive`, whole and in order, with what follows them after them;
+    /// smaller ones are handed in with the step.
+    #[tokio::test]
+    async fn messages_over_a_megabyte_wait_for_receive() {
+        let big =
+            r#"printf '{"x":"'; head -c 2000000 /dev/zero | tr '\0' x; printf '"}\n{"a":1}\n'"#;
+        let mut conn = connection_to(big);
+        assert!(matches!(next(&mut conn).await, Arrival::Waiting));
+        let mut messages = conn.receive().unwrap();
+        assert_eq!(messages[0].len(), 2_000_008);
+        assert!(messages[0].starts_with(r#"{"x":"xx"#));
+        while messages.len() < 2 {
+            match next(&mut conn).await {
+                Arrival::Handed(more, _) => messages.extend(more),
+                Arrival::Waiting => panic!("a small message was kept back"),
+            }
+        }
+        assert_eq!(messages[1], r#"{"a":1}"#);
+
+        let mut conn = connection_to(r#"printf '{"a":1}\n'"#);
+        assert!(matches!(next(&mut conn).await, Arrival::Handed(m, _) if m == [r#"{"a":1}"#]));
     }
 }
