@@ -23,7 +23,7 @@
 //! pins in memory for the runtime's life:
 //! changes during a session are still caught, and a guest re-instantiated after
 //! a trap gets them back. Such a store says its pins are not kept across runs
-//! ([`PinStore::kept_across_runs`]), so the guest makes none at its final
+//! (`PinStore::kept_across_runs`), so the guest makes none at its final
 //! shutdown, where nobody would read them.
 
 use std::path::Path;
