@@ -838,20 +838,17 @@ impl Driver {
             if hung_up.contains(&connection) {
                 conn.hung_up();
             }
-            match conn.gather() {
-                Some(Arrival::Handed(messages, error)) => arrived.push(turns::Arrival {
+            if let Some(arrival) = conn.gather() {
+                let (messages, error, waiting) = match arrival {
+                    Arrival::Handed(messages, error) => (messages, error, false),
+                    Arrival::Waiting => (Vec::new(), None, true),
+                };
+                arrived.push(turns::Arrival {
                     connection,
                     messages,
                     error,
-                    waiting: false,
-                }),
-                Some(Arrival::Waiting) => arrived.push(turns::Arrival {
-                    connection,
-                    messages: Vec::new(),
-                    error: None,
-                    waiting: true,
-                }),
-                None => {}
+                    waiting,
+                });
             }
             if conn.due() {
                 self.due.push(connection);
