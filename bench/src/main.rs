@@ -586,8 +586,11 @@ fn worker_main(mut args: impl Iterator<Item = String>) -> ExitCode {
             println!("{}", serde_json::to_string(&metrics).unwrap_or_default());
             ExitCode::SUCCESS
         }
+        // On stdout, which is the worker's alone: its fixture shares its stderr,
+        // and what the fixture prints as the client gives up (a cancellation,
+        // say) lands after the worker's own words.
         Err(e) => {
-            eprintln!("{e}");
+            println!("{}", serde_json::json!({ "error": e.to_string() }));
             ExitCode::from(1)
         }
     }
@@ -1020,6 +1023,15 @@ fn sample(setup: &Setup, workload: Workload, side: Side) -> Result<BTreeMap<Stri
         .output()
         .map_err(|e| format!("cannot start a worker: {e}"))?;
     if !output.status.success() {
+        // A worker that failed says why on stdout; one that could not (it
+        // crashed, say) left its last words on stderr.
+        #[derive(serde::Deserialize)]
+        struct Failed {
+            error: String,
+        }
+        if let Ok(Failed { error }) = serde_json::from_slice(&output.stdout) {
+            return Err(error);
+        }
         let stderr = String::from_utf8_lossy(&output.stderr);
         let last = stderr.lines().last().unwrap_or("no message").trim();
         return Err(last.to_owned());
