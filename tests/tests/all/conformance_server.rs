@@ -132,8 +132,8 @@ fn run_one(url: &str, scenario: &str) -> (bool, String) {
 /// How many extension scenarios run at once, each directly then through the
 /// gateway. Most of a tasks scenario's time is the runner waiting for a task the
 /// upstream does not have (up to 22 s each, 70 s for all of them directly), so
-/// one at a time made this the slowest test of all; the suites beside them run
-/// four more runners.
+/// one at a time would make this the slowest test of all; the suites beside
+/// them run four more runners.
 const EXTENSION_LANES: usize = 4;
 
 /// Runs each of `scenarios` directly against `direct` and through `gateway`,
