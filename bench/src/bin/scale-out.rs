@@ -30,8 +30,8 @@
 //!
 //! Throughput: C connections kept alive, each with one request at a time, for
 //! S seconds after a second of warm-up; requests per second, and the CPU each
-//! process spent per request (user + system from `/proc/PID/stat`, in the timed
-//! window). The hop: the same with one connection (a request at a time), direct
+//! process spent per request (user + system, from its CPU-time clock, in the
+//! timed window). The hop: the same with one connection (a request at a time), direct
 //! and through HAProxy to that one instance; the difference of the mean times is
 //! what HAProxy adds to a request, and its CPU per request what it costs.
 //! "Cores busy" is the CPU of the four parts per second of the sample: how much
@@ -207,17 +207,17 @@ async fn connection(
     Ok(())
 }
 
-/// CPU seconds (user + system) a process has spent, from `/proc/PID/stat`.
+/// CPU seconds (user + system, every thread) a process has spent: its CPU-time
+/// clock (`clock_getcpuclockid`), in nanoseconds, as `mcpbox-bench` reads a
+/// gateway's. `/proc/PID/stat` counts 10 ms ticks, a coarse grain for HAProxy,
+/// which spends little per request. A process that is gone counts nothing.
 fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command's closing parenthesis: state is the first,
-    // utime the 12th, stime the 13th, in clock ticks (USER_HZ, 100 on Linux).
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<f64> = rest
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0.0))
-        .collect();
-    (fields.get(11).unwrap_or(&0.0) + fields.get(12).unwrap_or(&0.0)) / 100.0
+    let Ok(pid) = i32::try_from(pid) else {
+        return 0.0;
+    };
+    nix::time::clock_getcpuclockid(nix::unistd::Pid::from_raw(pid))
+        .and_then(nix::time::clock_gettime)
+        .map_or(0.0, |spent| std::time::Duration::from(spent).as_secs_f64())
 }
 
 /// What one sample measured.
